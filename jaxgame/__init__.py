@@ -1,0 +1,21 @@
+"""jaxgame: an 8-player auto-battler as pure JAX functions.
+
+>>> import jaxgame
+>>> env = jaxgame.make("autochess", obs="vector")
+"""
+
+import os as _os
+
+# XLA's concurrency-optimised CPU scheduler can deadlock when whole training
+# runs are vmapped; it must be switched off before the backend starts.
+_FLAG = "--xla_cpu_enable_concurrency_optimized_scheduler=false"
+if _FLAG.split("=")[0] not in _os.environ.get("XLA_FLAGS", ""):
+    _os.environ["XLA_FLAGS"] = (_os.environ.get("XLA_FLAGS", "") + " " + _FLAG).strip()
+
+from jaxgame import constants  # noqa: E402
+from jaxgame.config import GameConfig  # noqa: E402
+from jaxgame.env import AutoChessEnv, TimeStep, make  # noqa: E402
+from jaxgame.state import GameState, Players  # noqa: E402
+from jaxgame.vec_env import VecEnv  # noqa: E402
+
+__all__ = ["AutoChessEnv", "GameConfig", "GameState", "Players", "TimeStep", "VecEnv", "constants", "make"]

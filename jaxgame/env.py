@@ -1,0 +1,131 @@
+"""The env API: ``jaxgame.make("autochess")`` -> ``AutoChessEnv``.
+
+>>> env = jaxgame.make("autochess", obs="vector")
+>>> state, ts = env.reset(jax.random.key(0))
+>>> state, ts = env.step(state, actions)        # actions int32[8]
+
+All 8 seats act at once, one action each per step. ``step`` auto-resets:
+on the step where ``ts.done`` is True, ``ts.reward`` and ``ts.info`` belong
+to the finished game (final ranks in ``info["rank"]``), while the returned
+state, ``ts.observation`` and ``ts.action_mask`` already belong to a fresh
+game.
+"""
+
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+from flax import struct
+
+from jaxgame import actions as actions_lib
+from jaxgame import constants as C
+from jaxgame import game, observation, synergy, units
+from jaxgame.config import GameConfig
+from jaxgame.state import GameState
+
+OBS_KINDS = ("vector", "pixels", "both")
+
+
+@struct.dataclass
+class TimeStep:
+    observation: object  # float32[8, obs_size] ("vector"); see AutoChessEnv.observe
+    action_mask: jax.Array  # bool[8, num_actions]
+    reward: jax.Array  # float32[8]
+    done: jax.Array  # bool[]  the game ended on this step
+    info: dict  # see AutoChessEnv.info
+
+
+class AutoChessEnv:
+    """8-seat auto-battler. Stateless: all state lives in ``GameState``.
+
+    ``reset`` and ``step`` are pure, so ``jax.jit(env.step)`` and
+    ``jax.vmap(env.step)`` work; for large batches prefer
+    ``jaxgame.VecEnv``, which runs the combat only on fight steps.
+    """
+
+    num_players = C.NUM_PLAYERS
+    num_actions = C.NUM_ACTIONS
+
+    def __init__(self, config: GameConfig | None = None, obs: str = "vector"):
+        if obs not in OBS_KINDS:
+            raise ValueError(f"obs must be one of {OBS_KINDS}, got {obs!r}")
+        if obs != "vector":
+            raise NotImplementedError(f"obs={obs!r} is not available yet (issue #3); use obs='vector'")
+        self.config = config if config is not None else GameConfig()
+        self.obs_kind = obs
+        self.obs_size = observation.OBS_SIZE
+
+    def __repr__(self):
+        return f"AutoChessEnv(obs={self.obs_kind!r}, config={self.config})"
+
+    # ---- pieces, composed by step() here and by VecEnv ----
+    def new_game(self, key: jax.Array) -> GameState:
+        return game.new_game(key, self.config)
+
+    def decision_step(self, state: GameState, actions):
+        """Actions of one step. Returns (state, fight_key, reset_key, fight_due bool[])."""
+        due = game.fight_due(state, self.config)
+        next_key, act_key, fight_key, reset_key = jax.random.split(state.key, 4)
+        state = game.decision_phase(state.replace(key=next_key), actions, act_key)
+        return state, fight_key, reset_key, due
+
+    def fight_step(self, state: GameState, fight_key: jax.Array):
+        """Returns (state, reward float32[8])."""
+        return game.fight_phase(state, fight_key, self.config)
+
+    def no_fight(self, state: GameState, fight_key: jax.Array):
+        return state, jnp.zeros(C.NUM_PLAYERS, jnp.float32)
+
+    def timestep(self, final: GameState, current: GameState, reward) -> TimeStep:
+        """TimeStep with info/done from ``final`` (pre-reset) and obs/mask from ``current``."""
+        return TimeStep(
+            observation=self.observe(current),
+            action_mask=self.action_mask(current),
+            reward=reward,
+            done=final.done,
+            info=self.info(final),
+        )
+
+    # ---- public API ----
+    def reset(self, key: jax.Array):
+        state = self.new_game(key)
+        return state, self.timestep(state, state, jnp.zeros(C.NUM_PLAYERS, jnp.float32))
+
+    def step(self, state: GameState, actions):
+        """Advance every seat by one decision step; resolves the fights after the round's last one."""
+        state, fight_key, reset_key, due = self.decision_step(state, actions)
+        state, reward = jax.lax.cond(due, self.fight_step, self.no_fight, state, fight_key)
+        fresh = jax.lax.cond(state.done, self.new_game, lambda _: state, reset_key)
+        return fresh, self.timestep(state, fresh, reward)
+
+    def observe(self, state: GameState):
+        """float32[8, obs_size] for obs="vector"."""
+        return observation.vector_observation(state, self.config)
+
+    def action_mask(self, state: GameState) -> jax.Array:
+        """bool[8, num_actions]: the legal actions of every seat."""
+        return jax.vmap(actions_lib.legal_mask)(state.players)
+
+    def info(self, state: GameState) -> dict:
+        p = state.players
+        board = p.species[:, C.BENCH_SIZE :]
+        return {
+            "life": p.life,
+            "gold": p.gold,
+            "level": p.level,
+            "round": state.round,
+            "rank": p.rank,
+            "alive": p.alive,
+            "board_size": units.board_count(p.species),
+            "synergy_count": jnp.sum(synergy.synergy_levels(synergy.type_counts(board)) > 0, axis=-1).astype(
+                jnp.int32
+            ),
+            "actions_this_turn": p.actions_this_turn,
+        }
+
+
+def make(name: str = "autochess", obs: str = "vector", **rule_overrides) -> AutoChessEnv:
+    """Create an env. Rule overrides are ``GameConfig`` fields, validated."""
+    if name != "autochess":
+        raise ValueError(f"unknown env {name!r}; available: 'autochess'")
+    return AutoChessEnv(GameConfig.from_overrides(**rule_overrides), obs=obs)

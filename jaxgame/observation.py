@@ -1,0 +1,125 @@
+"""Vector observations: one float32[OBS_SIZE] per seat.
+
+Layout (offsets in ``OBS_LAYOUT``; see docs/observation.md):
+
+=================  =====  ===================================================
+block              size   content
+=================  =====  ===================================================
+self               12     life/100, gold/50, level/9, xp progress, streak/5,
+                          round/max_rounds, step_in_round/steps, shop locked,
+                          turn ended, alive, board units/level, bench units/8
+shop               6x12   one unit record per shop slot
+slots              32x12  one unit record per bench (0..7) and board (8..31) slot
+synergies          16     distinct species per type / 7, synergy level / 3
+pool               28     copies left in the pool / initial copies
+owned              28     base copies owned per species / 9
+opponents          7x6    seats p+1..p+7 (mod 8): life/100, level/9, alive,
+                          board units/9, streak/5, was my last opponent
+=================  =====  ===================================================
+
+A unit record is 12 floats: present, stars/3, cost/5, 8 type flags,
+(species + 1)/28; all zeros for an empty slot.
+"""
+
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+
+from jaxgame import constants as C
+from jaxgame import economy
+from jaxgame import species as sp
+from jaxgame import synergy, units
+from jaxgame.config import GameConfig
+from jaxgame.state import GameState
+
+UNIT_FEATURES = 12
+OPPONENT_FEATURES = 6
+OBS_LAYOUT = {}
+_offset = 0
+for _name, _size in [
+    ("self", 12),
+    ("shop", C.SHOP_SIZE * UNIT_FEATURES),
+    ("slots", C.NUM_SLOTS * UNIT_FEATURES),
+    ("synergies", 2 * sp.NUM_TYPES),
+    ("pool", sp.NUM_SPECIES),
+    ("owned", sp.NUM_SPECIES),
+    ("opponents", (C.NUM_PLAYERS - 1) * OPPONENT_FEATURES),
+]:
+    OBS_LAYOUT[_name] = (_offset, _offset + _size)
+    _offset += _size
+OBS_SIZE = _offset
+
+
+def unit_records(species: jnp.ndarray, stars: jnp.ndarray) -> jnp.ndarray:
+    """species, stars int32[n] -> float32[n, UNIT_FEATURES]."""
+    present = species >= 0
+    s = jnp.maximum(species, 0)
+    types = jnp.asarray(sp.SPECIES_TYPE_MASK, jnp.float32)[s]
+    record = jnp.concatenate(
+        [
+            jnp.ones_like(species, jnp.float32)[:, None],
+            (stars / sp.MAX_STARS)[:, None],
+            (jnp.asarray(sp.SPECIES_COST)[s] / 5.0)[:, None],
+            types,
+            ((s + 1) / sp.NUM_SPECIES)[:, None],
+        ],
+        axis=1,
+    )
+    return jnp.where(present[:, None], record, 0.0).astype(jnp.float32)
+
+
+def seat_observation(state: GameState, seat: jnp.ndarray, config: GameConfig) -> jnp.ndarray:
+    """float32[OBS_SIZE] for one seat."""
+    all_players = state.players
+    p = jax.tree_util.tree_map(lambda x: x[seat], all_players)
+    board_units = units.board_count(p.species)
+    self_block = jnp.stack(
+        [
+            p.life / 100.0,
+            p.gold / 50.0,
+            p.level / C.MAX_LEVEL,
+            economy.xp_fraction(p.level, p.xp),
+            p.streak / 5.0,
+            state.round / config.max_rounds,
+            state.step_in_round / config.steps_per_round,
+            p.shop_locked,
+            p.turn_ended,
+            p.alive,
+            board_units / jnp.maximum(p.level, 1),
+            units.bench_count(p.species) / C.BENCH_SIZE,
+        ]
+    ).astype(jnp.float32)
+    counts = synergy.type_counts(p.species[units.BOARD])
+    synergy_block = jnp.concatenate([counts / 7.0, synergy.synergy_levels(counts) / 3.0])
+    pool_block = state.pool / jnp.asarray(sp.SPECIES_POOL_COPIES, jnp.float32)
+    owned_block = units.owned_copies(p.species, p.stars) / 9.0
+
+    others = (seat + jnp.arange(1, C.NUM_PLAYERS)) % C.NUM_PLAYERS
+    opponents = jnp.stack(
+        [
+            all_players.life[others] / 100.0,
+            all_players.level[others] / C.MAX_LEVEL,
+            all_players.alive[others],
+            units.board_count(all_players.species[others]) / C.MAX_LEVEL,
+            all_players.streak[others] / 5.0,
+            others == p.last_opponent,
+        ],
+        axis=1,
+    )
+    return jnp.concatenate(
+        [
+            self_block,
+            unit_records(p.shop, jnp.where(p.shop >= 0, 1, 0)).reshape(-1),
+            unit_records(p.species, p.stars).reshape(-1),
+            synergy_block,
+            pool_block,
+            owned_block,
+            opponents.reshape(-1),
+        ]
+    ).astype(jnp.float32)
+
+
+def vector_observation(state: GameState, config: GameConfig) -> jnp.ndarray:
+    """float32[8, OBS_SIZE]: every seat's observation."""
+    return jax.vmap(lambda seat: seat_observation(state, seat, config))(jnp.arange(C.NUM_PLAYERS))

@@ -1,0 +1,57 @@
+"""Batched stepping that pays for the combat only on fight steps.
+
+Under ``jax.vmap(env.step)`` the per-env ``lax.cond`` becomes a select that
+runs the combat on every step. ``VecEnv`` instead vmaps the cheap pieces and
+branches ONCE for the whole batch: the fight phase runs only when at least
+one env is on its fight step (with fixed-length rounds all envs are phase
+aligned, so that is every ``steps_per_round``-th step), and the reset only
+when some game ended.
+"""
+
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+
+from jaxgame import constants as C
+from jaxgame.env import AutoChessEnv
+
+
+def _select(mask, a, b):
+    """Per-env select of two batched pytrees; mask bool[num_envs]."""
+    return jax.tree_util.tree_map(lambda x, y: jnp.where(mask.reshape((-1,) + (1,) * (x.ndim - 1)), x, y), a, b)
+
+
+class VecEnv:
+    """``num_envs`` games stepped together; states carry a leading [num_envs] axis."""
+
+    def __init__(self, env: AutoChessEnv, num_envs: int):
+        if isinstance(num_envs, bool) or not isinstance(num_envs, int) or num_envs < 1:
+            raise ValueError(f"num_envs must be a positive int, got {num_envs!r}")
+        self.env = env
+        self.num_envs = num_envs
+        self.num_players = env.num_players
+        self.num_actions = env.num_actions
+        self.obs_size = env.obs_size
+
+    def reset(self, key: jax.Array):
+        return jax.vmap(self.env.reset)(jax.random.split(key, self.num_envs))
+
+    def step(self, states, actions):
+        """actions int32[num_envs, 8] -> (states, TimeStep with a leading [num_envs] axis)."""
+        env = self.env
+        states, fight_keys, reset_keys, due = jax.vmap(env.decision_step)(states, actions)
+
+        def fight(states):
+            fought, reward = jax.vmap(env.fight_step)(states, fight_keys)
+            return _select(due, fought, states), jnp.where(due[:, None], reward, 0.0)
+
+        def skip(states):
+            return states, jnp.zeros((self.num_envs, C.NUM_PLAYERS), jnp.float32)
+
+        states, reward = jax.lax.cond(due.any(), fight, skip, states)
+        done = states.done
+        fresh = jax.lax.cond(
+            done.any(), lambda: _select(done, jax.vmap(env.new_game)(reset_keys), states), lambda: states
+        )
+        return fresh, jax.vmap(env.timestep)(states, fresh, reward)
