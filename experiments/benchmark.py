@@ -1,0 +1,158 @@
+"""Throughput benchmarks; prints one JSON object.
+
+    python -m experiments.benchmark --what env
+    python -m experiments.benchmark --what env --num-envs 1,64 --rounds 1
+
+``--what env`` reports:
+  * ``seat_steps_per_s[num_envs]``: VecEnv steps x 8 seats per second with
+    random bots, measured over whole rounds (so fight steps are included in
+    their real proportion), after compilation;
+  * ``combat``: fights per second of the combat simulation alone, vmapped
+    over random boards;
+  * ``fight_skip``: the cost of one VecEnv step that is not a fight step vs
+    one that is, and of a non-fight step under plain ``jax.vmap(env.step)``
+    (where the per-env ``lax.cond`` turns into a select and the combat runs on
+    every step) — the proof that VecEnv skips the combat when it is not due.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import platform
+import time
+
+import jax
+import jax.numpy as jnp
+from tqdm import tqdm
+
+import jaxgame
+from jaxgame import bots, combat
+from jaxgame import constants as C
+from jaxgame import species as sp
+
+
+def _time(fn, *args, repeats: int = 3) -> float:
+    """Best wall time of ``fn(*args)`` in seconds, compiled beforehand."""
+    jax.block_until_ready(fn(*args))
+    best = float("inf")
+    for _ in range(repeats):
+        start = time.perf_counter()
+        jax.block_until_ready(fn(*args))
+        best = min(best, time.perf_counter() - start)
+    return best
+
+
+def _rollout(venv, steps, policy=bots.random_policy):
+    @jax.jit
+    def run(states, ts, key):
+        def body(carry, k):
+            states, ts = carry
+            a = jax.vmap(policy)(jax.random.split(k, venv.num_envs), states, ts.action_mask)
+            return venv.step(states, a), None
+
+        (states, ts), _ = jax.lax.scan(body, (states, ts), jax.random.split(key, steps))
+        return states, ts
+
+    return run
+
+
+def bench_env_throughput(env, num_envs_list, rounds, progress):
+    out = {}
+    steps = rounds * env.config.steps_per_round
+    for n in tqdm(num_envs_list, desc="env throughput", disable=not progress):
+        venv = jaxgame.VecEnv(env, n)
+        states, ts = venv.reset(jax.random.key(0))
+        run = _rollout(venv, steps)
+        seconds = _time(run, states, ts, jax.random.key(1), repeats=2)
+        out[str(n)] = round(steps * n * C.NUM_PLAYERS / seconds, 1)
+    return out
+
+
+def random_boards(key, n, units):
+    """n random boards with ``units`` one-to-three-star units in random cells."""
+    k1, k2, k3 = jax.random.split(key, 3)
+    species = jax.random.randint(k1, (n, C.BOARD_CELLS), 0, sp.NUM_SPECIES)
+    stars = jax.random.randint(k2, (n, C.BOARD_CELLS), 1, 4)
+    cells = jax.vmap(lambda k: jax.random.permutation(k, C.BOARD_CELLS))(jax.random.split(k3, n))
+    occupied = cells < units
+    return jnp.where(occupied, species, -1).astype(jnp.int32), jnp.where(occupied, stars, 0).astype(jnp.int32)
+
+
+def bench_combat(num_fights, units, max_ticks):
+    hs, ht = random_boards(jax.random.key(0), num_fights, units)
+    as_, at = random_boards(jax.random.key(1), num_fights, units)
+    keys = jax.random.split(jax.random.key(2), num_fights)
+    fight = jax.jit(jax.vmap(lambda a, b, c, d, k: combat.simulate_fight(a, b, c, d, k, max_ticks=max_ticks)))
+    seconds = _time(fight, hs, ht, as_, at, keys)
+    ticks = fight(hs, ht, as_, at, keys).ticks
+    return {
+        "num_fights": num_fights,
+        "units_per_side": units,
+        "fights_per_s": round(num_fights / seconds, 1),
+        "mean_ticks": round(float(jnp.mean(ticks)), 1),
+    }
+
+
+def bench_fight_skip(env, num_envs, warm_rounds):
+    """Per-step cost at a non-fight vs a fight step, with boards filled by greedy bots."""
+    venv = jaxgame.VecEnv(env, num_envs)
+    states, ts = venv.reset(jax.random.key(0))
+    warm = _rollout(venv, warm_rounds * env.config.steps_per_round, bots.greedy_policy)
+    states, ts = warm(states, ts, jax.random.key(1))  # now at step 0 of a round, boards filled
+    actions = jnp.zeros((num_envs, C.NUM_PLAYERS), jnp.int32)
+    vec_step = jax.jit(venv.step)
+    naive_step = jax.jit(jax.vmap(env.step))
+    non_fight = _time(vec_step, states, actions)
+    naive_non_fight = _time(naive_step, states, actions)
+    # advance to the last decision step of the round: that step runs the fights
+    for _ in range(env.config.steps_per_round - 1):
+        states, ts = vec_step(states, actions)
+    assert bool(jnp.all(states.step_in_round == env.config.steps_per_round - 1))
+    fight = _time(vec_step, states, actions)
+    board_units = float(jnp.mean(jnp.sum(states.players.species[..., C.BENCH_SIZE :] >= 0, -1)))
+    return {
+        "num_envs": num_envs,
+        "mean_board_units": round(board_units, 2),
+        "vecenv_non_fight_step_ms": round(non_fight * 1e3, 3),
+        "vecenv_fight_step_ms": round(fight * 1e3, 3),
+        "fight_over_non_fight": round(fight / non_fight, 1),
+        "naive_vmap_non_fight_step_ms": round(naive_non_fight * 1e3, 3),
+        "naive_over_vecenv_non_fight": round(naive_non_fight / non_fight, 1),
+    }
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--what", choices=["env"], default="env")
+    parser.add_argument("--num-envs", default="1,64,1024,4096", help="comma-separated batch sizes")
+    parser.add_argument("--rounds", type=int, default=1, help="rounds timed per batch size")
+    parser.add_argument("--fights", type=int, default=1024, help="fights in the combat benchmark")
+    parser.add_argument("--skip-envs", type=int, default=256, help="batch size of the fight-skip benchmark")
+    parser.add_argument("--quiet", action="store_true")
+    args = parser.parse_args(argv)
+    try:
+        num_envs_list = [int(x) for x in args.num_envs.split(",")]
+    except ValueError:
+        parser.error(f"--num-envs must be comma-separated ints, got {args.num_envs!r}")
+    if any(n < 1 for n in num_envs_list) or args.rounds < 1 or args.fights < 1 or args.skip_envs < 1:
+        parser.error("--num-envs, --rounds, --fights and --skip-envs must be positive")
+
+    env = jaxgame.make("autochess")
+    progress = not args.quiet
+    result = {
+        "what": args.what,
+        "backend": jax.default_backend(),
+        "device": str(jax.devices()[0]),
+        "machine": platform.machine(),
+        "steps_per_round": env.config.steps_per_round,
+        "seat_steps_per_s": bench_env_throughput(env, num_envs_list, args.rounds, progress),
+        "combat": [bench_combat(args.fights, u, env.config.max_combat_ticks) for u in (3, 9)],
+        "fight_skip": bench_fight_skip(env, args.skip_envs, warm_rounds=4),
+    }
+    print(json.dumps(result))
+    return result
+
+
+if __name__ == "__main__":
+    main()

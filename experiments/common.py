@@ -1,0 +1,71 @@
+"""Shared helpers of the experiment CLIs: playing batches of bot games."""
+
+from __future__ import annotations
+
+import time
+
+import jax
+import numpy as np
+from tqdm import tqdm
+
+import jaxgame
+from jaxgame import bots
+
+
+def bot_rollout_fn(venv: jaxgame.VecEnv, seats: tuple, steps: int):
+    """Jitted ``(states, ts, key) -> (states, ts, done[T, E], rank[T, E, 8])`` playing ``steps`` steps."""
+    policy = bots.mixed_policy(seats)
+
+    @jax.jit
+    def rollout(states, ts, key):
+        def body(carry, k):
+            states, ts = carry
+            actions = jax.vmap(policy)(jax.random.split(k, venv.num_envs), states, ts.action_mask)
+            states, ts = venv.step(states, actions)
+            return (states, ts), (ts.done, ts.info["rank"])
+
+        (states, ts), (done, rank) = jax.lax.scan(body, (states, ts), jax.random.split(key, steps))
+        return states, ts, done, rank
+
+    return rollout
+
+
+def play_games(env, seats: tuple, num_envs: int, seed: int, chunk_steps: int = 48, max_steps: int = 100_000, progress=True):
+    """Play until every env has finished at least one game; return the first game's ranks.
+
+    Returns (ranks int[num_envs, 8], stats dict with steps, seat_steps_per_s).
+    """
+    venv = jaxgame.VecEnv(env, num_envs)
+    rollout = bot_rollout_fn(venv, seats, chunk_steps)
+    key = jax.random.key(seed)
+    key, reset_key = jax.random.split(key)
+    states, ts = venv.reset(reset_key)
+    first_ranks = np.zeros((num_envs, env.num_players), np.int64)
+    finished = np.zeros(num_envs, bool)
+    steps = 0
+    start = time.perf_counter()
+    bar = tqdm(total=num_envs, desc="games finished", unit="game", disable=not progress)
+    while not finished.all():
+        if steps >= max_steps:
+            raise RuntimeError(f"games did not finish within {max_steps} steps")
+        key, chunk_key = jax.random.split(key)
+        states, ts, done, rank = rollout(states, ts, chunk_key)
+        done, rank = np.asarray(done), np.asarray(rank)
+        for t in range(done.shape[0]):
+            new = done[t] & ~finished
+            first_ranks[new] = rank[t][new]
+            finished |= new
+            bar.update(int(new.sum()))
+        steps += chunk_steps
+    bar.close()
+    elapsed = time.perf_counter() - start
+    return first_ranks, {"steps": steps, "seconds": elapsed, "seat_steps_per_s": steps * num_envs * 8 / elapsed}
+
+
+def placement_by_bot(ranks: np.ndarray, seats: tuple) -> dict:
+    """Mean placement (1 best .. 8 worst) per bot name."""
+    names = sorted(set(seats))
+    return {n: float(np.mean(ranks[:, [i for i, s in enumerate(seats) if s == n]])) for n in names}
+
+
+__all__ = ["bot_rollout_fn", "play_games", "placement_by_bot"]
