@@ -1,0 +1,320 @@
+"""Combat: JAX vs plain-Python reference conformance, replays and hand-checked numbers.
+
+Compiled functions are module-level and shared so the file pays for a few
+compiles only (vmapped simulate, unbatched simulate, unbatched record, and
+one crit-free variant for the symmetry test).
+"""
+
+import functools
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+from jaxgame import combat
+from jaxgame import combat_reference as ref
+from jaxgame import species as sp
+
+SPECIES = {name: i for i, name in enumerate(sp.SPECIES_NAMES)}
+FIELDS = ("winner", "home_survivors", "away_survivors", "home_damage", "away_damage", "ticks")
+N_RANDOM = 256
+MAX_TICKS = 400
+
+sim_batch = jax.jit(jax.vmap(combat.simulate_fight))
+sim_one = jax.jit(combat.simulate_fight)
+rec_one = jax.jit(combat.record_fight)
+
+
+# ---------------- board helpers ----------------
+def empty_board():
+    return np.full(24, -1, np.int32), np.zeros(24, np.int32)
+
+
+def board(units):
+    """units: {cell: (species name or id, stars)} -> (species int32[24], stars int32[24])."""
+    s, k = empty_board()
+    for cell, (spc, stars) in units.items():
+        s[cell] = SPECIES[spc] if isinstance(spc, str) else spc
+        k[cell] = stars
+    return s, k
+
+
+def random_board(rng, n, species_pool=None):
+    s, k = empty_board()
+    cells = rng.choice(24, n, replace=False)
+    pool = np.arange(sp.NUM_SPECIES) if species_pool is None else species_pool
+    s[cells] = rng.choice(pool, n)
+    k[cells] = rng.choice([1, 2, 3], n, p=[0.6, 0.3, 0.1])
+    return s, k
+
+
+def random_fights(seed, n):
+    """A mix of small, lopsided, large, empty and synergy-heavy boards."""
+    rng = np.random.RandomState(seed)
+    boards = []
+    for i in range(n):
+        kind = i % 10
+        if kind < 5:
+            sides = [random_board(rng, rng.randint(0, 9)) for _ in range(2)]
+        elif kind == 5:  # lopsided
+            sides = [random_board(rng, rng.randint(0, 2)), random_board(rng, rng.randint(4, 13))]
+            if rng.rand() < 0.5:
+                sides = sides[::-1]
+        elif kind == 6:  # large
+            sides = [random_board(rng, rng.randint(8, 17)) for _ in range(2)]
+        else:  # synergy-heavy: species drawn from two types
+            sides = []
+            for _ in range(2):
+                types = rng.choice(sp.NUM_TYPES, 2, replace=False)
+                pool = np.flatnonzero(sp.SPECIES_TYPE_MASK[:, types].any(axis=1))
+                sides.append(random_board(rng, rng.randint(3, 11), pool))
+        boards.append((*sides[0], *sides[1]))
+    arrays = [np.stack([b[j] for b in boards]) for j in range(4)]
+    keys = jax.random.split(jax.random.PRNGKey(seed), n)
+    return arrays, keys
+
+
+def as_dict(result, i=None):
+    return {f: int(np.asarray(getattr(result, f)) if i is None else np.asarray(getattr(result, f))[i]) for f in FIELDS}
+
+
+def no_crit_key(fighters, tick=0):
+    for k in range(1000):
+        key = jax.random.PRNGKey(k)
+        u = np.asarray(combat.tick_uniforms(key, tick))
+        if all(u[i] >= np.float32(0.1) for i in fighters):
+            return key
+    raise AssertionError
+
+
+def crit_key(fighter, others=(), tick=0):
+    for k in range(1000):
+        key = jax.random.PRNGKey(k)
+        u = np.asarray(combat.tick_uniforms(key, tick))
+        if u[fighter] < np.float32(0.1) and all(u[i] >= np.float32(0.1) for i in others):
+            return key
+    raise AssertionError
+
+
+@functools.lru_cache(maxsize=None)
+def random_batch():
+    arrays, keys = random_fights(1234, N_RANDOM)
+    return arrays, keys, jax.tree.map(np.asarray, sim_batch(*arrays, keys))
+
+
+# ---------------- tables ----------------
+def test_interval_tables():
+    for s in range(sp.NUM_SPECIES):
+        speed = int(sp.SPECIES_SPEED[s])
+        assert combat.ATTACK_INTERVAL_MS[s] == round(1000 / (0.4 + 0.007 * speed))
+        assert combat.MOVE_INTERVAL_MS[s] == 40000 // speed
+    assert combat.ATTACK_INTERVAL_MS[SPECIES["rattata"]] == 1220  # speed 60
+
+
+def test_reference_draws_are_tick_uniforms():
+    key = jax.random.PRNGKey(7)
+    d = ref.draws(key, 50)
+    assert d.shape == (50, 48) and d.dtype == np.float32
+    for t in (0, 1, 17, 49):
+        np.testing.assert_array_equal(d[t], np.asarray(combat.tick_uniforms(key, t)))
+    assert not np.array_equal(d[0], d[1])
+
+
+def test_division_helpers_are_exact():
+    # special damage: every potency power * (100 + ap) up to the asserted bound, every spdef 0..10
+    p = np.arange(combat._MAX_POTENCY + 1, dtype=np.int32)
+    for spdef in range(11):
+        d = 100 + 5 * spdef
+        got = jax.jit(combat._div_spell)(p.astype(np.float32), np.float32(1.0) / np.float32(d))
+        np.testing.assert_array_equal(np.asarray(got), p // d)
+    # generic division: random and near-multiple numerators below 2**24
+    rng = np.random.RandomState(0)
+    b = rng.randint(1, 7000, 200_000).astype(np.int32)
+    q = rng.randint(0, (1 << 24) // b).astype(np.int32)
+    a = np.concatenate([q * b, np.maximum(q * b - 1, 0), rng.randint(0, 1 << 24, 200_000)]).astype(np.int32)
+    bb = np.concatenate([b, b, b])
+    np.testing.assert_array_equal(np.asarray(jax.jit(combat._div)(a, bb)), a // bb)
+
+
+# ---------------- conformance ----------------
+def test_conformance_with_reference():
+    arrays, keys, res = random_batch()
+    agg = {"casts": np.zeros(5, int), "crits": 0, "moves": 0, "kills": 0}
+    mismatches = []
+    for i in range(N_RANDOM):
+        expected, stats = ref._run(*(a[i] for a in arrays), keys[i], MAX_TICKS)
+        for name in ("casts", "crits", "moves", "kills"):
+            agg[name] += np.asarray(stats[name])
+        got = as_dict(res, i)
+        if got != expected:
+            mismatches.append((i, expected, got))
+    assert not mismatches, mismatches[:5]
+    # the sample exercises every rule path
+    assert np.all(agg["casts"] > 0), agg
+    assert agg["crits"] > 0 and agg["moves"] > 0 and agg["kills"] > 0
+    winners = np.bincount(res.winner, minlength=3)
+    assert np.all(winners > 0), winners
+    assert np.any(res.ticks == 0) and np.any(res.ticks == MAX_TICKS)
+
+
+def test_conformance_short_fights_and_typed_keys():
+    """Timeout draws at a small max_ticks, jax.random.key keys, on the reference too."""
+    arrays, _ = random_fights(99, 24)
+    keys = jax.random.split(jax.random.key(5), 24)
+    fight = jax.jit(jax.vmap(functools.partial(combat.simulate_fight, max_ticks=40)))
+    res = jax.tree.map(np.asarray, fight(*arrays, keys))
+    for i in range(24):
+        assert as_dict(res, i) == ref.reference_fight(*(a[i] for a in arrays), keys[i], max_ticks=40)
+    assert np.any((res.ticks == 40) & (res.winner == 2))
+
+
+def test_jit_matches_vmap_and_is_deterministic():
+    arrays, keys, res = random_batch()
+    for i in range(6):
+        one = as_dict(sim_one(*(a[i] for a in arrays), keys[i]))
+        assert one == as_dict(res, i)
+        assert one == as_dict(sim_one(*(a[i] for a in arrays), keys[i]))
+
+
+# ---------------- replays ----------------
+def check_replay(result, replay, max_ticks=MAX_TICKS):
+    x, y, hp, alive = (np.asarray(v) for v in (replay.x, replay.y, replay.hp, replay.alive))
+    max_hp, team = np.asarray(replay.max_hp), np.asarray(replay.team)
+    assert x.shape == (max_ticks + 1, 48)
+    assert np.all(hp <= max_hp) and np.all(hp >= 0)
+    assert np.all(hp[alive] > 0) and np.all(hp[~alive] == 0)
+    assert not np.any(alive[1:] & ~alive[:-1]), "dead units stay dead"
+    assert np.all((x >= 0) & (x < 8) & (y >= 0) & (y < 6))
+    for f in range(max_ticks + 1):
+        cells = y[f][alive[f]] * 8 + x[f][alive[f]]
+        assert len(set(cells.tolist())) == len(cells), f"two units share a cell at frame {f}"
+    step = np.maximum(np.abs(np.diff(x, axis=0)), np.abs(np.diff(y, axis=0)))
+    assert np.all(step[alive[1:]] <= 1)
+    t = int(result.ticks)
+    for f in range(t, max_ticks + 1):  # frames after the end repeat the final state
+        np.testing.assert_array_equal(hp[f], hp[t])
+        np.testing.assert_array_equal(alive[f], alive[t])
+    assert alive[t][team == 0].sum() == result.home_survivors
+    assert alive[t][team == 1].sum() == result.away_survivors
+    np.testing.assert_array_equal(np.asarray(replay.species) >= 0, alive[0])
+
+
+def test_record_matches_simulate_and_replay_invariants():
+    arrays, keys, res = random_batch()
+    for i in range(10):
+        result, replay = rec_one(*(a[i] for a in arrays), keys[i])
+        assert as_dict(result) == as_dict(res, i)
+        check_replay(result, replay)
+
+
+# ---------------- hand-checked numbers ----------------
+# home cell 3 = fighter 3 at (x=3, y=2); away cell 3 = fighter 27 at (x=4, y=3): diagonal neighbours.
+def first_tick_hp(home, away, key):
+    result, replay = rec_one(*board(home), *board(away), key)
+    check_replay(result, replay)
+    return np.asarray(replay.hp[1]), np.asarray(replay.max_hp)
+
+
+def test_basic_attack_damage_formula():
+    key = no_crit_key([3, 27])
+    hp, max_hp = first_tick_hp({3: ("rattata", 1)}, {3: ("machop", 1)}, key)
+    assert max_hp[3] == 450 and max_hp[27] == 520
+    assert max_hp[27] - hp[27] == 45 * 100 // (100 + 5 * 3)  # rattata atk 45 vs machop def 3 -> 39
+    assert max_hp[3] - hp[3] == 48 * 100 // (100 + 5 * 2)  # machop atk 48 vs rattata def 2 -> 43
+
+
+def test_crit_doubles_attack():
+    key = crit_key(3, others=[27])
+    hp, max_hp = first_tick_hp({3: ("rattata", 1)}, {3: ("machop", 1)}, key)
+    assert max_hp[27] - hp[27] == 2 * 45 * 100 // 115  # 78
+    assert max_hp[3] - hp[3] == 43
+
+
+@pytest.mark.parametrize("stars", [1, 2, 3])
+def test_stars_scale_hp_and_attack(stars):
+    key = no_crit_key([3, 27])
+    hp, max_hp = first_tick_hp({3: ("rattata", stars)}, {3: ("onix", 1)}, key)
+    assert max_hp[3] == 450 * [0, 10, 18, 32][stars] // 10
+    atk = 45 * [0, 1, 2, 4][stars]
+    assert max_hp[27] - hp[27] == atk * 100 // (100 + 5 * 8)  # onix def 8
+
+
+def test_fighting_block():
+    key = no_crit_key([3, 27])
+    # machop + poliwhirl: 2 fighting species -> block 4 for both; poliwhirl far back and out of range
+    hp, max_hp = first_tick_hp({3: ("rattata", 1)}, {3: ("machop", 1), 23: ("poliwhirl", 1)}, key)
+    assert max_hp[27] - hp[27] == 39 - 4
+
+
+def test_normal_shield_absorbs_first():
+    key = no_crit_key([3, 27])
+    # away: machop, rattata, abra = 3 normal species -> 30 shield each; only machop is in range at tick 0
+    away = {3: ("machop", 1), 16: ("abra", 1), 23: ("rattata", 1)}
+    hp, max_hp = first_tick_hp({3: ("rattata", 1)}, away, key)
+    assert max_hp[27] - hp[27] == 39 - 30
+    assert hp[24 + 16] == max_hp[24 + 16] and hp[24 + 23] == max_hp[24 + 23]
+
+
+def test_steel_true_damage():
+    key = no_crit_key([3, 27])
+    # scyther + magnemite: 2 steel species -> +20% atk true damage; magnemite at the back is out of range
+    hp, max_hp = first_tick_hp({3: ("scyther", 1), 20: ("magnemite", 1)}, {3: ("rattata", 1)}, key)
+    assert max_hp[27] - hp[27] == 66 * 100 // 110 + 66 * 20 // 100  # 60 + 13
+
+
+def test_nuke_damage_and_casting():
+    # lone abra (range 3, nuke power 110, 70 mana) shoots a lone machop (def 3, spdef 1) walking at it
+    home, away = board({20: ("abra", 1)}), board({20: ("machop", 1)})
+    result, replay = rec_one(*home, *away, jax.random.PRNGKey(11))
+    check_replay(result, replay)
+    hp = np.asarray(replay.hp)[:, 24 + 20]
+    drops = set((hp[:-1] - hp[1:])[hp[1:] > 0].tolist()) - {0}
+    basic, crit, nuke = 40 * 100 // 115, 80 * 100 // 115, 110 * 100 // (100 + 5 * 1)
+    assert drops <= {basic, crit, nuke} and nuke in drops and basic in drops, drops
+
+
+def test_units_walk_to_each_other():
+    # opposite back corners: home cell 16 -> (0, 0), away cell 16 -> (7, 5)
+    home, away = board({16: ("onix", 3)}), board({16: ("rattata", 1)})
+    result, replay = rec_one(*home, *away, jax.random.PRNGKey(3))
+    check_replay(result, replay)
+    x, y = np.asarray(replay.x), np.asarray(replay.y)
+    assert (x[0, 16], y[0, 16], x[0, 40], y[0, 40]) == (0, 0, 7, 5)
+    assert int(result.winner) == 0 and 0 < int(result.ticks) < MAX_TICKS
+    assert as_dict(result) == ref.reference_fight(*home, *away, jax.random.PRNGKey(3))
+
+
+# ---------------- edge cases ----------------
+def test_empty_boards():
+    e = empty_board()
+    one = board({5: ("abra", 2), 9: ("onix", 1)})
+    key = jax.random.PRNGKey(0)
+    assert as_dict(sim_one(*e, *e, key)) == dict(
+        winner=2, home_survivors=0, away_survivors=0, home_damage=0, away_damage=0, ticks=0
+    )
+    assert as_dict(sim_one(*one, *e, key)) == dict(
+        winner=0, home_survivors=2, away_survivors=0, home_damage=0, away_damage=0, ticks=0
+    )
+    assert as_dict(sim_one(*e, *one, key)) == dict(
+        winner=1, home_survivors=0, away_survivors=2, home_damage=0, away_damage=0, ticks=0
+    )
+    assert ref.reference_fight(*one, *e, key) == as_dict(sim_one(*one, *e, key))
+    # a species with 0 stars is no unit
+    ghost = (one[0], np.zeros(24, np.int32))
+    assert as_dict(sim_one(*ghost, *one, key))["winner"] == 1
+
+
+def test_symmetric_boards_draw_without_crits(monkeypatch):
+    """Mirrored 1v1 of every species with crits disabled: identical units, identical fate."""
+    monkeypatch.setattr(combat, "tick_uniforms", lambda key, tick: jnp.ones(48, jnp.float32))
+    n = sp.NUM_SPECIES
+    hs, hk = np.full((n, 24), -1, np.int32), np.zeros((n, 24), np.int32)
+    hs[:, 3], hk[:, 3] = np.arange(n), 1 + np.arange(n) % 3
+    fight = jax.jit(jax.vmap(combat.simulate_fight))
+    res = jax.tree.map(np.asarray, fight(hs, hk, hs, hk, jax.random.split(jax.random.PRNGKey(0), n)))
+    assert np.all(res.winner == 2)
+    np.testing.assert_array_equal(res.home_damage, res.away_damage)
+    np.testing.assert_array_equal(res.home_survivors, res.away_survivors)
+    # most die together (mutual wipe-out) rather than time out
+    assert np.sum((res.ticks < MAX_TICKS) & (res.home_survivors == 0)) > n // 2
