@@ -2,6 +2,7 @@
 
     python -m experiments.benchmark --what env
     python -m experiments.benchmark --what env --num-envs 1,64 --rounds 1
+    python -m experiments.benchmark --what render
 
 ``--what env`` reports:
   * ``seat_steps_per_s[num_envs]``: VecEnv steps x 8 seats per second with
@@ -13,6 +14,17 @@
     one that is, and of a non-fight step under plain ``jax.vmap(env.step)``
     (where the per-env ``lax.cond`` turns into a select and the combat runs on
     every step) — the proof that VecEnv skips the combat when it is not due.
+
+``--what render`` reports:
+  * ``render[n]``: frames/s of ``render.render_all`` vmapped over ``n`` game
+    states (8 frames each; ``--render-batch``), packed uint8[72, 20] as the env
+    returns them vs unpacked (the same frames then ``packing.unpack``-ed to
+    uint8[72, 80], i.e. the cost of materialising them), for states with
+    random boards, benches and opponents;
+  * ``env_seat_steps_per_s``: VecEnv seat-steps/s with obs="vector" vs
+    obs="pixels" (``--num-envs``, default 16 here; whole rounds, random bots),
+    and ``observe_ms``: one vmapped ``env.observe`` of the largest batch per
+    obs kind (the observation's own cost, free of the step's noise).
 """
 
 from __future__ import annotations
@@ -27,7 +39,7 @@ import jax.numpy as jnp
 from tqdm import tqdm
 
 import jaxgame
-from jaxgame import bots, combat
+from jaxgame import bots, combat, packing, render
 from jaxgame import constants as C
 from jaxgame import species as sp
 
@@ -122,21 +134,99 @@ def bench_fight_skip(env, num_envs, warm_rounds):
     }
 
 
+def _batch_of_states(env, num_states):
+    """``num_states`` fresh games whose seats get random boards (6 units), benches (5 units) and opponents."""
+
+    @jax.jit
+    def make(key):
+        k_reset, k_board, k_bench, k_opp = jax.random.split(key, 4)
+        states = jax.vmap(env.new_game)(jax.random.split(k_reset, num_states))
+        n = num_states * C.NUM_PLAYERS
+        board_sp, board_st = random_boards(k_board, n, 6)
+        bench_sp, bench_st = random_boards(k_bench, n, 5)
+        species = jnp.concatenate([bench_sp[:, : C.BENCH_SIZE], board_sp], axis=1)
+        stars = jnp.concatenate([bench_st[:, : C.BENCH_SIZE], board_st], axis=1)
+        opp = jax.random.randint(k_opp, (num_states, C.NUM_PLAYERS), 0, C.NUM_PLAYERS)
+        shape = (num_states, C.NUM_PLAYERS, C.NUM_SLOTS)
+        players = states.players.replace(
+            species=species.reshape(shape), stars=stars.reshape(shape), last_opponent=opp.astype(jnp.int32)
+        )
+        return states.replace(players=players)
+
+    return make(jax.random.key(0))
+
+
+def bench_render(batch_sizes, progress):
+    """Frames/s of ``render.render_all`` (packed) vs the same frames unpacked (``packing.unpack``)."""
+    env = jaxgame.make("autochess")
+    states = _batch_of_states(env, max(batch_sizes))
+    packed = jax.jit(jax.vmap(render.render_all))
+    unpacked = jax.jit(jax.vmap(lambda s: packing.unpack(render.render_all(s))))
+    out = {}
+    for n in tqdm(batch_sizes, desc="render", disable=not progress):
+        batch = jax.tree_util.tree_map(lambda x: x[:n], states)
+        frames = n * C.NUM_PLAYERS
+        t_packed = _time(packed, batch, repeats=5)
+        t_unpacked = _time(unpacked, batch, repeats=5)
+        out[str(n)] = {
+            "frames": frames,
+            "packed_frames_per_s": round(frames / t_packed, 1),
+            "unpacked_frames_per_s": round(frames / t_unpacked, 1),
+            "packed_over_unpacked": round(t_unpacked / t_packed, 2),
+            "bytes_per_frame_packed": packing.FRAME_H * packing.PACKED_W,
+            "bytes_per_frame_unpacked": packing.FRAME_H * packing.FRAME_W,
+        }
+    return out
+
+
+def bench_obs_kinds(num_envs_list, rounds, progress):
+    """VecEnv seat-steps/s (random bots, whole rounds) with obs="vector" vs obs="pixels", and the cost of
+    the observation alone (``env.observe`` vmapped over the largest batch)."""
+    out = {}
+    n_obs = max(num_envs_list)
+    states = _batch_of_states(jaxgame.make("autochess"), n_obs)
+    observe_ms = {}
+    for kind in ("vector", "pixels"):
+        env = jaxgame.make("autochess", obs=kind)
+        out[kind] = bench_env_throughput(env, num_envs_list, rounds, progress)
+        observe_ms[kind] = round(_time(jax.jit(jax.vmap(env.observe)), states, repeats=5) * 1e3, 3)
+    out["pixels_over_vector"] = {n: round(out["pixels"][n] / out["vector"][n], 3) for n in out["vector"]}
+    out["observe_ms"] = {"num_envs": n_obs, **observe_ms}
+    return out
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--what", choices=["env"], default="env")
-    parser.add_argument("--num-envs", default="1,64,1024,4096", help="comma-separated batch sizes")
+    parser.add_argument("--what", choices=["env", "render"], default="env")
+    parser.add_argument(
+        "--num-envs", default=None, help="comma-separated batch sizes (default: 1,64,1024,4096 for env, 16 for render)"
+    )
+    parser.add_argument("--render-batch", default="1,64,256", help="render: comma-separated numbers of game states")
     parser.add_argument("--rounds", type=int, default=1, help="rounds timed per batch size")
     parser.add_argument("--fights", type=int, default=1024, help="fights in the combat benchmark")
     parser.add_argument("--skip-envs", type=int, default=256, help="batch size of the fight-skip benchmark")
     parser.add_argument("--quiet", action="store_true")
     args = parser.parse_args(argv)
+    if args.num_envs is None:
+        args.num_envs = "1,64,1024,4096" if args.what == "env" else "16"
     try:
         num_envs_list = [int(x) for x in args.num_envs.split(",")]
+        render_batch = [int(x) for x in args.render_batch.split(",")]
     except ValueError:
-        parser.error(f"--num-envs must be comma-separated ints, got {args.num_envs!r}")
-    if any(n < 1 for n in num_envs_list) or args.rounds < 1 or args.fights < 1 or args.skip_envs < 1:
-        parser.error("--num-envs, --rounds, --fights and --skip-envs must be positive")
+        parser.error(f"--num-envs/--render-batch must be comma-separated ints, got {args.num_envs!r}, {args.render_batch!r}")
+    if any(n < 1 for n in num_envs_list + render_batch) or args.rounds < 1 or args.fights < 1 or args.skip_envs < 1:
+        parser.error("--num-envs, --render-batch, --rounds, --fights and --skip-envs must be positive")
+    if args.what == "render":
+        result = {
+            "what": "render",
+            "backend": jax.default_backend(),
+            "device": str(jax.devices()[0]),
+            "machine": platform.machine(),
+            "render": bench_render(render_batch, not args.quiet),
+            "env_seat_steps_per_s": bench_obs_kinds(num_envs_list, args.rounds, not args.quiet),
+        }
+        print(json.dumps(result))
+        return result
 
     env = jaxgame.make("autochess")
     progress = not args.quiet

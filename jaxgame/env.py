@@ -19,7 +19,7 @@ from flax import struct
 
 from jaxgame import actions as actions_lib
 from jaxgame import constants as C
-from jaxgame import game, observation, synergy, units
+from jaxgame import game, observation, packing, render, rounds, synergy, units
 from jaxgame.config import GameConfig
 from jaxgame.state import GameState
 
@@ -28,7 +28,7 @@ OBS_KINDS = ("vector", "pixels", "both")
 
 @struct.dataclass
 class TimeStep:
-    observation: object  # float32[8, obs_size] ("vector"); see AutoChessEnv.observe
+    observation: object  # float32[8, obs_size] / uint8[8, 72, 20] / dict; see AutoChessEnv.observe
     action_mask: jax.Array  # bool[8, num_actions]
     reward: jax.Array  # float32[8]
     done: jax.Array  # bool[]  the game ended on this step
@@ -49,11 +49,12 @@ class AutoChessEnv:
     def __init__(self, config: GameConfig | None = None, obs: str = "vector"):
         if obs not in OBS_KINDS:
             raise ValueError(f"obs must be one of {OBS_KINDS}, got {obs!r}")
-        if obs != "vector":
-            raise NotImplementedError(f"obs={obs!r} is not available yet (issue #3); use obs='vector'")
         self.config = config if config is not None else GameConfig()
         self.obs_kind = obs
-        self.obs_size = observation.OBS_SIZE
+        self.obs_size = observation.OBS_SIZE  # the vector size, whatever the obs kind
+        # per-seat observation shape: (obs_size,), (72, 20) (packed 2bpp) or a dict of both
+        vector, pixels = (self.obs_size,), (packing.FRAME_H, packing.PACKED_W)
+        self.obs_shape = {"vector": vector, "pixels": pixels, "both": {"vector": vector, "pixels": pixels}}[obs]
 
     def __repr__(self):
         return f"AutoChessEnv(obs={self.obs_kind!r}, config={self.config})"
@@ -72,6 +73,16 @@ class AutoChessEnv:
     def fight_step(self, state: GameState, fight_key: jax.Array):
         """Returns (state, reward float32[8])."""
         return game.fight_phase(state, fight_key, self.config)
+
+    def prepare_fights(self, state: GameState, fight_key: jax.Array):
+        return game.prepare_fights(state, fight_key, self.config)
+
+    def run_fights(self, plan):
+        """Combat of a plan or a batch of plans (leading axes) -> FightResult [..., 8]."""
+        return rounds.run_fights(plan, self.config.max_combat_ticks)
+
+    def finish_fights(self, state: GameState, plan, result, fight_key: jax.Array):
+        return game.finish_fights(state, plan, result, fight_key, self.config)
 
     def no_fight(self, state: GameState, fight_key: jax.Array):
         return state, jnp.zeros(C.NUM_PLAYERS, jnp.float32)
@@ -99,8 +110,14 @@ class AutoChessEnv:
         return fresh, self.timestep(state, fresh, reward)
 
     def observe(self, state: GameState):
-        """float32[8, obs_size] for obs="vector"."""
-        return observation.vector_observation(state, self.config)
+        """float32[8, obs_size] ("vector"), packed uint8[8, 72, 20] ("pixels", see jaxgame.render),
+        or {"vector": ..., "pixels": ...} ("both")."""
+        if self.obs_kind == "pixels":
+            return render.render_all(state)
+        vector = observation.vector_observation(state, self.config)
+        if self.obs_kind == "both":
+            return {"vector": vector, "pixels": render.render_all(state)}
+        return vector
 
     def action_mask(self, state: GameState) -> jax.Array:
         """bool[8, num_actions]: the legal actions of every seat."""

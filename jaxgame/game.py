@@ -85,19 +85,35 @@ def placement_reward(rank: jnp.ndarray) -> jnp.ndarray:
     return (1.0 - 2.0 * (rank - 1) / (C.NUM_PLAYERS - 1)).astype(jnp.float32)
 
 
-def fight_phase(state: GameState, key: jax.Array, config: GameConfig):
-    """Fights, damage, eliminations and ranks, then the next round's start.
+def prepare_fights(state: GameState, key: jax.Array, config: GameConfig) -> rounds.FightPlan:
+    """Pairings and boards of this round's fights (the cheap part of the fight phase)."""
+    return rounds.plan_fights(state, config, jax.random.fold_in(key, 0))
+
+
+def finish_fights(state: GameState, plan: rounds.FightPlan, result, key: jax.Array, config: GameConfig):
+    """Damage, eliminations and ranks from the fight results, then the next round's start.
 
     Returns (state, reward float32[8]): the placement reward for seats that
     finished this round, plus the configured shaping terms.
     """
-    fight_key, round_key = jax.random.split(key)
-    state, outcome = rounds.resolve_fights(state, config, fight_key)
+    state, outcome = rounds.settle_fights(state, plan, result)
     state, life_lost = rounds.apply_fight_results(state, outcome)
     state, finished = rounds.eliminate_and_rank(state, config)
     reward = jnp.where(finished, placement_reward(state.players.rank), 0.0)
     reward = reward + config.reward_win * outcome["won"] + config.reward_life * life_lost
-    next_round = rounds.start_next_round(state, round_key)
+    next_round = rounds.start_next_round(state, jax.random.fold_in(key, 1))
     # a finished game keeps its final round for the terminal step's info
     state = jax.tree_util.tree_map(lambda end, nxt: jnp.where(state.done, end, nxt), state, next_round)
     return state, reward.astype(jnp.float32)
+
+
+def fight_phase(state: GameState, key: jax.Array, config: GameConfig):
+    """Fights, damage, eliminations and ranks, then the next round's start.
+
+    ``prepare_fights`` -> ``rounds.run_fights`` -> ``finish_fights``; VecEnv
+    runs the same three pieces with the combat batched across games.
+    Returns (state, reward float32[8]).
+    """
+    plan = prepare_fights(state, key, config)
+    result = rounds.run_fights(plan, config.max_combat_ticks)
+    return finish_fights(state, plan, result, key, config)

@@ -9,6 +9,7 @@ import functools
 import jax
 import jax.numpy as jnp
 import numpy as np
+from flax import struct
 
 from jaxgame import combat
 from jaxgame import constants as C
@@ -89,18 +90,29 @@ def _board(state: GameState):
     return state.players.species[:, C.BENCH_SIZE :], state.players.stars[:, C.BENCH_SIZE :]
 
 
-def resolve_fights(state: GameState, config: GameConfig, key):
-    """Run this round's fights, one combat slot per seat (vmapped).
+@struct.dataclass
+class FightPlan:
+    """This round's fights of one game, one combat slot per seat.
 
-    Slot p is active when p is alive and is the 'home' side: PvE, a ghost
-    fight, or the lower seat of a PvP pair. Inactive slots fight empty boards
-    and end at tick 0.
-
-    Returns (state with last_opponent/last_result set, per-seat outcome dict).
+    Slot p is active when seat p is alive and is the 'home' side: a PvE fight,
+    a ghost fight, or the lower seat of a PvP pair (each pair fights once).
     """
+
+    home_species: jax.Array  # int32[8, 24]
+    home_stars: jax.Array  # int32[8, 24]
+    away_species: jax.Array  # int32[8, 24]  opponent, ghost or creep board
+    away_stars: jax.Array  # int32[8, 24]
+    active: jax.Array  # bool[8]
+    opponent: jax.Array  # int32[8]  PvP opponent seat, -1 for ghost/PvE/out
+    ghost_source: jax.Array  # int32[8]  seat copied by a ghost, else -1
+    is_pve: jax.Array  # bool[]
+    key: jax.Array  # PRNG key; slot p fights with fold_in(key, p)
+
+
+def plan_fights(state: GameState, config: GameConfig, key) -> FightPlan:
+    """Pair the seats and pick every active slot's two boards."""
     pair_key, fight_key = jax.random.split(key)
-    players = state.players
-    alive = players.alive
+    alive = state.players.alive
     seats = jnp.arange(C.NUM_PLAYERS)
     creep_index = jnp.asarray(pve_index_table(config))[jnp.minimum(state.round, config.max_rounds + 1)]
     is_pve = creep_index >= 0
@@ -108,44 +120,101 @@ def resolve_fights(state: GameState, config: GameConfig, key):
     opponent, ghost_source = pvp_pairing(alive, state.seat_order, state.pvp_round, pair_key)
     opponent = jnp.where(is_pve, -1, opponent)
     ghost_source = jnp.where(is_pve, -1, ghost_source)
-    is_home = alive & (is_pve | (opponent < 0) | (seats < opponent))
-    is_home = is_home & (is_pve | (opponent >= 0) | (ghost_source >= 0))
+    is_ghost = (opponent < 0) & (ghost_source >= 0)
+    active = alive & (is_pve | is_ghost | ((opponent >= 0) & (seats < opponent)))
 
     board_species, board_stars = _board(state)
     away_seat = jnp.where(opponent >= 0, opponent, jnp.maximum(ghost_source, 0))
     creep_species = jnp.asarray(CREEP_SPECIES)[jnp.maximum(creep_index, 0)]
     creep_stars = jnp.asarray(CREEP_STARS)[jnp.maximum(creep_index, 0)]
-    away_species = jnp.where(is_pve, creep_species[None], board_species[away_seat])
-    away_stars = jnp.where(is_pve, creep_stars[None], board_stars[away_seat])
-    empty = jnp.full_like(board_species, -1)
-    home_species = jnp.where(is_home[:, None], board_species, empty)
-    home_stars = jnp.where(is_home[:, None], board_stars, 0)
-    away_species = jnp.where(is_home[:, None], away_species, empty)
-    away_stars = jnp.where(is_home[:, None], away_stars, 0)
-
-    fight = functools.partial(combat.simulate_fight, max_ticks=config.max_combat_ticks)
-    result = jax.vmap(fight)(
-        home_species, home_stars, away_species, away_stars, jax.random.split(fight_key, C.NUM_PLAYERS)
+    return FightPlan(
+        home_species=board_species,
+        home_stars=board_stars,
+        away_species=jnp.where(is_pve, creep_species[None], board_species[away_seat]),
+        away_stars=jnp.where(is_pve, creep_stars[None], board_stars[away_seat]),
+        active=active,
+        opponent=opponent.astype(jnp.int32),
+        ghost_source=ghost_source.astype(jnp.int32),
+        is_pve=is_pve,
+        key=fight_key,
     )
 
-    # each seat's view: its own slot if home, else its PvP opponent's slot mirrored
+
+#: Slots simulated unconditionally; a PvP round never has more active slots
+#: (at most 4 pairs, or 3 pairs and a ghost), only PvE rounds need all 8.
+ALWAYS_SIMULATED = C.NUM_PLAYERS // 2
+
+
+def run_fights(plan: FightPlan, max_ticks: int) -> combat.FightResult:
+    """Simulate the active slots of a batch of plans (any leading batch shape).
+
+    Active slots are moved to the front of each game; the first 4 slots of
+    every game are always simulated and the other 4 only when some game of
+    the batch needs them (a PvE round), so PvP rounds pay for half the
+    combat. Inactive slots get an empty-board draw. Returns a FightResult
+    with fields of shape [*batch, 8].
+    """
+    batch = plan.active.shape[:-1]
+    n = C.NUM_PLAYERS
+    flat = jax.tree_util.tree_map(lambda x: x.reshape((-1,) + x.shape[len(batch) :]), plan)
+    keys = flat.key.reshape(-1)
+    order = jnp.argsort(~flat.active, axis=1, stable=True)  # [B, 8], active slots first
+
+    def gather(x):  # [B, 8, ...] -> [B, 8, ...] in ``order``
+        return jnp.take_along_axis(x, order.reshape(order.shape + (1,) * (x.ndim - 2)), axis=1)
+
+    active = gather(flat.active)
+    boards = [gather(x) for x in (flat.home_species, flat.home_stars, flat.away_species, flat.away_stars)]
+    boards = [jnp.where(active[..., None], b, -1 if i % 2 == 0 else 0) for i, b in enumerate(boards)]
+
+    def simulate(lo, hi):
+        def one_game(hs, ht, as_, at, key, slots):
+            slot_keys = jax.vmap(lambda s: jax.random.fold_in(key, s))(slots)
+            fight = functools.partial(combat.simulate_fight, max_ticks=max_ticks)
+            return jax.vmap(fight)(hs, ht, as_, at, slot_keys)
+
+        return jax.vmap(one_game)(*[b[:, lo:hi] for b in boards], keys, order[:, lo:hi])
+
+    first = simulate(0, ALWAYS_SIMULATED)
+
+    def no_fights():
+        zeros = jnp.zeros((order.shape[0], n - ALWAYS_SIMULATED), jnp.int32)
+        return combat.FightResult(zeros + 2, zeros, zeros, zeros, zeros, zeros)
+
+    rest = jax.lax.cond(active[:, ALWAYS_SIMULATED:].any(), lambda: simulate(ALWAYS_SIMULATED, n), no_fights)
+    inverse = jnp.argsort(order, axis=1)
+    result = jax.tree_util.tree_map(
+        lambda a, b: jnp.take_along_axis(jnp.concatenate([a, b], axis=1), inverse, axis=1), first, rest
+    )
+    return jax.tree_util.tree_map(lambda x: x.reshape(batch + (n,)), result)
+
+
+def settle_fights(state: GameState, plan: FightPlan, result: combat.FightResult):
+    """Each seat's outcome: its own slot if home, else its PvP opponent's slot mirrored.
+
+    Returns (state with last_opponent/last_result/pvp_round updated, outcome dict).
+    """
+    players = state.players
+    alive = players.alive
+    seats = jnp.arange(C.NUM_PLAYERS)
+    is_home = plan.active
+    opponent = plan.opponent
     slot = jnp.where(is_home, seats, jnp.maximum(opponent, 0))
     winner = result.winner[slot]
-    won = jnp.where(is_home, winner == 0, winner == 1) & alive
-    lost = jnp.where(is_home, winner == 1, winner == 0) & alive
-    drew = (winner == 2) & alive
-    enemy_survivors = jnp.where(is_home, result.away_survivors[slot], result.home_survivors[slot])
     fought = alive & (is_home | (opponent >= 0))
-    won, lost, drew = won & fought, lost & fought, drew & fought
+    won = jnp.where(is_home, winner == 0, winner == 1) & fought
+    lost = jnp.where(is_home, winner == 1, winner == 0) & fought
+    drew = (winner == 2) & fought
+    enemy_survivors = jnp.where(is_home, result.away_survivors[slot], result.home_survivors[slot])
 
     last_result = jnp.where(won, RESULT_WIN, jnp.where(lost, RESULT_LOSS, jnp.where(drew, RESULT_DRAW, RESULT_NONE)))
-    last_opponent = jnp.where(opponent >= 0, opponent, ghost_source)
+    last_opponent = jnp.where(opponent >= 0, opponent, plan.ghost_source)
     players = players.replace(
         last_result=jnp.where(fought, last_result, players.last_result).astype(jnp.int32),
         last_opponent=jnp.where(fought, last_opponent, players.last_opponent).astype(jnp.int32),
     )
-    outcome = dict(won=won, lost=lost, drew=drew, enemy_survivors=enemy_survivors, is_pve=is_pve)
-    pvp_round = state.pvp_round + jnp.where(is_pve, 0, 1)
+    outcome = dict(won=won, lost=lost, drew=drew, enemy_survivors=enemy_survivors, is_pve=plan.is_pve)
+    pvp_round = state.pvp_round + jnp.where(plan.is_pve, 0, 1)
     return state.replace(players=players, pvp_round=pvp_round), outcome
 
 

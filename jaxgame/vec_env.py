@@ -3,7 +3,8 @@
 Under ``jax.vmap(env.step)`` the per-env ``lax.cond`` becomes a select that
 runs the combat on every step. ``VecEnv`` instead vmaps the cheap pieces and
 branches ONCE for the whole batch: the fight phase runs only when at least
-one env is on its fight step (with fixed-length rounds all envs are phase
+one env is on its fight step (and its second half of combat slots only when
+some env fights a PvE round) (with fixed-length rounds all envs are phase
 aligned, so that is every ``steps_per_round``-th step), and the reset only
 when some game ended.
 """
@@ -43,7 +44,10 @@ class VecEnv:
         states, fight_keys, reset_keys, due = jax.vmap(env.decision_step)(states, actions)
 
         def fight(states):
-            fought, reward = jax.vmap(env.fight_step)(states, fight_keys)
+            plans = jax.vmap(env.prepare_fights)(states, fight_keys)
+            plans = plans.replace(active=plans.active & due[:, None])  # no combat for envs not due
+            results = env.run_fights(plans)  # one batch-level combat, PvE slots only when needed
+            fought, reward = jax.vmap(env.finish_fights)(states, plans, results, fight_keys)
             return _select(due, fought, states), jnp.where(due[:, None], reward, 0.0)
 
         def skip(states):

@@ -10,9 +10,9 @@ from jaxgame import bots
 SEATS = ("greedy", "random") * 4
 
 
-def test_bots_pick_legal_actions(env):
+def test_bots_pick_legal_actions(env, jit_step):
     state, ts = env.reset(jax.random.key(0))
-    step = jax.jit(env.step)
+    step = jit_step
     policy = jax.jit(bots.mixed_policy(SEATS))
     for t in range(30):
         a = np.asarray(policy(jax.random.key(t), state, ts.action_mask))

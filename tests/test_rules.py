@@ -8,7 +8,7 @@ import pytest
 
 from jaxgame import actions as A
 from jaxgame import constants as C
-from jaxgame import economy, game, rounds, shop, units
+from jaxgame import combat, economy, game, rounds, shop, units
 from jaxgame import species as sp
 from jaxgame.config import GameConfig
 from jaxgame.state import GameState
@@ -305,3 +305,42 @@ def test_knocked_out_units_return_to_pool():
 def test_placement_reward_range():
     r = np.asarray(game.placement_reward(jnp.arange(1, 9)))
     assert r[0] == 1.0 and r[-1] == -1.0 and np.all(np.diff(r) < 0)
+
+
+# ---------------- fight batching ----------------
+run_fights = jax.jit(rounds.run_fights, static_argnums=1)
+simulate_fight = jax.jit(combat.simulate_fight, static_argnames="max_ticks")
+
+def _plan_with_active(active, key):
+    state = game.new_game(key, CONFIG)
+    k1, k2, k3 = jax.random.split(key, 3)
+    species = jax.random.randint(k1, (8, C.BOARD_CELLS), -6, sp.NUM_SPECIES)
+    stars = jnp.where(species >= 0, jax.random.randint(k2, (8, C.BOARD_CELLS), 1, 4), 0)
+    plan = rounds.plan_fights(state, CONFIG, k3)
+    return plan.replace(
+        home_species=species, home_stars=stars, away_species=species[::-1], away_stars=stars[::-1],
+        active=jnp.asarray(active),
+    )
+
+
+@pytest.mark.parametrize(
+    "active",
+    [
+        [True, False, True, False, False, True, True, False],  # PvP-like: 4 slots, all in the always-run half
+        [True] * 8,  # PvE: all 8 slots
+        [False, True, True, True, True, True, False, False],  # 5 active: spills into the conditional half
+    ],
+)
+def test_run_fights_matches_per_slot_simulation(active):
+    plan = _plan_with_active(active, jax.random.key(11))
+    result = run_fights(plan, 120)
+    for slot in range(8):
+        if not active[slot]:
+            assert int(result.winner[slot]) == 2 and int(result.ticks[slot]) == 0
+            continue
+        expected = simulate_fight(
+            plan.home_species[slot], plan.home_stars[slot], plan.away_species[slot], plan.away_stars[slot],
+            jax.random.fold_in(plan.key, slot), max_ticks=120,
+        )
+        for field in ("winner", "home_survivors", "away_survivors", "home_damage", "away_damage", "ticks"):
+            assert int(getattr(result, field)[slot]) == int(getattr(expected, field)), (slot, field)
