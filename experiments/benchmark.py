@@ -39,9 +39,9 @@ import jax.numpy as jnp
 from tqdm import tqdm
 
 import jaxgame
+from experiments.common import random_boards
 from jaxgame import bots, combat, packing, render
 from jaxgame import constants as C
-from jaxgame import species as sp
 
 
 def _time(fn, *args, repeats: int = 3) -> float:
@@ -79,16 +79,6 @@ def bench_env_throughput(env, num_envs_list, rounds, progress):
         seconds = _time(run, states, ts, jax.random.key(1), repeats=2)
         out[str(n)] = round(steps * n * C.NUM_PLAYERS / seconds, 1)
     return out
-
-
-def random_boards(key, n, units):
-    """n random boards with ``units`` one-to-three-star units in random cells."""
-    k1, k2, k3 = jax.random.split(key, 3)
-    species = jax.random.randint(k1, (n, C.BOARD_CELLS), 0, sp.NUM_SPECIES)
-    stars = jax.random.randint(k2, (n, C.BOARD_CELLS), 1, 4)
-    cells = jax.vmap(lambda k: jax.random.permutation(k, C.BOARD_CELLS))(jax.random.split(k3, n))
-    occupied = cells < units
-    return jnp.where(occupied, species, -1).astype(jnp.int32), jnp.where(occupied, stars, 0).astype(jnp.int32)
 
 
 def bench_combat(num_fights, units, max_ticks):

@@ -5,11 +5,28 @@ from __future__ import annotations
 import time
 
 import jax
+import jax.numpy as jnp
 import numpy as np
 from tqdm import tqdm
 
 import jaxgame
 from jaxgame import bots
+from jaxgame import constants as C
+from jaxgame import species as sp
+
+
+def random_board(key, units, max_stars: int = 3):
+    """One random board: int32[24] species and int32[24] stars (1..max_stars), ``units`` units on random cells."""
+    k1, k2, k3 = jax.random.split(key, 3)
+    occupied = jax.random.permutation(k3, C.BOARD_CELLS) < units
+    species = jnp.where(occupied, jax.random.randint(k1, (C.BOARD_CELLS,), 0, sp.NUM_SPECIES), -1)
+    stars = jnp.where(occupied, jax.random.randint(k2, (C.BOARD_CELLS,), 1, max_stars + 1), 0)
+    return species.astype(jnp.int32), stars.astype(jnp.int32)
+
+
+def random_boards(key, n: int, units, max_stars: int = 3):
+    """``n`` random boards: int32[n, 24] species and stars."""
+    return jax.vmap(lambda k: random_board(k, units, max_stars))(jax.random.split(key, n))
 
 
 def bot_rollout_fn(venv: jaxgame.VecEnv, seats: tuple, steps: int):
@@ -68,4 +85,4 @@ def placement_by_bot(ranks: np.ndarray, seats: tuple) -> dict:
     return {n: float(np.mean(ranks[:, [i for i, s in enumerate(seats) if s == n]])) for n in names}
 
 
-__all__ = ["bot_rollout_fn", "play_games", "placement_by_bot"]
+__all__ = ["bot_rollout_fn", "play_games", "placement_by_bot", "random_board", "random_boards"]

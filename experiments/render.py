@@ -24,28 +24,18 @@ import sys
 import time
 
 import jax
-import jax.numpy as jnp
 import numpy as np
 from tqdm import tqdm
 
 import jaxgame
+from experiments.common import random_board
 from jaxgame import bots, combat, render
 from jaxgame import constants as C
-from jaxgame import species as sp
 
 
 def _log(msg: str, quiet: bool) -> None:
     if not quiet:
         print(msg, file=sys.stderr, flush=True)
-
-
-def random_board(key, units: int):
-    """int32[24] species, int32[24] stars: ``units`` 1-2 star units on random cells."""
-    k1, k2, k3 = jax.random.split(key, 3)
-    cells = jax.random.permutation(k3, C.BOARD_CELLS) < units
-    species = jnp.where(cells, jax.random.randint(k1, (C.BOARD_CELLS,), 0, sp.NUM_SPECIES), -1)
-    stars = jnp.where(cells, jax.random.randint(k2, (C.BOARD_CELLS,), 1, 3), 0)
-    return species.astype(jnp.int32), stars.astype(jnp.int32)
 
 
 def play(env, seed: int, rounds: int, quiet: bool):
@@ -99,7 +89,7 @@ def main(argv=None):
         away_species, away_stars, away = p.species[opp, C.BENCH_SIZE :], p.stars[opp, C.BENCH_SIZE :], f"seat {opp}"
     else:
         units = max(int((home_species >= 0).sum()), 2)
-        away_species, away_stars = random_board(jax.random.fold_in(fight_key, 1), units)
+        away_species, away_stars = random_board(jax.random.fold_in(fight_key, 1), units, max_stars=2)
         away = f"random board ({units} units)"
     _log(f"recording the fight of seat {seat} vs {away}", args.quiet)
     result, replay = jax.jit(combat.record_fight, static_argnames="max_ticks")(
