@@ -15,7 +15,7 @@ from jaxgame import combat
 from jaxgame import constants as C
 from jaxgame import economy
 from jaxgame import shop as shop_lib
-from jaxgame import species as sp
+from jaxgame import units
 from jaxgame.config import GameConfig
 from jaxgame.state import RESULT_DRAW, RESULT_LOSS, RESULT_NONE, RESULT_WIN, GameState
 
@@ -264,11 +264,8 @@ def eliminate_and_rank(state: GameState, config: GameConfig) -> tuple[GameState,
     pool = state.pool
     out_species = jnp.where(knocked_out[:, None], p.species, -1)
     out_stars = jnp.where(knocked_out[:, None], p.stars, 0)
-    returned = jnp.sum(
-        (out_species[..., None] == jnp.arange(sp.NUM_SPECIES)) * jnp.asarray(sp.COPIES_PER_STAR)[out_stars][..., None],
-        axis=(0, 1),
-    )
-    pool = shop_lib.return_to_pool(pool + returned.astype(jnp.int32), jnp.where(knocked_out[:, None], p.shop, -1))
+    returned = units.owned_copies(out_species, out_stars).sum(axis=0)
+    pool = shop_lib.return_to_pool(pool + returned, jnp.where(knocked_out[:, None], p.shop, -1))
     p = p.replace(
         life=jnp.maximum(p.life, 0),
         alive=survives,
