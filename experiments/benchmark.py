@@ -39,7 +39,7 @@ import jax.numpy as jnp
 from tqdm import tqdm
 
 import jaxgame
-from experiments.common import random_boards
+from experiments.common import random_boards, rollout_fn
 from jaxgame import bots, combat, packing, render
 from jaxgame import constants as C
 
@@ -55,27 +55,13 @@ def _time(fn, *args, repeats: int = 3) -> float:
     return best
 
 
-def _rollout(venv, steps, policy=bots.random_policy):
-    @jax.jit
-    def run(states, ts, key):
-        def body(carry, k):
-            states, ts = carry
-            a = jax.vmap(policy)(jax.random.split(k, venv.num_envs), states, ts.action_mask)
-            return venv.step(states, a), None
-
-        (states, ts), _ = jax.lax.scan(body, (states, ts), jax.random.split(key, steps))
-        return states, ts
-
-    return run
-
-
 def bench_env_throughput(env, num_envs_list, rounds, progress):
     out = {}
     steps = rounds * env.config.steps_per_round
     for n in tqdm(num_envs_list, desc="env throughput", disable=not progress):
         venv = jaxgame.VecEnv(env, n)
         states, ts = venv.reset(jax.random.key(0))
-        run = _rollout(venv, steps)
+        run = rollout_fn(venv, bots.random_policy, steps)
         seconds = _time(run, states, ts, jax.random.key(1), repeats=2)
         out[str(n)] = round(steps * n * C.NUM_PLAYERS / seconds, 1)
     return out
@@ -100,8 +86,8 @@ def bench_fight_skip(env, num_envs, warm_rounds):
     """Per-step cost at a non-fight vs a fight step, with boards filled by greedy bots."""
     venv = jaxgame.VecEnv(env, num_envs)
     states, ts = venv.reset(jax.random.key(0))
-    warm = _rollout(venv, warm_rounds * env.config.steps_per_round, bots.greedy_policy)
-    states, ts = warm(states, ts, jax.random.key(1))  # now at step 0 of a round, boards filled
+    warm = rollout_fn(venv, bots.greedy_policy, warm_rounds * env.config.steps_per_round)
+    states, ts, _, _ = warm(states, ts, jax.random.key(1))  # now at step 0 of a round, boards filled
     actions = jnp.zeros((num_envs, C.NUM_PLAYERS), jnp.int32)
     vec_step = jax.jit(venv.step)
     naive_step = jax.jit(jax.vmap(env.step))

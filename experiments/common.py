@@ -29,9 +29,11 @@ def random_boards(key, n: int, units, max_stars: int = 3):
     return jax.vmap(lambda k: random_board(k, units, max_stars))(jax.random.split(key, n))
 
 
-def bot_rollout_fn(venv: jaxgame.VecEnv, seats: tuple, steps: int):
-    """Jitted ``(states, ts, key) -> (states, ts, done[T, E], rank[T, E, 8])`` playing ``steps`` steps."""
-    policy = bots.mixed_policy(seats)
+def rollout_fn(venv: jaxgame.VecEnv, policy, steps: int):
+    """Jitted ``(states, ts, key) -> (states, ts, done[T, E], rank[T, E, 8])`` playing ``steps`` steps.
+
+    ``policy(key, state, mask) -> int32[8]`` is a bot from ``jaxgame.bots`` (vmapped over envs).
+    """
 
     @jax.jit
     def rollout(states, ts, key):
@@ -54,7 +56,7 @@ def play_games(env, seats: tuple, num_envs: int, seed: int, chunk_steps: int = 4
     seconds (playing, after compilation), seat_steps_per_s).
     """
     venv = jaxgame.VecEnv(env, num_envs)
-    rollout = bot_rollout_fn(venv, seats, chunk_steps)
+    rollout = rollout_fn(venv, bots.mixed_policy(seats), chunk_steps)
     key = jax.random.key(seed)
     key, reset_key = jax.random.split(key)
     states, ts = venv.reset(reset_key)
@@ -95,4 +97,4 @@ def placement_by_bot(ranks: np.ndarray, seats: tuple) -> dict:
     return {n: float(np.mean(ranks[:, [i for i, s in enumerate(seats) if s == n]])) for n in names}
 
 
-__all__ = ["bot_rollout_fn", "play_games", "placement_by_bot", "random_board", "random_boards"]
+__all__ = ["rollout_fn", "play_games", "placement_by_bot", "random_board", "random_boards"]

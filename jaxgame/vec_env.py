@@ -3,9 +3,9 @@
 Under ``jax.vmap(env.step)`` the per-env ``lax.cond`` becomes a select that
 runs the combat on every step. ``VecEnv`` instead vmaps the cheap pieces and
 branches ONCE for the whole batch: the fight phase runs only when at least
-one env is on its fight step (and its second half of combat slots only when
-some env fights a PvE round) (with fixed-length rounds all envs are phase
-aligned, so that is every ``steps_per_round``-th step), and the reset only
+one env is on its fight step (with fixed-length rounds all envs are phase
+aligned, so that is every ``steps_per_round``-th step), the second half of
+the combat slots only when some env fights a PvE round, and the reset only
 when some game ended.
 """
 
