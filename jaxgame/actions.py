@@ -77,12 +77,16 @@ def legal_mask(p: Players) -> jnp.ndarray:
 
 
 def apply_action(p: Players, action: jnp.ndarray):
-    """Apply one (possibly illegal) action of one player.
+    """Apply one (possibly illegal or out-of-range) action of one player.
+
+    Any int32 outside [0, NUM_ACTIONS) is illegal, like a masked-out action:
+    a no-op that changes nothing and does not end the turn.
 
     Returns (players, pool_delta int32[NUM_SPECIES], needs_refill bool[]):
     copies returned to the pool, and whether the shop must be redrawn (reroll).
     """
-    legal = legal_mask(p)[action]
+    in_range = (action >= 0) & (action < C.NUM_ACTIONS)
+    legal = in_range & legal_mask(p)[jnp.clip(action, 0, C.NUM_ACTIONS - 1)]
     action = jnp.where(legal, action, C.ACTION_END_TURN)
     kind = jnp.where(legal, action_kind(action), -1)
     no_delta = jnp.zeros(sp.NUM_SPECIES, jnp.int32)

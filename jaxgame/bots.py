@@ -2,7 +2,8 @@
 
 Both take the game state (they are for evaluation and as self-play
 opponents, not for learning) and the legal-action mask bool[8, NUM_ACTIONS],
-and only ever pick legal actions. Use ``BOTS[name]``.
+and only ever pick legal actions. Use ``BOTS[name]``. Keys may be typed
+(``jax.random.key``) or legacy (``jax.random.PRNGKey``).
 """
 
 from __future__ import annotations
@@ -14,12 +15,13 @@ from jaxgame import constants as C
 from jaxgame import species as sp
 from jaxgame import units
 from jaxgame.state import GameState, Players
+from jaxgame.validation import as_key
 
 
 def random_policy(key: jax.Array, state: GameState, mask: jnp.ndarray) -> jnp.ndarray:
     """Uniform over each seat's legal actions. Returns int32[8]."""
     logits = jnp.where(mask, 0.0, -jnp.inf)
-    return jax.random.categorical(key, logits, axis=-1).astype(jnp.int32)
+    return jax.random.categorical(as_key(key, "random_policy key"), logits, axis=-1).astype(jnp.int32)
 
 
 def unit_strength(species: jnp.ndarray, stars: jnp.ndarray) -> jnp.ndarray:
@@ -82,7 +84,7 @@ def greedy_scores(p: Players, round_: jnp.ndarray) -> jnp.ndarray:
 def greedy_policy(key: jax.Array, state: GameState, mask: jnp.ndarray) -> jnp.ndarray:
     """Best legal action by ``greedy_scores``; ties broken at random. Returns int32[8]."""
     scores = jax.vmap(greedy_scores, in_axes=(0, None))(state.players, state.round)
-    noise = jax.random.uniform(key, scores.shape, maxval=1e-3)
+    noise = jax.random.uniform(as_key(key, "greedy_policy key"), scores.shape, maxval=1e-3)
     return jnp.argmax(jnp.where(mask, scores + noise, -jnp.inf), axis=-1).astype(jnp.int32)
 
 
@@ -101,7 +103,7 @@ def mixed_policy(policies_by_seat):
     distinct = sorted(set(names))
 
     def policy(key, state, mask):
-        keys = jax.random.split(key, len(distinct))
+        keys = jax.random.split(as_key(key, "mixed_policy key"), len(distinct))
         per_bot = {n: BOTS[n](k, state, mask) for n, k in zip(distinct, keys)}
         choice = jnp.stack([per_bot[n][seat] for seat, n in enumerate(names)])
         return choice.astype(jnp.int32)

@@ -20,11 +20,14 @@ WIN_GOLD = 1
 
 
 def add_xp(level: jnp.ndarray, xp: jnp.ndarray, amount) -> tuple[jnp.ndarray, jnp.ndarray]:
-    """Add XP and level up as often as it allows (``XP_TO_NEXT``); level 9 keeps 0 XP."""
+    """Add XP and level up as often as it allows (``XP_TO_NEXT``); level 9 keeps 0 XP.
+
+    Level 1 needs 0 XP, so a level-1 player levels up on its first XP.
+    """
     need = jnp.asarray(XP_TO_NEXT)
     xp = xp + amount
     for _ in range(C.MAX_LEVEL):  # at most one level per pass; 8 passes suffice
-        up = (level < C.MAX_LEVEL) & (xp >= need[level]) & (need[level] > 0)
+        up = (level < C.MAX_LEVEL) & (xp >= need[level]) & ((need[level] > 0) | (xp > 0))
         xp = jnp.where(up, xp - need[level], xp)
         level = jnp.where(up, level + 1, level)
     xp = jnp.where(level >= C.MAX_LEVEL, 0, xp)

@@ -6,9 +6,13 @@
 
 All 8 seats act at once, one action each per step. ``step`` auto-resets:
 on the step where ``ts.done`` is True, ``ts.reward`` and ``ts.info`` belong
-to the finished game (final ranks in ``info["rank"]``), while the returned
-state, ``ts.observation`` and ``ts.action_mask`` already belong to a fresh
-game.
+to the finished game (final ranks in ``info["rank"]``, its last observation
+in ``info["final_observation"]`` and its last state, for rendering, in
+``info["final_state"]``), while the returned state, ``ts.observation`` and
+``ts.action_mask`` already belong to a fresh game.
+
+Keys may be typed (``jax.random.key``) or legacy (``jax.random.PRNGKey``);
+actions must be an integer array of shape [8] (checked before tracing).
 """
 
 from __future__ import annotations
@@ -20,6 +24,7 @@ from flax import struct
 from jaxgame import actions as actions_lib
 from jaxgame import constants as C
 from jaxgame import game, observation, packing, render, rounds, synergy, units
+from jaxgame.validation import as_key, check_actions
 from jaxgame.config import GameConfig
 from jaxgame.state import GameState
 
@@ -87,27 +92,31 @@ class AutoChessEnv:
     def no_fight(self, state: GameState, fight_key: jax.Array):
         return state, jnp.zeros(C.NUM_PLAYERS, jnp.float32)
 
-    def timestep(self, final: GameState, current: GameState, reward) -> TimeStep:
-        """TimeStep with info/done from ``final`` (pre-reset) and obs/mask from ``current``."""
-        return TimeStep(
-            observation=self.observe(current),
-            action_mask=self.action_mask(current),
-            reward=reward,
-            done=final.done,
-            info=self.info(final),
-        )
+    def start(self, key: jax.Array):
+        """A new game with its observation and mask: (state, observation, action_mask)."""
+        state = self.new_game(key)
+        return state, self.observe(state), self.action_mask(state)
+
+    def timestep(self, final: GameState, final_obs, obs, mask, reward) -> TimeStep:
+        """TimeStep with info/done from ``final`` (pre-reset) and obs/mask of the state returned."""
+        info = {**self.info(final), "final_observation": final_obs, "final_state": final}
+        return TimeStep(observation=obs, action_mask=mask, reward=reward, done=final.done, info=info)
 
     # ---- public API ----
     def reset(self, key: jax.Array):
-        state = self.new_game(key)
-        return state, self.timestep(state, state, jnp.zeros(C.NUM_PLAYERS, jnp.float32))
+        """Start a game from a typed or legacy PRNG key: (state, TimeStep)."""
+        state, obs, mask = self.start(as_key(key, "AutoChessEnv.reset key"))
+        return state, self.timestep(state, obs, obs, mask, jnp.zeros(C.NUM_PLAYERS, jnp.float32))
 
     def step(self, state: GameState, actions):
-        """Advance every seat by one decision step; resolves the fights after the round's last one."""
+        """Advance every seat by one decision step (actions int32[8]); resolves the fights after
+        the round's last one and auto-resets a finished game."""
+        actions = check_actions(actions, (C.NUM_PLAYERS,), "AutoChessEnv.step")
         state, fight_key, reset_key, due = self.decision_step(state, actions)
         state, reward = jax.lax.cond(due, self.fight_step, self.no_fight, state, fight_key)
-        fresh = jax.lax.cond(state.done, self.new_game, lambda _: state, reset_key)
-        return fresh, self.timestep(state, fresh, reward)
+        final_obs, final_mask = self.observe(state), self.action_mask(state)
+        fresh, obs, mask = jax.lax.cond(state.done, self.start, lambda _: (state, final_obs, final_mask), reset_key)
+        return fresh, self.timestep(state, final_obs, obs, mask, reward)
 
     def observe(self, state: GameState):
         """float32[8, obs_size] ("vector"), packed uint8[8, 72, 20] ("pixels", see jaxgame.render),
@@ -124,6 +133,8 @@ class AutoChessEnv:
         return jax.vmap(actions_lib.legal_mask)(state.players)
 
     def info(self, state: GameState) -> dict:
+        """Per-seat facts of ``state`` (see docs/env.md); ``timestep`` adds ``final_observation``
+        and ``final_state``."""
         p = state.players
         board = p.species[:, C.BENCH_SIZE :]
         return {

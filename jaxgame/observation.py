@@ -11,7 +11,7 @@ self               12     life/100, gold/50, level/9, xp progress, streak/5,
 shop               6x12   one unit record per shop slot
 slots              32x12  one unit record per bench (0..7) and board (8..31) slot
 synergies          16     distinct species per type / 7, synergy level / 3
-pool               28     copies left in the pool / initial copies
+pool               28     (pool + other seats' shop copies) / initial copies
 owned              28     base copies owned per species / 9
 opponents          7x6    seats p+1..p+7 (mod 8): life/100, level/9, alive,
                           board units/9, streak/5, was my last opponent
@@ -69,6 +69,17 @@ def unit_records(species: jnp.ndarray, stars: jnp.ndarray) -> jnp.ndarray:
     return jnp.where(present[:, None], record, 0.0).astype(jnp.float32)
 
 
+def visible_pool(state: GameState, seat) -> jnp.ndarray:
+    """int32[NUM_SPECIES]: the copies ``seat`` may know to be outside its own reach.
+
+    The pool plus the copies in the other seats' shops (both are 'not owned
+    by anyone and not in my shop'), so the block does not reveal what the
+    other seats were offered.
+    """
+    in_shops = jnp.sum(state.players.shop[..., None] == jnp.arange(sp.NUM_SPECIES), axis=1)  # [8, 28]
+    return state.pool + in_shops.sum(axis=0) - in_shops[seat]
+
+
 def seat_observation(state: GameState, seat: jnp.ndarray, config: GameConfig) -> jnp.ndarray:
     """float32[OBS_SIZE] for one seat."""
     all_players = state.players
@@ -92,7 +103,7 @@ def seat_observation(state: GameState, seat: jnp.ndarray, config: GameConfig) ->
     ).astype(jnp.float32)
     counts = synergy.type_counts(p.species[units.BOARD])
     synergy_block = jnp.concatenate([counts / 7.0, synergy.synergy_levels(counts) / 3.0])
-    pool_block = state.pool / jnp.asarray(sp.SPECIES_POOL_COPIES, jnp.float32)
+    pool_block = visible_pool(state, seat) / jnp.asarray(sp.SPECIES_POOL_COPIES, jnp.float32)
     owned_block = units.owned_copies(p.species, p.stars) / 9.0
 
     others = (seat + jnp.arange(1, C.NUM_PLAYERS)) % C.NUM_PLAYERS

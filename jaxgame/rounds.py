@@ -219,16 +219,22 @@ def settle_fights(state: GameState, plan: FightPlan, result: combat.FightResult)
 
 
 def apply_fight_results(state: GameState, outcome) -> tuple[GameState, jnp.ndarray]:
-    """Life loss, the PvP win gold and streaks. Returns (state, life_lost int32[8])."""
+    """Life loss, the PvP win gold and streaks.
+
+    Returns (state, life_lost int32[8]): the life actually lost, at most the
+    life the player had (the state's life itself may go below 0).
+    """
     p = state.players
     base_damage = (state.round + 1) // 2
     hurt = outcome["lost"] | outcome["drew"]
-    life_lost = jnp.where(hurt, base_damage + outcome["enemy_survivors"], 0).astype(jnp.int32)
+    damage = jnp.where(hurt, base_damage + outcome["enemy_survivors"], 0)
+    # life goes below 0 (the depth orders same-round eliminations); the life lost stops at 0
+    life_lost = jnp.minimum(damage, jnp.maximum(p.life, 0)).astype(jnp.int32)
     pvp = ~outcome["is_pve"]
     gold = p.gold + jnp.where(pvp & outcome["won"], economy.WIN_GOLD, 0)
     fought = outcome["won"] | outcome["lost"] | outcome["drew"]
     streak = jnp.where(pvp & fought, economy.update_streak(p.streak, outcome["won"], outcome["lost"]), p.streak)
-    p = p.replace(life=p.life - life_lost, gold=gold.astype(jnp.int32), streak=streak)
+    p = p.replace(life=p.life - damage.astype(jnp.int32), gold=gold.astype(jnp.int32), streak=streak)
     return state.replace(players=p), life_lost
 
 

@@ -16,6 +16,7 @@ import jax.numpy as jnp
 
 from jaxgame import constants as C
 from jaxgame.env import AutoChessEnv
+from jaxgame.validation import as_key, check_actions
 
 
 def _select(mask, a, b):
@@ -36,11 +37,14 @@ class VecEnv:
         self.obs_size = env.obs_size
 
     def reset(self, key: jax.Array):
+        """One typed or legacy PRNG key -> (states, TimeStep), a leading [num_envs] axis on both."""
+        key = as_key(key, "VecEnv.reset key")
         return jax.vmap(self.env.reset)(jax.random.split(key, self.num_envs))
 
     def step(self, states, actions):
         """actions int32[num_envs, 8] -> (states, TimeStep with a leading [num_envs] axis)."""
         env = self.env
+        actions = check_actions(actions, (self.num_envs, C.NUM_PLAYERS), "VecEnv.step")
         states, fight_keys, reset_keys, due = jax.vmap(env.decision_step)(states, actions)
 
         def fight(states):
@@ -55,7 +59,9 @@ class VecEnv:
 
         states, reward = jax.lax.cond(due.any(), fight, skip, states)
         done = states.done
-        fresh = jax.lax.cond(
-            done.any(), lambda: _select(done, jax.vmap(env.new_game)(reset_keys), states), lambda: states
+        final_obs, final_mask = jax.vmap(env.observe)(states), jax.vmap(env.action_mask)(states)
+        current = (states, final_obs, final_mask)
+        fresh, obs, mask = jax.lax.cond(
+            done.any(), lambda: _select(done, jax.vmap(env.start)(reset_keys), current), lambda: current
         )
-        return fresh, jax.vmap(env.timestep)(states, fresh, reward)
+        return fresh, jax.vmap(env.timestep)(states, final_obs, obs, mask, reward)

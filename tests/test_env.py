@@ -32,7 +32,8 @@ def test_api_shapes_and_dtypes(env, jit_step):
     assert ts.reward.shape == (8,) and ts.reward.dtype == jnp.float32
     assert ts.done.shape == () and ts.done.dtype == jnp.bool_
     expected_info = {"life", "gold", "level", "round", "rank", "alive", "board_size", "synergy_count", "actions_this_turn"}
-    assert set(ts.info) == expected_info
+    assert set(ts.info) == expected_info | {"final_observation", "final_state"}
+    np.testing.assert_array_equal(ts.info["final_observation"], ts.observation)
     for k in expected_info - {"round"}:
         assert ts.info[k].shape == (8,), k
     assert np.all(np.asarray(ts.info["life"]) == 100) and np.all(np.asarray(ts.info["gold"]) == 5)
@@ -138,7 +139,8 @@ def random_games(tiny_env):
             states, ts = carry
             a = jax.vmap(bots.random_policy)(jax.random.split(k, NUM_ENVS), states, ts.action_mask)
             states, ts = venv.step(states, a)
-            return (states, ts), (states.replace(key=jax.random.key_data(states.key)), ts)
+            info = {k: v for k, v in ts.info.items() if k != "final_state"}  # holds a typed key
+            return (states, ts), (states.replace(key=jax.random.key_data(states.key)), ts.replace(info=info))
 
         _, out = jax.lax.scan(body, (states, ts), jax.random.split(key, STEPS))
         return out

@@ -1,0 +1,375 @@
+"""The game's edges: out-of-range actions, bad dtypes and shapes, both kinds of
+PRNG keys, every accepted config playable, no hidden information in the
+observation, life rewards capped at the life lost, and the finished game
+visible on the step that ends it."""
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+import jaxgame
+from jaxgame import bots, observation, render, rounds
+from jaxgame import constants as C
+from jaxgame import species as sp
+from jaxgame import units
+
+TINY = dict(steps_per_round=2, max_rounds=10, starting_life=12, max_combat_ticks=150)
+INT32_MIN, INT32_MAX = np.iinfo(np.int32).min, np.iinfo(np.int32).max
+EXTREMES = [INT32_MIN, INT32_MIN + 1, -(2**16), -C.NUM_ACTIONS - 1, -C.NUM_ACTIONS, -1,
+            C.NUM_ACTIONS, C.NUM_ACTIONS + 1, 2**16, INT32_MAX - 1, INT32_MAX]
+
+
+@pytest.fixture(scope="module")
+def tiny_env():
+    return jaxgame.make("autochess", **TINY)
+
+
+def _numpy_tree(tree):
+    return jax.tree_util.tree_map(
+        lambda x: np.asarray(jax.random.key_data(x) if jax.dtypes.issubdtype(x.dtype, jax.dtypes.prng_key) else x),
+        tree,
+    )
+
+
+def _assert_trees_equal(a, b):
+    for x, y in zip(jax.tree_util.tree_leaves(_numpy_tree(a)), jax.tree_util.tree_leaves(_numpy_tree(b))):
+        np.testing.assert_array_equal(x, y)
+
+
+def _check_invariants(state):
+    """Pool conservation and board invariants of one game (numpy)."""
+    p = state.players
+    shop_copies = (np.asarray(p.shop)[..., None] == np.arange(sp.NUM_SPECIES)).sum(axis=(-2, -3))
+    species, stars = np.asarray(p.species), np.asarray(p.stars)
+    owned = ((species[..., None] == np.arange(sp.NUM_SPECIES)) * sp.COPIES_PER_STAR[stars][..., None]).sum(
+        axis=(-2, -3)
+    )
+    np.testing.assert_array_equal(np.asarray(state.pool) + shop_copies + owned,
+                                  np.broadcast_to(sp.SPECIES_POOL_COPIES, np.shape(state.pool)))
+    assert np.all(np.asarray(p.gold) >= 0)
+    assert np.all(np.asarray(units.board_count(p.species)) <= np.asarray(p.level))
+    assert np.all((species >= 0) == (stars > 0))
+
+
+@pytest.fixture(scope="module")
+def mid_game(tiny_env):
+    """A game a few random steps in (units bought, shops partly empty), on a non-fight step."""
+    state, ts = tiny_env.reset(jax.random.key(11))
+    step = jax.jit(tiny_env.step)
+    for t in range(5):
+        state, ts = step(state, bots.random_policy(jax.random.key(100 + t), state, ts.action_mask))
+    if int(state.step_in_round) == TINY["steps_per_round"] - 1:
+        state, ts = step(state, jnp.zeros(8, jnp.int32) + C.ACTION_LOCK)
+    return state, ts
+
+
+def _first_illegal(mask):
+    """int32[8]: the lowest illegal action of each seat (a documented no-op)."""
+    return np.argmin(np.asarray(mask), axis=-1).astype(np.int32)
+
+
+# ---------------------------------------------------------------- out-of-range actions
+
+
+@pytest.fixture(scope="module")
+def jit_tiny_step(tiny_env):
+    return jax.jit(tiny_env.step)
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(st.lists(st.one_of(st.integers(INT32_MIN, -1), st.integers(C.NUM_ACTIONS, INT32_MAX),
+                          st.sampled_from(EXTREMES)), min_size=8, max_size=8),
+       st.lists(st.booleans(), min_size=8, max_size=8))
+def test_out_of_range_actions_are_the_illegal_no_op(mid_game, jit_tiny_step, bad, which):
+    state, ts = mid_game
+    illegal = _first_illegal(ts.action_mask)
+    legal_random = np.asarray(bots.random_policy(jax.random.key(5), state, ts.action_mask))
+    # seats in ``which`` play an out-of-range value, the others a random legal action
+    with_bad = np.where(which, np.asarray(bad, np.int64), legal_random).astype(np.int32)
+    with_illegal = np.where(which, illegal, legal_random).astype(np.int32)
+    a, _ = jit_tiny_step(state, with_bad)
+    b, _ = jit_tiny_step(state, with_illegal)
+    _assert_trees_equal(a, b)
+    _check_invariants(a)
+    for seat in np.flatnonzero(which):  # nothing changed for those seats, their turn goes on
+        assert not bool(a.players.turn_ended[seat])
+        assert int(a.players.actions_this_turn[seat]) == int(state.players.actions_this_turn[seat])
+
+
+def test_out_of_range_actions_under_vmap_and_vecenv(tiny_env):
+    """Random games where half of the seats send random int32 garbage: invariants hold at every step
+    and vmap(env.step) == VecEnv.step."""
+    n, steps = 3, 24
+    venv = jaxgame.VecEnv(tiny_env, n)
+
+    def actions_for(k, states, mask):
+        k1, k2, k3 = jax.random.split(k, 3)
+        legal = jax.vmap(bots.random_policy)(jax.random.split(k1, n), states, mask)
+        garbage = jax.random.randint(k2, (n, 8), INT32_MIN, INT32_MAX, dtype=jnp.int32)
+        extremes = jnp.asarray(EXTREMES, jnp.int32)[jax.random.randint(k3, (n, 8), 0, len(EXTREMES))]
+        garbage = jnp.where(jax.random.bernoulli(k3, 0.5, (n, 8)), garbage, extremes)
+        return jnp.where(jnp.arange(8) % 2 == 0, legal, garbage)
+
+    def run(step):
+        @jax.jit
+        def go(key):
+            states, ts = venv.reset(key)
+
+            def body(carry, k):
+                states, ts = carry
+                states, ts = step(states, actions_for(k, states, ts.action_mask))
+                return (states, ts), (states.replace(key=jax.random.key_data(states.key)), ts.done)
+
+            return jax.lax.scan(body, (states, ts), jax.random.split(key, steps))[1]
+
+        return go(jax.random.key(3))
+
+    vec_states, vec_done = run(venv.step)
+    vmap_states, vmap_done = run(jax.vmap(tiny_env.step))
+    _assert_trees_equal(vec_states, vmap_states)
+    np.testing.assert_array_equal(vec_done, vmap_done)
+    for t in range(steps):
+        _check_invariants(jax.tree_util.tree_map(lambda x: np.asarray(x)[t], vec_states))
+
+
+# ---------------------------------------------------------------- dtypes and shapes
+
+
+def test_bad_action_dtype_and_shape_fail_clearly(tiny_env):
+    state, _ = tiny_env.reset(jax.random.key(0))
+    venv = jaxgame.VecEnv(tiny_env, 2)
+    states, _ = venv.reset(jax.random.key(0))
+    with pytest.raises(TypeError, match=r"int32\[8\].*float32\[8\]"):
+        tiny_env.step(state, jnp.zeros(8, jnp.float32))
+    with pytest.raises(TypeError, match=r"int32\[8\].*float32\[8\]"):
+        jax.jit(tiny_env.step)(state, jnp.zeros(8, jnp.float32))
+    with pytest.raises(TypeError, match=r"int32\[8\].*bool\[8\]"):
+        tiny_env.step(state, np.zeros(8, bool))
+    with pytest.raises(ValueError, match=r"shape int32\[8\].*int32\[8, 1\]"):
+        tiny_env.step(state, jnp.zeros((8, 1), jnp.int32))
+    with pytest.raises(ValueError, match=r"VecEnv.step.*int32\[2, 8\].*int32\[8\]"):
+        venv.step(states, jnp.zeros(8, jnp.int32))
+    with pytest.raises(TypeError, match=r"VecEnv.step.*float64\[2, 8\]"):
+        venv.step(states, np.zeros((2, 8)))
+    # any integer dtype and plain lists work; huge int64 values are out of range, so no-ops
+    a, _ = tiny_env.step(state, [C.ACTION_LOCK] * 8)
+    b, _ = tiny_env.step(state, np.full(8, C.ACTION_LOCK, np.int64))
+    c, _ = tiny_env.step(state, np.full(8, C.ACTION_LOCK, np.uint8))
+    _assert_trees_equal(a, b)
+    _assert_trees_equal(a, c)
+    assert bool(a.players.shop_locked.all())
+    huge, _ = tiny_env.step(state, np.full(8, 2**40 + C.ACTION_LOCK, np.int64))  # would wrap to 9
+    wrapped, _ = tiny_env.step(state, np.full(8, np.iinfo(np.uint32).max, np.uint32))
+    assert not bool(huge.players.shop_locked.any()) and not bool(huge.players.turn_ended.any())
+    _assert_trees_equal(huge, wrapped)
+
+
+# ---------------------------------------------------------------- PRNG keys
+
+
+def test_typed_and_legacy_keys_everywhere(tiny_env):
+    typed, legacy = jax.random.key(4), jax.random.PRNGKey(4)
+    s1, ts1 = tiny_env.reset(typed)
+    s2, ts2 = tiny_env.reset(legacy)
+    _assert_trees_equal((s1, ts1.observation), (s2, ts2.observation))
+
+    # jit(vmap(reset/step/bots)) with a batch of legacy keys, over fight steps
+    def play(keys, policy_keys):
+        states, ts = jax.vmap(tiny_env.reset)(keys)
+        for k in policy_keys:
+            a = jax.vmap(bots.greedy_policy)(k, states, ts.action_mask)
+            states, ts = jax.vmap(tiny_env.step)(states, a)
+        return states, ts.reward
+
+    steps = 2 * TINY["steps_per_round"] + 1
+    legacy_out = jax.jit(play)(jax.random.split(legacy, 3), [jax.random.split(jax.random.PRNGKey(t), 3) for t in range(steps)])
+    typed_out = jax.jit(play)(jax.random.split(typed, 3), [jax.random.split(jax.random.key(t), 3) for t in range(steps)])
+    _assert_trees_equal(legacy_out, typed_out)
+
+    venv = jaxgame.VecEnv(tiny_env, 3)
+    vs_legacy, vts_legacy = jax.jit(venv.reset)(legacy)
+    vs_typed, _ = venv.reset(typed)
+    _assert_trees_equal(vs_legacy, vs_typed)
+    mixed = bots.mixed_policy(("greedy", "random") * 4)
+    for t in range(steps):
+        a = jax.vmap(mixed)(jax.random.split(jax.random.PRNGKey(t), 3), vs_legacy, vts_legacy.action_mask)
+        assert bool(jnp.take_along_axis(vts_legacy.action_mask, a[..., None], -1).all())
+        vs_legacy, vts_legacy = venv.step(vs_legacy, a)
+    assert int(vs_legacy.round[0]) == 3
+    assert int(bots.random_policy(legacy, s1, ts1.action_mask)[0]) == int(bots.random_policy(typed, s1, ts1.action_mask)[0])
+
+
+def test_bad_keys_fail_clearly(tiny_env):
+    with pytest.raises(TypeError, match="PRNG key"):
+        tiny_env.reset(0)
+    with pytest.raises(TypeError, match="PRNG key"):
+        jaxgame.VecEnv(tiny_env, 2).reset(np.zeros(2, np.float32))
+
+
+# ---------------------------------------------------------------- configs
+
+
+@pytest.mark.parametrize("start", range(1, C.MAX_LEVEL + 1))
+def test_every_starting_level_can_reach_max_level(start):
+    env = jaxgame.make("autochess", starting_level=start, starting_gold=300, steps_per_round=64)
+    state, _ = env.reset(jax.random.key(start))
+
+    @jax.jit
+    def buy_xp_many(state):
+        def body(state, _):
+            state, ts = env.step(state, jnp.full(8, C.ACTION_BUY_XP, jnp.int32))
+            return state, ts.info["level"]
+
+        return jax.lax.scan(body, state, None, length=60)
+
+    state, levels = buy_xp_many(state)
+    assert int(state.round) == 1, "the test must stay inside one shop phase"
+    np.testing.assert_array_equal(state.players.level, C.MAX_LEVEL)
+    assert np.all(np.diff(np.asarray(levels), axis=0) >= 0)
+
+
+# ---------------------------------------------------------------- hidden information
+
+
+def _swap_shop_copy(state, seat):
+    """Replace one offered species in ``seat``'s shop by another one taken from the pool (pool conserved)."""
+    shop = np.asarray(state.players.shop[seat])
+    pool = np.asarray(state.pool)
+    slot = int(np.flatnonzero(shop >= 0)[0])
+    old = int(shop[slot])
+    new = int(next(s for s in range(sp.NUM_SPECIES) if s != old and pool[s] > 0 and sp.SPECIES_RARITY[s] == 0))
+    players = state.players.replace(shop=state.players.shop.at[seat, slot].set(new))
+    return state.replace(players=players, pool=state.pool.at[old].add(1).at[new].add(-1))
+
+
+@pytest.mark.parametrize("seat,other", [(0, 5), (3, 4)])
+def test_other_seats_shops_are_hidden(tiny_env, mid_game, seat, other):
+    state, _ = mid_game
+    changed = _swap_shop_copy(state, other)
+    before = observation.vector_observation(state, tiny_env.config)
+    after = observation.vector_observation(changed, tiny_env.config)
+    np.testing.assert_array_equal(before[seat], after[seat])
+    assert not np.array_equal(before[other], after[other])  # the owner sees its own shop change
+    np.testing.assert_array_equal(render.render_seat(state, seat), render.render_seat(changed, seat))
+
+
+def test_visible_pool_counts(mid_game):
+    state, _ = mid_game
+    shops = np.asarray(state.players.shop)
+    for seat in range(8):
+        others = np.delete(shops, seat, axis=0).reshape(-1)
+        expected = np.asarray(state.pool) + np.bincount(others[others >= 0], minlength=sp.NUM_SPECIES)
+        np.testing.assert_array_equal(observation.visible_pool(state, seat), expected)
+
+
+# ---------------------------------------------------------------- life reward
+
+
+def test_life_lost_never_exceeds_life(mid_game):
+    state, _ = mid_game
+    life = jnp.asarray([1, 3, 0, 50, 2, 100, 7, 12], jnp.int32)
+    state = state.replace(players=state.players.replace(life=life))
+    lost = jnp.asarray([True, True, False, True, True, False, False, True])
+    outcome = dict(won=~lost, lost=lost, drew=jnp.zeros(8, bool), enemy_survivors=jnp.full(8, 9),
+                   is_pve=jnp.asarray(False))
+    new_state, life_lost = rounds.apply_fight_results(state.replace(round=jnp.asarray(9)), outcome)
+    damage = np.where(np.asarray(lost), 5 + 9, 0)
+    np.testing.assert_array_equal(life_lost, np.minimum(damage, np.asarray(life)))
+    np.testing.assert_array_equal(new_state.players.life, np.asarray(life) - damage)  # ranks use the depth
+
+
+def test_reward_life_sums_to_the_life_a_seat_had():
+    """Over whole games, the life shaping of each seat adds up to reward_life x (starting life - final life)."""
+    env = jaxgame.make("autochess", steps_per_round=2, max_rounds=12, starting_life=4, max_combat_ticks=150,
+                       reward_life=-0.25)
+    n, steps = 4, 30
+    venv = jaxgame.VecEnv(env, n)
+
+    @jax.jit
+    def run(key):
+        states, ts = venv.reset(key)
+
+        def body(carry, k):
+            states, ts = carry
+            a = jax.vmap(bots.greedy_policy)(jax.random.split(k, n), states, ts.action_mask)
+            states, ts = venv.step(states, a)
+            return (states, ts), (ts.reward, ts.done, ts.info["rank"], ts.info["life"])
+
+        return jax.lax.scan(body, (states, ts), jax.random.split(key, steps))[1]
+
+    reward, done, rank, life = (np.asarray(x) for x in run(jax.random.key(2)))
+    games = 0
+    for e in range(n):
+        start = 0
+        for t in np.flatnonzero(done[:, e]):
+            total = reward[start : t + 1, e].sum(0)
+            placement = 1 - 2 * (rank[t, e] - 1) / 7
+            np.testing.assert_allclose(total - placement, -0.25 * (4 - life[t, e]), atol=1e-5)
+            games, start = games + 1, t + 1
+    assert games >= n
+
+
+# ---------------------------------------------------------------- the finished game
+
+
+def test_final_observation_and_state_on_the_ending_step(tiny_env):
+    """The ending step carries what a step without auto-reset would have returned."""
+    state, ts = tiny_env.reset(jax.random.key(21))
+    step = jax.jit(tiny_env.step)
+
+    @jax.jit
+    def step_without_reset(state, actions):
+        state, fight_key, _, due = tiny_env.decision_step(state, actions)
+        state, _ = jax.lax.cond(due, tiny_env.fight_step, tiny_env.no_fight, state, fight_key)
+        return state
+
+    for t in range(200):
+        actions = bots.greedy_policy(jax.random.key(t), state, ts.action_mask)
+        expected = step_without_reset(state, actions)
+        state, ts = step(state, actions)
+        if bool(ts.done):
+            break
+        np.testing.assert_array_equal(ts.info["final_observation"], ts.observation)
+    assert bool(ts.done), "the game did not end"
+    final = ts.info["final_state"]
+    _assert_trees_equal(final, expected)
+    np.testing.assert_array_equal(ts.info["final_observation"], tiny_env.observe(expected))
+    np.testing.assert_array_equal(ts.observation, tiny_env.observe(state))  # the new game
+    assert sorted(np.asarray(ts.info["rank"]).tolist()) == list(range(1, 9))
+    np.testing.assert_array_equal(final.players.rank, ts.info["rank"])
+    assert int(state.round) == 1 and int(final.round) > 1
+    assert render.render_rgb(final, seat=0).shape == (288, 320, 3)
+
+
+def test_vecenv_final_observation_matches_env(tiny_env):
+    """VecEnv's final observations equal the single-env ones, and on steps that did not end a game
+    they equal the observation."""
+    n, steps = 3, 40
+    venv = jaxgame.VecEnv(tiny_env, n)
+
+    def run(step):
+        @jax.jit
+        def go(key):
+            states, ts = jax.vmap(tiny_env.reset)(jax.random.split(key, n))
+
+            def body(carry, k):
+                states, ts = carry
+                a = jax.vmap(bots.random_policy)(jax.random.split(k, n), states, ts.action_mask)
+                states, ts = step(states, a)
+                return (states, ts), (ts.observation, ts.info["final_observation"], ts.done,
+                                      ts.info["final_state"].round)
+
+            return jax.lax.scan(body, (states, ts), jax.random.split(key, steps))[1]
+
+        return go(jax.random.key(9))
+
+    vec, ref = run(venv.step), run(jax.vmap(tiny_env.step))
+    for a, b in zip(vec, ref):
+        np.testing.assert_array_equal(a, b)
+    obs, final_obs, done, _ = (np.asarray(x) for x in vec)
+    assert done.any()
+    np.testing.assert_array_equal(obs[~done], final_obs[~done])
+    assert not np.array_equal(obs[done], final_obs[done])
