@@ -1,0 +1,138 @@
+"""PPO and A2C losses over flattened, weighted minibatches.
+
+Per-sample arrays share one leading shape [B]. ``weight`` float32[B] is 1 for
+decision samples and 0 for non-decision ones; every mean is the weighted
+mean ``sum(w x) / max(sum(w), 1)``, and samples with weight 0 have no effect
+on the losses, the metrics or the gradients (whatever their values).
+Coefficients may be Python floats or traced scalars.
+"""
+
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+
+from agents import distributions
+
+
+def _keep(x: jax.Array, weight: jax.Array) -> jax.Array:
+    """x with weight-0 entries replaced by 0 (so non-finite junk there cannot leak)."""
+    return jnp.where(weight > 0, x, jnp.zeros_like(x))
+
+
+def weighted_mean(x: jax.Array, weight: jax.Array) -> jax.Array:
+    """float32[]: ``sum(w x) / max(sum(w), 1)`` over all entries of x, weight float32[B]."""
+    weight = jnp.asarray(weight, jnp.float32)
+    x = jnp.asarray(x, jnp.float32)
+    return jnp.sum(_keep(weight * x, weight)) / jnp.maximum(jnp.sum(weight), 1.0)
+
+
+def _normalize(advantages: jax.Array, weight: jax.Array) -> jax.Array:
+    mean = weighted_mean(advantages, weight)
+    std = jnp.sqrt(weighted_mean(jnp.square(advantages - mean), weight))
+    return _keep((advantages - mean) / (std + 1e-8), weight)
+
+
+def ppo_loss(
+    new_logits,
+    new_value,
+    mask,
+    actions,
+    old_log_prob,
+    old_value,
+    advantages,
+    targets,
+    weight,
+    clip_eps,
+    vf_coef,
+    ent_coef,
+    clip_value: bool,
+    normalize_advantages: bool,
+) -> tuple[jax.Array, dict[str, jax.Array]]:
+    """Clipped PPO loss.
+
+    Args:
+      new_logits: float32[B, A]; new_value: float32[B]; mask: bool[B, A];
+      actions: int32[B]; old_log_prob, old_value, advantages, targets,
+      weight: float32[B]. ``clip_value`` and ``normalize_advantages`` are
+      static Python bools.
+
+    Returns:
+      (total float32[], metrics) where ``total = policy_loss + vf_coef *
+      value_loss - ent_coef * entropy`` and metrics holds float32[] scalars
+      "policy_loss", "value_loss", "entropy", "approx_kl", "clip_frac".
+
+    Advantage normalisation (per minibatch) uses the weighted mean and std of
+    decision samples only. With ``clip_value`` the value loss is the PPO2
+    ``0.5 max((v - t)^2, (old_v + clip(v - old_v, -eps, eps) - t)^2)``.
+    """
+    weight = jnp.asarray(weight, jnp.float32)
+    advantages = _keep(jnp.asarray(advantages, jnp.float32), weight)
+    if normalize_advantages:
+        advantages = _normalize(advantages, weight)
+    new_log_prob = distributions.log_prob(new_logits, mask, actions)
+    log_ratio = _keep(new_log_prob - old_log_prob, weight)
+    ratio = jnp.exp(log_ratio)
+    clipped_ratio = jnp.clip(ratio, 1.0 - clip_eps, 1.0 + clip_eps)
+    policy_loss = weighted_mean(-jnp.minimum(ratio * advantages, clipped_ratio * advantages), weight)
+
+    new_value = _keep(jnp.asarray(new_value, jnp.float32), weight)
+    targets = _keep(jnp.asarray(targets, jnp.float32), weight)
+    value_err = jnp.square(new_value - targets)
+    if clip_value:
+        old_value = _keep(jnp.asarray(old_value, jnp.float32), weight)
+        clipped_value = old_value + jnp.clip(new_value - old_value, -clip_eps, clip_eps)
+        value_err = jnp.maximum(value_err, jnp.square(clipped_value - targets))
+    value_loss = weighted_mean(0.5 * value_err, weight)
+
+    ent = weighted_mean(distributions.entropy(new_logits, mask), weight)
+    total = policy_loss + vf_coef * value_loss - ent_coef * ent
+    metrics = {
+        "policy_loss": policy_loss,
+        "value_loss": value_loss,
+        "entropy": ent,
+        "approx_kl": weighted_mean((ratio - 1.0) - log_ratio, weight),
+        "clip_frac": weighted_mean((jnp.abs(ratio - 1.0) > clip_eps).astype(jnp.float32), weight),
+    }
+    return total, metrics
+
+
+def a2c_loss(
+    logits, value, mask, actions, advantages, targets, weight, vf_coef, ent_coef
+) -> tuple[jax.Array, dict[str, jax.Array]]:
+    """Advantage actor-critic loss (e.g. streaming TD(0) targets).
+
+    Args:
+      logits: float32[B, A]; value: float32[B]; mask: bool[B, A];
+      actions: int32[B]; advantages, targets, weight: float32[B].
+
+    Returns:
+      (total float32[], metrics "policy_loss", "value_loss", "entropy") with
+      ``policy_loss = mean(-log_prob * sg(adv))``, ``value_loss =
+      mean(0.5 (v - sg(target))^2)``; no gradient flows through
+      ``advantages`` or ``targets``.
+    """
+    weight = jnp.asarray(weight, jnp.float32)
+    advantages = jax.lax.stop_gradient(_keep(jnp.asarray(advantages, jnp.float32), weight))
+    targets = jax.lax.stop_gradient(_keep(jnp.asarray(targets, jnp.float32), weight))
+    log_prob = _keep(distributions.log_prob(logits, mask, actions), weight)
+    value = _keep(jnp.asarray(value, jnp.float32), weight)
+    policy_loss = weighted_mean(-log_prob * advantages, weight)
+    value_loss = weighted_mean(0.5 * jnp.square(value - targets), weight)
+    ent = weighted_mean(distributions.entropy(logits, mask), weight)
+    total = policy_loss + vf_coef * value_loss - ent_coef * ent
+    return total, {"policy_loss": policy_loss, "value_loss": value_loss, "entropy": ent}
+
+
+def explained_variance(values, targets, weight) -> jax.Array:
+    """float32[]: weighted ``1 - var(targets - values) / var(targets)``; 0 when var(targets) == 0."""
+    weight = jnp.asarray(weight, jnp.float32)
+    values = _keep(jnp.asarray(values, jnp.float32), weight)
+    targets = _keep(jnp.asarray(targets, jnp.float32), weight)
+
+    def var(x):
+        return weighted_mean(jnp.square(x - weighted_mean(x, weight)), weight)
+
+    var_t = var(targets)
+    safe = jnp.where(var_t > 0, var_t, 1.0)
+    return jnp.where(var_t > 0, 1.0 - var(targets - values) / safe, 0.0).astype(jnp.float32)

@@ -1,0 +1,158 @@
+"""Actor-critic networks (flax.linen).
+
+Both networks map observations with any leading batch dims ``[...]`` to
+``(logits float32[..., A], value float32[...])``. Initialisation follows
+PureJaxRL: orthogonal kernels with scale sqrt(2) for hidden layers, 0.01 for
+the policy head and 1.0 for the value head; zero biases.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import flax.linen as nn
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from jaxgame.packing import FRAME_H, FRAME_W, PACKED_W, UNPACK_LUT
+
+_ACTIVATIONS = {"tanh": nn.tanh, "relu": nn.relu}
+_HIDDEN_SCALE = float(np.sqrt(2.0))
+NETWORK_KINDS = ("mlp", "cnn")
+
+
+def _activation(name: str):
+    if name not in _ACTIVATIONS:
+        raise ValueError(f"unknown activation {name!r}; expected one of {sorted(_ACTIVATIONS)}")
+    return _ACTIVATIONS[name]
+
+
+def _dense(features: int, scale: float, name: str | None = None) -> nn.Dense:
+    return nn.Dense(features, kernel_init=nn.initializers.orthogonal(scale), bias_init=nn.initializers.zeros, name=name)
+
+
+def unpack_frames(packed: jax.Array) -> jax.Array:
+    """Packed 2bpp frames uint8[..., 72, 20] -> float32[..., 72, 80] shades scaled to [0, 1].
+
+    Pixel ``i`` (0 = leftmost) of a byte lives in bits ``2i .. 2i+1``; the
+    unpacking is one gather from ``jaxgame.packing.UNPACK_LUT``.
+    """
+    packed = jnp.asarray(packed)
+    pixels = jnp.asarray(UNPACK_LUT)[packed.astype(jnp.int32)]
+    pixels = pixels.reshape(*packed.shape[:-1], packed.shape[-1] * 4)
+    return pixels.astype(jnp.float32) / 3.0
+
+
+class MLP(nn.Module):
+    """float32[..., D] -> float32[..., hidden[-1]]: dense layers with the given activation."""
+
+    hidden: Sequence[int] = (256, 256)
+    activation: str = "tanh"
+
+    @nn.compact
+    def __call__(self, x: jax.Array) -> jax.Array:
+        act = _activation(self.activation)
+        for features in self.hidden:
+            x = act(_dense(features, _HIDDEN_SCALE)(x))
+        return x
+
+
+class PixelTorso(nn.Module):
+    """float32[B, 72, 80] frames in [0, 1] -> float32[B, hidden[-1]] features.
+
+    conv 16 5x5/2, conv 32 3x3/2, conv 32 3x3/2 (relu, SAME padding), flatten,
+    then an ``MLP(hidden, activation)``.
+    """
+
+    hidden: Sequence[int] = (256,)
+    activation: str = "relu"
+
+    @nn.compact
+    def __call__(self, frames: jax.Array) -> jax.Array:
+        x = frames[..., None]
+        for features, kernel in ((16, 5), (32, 3), (32, 3)):
+            x = nn.Conv(
+                features,
+                (kernel, kernel),
+                strides=(2, 2),
+                padding="SAME",
+                kernel_init=nn.initializers.orthogonal(_HIDDEN_SCALE),
+                bias_init=nn.initializers.zeros,
+            )(x)
+            x = nn.relu(x)
+        x = x.reshape(x.shape[0], -1)
+        return MLP(self.hidden, self.activation)(x)
+
+
+class ActorCritic(nn.Module):
+    """Vector observations float32[..., D] -> (logits float32[..., A], value float32[...]).
+
+    ``shared_torso``: one MLP torso feeding both heads; otherwise separate
+    actor and critic torsos.
+    """
+
+    num_actions: int
+    hidden: Sequence[int] = (256, 256)
+    activation: str = "tanh"
+    shared_torso: bool = False
+
+    @nn.compact
+    def __call__(self, obs: jax.Array) -> tuple[jax.Array, jax.Array]:
+        obs = jnp.asarray(obs, jnp.float32)
+        if self.shared_torso:
+            actor = critic = MLP(self.hidden, self.activation, name="torso")(obs)
+        else:
+            actor = MLP(self.hidden, self.activation, name="actor_torso")(obs)
+            critic = MLP(self.hidden, self.activation, name="critic_torso")(obs)
+        logits = _dense(self.num_actions, 0.01, name="policy_head")(actor)
+        value = _dense(1, 1.0, name="value_head")(critic)[..., 0]
+        return logits, value
+
+
+class PixelActorCritic(nn.Module):
+    """Packed frames uint8[..., 72, 20] -> (logits float32[..., A], value float32[...]).
+
+    Frames are unpacked on device (``unpack_frames``), then a ``PixelTorso``
+    (shared by both heads, or one per head when ``shared_torso`` is False).
+    """
+
+    num_actions: int
+    hidden: Sequence[int] = (256,)
+    activation: str = "relu"
+    shared_torso: bool = True
+
+    @nn.compact
+    def __call__(self, packed: jax.Array) -> tuple[jax.Array, jax.Array]:
+        if tuple(packed.shape[-2:]) != (FRAME_H, PACKED_W):
+            raise ValueError(f"expected packed frames [..., {FRAME_H}, {PACKED_W}], got {packed.shape}")
+        lead = packed.shape[:-2]
+        frames = unpack_frames(packed).reshape(-1, FRAME_H, FRAME_W)
+        if self.shared_torso:
+            actor = critic = PixelTorso(self.hidden, self.activation, name="torso")(frames)
+        else:
+            actor = PixelTorso(self.hidden, self.activation, name="actor_torso")(frames)
+            critic = PixelTorso(self.hidden, self.activation, name="critic_torso")(frames)
+        logits = _dense(self.num_actions, 0.01, name="policy_head")(actor)
+        value = _dense(1, 1.0, name="value_head")(critic)[..., 0]
+        return logits.reshape(*lead, self.num_actions), value.reshape(lead)
+
+
+def make_network(
+    kind: str,
+    num_actions: int,
+    hidden: Sequence[int] = (256, 256),
+    activation: str = "tanh",
+    shared_torso: bool = False,
+) -> nn.Module:
+    """Build an actor-critic: ``"mlp"`` -> ``ActorCritic``, ``"cnn"`` -> ``PixelActorCritic``.
+
+    For ``"cnn"``, ``hidden`` are the dense layers after the convolutions.
+    """
+    _activation(activation)
+    hidden = tuple(int(h) for h in hidden)
+    if kind == "mlp":
+        return ActorCritic(num_actions, hidden, activation, shared_torso)
+    if kind == "cnn":
+        return PixelActorCritic(num_actions, hidden, activation, shared_torso)
+    raise ValueError(f"unknown network kind {kind!r}; expected one of {NETWORK_KINDS}")

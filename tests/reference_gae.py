@@ -1,0 +1,56 @@
+"""Plain-numpy semi-MDP GAE, written from the definition (not from the scan).
+
+For each seat and each decision step t: walk forward accumulating the
+discounted rewards r_t, gamma r_{t+1}, ... until the episode ends (a
+terminal step: bootstrap 0), the next decision t' of the seat (bootstrap
+V(t'), and the lambda-return continues with A_{t'}) or the end of the
+rollout (bootstrap ``last_value``). With k = t' - t:
+
+    A_t = R_{t:t'} + gamma^k V(t') - V(t) + gamma^k lam A_{t'}
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+
+def _seat_gae(reward, value, terminal, decision, last_value, gamma, lam):
+    """1-D float64 arrays over time for one seat -> advantages float64[T]."""
+    horizon = len(reward)
+    adv = np.zeros(horizon)
+    for t in reversed(range(horizon)):
+        if not decision[t]:
+            continue
+        ret, disc, k = 0.0, 1.0, t
+        while True:
+            ret += disc * reward[k]
+            if terminal[k]:
+                bootstrap, next_adv = 0.0, 0.0
+                break
+            disc *= gamma
+            k += 1
+            if k == horizon:
+                bootstrap, next_adv = last_value, 0.0
+                break
+            if decision[k]:
+                bootstrap, next_adv = value[k], adv[k]
+                break
+        adv[t] = ret + disc * bootstrap - value[t] + lam * disc * next_adv
+    return adv
+
+
+def gae_reference(reward, value, terminal, decision, last_value, gamma, lam):
+    """Same contract as ``agents.gae.gae`` on numpy arrays [T, ...]; returns float64 (advantages, targets)."""
+    reward = np.asarray(reward, np.float64)
+    value = np.asarray(value, np.float64)
+    terminal = np.asarray(terminal, bool)
+    decision = np.asarray(decision, bool)
+    last_value = np.broadcast_to(np.asarray(last_value, np.float64), value.shape[1:])
+    adv = np.zeros_like(value)
+    for idx in np.ndindex(*value.shape[1:]):
+        col = (slice(None), *idx)
+        adv[col] = _seat_gae(
+            reward[col], value[col], terminal[col], decision[col], float(last_value[idx]), float(gamma), float(lam)
+        )
+    targets = np.where(decision, adv + value, 0.0)
+    return adv, targets
