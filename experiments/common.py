@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 import time
 
 import jax
@@ -13,6 +14,12 @@ import jaxgame
 from jaxgame import bots
 from jaxgame import constants as C
 from jaxgame import species as sp
+
+
+def status(message: str, enabled: bool = True, end: str = "\n") -> None:
+    """Print a progress message to stderr at once (stdout stays for the CLIs' JSON)."""
+    if enabled:
+        print(message, file=sys.stderr, end=end, flush=True)
 
 
 def random_board(key, units, max_stars: int = 3):
@@ -52,17 +59,23 @@ def rollout_fn(venv: jaxgame.VecEnv, policy, steps: int):
 def play_games(env, seats: tuple, num_envs: int, seed: int, chunk_steps: int = 48, max_steps: int = 100_000, progress=True):
     """Play until every env has finished at least one game; return the first game's ranks.
 
-    Returns (ranks int[num_envs, 8], stats dict: steps per env, compile_seconds,
-    seconds (playing, after compilation), seat_steps_per_s).
+    With ``progress`` it tells stderr what it is doing before compiling (the
+    compile takes ~20-30 s on a 2-core CPU), the compile time, then shows a progress bar.
+
+    Returns (ranks int[num_envs, 8], stats dict: steps per env, compile_seconds
+    (the jitted reset and the rollout), seconds (playing, after compilation),
+    seat_steps_per_s).
     """
+    status(f"compiling the rollout for {num_envs} envs on {jax.default_backend()} ...", progress)
     venv = jaxgame.VecEnv(env, num_envs)
     rollout = rollout_fn(venv, bots.mixed_policy(seats), chunk_steps)
     key = jax.random.key(seed)
     key, reset_key = jax.random.split(key)
-    states, ts = venv.reset(reset_key)
     compile_start = time.perf_counter()
+    states, ts = jax.jit(venv.reset)(reset_key)  # jitted: ~4x faster than eager on a CPU, same states
     rollout = rollout.lower(states, ts, key).compile()  # compile outside the timed loop
     compile_seconds = time.perf_counter() - compile_start
+    status(f"compiled in {compile_seconds:.1f} s", progress)
     first_ranks = np.zeros((num_envs, env.num_players), np.int64)
     finished = np.zeros(num_envs, bool)
     steps = 0
@@ -97,4 +110,4 @@ def placement_by_bot(ranks: np.ndarray, seats: tuple) -> dict:
     return {n: float(np.mean(ranks[:, [i for i, s in enumerate(seats) if s == n]])) for n in names}
 
 
-__all__ = ["rollout_fn", "play_games", "placement_by_bot", "random_board", "random_boards"]
+__all__ = ["placement_by_bot", "play_games", "random_board", "random_boards", "rollout_fn", "status"]

@@ -3,7 +3,9 @@
     python -m experiments.evaluate --games 16
     python -m experiments.evaluate --seats greedy,random,random,random,random,random,random,random
 
-Prints progress while playing, then one JSON object.
+Tells stderr what it is doing (compiling the rollout, ~20-30 s on a 2-core CPU; then
+the compile time and a progress bar while playing), then prints one JSON object
+as the last line of stdout. ``--quiet`` silences the messages and the bar.
 """
 
 from __future__ import annotations
@@ -25,7 +27,7 @@ def parse_args(argv=None):
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--rule", action="append", default=[], metavar="NAME=INT",
                         help="rule override, e.g. --rule max_rounds=20 (repeatable)")
-    parser.add_argument("--quiet", action="store_true", help="no progress bar")
+    parser.add_argument("--quiet", action="store_true", help="no progress messages or bar on stderr")
     args = parser.parse_args(argv)
     seats = tuple(s.strip() for s in args.seats.split(","))
     if len(seats) != 8 or any(s not in BOTS for s in seats):

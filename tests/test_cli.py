@@ -1,0 +1,58 @@
+"""The experiment CLIs: evaluate end to end on tiny games, the benchmark's choice of sweep."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from experiments import benchmark, evaluate
+
+ROOT = Path(__file__).resolve().parent.parent
+TINY = ["--games", "2", "--rule", "max_rounds=3", "--rule", "steps_per_round=2"]
+
+
+def test_evaluate_main_quiet(capsys):
+    result = evaluate.main([*TINY, "--quiet"])
+    out, err = capsys.readouterr()
+    assert json.loads(out.strip().splitlines()[-1]) == result
+    assert "compiling" not in err and "games finished" not in err
+    assert result["games"] == 2 and len(result["seats"]) == 8
+    assert len(result["ranks"]) == 2 and all(sorted(r) == list(range(1, 9)) for r in result["ranks"])
+    assert set(result["mean_placement"]) == {"greedy", "random"}
+    assert sum(result["mean_placement"].values()) == pytest.approx(9.0)  # 4 seats each: the means average to 4.5
+    assert result["steps"] >= 3 * 2 and result["compile_seconds"] > 0 and result["seat_steps_per_s"] > 0
+
+
+def test_evaluate_cli_says_compiling_first():
+    proc = subprocess.run(
+        [sys.executable, "-m", "experiments.evaluate", *TINY],
+        check=False, cwd=ROOT, capture_output=True, text=True, timeout=300,
+        env={**os.environ, "PYTHONUNBUFFERED": "1"},
+    )
+    assert proc.returncode == 0, proc.stderr
+    err = proc.stderr
+    assert "compiling the rollout for 2 envs on " in err
+    assert "compiled in " in err
+    assert "games finished" in err  # the progress bar
+    assert err.index("compiling") < err.index("compiled in ") < err.index("games finished")
+    result = json.loads(proc.stdout.strip().splitlines()[-1])
+    assert result["games"] == 2 and "compile_seconds" in result
+
+
+def test_benchmark_sweep_quick_on_cpu_full_elsewhere():
+    quick = benchmark.default_sweep("cpu")
+    full = benchmark.default_sweep("gpu")
+    assert quick["name"] == "quick" and full["name"] == "full"
+    assert quick["num_envs"] == [1, 64]
+    assert full["num_envs"] == [1, 64, 1024, 4096]
+    assert full["render_batch"] == [1, 64, 256] and full["fights"] == 1024 and full["skip_envs"] == 256
+    assert quick["fights"] < full["fights"] and quick["skip_envs"] < full["skip_envs"]
+    assert benchmark.default_sweep("cpu", full=True) == full
+    assert benchmark.default_sweep("tpu") == full
+    quick["num_envs"].append(7)  # a fresh copy: callers may change it
+    assert benchmark.default_sweep("cpu")["num_envs"] == [1, 64]
