@@ -15,6 +15,7 @@ from jaxgame import bots, observation, render, rounds
 from jaxgame import constants as C
 from jaxgame import species as sp
 from jaxgame import units
+from jaxgame.validation import check_actions
 
 TINY = dict(steps_per_round=2, max_rounds=10, starting_life=12, max_combat_ticks=150)
 INT32_MIN, INT32_MAX = np.iinfo(np.int32).min, np.iinfo(np.int32).max
@@ -154,17 +155,17 @@ def test_bad_action_dtype_and_shape_fail_clearly(tiny_env):
         venv.step(states, jnp.zeros(8, jnp.int32))
     with pytest.raises(TypeError, match=r"VecEnv.step.*float64\[2, 8\]"):
         venv.step(states, np.zeros((2, 8)))
-    # any integer dtype and plain lists work; huge int64 values are out of range, so no-ops
-    a, _ = tiny_env.step(state, [C.ACTION_LOCK] * 8)
-    b, _ = tiny_env.step(state, np.full(8, C.ACTION_LOCK, np.int64))
-    c, _ = tiny_env.step(state, np.full(8, C.ACTION_LOCK, np.uint8))
-    _assert_trees_equal(a, b)
-    _assert_trees_equal(a, c)
-    assert bool(a.players.shop_locked.all())
-    huge, _ = tiny_env.step(state, np.full(8, 2**40 + C.ACTION_LOCK, np.int64))  # would wrap to 9
-    wrapped, _ = tiny_env.step(state, np.full(8, np.iinfo(np.uint32).max, np.uint32))
-    assert not bool(huge.players.shop_locked.any()) and not bool(huge.players.turn_ended.any())
-    _assert_trees_equal(huge, wrapped)
+    # any integer dtype and plain lists are converted to int32; values beyond int32 stay out of range
+    for given in ([C.ACTION_LOCK] * 8, np.full(8, C.ACTION_LOCK, np.int64), np.full(8, C.ACTION_LOCK, np.uint8)):
+        converted = check_actions(given, (8,), "test")
+        assert converted.dtype == jnp.int32
+        np.testing.assert_array_equal(converted, C.ACTION_LOCK)
+    huge = check_actions(np.full(8, 2**40 + C.ACTION_LOCK, np.int64), (8,), "test")  # would wrap to 9
+    wrapped = check_actions(np.full(8, np.iinfo(np.uint32).max, np.uint32), (8,), "test")
+    np.testing.assert_array_equal(huge, INT32_MAX)
+    np.testing.assert_array_equal(wrapped, INT32_MAX)
+    after, _ = jax.jit(tiny_env.step)(state, huge)
+    assert not bool(after.players.shop_locked.any()) and not bool(after.players.turn_ended.any())
 
 
 # ---------------------------------------------------------------- PRNG keys
@@ -177,28 +178,33 @@ def test_typed_and_legacy_keys_everywhere(tiny_env):
     _assert_trees_equal((s1, ts1.observation), (s2, ts2.observation))
 
     # jit(vmap(reset/step/bots)) with a batch of legacy keys, over fight steps
+    steps = 2 * TINY["steps_per_round"] + 1
+
+    @jax.jit
     def play(keys, policy_keys):
         states, ts = jax.vmap(tiny_env.reset)(keys)
-        for k in policy_keys:
+
+        def body(carry, k):
+            states, ts = carry
             a = jax.vmap(bots.greedy_policy)(k, states, ts.action_mask)
             states, ts = jax.vmap(tiny_env.step)(states, a)
-        return states, ts.reward
+            return (states, ts), ts.reward
 
-    steps = 2 * TINY["steps_per_round"] + 1
-    legacy_out = jax.jit(play)(jax.random.split(legacy, 3), [jax.random.split(jax.random.PRNGKey(t), 3) for t in range(steps)])
-    typed_out = jax.jit(play)(jax.random.split(typed, 3), [jax.random.split(jax.random.key(t), 3) for t in range(steps)])
+        (states, _), rewards = jax.lax.scan(body, (states, ts), policy_keys)
+        return states, rewards
+
+    legacy_out = play(jax.random.split(legacy, 3), jnp.stack([jax.random.split(jax.random.PRNGKey(t), 3) for t in range(steps)]))
+    typed_out = play(jax.random.split(typed, 3), jnp.stack([jax.random.split(jax.random.key(t), 3) for t in range(steps)]))
     _assert_trees_equal(legacy_out, typed_out)
+    assert int(legacy_out[0].round[0]) == 3
 
     venv = jaxgame.VecEnv(tiny_env, 3)
     vs_legacy, vts_legacy = jax.jit(venv.reset)(legacy)
     vs_typed, _ = venv.reset(typed)
     _assert_trees_equal(vs_legacy, vs_typed)
     mixed = bots.mixed_policy(("greedy", "random") * 4)
-    for t in range(steps):
-        a = jax.vmap(mixed)(jax.random.split(jax.random.PRNGKey(t), 3), vs_legacy, vts_legacy.action_mask)
-        assert bool(jnp.take_along_axis(vts_legacy.action_mask, a[..., None], -1).all())
-        vs_legacy, vts_legacy = venv.step(vs_legacy, a)
-    assert int(vs_legacy.round[0]) == 3
+    a = jax.jit(jax.vmap(mixed))(jax.random.split(jax.random.PRNGKey(0), 3), vs_legacy, vts_legacy.action_mask)
+    assert bool(jnp.take_along_axis(vts_legacy.action_mask, a[..., None], -1).all())
     assert int(bots.random_policy(legacy, s1, ts1.action_mask)[0]) == int(bots.random_policy(typed, s1, ts1.action_mask)[0])
 
 
