@@ -4,6 +4,8 @@
     python -m experiments.benchmark --what env --full
     python -m experiments.benchmark --what env --num-envs 1,64 --rounds 1
     python -m experiments.benchmark --what render
+    python -m experiments.benchmark --what train
+    python -m experiments.benchmark --what train --presets smoke --updates 2 --gymnax-steps 20000
 
 The default sweep of ``--what env`` depends on the backend. On a GPU/TPU it is
 the full sweep: 1, 64, 1024 and 4096 envs, 1024 fights, fight-skip at 256 envs.
@@ -38,13 +40,47 @@ silences it.
     and ``observe_ms``: one vmapped ``env.observe`` of the largest batch per
     obs kind (the observation's own cost, free of the step's noise).
 
-Both also report ``sweep``: "quick" or "full", the default sizes used.
+``--what train`` reports, per preset shape (``--presets``: game presets, or
+``none``; default ``smoke`` and ``ppo_small`` on a CPU, plus ``ppo_large`` on
+a GPU/TPU or with ``--full``), under ``train[preset]``:
+  * ``train_seat_steps_per_s``: end-to-end training throughput, env steps x 8
+    seats per second of the preset's trainer (``make_train(config,
+    make_env(config)).run``: policy forward and sampling, env steps, GAE, the
+    PPO epochs), the best of 2 jitted chunks of ``updates`` updates after a
+    warm-up chunk (``jax.block_until_ready``); ``compile_s`` is the chunk's
+    compile time, ``init_s`` the jitted ``init`` (compile included),
+    ``update_ms`` one update;
+  * ``env_seat_steps_per_s``: the env alone at the same ``num_envs``: VecEnv
+    with the preset's rules and obs kind, random bots, as ``--what env``
+    measures it, over whole rounds (``env_steps_timed``: the smallest multiple
+    of ``steps_per_round`` that covers a chunk's steps; ``env_compile_s``);
+  * ``overhead_ratio``: train / env-only. The goal (``overhead_goal``) is
+    >= 0.8 on a CPU: learning should cost at most a fifth on top of stepping
+    the game. On an accelerator it is for information.
+  ``updates`` per chunk is ``--updates``, by default enough for 64 steps of
+  every env on a CPU (4 updates of smoke, 2 of ppo_small) and 128 with
+  ``--full`` or on an accelerator (4 of ppo_large).
+It also reports ``gymnax``: our ``ppo_gymnax`` preset, the whole run as one
+jitted call (``jax.jit(make_train(cfg, make_env(cfg)))(key)``), vs the
+PureJaxRL reference (``experiments/purejaxrl_reference.py``) on CartPole-v1,
+both for ``--gymnax-steps`` env steps (default 500,000, PureJaxRL's, on every
+backend; 0 skips it): per side ``compile_s``, ``run_s``, ``sps`` (env steps/s
+after compilation) and ``final_return`` (mean return of the episodes that
+finished in the last 5% of the updates), and ``ours_over_purejaxrl_sps``.
+Compile times are honest: the benchmark does not turn JAX's persistent
+compilation cache on (``compilation_cache`` says whether the environment did).
+The CPU default takes about 3 minutes on a 2-core CPU, most of it XLA compiling
+the game (the trainer and the env-only rollout of each preset) and the two
+CartPole trainers; ``--presets none`` times only the gymnax section.
+
+All modes also report ``sweep``: "quick" or "full", the default sizes used.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import math
 import platform
 import time
 
@@ -64,6 +100,8 @@ SWEEPS = {
         "skip_envs": 256,
         "render_batch": [1, 64, 256],  # --what render
         "render_num_envs": [16],
+        "train_presets": ["smoke", "ppo_small", "ppo_large"],  # --what train
+        "train_steps": 128,
     },
     "quick": {
         "num_envs": [1, 64],
@@ -71,6 +109,8 @@ SWEEPS = {
         "skip_envs": 64,
         "render_batch": [1, 64, 256],  # --what render is ~1 min on a 2-core CPU: the same sizes
         "render_num_envs": [16],
+        "train_presets": ["smoke", "ppo_small"],  # --what train is ~3 min on a 2-core CPU (mostly compiling)
+        "train_steps": 64,
     },
 }
 
@@ -249,13 +289,165 @@ def bench_obs_kinds(num_envs_list, rounds, progress):
     return out
 
 
+#: ``--what train``: the goal for ``overhead_ratio`` on a CPU (training at >= 80% of the env-only speed).
+OVERHEAD_GOAL = 0.8
+#: ``--what train``: the gymnax section's ``final_return`` pools the episodes of the last 5% of the updates.
+FINAL_FRACTION = 0.05
+#: ``--what train``: the gymnax section's default run length, PureJaxRL's CartPole TOTAL_TIMESTEPS.
+GYMNAX_STEPS = 500_000
+
+
+def _rounded(x, digits=1):
+    """``round(x, digits)`` as a float, or None where ``x`` is not finite (JSON has no NaN)."""
+    x = float(x)
+    return round(x, digits) if math.isfinite(x) else None
+
+
+def _time_chunks(chunk, runner, repeats: int = 2) -> float:
+    """Best wall time of one jitted training chunk, after one warm-up chunk; the runner is carried along."""
+    runner, _ = jax.block_until_ready(chunk(runner))
+    best = float("inf")
+    for _ in range(repeats):
+        start = time.perf_counter()
+        runner, _ = jax.block_until_ready(chunk(runner))
+        best = min(best, time.perf_counter() - start)
+    return best
+
+
+def train_updates(config, steps_per_env: int, updates: int | None = None) -> int:
+    """Updates per timed chunk: ``updates``, or by default enough for ``steps_per_env`` steps of every env."""
+    per_update = config.steps_per_update // config.num_envs  # num_steps (PPO) or update_every (A2C)
+    return updates if updates is not None else max(1, -(-steps_per_env // per_update))
+
+
+def bench_train(name, steps_per_env, updates, progress, label):
+    """One preset's shape: training seat-steps/s over jitted chunks vs env-only seat-steps/s (random bots)."""
+    from agents.envs import make_env, make_game
+    from agents.trainers import make_train
+    from experiments.presets import preset_config
+
+    config = preset_config(name)
+    updates = train_updates(config, steps_per_env, updates)
+    per_update = config.steps_per_update // config.num_envs
+    seat_steps = updates * config.steps_per_update * config.num_seats
+    status(f"{label} {name}: {config.algo}, {config.num_envs} envs x {per_update} steps x {config.num_seats} seats "
+           f"per update, {updates} updates per chunk: ", progress, end="")
+    trainer = make_train(config, make_env(config))
+    start = time.perf_counter()
+    runner = jax.block_until_ready(jax.jit(trainer.init)(jax.random.key(config.seed)))
+    init_s = time.perf_counter() - start
+    start = time.perf_counter()
+    chunk = _compile(trainer.run, runner, updates, progress=progress)
+    compile_s = time.perf_counter() - start
+    seconds = _time_chunks(chunk, runner)
+    train_sps = seat_steps / seconds
+    status(f" {train_sps:,.0f} seat-steps/s ({seconds * 1e3 / updates:,.1f} ms per update)", progress)
+
+    # the env alone, as bench_env_throughput measures it: VecEnv + random bots over whole rounds
+    game = make_game(config)
+    rounds = max(1, -(-updates * per_update // game.config.steps_per_round))
+    steps = rounds * game.config.steps_per_round
+    status(f"{label} {name} env-only: {config.num_envs} envs x {steps} steps ({rounds} rounds), random bots: ",
+           progress, end="")
+    venv = jaxgame.VecEnv(game, config.num_envs)
+    states, ts = jax.jit(venv.reset)(jax.random.key(0))
+    key = jax.random.key(1)
+    start = time.perf_counter()
+    rollout = _compile(rollout_fn(venv, bots.random_policy, steps), states, ts, key, progress=progress)
+    env_compile_s = time.perf_counter() - start
+    env_sps = steps * config.num_envs * C.NUM_PLAYERS / _time(rollout, states, ts, key, repeats=2)
+    ratio = train_sps / env_sps
+    status(f" {env_sps:,.0f} seat-steps/s; train / env-only = {ratio:.2f} (goal on a CPU: >= {OVERHEAD_GOAL})",
+           progress)
+    return {
+        "algo": config.algo,
+        "num_envs": config.num_envs,
+        "steps_per_update": per_update,
+        "seats": config.num_seats,
+        "hidden": list(config.hidden),
+        "obs": config.obs,
+        "updates": updates,
+        "seat_steps_per_chunk": seat_steps,
+        "init_s": round(init_s, 2),
+        "compile_s": round(compile_s, 2),
+        "update_ms": round(seconds * 1e3 / updates, 2),
+        "train_seat_steps_per_s": round(train_sps, 1),
+        "env_steps_timed": steps,
+        "env_compile_s": round(env_compile_s, 2),
+        "env_seat_steps_per_s": round(env_sps, 1),
+        "overhead_ratio": round(ratio, 3),
+    }
+
+
+def bench_gymnax(total_steps, progress):
+    """Our ``ppo_gymnax`` preset, the whole run jitted, vs the PureJaxRL reference on CartPole-v1."""
+    try:
+        from experiments import purejaxrl_reference as reference
+    except ImportError as error:
+        status(f"[gymnax] skipped: {error}", progress)
+        return {"skipped": f"gymnax is not installed ({error})"}
+    from agents.envs import make_env
+    from agents.trainers import make_train
+    from experiments.presets import preset_config
+
+    config = preset_config("ppo_gymnax").with_overrides({"total_steps": total_steps})
+    num_updates, steps = config.num_updates, config.num_updates * config.steps_per_update
+    last = max(1, round(num_updates * FINAL_FRACTION))
+    status(f"[gymnax 1/2] ours (ppo_gymnax on {config.env}), {num_updates} updates = {steps} steps: ",
+           progress, end="")
+    key = jax.random.key(config.seed)
+    start = time.perf_counter()
+    train = _compile(jax.jit(make_train(config, make_env(config))), key, progress=progress, then="; running ...")
+    compile_s = time.perf_counter() - start
+    start = time.perf_counter()
+    _, metrics = jax.block_until_ready(train(key))
+    run_s = time.perf_counter() - start
+    episodes = float(jnp.sum(metrics["sums/episodes"][-last:]))
+    ours_return = float(jnp.sum(metrics["sums/return_sum"][-last:])) / episodes if episodes else float("nan")
+    ours = {"compile_s": round(compile_s, 2), "run_s": round(run_s, 3), "sps": round(steps / run_s, 1),
+            "final_return": _rounded(ours_return)}
+    status(f" {run_s:.1f} s, {ours['sps']:,.0f} steps/s, final return {ours_return:.1f}", progress)
+
+    status("[gymnax 2/2] PureJaxRL reference (experiments/purejaxrl_reference.py): compiling and running ...",
+           progress, end="")
+    out = reference.run(seed=config.seed, total_timesteps=total_steps)
+    assert out["steps"] == steps, (out["steps"], steps)
+    ref_return = reference.final_return(out["metrics"], FINAL_FRACTION)
+    ref = {"compile_s": round(out["compile_s"], 2), "run_s": round(out["run_s"], 3), "sps": round(out["sps"], 1),
+           "final_return": _rounded(ref_return)}
+    status(f" compile {out['compile_s']:.1f} s, run {out['run_s']:.1f} s, {ref['sps']:,.0f} steps/s, "
+           f"final return {ref_return:.1f}", progress)
+    return {
+        "env": config.env,
+        "steps": steps,
+        "num_updates": num_updates,
+        "final_return_updates": last,
+        "ours": ours,
+        "purejaxrl": ref,
+        "ours_over_purejaxrl_sps": round(ours["sps"] / ref["sps"], 3),
+    }
+
+
+def _train_presets(text, parser):
+    """``--presets``: comma-separated game presets, or "none"."""
+    from experiments.presets import PRESETS
+
+    names = [] if text.strip().lower() == "none" else [n.strip() for n in text.split(",") if n.strip()]
+    for name in names:
+        if name not in PRESETS:
+            parser.error(f"--presets: unknown preset {name!r}; available: {', '.join(PRESETS)} (or none)")
+        if PRESETS[name].config.is_gymnax:
+            parser.error(f"--presets: {name!r} is a gymnax preset; the gymnax section times it (--gymnax-steps)")
+    return names
+
+
 def _ints(text):
     return [int(x) for x in text.split(",")]
 
 
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--what", choices=["env", "render"], default="env")
+    parser.add_argument("--what", choices=["env", "render", "train"], default="env")
     parser.add_argument(
         "--full", action="store_true",
         help="the full sweep even on a CPU (the default on a GPU; ~10 min for --what env on a 2-core CPU)",
@@ -273,6 +465,15 @@ def main(argv=None):
                         help="fights in the combat benchmark (default: 256 on CPU, 1024 with --full or on GPU)")
     parser.add_argument("--skip-envs", type=int, default=None,
                         help="batch size of the fight-skip benchmark (default: 64 on CPU, 256 with --full or on GPU)")
+    parser.add_argument("--presets", default=None,
+                        help="train: comma-separated game presets, or none (default: smoke,ppo_small on CPU, "
+                             "plus ppo_large with --full or on GPU)")
+    parser.add_argument("--updates", type=int, default=None,
+                        help="train: updates per timed chunk (default: 64 steps of every env on CPU, 128 with --full "
+                             "or on GPU, e.g. 2 PPO updates of ppo_small on CPU)")
+    parser.add_argument("--gymnax-steps", type=int, default=GYMNAX_STEPS,
+                        help=f"train: CartPole env steps of the gymnax section, ours and PureJaxRL's (default "
+                             f"{GYMNAX_STEPS:,}, PureJaxRL's; 0 skips it)")
     parser.add_argument("--quiet", action="store_true", help="no progress lines on stderr")
     args = parser.parse_args(argv)
     backend = jax.default_backend()
@@ -289,10 +490,20 @@ def main(argv=None):
     skip_envs = sweep["skip_envs"] if args.skip_envs is None else args.skip_envs
     if any(n < 1 for n in num_envs_list + render_batch) or args.rounds < 1 or fights < 1 or skip_envs < 1:
         parser.error("--num-envs, --render-batch, --rounds, --fights and --skip-envs must be positive")
+    if args.what == "train":
+        presets = _train_presets(args.presets if args.presets is not None else ",".join(sweep["train_presets"]), parser)
+        if args.updates is not None and args.updates < 1:
+            parser.error("--updates must be positive")
+        if args.gymnax_steps and args.gymnax_steps < 512:
+            parser.error("--gymnax-steps must be 0 (skip) or >= 512 (one update of 4 envs x 128 steps)")
     progress = not args.quiet
     start = time.perf_counter()
     if args.what == "render":
         sizes = f"render states {','.join(map(str, render_batch))}; envs {','.join(map(str, num_envs_list))}"
+    elif args.what == "train":
+        updates = f"{args.updates} updates" if args.updates else f"{sweep['train_steps']} steps of every env"
+        gymnax = f"gymnax {args.gymnax_steps} steps" if args.gymnax_steps else "gymnax skipped"
+        sizes = f"presets {','.join(presets) or 'none'}, {updates} per chunk; {gymnax}"
     else:
         sizes = f"envs {','.join(map(str, num_envs_list))}; {fights} fights; fight-skip at {skip_envs} envs"
     hint = "; --full for the full sweep (~10 min on a 2-core CPU)" if sweep["name"] == "quick" and args.what == "env" else ""
@@ -304,7 +515,20 @@ def main(argv=None):
         "machine": platform.machine(),
         "sweep": sweep["name"],
     }
-    if args.what == "render":
+    if args.what == "train":
+        cache = jax.config.jax_compilation_cache_dir if jax.config.jax_enable_compilation_cache else None
+        if cache:
+            status(f"warning: JAX's persistent compilation cache is on ({cache}): compile times may be cache hits",
+                   progress)
+        result["compilation_cache"] = cache or None
+        result["overhead_goal"] = OVERHEAD_GOAL
+        result["train"] = {
+            name: bench_train(name, sweep["train_steps"], args.updates, progress, f"[train {i + 1}/{len(presets)}]")
+            for i, name in enumerate(presets)
+        }
+        skipped = {"skipped": "--gymnax-steps 0"}
+        result["gymnax"] = bench_gymnax(args.gymnax_steps, progress) if args.gymnax_steps else skipped
+    elif args.what == "render":
         result["render"] = bench_render(render_batch, progress)
         result["env_seat_steps_per_s"] = bench_obs_kinds(num_envs_list, args.rounds, progress)
     else:

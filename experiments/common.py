@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import os
 import sys
 import time
+from pathlib import Path
 
 import jax
 import jax.numpy as jnp
@@ -14,6 +16,25 @@ import jaxgame
 from jaxgame import bots
 from jaxgame import constants as C
 from jaxgame import species as sp
+
+#: JAX's persistent compilation cache of the CLIs: ``$JAXGAME_CACHE_DIR`` or ``~/.cache/jaxgame/jax``
+#: (``--cache-dir`` overrides, ``--no-cache`` disables).
+DEFAULT_CACHE = os.environ.get("JAXGAME_CACHE_DIR") or os.path.join(
+    os.environ.get("XDG_CACHE_HOME", os.path.expanduser("~/.cache")), "jaxgame", "jax"
+)
+
+
+def enable_compilation_cache(cache_dir: str | None) -> str | None:
+    """Turn on JAX's persistent compilation cache in ``cache_dir`` (None: leave it off); returns the dir.
+
+    A second run of the same program then loads it instead of compiling (seconds instead of a minute on a CPU).
+    """
+    if cache_dir is None:
+        return None
+    Path(cache_dir).mkdir(parents=True, exist_ok=True)
+    jax.config.update("jax_compilation_cache_dir", str(cache_dir))
+    jax.config.update("jax_persistent_cache_min_compile_time_secs", 1.0)
+    return str(cache_dir)
 
 
 def status(message: str, enabled: bool = True, end: str = "\n") -> None:
@@ -110,4 +131,4 @@ def placement_by_bot(ranks: np.ndarray, seats: tuple) -> dict:
     return {n: float(np.mean(ranks[:, [i for i, s in enumerate(seats) if s == n]])) for n in names}
 
 
-__all__ = ["placement_by_bot", "play_games", "random_board", "random_boards", "rollout_fn", "status"]
+__all__ = ["DEFAULT_CACHE", "enable_compilation_cache", "placement_by_bot", "play_games", "random_board", "random_boards", "rollout_fn", "status"]

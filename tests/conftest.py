@@ -1,7 +1,20 @@
+import os
+import tempfile
+
 import jax
 import pytest
 
 import jaxgame
+
+# One persistent compilation cache for the whole test session (shared by the
+# pytest-xdist workers and by subprocesses, which inherit the variable): many
+# tests jit the same programs (the VecEnv step, the trainers' chunks) through
+# different function objects, which would otherwise each compile from scratch.
+# A fresh directory per session, so no run reuses another run's compilations.
+os.environ.setdefault("JAXGAME_TEST_COMPILE_CACHE", tempfile.mkdtemp(prefix="jaxgame-test-xla-"))
+os.environ.setdefault("JAXGAME_CACHE_DIR", os.environ["JAXGAME_TEST_COMPILE_CACHE"])  # the CLIs' default
+jax.config.update("jax_compilation_cache_dir", os.environ["JAXGAME_TEST_COMPILE_CACHE"])
+jax.config.update("jax_persistent_cache_min_compile_time_secs", 0.5)
 
 
 @pytest.fixture(scope="session")

@@ -22,6 +22,7 @@ def fake_ipython(monkeypatch):
     display_module.Image = lambda data=None, filename=None: ("image", data, filename)
     ipython = types.ModuleType("IPython")
     ipython.display = display_module
+    ipython.version_info = (9, 0)  # matplotlib reads it from any IPython in sys.modules
     monkeypatch.setitem(sys.modules, "IPython", ipython)
     monkeypatch.setitem(sys.modules, "IPython.display", display_module)
     return shown

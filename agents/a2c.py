@@ -1,0 +1,304 @@
+"""Streaming advantage actor-critic: semi-MDP TD(0) targets, no rollout buffer.
+
+    trainer = make_train(config, env)          # config.algo == "a2c"; env: batched protocol (agents.envs)
+    runner, metrics = jax.jit(trainer)(key)    # the whole run as ONE compiled call
+    # or in chunks, with host work in between:
+    runner = trainer.init(key)
+    runner, metrics = trainer.run(runner, 10)  # jitted, 10 updates; metrics: dict of float32[10]
+
+The interface is ``agents.ppo.PPO``'s. One update is ``config.update_every``
+env steps of all N envs x P seats inside a ``lax.scan`` (every seat acts with
+the same parameters, as in PPO), followed by ONE optimizer step
+(``agents.ppo.apply_gradients``: global-norm clip, Adam, the config's
+learning-rate schedule). Nothing of shape [update_every, N, ...] is ever
+built: each env step's gradient is taken at once by one ``value_and_grad``
+over that step's [N, P] samples and summed into a gradient accumulator
+carried by the scan, so memory is O(N) whatever ``update_every`` is.
+
+TD target (semi-MDP, the ``lambda = 0`` case of ``agents.gae.gae``).
+A learner seat's *decision* is a step where it has more than one legal
+action (``Transition.weight > 0``); its other steps (turn ended, eliminated,
+waiting) are pass-throughs that no gradient is taken on. For a decision
+taken in state ``s_t`` whose seat next decides at ``t' = t + k`` (k >= 1)::
+
+    target_t = r_t + gamma r_{t+1} + ... + gamma^{k-1} r_{t'-1} + gamma^k V(s_{t'})
+    A_t      = target_t - V(s_t)
+
+where ``r_j`` is the seat's reward of step j (including the rewards that land
+on its non-decision steps in between). If the seat's episode ends at a step
+``j`` in ``[t, t')`` (``Transition.terminal``, i.e. ``seat_done``: game over,
+eliminated, or a gymnax episode that terminated *or was truncated*, exactly as
+in PPO) the sum stops at ``r_j`` and there is no bootstrap term; rewards after
+that step belong to no decision. For a gymnax env every step is a decision,
+so this is plain TD(0): ``target_t = r_t + gamma (1 - done_t) V(s_{t+1})``.
+
+To do this without a buffer, each seat carries one *pending decision*
+(``Pending``: its observation, mask, action, the discounted reward
+``R = sum_j gamma^{j-t} r_j`` collected since and the discount
+``D = gamma^{j+1-t}``, 0 once the seat's episode ended). At env step t:
+
+1. act on ``s_t`` with ``agents.rollout.act_and_step`` (rewards ``r_t``,
+   terminals, next observation ``s_{t+1}``);
+2. a decision at ``s_t`` opens a new pending decision with ``R = r_t``,
+   ``D = gamma (1 - terminal_t)``; a non-decision step adds ``D r_t`` to the
+   open one and multiplies ``D`` by ``gamma (1 - terminal_t)``;
+3. the pending decision is *completed* at this step if ``s_{t+1}`` is a
+   decision state of the seat or ``D == 0`` (its episode ended; the target
+   is then final): ``target = R + D V(s_{t+1})`` with ``V(s_{t+1})`` computed
+   under ``stop_gradient`` with the update's (current) parameters, and the
+   gradient of ``losses.a2c_loss`` on the completed samples is taken right
+   away (``V(s_t)`` in the advantage and the log-probability are recomputed
+   with the current parameters in that forward pass).
+
+Since completion happens as soon as the next decision state is seen, a seat
+never has a pending decision when it decides again. A pending decision whose
+next decision has not come by the end of an update is carried over in the
+runner (``A2CRunner.pending``) and completed in a later update, then with the
+later parameters (its action was sampled with the earlier ones: a small
+one-update lag, only on the game; on a gymnax env every decision completes in
+the step it was taken).
+
+Gradient of an update: the mean over every decision completed during its
+``update_every`` steps of the per-sample ``a2c_loss`` gradient
+(``policy_loss = -log pi(a|s) sg(A)``, ``value_loss = 0.5 (V(s) - sg(target))^2``,
+minus ``ent_coef`` x entropy), i.e. the per-step weighted-mean gradients
+summed with weights (decisions completed at that step) and divided by the
+update's total. When every step completes the same number of decisions (a
+gymnax env) this is the per-step mean gradients summed over the steps and
+divided by ``update_every``. An update that completes no decision at all
+leaves the parameters and the optimizer state untouched.
+
+Metrics per update (float32[]): "loss/policy", "loss/value", "loss/entropy"
+and "loss/explained_variance" (``1 - var(target - V) / var(target)``) over the
+completed decisions (sample-weighted, exactly as if all of them were one
+batch), "loss/grad_norm" (before clipping), "train/lr", "train/decisions"
+(learner decisions taken in the update's env steps, as in PPO) and the
+``sums/<name>`` episode sums of ``agents.rollout.EPISODE_SUMS`` summed over
+the steps. PPO's "loss/approx_kl" and "loss/clip_frac" are not defined for
+A2C and are omitted (``agents.rollout.summarize`` and the plots take any set
+of keys).
+
+Hyperparameters are traced as in PPO (``trainer(key, hparams)``); A2C reads
+``lr``, ``gamma``, ``ent_coef``, ``vf_coef`` and ``max_grad_norm``.
+
+Random streams: as in PPO (``agents.ppo.init_runner``): ``fold_in(key, 0)``
+initialises the parameters, ``fold_in(key, 1)`` resets the envs,
+``fold_in(key, 2)`` is the training stream; update ``u`` uses
+``fold_in(train, u)`` split in two like PPO's, the first half split again
+into one action-sampling key per env step (so, from the same parameters and
+env states, an A2C update with ``update_every = T`` takes exactly the actions
+of a PPO rollout with ``num_steps = T``: the first updates of both from one
+master key step the envs identically); the second half (PPO's shuffling key)
+is unused.
+"""
+
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+from flax import struct
+
+from agents import losses
+from agents.config import HParams, TrainConfig
+from agents.ppo import Runner, Trainer, apply_gradients, init_runner
+from agents.rollout import EPISODE_SUMS, act_and_step, track_episodes
+
+
+@struct.dataclass
+class Pending:
+    """Each seat's open decision; arrays [N, P] (``obs`` [N, P, *obs_shape], ``mask`` bool[N, P, A])."""
+
+    obs: object
+    mask: jax.Array
+    action: jax.Array  # int32
+    ret: jax.Array  # float32: discounted reward since the decision
+    discount: jax.Array  # float32: gamma^(steps since the decision); 0 once the seat's episode ended
+    active: jax.Array  # bool: a decision is open
+
+    @classmethod
+    def empty(cls, obs, mask) -> Pending:
+        batch = mask.shape[:-1]
+        return cls(
+            obs=jax.tree_util.tree_map(jnp.zeros_like, obs),
+            mask=jnp.zeros_like(mask),
+            action=jnp.zeros(batch, jnp.int32),
+            ret=jnp.zeros(batch, jnp.float32),
+            discount=jnp.zeros(batch, jnp.float32),
+            active=jnp.zeros(batch, bool),
+        )
+
+
+@struct.dataclass
+class A2CRunner(Runner):
+    """``agents.ppo.Runner`` plus the seats' pending decisions (everything a run needs to continue exactly)."""
+
+    pending: Pending
+
+
+def _select(cond, new, old):
+    """Per-[N, P] ``where`` over pytrees whose leaves have trailing dims."""
+
+    def pick(a, b):
+        c = cond.reshape(cond.shape + (1,) * (a.ndim - cond.ndim))
+        return jnp.where(c, a, b)
+
+    return jax.tree_util.tree_map(pick, new, old)
+
+
+def td_step(pending: Pending, transition, next_mask, next_value, gamma):
+    """Advance the seats' pending decisions by one env step (steps 2 and 3 of the module docstring).
+
+    Args:
+      pending: the open decisions before the step.
+      transition: ``agents.rollout.Transition`` of the step (arrays [N, P]).
+      next_mask: bool[N, P, A], the legal actions in the next state ``s_{t+1}``.
+      next_value: float32[N, P], ``V(s_{t+1})`` (no gradient is taken through it).
+      gamma: discount (float or traced scalar).
+
+    Returns:
+      (samples, target, weight, pending): ``samples`` (a ``Pending``) holds the
+      decisions open after the step's rewards, ``target`` float32[N, P] their
+      TD targets and ``weight`` float32[N, P] is 1 where one is completed at
+      this step (train on it now), else 0; ``pending`` is what stays open.
+    """
+    gamma = jnp.asarray(gamma, jnp.float32)
+    decision = transition.weight > 0
+    cont = gamma * (1.0 - transition.terminal.astype(jnp.float32))
+    samples = Pending(
+        obs=_select(decision, transition.obs, pending.obs),
+        mask=_select(decision, transition.mask, pending.mask),
+        action=jnp.where(decision, transition.action, pending.action),
+        ret=jnp.where(decision, transition.reward, pending.ret + pending.discount * transition.reward),
+        discount=jnp.where(decision, cont, pending.discount * cont),
+        active=decision | pending.active,
+    )
+    next_decision = jnp.asarray(next_mask).sum(-1) > 1
+    complete = samples.active & (next_decision | (samples.discount == 0.0))
+    target = samples.ret + samples.discount * jax.lax.stop_gradient(jnp.asarray(next_value, jnp.float32))
+    target = jnp.where(complete, target, 0.0)
+    return samples, target, complete.astype(jnp.float32), samples.replace(active=samples.active & ~complete)
+
+
+# ---- sample-weighted moments, merged step by step (Chan et al.) ----
+def _moments(x, weight):
+    """(count, mean, M2) of x under ``weight`` (weight-0 entries ignored)."""
+    n = jnp.sum(weight)
+    mean = losses.weighted_mean(x, weight)
+    m2 = losses.weighted_mean(jnp.square(x - mean), weight) * n
+    return n, mean, m2
+
+
+def _merge(a, b):
+    na, ma, sa = a
+    nb, mb, sb = b
+    n = na + nb
+    frac = nb / jnp.maximum(n, 1.0)
+    delta = mb - ma
+    return n, ma + delta * frac, sa + sb + jnp.square(delta) * na * frac
+
+
+def _explained_variance(target_moments, residual_moments):
+    """``1 - var(target - value) / var(target)`` as ``losses.explained_variance``; 0 when var(target) == 0."""
+    n = jnp.maximum(target_moments[0], 1.0)
+    var_t = target_moments[2] / n
+    var_r = residual_moments[2] / n
+    safe = jnp.where(var_t > 0, var_t, 1.0)
+    return jnp.where(var_t > 0, 1.0 - var_r / safe, 0.0).astype(jnp.float32)
+
+
+_LOSS_KEYS = ("policy_loss", "value_loss", "entropy")
+
+
+class StreamingA2C(Trainer):
+    """``make_train``'s result for ``algo="a2c"``, with ``agents.ppo.PPO``'s interface (``agents.ppo.Trainer``)."""
+
+    algo = "a2c"
+
+    def init(self, key, hparams: HParams | None = None) -> A2CRunner:
+        base = init_runner(self.config, self.env, self.network, key, hparams)
+        fields = {name: getattr(base, name) for name in Runner.__dataclass_fields__}
+        return A2CRunner(**fields, pending=Pending.empty(base.obs, base.mask))
+
+    # ---- one update ----
+    def update(self, runner: A2CRunner):
+        config, hp, network = self.config, runner.hparams, self.network
+        params = runner.params
+        update_key = jax.random.fold_in(runner.key, runner.update)
+        act_key, _ = jax.random.split(update_key)  # PPO's (action, shuffle) split; no shuffling here
+        step_keys = jax.random.split(act_key, config.update_every)
+
+        def loss_fn(p, samples, target, weight):
+            logits, value = network.apply(p, samples.obs)
+            total, metrics = losses.a2c_loss(
+                logits, value, samples.mask, samples.action, target - value, target, weight, hp.vf_coef, hp.ent_coef
+            )
+            return total, (metrics, value)
+
+        grad_fn = jax.value_and_grad(loss_fn, has_aux=True)
+
+        def step(carry, step_key):
+            env_state, obs, mask, tracker, pending, grads, stats = carry
+            env_state, ts, transition = act_and_step(
+                network, params, self.env, step_key, env_state, obs, mask, self.learner
+            )
+            tracker, sums = track_episodes(tracker, ts, self.learner)
+            _, next_value = network.apply(params, ts.observation)
+            samples, target, weight, pending = td_step(
+                pending, transition, ts.action_mask, jax.lax.stop_gradient(next_value), hp.gamma
+            )
+            (_, (metrics, value)), step_grads = grad_fn(params, samples, target, weight)
+            n = jnp.sum(weight)
+            # a2c_loss is a weighted mean over this step's samples: n x its gradient is the gradient of their sum
+            grads = jax.tree_util.tree_map(lambda g, s: g + n * s, grads, step_grads)
+            stats = {
+                **{k: stats[k] + n * metrics[k] for k in _LOSS_KEYS},
+                "decisions": stats["decisions"] + transition.weight.sum(),
+                "target": _merge(stats["target"], _moments(target, weight)),
+                "residual": _merge(stats["residual"], _moments(target - value, weight)),
+            }
+            return (env_state, ts.observation, ts.action_mask, tracker, pending, grads, stats), sums
+
+        zero = jnp.float32(0.0)
+        stats = {**{k: zero for k in _LOSS_KEYS}, "decisions": zero, "target": (zero,) * 3, "residual": (zero,) * 3}
+        grads = jax.tree_util.tree_map(jnp.zeros_like, params)
+        carry = (runner.env_state, runner.obs, runner.mask, runner.tracker, runner.pending, grads, stats)
+        carry, sums = jax.lax.scan(step, carry, step_keys)
+        env_state, obs, mask, tracker, pending, grads, stats = carry
+
+        count = stats["target"][0]
+        denom = jnp.maximum(count, 1.0)
+        grads = jax.tree_util.tree_map(lambda g: g / denom, grads)
+        new_params, new_opt_state, grad_norm, lr = apply_gradients(
+            config, hp, params, runner.opt_state, grads, runner.update
+        )
+        trained = count > 0
+        params = _tree_where(trained, new_params, params)
+        opt_state = _tree_where(trained, new_opt_state, runner.opt_state)
+
+        metrics = {
+            "loss/policy": stats["policy_loss"] / denom,
+            "loss/value": stats["value_loss"] / denom,
+            "loss/entropy": stats["entropy"] / denom,
+            "loss/grad_norm": grad_norm,
+            "loss/explained_variance": _explained_variance(stats["target"], stats["residual"]),
+            "train/lr": lr,
+            "train/decisions": stats["decisions"],
+            **{f"sums/{k}": sums[k].sum() for k in EPISODE_SUMS},
+        }
+        runner = runner.replace(
+            params=params, opt_state=opt_state, env_state=env_state, obs=obs, mask=mask, tracker=tracker,
+            pending=pending, update=runner.update + 1,
+        )
+        return runner, metrics
+
+
+def _tree_where(cond, new, old):
+    return jax.tree_util.tree_map(lambda a, b: jnp.where(cond, a, b), new, old)
+
+
+def make_train(config: TrainConfig, env) -> StreamingA2C:
+    """``make_train(config, env) -> train``; ``train(key) -> (runner, metrics)`` (see the module docstring)."""
+    return StreamingA2C(config, env)
+
+
+__all__ = ["A2CRunner", "Pending", "StreamingA2C", "make_train", "td_step"]

@@ -1,0 +1,125 @@
+"""Env adapters: everything the trainers step follows the batched protocol of ``jaxgame.VecEnv``.
+
+The protocol (N envs, P seats per env, A actions)::
+
+    env.num_envs, env.num_players (P), env.num_actions (A), env.obs_shape (per seat)
+    env.reset(key)            -> (state, TimeStep)
+    env.step(state, actions)  -> (state, TimeStep)     actions int32[N, P], auto-reset
+
+with ``TimeStep.observation`` [N, P, *obs_shape], ``action_mask`` bool[N, P, A],
+``reward`` float32[N, P], ``done`` bool[N] and an ``info`` dict. The trainers
+read ``info["seat_done"]`` bool[N, P] (a seat's episode ended on this step:
+no value bootstrapping past it) when present, else ``info["rank"] > 0`` (the
+game's own VecEnv: a seat is finished once ranked), else ``done``; and
+``info["rank"]`` int32[N, P] for placements when present.
+
+- ``AutoChessTask``: the game, with optional scripted bots in some seats
+  (``opponents``); the bot seats' actions replace whatever the learner sent.
+- ``agents.gymnax_env.GymnaxVecEnv``: any gymnax env, one seat.
+- ``make_env(config)`` builds the right one from a ``TrainConfig``.
+"""
+
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+from flax import struct
+
+import jaxgame
+from agents.config import TrainConfig
+from jaxgame import bots
+from jaxgame.validation import as_key
+
+
+def seat_done(ts) -> jax.Array:
+    """bool[N, P]: seats whose episode ended on this step (see the module docstring)."""
+    if "seat_done" in ts.info:
+        return ts.info["seat_done"]
+    if "rank" in ts.info:
+        return (ts.info["rank"] > 0) | ts.done[:, None]
+    return jnp.broadcast_to(ts.done[:, None], ts.reward.shape)
+
+
+@struct.dataclass
+class TaskState:
+    games: object  # GameState with a leading [N] axis
+    key: jax.Array  # typed PRNG key for the bots' choices
+
+
+class AutoChessTask:
+    """``VecEnv`` over the game with bots in the seats whose kind is not "self".
+
+    ``seat_kinds``: 8 names from "self" / "random" / "greedy". ``learner_seats``
+    (numpy bool[8]) marks the "self" seats, whose steps are training data.
+    """
+
+    name = "autochess"
+
+    def __init__(self, env: jaxgame.AutoChessEnv, num_envs: int, seat_kinds=("self",) * 8):
+        seat_kinds = tuple(seat_kinds)
+        if len(seat_kinds) != env.num_players or any(k not in ("self", *bots.BOTS) for k in seat_kinds):
+            raise ValueError(f"seat_kinds must be {env.num_players} names from self/{'/'.join(bots.BOTS)}, "
+                             f"got {seat_kinds!r}")
+        self.game = env
+        self.venv = jaxgame.VecEnv(env, num_envs)
+        self.num_envs = num_envs
+        self.num_players = env.num_players
+        self.num_actions = env.num_actions
+        self.obs_shape = env.obs_shape
+        self.seat_kinds = seat_kinds
+        self.learner_seats = np.array([k == "self" for k in seat_kinds])
+
+    def __repr__(self):
+        return f"AutoChessTask(num_envs={self.num_envs}, seats={self.seat_kinds}, game={self.game!r})"
+
+    def reset(self, key):
+        key = as_key(key, "AutoChessTask.reset key")
+        game_key, bot_key = jax.random.split(key)
+        games, ts = self.venv.reset(game_key)
+        return TaskState(games, bot_key), self._with_seat_done(ts)
+
+    def step(self, state: TaskState, actions):
+        actions = jnp.asarray(actions)
+        key = state.key
+        if not self.learner_seats.all():
+            key, bot_key = jax.random.split(key)
+            actions = self.bot_actions(bot_key, state.games, actions)
+        games, ts = self.venv.step(state.games, actions)
+        return TaskState(games, key), self._with_seat_done(ts)
+
+    def bot_actions(self, key, games, actions):
+        """int32[N, 8]: ``actions`` with every bot seat's action replaced by its bot's choice."""
+        masks = jax.vmap(self.game.action_mask)(games)
+        out = actions
+        kinds = sorted({k for k in self.seat_kinds if k != "self"})
+        for name, k in zip(kinds, jax.random.split(key, len(kinds))):
+            chosen = jax.vmap(bots.BOTS[name])(jax.random.split(k, self.num_envs), games, masks)
+            seats = jnp.asarray([kind == name for kind in self.seat_kinds])
+            out = jnp.where(seats[None, :], chosen, out)
+        return out.astype(jnp.int32)
+
+    @staticmethod
+    def _with_seat_done(ts):
+        done = (ts.info["rank"] > 0) | ts.done[:, None]
+        return ts.replace(info={**ts.info, "seat_done": done})
+
+
+def make_game(config: TrainConfig) -> jaxgame.AutoChessEnv:
+    """The game env of a config (observation kind and rules)."""
+    return jaxgame.make("autochess", obs=config.obs, **config.rules())
+
+
+def make_env(config: TrainConfig, num_envs: int | None = None):
+    """The batched env of a config: ``AutoChessTask`` or a ``GymnaxVecEnv``."""
+    num_envs = config.num_envs if num_envs is None else num_envs
+    if config.is_gymnax:
+        from agents.gymnax_env import make_env as make_gymnax
+
+        return make_gymnax(config.env, num_envs)
+    return AutoChessTask(make_game(config), num_envs, config.seat_kinds)
+
+
+def learner_seats(env) -> np.ndarray:
+    """numpy bool[P]: the seats whose steps are training data (all seats unless the env says otherwise)."""
+    return np.asarray(getattr(env, "learner_seats", np.ones(env.num_players, bool)))

@@ -1,0 +1,126 @@
+"""Acting in a batched env and bookkeeping of finished episodes, shared by the trainers.
+
+Shapes: N envs, P seats, A actions. ``learner`` is a bool[P] constant marking
+the seats whose steps are training data.
+"""
+
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+from flax import struct
+
+from agents import distributions
+from agents.envs import seat_done
+
+
+@struct.dataclass
+class Transition:
+    """One env step of every seat; arrays [N, P] (a leading [T] in a rollout)."""
+
+    obs: object  # [N, P, *obs_shape]
+    mask: jax.Array  # bool[N, P, A]
+    action: jax.Array  # int32
+    log_prob: jax.Array  # float32
+    value: jax.Array  # float32
+    reward: jax.Array  # float32
+    terminal: jax.Array  # bool: the seat's episode ended on this step
+    weight: jax.Array  # float32: 1 for a learner seat's decision (more than one legal action), else 0
+
+
+@struct.dataclass
+class EpisodeTracker:
+    """Running totals of the unfinished episodes: return float32[N, P], length int32[N]."""
+
+    ret: jax.Array
+    length: jax.Array
+
+    @classmethod
+    def zeros(cls, num_envs: int, num_players: int) -> EpisodeTracker:
+        return cls(jnp.zeros((num_envs, num_players), jnp.float32), jnp.zeros(num_envs, jnp.int32))
+
+
+#: Sums over the episodes that finished, per update; ``episode_metrics`` turns them into means.
+EPISODE_SUMS = ("episodes", "return_sum", "length_sum", "placement_sum", "placement_count")
+
+
+def track_episodes(tracker: EpisodeTracker, ts, learner) -> tuple[EpisodeTracker, dict]:
+    """Add this step's reward; close the envs where ``ts.done``.
+
+    Returns (tracker, sums) with float32[] sums over the finished episodes:
+    ``episodes`` (envs whose game/episode ended), ``return_sum`` (their
+    learner seats' mean return, summed over envs), ``length_sum`` (steps),
+    ``placement_sum`` / ``placement_count`` (learner seats' final ranks, when
+    the env reports ``info["rank"]``).
+    """
+    learner = jnp.asarray(learner, jnp.float32)
+    ret = tracker.ret + ts.reward
+    length = tracker.length + 1
+    done = ts.done.astype(jnp.float32)
+    per_env_return = (ret * learner).sum(-1) / learner.sum()
+    sums = {
+        "episodes": done.sum(),
+        "return_sum": (done * per_env_return).sum(),
+        "length_sum": (done * length).sum(),
+    }
+    if "rank" in ts.info:
+        ranked = done[:, None] * learner[None, :]
+        sums["placement_sum"] = (ranked * ts.info["rank"]).sum()
+        sums["placement_count"] = ranked.sum()
+    else:
+        sums["placement_sum"] = sums["placement_count"] = jnp.float32(0.0)
+    tracker = EpisodeTracker(jnp.where(ts.done[:, None], 0.0, ret), jnp.where(ts.done, 0, length))
+    return tracker, sums
+
+
+def episode_metrics(sums: dict) -> dict:
+    """Means from summed episode bookkeeping (any leading axes are summed); NaN where nothing finished."""
+    total = {k: jnp.sum(v) for k, v in sums.items()}
+
+    def mean(x, n):
+        return jnp.where(n > 0, x / jnp.maximum(n, 1.0), jnp.nan)
+
+    return {
+        "train/episodes": total["episodes"],
+        "train/episode_return": mean(total["return_sum"], total["episodes"]),
+        "train/episode_length": mean(total["length_sum"], total["episodes"]),
+        "train/placement": mean(total["placement_sum"], total["placement_count"]),
+    }
+
+
+def act_and_step(network, params, env, key, env_state, obs, mask, learner):
+    """Sample every seat's action from the policy and step the env.
+
+    Returns (env_state, ts, transition) where ``transition`` holds the acting
+    step's obs/mask/action/log_prob/value and the env's reward and per-seat terminal.
+    """
+    logits, value = network.apply(params, obs)
+    action = distributions.sample(key, logits, mask)
+    log_prob = distributions.log_prob(logits, mask, action)
+    env_state, ts = env.step(env_state, action)
+    decision = mask.sum(-1) > 1
+    weight = (decision & jnp.asarray(learner)[None, :]).astype(jnp.float32)
+    transition = Transition(
+        obs=obs,
+        mask=mask,
+        action=action,
+        log_prob=log_prob,
+        value=value,
+        reward=ts.reward,
+        terminal=seat_done(ts),
+        weight=weight,
+    )
+    return env_state, ts, transition
+
+
+def summarize(metrics: dict) -> dict:
+    """Host-side summary of stacked per-update metrics (e.g. one chunk): floats.
+
+    Losses are averaged over updates; episode statistics are pooled over all
+    episodes that finished (NaN when none did).
+    """
+    sums = {k[len("sums/"):]: v for k, v in metrics.items() if k.startswith("sums/")}
+    out = {k: float(jnp.mean(v)) for k, v in metrics.items() if not k.startswith("sums/")}
+    out.update({k: float(v) for k, v in episode_metrics(sums).items()})
+    out["train/decisions"] = float(jnp.sum(metrics["train/decisions"]))
+    return out

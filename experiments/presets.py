@@ -1,0 +1,95 @@
+"""Training presets: named ``TrainConfig``s with a one-line purpose each.
+
+``python -m experiments.train --list-presets`` prints them with every value
+that differs from the ``TrainConfig`` defaults (agents/config.py).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+from agents.config import TrainConfig
+
+
+@dataclasses.dataclass(frozen=True)
+class Preset:
+    purpose: str
+    config: TrainConfig
+
+
+PRESETS = {
+    "smoke": Preset(
+        "CPU, about a minute on a first run: a few tiny updates on short games; writes every artefact",
+        TrainConfig(
+            num_envs=8, num_steps=16, total_steps=8 * 16 * 4, hidden=(64, 64), num_minibatches=2,
+            updates_per_chunk=2, eval_every=1, eval_games=1, checkpoint_every=1,
+            max_rounds=6, steps_per_round=4, max_combat_ticks=100,
+        ),
+    ),
+    "ppo_small": Preset(
+        "CPU (2 cores), 30 minutes: shared-parameter self-play PPO on full games, evaluated vs the bots",
+        TrainConfig(
+            num_envs=64, num_steps=32, total_steps=780_000, hidden=(256, 256), lr=3e-4, gamma=0.995,
+            ent_coef=0.01, update_epochs=4, num_minibatches=4, updates_per_chunk=20, eval_every=5,
+            eval_games=4, checkpoint_every=5,
+        ),
+    ),
+    "ppo_large": Preset(
+        "one GPU: self-play PPO with 4096 games at once",
+        TrainConfig(
+            num_envs=4096, num_steps=32, total_steps=400_000_000, hidden=(512, 512), lr=3e-4, gamma=0.995,
+            ent_coef=0.01, update_epochs=2, num_minibatches=16, updates_per_chunk=10, eval_every=10,
+            eval_games=64, checkpoint_every=10, anneal_lr=True,
+        ),
+    ),
+    "a2c_stream": Preset(
+        "one GPU: streaming TD(0) actor-critic over 8192 games, no rollout buffer",
+        TrainConfig(
+            algo="a2c", num_envs=8192, update_every=1, total_steps=400_000_000, lr=1e-4, gamma=0.995,
+            ent_coef=0.01, max_grad_norm=1.0, hidden=(256, 256), updates_per_chunk=200, eval_every=10,
+            eval_games=64, checkpoint_every=10,
+        ),
+    ),
+    "a2c_small": Preset(
+        "CPU-sized streaming A2C (64 games) for trying the algorithm on a laptop",
+        TrainConfig(
+            algo="a2c", num_envs=64, update_every=4, total_steps=1_000_000, lr=1e-4, gamma=0.995,
+            ent_coef=0.01, max_grad_norm=1.0, updates_per_chunk=100, eval_every=5, eval_games=8,
+            checkpoint_every=5,
+        ),
+    ),
+    "ppo_pixels": Preset(
+        "self-play PPO on packed 2bpp pixel observations (CNN unpacks the frames on device)",
+        TrainConfig(
+            obs="pixels", network="cnn", hidden=(256,), activation="relu", shared_torso=True,
+            num_envs=64, num_steps=32, total_steps=1_300_000, updates_per_chunk=20, eval_every=5,
+            eval_games=8, checkpoint_every=5,
+        ),
+    ),
+    "ppo_gymnax": Preset(
+        "PureJaxRL's CartPole PPO settings, for any gymnax env (--env gymnax:CartPole-v1)",
+        TrainConfig(
+            env="gymnax:CartPole-v1", num_envs=4, num_steps=128, total_steps=500_000, lr=2.5e-4, anneal_lr=True,
+            gamma=0.99, gae_lambda=0.95, clip_eps=0.2, ent_coef=0.01, vf_coef=0.5, max_grad_norm=0.5,
+            update_epochs=4, num_minibatches=4, hidden=(64, 64), activation="tanh", updates_per_chunk=61,
+            eval_every=0, checkpoint_every=4,
+        ),
+    ),
+}
+
+
+def preset_config(name: str) -> TrainConfig:
+    if name not in PRESETS:
+        raise ValueError(f"unknown preset {name!r}; available: {', '.join(PRESETS)}")
+    return PRESETS[name].config
+
+
+def describe() -> str:
+    """Human-readable list of the presets and their non-default values."""
+    default = TrainConfig().to_dict()
+    lines = []
+    for name, preset in PRESETS.items():
+        values = {k: v for k, v in preset.config.to_dict().items() if v != default[k]}
+        lines.append(f"{name}: {preset.purpose}")
+        lines.append("    " + ", ".join(f"{k}={v}" for k, v in values.items()))
+    return "\n".join(lines)

@@ -1,0 +1,132 @@
+"""``python -m experiments.benchmark --what train`` and the PureJaxRL reference it times against.
+
+The fast tests time only the gymnax section (``--presets none``): a game preset's
+chunk and env-only rollout take over a minute to compile on a 2-core CPU, so
+the end-to-end ``--presets smoke`` run is behind JAXGAME_SLOW_TESTS=1.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+
+import jax
+import numpy as np
+import pytest
+
+pytest.importorskip("gymnax")
+
+from experiments import benchmark, purejaxrl_reference
+from experiments.presets import preset_config
+
+PRESET_KEYS = {
+    "algo", "num_envs", "steps_per_update", "seats", "hidden", "obs", "updates", "seat_steps_per_chunk", "init_s",
+    "compile_s", "update_ms", "train_seat_steps_per_s", "env_steps_timed", "env_compile_s", "env_seat_steps_per_s",
+    "overhead_ratio",
+}
+SIDE_KEYS = {"compile_s", "run_s", "sps", "final_return"}
+GYMNAX_KEYS = {"env", "steps", "num_updates", "final_return_updates", "ours", "purejaxrl", "ours_over_purejaxrl_sps"}
+REFERENCE_KEYS = {"metrics", "compile_s", "run_s", "num_updates", "steps", "sps", "final_return"}
+METRIC_KEYS = {"returned_episode_returns", "returned_episode_lengths", "returned_episode", "timestep", "discount"}
+
+
+def _last_json(out: str) -> dict:
+    return json.loads(out.strip().splitlines()[-1])
+
+
+def test_reference_config_is_the_ppo_gymnax_preset():
+    cfg, ref = preset_config("ppo_gymnax"), purejaxrl_reference.CONFIG
+    assert cfg.env == "gymnax:" + ref["ENV_NAME"]
+    assert (cfg.num_envs, cfg.num_steps, cfg.total_steps) == (ref["NUM_ENVS"], ref["NUM_STEPS"], ref["TOTAL_TIMESTEPS"])
+    assert (cfg.update_epochs, cfg.num_minibatches) == (ref["UPDATE_EPOCHS"], ref["NUM_MINIBATCHES"])
+    assert (cfg.lr, cfg.anneal_lr, cfg.activation) == (ref["LR"], ref["ANNEAL_LR"], ref["ACTIVATION"])
+    assert cfg.hidden == (64, 64) and cfg.network == "mlp" and not cfg.shared_torso  # ActorCritic's two 64x64 MLPs
+    for ours, theirs in [("gamma", "GAMMA"), ("gae_lambda", "GAE_LAMBDA"), ("clip_eps", "CLIP_EPS"),
+                         ("ent_coef", "ENT_COEF"), ("vf_coef", "VF_COEF"), ("max_grad_norm", "MAX_GRAD_NORM")]:
+        assert getattr(cfg, ours) == ref[theirs], ours
+
+
+def test_default_updates_per_chunk():
+    assert benchmark.default_sweep("cpu")["train_presets"] == ["smoke", "ppo_small"]
+    assert benchmark.default_sweep("gpu")["train_presets"] == ["smoke", "ppo_small", "ppo_large"]
+    cpu_steps, gpu_steps = benchmark.default_sweep("cpu")["train_steps"], benchmark.default_sweep("gpu")["train_steps"]
+    assert benchmark.train_updates(preset_config("ppo_small"), cpu_steps) == 2
+    assert benchmark.train_updates(preset_config("smoke"), cpu_steps) == 4
+    assert benchmark.train_updates(preset_config("ppo_large"), gpu_steps) == 4
+    assert benchmark.train_updates(preset_config("ppo_small"), cpu_steps, updates=3) == 3
+
+
+@pytest.mark.parametrize("argv", [
+    ["--presets", "ppo_gymnax"],  # timed in the gymnax section
+    ["--presets", "nope"],
+    ["--updates", "0"],
+    ["--gymnax-steps", "100"],  # less than one update
+])
+def test_train_rejects_bad_arguments(argv):
+    with pytest.raises(SystemExit):
+        benchmark.main(["--what", "train", *argv, "--quiet"])
+
+
+def test_train_with_nothing_to_time(capsys):
+    result = benchmark.main(["--what", "train", "--presets", "none", "--gymnax-steps", "0", "--quiet"])
+    out, err = capsys.readouterr()
+    assert _last_json(out) == result and err == ""
+    assert result["what"] == "train" and result["train"] == {} and "skipped" in result["gymnax"]
+    cache = jax.config.jax_compilation_cache_dir if jax.config.jax_enable_compilation_cache else None
+    assert result["compilation_cache"] == (cache or None)  # reported as found (the test session turns it on)
+    assert result["overhead_goal"] == 0.8
+
+
+def test_gymnax_section_and_reference(capsys, monkeypatch):
+    """One benchmark run of the gymnax section (both trainers compiled once) checks the reference's run() too."""
+    calls = []
+
+    def spy(**kwargs):
+        calls.append(purejaxrl_reference_run(**kwargs))
+        return calls[-1]
+
+    purejaxrl_reference_run = purejaxrl_reference.run
+    monkeypatch.setattr(purejaxrl_reference, "run", spy)
+    result = benchmark.main(["--what", "train", "--presets", "none", "--gymnax-steps", "512"])
+    out, err = capsys.readouterr()
+    assert _last_json(out) == result
+    assert "[gymnax 1/2]" in err and "[gymnax 2/2]" in err and "done in" in err
+
+    gym = result["gymnax"]
+    assert set(gym) == GYMNAX_KEYS
+    assert gym["steps"] == 512 and gym["num_updates"] == 1 and gym["final_return_updates"] == 1
+    for side in ("ours", "purejaxrl"):
+        assert set(gym[side]) == SIDE_KEYS
+        assert gym[side]["sps"] > 0 and gym[side]["compile_s"] > 0 and gym[side]["run_s"] > 0
+        assert gym[side]["final_return"] >= 1  # random CartPole episodes last ~20 steps: some finished
+    assert gym["ours_over_purejaxrl_sps"] > 0
+
+    (ref,) = calls
+    assert set(ref) == REFERENCE_KEYS
+    assert ref["num_updates"] == 1 and ref["steps"] == 512 and ref["sps"] > 0
+    assert ref["compile_s"] > 0 and ref["run_s"] > 0 and math.isfinite(ref["final_return"])
+    assert set(ref["metrics"]) == METRIC_KEYS
+    for name, value in ref["metrics"].items():
+        assert value.shape == (1, 128, 4), name
+        assert np.all(np.isfinite(value.astype(np.float64))), name
+    assert ref["metrics"]["returned_episode"].any()
+    assert np.array_equal(ref["metrics"]["timestep"][0, :, 0], np.arange(1, 129))
+
+
+@pytest.mark.skipif(os.environ.get("JAXGAME_SLOW_TESTS") != "1", reason="set JAXGAME_SLOW_TESTS=1 (~2-3 min)")
+def test_train_smoke_preset_end_to_end(capsys):
+    argv = ["--what", "train", "--presets", "smoke", "--updates", "2", "--gymnax-steps", "2048", "--quiet"]
+    result = benchmark.main(argv)
+    out, _ = capsys.readouterr()
+    assert _last_json(out) == result
+    smoke = result["train"]["smoke"]
+    assert set(smoke) == PRESET_KEYS
+    assert smoke["updates"] == 2 and smoke["seat_steps_per_chunk"] == 2 * 8 * 16 * 8
+    assert smoke["env_steps_timed"] == 32  # whole rounds of 4 steps covering 2 updates x 16 steps
+    for key in ("train_seat_steps_per_s", "env_seat_steps_per_s", "overhead_ratio", "compile_s"):
+        assert smoke[key] > 0, key
+    assert smoke["overhead_ratio"] == pytest.approx(smoke["train_seat_steps_per_s"] / smoke["env_seat_steps_per_s"],
+                                                    rel=1e-2)
+    assert set(result["gymnax"]) == GYMNAX_KEYS and result["gymnax"]["steps"] == 2048
+    assert result["gymnax"]["ours"]["sps"] > 0 and result["gymnax"]["purejaxrl"]["sps"] > 0

@@ -1,0 +1,282 @@
+"""Tests of experiments.checkpoints.CheckpointStore (orbax-backed atomic checkpoint store); CPU, small pytrees."""
+
+import math
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import textwrap
+import warnings
+from pathlib import Path
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+from flax import struct
+
+from experiments.checkpoints import CheckpointMismatchError, CheckpointStore
+
+# When a read of a corrupt checkpoint fails, orbax closes its asyncio loop while other tensorstore reads are still in
+# flight; their completion callbacks then hit the closed loop ("RuntimeError: Event loop is closed" in a tensorstore
+# thread), which pytest reports as an unraisable exception. Harmless: the store has already moved on.
+pytestmark = pytest.mark.filterwarnings("ignore:Exception ignored in:pytest.PytestUnraisableExceptionWarning")
+
+
+@struct.dataclass
+class Params:
+    w: jax.Array
+    b: jax.Array
+
+
+def make_tree(seed: int = 0):
+    """A small train-state-like pytree: typed keys (two impls), a legacy uint32 key, float32/int32/bool leaves."""
+    rng = np.random.default_rng(seed)
+    return {
+        "params": Params(
+            w=jnp.asarray(rng.normal(size=(3, 4)), jnp.float32),
+            b=jnp.asarray(rng.normal(size=(4,)), jnp.float32),
+        ),
+        "opt": {"count": jnp.int32(seed), "mu": (jnp.zeros(4, jnp.float32), jnp.full((2, 2), seed, jnp.int32))},
+        "key": jax.random.key(seed),
+        "env_keys": jax.random.split(jax.random.key(seed + 100, impl="rbg"), 3),
+        "legacy_key": jax.random.PRNGKey(seed + 7),
+        "done": jnp.asarray(rng.random(5) > 0.5),
+    }
+
+
+def abstract_tree():
+    return jax.eval_shape(make_tree)
+
+
+def assert_trees_bitwise_equal(restored, expected):
+    assert jax.tree.structure(restored) == jax.tree.structure(expected)
+    for r, e in zip(jax.tree.leaves(restored), jax.tree.leaves(expected)):
+        assert r.dtype == e.dtype and r.shape == e.shape
+        if jax.dtypes.issubdtype(e.dtype, jax.dtypes.prng_key):
+            r, e = jax.random.key_data(r), jax.random.key_data(e)
+        np.testing.assert_array_equal(np.asarray(r), np.asarray(e))
+        assert np.asarray(r).tobytes() == np.asarray(e).tobytes()
+
+
+def corrupt_state(step_dir: Path, mode: str) -> None:
+    """Damage the array data (tensorstore/OCDBT files under ``state/**/d/``) or tree metadata of one saved step."""
+    if mode == "no_metadata":
+        (step_dir / "state" / "_METADATA").unlink()
+        return
+    files = [f for f in (step_dir / "state").rglob("*") if f.is_file() and f.parent.name == "d"]
+    assert files, "expected OCDBT data files to corrupt"
+    for f in files:
+        if mode == "garbage":
+            f.write_bytes(b"\x00garbage\xff" * 16)
+        elif mode == "truncate":
+            with open(f, "r+b") as fh:
+                fh.truncate(max(f.stat().st_size // 3, 1) - 1)
+        else:
+            f.unlink()
+
+
+def save_steps(store, steps, metrics=None):
+    for i, step in enumerate(steps):
+        store.save(step, make_tree(step), {"step": step, "lr": 1e-3}, None if metrics is None else metrics[i])
+
+
+def test_roundtrip_bitwise_and_typed_keys(tmp_path):
+    tree = make_tree(3)
+    config = {"lr": 3e-4, "layers": [64, 64], "name": "ppo", "nested": {"clip": 0.2}}
+    with CheckpointStore(tmp_path / "ckpt", keep=3) as store:
+        store.save(10, tree, config, {"loss": 1.0})
+        step, restored, cfg = store.restore(abstract_tree())
+        assert store.steps() == [10] and store.latest_step() == 10
+        assert store.read_config() == config
+    assert step == 10 and cfg == config
+    assert_trees_bitwise_equal(restored, tree)
+    assert isinstance(restored["params"], Params)
+    assert restored["key"].dtype == jax.random.key(0).dtype  # typed key again, same (threefry) impl
+    assert restored["env_keys"].dtype == tree["env_keys"].dtype and restored["env_keys"].shape == (3,)
+    assert restored["legacy_key"].dtype == jnp.uint32
+    # The restored keys are usable and draw the same numbers.
+    assert jax.random.uniform(restored["key"]) == jax.random.uniform(tree["key"])
+    # A fresh store on the same directory (new process after a restart) sees the same checkpoint.
+    with CheckpointStore(tmp_path / "ckpt", keep=3) as store:
+        step, restored2, _ = store.restore(abstract_tree(), step=10)
+    assert_trees_bitwise_equal(restored2, tree)
+
+
+@pytest.mark.parametrize(
+    "mode, values",
+    [
+        ("min", [5.0, 1.0, 3.0, float("nan"), None, 4.0]),
+        ("max", [0.1, 0.9, 0.5, float("nan"), None, 0.4]),
+    ],
+)
+def test_keep_last_n_plus_best(tmp_path, mode, values):
+    # Step 2 is best; step 4's NaN and step 5's None/missing metric are no candidates.
+    metrics = [{"loss": v, "other": 0.0} for v in values]
+    metrics[4] = {"other": -100.0}  # best metric missing
+    with CheckpointStore(tmp_path, keep=2, best_metric="loss", best_mode=mode) as store:
+        save_steps(store, range(1, 7), metrics)
+        assert store.steps() == [2, 5, 6]
+        assert store.latest_step() == 6
+    # The best step's metrics are persisted: it survives a restart and further saves.
+    with CheckpointStore(tmp_path, keep=2, best_metric="loss", best_mode=mode) as store:
+        assert store.steps() == [2, 5, 6]
+        store.save(7, make_tree(7), {}, {"loss": 2.0 if mode == "min" else 0.8})
+        assert store.steps() == [2, 6, 7]
+        store.save(8, make_tree(8), {}, None)
+        assert store.steps() == [2, 7, 8]
+        step, restored, _ = store.restore(abstract_tree(), step=2)
+    assert step == 2
+    assert_trees_bitwise_equal(restored, make_tree(2))
+
+
+def test_keep_last_n_without_best_metric(tmp_path):
+    with CheckpointStore(tmp_path, keep=2) as store:
+        save_steps(store, range(1, 6), [{"loss": float(i)} for i in range(5)])
+        assert store.steps() == [4, 5]
+
+
+@pytest.mark.parametrize("mode", ["garbage", "truncate", "delete", "no_metadata"])
+def test_corrupted_latest_falls_back(tmp_path, mode):
+    with CheckpointStore(tmp_path, keep=5) as store:
+        save_steps(store, [1, 2, 3])
+        corrupt_state(tmp_path / "3", mode)
+        with pytest.warns(RuntimeWarning, match=r"checkpoint step 3 in .* could not be restored .*falling back"):
+            step, restored, config = store.restore(abstract_tree())
+        assert step == 2 and config["step"] == 2
+        assert_trees_bitwise_equal(restored, make_tree(2))
+        with pytest.warns(RuntimeWarning, match="checkpoint step 3"):
+            assert store.read_config()["step"] == 2
+        # Resuming from step 2 and saving step 3 again replaces the corrupt step.
+        store.save(3, make_tree(33), {"step": 33})
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")
+            step, restored, config = store.restore(abstract_tree())
+        assert step == 3 and config == {"step": 33}
+        assert_trees_bitwise_equal(restored, make_tree(33))
+
+
+def test_all_corrupted_raises_naming_directory(tmp_path):
+    with CheckpointStore(tmp_path, keep=5) as store:
+        save_steps(store, [1, 2])
+        for s in (1, 2):
+            corrupt_state(tmp_path / str(s), "garbage")
+        with (
+            pytest.warns(RuntimeWarning, match="could not be restored"),
+            pytest.raises(RuntimeError, match=f"none of the checkpoints .* in {tmp_path} could be restored"),
+        ):
+            store.restore(abstract_tree())
+
+
+def test_leftover_orbax_tmp_dir_is_not_a_step(tmp_path):
+    with CheckpointStore(tmp_path, keep=5) as store:
+        save_steps(store, [1, 2])
+    # Simulated partial saves killed before orbax's final rename ("<step>.orbax-checkpoint-tmp[-<timestamp>]").
+    shutil.copytree(tmp_path / "2", tmp_path / "3.orbax-checkpoint-tmp")
+    (tmp_path / "4.orbax-checkpoint-tmp-1712345678").mkdir()
+    with CheckpointStore(tmp_path, keep=5) as store:
+        assert store.steps() == [1, 2]
+        assert store.latest_step() == 2
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")
+            step, restored, _ = store.restore(abstract_tree())
+        assert step == 2
+        assert_trees_bitwise_equal(restored, make_tree(2))
+        store.save(3, make_tree(3), {"step": 3})  # orbax replaces the stale tmp dir
+        assert store.steps() == [1, 2, 3]
+        assert not (tmp_path / "3.orbax-checkpoint-tmp").exists()
+
+
+def test_kill_9_right_after_save_keeps_checkpoint(tmp_path):
+    child = textwrap.dedent(
+        f"""
+        import os, signal, jax
+        from experiments.checkpoints import CheckpointStore
+        store = CheckpointStore({str(tmp_path)!r}, keep=2)
+        store.save(5, {{"x": jax.numpy.arange(6.0), "k": jax.random.key(1)}}, {{"ok": True}})
+        os.kill(os.getpid(), signal.SIGKILL)
+        """
+    )
+    env = dict(os.environ, JAX_PLATFORMS="cpu")
+    proc = subprocess.run(
+        [sys.executable, "-c", child], cwd=Path(__file__).parents[1], env=env, capture_output=True, check=False
+    )
+    assert proc.returncode == -signal.SIGKILL, proc.stderr.decode()[-2000:]
+    abstract = {"x": jax.ShapeDtypeStruct((6,), jnp.float32), "k": jax.eval_shape(lambda: jax.random.key(0))}
+    with CheckpointStore(tmp_path, keep=2) as store:
+        step, restored, config = store.restore(abstract)
+    assert step == 5 and config == {"ok": True}
+    np.testing.assert_array_equal(restored["x"], np.arange(6.0))
+    np.testing.assert_array_equal(jax.random.key_data(restored["k"]), jax.random.key_data(jax.random.key(1)))
+
+
+def test_no_checkpoints_clear_error(tmp_path):
+    with CheckpointStore(tmp_path / "empty", keep=1) as store:
+        assert store.steps() == [] and store.latest_step() is None
+        with pytest.raises(FileNotFoundError, match="no checkpoints in .*empty"):
+            store.restore(abstract_tree())
+        with pytest.raises(FileNotFoundError, match="no checkpoints"):
+            store.read_config()
+        store.save(1, make_tree(1), {})
+        with pytest.raises(FileNotFoundError, match="step 7"):
+            store.restore(abstract_tree(), step=7)
+
+
+@pytest.mark.parametrize(
+    "kwargs, name",
+    [
+        ({"keep": 0}, "keep"),
+        ({"keep": -3}, "keep"),
+        ({"keep": 1.5}, "keep"),
+        ({"keep": True}, "keep"),
+        ({"keep": 2, "best_mode": "avg"}, "best_mode"),
+        ({"keep": 2, "best_metric": ""}, "best_metric"),
+    ],
+)
+def test_bad_constructor_args(tmp_path, kwargs, name):
+    with pytest.raises(ValueError, match=name):
+        CheckpointStore(tmp_path, **kwargs)
+
+
+def test_structure_mismatch_is_a_clear_error(tmp_path):
+    with CheckpointStore(tmp_path, keep=2) as store:
+        save_steps(store, [1, 2])
+        wrong = abstract_tree()
+        wrong["extra"] = jax.ShapeDtypeStruct((2,), jnp.float32)
+        del wrong["done"]
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")  # no fallback to older steps: the caller's tree is wrong
+            with pytest.raises(
+                CheckpointMismatchError, match=r"not in the checkpoint: extra.*not in abstract_tree: done"
+            ):
+                store.restore(wrong)
+            wrong = abstract_tree()
+            wrong["params"] = wrong["params"].replace(w=jax.ShapeDtypeStruct((4, 4), jnp.float32))
+            with pytest.raises(ValueError, match=r"params/w: saved shape \(3, 4\) != abstract shape \(4, 4\)"):
+                store.restore(wrong)
+
+
+def test_metric_values_are_cleaned(tmp_path):
+    with CheckpointStore(tmp_path, keep=1, best_metric="loss") as store:
+        store.save(1, make_tree(1), {}, {"loss": jnp.float32(0.5), "nan": math.nan, "none": None})
+        store.save(2, make_tree(2), {}, {"loss": 0.7})
+        assert store.steps() == [1, 2]
+        with pytest.raises(ValueError, match="metric 'loss'"):
+            store.save(3, make_tree(3), {}, {"loss": "low"})
+
+
+def test_garbled_metrics_file_does_not_break_the_store(tmp_path):
+    with CheckpointStore(tmp_path, keep=1, best_metric="loss") as store:
+        save_steps(store, [1, 2, 3], [{"loss": 1.0}, {"loss": 2.0}, {"loss": 3.0}])
+        assert store.steps() == [1, 3]
+    (tmp_path / "1" / "metrics" / "metrics").write_text("{not json")
+    with pytest.warns(RuntimeWarning, match="metrics of checkpoint step 1 .* could not be read"):
+        store = CheckpointStore(tmp_path, keep=1, best_metric="loss")
+    with store:
+        assert store.steps() == [1, 3]
+        step, restored, _ = store.restore(abstract_tree())
+        assert step == 3
+        assert_trees_bitwise_equal(restored, make_tree(3))
+        store.save(4, make_tree(4), {}, {"loss": 4.0})
+        assert store.steps() == [3, 4]  # step 1 lost its metrics, so step 3 is now the best one

@@ -1,0 +1,174 @@
+"""experiments.plot: learning curves from fake runs' metrics.jsonl (no training, no jax)."""
+
+import json
+import math
+
+import pytest
+from PIL import Image
+
+from experiments import plot
+
+
+def _record(update: int, eval_chunk: bool = False, placement: bool = True) -> dict:
+    r = {
+        "update": update,
+        "env_steps": 4096 * update,
+        "seat_steps": 8 * 4096 * update,
+        "wall_s": 1.5 * update,
+        "sps": 3300.0,
+        "train/episodes": 2,
+        "train/episode_return": -0.1 + 0.01 * update,
+        "train/episode_length": 300.5,
+        "loss/policy": 0.01,
+        "loss/value": 0.3 / update,
+        "loss/entropy": 2.1 - 0.01 * update,
+        "loss/approx_kl": 0.01,
+        "loss/clip_frac": 0.1,
+        "train/lr": 3e-4,
+        "perf/sps": 3300.0,
+        "perf/seat_sps": 26400.0,
+    }
+    if placement:
+        r["train/placement"] = 4.5 - 0.05 * update
+    if eval_chunk:
+        r["eval/placement_vs_random"] = 3.0
+        r["eval/placement_vs_greedy"] = 5.0
+    return r
+
+
+@pytest.fixture
+def runs(tmp_path):
+    """Two run dirs: an autochess one (eval chunks, nulls, a NaN, a partial last line) and a gymnax-like one."""
+    ac = tmp_path / "runs" / "ppo_autochess"
+    ac.mkdir(parents=True)
+    lines = [json.dumps({"meta": {"config": {"preset": "autochess"}, "seed": 0, "versions": {"jax": "x"}}})]
+    for u in range(1, 11):
+        r = _record(u, eval_chunk=u % 5 == 0)
+        if u == 3:  # no episode finished in this chunk
+            r["train/episode_return"] = None
+            r["train/placement"] = None
+        if u == 4:
+            r["loss/value"] = math.nan  # json.dumps writes NaN, json.loads reads it back
+        lines.append(json.dumps(r))
+    partial = json.dumps(_record(11))[:40]  # killed mid-write
+    (ac / "metrics.jsonl").write_text("\n".join(lines) + "\n" + partial)
+
+    gx = tmp_path / "runs" / "ppo_cartpole"
+    gx.mkdir()
+    lines = [json.dumps({"meta": {"config": {"preset": "CartPole-v1"}, "seed": 1}})]
+    lines += [json.dumps(_record(u, placement=False)) for u in range(1, 6)]
+    (gx / "metrics.jsonl").write_text("\n".join(lines) + "\n")
+    return ac, gx
+
+
+def _summary(capsys) -> tuple[dict, str]:
+    captured = capsys.readouterr()
+    out_lines = [line for line in captured.out.splitlines() if line.strip()]
+    assert len(out_lines) == 1
+    return json.loads(out_lines[0]), captured.err
+
+
+def _check_png(path):
+    assert path.is_file()
+    with Image.open(path) as im:
+        im.verify()
+    with Image.open(path) as im:
+        assert im.format == "PNG"
+        assert im.size[0] > 0 and im.size[1] > 0
+
+
+def test_load_metrics_skips_partial_line(runs, capsys):
+    ac, gx = runs
+    meta, records = plot.load_metrics(str(ac))
+    assert meta["config"]["preset"] == "autochess"
+    assert [r["update"] for r in records] == list(range(1, 11))
+    assert "unparsable" in capsys.readouterr().err
+    meta, records = plot.load_metrics(str(gx / "metrics.jsonl"))  # the file itself works too
+    assert meta["seed"] == 1 and len(records) == 5
+    with pytest.raises(FileNotFoundError):
+        plot.load_metrics(str(ac.parent / "nope"))
+
+
+def test_cli_default_metrics(runs, tmp_path, capsys):
+    ac, gx = runs
+    out = tmp_path / "plots" / "sub" / "curves.png"  # parent dirs do not exist yet
+    ret = plot.main([str(ac), str(gx), "--out", str(out)])
+    summary, err = _summary(capsys)
+    assert summary == ret
+    _check_png(out)
+    assert "unparsable" in err and "ppo_autochess" in err  # the partial line was skipped with a warning
+    assert summary["out"] == str(out)
+    assert summary["runs"] == ["ppo_autochess", "ppo_cartpole"]
+    assert summary["metrics"] == list(plot.DEFAULT_METRICS)  # all present in some run
+    pts = summary["points"]
+    assert pts["eval/placement_vs_random"] == 2  # updates 5 and 10 only
+    assert pts["eval/placement_vs_greedy"] == 2
+    assert pts["train/placement"] == 9  # autochess only, one null
+    assert pts["train/episode_return"] == 9 + 5  # one null
+    assert pts["loss/value"] == 9 + 5  # one NaN
+    assert pts["loss/entropy"] == 10 + 5  # the partial 11th record is not there
+    assert pts["perf/sps"] == 15
+
+
+def test_cli_gymnax_only_and_x(runs, tmp_path, capsys):
+    _, gx = runs
+    out = tmp_path / "gx.png"
+    plot.main([str(gx), "--out", str(out), "--x", "wall_s"])
+    summary, _ = _summary(capsys)
+    _check_png(out)
+    assert summary["runs"] == ["ppo_cartpole"]
+    assert not any("placement" in m for m in summary["metrics"])
+    assert summary["metrics"] == [m for m in plot.DEFAULT_METRICS if "placement" not in m]
+    assert set(summary["points"].values()) == {5}
+
+
+def test_cli_explicit_metrics(runs, tmp_path, capsys):
+    ac, gx = runs
+    out = tmp_path / "two.png"
+    plot.main([str(ac), str(gx), "--out", str(out), "--x", "update", "--metrics", "loss/clip_frac, train/placement"])
+    summary, _ = _summary(capsys)
+    _check_png(out)
+    assert summary["metrics"] == ["loss/clip_frac", "train/placement"]
+    assert summary["points"] == {"loss/clip_frac": 15, "train/placement": 9}
+
+
+def test_plot_runs_api(runs, tmp_path):
+    ac, _ = runs
+    out = tmp_path / "api.png"
+    summary = plot.plot_runs([ac], str(out), metrics=["eval/placement_vs_greedy"])
+    _check_png(out)
+    assert summary["points"] == {"eval/placement_vs_greedy": 2}
+    with pytest.raises(ValueError, match="x must be one of"):
+        plot.plot_runs([ac], str(out), x="seconds")
+
+
+def test_cli_errors(runs, tmp_path, capsys):
+    ac, gx = runs
+    missing = tmp_path / "runs" / "not_a_run"
+    missing.mkdir()
+    with pytest.raises(SystemExit) as e:
+        plot.main([str(ac), str(missing), "--out", str(tmp_path / "x.png")])
+    assert e.value.code == 2
+    assert "not_a_run" in capsys.readouterr().err
+
+    with pytest.raises(SystemExit) as e:
+        plot.main([str(gx), "--out", str(tmp_path / "x.png"), "--metrics", "train/placement,loss/nope"])
+    assert e.value.code == 2
+    err = capsys.readouterr().err
+    assert "loss/nope" in err and "train/placement" in err and "available" in err
+    assert "loss/entropy" in err  # the available names are listed
+
+    with pytest.raises(SystemExit):
+        plot.main([str(ac), "--out", str(tmp_path / "x.png"), "--x", "seconds"])
+    assert not (tmp_path / "x.png").exists()
+
+
+def test_tick_labels_and_duplicate_run_names(tmp_path):
+    assert [plot._short(v) for v in (12.5, 40960, 2.5e6, 0)] == ["12.5", "41k", "2.5M", "0"]
+    a, b = tmp_path / "a" / "seed0", tmp_path / "b" / "seed0"
+    for d in (a, b):
+        d.mkdir(parents=True)
+        (d / "metrics.jsonl").write_text(json.dumps(_record(1)) + "\n" + json.dumps(_record(2)) + "\n")
+    summary = plot.plot_runs([a, b], str(tmp_path / "dup.png"), metrics=["loss/entropy"])
+    assert summary["runs"] == ["a/seed0", "b/seed0"]
+    assert summary["points"] == {"loss/entropy": 4}

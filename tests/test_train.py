@@ -1,0 +1,263 @@
+"""The trainers and ``experiments.train``: config errors, chunked == whole runs, keys,
+learning on CartPole, and the run directory (resume after a crash, corrupt checkpoints)."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+from agents import losses, ppo
+from agents.config import TrainConfig
+from agents.envs import make_env
+from agents.trainers import make_train
+from experiments import train as train_cli
+from experiments.checkpoints import CheckpointStore
+from experiments.presets import PRESETS, preset_config
+
+# ---------------------------------------------------------------- config
+
+
+@pytest.mark.parametrize(
+    "overrides, message",
+    [
+        ({"lr": "2"}, r"TrainConfig\.lr must be a number in \[0\.0, 1\.0\], got 2\.0"),
+        ({"num_envs": "0"}, r"TrainConfig\.num_envs must be an int in \[1, "),
+        ({"num_envs": "abc"}, r"TrainConfig\.num_envs must be an int, got 'abc'"),
+        ({"anneal_lr": "maybe"}, r"TrainConfig\.anneal_lr must be a bool"),
+        ({"algo": "dqn"}, r"TrainConfig\.algo must be one of \('ppo', 'a2c'\)"),
+        ({"nope": "1"}, r"unknown config key\(s\) \['nope'\]; valid keys: .*num_envs"),
+        ({"num_minibatches": "7"}, r"num_minibatches must divide the rollout batch"),
+        ({"obs": "pixels"}, r"network must be 'cnn' for obs='pixels'"),
+        ({"opponents": "self,greedy"}, r"TrainConfig\.opponents must be one of"),
+        ({"total_steps": "10"}, r"total_steps must be >= one update's env steps"),
+    ],
+)
+def test_bad_overrides_name_the_field(overrides, message):
+    with pytest.raises(ValueError, match=message):
+        TrainConfig().with_overrides(overrides)
+
+
+def test_overrides_parse_by_type():
+    config = TrainConfig().with_overrides({"lr": "1e-4", "num_envs": "32", "anneal_lr": "true", "hidden": "64,32"})
+    assert (config.lr, config.num_envs, config.anneal_lr, config.hidden) == (1e-4, 32, True, (64, 32))
+    assert TrainConfig.from_dict(config.to_dict()) == config
+    assert TrainConfig(opponents="greedy").seat_kinds == ("self",) + ("greedy",) * 7
+    assert TrainConfig().seat_kinds == ("self",) * 8
+
+
+def test_cli_rejects_bad_set_before_training(tmp_path, capsys):
+    run_dir = tmp_path / "run"
+    with pytest.raises(SystemExit):
+        train_cli.main(["--preset=smoke", "--set", "gamma=1.5", "--run-dir", str(run_dir), "--quiet"])
+    assert "TrainConfig.gamma must be a number in [0.0, 1.0], got 1.5" in capsys.readouterr().err
+    assert not run_dir.exists()
+    with pytest.raises(SystemExit):
+        train_cli.main(["--preset=smoke", "--set", "gama=0.9", "--run-dir", str(run_dir), "--quiet"])
+    assert "valid keys:" in capsys.readouterr().err
+
+
+def test_list_presets(capsys):
+    train_cli.main(["--list-presets"])
+    out = capsys.readouterr().out
+    for name, preset in PRESETS.items():
+        assert f"{name}: {preset.purpose}" in out
+
+
+def test_ppo_gymnax_preset_matches_purejaxrl():
+    c = preset_config("ppo_gymnax")
+    assert (c.num_envs, c.num_steps, c.update_epochs, c.num_minibatches, c.lr, c.anneal_lr) == (4, 128, 4, 4, 2.5e-4, True)
+    assert (c.gamma, c.gae_lambda, c.clip_eps, c.ent_coef, c.vf_coef, c.max_grad_norm) == (0.99, 0.95, 0.2, 0.01, 0.5, 0.5)
+    assert (c.hidden, c.activation, c.total_steps) == ((64, 64), "tanh", 500_000)
+
+
+# ---------------------------------------------------------------- PPO on a fixed batch
+
+
+def test_ppo_update_on_a_fixed_batch_lowers_the_loss():
+    config = TrainConfig(hidden=(32,), lr=1e-3)
+    network = ppo.make_network(config, 5)
+    key = jax.random.key(0)
+    obs = jax.random.normal(key, (64, 6))
+    mask = jax.random.bernoulli(jax.random.fold_in(key, 1), 0.7, (64, 5)).at[:, 0].set(True)
+    params = network.init(jax.random.fold_in(key, 2), obs)
+    logits, value = network.apply(params, obs)
+    actions = jax.random.categorical(jax.random.fold_in(key, 3), jnp.where(mask, logits, -1e9))
+    from agents import distributions
+
+    old_log_prob = distributions.log_prob(logits, mask, actions)
+    advantages = jax.random.normal(jax.random.fold_in(key, 4), (64,))
+    targets = value + advantages
+    weight = jnp.ones(64).at[:8].set(0.0)
+    hp = config.hparams()
+
+    def loss(p):
+        new_logits, new_value = network.apply(p, obs)
+        return losses.ppo_loss(new_logits, new_value, mask, actions, old_log_prob, value, advantages, targets,
+                               weight, hp.clip_eps, hp.vf_coef, hp.ent_coef, True, True)[0]
+
+    opt_state = ppo.make_optimizer(hp).init(params)
+    before = jax.jit(loss)(params)
+
+    @jax.jit
+    def step(params, opt_state):  # the trainer's optimizer step: clip, Adam, learning rate
+        grads = jax.grad(loss)(params)
+        return ppo.apply_gradients(config, hp, params, opt_state, grads, jnp.int32(0))
+
+    for _ in range(5):
+        params, opt_state, _, lr = step(params, opt_state)
+    assert float(jax.jit(loss)(params)) < float(before) - 1e-3
+    assert float(lr) == pytest.approx(1e-3)
+
+
+# ---------------------------------------------------------------- gymnax: whole == chunks, keys, learning
+
+needs_gymnax = pytest.mark.skipif(importlib.util.find_spec("gymnax") is None, reason="pip install -e '.[gymnax]'")
+
+
+def _tiny_cartpole():
+    return preset_config("ppo_gymnax").with_overrides({"total_steps": 4 * 128 * 4, "updates_per_chunk": 2})
+
+
+@needs_gymnax
+def test_whole_jitted_run_equals_chunks_and_keys_agree():
+    config = _tiny_cartpole()
+    trainer = make_train(config, make_env(config))
+    whole_runner, whole = jax.jit(trainer)(jax.random.key(7))
+    runner = trainer.init(jax.random.PRNGKey(7))  # legacy key: the same run
+    runner, first = trainer.run(runner, 2)
+    runner, second = trainer.run(runner, 2)
+    for name, values in whole.items():
+        np.testing.assert_allclose(values, np.concatenate([first[name], second[name]]), rtol=1e-5, atol=1e-6,
+                                   err_msg=name)
+    for a, b in zip(jax.tree_util.tree_leaves(whole_runner.params), jax.tree_util.tree_leaves(runner.params)):
+        np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-6)
+    assert int(runner.update) == config.num_updates == 4
+
+
+@needs_gymnax
+def test_ppo_gymnax_learns_cartpole():
+    """PureJaxRL's CartPole settings: mean return >= 475 by the end of 5e5 env steps."""
+    config = preset_config("ppo_gymnax")
+    trainer = make_train(config, make_env(config))
+    _, metrics = jax.jit(trainer)(jax.random.key(0))
+    last = slice(-config.num_updates // 10, None)  # the last 10% of updates (~50k env steps)
+    mean_return = metrics["sums/return_sum"][last].sum() / metrics["sums/episodes"][last].sum()
+    assert mean_return >= 475, mean_return
+
+
+# ---------------------------------------------------------------- the CLI on the game: run dir, crash, resume
+
+
+def _records(run_dir):
+    lines = (run_dir / "metrics.jsonl").read_text().splitlines()
+    meta = json.loads(lines[0])
+    assert "meta" in meta
+    timing = ("wall_s", "sps", "perf/sps", "perf/seat_sps")
+    return [{k: v for k, v in json.loads(line).items() if k not in timing} for line in lines[1:]]
+
+
+# The smoke-run tests share one run and the compiled programs: one xdist worker runs them all.
+game_cli = pytest.mark.xdist_group("smoke_run")
+
+
+@pytest.fixture(scope="module")
+def smoke_run(tmp_path_factory):
+    """An uninterrupted smoke run (2 chunks of 2 updates, evaluation after each)."""
+    run_dir = tmp_path_factory.mktemp("smoke") / "run"
+    summary = train_cli.main(["--preset=smoke", "--run-dir", str(run_dir), "--quiet"])
+    return run_dir, summary
+
+
+@game_cli
+def test_smoke_run_writes_every_artefact(smoke_run):
+    run_dir, summary = smoke_run
+    assert json.loads((run_dir / "config.json").read_text()) == preset_config("smoke").to_dict()
+    records = _records(run_dir)
+    assert [r["update"] for r in records] == [2, 4]
+    assert [r["env_steps"] for r in records] == [256, 512]
+    for r in records:
+        for name in ("loss/policy", "loss/value", "loss/entropy", "loss/approx_kl", "loss/clip_frac",
+                     "loss/explained_variance", "loss/grad_norm", "train/lr", "train/episodes",
+                     "eval/placement_vs_random", "eval/placement_vs_greedy"):
+            assert name in r, name
+        assert 1.0 <= r["eval/placement_vs_greedy"] <= 8.0
+    assert list((run_dir / "tb").glob("events.out.tfevents.*"))
+    assert CheckpointStore(run_dir / "checkpoints", keep=3).steps() == [2, 4]
+    assert summary["updates"] == 4 and summary["env_steps"] == 512 and summary["compile_s"] > 0
+    assert set(summary["final_eval"]) == {"eval/placement_vs_random", "eval/placement_vs_greedy"}
+
+
+def _corrupt(step_dir):
+    for f in (step_dir / "state").rglob("*"):
+        if f.is_file() and f.stat().st_size > 0 and "metadata" not in f.name:
+            f.write_bytes(b"garbage")
+
+
+@game_cli
+def test_resume_after_a_crash_with_a_corrupt_checkpoint_equals_the_uninterrupted_run(
+    smoke_run, tmp_path, monkeypatch, capsys
+):
+    """The run dies right after saving update 4 (logged, checkpoint written but corrupt): resume warns,
+    falls back to update 2, drops the log past it and ends with the uninterrupted run's numbers."""
+    run_dir, _ = smoke_run
+    crashed = tmp_path / "crashed"
+    real_save = CheckpointStore.save
+
+    def save_then_crash(self, step, *args, **kwargs):
+        real_save(self, step, *args, **kwargs)
+        if step == 4:
+            _corrupt(crashed / "checkpoints" / "4")
+            raise RuntimeError("simulated crash")
+
+    monkeypatch.setattr(CheckpointStore, "save", save_then_crash)
+    with pytest.raises(RuntimeError, match="simulated crash"):
+        train_cli.main(["--preset=smoke", "--run-dir", str(crashed), "--quiet"])
+    monkeypatch.setattr(CheckpointStore, "save", real_save)
+    assert [r["update"] for r in _records(crashed)] == [2, 4]
+
+    with pytest.raises(SystemExit):  # refused before anything is built
+        train_cli.main(["--run-dir", str(crashed), "--resume", "--set", "num_envs=4", "--quiet"])
+    assert "cannot resume with changed field(s) ['num_envs']" in capsys.readouterr().err
+
+    with pytest.warns(RuntimeWarning, match="checkpoint step 4 .* could not be restored"):
+        summary = train_cli.main(["--run-dir", str(crashed), "--resume", "--quiet"])
+    assert summary["updates"] == 4
+    assert _records(crashed) == _records(run_dir)  # bitwise: the same floats in the JSON
+
+
+@game_cli
+def test_evaluate_cli_on_a_checkpoint(smoke_run, capsys):
+    from experiments import evaluate
+
+    run_dir, _ = smoke_run
+    result = evaluate.main(["--checkpoint", str(run_dir), "--games", "1", "--vs", "greedy", "--quiet"])
+    assert json.loads(capsys.readouterr().out.strip().splitlines()[-1]) == result
+    assert result["update"] == 4 and set(result) >= {"vs_greedy", "checkpoint"} and "vs_random" not in result
+    summary = result["vs_greedy"]
+    assert summary["games"] == 8 and 1.0 <= summary["mean_placement"] <= 8.0
+    assert 0.0 <= summary["top1"] <= summary["top4"] <= 1.0
+
+
+def test_bot_seats_replace_the_learners_actions():
+    """opponents="greedy": seat 0 keeps the learner's action, seats 1..7 take the greedy bot's."""
+    from agents.envs import AutoChessTask
+    from jaxgame import bots
+
+    config = TrainConfig(opponents="greedy", num_envs=3)
+    task = make_env(config)
+    assert isinstance(task, AutoChessTask) and task.learner_seats.tolist() == [True] + [False] * 7
+    games = jax.vmap(task.game.new_game)(jax.random.split(jax.random.key(0), 3))
+    learner_actions = jnp.full((3, 8), 7, jnp.int32)
+    key = jax.random.key(1)
+    out = jax.jit(task.bot_actions)(key, games, learner_actions)
+    (greedy_key,) = jax.random.split(key, 1)
+    masks = jax.vmap(task.game.action_mask)(games)
+    expected = jax.vmap(bots.greedy_policy)(jax.random.split(greedy_key, 3), games, masks)
+    np.testing.assert_array_equal(out[:, 0], 7)
+    np.testing.assert_array_equal(out[:, 1:], expected[:, 1:])
+    assert np.take_along_axis(np.asarray(masks), np.asarray(out)[..., None], -1)[:, 1:].all()  # bots play legally
