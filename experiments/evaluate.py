@@ -66,24 +66,25 @@ def evaluate_checkpoint(args) -> dict:
     import numpy as np
 
     from agents.config import TrainConfig
-    from agents.envs import make_env, make_game
+    from agents.envs import make_game
     from agents.evaluation import make_evaluator, placement_summary
-    from agents.trainers import make_train
     from experiments.checkpoints import CheckpointStore
     from experiments.common import status
+    from experiments.train import build
 
     run_dir = Path(args.checkpoint)
     store = CheckpointStore(run_dir / "checkpoints", keep=1)
     config = TrainConfig.from_dict(store.read_config(args.step)["config"])
     if config.is_gymnax:
         raise SystemExit(f"{run_dir} trained on {config.env}; --checkpoint evaluates game policies only")
-    trainer = make_train(config, make_env(config))
+    _, trainer, evaluate = build(config)  # shared with experiments.train (same process: no retracing)
     abstract = jax.eval_shape(trainer.init, jax.random.key(config.seed))
     step, runner, _ = store.restore(abstract, args.step)
     store.close()
     status(f"evaluating {run_dir} at update {step}: compiling ...", not args.quiet)
     start = time.perf_counter()
-    evaluate = make_evaluator(make_game(config), trainer.network, args.games)
+    if evaluate is None or evaluate.num_games != args.games:
+        evaluate = make_evaluator(make_game(config), trainer.network, args.games)
     result = {"checkpoint": str(run_dir), "update": step, "games_per_rotation": args.games}
     for vs in [args.vs] if args.vs else ["random", "greedy"]:
         ranks = np.asarray(evaluate(runner.params, jax.random.key(args.seed), vs))

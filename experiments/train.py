@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import argparse
 import concurrent.futures
+import functools
 import json
 import math
 import sys
@@ -176,6 +177,40 @@ def main(argv=None):
     return train(config, run_dir, resume=args.resume, preset=args.preset, quiet=quiet, cache_dir=cache)
 
 
+def fresh_arrays(tree):
+    """``tree`` with every leaf copied into a new, uncommitted array (typed keys stay typed).
+
+    Restored (committed) arrays make jit lower a program with explicit shardings, which misses the
+    compilation cache; fresh arrays give exactly the program of a new run."""
+    import jax
+    import jax.numpy as jnp
+    import numpy as np
+
+    def fresh(x):
+        if jax.dtypes.issubdtype(x.dtype, jax.dtypes.prng_key):
+            data = jnp.asarray(np.asarray(jax.random.key_data(x)))
+            return jax.random.wrap_key_data(data, impl=jax.random.key_impl(x))
+        return jnp.asarray(np.asarray(x))
+
+    return jax.tree_util.tree_map(fresh, tree)
+
+
+@functools.lru_cache(maxsize=4)
+def build(config):
+    """(env, trainer, evaluator or None) of a config; cached, so that runs of the same config in one
+    process (a resume after a crash, notebooks, tests) reuse the jitted functions instead of retracing."""
+    from agents import trainers
+    from agents.envs import make_env, make_game
+    from agents.evaluation import make_evaluator
+
+    env = make_env(config)
+    trainer = trainers.make_train(config, env)
+    evaluator = None
+    if not config.is_gymnax and config.eval_every > 0:
+        evaluator = make_evaluator(make_game(config), trainer.network, config.eval_games)
+    return env, trainer, evaluator
+
+
 def train(config, run_dir, resume=False, preset=None, quiet=False, cache_dir=None):
     """Run (or continue) a training run in ``run_dir``; returns the JSON summary dict."""
     import jax
@@ -183,8 +218,7 @@ def train(config, run_dir, resume=False, preset=None, quiet=False, cache_dir=Non
     from tqdm import tqdm
 
     from agents import trainers
-    from agents.envs import make_env, make_game
-    from agents.evaluation import make_evaluator, placement_summary
+    from agents.evaluation import placement_summary
     from experiments.checkpoints import CheckpointStore
 
     start_wall = time.perf_counter()
@@ -192,11 +226,7 @@ def train(config, run_dir, resume=False, preset=None, quiet=False, cache_dir=Non
     run_dir.mkdir(parents=True, exist_ok=True)
     status(f"run dir {run_dir}; building {config.algo} on {config.env} with {config.num_envs} envs "
            f"({jax.default_backend()})", not quiet)
-    env = make_env(config)
-    trainer = trainers.make_train(config, env)
-    evaluator = None
-    if not config.is_gymnax and config.eval_every > 0:
-        evaluator = make_evaluator(make_game(config), trainer.network, config.eval_games)
+    env, trainer, evaluator = build(config)
     best = "eval/placement_vs_greedy" if evaluator else "train/episode_return"
     store = CheckpointStore(run_dir / "checkpoints", keep=config.keep_checkpoints, best_metric=best,
                             best_mode="min" if evaluator else "max")
@@ -208,6 +238,7 @@ def train(config, run_dir, resume=False, preset=None, quiet=False, cache_dir=Non
     if resume:
         abstract = jax.eval_shape(init, master)
         step, runner, saved = store.restore(abstract)
+        runner = fresh_arrays(runner)
         wall_before = float(saved.get("wall_s", 0.0))
         status(f"resuming from update {step}", not quiet)
     else:

@@ -165,7 +165,7 @@ def _records(run_dir):
 game_cli = pytest.mark.xdist_group("smoke_run")
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")  # session: xdist interleaves modules, which would rebuild a module fixture
 def smoke_run(tmp_path_factory):
     """An uninterrupted smoke run (2 chunks of 2 updates, evaluation after each)."""
     run_dir = tmp_path_factory.mktemp("smoke") / "run"
