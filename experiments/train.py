@@ -323,11 +323,15 @@ def train(config, run_dir, resume=False, preset=None, quiet=False, cache_dir=Non
         "train_s": round(train_s, 2),
         "sps": round(trained_updates * steps_per_update / train_s, 1) if train_s else None,
         "final_eval": last_eval,
-        "episode_return": record.get("train/episode_return"),
+        "episode_return": _finite_or_none(record.get("train/episode_return")),  # None: no episode finished
         "cache_dir": cache_dir,
     }
     print(json.dumps(summary))
     return summary
+
+
+def _finite_or_none(value):
+    return value if isinstance(value, (int, float)) and math.isfinite(value) else None
 
 
 def progress_text(record, last_eval, self_play):
