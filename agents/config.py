@@ -17,11 +17,12 @@ naming the field and the allowed range, before anything is compiled.
 from __future__ import annotations
 
 import dataclasses
-import math
 import typing
 
 import jax.numpy as jnp
 from flax import struct
+
+from jaxgame.config import FLOAT_RULE_RANGES, INT_RULE_RANGES, GameConfig, check_float, check_int
 
 ALGOS = ("ppo", "a2c")
 OBS_KINDS = ("vector", "pixels")
@@ -29,6 +30,10 @@ NETWORKS = ("mlp", "cnn")
 ACTIVATIONS = ("tanh", "relu")
 SEAT_KINDS = ("self", "random", "greedy")
 NUM_SEATS = 8
+
+#: The game rules a training config may set (``jaxgame.config.GameConfig`` fields, same defaults and ranges).
+RULE_FIELDS = ("max_rounds", "steps_per_round", "max_combat_ticks", "reward_win", "reward_life")
+_GAME_DEFAULTS = GameConfig()
 
 #: Fields that enter the compiled program as traced scalars (sweepable).
 HPARAM_FIELDS = ("lr", "gamma", "gae_lambda", "clip_eps", "ent_coef", "vf_coef", "max_grad_norm")
@@ -61,9 +66,7 @@ _INT_RANGES = {
     "eval_games": (1, 4096),
     "checkpoint_every": (0, 1 << 20),
     "keep_checkpoints": (1, 1000),
-    "max_rounds": (1, 200),
-    "steps_per_round": (1, 64),
-    "max_combat_ticks": (1, 2000),
+    **{name: INT_RULE_RANGES[name] for name in RULE_FIELDS if name in INT_RULE_RANGES},
 }
 _FLOAT_RANGES = {
     "lr": (0.0, 1.0),
@@ -73,8 +76,7 @@ _FLOAT_RANGES = {
     "ent_coef": (0.0, 10.0),
     "vf_coef": (0.0, 100.0),
     "max_grad_norm": (0.0, 1e6),
-    "reward_win": (-10.0, 10.0),
-    "reward_life": (-1.0, 1.0),
+    **{name: FLOAT_RULE_RANGES[name] for name in RULE_FIELDS if name in FLOAT_RULE_RANGES},
 }
 _CHOICES = {"algo": ALGOS, "obs": OBS_KINDS, "network": NETWORKS, "activation": ACTIVATIONS}
 
@@ -143,22 +145,17 @@ class TrainConfig:
     eval_games: int = 8
     checkpoint_every: int = 1
     keep_checkpoints: int = 3
-    max_rounds: int = 40
-    steps_per_round: int = 12
-    max_combat_ticks: int = 400
-    reward_win: float = 0.0
-    reward_life: float = 0.0
+    max_rounds: int = _GAME_DEFAULTS.max_rounds
+    steps_per_round: int = _GAME_DEFAULTS.steps_per_round
+    max_combat_ticks: int = _GAME_DEFAULTS.max_combat_ticks
+    reward_win: float = _GAME_DEFAULTS.reward_win
+    reward_life: float = _GAME_DEFAULTS.reward_life
 
     def __post_init__(self):
         for name, (low, high) in _INT_RANGES.items():
-            value = getattr(self, name)
-            if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
-                raise ValueError(f"TrainConfig.{name} must be an int in [{low}, {high}], got {value!r}")
-        for name, (low, high) in _FLOAT_RANGES.items():
-            value = getattr(self, name)
-            ok = isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
-            if not ok or not low <= value <= high:
-                raise ValueError(f"TrainConfig.{name} must be a number in [{low}, {high}], got {value!r}")
+            check_int("TrainConfig", name, getattr(self, name), low, high)
+        for name, (low, high) in _FLOAT_RANGES.items():  # NaN fails the range test too
+            check_float("TrainConfig", name, getattr(self, name), low, high)
         for name, choices in _CHOICES.items():
             if getattr(self, name) not in choices:
                 raise ValueError(f"TrainConfig.{name} must be one of {choices}, got {getattr(self, name)!r}")
@@ -235,8 +232,7 @@ class TrainConfig:
 
     def rules(self) -> dict:
         """The ``GameConfig`` overrides of this run."""
-        names = ("max_rounds", "steps_per_round", "max_combat_ticks", "reward_win", "reward_life")
-        return {n: getattr(self, n) for n in names}
+        return {n: getattr(self, n) for n in RULE_FIELDS}
 
     def hparams(self) -> HParams:
         """The traced hyperparameters as float32[] arrays."""

@@ -16,14 +16,28 @@ from jaxgame import constants as C
 MAX_PVE_ROUNDS = 6
 
 
-def _check_int(name: str, value, low: int, high: int) -> None:
+def check_int(owner: str, name: str, value, low: int, high: int) -> None:
+    """Raise ``ValueError`` naming ``owner.name`` and the range unless ``value`` is an int in [low, high]."""
     if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
-        raise ValueError(f"GameConfig.{name} must be an int in [{low}, {high}], got {value!r}")
+        raise ValueError(f"{owner}.{name} must be an int in [{low}, {high}], got {value!r}")
 
 
-def _check_float(name: str, value, low: float, high: float) -> None:
+def check_float(owner: str, name: str, value, low: float, high: float) -> None:
+    """Raise ``ValueError`` naming ``owner.name`` and the range unless ``value`` is a number in [low, high]."""
     if isinstance(value, bool) or not isinstance(value, (int, float)) or not low <= value <= high:
-        raise ValueError(f"GameConfig.{name} must be a number in [{low}, {high}], got {value!r}")
+        raise ValueError(f"{owner}.{name} must be a number in [{low}, {high}], got {value!r}")
+
+
+#: Allowed ranges of the numeric rule fields (also used by ``agents.config.TrainConfig``).
+INT_RULE_RANGES = {
+    "steps_per_round": (1, 64),
+    "max_rounds": (1, 200),
+    "max_combat_ticks": (1, 2000),
+    "starting_life": (1, 1000),
+    "starting_gold": (0, 1000),
+    "starting_level": (1, C.MAX_LEVEL),
+}
+FLOAT_RULE_RANGES = {"reward_win": (-10.0, 10.0), "reward_life": (-1.0, 1.0)}
 
 
 @dataclasses.dataclass(frozen=True)
@@ -57,21 +71,17 @@ class GameConfig:
     reward_life: float = 0.0
 
     def __post_init__(self):
-        _check_int("steps_per_round", self.steps_per_round, 1, 64)
-        _check_int("max_rounds", self.max_rounds, 1, 200)
-        _check_int("max_combat_ticks", self.max_combat_ticks, 1, 2000)
-        _check_int("starting_life", self.starting_life, 1, 1000)
-        _check_int("starting_gold", self.starting_gold, 0, 1000)
-        _check_int("starting_level", self.starting_level, 1, C.MAX_LEVEL)
-        _check_float("reward_win", self.reward_win, -10.0, 10.0)
-        _check_float("reward_life", self.reward_life, -1.0, 1.0)
+        for name, (low, high) in INT_RULE_RANGES.items():
+            check_int("GameConfig", name, getattr(self, name), low, high)
+        for name, (low, high) in FLOAT_RULE_RANGES.items():
+            check_float("GameConfig", name, getattr(self, name), low, high)
         rounds = self.pve_rounds
         if not isinstance(rounds, tuple) or len(rounds) > MAX_PVE_ROUNDS:
             raise ValueError(
                 f"GameConfig.pve_rounds must be a tuple of at most {MAX_PVE_ROUNDS} round numbers, got {rounds!r}"
             )
         for r in rounds:
-            _check_int("pve_rounds[...]", r, 1, 200)
+            check_int("GameConfig", "pve_rounds[...]", r, 1, 200)
         if any(b <= a for a, b in zip(rounds, rounds[1:])):
             raise ValueError(f"GameConfig.pve_rounds must be strictly increasing, got {rounds!r}")
 
