@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 from flax import struct
 
 from agents import distributions
@@ -74,11 +75,12 @@ def track_episodes(tracker: EpisodeTracker, ts, learner) -> tuple[EpisodeTracker
 
 
 def episode_metrics(sums: dict) -> dict:
-    """Means from summed episode bookkeeping (any leading axes are summed); NaN where nothing finished."""
-    total = {k: jnp.sum(v) for k, v in sums.items()}
+    """Means from summed episode bookkeeping (host-side numpy; any leading axes are summed);
+    NaN where nothing finished."""
+    total = {k: float(np.sum(v)) for k, v in sums.items()}
 
     def mean(x, n):
-        return jnp.where(n > 0, x / jnp.maximum(n, 1.0), jnp.nan)
+        return x / n if n > 0 else float("nan")
 
     return {
         "train/episodes": total["episodes"],
@@ -120,7 +122,7 @@ def summarize(metrics: dict) -> dict:
     episodes that finished (NaN when none did).
     """
     sums = {k[len("sums/"):]: v for k, v in metrics.items() if k.startswith("sums/")}
-    out = {k: float(jnp.mean(v)) for k, v in metrics.items() if not k.startswith("sums/")}
-    out.update({k: float(v) for k, v in episode_metrics(sums).items()})
-    out["train/decisions"] = float(jnp.sum(metrics["train/decisions"]))
+    out = {k: float(np.mean(v)) for k, v in metrics.items() if not k.startswith("sums/")}
+    out.update(episode_metrics(sums))
+    out["train/decisions"] = float(np.sum(metrics["train/decisions"]))
     return out
