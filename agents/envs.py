@@ -52,17 +52,19 @@ class AutoChessTask:
 
     ``seat_kinds``: 8 names from "self" / "random" / "greedy". ``learner_seats``
     (numpy bool[8]) marks the "self" seats, whose steps are training data.
+    ``sync_axes``: names of vmapped axes around the task (a sweep's) that share
+    the fight/reset branches (``jaxgame.batching``).
     """
 
     name = "autochess"
 
-    def __init__(self, env: jaxgame.AutoChessEnv, num_envs: int, seat_kinds=("self",) * 8):
+    def __init__(self, env: jaxgame.AutoChessEnv, num_envs: int, seat_kinds=("self",) * 8, sync_axes=()):
         seat_kinds = tuple(seat_kinds)
         if len(seat_kinds) != env.num_players or any(k not in ("self", *bots.BOTS) for k in seat_kinds):
             raise ValueError(f"seat_kinds must be {env.num_players} names from self/{'/'.join(bots.BOTS)}, "
                              f"got {seat_kinds!r}")
         self.game = env
-        self.venv = jaxgame.VecEnv(env, num_envs)
+        self.venv = jaxgame.VecEnv(env, num_envs, sync_axes)
         self.num_envs = num_envs
         self.num_players = env.num_players
         self.num_actions = env.num_actions
@@ -110,14 +112,15 @@ def make_game(config: TrainConfig) -> jaxgame.AutoChessEnv:
     return jaxgame.make("autochess", obs=config.obs, **config.rules())
 
 
-def make_env(config: TrainConfig, num_envs: int | None = None):
-    """The batched env of a config: ``AutoChessTask`` or a ``GymnaxVecEnv``."""
+def make_env(config: TrainConfig, num_envs: int | None = None, sync_axes: tuple[str, ...] = ()):
+    """The batched env of a config: ``AutoChessTask`` or a ``GymnaxVecEnv``. ``sync_axes``: the vmapped
+    axes the game's branches are shared over (see ``jaxgame.batching``; gymnax envs have none)."""
     num_envs = config.num_envs if num_envs is None else num_envs
     if config.is_gymnax:
         from agents.gymnax_env import make_env as make_gymnax
 
         return make_gymnax(config.env, num_envs)
-    return AutoChessTask(make_game(config), num_envs, config.seat_kinds)
+    return AutoChessTask(make_game(config), num_envs, config.seat_kinds, sync_axes)
 
 
 def learner_seats(env) -> np.ndarray:

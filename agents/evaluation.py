@@ -25,17 +25,20 @@ from jaxgame.validation import as_key
 OPPONENTS = ("random", "greedy")
 
 
-def make_evaluator(game: jaxgame.AutoChessEnv, network, num_games: int, greedy_policy: bool = False):
+def make_evaluator(
+    game: jaxgame.AutoChessEnv, network, num_games: int, greedy_policy: bool = False, sync_axes: tuple[str, ...] = ()
+):
     """Jitted ``evaluate(params, key, opponent) -> int32[num_games, 8]`` (see the module docstring).
 
     ``opponent`` is "random" or "greedy". ``greedy_policy``: the policy takes
-    its most likely legal action instead of sampling.
+    its most likely legal action instead of sampling. ``sync_axes``: vmapped
+    axes around ``evaluate.run`` (a sweep's) sharing the game's branches.
     """
     if isinstance(num_games, bool) or not isinstance(num_games, int) or num_games < 1:
         raise ValueError(f"num_games must be a positive int, got {num_games!r}")
     seats = C.NUM_PLAYERS
     num_envs = num_games * seats
-    venv = jaxgame.VecEnv(game, num_envs)
+    venv = jaxgame.VecEnv(game, num_envs, sync_axes)
     learner_seat = jnp.arange(num_envs) % seats  # env e: game e // 8, policy in seat e % 8
     is_learner = learner_seat[:, None] == jnp.arange(seats)[None, :]  # bool[E, 8]
     max_steps = game.config.max_rounds * game.config.steps_per_round + 1

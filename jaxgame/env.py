@@ -82,9 +82,10 @@ class AutoChessEnv:
     def prepare_fights(self, state: GameState, fight_key: jax.Array):
         return game.prepare_fights(state, fight_key, self.config)
 
-    def run_fights(self, plan):
-        """Combat of a plan or a batch of plans (leading axes) -> FightResult [..., 8]."""
-        return rounds.run_fights(plan, self.config.max_combat_ticks)
+    def run_fights(self, plan, sync_axes: tuple[str, ...] = ()):
+        """Combat of a plan or a batch of plans (leading axes) -> FightResult [..., 8]; ``sync_axes``:
+        see ``jaxgame.batching``."""
+        return rounds.run_fights(plan, self.config.max_combat_ticks, sync_axes)
 
     def finish_fights(self, state: GameState, plan, result, fight_key: jax.Array):
         return game.finish_fights(state, plan, result, fight_key, self.config)

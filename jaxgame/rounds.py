@@ -16,6 +16,7 @@ from jaxgame import constants as C
 from jaxgame import economy
 from jaxgame import shop as shop_lib
 from jaxgame import units
+from jaxgame.batching import any_in_batch
 from jaxgame.config import GameConfig
 from jaxgame.state import RESULT_DRAW, RESULT_LOSS, RESULT_NONE, RESULT_WIN, GameState
 
@@ -145,14 +146,15 @@ def plan_fights(state: GameState, config: GameConfig, key) -> FightPlan:
 ALWAYS_SIMULATED = C.NUM_PLAYERS // 2
 
 
-def run_fights(plan: FightPlan, max_ticks: int) -> combat.FightResult:
+def run_fights(plan: FightPlan, max_ticks: int, sync_axes: tuple[str, ...] = ()) -> combat.FightResult:
     """Simulate the active slots of a batch of plans (any leading batch shape).
 
     Active slots are moved to the front of each game; the first 4 slots of
     every game are always simulated and the other 4 only when some game of
     the batch needs them (a PvE round), so PvP rounds pay for half the
     combat. Inactive slots get an empty-board draw. Returns a FightResult
-    with fields of shape [*batch, 8].
+    with fields of shape [*batch, 8]. ``sync_axes``: vmapped axes around
+    the call that share the PvE decision (``jaxgame.batching``).
     """
     batch = plan.active.shape[:-1]
     n = C.NUM_PLAYERS
@@ -181,7 +183,7 @@ def run_fights(plan: FightPlan, max_ticks: int) -> combat.FightResult:
         zeros = jnp.zeros((order.shape[0], n - ALWAYS_SIMULATED), jnp.int32)
         return combat.FightResult(zeros + 2, zeros, zeros, zeros, zeros, zeros)
 
-    rest = jax.lax.cond(active[:, ALWAYS_SIMULATED:].any(), lambda: simulate(ALWAYS_SIMULATED, n), no_fights)
+    rest = jax.lax.cond(any_in_batch(active[:, ALWAYS_SIMULATED:], sync_axes), lambda: simulate(ALWAYS_SIMULATED, n), no_fights)
     inverse = jnp.argsort(order, axis=1)
     result = jax.tree_util.tree_map(
         lambda a, b: jnp.take_along_axis(jnp.concatenate([a, b], axis=1), inverse, axis=1), first, rest
