@@ -213,11 +213,12 @@ class StreamingA2C(Trainer):
     """``make_train``'s result for ``algo="a2c"``, with ``agents.ppo.PPO``'s interface (``agents.ppo.Trainer``)."""
 
     algo = "a2c"
+    env_fields = Trainer.env_fields + ("pending",)  # sharded over the devices with the env states
 
     def init(self, key, hparams: HParams | None = None) -> A2CRunner:
         base = init_runner(self.config, self.env, self.network, key, hparams)
         fields = {name: getattr(base, name) for name in Runner.__dataclass_fields__}
-        return A2CRunner(**fields, pending=Pending.empty(base.obs, base.mask))
+        return self.constrain(A2CRunner(**fields, pending=Pending.empty(base.obs, base.mask)))
 
     # ---- one update ----
     def update(self, runner: A2CRunner):
@@ -238,6 +239,7 @@ class StreamingA2C(Trainer):
 
         def step(carry, step_key):
             env_state, obs, mask, tracker, pending, grads, stats = carry
+            env_state, obs, mask, tracker, pending = self._constrain_envs((env_state, obs, mask, tracker, pending))
             env_state, ts, transition = act_and_step(
                 network, params, self.env, step_key, env_state, obs, mask, self.learner
             )
@@ -256,7 +258,8 @@ class StreamingA2C(Trainer):
                 "target": _merge(stats["target"], _moments(target, weight)),
                 "residual": _merge(stats["residual"], _moments(target - value, weight)),
             }
-            return (env_state, ts.observation, ts.action_mask, tracker, pending, grads, stats), sums
+            envs = self._constrain_envs((env_state, ts.observation, ts.action_mask, tracker, pending))
+            return (*envs, grads, stats), sums
 
         zero = jnp.float32(0.0)
         stats = {**{k: zero for k in _LOSS_KEYS}, "decisions": zero, "target": (zero,) * 3, "residual": (zero,) * 3}

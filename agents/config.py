@@ -56,6 +56,7 @@ class HParams:
 _INT_RANGES = {
     "seed": (0, 2**31 - 1),
     "num_envs": (1, 1 << 20),
+    "num_devices": (0, 1 << 16),
     "num_steps": (1, 1 << 16),
     "total_steps": (1, 1 << 50),
     "update_epochs": (1, 1000),
@@ -93,7 +94,11 @@ class TrainConfig:
         self-play), "random" or "greedy" (seat 0 learns, 7 bots), or 8 comma-separated names
         from self/random/greedy. Only "self" seats are training data. Game only.
       seed: master seed in [0, 2^31 - 1]; every random stream derives from it (docs/training.md).
-      num_envs: games (or gymnax envs) stepped together, in [1, 2^20].
+      num_envs: games (or gymnax envs) stepped together, in [1, 2^20] (all devices together).
+      num_devices: data-parallel devices, in [0, 65536]: 0 = all of ``jax.devices()`` (every host's in a
+        multi-host run), else the first that many; the envs are sharded over them (``agents.distributed``),
+        so num_envs must divide by it. A run equals the one-device run up to float rounding, and a
+        checkpoint resumes on any number of devices.
       num_steps: PPO rollout length T per update, in [1, 65536].
       total_steps: env steps of the whole run, all envs together (a game step moves all 8 seats).
       lr: Adam learning rate in [0, 1]; anneal_lr: linear decay to 0 over the run.
@@ -121,6 +126,7 @@ class TrainConfig:
     opponents: str = "self"
     seed: int = 0
     num_envs: int = 16
+    num_devices: int = 0
     num_steps: int = 64
     total_steps: int = 200_000
     lr: float = 3e-4
@@ -184,6 +190,11 @@ class TrainConfig:
             raise ValueError(
                 f"TrainConfig.total_steps must be >= one update's env steps ({self.steps_per_update} = "
                 f"num_envs x {'num_steps' if self.algo == 'ppo' else 'update_every'}), got {self.total_steps}"
+            )
+        if self.num_devices and self.num_envs % self.num_devices:
+            raise ValueError(
+                f"TrainConfig.num_devices must divide num_envs={self.num_envs} (each device steps an equal share "
+                f"of the envs), or be 0 for all devices; got {self.num_devices}"
             )
         batch = self.num_envs * self.num_steps * self.num_seats
         if self.algo == "ppo" and batch % self.num_minibatches:

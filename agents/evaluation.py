@@ -21,6 +21,10 @@ from jaxgame import bots
 from jaxgame import constants as C
 from jaxgame.validation import as_key
 
+#: ``fold_in(master_key, EVAL_STREAM)`` is a run's evaluation stream; the evaluation after update ``u``
+#: uses ``fold_in`` of that with ``u`` (docs/training.md).
+EVAL_STREAM = 3
+
 #: Opponent bots by index (the index is traced, so both share one compiled program).
 OPPONENTS = ("random", "greedy")
 

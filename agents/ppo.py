@@ -26,12 +26,16 @@ sampling key and its minibatch shuffling key.
 
 from __future__ import annotations
 
+import dataclasses
+
 import jax
 import jax.numpy as jnp
 import optax
 from flax import struct
+from jax.sharding import NamedSharding
+from jax.sharding import PartitionSpec as P
 
-from agents import losses, networks
+from agents import distributed, losses, networks
 from agents.config import HParams, TrainConfig
 from agents.envs import learner_seats
 from agents.gae import gae
@@ -103,9 +107,17 @@ def init_runner(config: TrainConfig, env, network, key, hparams: HParams | None 
 class Trainer:
     """Shared shell of the trainers: ``make_train``'s result, callable ``(key, hparams=None) ->
     (runner, metrics)``, plus ``init`` and ``run`` (a jitted chunk of updates) for the chunked loop.
-    Subclasses set ``algo`` and implement ``update(runner) -> (runner, metrics)``."""
+    Subclasses set ``algo`` and implement ``update(runner) -> (runner, metrics)``.
+
+    Devices (``agents.distributed``): ``self.mesh`` is the data-parallel mesh of ``config.num_devices``,
+    or None when that is one device (then nothing below constrains anything: the one-device program).
+    With a mesh, the runner's ``env_fields`` are sharded on their leading env axis and the rest is
+    replicated (``shardings``); ``init`` and ``run`` return runners placed so, and the metrics replicated.
+    """
 
     algo = ""
+    #: Runner fields whose leaves have a leading env axis (sharded over the devices).
+    env_fields = ("env_state", "obs", "mask", "tracker")
 
     def __init__(self, config: TrainConfig, env):
         if config.algo != self.algo:
@@ -116,17 +128,57 @@ class Trainer:
         self.env = env
         self.network = make_network(config, env.num_actions)
         self.learner = learner_seats(env)
+        self.mesh = distributed.make_mesh(config.num_devices, config.num_envs)
         self.run = jax.jit(self._run, static_argnums=1)
 
+    # ---- placement over the devices (identity without a mesh) ----
+    def shardings(self, runner):
+        """A pytree like ``runner`` (arrays or ``ShapeDtypeStruct``s) of ``NamedSharding``s; None without a mesh."""
+        if self.mesh is None:
+            return None
+        num_envs = self.config.num_envs
+
+        def field(name, value):
+            batched = name in self.env_fields
+            return jax.tree_util.tree_map(
+                lambda x: NamedSharding(self.mesh, distributed.batch_spec(x.shape, num_envs) if batched else P()),
+                value,
+            )
+
+        return runner.replace(**{f.name: field(f.name, getattr(runner, f.name)) for f in dataclasses.fields(runner)})
+
+    def constrain(self, runner):
+        """The runner placed by ``shardings``: a constraint under jit, a transfer outside."""
+        if self.mesh is None:
+            return runner
+        return jax.lax.with_sharding_constraint(runner, self.shardings(runner))
+
+    def place(self, runner):
+        """Host side: move a runner (e.g. restored from a checkpoint) onto the devices as ``shardings`` says."""
+        if self.mesh is None:
+            return runner
+        return jax.device_put(runner, self.shardings(runner))
+
+    def _constrain_envs(self, tree):
+        """Inside the scans: keep the leaves with a leading env axis sharded on it."""
+        return distributed.constrain_batch(tree, self.mesh, self.config.num_envs)
+
     def init(self, key, hparams: HParams | None = None) -> Runner:
-        return init_runner(self.config, self.env, self.network, key, hparams)
+        return self.constrain(init_runner(self.config, self.env, self.network, key, hparams))
 
     def __call__(self, key, hparams: HParams | None = None):
         """The whole run: ``(runner, metrics)`` with metrics float32[num_updates] each."""
         return self._run(self.init(key, hparams), self.config.num_updates)
 
     def _run(self, runner: Runner, num_updates: int):
-        return jax.lax.scan(lambda r, _: self.update(r), runner, None, length=num_updates)
+        def one_update(runner, _):
+            runner, metrics = self.update(self.constrain(runner))
+            return self.constrain(runner), metrics
+
+        runner, metrics = jax.lax.scan(one_update, self.constrain(runner), None, length=num_updates)
+        if self.mesh is not None:
+            metrics = jax.lax.with_sharding_constraint(metrics, distributed.replicated(self.mesh))
+        return runner, metrics
 
     def update(self, runner: Runner):
         raise NotImplementedError
@@ -142,12 +194,13 @@ class PPO(Trainer):
         """``num_steps`` env steps -> (runner, transitions [T, N, P], episode sums [T])."""
 
         def step(carry, step_key):
-            env_state, obs, mask, tracker = carry
+            env_state, obs, mask, tracker = self._constrain_envs(carry)
             env_state, ts, transition = act_and_step(
                 self.network, runner.params, self.env, step_key, env_state, obs, mask, self.learner
             )
             tracker, sums = track_episodes(tracker, ts, self.learner)
-            return (env_state, ts.observation, ts.action_mask, tracker), (transition, sums)
+            carry = self._constrain_envs((env_state, ts.observation, ts.action_mask, tracker))
+            return carry, (self._constrain_envs(transition), sums)
 
         carry = (runner.env_state, runner.obs, runner.mask, runner.tracker)
         keys = jax.random.split(key, self.config.num_steps)
@@ -190,6 +243,7 @@ class PPO(Trainer):
             shuffled = jax.tree_util.tree_map(
                 lambda x: x[order].reshape((config.num_minibatches, -1) + x.shape[1:]), flat
             )
+            shuffled = distributed.constrain_axis(shuffled, self.mesh, 1)  # each device: a share of every minibatch
             return jax.lax.scan(minibatch_step, carry, shuffled)
 
         epoch_keys = jax.random.split(shuffle_key, config.update_epochs)

@@ -3,9 +3,11 @@
     python -m experiments.benchmark --what env
     python -m experiments.benchmark --what env --full
     python -m experiments.benchmark --what env --num-envs 1,64 --rounds 1
+    python -m experiments.benchmark --what combat --baseline 14c8e52
     python -m experiments.benchmark --what render
     python -m experiments.benchmark --what train
     python -m experiments.benchmark --what train --presets smoke --updates 2 --gymnax-steps 20000
+    python -m experiments.benchmark --what sweep --presets smoke --runs 4
 
 The default sweep of ``--what env`` depends on the backend. On a GPU/TPU it is
 the full sweep: 1, 64, 1024 and 4096 envs, 1024 fights, fight-skip at 256 envs.
@@ -28,6 +30,19 @@ silences it.
     one that is, and of a non-fight step under plain ``jax.vmap(env.step)``
     (where the per-env ``lax.cond`` turns into a select and the combat runs on
     every step) — the proof that VecEnv skips the combat when it is not due.
+
+``--what combat`` reports the combat alone and the env around it, optionally
+next to a baseline revision (``--baseline REV``: ``jaxgame/combat.py`` and
+``jaxgame/rounds.py`` as of that git revision, loaded from ``git show``; each
+baseline measurement runs right after the current one, so both see the same
+machine load):
+  * ``combat[n]``: fights/s of ``n`` random fights (``--combat-batch``, default
+    64 and 1024) with 3 and 9 units a side, ``current``, ``baseline`` and
+    ``speedup``; the current combat simulates ``MAX_LEVEL`` units a side, as
+    the game does;
+  * ``seat_steps_per_s``: VecEnv seat-steps/s as ``--what env`` measures them
+    (``--num-envs``, default 64), current, baseline and speedup.
+About 3 minutes on a 2-core CPU with a baseline, most of it compiling.
 
 ``--what render`` reports:
   * ``render[n]``: frames/s of ``render.render_all`` vmapped over ``n`` game
@@ -73,23 +88,37 @@ The CPU default takes about 3 minutes on a 2-core CPU, most of it XLA compiling
 the game (the trainer and the env-only rollout of each preset) and the two
 CartPole trainers; ``--presets none`` times only the gymnax section.
 
+``--what sweep`` reports, per preset shape (``--presets``, default ``smoke``
+and ``ppo_small``; experiments/bench_sweep.py): the best time of a jitted chunk of ``--updates`` updates (default as for ``--what
+train``) for one run, under ``sweep_vs_separate[preset]``, for a vmapped sweep of ``--runs`` runs (default 4 on a
+CPU, 16 on an accelerator or with ``--full``), and for the same sweep without
+the shared branch predicates (the combat then runs on every step);
+``ratio`` = sweep / (runs x single run), <= 1 when the sweep costs no more
+than the runs one after another, and ``naive_ratio`` likewise.
+
 All modes also report ``sweep``: "quick" or "full", the default sizes used.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
+import functools
 import json
 import math
 import platform
+import subprocess
+import sys
 import time
+import types
+from pathlib import Path
 
 import jax
 import jax.numpy as jnp
 
 import jaxgame
 from experiments.common import random_boards, rollout_fn, status
-from jaxgame import bots, combat, packing, render
+from jaxgame import bots, combat, packing, render, rounds
 from jaxgame import constants as C
 
 #: Default sizes per sweep; ``default_sweep`` picks one for the backend.
@@ -158,13 +187,21 @@ def bench_env_throughput(env, num_envs_list, rounds, progress, label="env"):
     return out
 
 
-def bench_combat(num_fights, units_list, max_ticks, progress):
-    """Fights/s of the vmapped combat on random boards, one entry per number of units a side."""
-    fight = jax.jit(jax.vmap(lambda a, b, c, d, k: combat.simulate_fight(a, b, c, d, k, max_ticks=max_ticks)))
+def bench_combat(num_fights, units_list, max_ticks, progress, combat_module=None, label="combat"):
+    """Fights/s of the vmapped combat on random boards, one entry per number of units a side.
+
+    The fights simulate ``MAX_LEVEL`` units a side, as the game does; ``combat_module``: another
+    implementation of ``jaxgame.combat`` to time instead (``--baseline``; called without ``max_units``).
+    """
+    if combat_module is None:
+        simulate = functools.partial(combat.simulate_fight, max_ticks=max_ticks, max_units=C.MAX_LEVEL)
+    else:
+        simulate = functools.partial(combat_module.simulate_fight, max_ticks=max_ticks)
+    fight = jax.jit(jax.vmap(simulate))
     keys = jax.random.split(jax.random.key(2), num_fights)
     out = []
     for i, units in enumerate(units_list):
-        status(f"[combat {i + 1}/{len(units_list)}] {num_fights} fights, {units} units a side: ", progress, end="")
+        status(f"[{label} {i + 1}/{len(units_list)}] {num_fights} fights, {units} units a side: ", progress, end="")
         hs, ht = random_boards(jax.random.key(0), num_fights, units)
         as_, at = random_boards(jax.random.key(1), num_fights, units)
         if i == 0:  # the same shapes for every unit count: compile once
@@ -180,6 +217,58 @@ def bench_combat(num_fights, units_list, max_ticks, progress):
             "mean_ticks": round(float(jnp.mean(ticks)), 1),
         })
         status(f" {out[-1]['fights_per_s']:,.0f} fights/s", progress)
+    return out
+
+
+def load_baseline(rev: str):
+    """``jaxgame/combat.py`` and ``jaxgame/rounds.py`` as of git revision ``rev`` (``git show``), as modules
+    ``(combat, rounds)``; the baseline rounds module calls the baseline combat."""
+    root = Path(__file__).resolve().parent.parent
+    loaded = []
+    for name in ("combat", "rounds"):
+        source = subprocess.run(["git", "show", f"{rev}:jaxgame/{name}.py"], cwd=root, capture_output=True,
+                                text=True, check=True).stdout
+        module = types.ModuleType(f"jaxgame_baseline_{name}")
+        sys.modules[module.__name__] = module  # dataclasses look their module up
+        exec(compile(source, f"{rev}:jaxgame/{name}.py", "exec"), module.__dict__)  # noqa: S102 (the baseline's own source, from git)
+        if loaded:
+            module.combat = loaded[0]  # rounds: ``from jaxgame import combat`` -> the baseline combat
+        loaded.append(module)
+    return tuple(loaded)
+
+
+@contextlib.contextmanager
+def baseline_fights(rounds_module):
+    """Within the block, envs traced anew run their fights with ``rounds_module.run_fights``."""
+    current = rounds.run_fights
+    rounds.run_fights = rounds_module.run_fights
+    try:
+        yield
+    finally:
+        rounds.run_fights = current
+
+
+def bench_combat_vs_baseline(batch_sizes, num_envs_list, rev, progress):
+    """``--what combat``: fights/s of the combat alone per batch size (3 and 9 units a side) and env-only
+    seat-steps/s, of this tree and (with ``rev``) of the baseline revision, measured back to back."""
+    env = jaxgame.make("autochess")
+    max_ticks = env.config.max_combat_ticks
+    baseline = load_baseline(rev) if rev else None
+    out = {"baseline": rev, "combat": {}, "seat_steps_per_s": {}}
+    for n in batch_sizes:
+        entry = {"current": bench_combat(n, (3, 9), max_ticks, progress)}
+        if baseline:
+            entry["baseline"] = bench_combat(n, (3, 9), max_ticks, progress, baseline[0], label="baseline combat")
+            entry["speedup"] = [round(c["fights_per_s"] / b["fights_per_s"], 2)
+                                for c, b in zip(entry["current"], entry["baseline"])]
+        out["combat"][str(n)] = entry
+    current = bench_env_throughput(env, num_envs_list, 1, progress)
+    out["seat_steps_per_s"]["current"] = current
+    if baseline:
+        with baseline_fights(baseline[1]):
+            base = bench_env_throughput(env, num_envs_list, 1, progress, label="baseline env")
+        out["seat_steps_per_s"]["baseline"] = base
+        out["seat_steps_per_s"]["speedup"] = {n: round(current[n] / base[n], 2) for n in current}
     return out
 
 
@@ -447,7 +536,7 @@ def _ints(text):
 
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--what", choices=["env", "render", "train"], default="env")
+    parser.add_argument("--what", choices=["env", "combat", "render", "train", "sweep"], default="env")
     parser.add_argument(
         "--full", action="store_true",
         help="the full sweep even on a CPU (the default on a GPU; ~10 min for --what env on a 2-core CPU)",
@@ -474,6 +563,12 @@ def main(argv=None):
     parser.add_argument("--gymnax-steps", type=int, default=GYMNAX_STEPS,
                         help=f"train: CartPole env steps of the gymnax section, ours and PureJaxRL's (default "
                              f"{GYMNAX_STEPS:,}, PureJaxRL's; 0 skips it)")
+    parser.add_argument("--runs", type=int, default=None,
+                        help="sweep: runs in the vmapped sweep (default 4 on CPU, 16 with --full or on GPU)")
+    parser.add_argument("--combat-batch", default="64,1024",
+                        help="combat: comma-separated numbers of fights timed together (default 64,1024)")
+    parser.add_argument("--baseline", default=None,
+                        help="combat: a git revision whose jaxgame/combat.py and rounds.py are timed too, back to back")
     parser.add_argument("--quiet", action="store_true", help="no progress lines on stderr")
     args = parser.parse_args(argv)
     backend = jax.default_backend()
@@ -481,16 +576,17 @@ def main(argv=None):
     try:
         num_envs_list = (
             _ints(args.num_envs) if args.num_envs
-            else sweep["num_envs"] if args.what == "env" else sweep["render_num_envs"]
+            else sweep["num_envs"] if args.what == "env" else [64] if args.what == "combat" else sweep["render_num_envs"]
         )
         render_batch = _ints(args.render_batch) if args.render_batch else sweep["render_batch"]
+        combat_batch = _ints(args.combat_batch)
     except ValueError:
         parser.error(f"--num-envs/--render-batch must be comma-separated ints, got {args.num_envs!r}, {args.render_batch!r}")
     fights = sweep["fights"] if args.fights is None else args.fights
     skip_envs = sweep["skip_envs"] if args.skip_envs is None else args.skip_envs
-    if any(n < 1 for n in num_envs_list + render_batch) or args.rounds < 1 or fights < 1 or skip_envs < 1:
+    if any(n < 1 for n in num_envs_list + render_batch + combat_batch) or min(args.rounds, fights, skip_envs) < 1:
         parser.error("--num-envs, --render-batch, --rounds, --fights and --skip-envs must be positive")
-    if args.what == "train":
+    if args.what in ("train", "sweep"):
         presets = _train_presets(args.presets if args.presets is not None else ",".join(sweep["train_presets"]), parser)
         if args.updates is not None and args.updates < 1:
             parser.error("--updates must be positive")
@@ -500,6 +596,14 @@ def main(argv=None):
     start = time.perf_counter()
     if args.what == "render":
         sizes = f"render states {','.join(map(str, render_batch))}; envs {','.join(map(str, num_envs_list))}"
+    elif args.what == "sweep":
+        runs = args.runs or (4 if sweep["name"] == "quick" else 16)
+        if runs < 1:
+            parser.error("--runs must be positive")
+        sizes = f"presets {','.join(presets)}, {runs} runs"
+    elif args.what == "combat":
+        sizes = (f"fights {','.join(map(str, combat_batch))}; envs {','.join(map(str, num_envs_list))}; "
+                 f"baseline {args.baseline or 'none'}")
     elif args.what == "train":
         updates = f"{args.updates} updates" if args.updates else f"{sweep['train_steps']} steps of every env"
         gymnax = f"gymnax {args.gymnax_steps} steps" if args.gymnax_steps else "gymnax skipped"
@@ -528,6 +632,17 @@ def main(argv=None):
         }
         skipped = {"skipped": "--gymnax-steps 0"}
         result["gymnax"] = bench_gymnax(args.gymnax_steps, progress) if args.gymnax_steps else skipped
+    elif args.what == "sweep":
+        from experiments.bench_sweep import bench_sweep
+        from experiments.presets import preset_config
+
+        result["sweep_vs_separate"] = {
+            name: bench_sweep(name, runs, train_updates(preset_config(name), sweep["train_steps"], args.updates),
+                              progress, f"[sweep {i + 1}/{len(presets)}]")
+            for i, name in enumerate(presets)
+        }
+    elif args.what == "combat":
+        result.update(bench_combat_vs_baseline(combat_batch, num_envs_list, args.baseline, progress))
     elif args.what == "render":
         result["render"] = bench_render(render_batch, progress)
         result["env_seat_steps_per_s"] = bench_obs_kinds(num_envs_list, args.rounds, progress)

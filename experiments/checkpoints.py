@@ -40,7 +40,12 @@ Guarantees and behaviour:
   metrics. Expect orbax/absl log lines (and, after a failed read, "Event loop is closed" reports from tensorstore
   threads) when corrupt steps are probed; they are harmless.
 
-The store assumes a single writer process (single host).
+Devices and hosts: the tree's arrays may be sharded over several devices (``agents.distributed``); orbax saves
+global arrays, so a checkpoint restores onto any device layout: give the abstract leaves the target ``sharding``
+(``jax.ShapeDtypeStruct(shape, dtype, sharding=...)``) and each device reads its share (leaves without one go to the
+first local device, whole). In a multi-process run every process creates the store and calls ``save`` / ``restore``
+with the same arguments (orbax synchronises them; each process writes its own shards, process 0 the metadata), on a
+directory all processes share. Otherwise the store assumes a single writer process.
 """
 
 from __future__ import annotations

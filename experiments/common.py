@@ -37,6 +37,19 @@ def enable_compilation_cache(cache_dir: str | None) -> str | None:
     return str(cache_dir)
 
 
+def parse_overrides(parser, items, env=None) -> dict:
+    """``--set KEY=VALUE`` strings (and ``--env``) -> {field: string}; a malformed item is a parser error."""
+    overrides = {}
+    for item in items:
+        key, sep, value = item.partition("=")
+        if not sep or not key.strip():
+            parser.error(f"--set {item!r}: expected KEY=VALUE")
+        overrides[key.strip()] = value
+    if env:
+        overrides["env"] = env
+    return overrides
+
+
 def status(message: str, enabled: bool = True, end: str = "\n") -> None:
     """Print a progress message to stderr at once (stdout stays for the CLIs' JSON)."""
     if enabled:

@@ -59,6 +59,7 @@ def parse_args(argv=None):
 
 def evaluate_checkpoint(args) -> dict:
     """Seat-rotated evaluation of a run's saved policy (see the module docstring)."""
+    import dataclasses
     import time
     from pathlib import Path
 
@@ -77,6 +78,8 @@ def evaluate_checkpoint(args) -> dict:
     config = TrainConfig.from_dict(store.read_config(args.step)["config"])
     if config.is_gymnax:
         raise SystemExit(f"{run_dir} trained on {config.env}; --checkpoint evaluates game policies only")
+    # one device, whatever the run trained on: the parameters are replicated, the evaluation runs on one device
+    config = dataclasses.replace(config, num_devices=1)
     _, trainer, evaluate = build(config)  # shared with experiments.train (same process: no retracing)
     abstract = jax.eval_shape(trainer.init, jax.random.key(config.seed))
     step, runner, _ = store.restore(abstract, args.step)

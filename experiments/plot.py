@@ -183,11 +183,7 @@ def plot_runs(run_dirs, out: str, x: str = "env_steps", metrics=None) -> dict:
                 f"available: {', '.join(available) or '(none)'}"
             )
 
-    ncols = min(3, len(metrics))
-    nrows = math.ceil(len(metrics) / ncols)
-    fig = Figure(figsize=(5.0 * ncols, 3.6 * nrows + 0.6), layout="constrained")
-    FigureCanvasAgg(fig)
-    axes = fig.subplots(nrows, ncols, squeeze=False).ravel()
+    fig, axes = _figure(len(metrics))
     points: dict[str, int] = {}
     handles: dict[str, object] = {}
     for ax, metric in zip(axes, metrics):
@@ -200,23 +196,77 @@ def plot_runs(run_dirs, out: str, x: str = "env_steps", metrics=None) -> dict:
             marker = "o" if len(xs) <= MARKER_MAX_POINTS else None
             (line,) = ax.plot(xs, ys, color=f"C{i % 10}", marker=marker, markersize=3, linewidth=1.2, label=label)
             handles.setdefault(label, line)
-        if "placement" in metric:
-            ax.axhline(MEAN_PLACEMENT, color="gray", linestyle="--", linewidth=1.0, zorder=0)
-            ax.set_ylabel("placement (1 best .. 8 worst)")
-        ax.set_title(metric)
-        ax.set_xlabel(x)
-        ax.xaxis.set_major_locator(MaxNLocator(nbins=6))
-        ax.xaxis.set_major_formatter(FuncFormatter(_short))
-        ax.grid(True, alpha=0.3)
-    for ax in axes[len(metrics) :]:
+        _style(ax, metric, x)
+    _finish(fig, axes, len(metrics), handles, out)
+    return {"out": out, "runs": labels, "metrics": metrics, "points": points}
+
+
+def _figure(num_panels: int):
+    """An Agg figure with a grid of up to 3 columns: (figure, flat array of axes)."""
+    ncols = min(3, num_panels)
+    nrows = math.ceil(num_panels / ncols)
+    fig = Figure(figsize=(5.0 * ncols, 3.6 * nrows + 0.6), layout="constrained")
+    FigureCanvasAgg(fig)
+    return fig, fig.subplots(nrows, ncols, squeeze=False).ravel()
+
+
+def _style(ax, metric: str, x: str) -> None:
+    if "placement" in metric:
+        ax.axhline(MEAN_PLACEMENT, color="gray", linestyle="--", linewidth=1.0, zorder=0)
+        ax.set_ylabel("placement (1 best .. 8 worst)")
+    ax.set_title(metric)
+    ax.set_xlabel(x)
+    ax.xaxis.set_major_locator(MaxNLocator(nbins=6))
+    ax.xaxis.set_major_formatter(FuncFormatter(_short))
+    ax.grid(True, alpha=0.3)
+
+
+def _finish(fig, axes, num_panels: int, handles: dict, out: str) -> None:
+    """Drop unused panels, add the legend and save the PNG (parent directories created)."""
+    for ax in axes[num_panels:]:
         ax.remove()
     if handles:
         fig.legend(list(handles.values()), list(handles), loc="outside upper center", ncols=min(len(handles), 4))
-
-    parent = os.path.dirname(os.path.abspath(out))
-    os.makedirs(parent, exist_ok=True)
+    os.makedirs(os.path.dirname(os.path.abspath(out)), exist_ok=True)
     fig.savefig(out, dpi=100)
-    return {"out": out, "runs": labels, "metrics": metrics, "points": points}
+
+
+def plot_bands(groups, out: str, x: str = "env_steps", metrics=None) -> dict:
+    """One panel per metric; per group (e.g. a sweep's grid point) the mean over its runs (e.g. seeds)
+    with a +- std band, at the x values all of the group's runs share.
+
+    ``groups``: list of ``(label, [records of run 1, records of run 2, ...])``.
+    ``metrics``: keys to draw (default: DEFAULT_METRICS present in some run).
+    Returns ``{"out", "groups", "metrics", "points"}`` (points: mean points drawn per metric).
+    """
+    import numpy as np
+
+    every_run = [records for _, runs in groups for records in runs]
+    available = available_metrics(every_run, x)
+    metrics = [m for m in (metrics or DEFAULT_METRICS) if m in available]
+    if not metrics:
+        raise ValueError(f"nothing to plot: none of the metrics has a numeric point against {x!r}")
+    fig, axes = _figure(len(metrics))
+    points: dict[str, int] = {}
+    handles: dict[str, object] = {}
+    for ax, metric in zip(axes, metrics):
+        points[metric] = 0
+        for i, (label, runs) in enumerate(groups):
+            curves = [dict(zip(*series(records, metric, x))) for records in runs]
+            shared = sorted(set.intersection(*(set(c) for c in curves))) if curves else []
+            if not shared:
+                continue
+            ys = np.array([[c[v] for v in shared] for c in curves])
+            mean, std = ys.mean(axis=0), ys.std(axis=0)
+            marker = "o" if len(shared) <= MARKER_MAX_POINTS else None
+            (line,) = ax.plot(shared, mean, color=f"C{i % 10}", marker=marker, markersize=3, linewidth=1.2,
+                              label=f"{label} (n={len(runs)})")
+            ax.fill_between(shared, mean - std, mean + std, color=f"C{i % 10}", alpha=0.2, linewidth=0)
+            handles.setdefault(line.get_label(), line)
+            points[metric] += len(shared)
+        _style(ax, metric, x)
+    _finish(fig, axes, len(metrics), handles, out)
+    return {"out": out, "groups": [label for label, _ in groups], "metrics": metrics, "points": points}
 
 
 def main(argv=None) -> dict:

@@ -5,6 +5,8 @@
     python -m experiments.train --run-dir runs/mine --resume       # continue where it stopped
     python -m experiments.train --env gymnax:CartPole-v1 --preset=ppo_gymnax
     python -m experiments.train --list-presets
+    python -m experiments.train --preset=ppo_large --set num_devices=4   # data parallel over 4 devices (0: all)
+    python -m experiments.train --preset=ppo_large --coordinator=host0:1234 --num-processes=2 --process-id=0
 
 The run directory (default ``runs/<preset>-<timestamp>``) gets ``config.json``,
 ``metrics.jsonl`` (a ``{"meta": ...}`` line, then one record per chunk),
@@ -14,6 +16,12 @@ evaluates (every ``eval_every`` chunks) and checkpoints (every
 ``checkpoint_every`` chunks, and at the end). Progress goes to stderr; the
 last line on stdout is a JSON summary. JAX's persistent compilation cache is
 on (``--cache-dir``, default ``~/.cache/jaxgame/jax``; ``--no-cache``).
+
+Devices and hosts (``agents.distributed``, docs/training.md): the envs are sharded over
+``num_devices`` devices (0 = all). For several hosts, run the same command once per host with
+``--coordinator HOST:PORT --num-processes N --process-id I`` (or ``$JAXGAME_COORDINATOR``,
+``$JAXGAME_NUM_PROCESSES``, ``$JAXGAME_PROCESS_ID``; ``--distributed`` lets JAX detect a SLURM or Open
+MPI job); every process trains and saves its shards of the checkpoints, only process 0 writes the logs.
 """
 
 from __future__ import annotations
@@ -27,10 +35,37 @@ import sys
 import time
 from pathlib import Path
 
-from experiments.common import DEFAULT_CACHE, enable_compilation_cache, status
+# Nothing that imports jaxgame at module level: a multi-host run must start jax.distributed before the
+# first JAX computation, and importing jaxgame computes its tables (see ``main``).
+
+
+def add_host_args(parser):
+    """The multi-host flags (also parsed on their own, before anything starts JAX's backend)."""
+    hosts = parser.add_argument_group("multi-host (one process per host, the same command on each)")
+    hosts.add_argument("--coordinator", metavar="HOST:PORT",
+                       help="process 0's address and a free port ($JAXGAME_COORDINATOR)")
+    hosts.add_argument("--num-processes", type=int, metavar="N", help="processes in the run ($JAXGAME_NUM_PROCESSES)")
+    hosts.add_argument("--process-id", type=int, metavar="I", help="this process, 0..N-1 ($JAXGAME_PROCESS_ID)")
+    hosts.add_argument("--distributed", action="store_true",
+                       help="let JAX detect the cluster (SLURM, Open MPI, ...) instead of the three flags above")
+
+
+def start_distributed(argv=None) -> bool:
+    """``agents.distributed.initialize`` from the multi-host flags of ``argv`` (or the environment); True when
+    this process is part of a multi-process run. Runs before jaxgame is imported."""
+    from agents import distributed
+
+    parser = argparse.ArgumentParser(add_help=False)
+    add_host_args(parser)
+    args, _ = parser.parse_known_args(argv)
+    try:
+        return distributed.initialize(args.coordinator, args.num_processes, args.process_id, auto=args.distributed)
+    except ValueError as err:
+        parser.error(str(err))
 
 
 def parse_args(argv=None):
+    from experiments.common import DEFAULT_CACHE, parse_overrides
     from experiments.presets import PRESETS
 
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -44,20 +79,13 @@ def parse_args(argv=None):
     parser.add_argument("--cache-dir", default=DEFAULT_CACHE, help=f"JAX compilation cache (default {DEFAULT_CACHE})")
     parser.add_argument("--no-cache", action="store_true", help="do not use the persistent compilation cache")
     parser.add_argument("--quiet", action="store_true", help="no progress on stderr")
+    add_host_args(parser)
     args = parser.parse_args(argv)
     if not args.list_presets and not args.resume and not args.preset:
         parser.error("give --preset NAME (or --resume with --run-dir, or --list-presets)")
     if args.resume and not args.run_dir:
         parser.error("--resume needs --run-dir")
-    overrides = {}
-    for item in args.set:
-        key, sep, value = item.partition("=")
-        if not sep or not key.strip():
-            parser.error(f"--set {item!r}: expected KEY=VALUE")
-        overrides[key.strip()] = value
-    if args.env:
-        overrides["env"] = args.env
-    return parser, args, overrides
+    return parser, args, parse_overrides(parser, args.set, args.env)
 
 
 def build_config(parser, args, overrides):
@@ -79,8 +107,10 @@ def build_config(parser, args, overrides):
 
 
 #: Fields a resumed run may change: they do not change shapes, the algorithm or the data seen so far.
+#: ``num_devices`` too: a checkpoint holds global arrays, restored onto any number of devices.
 RESUMABLE_CHANGES = frozenset(
-    {"total_steps", "eval_every", "eval_games", "checkpoint_every", "keep_checkpoints", "updates_per_chunk"}
+    {"total_steps", "eval_every", "eval_games", "checkpoint_every", "keep_checkpoints", "updates_per_chunk",
+     "num_devices"}
 )
 
 
@@ -120,6 +150,7 @@ def run_meta(config, preset):
         "seed": config.seed,
         "versions": versions,
         "devices": [str(d) for d in jax.devices()],
+        "processes": jax.process_count(),
         "backend": jax.default_backend(),
         "git_commit": commit,
         "started": time.strftime("%Y-%m-%dT%H:%M:%S"),
@@ -162,6 +193,9 @@ class MetricsLog:
 
 
 def main(argv=None):
+    start_distributed(argv)
+    from experiments.common import enable_compilation_cache
+
     parser, args, overrides = parse_args(argv)
     if args.list_presets:
         from experiments.presets import describe
@@ -169,6 +203,12 @@ def main(argv=None):
         print(describe())
         return None
     config = build_config(parser, args, overrides)
+    try:
+        from agents import distributed
+
+        distributed.make_mesh(config.num_devices, config.num_envs)  # more devices than there are: a usage error
+    except ValueError as err:
+        parser.error(str(err))
     quiet = args.quiet
     run_dir = Path(args.run_dir or f"runs/{args.preset}-{time.strftime('%Y%m%d-%H%M%S')}")
     if not args.resume and (run_dir / "metrics.jsonl").exists():
@@ -212,20 +252,29 @@ def build(config):
 
 
 def train(config, run_dir, resume=False, preset=None, quiet=False, cache_dir=None):
-    """Run (or continue) a training run in ``run_dir``; returns the JSON summary dict."""
+    """Run (or continue) a training run in ``run_dir``; returns the JSON summary dict.
+
+    In a multi-process run every process calls this (the same arguments); only process 0 writes
+    ``config.json``, ``metrics.jsonl``, tensorboard and stderr/stdout; all save the checkpoints."""
     import jax
     import numpy as np
     from tqdm import tqdm
 
-    from agents import trainers
+    from agents import distributed, trainers
     from agents.evaluation import placement_summary
     from experiments.checkpoints import CheckpointStore
+    from experiments.common import status
 
     start_wall = time.perf_counter()
+    main_process = distributed.is_main_process()
+    quiet = quiet or not main_process
     run_dir = Path(run_dir)
     run_dir.mkdir(parents=True, exist_ok=True)
+    distributed.barrier("start")  # every process has looked at run_dir before process 0 writes to it
+    num_devices = len(distributed.resolve_devices(config.num_devices))
     status(f"run dir {run_dir}; building {config.algo} on {config.env} with {config.num_envs} envs "
-           f"({jax.default_backend()})", not quiet)
+           f"({num_devices} {jax.default_backend()} device(s)"
+           + (f" in {jax.process_count()} processes)" if jax.process_count() > 1 else ")"), not quiet)
     env, trainer, evaluator = build(config)
     best = "eval/placement_vs_greedy" if evaluator else "train/episode_return"
     store = CheckpointStore(run_dir / "checkpoints", keep=config.keep_checkpoints, best_metric=best,
@@ -237,16 +286,29 @@ def train(config, run_dir, resume=False, preset=None, quiet=False, cache_dir=Non
     init = jax.jit(trainer.init)
     if resume:
         abstract = jax.eval_shape(init, master)
+        shardings = trainer.shardings(abstract)
+        if shardings is not None:  # read each device's share straight into place (any device count saved it)
+            abstract = jax.tree_util.tree_map(
+                lambda a, s: jax.ShapeDtypeStruct(a.shape, a.dtype, sharding=s), abstract, shardings
+            )
         step, runner, saved = store.restore(abstract)
-        runner = fresh_arrays(runner)
+        runner = fresh_arrays(runner) if trainer.mesh is None else trainer.place(runner)
         wall_before = float(saved.get("wall_s", 0.0))
         status(f"resuming from update {step}", not quiet)
     else:
-        (run_dir / "config.json").write_text(json.dumps(config.to_dict(), indent=2) + "\n")
+        if main_process:
+            (run_dir / "config.json").write_text(json.dumps(config.to_dict(), indent=2) + "\n")
         runner = init(master)
         wall_before = 0.0
     done_updates = int(runner.update)
-    log = MetricsLog(run_dir, None if resume else run_meta(config, preset), done_updates if resume else None)
+    if main_process:
+        log = MetricsLog(run_dir, None if resume else run_meta(config, preset), done_updates if resume else None)
+    else:
+        log = _NoLog()
+
+    def eval_params(params):
+        """The evaluation runs on one device: replicated parameters are fetched to the host first."""
+        return params if trainer.mesh is None else jax.device_get(params)
 
     chunk = config.updates_per_chunk
     status(f"compiling the training chunk ({chunk} updates)"
@@ -254,7 +316,7 @@ def train(config, run_dir, resume=False, preset=None, quiet=False, cache_dir=Non
     with concurrent.futures.ThreadPoolExecutor(2) as pool:  # XLA compiles one program per core
         run_future = pool.submit(lambda: trainer.run.lower(runner, chunk).compile())
         eval_future = evaluator and pool.submit(
-            lambda: evaluator.run.lower(runner.params, eval_key, np.int32(0)).compile()
+            lambda: evaluator.run.lower(eval_params(runner.params), eval_key, np.int32(0)).compile()
         )
         compiled_run = run_future.result()
         compiled_eval = eval_future.result() if evaluator else None
@@ -263,6 +325,7 @@ def train(config, run_dir, resume=False, preset=None, quiet=False, cache_dir=Non
 
     def evaluate(params, update):
         key = jax.random.fold_in(eval_key, update)
+        params = eval_params(params)
         out = {}
         for index, name in enumerate(("random", "greedy")):
             ranks = np.asarray(compiled_eval(params, key, np.int32(index)))
@@ -279,8 +342,9 @@ def train(config, run_dir, resume=False, preset=None, quiet=False, cache_dir=Non
     last_eval = {}
     while done_updates < total:
         n = min(chunk, total - done_updates)
+        run = compiled_run if n == chunk else trainer.run.lower(runner, n).compile()  # a last, shorter chunk
+        distributed.barrier("chunk")  # the chunk's collectives start together (no-op for one process)
         t0 = time.perf_counter()
-        run = compiled_run if n == chunk else (lambda r, n=n: trainer.run(r, n))
         runner, metrics = run(runner)
         metrics = trainers.summarize(jax.device_get(metrics))
         elapsed = time.perf_counter() - t0
@@ -325,9 +389,22 @@ def train(config, run_dir, resume=False, preset=None, quiet=False, cache_dir=Non
         "final_eval": last_eval,
         "episode_return": _finite_or_none(record.get("train/episode_return")),  # None: no episode finished
         "cache_dir": cache_dir,
+        "devices": num_devices,
+        "processes": jax.process_count(),
     }
-    print(json.dumps(summary))
+    if main_process:
+        print(json.dumps(summary))
     return summary
+
+
+class _NoLog:
+    """``MetricsLog`` of the processes other than 0 in a multi-process run: writes nothing."""
+
+    def write(self, record: dict):
+        pass
+
+    def close(self):
+        pass
 
 
 def _finite_or_none(value):

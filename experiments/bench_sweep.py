@@ -1,0 +1,67 @@
+"""``experiments.benchmark --what sweep``: a vmapped sweep of R runs vs R separate runs.
+
+Per preset shape: the best wall time of one jitted chunk of ``updates``
+updates of a single run, of the sweep of R runs (``agents.sweep.Sweep``,
+seeds 0..R-1, the game's branches shared over the sweep axis), and of the
+same sweep built without shared branches (``share_branches=False``: under
+``vmap`` every fight/reset ``cond`` becomes a select, so the combat runs on
+every step: the trap the sweep design avoids). ``ratio`` is the sweep's time
+over R separate chunks (R x the single run's): <= 1 means the sweep costs no
+more than running the runs one after another.
+"""
+
+from __future__ import annotations
+
+import time
+
+import jax
+
+from experiments.common import status
+
+
+def bench_sweep(name: str, runs: int, updates: int, progress: bool, label: str, naive: bool = True) -> dict:
+    from agents.envs import make_env
+    from agents.sweep import Sweep, SweepSpec
+    from agents.trainers import make_train
+    from experiments.benchmark import _compile, _time_chunks
+    from experiments.presets import preset_config
+
+    config = preset_config(name)
+    seat_steps = updates * config.steps_per_update * config.num_seats
+    status(f"{label} {name}: {config.num_envs} envs x {config.num_steps} steps x {config.num_seats} seats, "
+           f"{updates} updates per chunk, {runs} runs", progress)
+
+    def timed(run, runner, what):
+        start = time.perf_counter()
+        chunk = _compile(run, runner, updates, progress=progress, what=f"  {what}: ")
+        compile_s = time.perf_counter() - start
+        seconds = _time_chunks(chunk, runner)
+        status(f" {seconds:.2f} s per chunk", progress)
+        return seconds, compile_s
+
+    trainer = make_train(config, make_env(config))
+    single_s, single_compile = timed(trainer.run, jax.jit(trainer.init)(jax.random.key(0)), "single run")
+    spec = SweepSpec.make(range(runs))
+    sweep = Sweep(config, spec)
+    sweep_s, sweep_compile = timed(sweep.run, sweep.init(), f"sweep of {runs}")
+    out = {
+        "num_envs": config.num_envs,
+        "runs": runs,
+        "updates": updates,
+        "single_chunk_s": round(single_s, 3),
+        "single_compile_s": round(single_compile, 2),
+        "separate_runs_s": round(runs * single_s, 3),
+        "sweep_chunk_s": round(sweep_s, 3),
+        "sweep_compile_s": round(sweep_compile, 2),
+        "ratio": round(sweep_s / (runs * single_s), 3),
+        "single_seat_steps_per_s": round(seat_steps / single_s, 1),
+        "sweep_seat_steps_per_s": round(runs * seat_steps / sweep_s, 1),
+    }
+    if naive:
+        unshared = Sweep(config, spec, share_branches=False)
+        naive_s, _ = timed(unshared.run, unshared.init(), f"sweep of {runs} without shared branches")
+        out["naive_vmap_chunk_s"] = round(naive_s, 3)
+        out["naive_ratio"] = round(naive_s / (runs * single_s), 3)
+    status(f"{label} {name}: sweep / separate runs = {out['ratio']:.2f}"
+           + (f"; without shared branches {out['naive_ratio']:.2f}" if naive else ""), progress)
+    return out

@@ -1,0 +1,254 @@
+"""Data-parallel training over devices and hosts (``agents.distributed``), on CPU.
+
+Forced host devices (``--xla_force_host_platform_device_count``) must be set before JAX starts, so
+the runs happen in subprocesses, all through the training CLI on a tiny CartPole PPO config: a
+2-process run (2 CPU devices each, a coordinator on localhost, gloo collectives), then one process
+with 4 devices that trains on 1 and on 4 devices and resumes checkpoints across device counts
+(4 -> 1, 1 -> all 4, and the 2-process run's -> 1). The tests compare the logged metrics: a run on D
+devices equals the 1-device run with the same total envs up to float rounding. Streaming A2C and the
+game itself are in the opt-in slow test at the end (the game's programs take minutes to compile).
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import math
+import os
+import socket
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from agents.config import TrainConfig
+
+ROOT = Path(__file__).resolve().parent.parent
+pytestmark = [
+    pytest.mark.skipif(importlib.util.find_spec("gymnax") is None, reason="pip install -e '.[gymnax]'"),
+    pytest.mark.xdist_group("multidevice"),  # one worker runs the subprocesses once for every test here
+]
+
+STEPS = 8 * 8  # env steps per update: num_envs x num_steps
+CLI_ARGS = [
+    "--env", "gymnax:CartPole-v1", "--preset", "ppo_gymnax", "--quiet",
+    "--set", "num_envs=8", "--set", "num_steps=8", "--set", "hidden=8", "--set", "anneal_lr=false",
+    "--set", "update_epochs=2", "--set", "num_minibatches=2", "--set", "updates_per_chunk=1",
+    "--set", "checkpoint_every=2",
+]
+TIMING = ("wall_s", "sps", "perf/sps", "perf/seat_sps")
+
+# The single-process driver (4 CPU devices); argv: output dir, the 2-process run dir, CLI args, steps per update.
+DRIVER = textwrap.dedent(
+    """
+    import json, os, shutil, sys, time
+    import jax
+    from experiments import train as cli
+    out, multi, args, steps = sys.argv[1], sys.argv[2], json.loads(sys.argv[3]), int(sys.argv[4])
+    assert jax.device_count() == 4, jax.devices()
+    total = f"total_steps={4 * steps}"
+    summaries = {}
+
+    def resume(name, *more):
+        summaries[name] = cli.main(["--run-dir", f"{out}/{name}", "--resume", "--quiet", *more])
+
+    def from_update_2(source, name):  # a copy of a finished run that stopped after its checkpoint 2
+        shutil.copytree(f"{out}/{source}", f"{out}/{name}")
+        shutil.rmtree(f"{out}/{name}/checkpoints/4")
+
+    for name, devices in (("ref", 1), ("four", 4)):
+        summaries[name] = cli.main([*args, "--run-dir", f"{out}/{name}", "--set", total, "--set", f"num_devices={devices}"])
+    from_update_2("four", "four_on_one")
+    resume("four_on_one", "--set", "num_devices=1")
+    from_update_2("ref", "one_on_all")
+    resume("one_on_all", "--set", "num_devices=0")
+    for _ in range(4000):  # the 2-process run, started beside this one
+        if os.path.exists(f"{out}/multi.done"):
+            break
+        time.sleep(0.1)
+    assert open(f"{out}/multi.done").read() == "ok"
+    shutil.copytree(multi, f"{out}/multi_on_one")
+    resume("multi_on_one", "--set", "num_devices=1", "--set", total)
+
+    from agents import trainers
+    from agents.config import TrainConfig
+    from agents.envs import make_env
+    config = TrainConfig(env="gymnax:CartPole-v1", num_envs=8)
+    try:
+        trainers.make_train(config.with_overrides({"num_devices": 8}), make_env(config))
+        too_many = None
+    except ValueError as err:
+        too_many = str(err)
+    json.dump({"summaries": summaries, "too_many": too_many}, open(f"{out}/driver.json", "w"))
+    """
+)
+
+
+def _env(devices: int) -> dict:
+    flags = os.environ.get("XLA_FLAGS", "")
+    flags = " ".join(f for f in flags.split() if not f.startswith("--xla_force_host_platform_device_count"))
+    return {**os.environ, "JAX_PLATFORMS": "cpu", "PYTHONUNBUFFERED": "1",
+            "XLA_FLAGS": f"{flags} --xla_force_host_platform_device_count={devices}".strip()}
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("localhost", 0))
+        return s.getsockname()[1]
+
+
+def _records(run_dir: Path) -> list[dict]:
+    lines = (run_dir / "metrics.jsonl").read_text().splitlines()
+    assert "meta" in json.loads(lines[0])
+    return [{k: v for k, v in json.loads(line).items() if k not in TIMING} for line in lines[1:]]
+
+
+def _assert_close(records, reference):
+    assert [r["update"] for r in records] == [r["update"] for r in reference]
+    for got, want in zip(records, reference):
+        assert set(got) == set(want)
+        for name, value in want.items():
+            if value is None or got[name] is None:
+                assert got[name] == value, (got["update"], name)
+            else:
+                np.testing.assert_allclose(got[name], value, rtol=1e-4, atol=1e-6, err_msg=f"{got['update']} {name}")
+
+
+def _wait(proc, timeout):
+    try:
+        proc.wait(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()
+
+
+@pytest.fixture(scope="session")  # session: xdist interleaves modules, which would rebuild a module fixture
+def runs(tmp_path_factory):
+    """The 2-process run and the 4-device driver, started together (the driver resumes the 2-process run's
+    checkpoint last, once ``multi.done`` says it finished); outputs go to files (a full pipe would block
+    one process and with it the other's collectives)."""
+    out = tmp_path_factory.mktemp("multidevice")
+    multi = out / "multi"
+    cmd = [sys.executable, "-m", "experiments.train", *CLI_ARGS, "--run-dir", str(multi),
+           "--set", f"total_steps={2 * STEPS}", "--coordinator", f"localhost:{_free_port()}", "--num-processes", "2"]
+
+    def start(args, devices, name):
+        with open(out / f"{name}.out", "w") as stdout, open(out / f"{name}.err", "w") as stderr:
+            return subprocess.Popen(args, cwd=ROOT, env=_env(devices), stdout=stdout, stderr=stderr, text=True)
+
+    procs = [start([*cmd, "--process-id", str(i)], 2, f"process{i}") for i in range(2)]
+    driver = start([sys.executable, "-c", DRIVER, str(out), str(multi), json.dumps(CLI_ARGS), str(STEPS)], 4, "driver")
+    try:
+        for p in procs:
+            _wait(p, 400)
+        (out / "multi.done").write_text("ok" if all(p.returncode == 0 for p in procs) else "failed")
+        _wait(driver, 500)
+    finally:
+        for p in (*procs, driver):
+            if p.poll() is None:
+                p.kill()
+    outputs = [((out / f"process{i}.out").read_text(), (out / f"process{i}.err").read_text()) for i in range(2)]
+    for p, (_, err) in zip(procs, outputs):
+        assert p.returncode == 0, err[-3000:]
+    assert driver.returncode == 0, (out / "driver.err").read_text()[-3000:]
+    return out, outputs, json.loads((out / "driver.json").read_text())
+
+
+def test_four_devices_equal_one_device(runs):
+    out, _, result = runs
+    summaries = result["summaries"]
+    reference = _records(out / "ref")
+    assert [r["update"] for r in reference] == [1, 2, 3, 4]
+    assert summaries["ref"]["devices"] == 1 and summaries["four"]["devices"] == 4
+    _assert_close(_records(out / "four"), reference)
+    meta = json.loads((out / "four" / "metrics.jsonl").read_text().splitlines()[0])["meta"]
+    assert meta["config"]["num_devices"] == 4 and len(meta["devices"]) == 4
+    assert "num_devices=8" in result["too_many"] and "only 4" in result["too_many"]
+
+
+def test_checkpoints_resume_across_device_counts(runs):
+    """Checkpoint 2 of the 4-device run resumed on 1 device, and of the 1-device run on all 4: the
+    uninterrupted 1-device run's numbers."""
+    out, _, result = runs
+    summaries = result["summaries"]
+    reference = _records(out / "ref")
+    assert summaries["four_on_one"]["devices"] == 1 and summaries["four_on_one"]["updates"] == 4
+    assert summaries["one_on_all"]["devices"] == 4 and summaries["one_on_all"]["updates"] == 4
+    _assert_close(_records(out / "four_on_one"), reference)
+    _assert_close(_records(out / "one_on_all"), reference)
+
+
+def test_two_processes_equal_one_process(runs):
+    """2 processes x 2 CPU devices (jax.distributed, gloo): the 1-device run's metrics; only process 0
+    logs; the checkpoint they wrote together resumes in one process on one device."""
+    out, outputs, result = runs
+    (out0, _), (out1, err1) = outputs
+    summary = json.loads(out0.strip().splitlines()[-1])
+    assert summary["devices"] == 4 and summary["processes"] == 2 and summary["updates"] == 2
+    assert '"run_dir"' not in out1 and "run dir" not in err1  # process 1 prints no status and no summary
+    meta = json.loads((out / "multi" / "metrics.jsonl").read_text().splitlines()[0])["meta"]
+    assert meta["processes"] == 2 and len(meta["devices"]) == 4
+    reference = _records(out / "ref")
+    _assert_close(_records(out / "multi"), reference[:2])
+    assert result["summaries"]["multi_on_one"]["devices"] == 1
+    _assert_close(_records(out / "multi_on_one"), reference)  # updates 1-2 by 2 processes, 3-4 resumed
+
+
+def test_num_devices_is_validated():
+    assert TrainConfig().num_devices == 0  # all devices
+    with pytest.raises(ValueError, match="TrainConfig.num_devices must divide num_envs=6"):
+        TrainConfig(num_envs=6, num_devices=4)
+    with pytest.raises(ValueError, match=r"TrainConfig.num_devices must be an int in \[0, 65536\]"):
+        TrainConfig(num_devices=-1)
+    assert TrainConfig(num_envs=6, num_devices=3).num_devices == 3
+
+
+# ------------------------------------------- streaming A2C and the game (opt-in: minutes of compiling)
+
+SLOW_DRIVER = textwrap.dedent(
+    """
+    import json
+    import jax, numpy as np
+    from agents import trainers
+    from agents.config import TrainConfig
+    from agents.envs import make_env
+    game = dict(num_envs=4, num_steps=4, update_every=2, total_steps=32, hidden=(16,), num_minibatches=2,
+                update_epochs=2, max_rounds=4, steps_per_round=3, max_combat_ticks=60)
+    cases = {
+        "a2c_cartpole": dict(algo="a2c", env="gymnax:CartPole-v1", num_envs=8, update_every=4, total_steps=96,
+                             hidden=(8,)),
+        "ppo_game": dict(game),
+        "a2c_game": dict(game, algo="a2c"),
+    }
+    out = {}
+    for name, fields in cases.items():
+        for n in (4, 1):
+            config = TrainConfig(**fields, num_devices=n)
+            trainer = trainers.make_train(config, make_env(config))
+            runner, metrics = jax.jit(trainer)(jax.random.key(0))
+            out[f"{name}/{n}"] = {k: np.asarray(v).tolist() for k, v in metrics.items()}
+            if n == 4:
+                out[f"{name}/obs_devices"] = len(runner.obs.sharding.device_set)
+                out[f"{name}/obs_spec"] = str(runner.obs.sharding.spec)
+    print(json.dumps(out))
+    """
+)
+
+
+@pytest.mark.skipif(os.environ.get("JAXGAME_SLOW_TESTS") != "1", reason="set JAXGAME_SLOW_TESTS=1 (~5 min)")
+def test_a2c_and_the_game_on_four_devices_equal_one_device():
+    """Streaming A2C (its pending decisions are sharded too) and the game, whose batch-wide fight and
+    reset branches (``jaxgame.VecEnv``) then take an all-reduced predicate: PPO and A2C."""
+    proc = subprocess.run([sys.executable, "-c", SLOW_DRIVER], cwd=ROOT, env=_env(4), capture_output=True,
+                          text=True, timeout=1500, check=False)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    out = json.loads(proc.stdout.strip().splitlines()[-1])
+    for name in ("a2c_cartpole", "ppo_game", "a2c_game"):
+        assert out[f"{name}/obs_devices"] == 4 and out[f"{name}/obs_spec"] in ("P('data',)", "PartitionSpec('data',)")
+        assert out[f"{name}/4"]["sums/episodes"] == out[f"{name}/1"]["sums/episodes"]
+        for metric, value in out[f"{name}/1"].items():
+            assert all(math.isfinite(v) for v in value)
+            np.testing.assert_allclose(out[f"{name}/4"][metric], value, rtol=1e-4, atol=1e-6, err_msg=f"{name} {metric}")

@@ -1,0 +1,176 @@
+"""Vmapped sweeps (agents/sweep.py, experiments/sweep.py): the grid spec, the combat conds survive the vmap, and the CLI's outputs and resume, and run k == the standalone run."""
+
+from __future__ import annotations
+
+import csv
+import json
+import os
+
+import jax
+import jax.extend
+import numpy as np
+import pytest
+
+from agents.envs import make_env
+from agents.sweep import Sweep, SweepSpec
+from agents.trainers import make_train
+from experiments import sweep as sweep_cli
+from experiments.checkpoints import CheckpointStore
+from experiments.presets import preset_config
+
+SMOKE = preset_config("smoke")
+# 2 grid points x 2 seeds on the smoke preset's shapes, shared by the tests below (one compiled chunk)
+SWEEP_SETS = {"lr": "1e-3,2e-4"}
+SEEDS = (3, 4)
+
+# ---------------------------------------------------------------- the spec
+
+
+def test_runs_are_grid_point_major_and_seed_minor():
+    base, spec = SweepSpec.from_overrides(SMOKE, {"lr": "1e-3,2e-4", "ent_coef": "0,0.05", "gamma": "0.9"}, 3)
+    assert base.gamma == 0.9 and spec.fields == ("lr", "ent_coef") and spec.seeds == (0, 1, 2)
+    assert spec.points == [{"lr": 1e-3, "ent_coef": 0.0}, {"lr": 1e-3, "ent_coef": 0.05},
+                           {"lr": 2e-4, "ent_coef": 0.0}, {"lr": 2e-4, "ent_coef": 0.05}]
+    assert spec.num_runs == 12
+    run = spec.runs[7]  # point 2, second seed
+    assert (run.index, run.point, run.seed, run.values) == (7, 2, 1, {"lr": 2e-4, "ent_coef": 0.0})
+    config = spec.run_config(base, 7)
+    assert (config.seed, config.lr, config.ent_coef, config.gamma) == (1, 2e-4, 0.0, 0.9)
+    assert SweepSpec.from_dict(json.loads(json.dumps(spec.to_dict()))) == spec
+    _, counted = SweepSpec.from_overrides(SMOKE, {"seed": "10"}, 2)
+    assert counted.seeds == (10, 11) and counted.points == [{}]
+    _, listed = SweepSpec.from_overrides(SMOKE, {"hidden": "32,32"}, [5, 9])
+    assert listed.seeds == (5, 9) and listed.num_runs == 2  # a list-valued field is one value, not a sweep
+
+
+@pytest.mark.parametrize(
+    "overrides, seeds, message",
+    [
+        ({"num_envs": "16,32"}, 1, r"TrainConfig\.num_envs cannot be swept: only the traced hyperparameters lr, "),
+        ({"num_steps": "8,16"}, 1, r"TrainConfig\.num_steps cannot be swept"),
+        ({"anneal_lr": "true,false"}, 1, r"TrainConfig\.anneal_lr cannot be swept"),
+        ({"lr": "1e-3,2"}, 1, r"TrainConfig\.lr must be a number in \[0\.0, 1\.0\], got 2\.0"),
+        ({"lr": "1e-3,fast"}, 1, r"TrainConfig\.lr: cannot parse the swept values"),
+        ({"seed": "1,2"}, 1, r"give the seeds with --seeds"),
+        ({}, 0, r"number of seeds must be >= 1"),
+        ({}, [1, 1], r"seeds must be distinct"),
+    ],
+)
+def test_bad_sweeps_name_the_problem(overrides, seeds, message):
+    with pytest.raises(ValueError, match=message):
+        SweepSpec.from_overrides(SMOKE, overrides, seeds)
+
+
+def test_cli_rejects_an_unsweepable_field_before_building(tmp_path, capsys):
+    with pytest.raises(SystemExit):
+        sweep_cli.main(["--preset=smoke", "--set", "hidden=32", "--set", "num_envs=4,8",
+                        "--run-dir", str(tmp_path / "s"), "--quiet"])
+    assert "TrainConfig.num_envs cannot be swept" in capsys.readouterr().err
+    assert not (tmp_path / "s").exists()
+
+
+# ---------------------------------------------------------------- the vmapped program
+
+
+def _cond_count(jaxpr) -> int:
+    """``cond`` equations in a jaxpr and all its sub-jaxprs."""
+    count = 0
+    for eqn in jaxpr.eqns:
+        count += eqn.primitive.name == "cond"
+        for sub in jax.extend.core.jaxprs_in_params(eqn.params):
+            count += _cond_count(sub)
+    return count
+
+
+def test_the_fight_and_reset_branches_stay_conds_under_the_sweep_vmap():
+    """With sync_axes the sweep's update has as many conds as a single run's (fight, PvE slots, reset);
+    without them vmap turns them into selects that run the combat on every step (the trap)."""
+    _, spec = SweepSpec.from_overrides(SMOKE, SWEEP_SETS, list(SEEDS))
+    trainer = make_train(SMOKE, make_env(SMOKE))
+    single = _cond_count(jax.make_jaxpr(lambda r: trainer._run(r, 1))(jax.eval_shape(trainer.init, jax.random.key(0))).jaxpr)
+    assert single >= 3  # at least: fight or not, PvE slots or not, reset or not
+    for share, expected in ((True, single), (False, 0)):
+        sw = Sweep(SMOKE, spec, share_branches=share)
+        jaxpr = jax.make_jaxpr(lambda r, sw=sw: sw._run(r, 1))(jax.eval_shape(sw.init)).jaxpr
+        assert _cond_count(jaxpr) == expected, share
+
+
+# ---------------------------------------------------------------- the CLI
+
+
+# A tiny CartPole PPO (cheap to compile) for the CLI, resume and run k == standalone; the same on the
+# game (with the vmapped evaluation) is opt-in: JAXGAME_SLOW_TESTS=1.
+CARTPOLE = {"num_envs": "4", "num_steps": "16", "hidden": "8", "num_minibatches": "2", "updates_per_chunk": "2",
+            "checkpoint_every": "1", "anneal_lr": "false"}
+
+
+def _sweep_and_compare(tmp_path, preset, sets, objective):
+    """CLI sweep of 2 updates, resumed to 4; checks the files, then run k (k = 0, 3) against the standalone run."""
+    from agents.trainers import summarize
+
+    run_dir = tmp_path / "sweep"
+    set_args = [arg for k, v in {**sets, **SWEEP_SETS}.items() for arg in ("--set", f"{k}={v}")]
+    args = [f"--preset={preset}", "--seeds", ",".join(map(str, SEEDS)), *set_args, "--run-dir", str(run_dir), "--quiet"]
+    base, spec = SweepSpec.from_overrides(preset_config(preset), {**sets, **SWEEP_SETS}, list(SEEDS))
+    steps = base.steps_per_update
+    first = sweep_cli.main([*args, "--set", f"total_steps={2 * steps}"])  # 2 updates, then stop
+    assert first["updates"] == 2 and first["runs"] == 4
+    summary = sweep_cli.main(["--run-dir", str(run_dir), "--resume", "--set", f"total_steps={4 * steps}", "--quiet"])
+    assert summary["updates"] == 4
+
+    described = json.loads((run_dir / "sweep.json").read_text())
+    assert described["seeds"] == list(SEEDS) and described["grid"] == {"lr": [1e-3, 2e-4]}
+    assert [(r["seed"], r["values"]) for r in described["runs"]] == [
+        (3, {"lr": 1e-3}), (4, {"lr": 1e-3}), (3, {"lr": 2e-4}), (4, {"lr": 2e-4})]
+    for r in described["runs"]:
+        lines = (run_dir / "runs" / f"run_{r['index']:03d}" / "metrics.jsonl").read_text().splitlines()
+        meta = json.loads(lines[0])["meta"]
+        assert (meta["run"], meta["seed"], meta["config"]["lr"]) == (r["index"], r["seed"], r["values"]["lr"])
+        records = [json.loads(line) for line in lines[1:]]
+        assert [rec["update"] for rec in records] == [2, 4]
+        assert all(rec["run"] == r["index"] and rec["values"] == r["values"] for rec in records)
+        assert list((run_dir / "runs" / f"run_{r['index']:03d}" / "tb").glob("events.out.tfevents.*"))
+
+    with open(run_dir / "summary.csv") as f:
+        rows = list(csv.DictReader(f))
+    assert [(row["point"], row["lr"], row["seeds"]) for row in rows] == [("0", "0.001", "2"), ("1", "0.0002", "2")]
+    table = json.loads((run_dir / "summary.json").read_text())
+    finals = [run[f"{objective}:final"] for run in table["runs"] if run["point"] == 1]
+    assert table["points"][1][f"{objective}:final:mean"] == pytest.approx(np.mean(finals))
+    assert table["points"][1][f"{objective}:final:std"] == pytest.approx(np.std(finals))
+    assert (run_dir / "curves.png").stat().st_size > 0
+
+    # run k (interrupted and resumed) ends where the standalone run with its seed and values does
+    sw = Sweep(base, spec)
+    with CheckpointStore(run_dir / "checkpoints", keep=3) as store:
+        assert store.steps() == [2, 4]
+        _, restored, _ = store.restore(jax.eval_shape(sw.init))
+    assert restored.update.tolist() == [4] * 4
+    for k in (0, 3):  # (lr 1e-3, seed 3) and (lr 2e-4, seed 4)
+        config = spec.run_config(base, k)
+        trainer = make_train(config, make_env(config))
+        alone, first_chunk = trainer.run(trainer.init(jax.random.key(config.seed)), 2)
+        alone, _ = trainer.run(alone, 2)
+        for mine, theirs in zip(jax.tree_util.tree_leaves(restored.params), jax.tree_util.tree_leaves(alone.params)):
+            np.testing.assert_allclose(mine[k], theirs, rtol=1e-4, atol=1e-6)
+        record = json.loads((run_dir / "runs" / f"run_{k:03d}" / "metrics.jsonl").read_text().splitlines()[1])
+        for name, value in summarize(jax.device_get(first_chunk)).items():
+            if np.isnan(value):
+                assert record[name] is None, name  # JSON has no NaN
+            else:
+                assert record[name] == pytest.approx(value, rel=1e-4, abs=1e-6), name
+    params = [np.asarray(leaf) for leaf in jax.tree_util.tree_leaves(restored.params)]
+    assert not np.allclose(params[0][0], params[0][1]) and not np.allclose(params[0][0], params[0][2])
+    return run_dir
+
+
+def test_sweep_cli_on_cartpole_logs_summarises_resumes_and_matches_standalone_runs(tmp_path):
+    _sweep_and_compare(tmp_path, "ppo_gymnax", CARTPOLE, "train/episode_return")
+
+
+@pytest.mark.skipif(not os.environ.get("JAXGAME_SLOW_TESTS"), reason="slow (compiles the vmapped game): JAXGAME_SLOW_TESTS=1")
+def test_sweep_cli_on_the_game_with_evaluation(tmp_path):
+    run_dir = _sweep_and_compare(tmp_path, "smoke", {}, "eval/placement_vs_greedy")
+    for path in (run_dir / "runs").glob("run_*/metrics.jsonl"):
+        records = [json.loads(line) for line in path.read_text().splitlines()[1:]]
+        assert all(1.0 <= rec["eval/placement_vs_greedy"] <= 8.0 for rec in records)
