@@ -38,8 +38,7 @@ baseline measurement runs right after the current one, so both see the same
 machine load):
   * ``combat[n]``: fights/s of ``n`` random fights (``--combat-batch``, default
     64 and 1024) with 3 and 9 units a side, ``current``, ``baseline`` and
-    ``speedup``; the current combat simulates ``MAX_LEVEL`` units a side, as
-    the game does;
+    ``speedup``;
   * ``seat_steps_per_s``: VecEnv seat-steps/s as ``--what env`` measures them
     (``--num-envs``, default 64), current, baseline and speedup.
 About 3 minutes on a 2-core CPU with a baseline, most of it compiling.
@@ -190,13 +189,9 @@ def bench_env_throughput(env, num_envs_list, rounds, progress, label="env"):
 def bench_combat(num_fights, units_list, max_ticks, progress, combat_module=None, label="combat"):
     """Fights/s of the vmapped combat on random boards, one entry per number of units a side.
 
-    The fights simulate ``MAX_LEVEL`` units a side, as the game does; ``combat_module``: another
-    implementation of ``jaxgame.combat`` to time instead (``--baseline``; called without ``max_units``).
+    ``combat_module``: another implementation of ``jaxgame.combat`` to time instead (``--baseline``).
     """
-    if combat_module is None:
-        simulate = functools.partial(combat.simulate_fight, max_ticks=max_ticks, max_units=C.MAX_LEVEL)
-    else:
-        simulate = functools.partial(combat_module.simulate_fight, max_ticks=max_ticks)
+    simulate = functools.partial((combat_module or combat).simulate_fight, max_ticks=max_ticks)
     fight = jax.jit(jax.vmap(simulate))
     keys = jax.random.split(jax.random.key(2), num_fights)
     out = []

@@ -4,6 +4,8 @@ the start of the next round. Each function maps a ``GameState`` to the next.
 
 from __future__ import annotations
 
+import functools
+
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -150,12 +152,9 @@ def run_fights(plan: FightPlan, max_ticks: int, sync_axes: tuple[str, ...] = ())
     Active slots are moved to the front of each game; the first 4 slots of
     every game are always simulated and the other 4 only when some game of
     the batch needs them (a PvE round), so PvP rounds pay for half the
-    combat. Inactive slots get an empty-board draw. The fights simulate
-    ``MAX_LEVEL`` units a side (the most a board holds in a game); a batch
-    with a fuller board (possible only for boards built outside the rules)
-    falls back to all 24 cells, so results are exact for any board. Returns
-    a FightResult with fields of shape [*batch, 8]. ``sync_axes``: vmapped
-    axes around the call that share these decisions (``jaxgame.batching``).
+    combat. Inactive slots get an empty-board draw. Returns a FightResult
+    with fields of shape [*batch, 8]. ``sync_axes``: vmapped axes around
+    the call that share the PvE decision (``jaxgame.batching``).
     """
     batch = plan.active.shape[:-1]
     n = C.NUM_PLAYERS
@@ -170,35 +169,25 @@ def run_fights(plan: FightPlan, max_ticks: int, sync_axes: tuple[str, ...] = ())
     boards = [gather(x) for x in (flat.home_species, flat.home_stars, flat.away_species, flat.away_stars)]
     boards = [jnp.where(active[..., None], b, -1 if i % 2 == 0 else 0) for i, b in enumerate(boards)]
 
-    def simulate(lo, hi, max_units):  # slots lo..hi-1 of every game as one batch of fights
-        slot_keys = jax.vmap(lambda key, slots: jax.vmap(lambda s: jax.random.fold_in(key, s))(slots))(
-            keys, order[:, lo:hi]
-        )
-        fights = [b[:, lo:hi].reshape(-1, C.BOARD_CELLS) for b in boards]
-        result = combat.simulate_fights(*fights, slot_keys.reshape(-1), max_ticks, max_units)
-        return jax.tree_util.tree_map(lambda r: r.reshape(-1, hi - lo), result)
+    def simulate(lo, hi):
+        def one_game(hs, ht, as_, at, key, slots):
+            slot_keys = jax.vmap(lambda s: jax.random.fold_in(key, s))(slots)
+            fight = functools.partial(combat.simulate_fight, max_ticks=max_ticks)
+            return jax.vmap(fight)(hs, ht, as_, at, slot_keys)
 
-    def compact():  # every board within MAX_LEVEL units
-        first = simulate(0, ALWAYS_SIMULATED, C.MAX_LEVEL)
+        return jax.vmap(one_game)(*[b[:, lo:hi] for b in boards], keys, order[:, lo:hi])
 
-        def no_fights():
-            zeros = jnp.zeros((order.shape[0], n - ALWAYS_SIMULATED), jnp.int32)
-            return combat.FightResult(zeros + 2, zeros, zeros, zeros, zeros, zeros)
+    first = simulate(0, ALWAYS_SIMULATED)
 
-        rest = jax.lax.cond(
-            any_in_batch(active[:, ALWAYS_SIMULATED:], sync_axes),
-            lambda: simulate(ALWAYS_SIMULATED, n, C.MAX_LEVEL),
-            no_fights,
-        )
-        return jax.tree_util.tree_map(lambda a, b: jnp.concatenate([a, b], axis=1), first, rest)
+    def no_fights():
+        zeros = jnp.zeros((order.shape[0], n - ALWAYS_SIMULATED), jnp.int32)
+        return combat.FightResult(zeros + 2, zeros, zeros, zeros, zeros, zeros)
 
-    def unit_count(species, stars):
-        return jnp.sum((species >= 0) & (stars > 0), axis=-1)
-
-    fuller = jnp.maximum(unit_count(*boards[:2]), unit_count(*boards[2:])) > C.MAX_LEVEL
-    result = jax.lax.cond(any_in_batch(fuller, sync_axes), lambda: simulate(0, n, combat.HALF), compact)
+    rest = jax.lax.cond(any_in_batch(active[:, ALWAYS_SIMULATED:], sync_axes), lambda: simulate(ALWAYS_SIMULATED, n), no_fights)
     inverse = jnp.argsort(order, axis=1)
-    result = jax.tree_util.tree_map(lambda x: jnp.take_along_axis(x, inverse, axis=1), result)
+    result = jax.tree_util.tree_map(
+        lambda a, b: jnp.take_along_axis(jnp.concatenate([a, b], axis=1), inverse, axis=1), first, rest
+    )
     return jax.tree_util.tree_map(lambda x: x.reshape(batch + (n,)), result)
 
 

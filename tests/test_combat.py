@@ -318,33 +318,3 @@ def test_symmetric_boards_draw_without_crits(monkeypatch):
     np.testing.assert_array_equal(res.home_survivors, res.away_survivors)
     # most die together (mutual wipe-out) rather than time out
     assert np.sum((res.ticks < MAX_TICKS) & (res.home_survivors == 0)) > n // 2
-
-
-# ---------------- compact units and hashed draws ----------------
-def test_unit_crits_are_tick_uniforms_draws(monkeypatch):
-    """The crit of unit u is tick_uniforms(key, t)[index[u]] < 0.1: hashed per unit, and via tick_uniforms."""
-    keys = jax.random.split(jax.random.key(3), 64)
-    index = np.stack([np.random.RandomState(t).permutation(48)[:18] for t in range(64)], axis=1)  # [18, 64]
-    crits = jax.jit(combat._unit_crits)
-    for t in (0, 9, 399, 1999):
-        expected = np.stack([np.asarray(combat.tick_uniforms(k, t))[index[:, b]] for b, k in enumerate(keys)], 1) < 0.1
-        np.testing.assert_array_equal(np.asarray(crits(keys, t, index)), expected)
-        assert expected.any() and not expected.all()
-    tick_uniforms = combat.tick_uniforms
-    monkeypatch.setattr(combat, "tick_uniforms", lambda key, tick: tick_uniforms(key, tick))  # the generic path
-    np.testing.assert_array_equal(np.asarray(jax.jit(combat._unit_crits)(keys, 5, index)),
-                                  np.asarray(crits(keys, 5, index)))
-
-
-def test_max_level_units_match_all_cells():
-    """Boards of at most MAX_LEVEL units a side: the compact simulation (as the game runs it) gives the
-    results of the 24-cell one, which the reference checks."""
-    arrays, keys, res = random_batch()
-    hs, hk, as_, ak = arrays
-    units = np.maximum(np.sum((hs >= 0) & (hk > 0), axis=1), np.sum((as_ >= 0) & (ak > 0), axis=1))
-    small = np.flatnonzero(units <= combat.C.MAX_LEVEL)
-    assert len(small) > 100
-    fight = jax.jit(jax.vmap(functools.partial(combat.simulate_fight, max_units=combat.C.MAX_LEVEL)))
-    got = jax.tree.map(np.asarray, fight(*(a[small] for a in arrays), keys[small]))
-    for field in FIELDS:
-        np.testing.assert_array_equal(getattr(got, field), getattr(res, field)[small], err_msg=field)
