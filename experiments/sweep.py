@@ -178,7 +178,6 @@ def sweep(config, spec, run_dir, resume=False, preset=None, quiet=False, cache_d
     seats = sw.env.num_players
     bar = tqdm(total=total, initial=done_updates, unit="upd", disable=quiet, file=sys.stderr, dynamic_ncols=True)
     train_s, trained_updates = 0.0, 0
-    history = [[] for _ in runs]  # this process's records (for the progress bar)
     while done_updates < total:
         n = min(chunk, total - done_updates)
         t0 = time.perf_counter()
@@ -208,7 +207,6 @@ def sweep(config, spec, run_dir, resume=False, preset=None, quiet=False, cache_d
                 "perf/sweep_seat_sps": sps * seats * len(runs),
             }
             logs[k].write(record)
-            history[k].append(record)
         if finished or (config.checkpoint_every and chunks_done % config.checkpoint_every == 0):
             store.save(done_updates, runners, {"config": config.to_dict(), "sweep": spec.to_dict(),
                                                "wall_s": wall_before + train_s})
@@ -219,10 +217,11 @@ def sweep(config, spec, run_dir, resume=False, preset=None, quiet=False, cache_d
         log.close()
     store.close()
 
-    table = summarize_sweep(run_dir, spec)
+    records = load_runs(run_dir, spec)  # the whole run's, resumed parts included
+    table = summarize_sweep(records, spec)
     (run_dir / "summary.json").write_text(json.dumps(table, indent=2) + "\n")
     write_csv(run_dir / "summary.csv", table["points"])
-    plot = plot_sweep(run_dir, spec, run_dir / "curves.png")
+    plot = plot_sweep(records, spec, run_dir / "curves.png")
     print(format_table(table["points"]))
     summary = {
         "run_dir": str(run_dir),
@@ -256,12 +255,12 @@ def _finite(records, metric):
     return [r[metric] for r in records if isinstance(r.get(metric), (int, float)) and math.isfinite(r[metric])]
 
 
-def summarize_sweep(run_dir, spec) -> dict:
+def summarize_sweep(records, spec) -> dict:
     """``{"runs": [...], "points": [...]}``: per run the final and best value of each objective it
-    has; per grid point their mean and std (ddof 0) over seeds, with the values and seeds."""
+    has; per grid point their mean and std (ddof 0) over seeds, with the values and seeds.
+    ``records``: per run, its records (``load_runs``)."""
     import numpy as np
 
-    records = load_runs(run_dir, spec)
     per_run = []
     for r, recs in zip(spec.runs, records):
         row = {"run": r.index, "point": r.point, "seed": r.seed, **r.values}
@@ -308,11 +307,11 @@ def format_table(points) -> str:
     return "\n".join([fmt.format(*header), *(fmt.format(*row) for row in lines)])
 
 
-def plot_sweep(run_dir, spec, out) -> dict:
-    """``curves.png``: per objective, each grid point's mean over seeds with a +- std band."""
+def plot_sweep(records, spec, out) -> dict:
+    """``curves.png``: per objective, each grid point's mean over seeds with a +- std band;
+    ``records``: per run, its records (``load_runs``)."""
     from experiments.plot import plot_bands
 
-    records = load_runs(run_dir, spec)
     groups = []
     for p, values in enumerate(spec.points):
         label = ", ".join(f"{k}={v:g}" for k, v in values.items()) or "all seeds"
