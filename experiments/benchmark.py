@@ -37,10 +37,12 @@ next to a baseline revision (``--baseline REV``: ``jaxgame/combat.py`` and
 baseline measurement runs right after the current one, so both see the same
 machine load):
   * ``combat[n]``: fights/s of ``n`` random fights (``--combat-batch``, default
-    64 and 1024) with 3 and 9 units a side, ``current``, ``baseline`` and
-    ``speedup``;
+    64 and 1024) with 3 and 9 units a side, ``current`` (as the game runs its
+    fights: 9 units a side, n/2 lanes), ``baseline`` (``jax.vmap`` of its
+    ``simulate_fight``) and ``speedup``;
   * ``seat_steps_per_s``: VecEnv seat-steps/s as ``--what env`` measures them
-    (``--num-envs``, default 64), current, baseline and speedup.
+    (``--num-envs``, default 64; ``--rounds`` rounds from the start of the
+    game, default 1: the first 3 rounds are PvE), current, baseline and speedup.
 About 3 minutes on a 2-core CPU with a baseline, most of it compiling.
 
 ``--what render`` reports:
@@ -187,12 +189,19 @@ def bench_env_throughput(env, num_envs_list, rounds, progress, label="env"):
 
 
 def bench_combat(num_fights, units_list, max_ticks, progress, combat_module=None, label="combat"):
-    """Fights/s of the vmapped combat on random boards, one entry per number of units a side.
+    """Fights/s of the combat on random boards, one entry per number of units a side.
 
-    ``combat_module``: another implementation of ``jaxgame.combat`` to time instead (``--baseline``).
+    This tree's combat runs as the game runs it: ``combat.simulate_fights`` with ``MAX_LEVEL`` units a
+    side and half as many lanes as fights (``rounds.LANES_PER_GAME`` of a game's 8 slots).
+    ``combat_module``: another implementation of ``jaxgame.combat`` to time instead (``--baseline``), as
+    ``jax.vmap(simulate_fight)`` (how every revision before lanes ran its fights).
     """
-    simulate = functools.partial((combat_module or combat).simulate_fight, max_ticks=max_ticks)
-    fight = jax.jit(jax.vmap(simulate))
+    if combat_module is None:
+        lanes = max(1, num_fights * rounds.LANES_PER_GAME // C.NUM_PLAYERS)
+        fight = jax.jit(functools.partial(combat.simulate_fights, max_ticks=max_ticks, max_units=C.MAX_LEVEL,
+                                          lanes=lanes))
+    else:
+        fight = jax.jit(jax.vmap(functools.partial(combat_module.simulate_fight, max_ticks=max_ticks)))
     keys = jax.random.split(jax.random.key(2), num_fights)
     out = []
     for i, units in enumerate(units_list):
@@ -243,9 +252,10 @@ def baseline_fights(rounds_module):
         rounds.run_fights = current
 
 
-def bench_combat_vs_baseline(batch_sizes, num_envs_list, rev, progress):
+def bench_combat_vs_baseline(batch_sizes, num_envs_list, rev, progress, num_rounds=1):
     """``--what combat``: fights/s of the combat alone per batch size (3 and 9 units a side) and env-only
-    seat-steps/s, of this tree and (with ``rev``) of the baseline revision, measured back to back."""
+    seat-steps/s over ``num_rounds`` rounds from the start of the game, of this tree and (with ``rev``) of
+    the baseline revision, measured back to back."""
     env = jaxgame.make("autochess")
     max_ticks = env.config.max_combat_ticks
     baseline = load_baseline(rev) if rev else None
@@ -257,11 +267,11 @@ def bench_combat_vs_baseline(batch_sizes, num_envs_list, rev, progress):
             entry["speedup"] = [round(c["fights_per_s"] / b["fights_per_s"], 2)
                                 for c, b in zip(entry["current"], entry["baseline"])]
         out["combat"][str(n)] = entry
-    current = bench_env_throughput(env, num_envs_list, 1, progress)
+    current = bench_env_throughput(env, num_envs_list, num_rounds, progress)
     out["seat_steps_per_s"]["current"] = current
     if baseline:
         with baseline_fights(baseline[1]):
-            base = bench_env_throughput(env, num_envs_list, 1, progress, label="baseline env")
+            base = bench_env_throughput(env, num_envs_list, num_rounds, progress, label="baseline env")
         out["seat_steps_per_s"]["baseline"] = base
         out["seat_steps_per_s"]["speedup"] = {n: round(current[n] / base[n], 2) for n in current}
     return out
@@ -637,7 +647,8 @@ def main(argv=None):
             for i, name in enumerate(presets)
         }
     elif args.what == "combat":
-        result.update(bench_combat_vs_baseline(combat_batch, num_envs_list, args.baseline, progress))
+        result["rounds"] = args.rounds
+        result.update(bench_combat_vs_baseline(combat_batch, num_envs_list, args.baseline, progress, args.rounds))
     elif args.what == "render":
         result["render"] = bench_render(render_batch, progress)
         result["env_seat_steps_per_s"] = bench_obs_kinds(num_envs_list, args.rounds, progress)

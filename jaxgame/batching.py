@@ -1,7 +1,8 @@
 """Branch decisions shared by a whole batch, including vmapped axes around it.
 
-``VecEnv`` and ``rounds.run_fights`` take ONE ``lax.cond`` per batch (fight or
-skip, reset or not, PvE slots or not). When the caller vmaps them again (a
+``VecEnv`` takes ONE ``lax.cond`` per batch (fight or skip, reset or not) and
+the fight loop (``combat.simulate_fights``) refills its lanes in a ``lax.cond``
+and stops when the whole batch is done. When the caller vmaps them again (a
 sweep vmaps whole training runs), a predicate computed per member would be
 batched and the cond would turn into a select that runs the combat on every
 step. Reducing the predicate with ``lax.pmax`` over the named outer axes keeps

@@ -18,6 +18,9 @@ from jaxgame.state import GameState, Players
 from jaxgame.validation import as_key
 
 
+# The bots are jitted (inlined under an outer jit or vmap): called eagerly, e.g. in a notebook, they would
+# otherwise dispatch op by op.
+@jax.jit
 def random_policy(key: jax.Array, state: GameState, mask: jnp.ndarray) -> jnp.ndarray:
     """Uniform over each seat's legal actions. Returns int32[8]."""
     logits = jnp.where(mask, 0.0, -jnp.inf)
@@ -81,6 +84,7 @@ def greedy_scores(p: Players, round_: jnp.ndarray) -> jnp.ndarray:
     return scores
 
 
+@jax.jit
 def greedy_policy(key: jax.Array, state: GameState, mask: jnp.ndarray) -> jnp.ndarray:
     """Best legal action by ``greedy_scores``; ties broken at random. Returns int32[8]."""
     scores = jax.vmap(greedy_scores, in_axes=(0, None))(state.players, state.round)
@@ -102,6 +106,7 @@ def mixed_policy(policies_by_seat):
         raise ValueError(f"need {C.NUM_PLAYERS} bot names from {sorted(BOTS)}, got {names!r}")
     distinct = sorted(set(names))
 
+    @jax.jit
     def policy(key, state, mask):
         keys = jax.random.split(as_key(key, "mixed_policy key"), len(distinct))
         per_bot = {n: BOTS[n](k, state, mask) for n, k in zip(distinct, keys)}

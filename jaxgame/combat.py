@@ -10,13 +10,29 @@ Fighter ``i`` in ``0..23`` is the home unit on board cell ``i``; fighter
 (y): home cell (row r, col c) stands at (x=c, y=2-r), away cell (row r, col c)
 at (x=7-c, y=3+r), so the two front rows meet in the middle.
 
-Everything is jit- and vmap-able with static shapes. :func:`simulate_fight`
-runs a ``lax.while_loop`` that stops as soon as the fight is decided;
-:func:`record_fight` runs the same tick function under ``lax.scan`` and keeps
-every frame for replays.
+Representation (for speed; the results do not depend on it). A fight
+simulates ``K = max_units`` units a side, not all 24 cells: units ``0..K-1``
+are the home side, ``K..2K-1`` the away side, and within a side the occupied
+cells come first in cell order, then padding (empty cells, never alive).
+Compact order is fighter order, so "lowest fighter index" tie-breaks are
+unchanged; ``Fighters.index`` maps a unit back to its fighter index (its
+random draw and its replay slot). The default ``K = 24`` is exact for every
+board; the game passes ``K = MAX_LEVEL`` (9), the most units a board can hold.
+
+Fights are simulated in batches with the batch as the LAST axis (per-unit
+arrays ``[2K, B]``), so every op of a tick is a vector op across fights, and
+pairwise work is unrolled over the K units of the other side instead of
+being reduced over short minor axes. :func:`simulate_fight` is written for
+one fight but defines its ``vmap`` (``jax.custom_batching.custom_vmap``): a
+vmapped call, nested vmaps included, runs :func:`simulate_fights` once on the
+whole flattened batch. :func:`simulate_fights` runs a ``lax.while_loop`` until
+every fight of the batch is decided; :func:`record_fight` runs the same
+:func:`tick` under ``lax.scan`` and keeps every frame for replays.
 """
 
 from __future__ import annotations
+
+import functools
 
 import jax
 import jax.numpy as jnp
@@ -26,6 +42,7 @@ from flax import struct
 from jaxgame import constants as C
 from jaxgame import species as sp
 from jaxgame import synergy
+from jaxgame.batching import any_in_batch
 
 NUM_FIGHTERS = C.MAX_FIGHTERS  # 48
 HALF = C.BOARD_CELLS  # 24 fighters per side
@@ -42,13 +59,13 @@ MANA_PER_SECOND = 10
 MANA_PER_DAMAGE = 10  # +ceil(damage / 10) mana per damage instance taken
 STUN_TICKS = 15
 MONSTER_HEAL_MULT = 10
-_BIG = 1 << 30
+_NO_KEY = 0x7FFFFFFF  # int32 max: "nothing" in packed-key minimums
 # Implementation limits (checked on the static tables): special damage is divided in float32
-# (see _div_spell), and target stats are bit-packed into one int32 per fighter.
+# (see _div_spell), and target stats are bit-packed into one int32 per unit.
 _DIV_EPS = 1.0 / 512
 _MAX_POTENCY = 80_000
 assert int(sp.SPECIES_POWER.max()) * (100 + int(sp.SYNERGY_VALUES[sp.PSYCHIC].max())) <= _MAX_POTENCY
-assert int(sp.SPECIES_SPDEF.max()) <= 10 and int(sp.SPECIES_DEF.max()) < 32
+assert int(sp.SPECIES_SPDEF.max()) < 16 and int(sp.SPECIES_DEF.max()) < 32
 assert int(sp.SYNERGY_VALUES[sp.FIGHTING].max()) < 64
 
 #: int32[NUM_SPECIES] ms between basic attacks: round(1000 / (0.4 + 0.007 * speed)).
@@ -62,6 +79,10 @@ NEIGHBOUR_DY = np.array([-1, -1, -1, 0, 0, 1, 1, 1], dtype=np.int32)
 #: The 3x3 block around a cell (area damage, shield), centre included.
 AREA_DX = np.array([-1, 0, 1, -1, 0, 1, -1, 0, 1], dtype=np.int32)
 AREA_DY = np.array([-1, -1, -1, 0, 0, 0, 1, 1, 1], dtype=np.int32)
+
+#: A draw ``u`` is a crit (``u < float32(0.1)``) iff its 32 random bits ``b`` have ``b >> 9 < CRIT_BELOW``:
+#: ``jax.random.uniform`` makes ``u = (b >> 9) * 2**-23`` exactly.
+CRIT_BELOW = int(np.ceil(np.float64(np.float32(CRIT_CHANCE)) * 2**23))
 
 
 @struct.dataclass
@@ -90,8 +111,9 @@ class FightReplay:
 
 @struct.dataclass
 class Fighters:
-    """Per-fighter constants of one fight (int32[48] each)."""
+    """Per-unit constants of a batch of B fights: int32[2K, B] each (K = ``max_units``, batch last)."""
 
+    index: jax.Array  # fighter index of the unit: home cell c -> c, away cell c -> 24 + c
     team: jax.Array
     species: jax.Array
     stars: jax.Array
@@ -115,7 +137,7 @@ class Fighters:
 
 @struct.dataclass
 class FightState:
-    """Per-fighter mutable state (int32[48] unless noted) and damage totals."""
+    """Per-unit mutable state of a batch of fights: int32[2K, B] unless noted, and damage totals."""
 
     x: jax.Array
     y: jax.Array
@@ -126,10 +148,10 @@ class FightState:
     atk_cd: jax.Array  # ms
     move_cd: jax.Array  # ms
     stun: jax.Array  # ticks
-    target: jax.Array  # fighter index or -1
-    alive: jax.Array  # bool[48]
-    home_damage: jax.Array  # int32[]
-    away_damage: jax.Array  # int32[]
+    target: jax.Array  # unit index (0..2K-1) or -1
+    alive: jax.Array  # bool[2K, B]
+    home_damage: jax.Array  # int32[B]
+    away_damage: jax.Array  # int32[B]
 
 
 def tick_uniforms(key, tick) -> jax.Array:
@@ -137,6 +159,52 @@ def tick_uniforms(key, tick) -> jax.Array:
     return jax.random.uniform(jax.random.fold_in(key, tick), (NUM_FIGHTERS,), dtype=jnp.float32)
 
 
+_TICK_UNIFORMS = tick_uniforms
+
+# ---------------- random draws ----------------
+_ROTATIONS = ((13, 15, 26, 6), (17, 29, 16, 24))
+
+
+def _threefry2x32(k0, k1, x0, x1):
+    """The Threefry-2x32 hash (20 rounds) of counters (x0, x1) under key (k0, k1), uint32 arrays that
+    broadcast; unrolled, so that XLA fuses it (jax's own CPU lowering is a rolled loop of small kernels)."""
+    ks = (k0, k1, k0 ^ k1 ^ jnp.uint32(0x1BD11BDA))
+    x0, x1 = x0 + ks[0], x1 + ks[1]
+    for i in range(5):
+        for r in _ROTATIONS[i % 2]:
+            x0 = x0 + x1
+            x1 = (x1 << jnp.uint32(r)) | (x1 >> jnp.uint32(32 - r))
+            x1 = x0 ^ x1
+        x0 = x0 + ks[(i + 1) % 3]
+        x1 = x1 + ks[(i + 2) % 3] + jnp.uint32(i + 1)
+    return x0, x1
+
+
+def _fast_draws(keys) -> bool:
+    """Whether :func:`_unit_crits` may hash the units' draws itself: threefry keys with partitionable bits
+    (jax's default), where draw i of ``jax.random.uniform(key, (48,))`` only depends on (key, i), and
+    ``tick_uniforms`` is this module's own (a test may replace it)."""
+    return (
+        tick_uniforms is _TICK_UNIFORMS
+        and bool(jax.config.jax_threefry_partitionable)
+        and str(jax.random.key_impl(keys)) == "threefry2x32"
+    )
+
+
+def _unit_crits(keys, t, index) -> jax.Array:
+    """bool[2K, B]: ``tick_uniforms(keys[b], t[b])[index[:, b]] < 0.1`` for typed keys[B], t int32 (scalar or
+    [B]) and index int32[2K, B]."""
+    if _fast_draws(keys):
+        data = jax.random.key_data(keys)  # uint32[B, 2]
+        zero = jnp.uint32(0)
+        k0, k1 = _threefry2x32(data[:, 0], data[:, 1], zero, jnp.asarray(t).astype(jnp.uint32))  # fold_in(key, t)
+        b0, b1 = _threefry2x32(k0, k1, zero, index.astype(jnp.uint32))
+        return ((b0 ^ b1) >> jnp.uint32(9)) < jnp.uint32(CRIT_BELOW)
+    draws = jax.vmap(tick_uniforms)(keys, jnp.broadcast_to(t, keys.shape))  # float32[B, 48]
+    return jnp.take_along_axis(draws.T, index, axis=0) < jnp.float32(CRIT_CHANCE)
+
+
+# ---------------- setup ----------------
 def _side_synergy(board_species: jax.Array, occupied: jax.Array) -> jax.Array:
     """int32[24, NUM_TYPES]: synergy effect value per unit and type for one side."""
     masked = jnp.where(occupied, board_species, -1)
@@ -146,33 +214,43 @@ def _side_synergy(board_species: jax.Array, occupied: jax.Array) -> jax.Array:
     return jnp.where(has_type, values[None, :], 0).astype(jnp.int32)
 
 
-def init_fight(home_species, home_stars, away_species, away_stars) -> tuple[Fighters, FightState]:
-    """Fighter constants and the state at tick 0."""
+def _side_units(occupied: jax.Array, max_units: int) -> jax.Array:
+    """int32[max_units]: the cells a side simulates, occupied ones first (in cell order), then empty ones."""
+    return jnp.argsort(~occupied, stable=True)[:max_units].astype(jnp.int32)
+
+
+def _start_position(index: jax.Array) -> tuple[jax.Array, jax.Array]:
+    """(x, y): int32 grid positions at tick 0 of fighter indices (home cell c -> c, away cell c -> 24 + c)."""
+    away = index >= HALF
+    cell = index % HALF
+    row, col = cell // COLS, cell % COLS
+    return jnp.where(away, COLS - 1 - col, col), jnp.where(away, C.BOARD_ROWS + row, (C.BOARD_ROWS - 1) - row)
+
+
+def _init_one(home_species, home_stars, away_species, away_stars, max_units):
+    """Fighters and tick-0 state of one fight (int32[2K] fields, scalar damage totals)."""
     home_species = jnp.asarray(home_species, jnp.int32)
     away_species = jnp.asarray(away_species, jnp.int32)
     home_stars = jnp.asarray(home_stars, jnp.int32)
     away_stars = jnp.asarray(away_stars, jnp.int32)
     home_occ = (home_species >= 0) & (home_stars > 0)
     away_occ = (away_species >= 0) & (away_stars > 0)
-    occupied = jnp.concatenate([home_occ, away_occ])
-    species = jnp.where(occupied, jnp.concatenate([home_species, away_species]), -1)
-    stars = jnp.where(occupied, jnp.clip(jnp.concatenate([home_stars, away_stars]), 0, sp.MAX_STARS), 0)
+    index = jnp.concatenate([_side_units(home_occ, max_units), HALF + _side_units(away_occ, max_units)])
+    occupied = jnp.concatenate([home_occ, away_occ])[index]
+    species = jnp.where(occupied, jnp.concatenate([home_species, away_species])[index], -1)
+    stars = jnp.where(occupied, jnp.clip(jnp.concatenate([home_stars, away_stars])[index], 0, sp.MAX_STARS), 0)
     s = jnp.maximum(species, 0)
-    syn = jnp.concatenate([_side_synergy(home_species, home_occ), _side_synergy(away_species, away_occ)])
+    syn = jnp.concatenate([_side_synergy(home_species, home_occ), _side_synergy(away_species, away_occ)])[index]
 
     def table(t):
         return jnp.where(occupied, jnp.asarray(t, jnp.int32)[s], 0)
 
-    cell = jnp.arange(HALF, dtype=jnp.int32)
-    row, col = cell // COLS, cell % COLS
-    x = jnp.concatenate([col, COLS - 1 - col])
-    y = jnp.concatenate([(C.BOARD_ROWS - 1) - row, C.BOARD_ROWS + row])
-    team = jnp.concatenate([jnp.zeros(HALF, jnp.int32), jnp.ones(HALF, jnp.int32)])
-
+    x, y = _start_position(index)
     max_hp = table(sp.SPECIES_HP) * jnp.asarray(sp.STAR_HP_TENTHS)[stars] // 10
     atk = table(sp.SPECIES_ATK) * jnp.asarray(sp.STAR_ATK_MULT)[stars]
     f = Fighters(
-        team=team,
+        index=index,
+        team=(index >= HALF).astype(jnp.int32),
         species=species,
         stars=stars,
         max_hp=max_hp,
@@ -192,7 +270,7 @@ def init_fight(home_species, home_stars, away_species, away_stars) -> tuple[Figh
         steel=syn[:, sp.STEEL],
         monster=syn[:, sp.MONSTER],
     )
-    zeros = jnp.zeros(NUM_FIGHTERS, jnp.int32)
+    zeros = jnp.zeros(2 * max_units, jnp.int32)
     state = FightState(
         x=x,
         y=y,
@@ -203,7 +281,7 @@ def init_fight(home_species, home_stars, away_species, away_stars) -> tuple[Figh
         atk_cd=zeros,
         move_cd=zeros,
         stun=zeros,
-        target=jnp.full(NUM_FIGHTERS, -1, jnp.int32),
+        target=jnp.full(2 * max_units, -1, jnp.int32),
         alive=occupied,
         home_damage=jnp.int32(0),
         away_damage=jnp.int32(0),
@@ -211,6 +289,20 @@ def init_fight(home_species, home_stars, away_species, away_stars) -> tuple[Figh
     return f, state
 
 
+def init_fights(home_species, home_stars, away_species, away_stars, max_units: int = HALF) -> tuple[Fighters, FightState]:
+    """Fighter constants and the state at tick 0 of B fights, batch last (``[2K, B]`` fields).
+
+    Boards are int32[B, 24] (species, -1 empty; stars, 0 empty). ``max_units`` (static) is K, the units
+    simulated a side; exact when no side has more than K occupied cells (always with the default 24).
+    """
+    if not 1 <= max_units <= HALF:
+        raise ValueError(f"max_units must be in 1..{HALF}, got {max_units}")
+    one = functools.partial(_init_one, max_units=max_units)
+    fighters, state = jax.vmap(one)(home_species, home_stars, away_species, away_stars)
+    return jax.tree.map(lambda a: jnp.moveaxis(a, 0, -1), (fighters, state))
+
+
+# ---------------- one tick ----------------
 def _div(a, b):
     """Exact floor division a // b for int32 0 <= a < 2**24 and 0 < b < 2**24, without integer divides.
 
@@ -230,34 +322,71 @@ def _div_spell(potency_f, inv_divisor):
     return jnp.floor(potency_f * inv_divisor + _DIV_EPS).astype(jnp.int32)
 
 
-def _materialize(*vectors):
-    """Returns same-shaped int32 arrays unchanged, but computed once: XLA:CPU would otherwise fuse (and so
-    re-compute) their producers into every pairwise consumer. A scatter is never fused into its users."""
-    stacked = jnp.stack(vectors)
-    out = jnp.zeros_like(stacked).at[jnp.arange(len(vectors))].set(stacked, unique_indices=True)
-    return tuple(out)
+def _materialize(zero, *arrays):
+    """The arrays (same shape) unchanged, but computed once: XLA:CPU would otherwise fuse (and so
+    re-compute) their producers, reductions included, into every consumer. ``zero``: an int32 scalar that
+    is 0 at run time but unknown to the compiler, so the scatter below stays a scatter (never fused into
+    its users) instead of being simplified away; ``lax.optimization_barrier`` is expanded before fusion on
+    CPU."""
+    dtypes = [a.dtype for a in arrays]
+    padded = [a.astype(jnp.int32) for a in arrays] + [jnp.zeros_like(arrays[0], jnp.int32)]  # 2+ rows: not
+    stacked = jnp.stack(padded)  # a single-row scatter, which XLA would turn into a fusible update
+    rows = jnp.arange(len(padded), dtype=jnp.int32) + zero
+    out = jnp.zeros_like(stacked).at[rows].set(stacked, unique_indices=True)
+    return tuple(o.astype(d) for o, d in zip(out, dtypes))
 
 
 def _cheb(ax, ay, bx, by):
     return jnp.maximum(jnp.abs(ax - bx), jnp.abs(ay - by))
 
 
-def tick(f: Fighters, s: FightState, t, key) -> FightState:
-    """One 100 ms tick: every decision reads the state at the start of the tick.
+#: Pairwise reductions over at most this many other units (all of them with up to 9 units a side) are
+#: unrolled into elementwise ops that XLA fuses into a few loops; longer ones (the 24-a-side layout) are
+#: rolled loops, which compile much faster.
+UNROLL_MAX = 18
 
-    Implementation notes (CPU speed): pairwise work is done on 24x24 blocks
-    (home x away for attacks, home x home / away x away for shields) with plain
-    elementwise ops and reductions; the occupancy of the 48 grid cells is a
-    bitmask; gathers and scatters are over 48 entries only.
+_COMBINE = {"min": jnp.minimum, "add": jnp.add, "or": jnp.logical_or}
+
+
+def _reduce_rows(op: str, block: jax.Array) -> jax.Array:
+    """``op`` ("min", "add" or "or") over the leading axis of ``block`` [m, ...]."""
+    combine, m = _COMBINE[op], block.shape[0]
+    if m <= UNROLL_MAX:
+        return functools.reduce(combine, [block[i] for i in range(m)])
+    return jax.lax.fori_loop(1, m, lambda i, acc: combine(acc, block[i]), block[0])
+
+
+def _over(op: str, others: range, term) -> jax.Array:
+    """``op``-reduce ``term(pick, j)`` over the other units ``j`` in ``others``; ``pick(a)`` is unit j's
+    row ``[B]`` of a per-unit array ``a[2K, B]`` (j: a Python int when unrolled, else a traced int32)."""
+    combine = _COMBINE[op]
+    if len(others) <= UNROLL_MAX:
+        return functools.reduce(combine, [term(lambda a, j=j: a[j], j) for j in others])
+    first = term(lambda a: a[others.start], others.start)
+    return jax.lax.fori_loop(
+        others.start + 1, others.stop, lambda j, acc: combine(acc, term(lambda a: a[j], j)), first
+    )
+
+
+def tick(f: Fighters, s: FightState, t, keys, clock=None) -> FightState:
+    """One 100 ms tick of B fights (``[2K, B]`` state, typed keys[B]): every decision reads the state at
+    the start of the tick. ``t``: each fight's tick number (int32, scalar or [B]), which picks its random
+    draws and its once-a-second effects; ``clock`` (int32 scalar, default ``t``): the loop's own counter.
+
+    Pairwise work (targets, damage, shields, kill credit, move claims) goes over the other units one at a
+    time (:func:`_over`): each step compares every unit ``[K, B]`` with one other unit ``[B]``, elementwise
+    across the batch. The occupancy of the 48 grid cells is a bitmask. The only gathers are the units'
+    draws on the generic path of :func:`_unit_crits`; the only scatters are :func:`_materialize`'s.
     """
     i32 = jnp.int32
-    n, h = NUM_FIGHTERS, HALF
-    idx = jnp.arange(n, dtype=i32)
+    n = s.alive.shape[0]
+    h = n // 2
+    idx = jnp.arange(n, dtype=i32)[:, None]  # [n, 1]
+    sides = ((slice(0, h), range(h, n)), (slice(h, n), range(h)))  # (units, their enemies)
     alive0 = s.alive
     x, y = s.x, s.y
     cell = y * COLS + x
-    hx, hy, ax, ay = x[:h, None], y[:h, None], x[None, h:], y[None, h:]  # home down, away across
-    home_alive, away_alive = alive0[:h, None], alive0[None, h:]
+    opaque = jnp.asarray(t if clock is None else clock, i32) >> 30  # 0 (< 2**30), see _materialize
 
     # 1-2. stun and cooldowns
     stunned = alive0 & (s.stun > 0)
@@ -266,21 +395,28 @@ def tick(f: Fighters, s: FightState, t, key) -> FightState:
     atk_cd = jnp.maximum(s.atk_cd - TICK_MS, 0)
     move_cd = jnp.maximum(s.move_cd - TICK_MS, 0)
 
-    # 3. targeting. Nearest alive enemy (Chebyshev, ties lowest index), packed as
-    # dist << 12 | index << 6 | cell; the nearest enemy within range, if any, is the nearest enemy.
-    cross = _cheb(hx, hy, ax, ay)  # [home, away]
-    home_key = jnp.min(jnp.where(away_alive, (cross << 12) | (idx[None, h:] << 6) | cell[None, h:], _BIG), axis=1)
-    away_key = jnp.min(jnp.where(home_alive, (cross << 12) | (idx[:h, None] << 6) | cell[:h, None], _BIG), axis=0)
-    (near_key,) = _materialize(jnp.concatenate([home_key, away_key]))
-    has_enemy = near_key < _BIG
-    near_dist = near_key >> 12
-    nearest = (near_key >> 6) & 63
-    ex, ey = near_key & 7, (near_key >> 3) & 7
-    cur = s.target
-    cur_code = (cell | (alive0.astype(i32) << 6))[jnp.maximum(cur, 0)]
-    cur_dist = _cheb(x, y, cur_code & 7, (cur_code >> 3) & 7)
-    cur_ok = (cur >= 0) & (cur_code >= 64) & (cur_dist <= f.range)
-    new_target = jnp.where(cur_ok, cur, jnp.where(has_enemy & (near_dist <= f.range), nearest, -1))
+    # 3. targeting: per unit, the min over its enemies of a packed key
+    # rank << 27 | index << 21 | cell << 15 | block << 9 | spdef << 5 | def, where rank is 0 for the
+    # current target if it is alive and within range, else 1 + distance; dead enemies are _NO_KEY. The
+    # min is the kept target if any, else the nearest alive enemy (ties lowest index), with its stats.
+    code = jnp.where(alive0, (idx << 21) | (cell << 15) | (f.block << 9) | (f.spdef << 5) | f.defense, _NO_KEY)
+    keys_of_side = []
+    for units, enemies in sides:
+
+        def ranked(pick, e, units=units):
+            d = _cheb(x[units], y[units], pick(x), pick(y))
+            rank = jnp.where((s.target[units] == e) & (d <= f.range[units]), 0, d + 1)
+            return (rank << 27) | pick(code)  # _NO_KEY stays _NO_KEY (rank < 16)
+
+        keys_of_side.append(_over("min", enemies, ranked))
+    (tkey,) = _materialize(opaque, jnp.concatenate(keys_of_side))
+    has_enemy = tkey != _NO_KEY
+    near_dist = (tkey >> 27) - 1  # distance to the nearest enemy, or -1 when the target is kept
+    found = (tkey >> 21) & 63  # the kept target, else the nearest enemy
+    tcell = (tkey >> 15) & 63
+    ex, ey = tcell & 7, tcell >> 3
+    t_def, t_spdef, t_block = tkey & 31, (tkey >> 5) & 15, (tkey >> 9) & 63
+    new_target = jnp.where(has_enemy & (near_dist <= f.range), found, -1)
     has_target = act & (new_target >= 0)
     target = jnp.where(act, new_target, s.target)
 
@@ -289,12 +425,7 @@ def tick(f: Fighters, s: FightState, t, key) -> FightState:
     cast = attack & (s.mana >= f.max_mana)
     basic = attack & ~cast
     atk_cd = jnp.where(attack, atk_cd + f.atk_interval, atk_cd)
-    # the target's def, spdef, block and cell in one gather
-    tcode = (f.defense | (f.spdef << 5) | (f.block << 10) | (cell << 16))[jnp.maximum(new_target, 0)]
-    t_def, t_spdef, t_block = tcode & 31, (tcode >> 5) & 31, (tcode >> 10) & 63
-    tx, ty = (tcode >> 16) & 7, (tcode >> 19) & 7
-    crit = tick_uniforms(key, t) < jnp.float32(CRIT_CHANCE)
-    mult = jnp.where(crit, CRIT_MULT, 1)
+    mult = jnp.where(_unit_crits(keys, t, f.index), CRIT_MULT, 1)
     raw = jnp.maximum(1, _div(s.atk * mult * 100, 100 + DEF_PERCENT * t_def))
     basic_amt = jnp.maximum(1, raw - t_block) + s.atk * f.steel // 100
     ability = f.ability
@@ -302,86 +433,86 @@ def tick(f: Fighters, s: FightState, t, key) -> FightState:
     amount = potency // 100
     single = cast & ((ability == sp.NUKE) | (ability == sp.STUN))
     single_amt = jnp.maximum(1, _div(potency, 100 + DEF_PERCENT * t_spdef) - t_block)
-    direct = jnp.where(basic, basic_amt, jnp.where(single, single_amt, 0))  # one instance on the target
-    area = cast & (ability == sp.AREA)
-    # pairwise damage on [home, away] blocks, kept to a few cheap ops per pair: per-attacker and
-    # per-victim values are prepared as vectors (sentinels make the masks implicit)
+    # per attacker (sentinels make the pairwise masks implicit): the direct instance on the target (basic
+    # attack, nuke or stun), the centre of an area cast (far away for everyone else), the stun target;
+    # per victim: its x (far away once dead: never splashed)
     far = -100
-    splash_x = jnp.where(area, tx, far)  # centre of an area cast, far away for everyone else
-    splash_y = jnp.where(area, ty, far)
-    vic_x = jnp.where(alive0, x, -far)  # dead fighters are never splashed
+    direct = jnp.where(basic, basic_amt, jnp.where(single, single_amt, 0))
     direct_tgt = jnp.where(basic | single, new_target, -1)
-    splash_x, splash_y, vic_x, direct_tgt, direct = _materialize(splash_x, splash_y, vic_x, direct_tgt, direct)
+    area = cast & (ability == sp.AREA)
+    splash_x = jnp.where(area, ex, far)
+    splash_y = jnp.where(area, ey, far)
+    stun_tgt = jnp.where(cast & (ability == sp.STUN), new_target, -1)
+    vic_x = jnp.where(alive0, x, -far)
+    direct, direct_tgt, splash_x, splash_y, stun_tgt, vic_x = _materialize(opaque,
+        direct, direct_tgt, splash_x, splash_y, stun_tgt, vic_x
+    )
     potency_f = potency.astype(jnp.float32)
     inv_div = 1.0 / (100 + DEF_PERCENT * f.spdef).astype(jnp.float32)
 
-    def hits(a, v):
-        """Damage instances of attackers ``a`` on victims ``v`` (index tuples broadcasting to a 24x24 block)."""
+    # damage instances on each side's victims: blocks [attacker, victim, B]
+    blocks = []
+    for victims, attackers in sides:
+        a, v = (slice(attackers.start, attackers.stop), None), (None, victims)
         splash = (jnp.abs(splash_x[a] - vic_x[v]) <= 1) & (jnp.abs(splash_y[a] - y[v]) <= 1)
         spell = jnp.maximum(1, _div_spell(potency_f[a], inv_div[v]) - f.block[v])
-        return jnp.where(splash, spell, jnp.where(direct_tgt[a] == idx[v], direct[a], 0))
+        blocks.append(jnp.where(splash, spell, jnp.where(direct_tgt[a] == idx[v], direct[a], 0)))
+    (hits,) = _materialize(opaque, jnp.stack(blocks))  # [side of the victims, attacker, victim, B]
+    incoming, mana_hit, killer, stun_hit = [], [], [], []
+    for side, (victims, attackers) in enumerate(sides):
+        dmg, attacker = hits[side], idx[attackers.start : attackers.stop, None]
+        incoming.append(_reduce_rows("add", dmg))
+        mana_hit.append(_reduce_rows("add", jax.lax.div(dmg + (MANA_PER_DAMAGE - 1), MANA_PER_DAMAGE)))
+        killer.append(_reduce_rows("min", jnp.where(dmg > 0, attacker, n)))
+        stun_hit.append(_over("or", attackers, lambda pick, a, v=victims: pick(stun_tgt) == idx[v]))
+    incoming, mana_hit, killer, stun_hit = (jnp.concatenate(v) for v in (incoming, mana_hit, killer, stun_hit))
 
-    home, away = (slice(0, h), None), (None, slice(h, n))
-    by_home = hits(home, away)  # [home attacker, away victim]
-    by_away = hits(away, home)  # [home victim, away attacker]
-    incoming = jnp.concatenate([jnp.sum(by_away, axis=1), jnp.sum(by_home, axis=0)])
-    mana_hit = jnp.concatenate(
-        [
-            jnp.sum(jax.lax.div(by_away + (MANA_PER_DAMAGE - 1), MANA_PER_DAMAGE), axis=1),
-            jnp.sum(jax.lax.div(by_home + (MANA_PER_DAMAGE - 1), MANA_PER_DAMAGE), axis=0),
-        ]
-    )
-    killer = jnp.concatenate(
-        [
-            jnp.min(jnp.where(by_away > 0, idx[None, h:], n), axis=1),
-            jnp.min(jnp.where(by_home > 0, idx[:h, None], n), axis=0),
-        ]
-    )
-    incoming, mana_hit, killer = _materialize(incoming, mana_hit, killer)
-
-    # shields: caster and alive allies within Chebyshev 1 (sentinel positions make the masks implicit)
-    shield_on = cast & (ability == sp.SHIELD)
-    caster_x = jnp.where(shield_on, x, far)
+    # shields: caster and alive allies within Chebyshev 1
+    caster_x = jnp.where(cast & (ability == sp.SHIELD), x, far)
     shield_gain = []
-    for side in (slice(0, h), slice(h, n)):
-        near = (jnp.abs(caster_x[side, None] - vic_x[None, side]) <= 1) & (jnp.abs(y[side, None] - y[None, side]) <= 1)
-        shield_gain.append(jnp.sum(jnp.where(near, amount[side, None], 0), axis=0))
+    for allies, _ in sides:
+
+        def shielded(pick, c, allies=allies):
+            close = (jnp.abs(pick(caster_x) - vic_x[allies]) <= 1) & (jnp.abs(pick(y) - y[allies]) <= 1)
+            return jnp.where(close, pick(amount), 0)
+
+        shield_gain.append(_over("add", range(allies.start, allies.stop), shielded))
     shield_gain = jnp.concatenate(shield_gain)
     # heals: the alive ally with the lowest hp permille (ties lowest index), per side
     heal_on = jnp.where(cast & (ability == sp.HEAL), amount, 0)
-    ratio_key = jnp.where(alive0, _div(s.hp * 1000, jnp.maximum(f.max_hp, 1)) * 64 + idx, _BIG)
-    heal = jnp.zeros(n, i32)
-    for side in (slice(0, h), slice(h, n)):
-        heal = heal + jnp.where(idx == (jnp.min(ratio_key[side]) & 63), jnp.sum(heal_on[side]), 0)
-    stun_cast = cast & (ability == sp.STUN)
-    stun_hit = jnp.zeros(n + 1, i32).at[jnp.where(stun_cast, new_target, n)].add(1)[:n] > 0
+    ratio_key = jnp.where(alive0, _div(s.hp * 1000, jnp.maximum(f.max_hp, 1)) * 64 + idx, _NO_KEY)
+    heal = jnp.zeros_like(s.hp)
+    for allies, _ in sides:
+        lowest = jnp.min(ratio_key[allies], axis=0) & 63
+        heal = heal + jnp.where(idx == lowest, jnp.sum(heal_on[allies], axis=0), 0)
 
-    # 6. movement; occupancy at tick start as a 48-bit mask in two uint32 words
+    # 6. movement; occupancy at tick start as a 48-bit mask in two uint32 words per fight
     u32 = jnp.uint32
     bit = jnp.where(alive0, jnp.left_shift(u32(1), (cell & 31).astype(u32)), u32(0))
-    occ_lo = jnp.sum(jnp.where(cell < 32, bit, u32(0)), dtype=u32)
-    occ_hi = jnp.sum(jnp.where(cell >= 32, bit, u32(0)), dtype=u32)
-    nx = x[:, None] + jnp.asarray(NEIGHBOUR_DX)[None, :]
-    ny = y[:, None] + jnp.asarray(NEIGHBOUR_DY)[None, :]
-    inside = (nx >= 0) & (nx < COLS) & (ny >= 0) & (ny < ROWS)
-    npos = ny * COLS + nx
-    word = jnp.where(npos < 32, occ_lo, occ_hi)
-    taken = (jnp.right_shift(word, (npos & 31).astype(u32)) & u32(1)) > 0
-    free = inside & ~taken
-    ncheb = _cheb(nx, ny, ex[:, None], ey[:, None])
-    nsq = (nx - ex[:, None]) ** 2 + (ny - ey[:, None]) ** 2
-    score = jnp.min(jnp.where(free, (ncheb * 128 + nsq) * 8 + jnp.arange(8, dtype=i32)[None, :], _BIG), axis=1)
-    k = score & 7
-    best_cheb, best_sq = score >> 10, (score >> 3) & 127
+    occ_lo = jnp.sum(jnp.where(cell < 32, bit, u32(0)), axis=0, dtype=u32)
+    occ_hi = jnp.sum(jnp.where(cell >= 32, bit, u32(0)), axis=0, dtype=u32)
+    # score of a step: (Chebyshev, squared distance to the nearest enemy, neighbour order) packed as
+    # (cheb * 128 + sq) * 16 + code, code = (dy + 1) * 3 + (dx + 1) (increasing in the neighbour order)
+    scores = []
+    for dx, dy in zip(NEIGHBOUR_DX.tolist(), NEIGHBOUR_DY.tolist()):
+        nx, ny = x + dx, y + dy
+        npos = ny * COLS + nx
+        word = jnp.where(npos < 32, occ_lo, occ_hi)
+        taken = (jnp.right_shift(word, (npos & 31).astype(u32)) & u32(1)) > 0
+        free = (nx >= 0) & (nx < COLS) & (ny >= 0) & (ny < ROWS) & ~taken
+        score = (_cheb(nx, ny, ex, ey) * 128 + (nx - ex) ** 2 + (ny - ey) ** 2) * 16 + (dy + 1) * 3 + (dx + 1)
+        scores.append(jnp.where(free, score, _NO_KEY))
+    (score,) = _materialize(opaque, functools.reduce(jnp.minimum, scores))
+    best_cheb, best_sq, step = score >> 11, (score >> 4) & 127, score & 15
     cur_sq = (x - ex) ** 2 + (y - ey) ** 2
     closer = (best_cheb < near_dist) | ((best_cheb == near_dist) & (best_sq < cur_sq))
-    want = act & ~has_target & (move_cd == 0) & has_enemy & (score < _BIG) & closer
-    dest_x = x + jnp.asarray(NEIGHBOUR_DX)[k]
-    dest_y = y + jnp.asarray(NEIGHBOUR_DY)[k]
-    nowhere = ROWS * COLS
-    dest = jnp.where(want, dest_y * COLS + dest_x, nowhere)
-    first_claim = jnp.full(nowhere + 1, n, i32).at[dest].min(idx)
-    moves = want & (first_claim[dest] == idx)
+    want = act & ~has_target & (move_cd == 0) & has_enemy & (score < _NO_KEY) & closer
+    dest_x = x + step % 3 - 1
+    dest_y = y + step // 3 - 1
+    (dest,) = _materialize(opaque, jnp.where(want, dest_y * COLS + dest_x, -1))
+    # the lowest index claiming a cell gets it
+    beaten = _over("or", range(n - 1), lambda pick, j: (dest == pick(dest)) & (idx > j))
+    (moves,) = _materialize(opaque, want & ~beaten)
     x = jnp.where(moves, dest_x, x)
     y = jnp.where(moves, dest_y, y)
     move_cd = jnp.where(moves, move_cd + f.move_interval, move_cd)
@@ -392,7 +523,10 @@ def tick(f: Fighters, s: FightState, t, key) -> FightState:
     hp = s.hp - (incoming - absorbed)
     alive = alive0 & (hp > 0)
     died = alive0 & ~alive
-    kills = jnp.zeros(n + 1, i32).at[jnp.where(died, killer, n)].add(1)[:n]
+    (credit,) = _materialize(opaque, jnp.where(died, killer, -1))
+    kills = jnp.concatenate(
+        [_over("add", enemies, lambda pick, e, u=u: (pick(credit) == idx[u]).astype(i32)) for u, enemies in sides]
+    )
     second = (t % TICKS_PER_SECOND) == TICKS_PER_SECOND - 1
     mana = (
         s.mana
@@ -419,14 +553,16 @@ def tick(f: Fighters, s: FightState, t, key) -> FightState:
         stun=jnp.where(alive, stun, 0),
         target=jnp.where(alive, target, -1),
         alive=alive,
-        home_damage=s.home_damage + jnp.sum(incoming[h:]),
-        away_damage=s.away_damage + jnp.sum(incoming[:h]),
+        home_damage=s.home_damage + jnp.sum(incoming[h:], axis=0),
+        away_damage=s.away_damage + jnp.sum(incoming[:h], axis=0),
     )
 
 
+# ---------------- whole fights ----------------
 def _counts(s: FightState):
-    home = jnp.sum(s.alive[:HALF]).astype(jnp.int32)
-    away = jnp.sum(s.alive[HALF:]).astype(jnp.int32)
+    h = s.alive.shape[0] // 2
+    home = jnp.sum(s.alive[:h], axis=0, dtype=jnp.int32)
+    away = jnp.sum(s.alive[h:], axis=0, dtype=jnp.int32)
     return home, away
 
 
@@ -448,51 +584,197 @@ def _result(s: FightState, ticks) -> FightResult:
     )
 
 
-def simulate_fight(home_species, home_stars, away_species, away_stars, key, max_ticks: int = 400) -> FightResult:
-    """Fight two boards (int32[24] species, -1 empty; int32[24] stars) until one side is wiped or max_ticks."""
-    f, s0 = init_fight(home_species, home_stars, away_species, away_stars)
+def _typed_keys(keys) -> jax.Array:
+    """Typed keys[B] from typed keys[B] or legacy uint32[B, 2] keys."""
+    if jax.dtypes.issubdtype(keys.dtype, jax.dtypes.prng_key):
+        return keys
+    return jax.random.wrap_key_data(jnp.asarray(keys, jnp.uint32))
+
+
+#: With a lane queue (``lanes`` < the number of fights) finished lanes take the next pending fight every
+#: this many ticks: often enough that a lane is rarely idle, rarely enough that the gathers stay cheap.
+REFILL_EVERY = 8
+
+
+def _take_fights(tree, ids):
+    """Columns ``ids`` int32[L] of every ``[..., N]`` leaf (batch last) of ``tree``."""
+    return jax.tree.map(lambda a: jnp.take(a, ids, axis=-1, mode="clip"), tree)
+
+
+def _run_fights(f: Fighters, s0: FightState, keys, max_ticks: int, lanes: int | None = None,
+                sync_axes: tuple[str, ...] = ()) -> FightResult:
+    """The batched fight loop over N fights (``[2K, N]`` fighters and state, typed keys[N]).
+
+    ``lanes`` (static, default N) fights are simulated side by side in a ``lax.while_loop``; the fights
+    not decided at tick 0 wait in a queue (in index order), and every :data:`REFILL_EVERY` ticks the
+    lanes whose fight has ended take the next ones. A fight ends when a side is wiped or after
+    ``max_ticks`` of its own ticks; its random draws use its own tick count, so the outcome of every fight
+    is the same whatever the lanes (a test). Fewer lanes than fights waste less work on ended fights (the
+    loop no longer runs every fight as long as the longest one) but vectorise less.
+    ``sync_axes``: vmapped axes that share the loop's trip count (``jaxgame.batching``).
+    """
+    n_fights = s0.alive.shape[-1]
+    lanes = n_fights if lanes is None else int(min(max(lanes, 1), n_fights))
+    done0 = _decided(s0)
+    pending = jnp.sum(~done0, dtype=jnp.int32)
+    queue = jnp.argsort(done0, stable=True).astype(jnp.int32)  # undecided fights first, in index order
+    out = _result(s0, jnp.zeros(n_fights, jnp.int32))  # decided at tick 0: no ticks
+    lane_ids = queue[:lanes]
+    busy = jnp.arange(lanes) < pending
+    i32 = jnp.int32
+
+    def refill(carry):
+        ptr, ids, busy, lt, fl, sl = carry
+        free = ~busy
+        pos = ptr + jnp.cumsum(free, dtype=i32) - 1
+        load = free & (pos < pending)
+        new_ids = jnp.where(load, queue[jnp.minimum(pos, n_fights - 1)], ids)
+        fresh_f, fresh_s = _take_fights((f, s0), new_ids)
+        fl, sl = jax.tree.map(lambda new, old: jnp.where(load, new, old), (fresh_f, fresh_s), (fl, sl))
+        return ptr + jnp.sum(load, dtype=i32), new_ids, busy | load, jnp.where(load, 0, lt), fl, sl
 
     def cond(carry):
-        t, _, done = carry
-        return ~done & (t < max_ticks)
+        _, (ptr, _, busy, *_), _ = carry
+        return any_in_batch((ptr < pending) | jnp.any(busy), sync_axes)
 
     def body(carry):
-        t, s, _ = carry
-        s = tick(f, s, t, key)
-        return t + 1, s, _decided(s)
+        t, lane_carry, out = carry
+        lane_carry = jax.lax.cond((t % REFILL_EVERY == 0) & (t > 0), refill, lambda c: c, lane_carry)
+        ptr, ids, busy, lt, fl, sl = lane_carry
+        sl = tick(fl, sl, lt, _take_fights(keys, ids), t)
+        lt = lt + 1
+        ended = busy & (_decided(sl) | (lt >= max_ticks))
+        target = jnp.where(ended, ids, n_fights)  # out of range: dropped
+        out = jax.tree.map(lambda o, r: o.at[target].set(r, mode="drop"), out, _result(sl, lt))
+        return t + 1, (ptr, ids, busy & ~ended, lt, fl, sl), out
 
-    t, s, _ = jax.lax.while_loop(cond, body, (jnp.int32(0), s0, _decided(s0)))
-    return _result(s, t)
+    f_lanes, s_lanes = _take_fights((f, s0), lane_ids)
+    start = (jnp.int32(lanes), lane_ids, busy, jnp.zeros(lanes, i32), f_lanes, s_lanes)
+    start = (jnp.minimum(start[0], pending),) + start[1:]
+    _, _, out = jax.lax.while_loop(cond, body, (jnp.int32(0), start, out))
+    return out
+
+
+def simulate_fights(
+    home_species, home_stars, away_species, away_stars, keys, max_ticks: int = 400, max_units: int = HALF,
+    lanes: int | None = None, sync_axes: tuple[str, ...] = (),
+) -> FightResult:
+    """B fights at once: boards int32[B, 24] (species, -1 empty; stars), keys[B] (typed, or uint32[B, 2])
+    -> FightResult of int32[B] fields. ``max_ticks``, ``max_units`` (K, see :func:`init_fights`) and
+    ``lanes`` (fights ticked side by side, default B; see :func:`_run_fights`) are static; the outcomes
+    do not depend on ``lanes``. ``rounds.run_fights`` calls this on all the fights of a batch of games.
+    """
+    f, s0 = init_fights(home_species, home_stars, away_species, away_stars, max_units)
+    return _run_fights(f, s0, _typed_keys(keys), max_ticks, lanes, sync_axes)
+
+
+def _broadcast_unbatched(axis_size, in_batched, args):
+    """The arguments (pytrees), each with a leading batch axis of ``axis_size`` (added where unbatched)."""
+
+    def one(arg, batched):
+        return jax.tree.map(lambda a, b: a if b else jnp.broadcast_to(a, (axis_size,) + a.shape), arg, batched)
+
+    return [one(a, b) for a, b in zip(args, in_batched)]
+
+
+@functools.cache
+def _batched_run(max_ticks: int):
+    """:func:`_run_fights` for a static ``max_ticks``, whose vmap folds the new (leading) axis into the
+    batch axis (last) of the fighters and the state."""
+
+    @jax.custom_batching.custom_vmap
+    def run(f, s, keys):
+        return _run_fights(f, s, keys, max_ticks)
+
+    @run.def_vmap
+    def run_vmap(axis_size, in_batched, f, s, keys):
+        f, s, keys = _broadcast_unbatched(axis_size, in_batched, (f, s, keys))
+
+        def fold(a):  # [S, ..., B] -> [..., S * B]
+            return jnp.moveaxis(a, 0, -2).reshape(a.shape[1:-1] + (-1,))
+
+        result = run(jax.tree.map(fold, f), jax.tree.map(fold, s), keys.reshape(-1))
+        result = jax.tree.map(lambda r: r.reshape(axis_size, -1), result)
+        return result, jax.tree.map(lambda _: True, result)
+
+    return run
+
+
+@functools.cache
+def _one_run(max_ticks: int):
+    """One fight's loop as a batch of one, whose vmap is one batched loop (:func:`_batched_run`)."""
+
+    @jax.custom_batching.custom_vmap
+    def run(f, s, key):
+        f, s = jax.tree.map(lambda a: a[..., None], (f, s))
+        return jax.tree.map(lambda r: r[0], _batched_run(max_ticks)(f, s, key[None]))
+
+    @run.def_vmap
+    def run_vmap(axis_size, in_batched, f, s, keys):
+        f, s, keys = _broadcast_unbatched(axis_size, in_batched, (f, s, keys))
+        f, s = jax.tree.map(lambda a: jnp.moveaxis(a, 0, -1), (f, s))
+        result = _batched_run(max_ticks)(f, s, keys)
+        return result, jax.tree.map(lambda _: True, result)
+
+    return run
+
+
+def simulate_fight(
+    home_species, home_stars, away_species, away_stars, key, max_ticks: int = 400, max_units: int = HALF
+) -> FightResult:
+    """Fight two boards (int32[24] species, -1 empty; int32[24] stars) until one side is wiped or max_ticks.
+
+    ``key``: a typed PRNG key or a legacy uint32[2] one. ``max_ticks`` and ``max_units`` are static;
+    ``max_units`` (K) units are simulated per side: the default 24 is exact for every board, a smaller K is
+    faster and exact for boards of at most K units a side. Under ``jax.vmap`` (nested ones included) the
+    fight loop runs once on the whole batch (``jax.custom_batching.custom_vmap``; the loop then runs until
+    every fight of the batch is decided), like :func:`simulate_fights`.
+    """
+    if not 1 <= max_units <= HALF:
+        raise ValueError(f"max_units must be in 1..{HALF}, got {max_units}")
+    f, s0 = _init_one(home_species, home_stars, away_species, away_stars, int(max_units))
+    return _one_run(int(max_ticks))(f, s0, _typed_keys(key))
+
+
+def _by_fighter(f: Fighters, values: jax.Array, fill) -> jax.Array:
+    """[..., 2K] per-unit values of one fight -> [..., 48] per fighter index; fighters not simulated get
+    ``fill`` (broadcasting to [..., 48])."""
+    out = jnp.broadcast_to(jnp.asarray(fill, values.dtype), values.shape[:-1] + (NUM_FIGHTERS,))
+    return out.at[..., f.index[:, 0]].set(values, unique_indices=True)
 
 
 def record_fight(
-    home_species, home_stars, away_species, away_stars, key, max_ticks: int = 400
+    home_species, home_stars, away_species, away_stars, key, max_ticks: int = 400, max_units: int = HALF
 ) -> tuple[FightResult, FightReplay]:
-    """Like :func:`simulate_fight` but keeps all ``max_ticks + 1`` frames (after the end they repeat)."""
-    f, s0 = init_fight(home_species, home_stars, away_species, away_stars)
+    """Like :func:`simulate_fight` but keeps all ``max_ticks + 1`` frames (after the end they repeat),
+    mapped back to the 48 fighters. Runs :func:`tick` on a batch of one under ``lax.scan``."""
+    keys = _typed_keys(key)[None]
+    board = (jnp.asarray(a, jnp.int32)[None] for a in (home_species, home_stars, away_species, away_stars))
+    f, s0 = init_fights(*board, max_units)
 
     def body(carry, t):
         n, s, done = carry
-        s = jax.lax.cond(done, lambda st: st, lambda st: tick(f, st, t, key), s)
+        s = jax.lax.cond(done, lambda st: st, lambda st: tick(f, st, t, keys), s)
         n = n + jnp.where(done, 0, 1).astype(jnp.int32)
-        done = done | _decided(s)
-        return (n, s, done), (s.x, s.y, s.hp, s.alive)
+        done = done | _decided(s)[0]
+        return (n, s, done), (s.x[:, 0], s.y[:, 0], s.hp[:, 0], s.alive[:, 0])
 
     (n, s, _), (xs, ys, hps, alives) = jax.lax.scan(
-        body, (jnp.int32(0), s0, _decided(s0)), jnp.arange(max_ticks, dtype=jnp.int32)
+        body, (jnp.int32(0), s0, _decided(s0)[0]), jnp.arange(max_ticks, dtype=jnp.int32)
     )
 
-    def frames(first, rest):
-        return jnp.concatenate([first[None], rest], axis=0)
+    def frames(first, rest, fill):
+        return _by_fighter(f, jnp.concatenate([first[None, :, 0], rest], axis=0), fill)
 
+    start_x, start_y = _start_position(jnp.arange(NUM_FIGHTERS, dtype=jnp.int32))
     replay = FightReplay(
-        x=frames(s0.x, xs),
-        y=frames(s0.y, ys),
-        hp=frames(s0.hp, hps),
-        max_hp=f.max_hp,
-        alive=frames(s0.alive, alives),
-        species=f.species,
-        stars=f.stars,
-        team=f.team,
+        x=frames(s0.x, xs, start_x),
+        y=frames(s0.y, ys, start_y),
+        hp=frames(s0.hp, hps, 0),
+        max_hp=_by_fighter(f, f.max_hp[:, 0], 0),
+        alive=frames(s0.alive, alives, False),
+        species=_by_fighter(f, f.species[:, 0], -1),
+        stars=_by_fighter(f, f.stars[:, 0], 0),
+        team=(jnp.arange(NUM_FIGHTERS) >= HALF).astype(jnp.int32),
     )
-    return _result(s, n), replay
+    return jax.tree.map(lambda r: r[0], _result(s, n[None])), replay

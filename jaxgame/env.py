@@ -43,9 +43,10 @@ class TimeStep:
 class AutoChessEnv:
     """8-seat auto-battler. Stateless: all state lives in ``GameState``.
 
-    ``reset`` and ``step`` are pure, so ``jax.jit(env.step)`` and
-    ``jax.vmap(env.step)`` work; for large batches prefer
-    ``jaxgame.VecEnv``, which runs the combat only on fight steps.
+    ``reset`` and ``step`` are pure and jitted (compiled once per env when
+    called directly; inlined under an outer ``jax.jit`` or ``jax.vmap``);
+    for large batches prefer ``jaxgame.VecEnv``, which runs the combat only
+    on fight steps.
     """
 
     num_players = C.NUM_PLAYERS
@@ -60,6 +61,10 @@ class AutoChessEnv:
         # per-seat observation shape: (obs_size,), (72, 20) (packed 2bpp) or a dict of both
         vector, pixels = (self.obs_size,), (packing.FRAME_H, packing.PACKED_W)
         self.obs_shape = {"vector": vector, "pixels": pixels, "both": {"vector": vector, "pixels": pixels}}[obs]
+        # reset and step compile once per env (inlined under an outer jit or vmap): called eagerly, e.g. in
+        # a notebook, they would otherwise dispatch op by op (~10 s for the first reset on a 2-core CPU)
+        self._reset = jax.jit(self._reset_impl)
+        self._step = jax.jit(self._step_impl)
 
     def __repr__(self):
         return f"AutoChessEnv(obs={self.obs_kind!r}, config={self.config})"
@@ -106,13 +111,18 @@ class AutoChessEnv:
     # ---- public API ----
     def reset(self, key: jax.Array):
         """Start a game from a typed or legacy PRNG key: (state, TimeStep)."""
-        state, obs, mask = self.start(as_key(key, "AutoChessEnv.reset key"))
-        return state, self.timestep(state, obs, obs, mask, jnp.zeros(C.NUM_PLAYERS, jnp.float32))
+        return self._reset(as_key(key, "AutoChessEnv.reset key"))
 
     def step(self, state: GameState, actions):
         """Advance every seat by one decision step (actions int32[8]); resolves the fights after
         the round's last one and auto-resets a finished game."""
-        actions = check_actions(actions, (C.NUM_PLAYERS,), "AutoChessEnv.step")
+        return self._step(state, check_actions(actions, (C.NUM_PLAYERS,), "AutoChessEnv.step"))
+
+    def _reset_impl(self, key: jax.Array):
+        state, obs, mask = self.start(key)
+        return state, self.timestep(state, obs, obs, mask, jnp.zeros(C.NUM_PLAYERS, jnp.float32))
+
+    def _step_impl(self, state: GameState, actions: jax.Array):
         state, fight_key, reset_key, due = self.decision_step(state, actions)
         state, reward = jax.lax.cond(due, self.fight_step, self.no_fight, state, fight_key)
         final_obs, final_mask = self.observe(state), self.action_mask(state)

@@ -4,8 +4,6 @@ the start of the next round. Each function maps a ``GameState`` to the next.
 
 from __future__ import annotations
 
-import functools
-
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -16,7 +14,6 @@ from jaxgame import constants as C
 from jaxgame import economy
 from jaxgame import shop as shop_lib
 from jaxgame import units
-from jaxgame.batching import any_in_batch
 from jaxgame.config import GameConfig
 from jaxgame.state import RESULT_DRAW, RESULT_LOSS, RESULT_NONE, RESULT_WIN, GameState
 
@@ -141,52 +138,38 @@ def plan_fights(state: GameState, config: GameConfig, key) -> FightPlan:
     )
 
 
-#: Slots simulated unconditionally; a PvP round never has more active slots
-#: (at most 4 pairs, or 3 pairs and a ghost), only PvE rounds need all 8.
-ALWAYS_SIMULATED = C.NUM_PLAYERS // 2
+#: Fight lanes per game (``combat.simulate_fights``' ``lanes``): a PvP round has at most 4 fights a game
+#: (4 pairs, or 3 pairs and a ghost) and a PvE round 8; lanes take the next pending fight when theirs
+#: ends, so fewer lanes than fights spend less work on fights that already ended.
+LANES_PER_GAME = 4
 
 
 def run_fights(plan: FightPlan, max_ticks: int, sync_axes: tuple[str, ...] = ()) -> combat.FightResult:
     """Simulate the active slots of a batch of plans (any leading batch shape).
 
-    Active slots are moved to the front of each game; the first 4 slots of
-    every game are always simulated and the other 4 only when some game of
-    the batch needs them (a PvE round), so PvP rounds pay for half the
-    combat. Inactive slots get an empty-board draw. Returns a FightResult
-    with fields of shape [*batch, 8]. ``sync_axes``: vmapped axes around
-    the call that share the PvE decision (``jaxgame.batching``).
+    The 8 slots of every game form one batch of fights; inactive slots are
+    empty boards, decided at tick 0 (winner 2, all zeros) without being
+    simulated. The active fights run in ``LANES_PER_GAME`` lanes per game
+    (``combat.simulate_fights``), so the work follows the fights actually
+    played (PvP rounds half of PvE ones, fewer as players are eliminated)
+    and their lengths, not the longest fight. The fights simulate
+    ``MAX_LEVEL`` units a side, exact for every board the rules allow (a
+    board holds at most ``level <= MAX_LEVEL`` units; creep boards fewer;
+    a hand-made board with more fights with its first 9 units in cell order).
+    ``sync_axes``: vmapped axes around the call that share the fight loop's
+    trip count (``jaxgame.batching``). Returns a FightResult with fields of
+    shape [*batch, 8].
     """
     batch = plan.active.shape[:-1]
     n = C.NUM_PLAYERS
     flat = jax.tree_util.tree_map(lambda x: x.reshape((-1,) + x.shape[len(batch) :]), plan)
-    keys = flat.key.reshape(-1)
-    order = jnp.argsort(~flat.active, axis=1, stable=True)  # [B, 8], active slots first
-
-    def gather(x):  # [B, 8, ...] -> [B, 8, ...] in ``order``
-        return jnp.take_along_axis(x, order.reshape(order.shape + (1,) * (x.ndim - 2)), axis=1)
-
-    active = gather(flat.active)
-    boards = [gather(x) for x in (flat.home_species, flat.home_stars, flat.away_species, flat.away_stars)]
-    boards = [jnp.where(active[..., None], b, -1 if i % 2 == 0 else 0) for i, b in enumerate(boards)]
-
-    def simulate(lo, hi):
-        def one_game(hs, ht, as_, at, key, slots):
-            slot_keys = jax.vmap(lambda s: jax.random.fold_in(key, s))(slots)
-            fight = functools.partial(combat.simulate_fight, max_ticks=max_ticks)
-            return jax.vmap(fight)(hs, ht, as_, at, slot_keys)
-
-        return jax.vmap(one_game)(*[b[:, lo:hi] for b in boards], keys, order[:, lo:hi])
-
-    first = simulate(0, ALWAYS_SIMULATED)
-
-    def no_fights():
-        zeros = jnp.zeros((order.shape[0], n - ALWAYS_SIMULATED), jnp.int32)
-        return combat.FightResult(zeros + 2, zeros, zeros, zeros, zeros, zeros)
-
-    rest = jax.lax.cond(any_in_batch(active[:, ALWAYS_SIMULATED:], sync_axes), lambda: simulate(ALWAYS_SIMULATED, n), no_fights)
-    inverse = jnp.argsort(order, axis=1)
-    result = jax.tree_util.tree_map(
-        lambda a, b: jnp.take_along_axis(jnp.concatenate([a, b], axis=1), inverse, axis=1), first, rest
+    games = flat.active.shape[0]
+    slot_keys = jax.vmap(lambda key: jax.vmap(lambda s: jax.random.fold_in(key, s))(jnp.arange(n)))(flat.key.reshape(-1))
+    boards = [flat.home_species, flat.home_stars, flat.away_species, flat.away_stars]
+    boards = [jnp.where(flat.active[..., None], b, -1 if i % 2 == 0 else 0) for i, b in enumerate(boards)]
+    result = combat.simulate_fights(
+        *[b.reshape(-1, C.BOARD_CELLS) for b in boards], slot_keys.reshape(-1), max_ticks, C.MAX_LEVEL,
+        lanes=LANES_PER_GAME * games, sync_axes=sync_axes,
     )
     return jax.tree_util.tree_map(lambda x: x.reshape(batch + (n,)), result)
 

@@ -4,9 +4,9 @@ Under ``jax.vmap(env.step)`` the per-env ``lax.cond`` becomes a select that
 runs the combat on every step. ``VecEnv`` instead vmaps the cheap pieces and
 branches ONCE for the whole batch: the fight phase runs only when at least
 one env is on its fight step (with fixed-length rounds all envs are phase
-aligned, so that is every ``steps_per_round``-th step), the second half of
-the combat slots only when some env fights a PvE round, and the reset only
-when some game ended. ``sync_axes`` names vmapped axes around the VecEnv
+aligned, so that is every ``steps_per_round``-th step), and the reset only
+when some game ended; within the fight phase the fight loop runs only the
+fights actually played (``rounds.run_fights``). ``sync_axes`` names vmapped axes around the VecEnv
 (e.g. a sweep's) over which these decisions are shared too (see
 ``jaxgame.batching``).
 """
@@ -54,7 +54,7 @@ class VecEnv:
         def fight(states):
             plans = jax.vmap(env.prepare_fights)(states, fight_keys)
             plans = plans.replace(active=plans.active & due[:, None])  # no combat for envs not due
-            results = env.run_fights(plans, self.sync_axes)  # one batch-level combat, PvE slots only when needed
+            results = env.run_fights(plans, self.sync_axes)  # one batch-level fight loop
             fought, reward = jax.vmap(env.finish_fights)(states, plans, results, fight_keys)
             return _select(due, fought, states), jnp.where(due[:, None], reward, 0.0)
 

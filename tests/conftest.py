@@ -1,7 +1,14 @@
 import os
 import tempfile
 
-import jax
+# The suite is compile-bound (XLA:CPU compiling the game's programs): skip LLVM's optimisation passes,
+# about a third off every compile for slower but identical integer arithmetic (float results may differ
+# in the last bits from an optimised build; every comparison here is between programs built alike).
+# Set before JAX starts its backend; subprocesses (the CLI tests) inherit it.
+if "--xla_backend_optimization_level" not in os.environ.get("XLA_FLAGS", ""):
+    os.environ["XLA_FLAGS"] = (os.environ.get("XLA_FLAGS", "") + " --xla_backend_optimization_level=0").strip()
+
+import jax  # noqa: E402
 import pytest
 
 import jaxgame
@@ -30,4 +37,4 @@ def small_env():
 
 @pytest.fixture(scope="session")
 def jit_step(env):
-    return jax.jit(env.step)
+    return env.step  # jitted inside the env

@@ -2,6 +2,7 @@
 
 import jax
 import numpy as np
+import pytest
 
 import jaxgame
 from experiments.common import placement_by_bot, play_games
@@ -10,6 +11,7 @@ from jaxgame import bots
 SEATS = ("greedy", "random") * 4
 
 
+@pytest.mark.xdist_group("default_step")  # one worker compiles the default env's step (conftest.jit_step)
 def test_bots_pick_legal_actions(env, jit_step):
     state, ts = env.reset(jax.random.key(0))
     step = jit_step
@@ -30,6 +32,7 @@ def test_mixed_policy_validates_names():
         bots.mixed_policy(("greedy",) * 7 + ("smart",))
 
 
+@pytest.mark.xdist_group("play_games")  # the quickstart notebook plays the same games
 def test_greedy_beats_random():
     env = jaxgame.make("autochess", steps_per_round=6, max_rounds=18)
     ranks, _ = play_games(env, SEATS, num_envs=8, seed=0, progress=False)

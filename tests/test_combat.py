@@ -318,3 +318,60 @@ def test_symmetric_boards_draw_without_crits(monkeypatch):
     np.testing.assert_array_equal(res.home_survivors, res.away_survivors)
     # most die together (mutual wipe-out) rather than time out
     assert np.sum((res.ticks < MAX_TICKS) & (res.home_survivors == 0)) > n // 2
+
+
+# ---------------- compact units and hashed draws ----------------
+def test_unit_crits_are_tick_uniforms_draws(monkeypatch):
+    """The crit of unit u is tick_uniforms(key, t)[index[u]] < 0.1: hashed per unit, and via tick_uniforms."""
+    keys = jax.random.split(jax.random.key(3), 64)
+    index = np.stack([np.random.RandomState(t).permutation(48)[:18] for t in range(64)], axis=1)  # [18, 64]
+    crits = jax.jit(combat._unit_crits)
+    for t in (0, 9, 399, 1999):
+        expected = np.stack([np.asarray(combat.tick_uniforms(k, t))[index[:, b]] for b, k in enumerate(keys)], 1) < 0.1
+        np.testing.assert_array_equal(np.asarray(crits(keys, t, index)), expected)
+        assert expected.any() and not expected.all()
+    per_fight = np.arange(64, dtype=np.int32) * 7  # every fight at its own tick (lanes)
+    expected = np.stack([np.asarray(combat.tick_uniforms(k, per_fight[b]))[index[:, b]] for b, k in enumerate(keys)], 1)
+    np.testing.assert_array_equal(np.asarray(crits(keys, per_fight, index)), expected < 0.1)
+    tick_uniforms = combat.tick_uniforms
+    monkeypatch.setattr(combat, "tick_uniforms", lambda key, tick: tick_uniforms(key, tick))  # the generic path
+    generic = jax.jit(combat._unit_crits)
+    np.testing.assert_array_equal(np.asarray(generic(keys, 5, index)), np.asarray(crits(keys, 5, index)))
+    np.testing.assert_array_equal(np.asarray(generic(keys, per_fight, index)), expected < 0.1)
+
+
+def test_max_level_units_match_all_cells():
+    """Boards of at most MAX_LEVEL units a side: the compact simulation (as the game runs it) gives the
+    results of the 24-cell one, which the reference checks."""
+    arrays, keys, res = random_batch()
+    hs, hk, as_, ak = arrays
+    units = np.maximum(np.sum((hs >= 0) & (hk > 0), axis=1), np.sum((as_ >= 0) & (ak > 0), axis=1))
+    small = np.flatnonzero(units <= combat.C.MAX_LEVEL)
+    assert len(small) > 100
+    fight = jax.jit(jax.vmap(functools.partial(combat.simulate_fight, max_units=combat.C.MAX_LEVEL)))
+    got = jax.tree.map(np.asarray, fight(*(a[small] for a in arrays), keys[small]))
+    for field in FIELDS:
+        np.testing.assert_array_equal(getattr(got, field), getattr(res, field)[small], err_msg=field)
+
+
+def test_fight_lanes_do_not_change_outcomes():
+    """simulate_fights with fewer lanes than fights (a queue, as the game runs it): every fight has the
+    result of the one-fight-per-lane simulation, empty boards (decided at tick 0) included."""
+    arrays, keys, res = random_batch()
+    hs, hk, as_, ak = arrays
+    units = np.maximum(np.sum((hs >= 0) & (hk > 0), axis=1), np.sum((as_ >= 0) & (ak > 0), axis=1))
+    small = np.flatnonzero(units <= combat.C.MAX_LEVEL)[:120]
+    boards = [a[small] for a in arrays]
+    empty = np.arange(0, len(small), 5)  # every 5th fight: no units at all
+    for b, value in zip(boards, (-1, 0, -1, 0)):
+        b[empty] = value
+    expected = {field: getattr(res, field)[small] for field in FIELDS}
+    for field, value in zip(FIELDS, (2, 0, 0, 0, 0, 0)):
+        expected[field][empty] = value
+    lanes = 13  # a lane runs ~8 fights one after the other
+    fight = jax.jit(functools.partial(combat.simulate_fights, max_ticks=MAX_TICKS, max_units=combat.C.MAX_LEVEL,
+                                      lanes=lanes))
+    got = jax.tree.map(np.asarray, fight(*boards, keys[small]))
+    for field in FIELDS:
+        np.testing.assert_array_equal(getattr(got, field), expected[field], err_msg=field)
+    assert np.any(got.ticks == MAX_TICKS) and np.all(got.ticks[empty] == 0)

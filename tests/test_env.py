@@ -7,23 +7,19 @@ import numpy as np
 import pytest
 
 import jaxgame
-from jaxgame import bots
 from jaxgame import constants as C
 from jaxgame import species as sp
 from jaxgame import units
-
-# Short, deadly games so that eliminations, game ends and auto-resets happen
-# within a few dozen steps.
-TINY = dict(steps_per_round=2, max_rounds=10, starting_life=12, max_combat_ticks=150)
-NUM_ENVS = 6
-STEPS = 40
+from tests import tiny_games
+from tests.tiny_games import NUM_ENVS, STEPS
 
 
 @pytest.fixture(scope="module")
 def tiny_env():
-    return jaxgame.make("autochess", **TINY)
+    return tiny_games.tiny_env()
 
 
+@pytest.mark.xdist_group("default_step")  # one worker compiles the default env's step (conftest.jit_step)
 def test_api_shapes_and_dtypes(env, jit_step):
     state, ts = env.reset(jax.random.key(0))
     assert env.num_players == 8 and env.num_actions == 258 and env.obs_size == ts.observation.shape[1]
@@ -60,6 +56,7 @@ def test_make_validates_input():
         jaxgame.VecEnv(jaxgame.make("autochess"), 0)
 
 
+@pytest.mark.xdist_group("default_step")  # one worker compiles the default env's step (conftest.jit_step)
 def test_end_turn_makes_remaining_steps_noops(env, jit_step):
     state, ts = env.reset(jax.random.key(1))
     state, ts = jit_step(state, jnp.zeros(8, jnp.int32))
@@ -70,97 +67,49 @@ def test_end_turn_makes_remaining_steps_noops(env, jit_step):
     np.testing.assert_array_equal(state.players.gold, before)
 
 
-def _rollout_loop(env, keys, steps, policy_key):
-    """Reference: a Python loop over envs and steps with a jitted single-env step."""
-    step = jax.jit(env.step)
-    trajs = []
-    for e, k in enumerate(keys):
-        state, ts = env.reset(k)
-        rewards, dones, lives = [], [], []
-        for t in range(steps):
-            a = bots.random_policy(jax.random.fold_in(jax.random.fold_in(policy_key, t), e), state, ts.action_mask)
-            state, ts = step(state, a)
-            rewards.append(np.asarray(ts.reward))
-            dones.append(bool(ts.done))
-            lives.append(np.asarray(ts.info["life"]))
-        trajs.append((np.stack(rewards), np.array(dones), np.stack(lives), np.asarray(state.players.species)))
-    return trajs
-
-
-def _rollout_batched(step_fn, reset_fn, keys, steps, policy_key):
-    @jax.jit
-    def run(keys):
-        states, ts = reset_fn(keys)
-
-        def body(carry, t):
-            states, ts = carry
-            env_keys = jax.vmap(lambda e: jax.random.fold_in(jax.random.fold_in(policy_key, t), e))(
-                jnp.arange(keys.shape[0])
-            )
-            a = jax.vmap(bots.random_policy)(env_keys, states, ts.action_mask)
-            states, ts = step_fn(states, a)
-            return (states, ts), (ts.reward, ts.done, ts.info["life"])
-
-        (states, _), out = jax.lax.scan(body, (states, ts), jnp.arange(steps))
-        return out, states.players.species
-
-    (rewards, dones, lives), species = run(keys)
-    return [
-        (np.asarray(rewards[:, e]), np.asarray(dones[:, e]), np.asarray(lives[:, e]), np.asarray(species[e]))
-        for e in range(keys.shape[0])
-    ]
-
-
+@pytest.mark.xdist_group(tiny_games.group)
 def test_jit_vmap_loop_and_vecenv_agree(tiny_env):
-    keys = jax.random.split(jax.random.key(2), 3)
-    policy_key = jax.random.key(3)
-    steps = 24  # crosses fights, eliminations and at least one game end + auto-reset
-    loop = _rollout_loop(tiny_env, keys, steps, policy_key)
-    vmapped = _rollout_batched(jax.vmap(tiny_env.step), jax.vmap(tiny_env.reset), keys, steps, policy_key)
-    venv = jaxgame.VecEnv(tiny_env, 3)
-    vec = _rollout_batched(venv.step, jax.vmap(tiny_env.reset), keys, steps, policy_key)
-    assert any(t[1].any() for t in loop), "no game ended: the test would not cover auto-reset"
-    for a, b, c in zip(loop, vmapped, vec):
-        for x, y, z in zip(a, b, c):
-            np.testing.assert_array_equal(x, y)
-            np.testing.assert_array_equal(x, z)
+    """VecEnv.step == jax.vmap(env.step) == a Python loop of jit(env.step) per env, on every leaf of
+    every step (games cross fights, eliminations, game ends and auto-resets)."""
+    states, ts, actions, _ = vec = tiny_games.games("vec")
+    for x, y in zip(jax.tree_util.tree_leaves(vec), jax.tree_util.tree_leaves(tiny_games.games("vmap"))):
+        np.testing.assert_array_equal(x, y)
+    assert ts.done.any(), "no game ended: the test would not cover auto-reset"
+    step, act = tiny_env.step, jax.jit(tiny_games.garbage_or_legal)
+    for e, key in enumerate(jax.random.split(jax.random.key(7), NUM_ENVS)[:1]):
+        state, t_s = tiny_env.reset(key)
+        for t in range(STEPS):
+            a, _ = act(tiny_games.action_key(jax.random.key(3), t, e), state, t_s.action_mask)
+            np.testing.assert_array_equal(a, actions[t, e])
+            state, t_s = step(state, a)
+            for x, y in zip(jax.tree_util.tree_leaves(tiny_games.host_tree(state)),
+                            jax.tree_util.tree_leaves(tiny_games.at(states, t, e))):
+                np.testing.assert_array_equal(x, y)
+            np.testing.assert_array_equal(t_s.reward, ts.reward[t, e])
+            np.testing.assert_array_equal(t_s.observation, ts.observation[t, e])
+            assert bool(t_s.done) == ts.done[t, e]
 
 
 @pytest.fixture(scope="module")
-def random_games(tiny_env):
-    """Many random games through VecEnv: per-step states and timesteps (numpy)."""
-    venv = jaxgame.VecEnv(tiny_env, NUM_ENVS)
-
-    @jax.jit
-    def run(key):
-        states, ts = venv.reset(key)
-
-        def body(carry, k):
-            states, ts = carry
-            a = jax.vmap(bots.random_policy)(jax.random.split(k, NUM_ENVS), states, ts.action_mask)
-            states, ts = venv.step(states, a)
-            info = {k: v for k, v in ts.info.items() if k != "final_state"}  # holds a typed key
-            return (states, ts), (states.replace(key=jax.random.key_data(states.key)), ts.replace(info=info))
-
-        _, out = jax.lax.scan(body, (states, ts), jax.random.split(key, STEPS))
-        return out
-
-    out = run(jax.random.key(7))
-    again = run(jax.random.key(7))
-    other = run(jax.random.key(8))
-    return jax.tree_util.tree_map(np.asarray, out), again, other
+def random_games():
+    """The shared random games through VecEnv (numpy): (states, ts) per step."""
+    return tiny_games.games("vec")[:2]
 
 
+@pytest.mark.xdist_group(tiny_games.group)
 def test_same_key_same_games_different_key_different(random_games):
-    out, again, other = random_games
-    for a, b in zip(jax.tree_util.tree_leaves(out[0]), jax.tree_util.tree_leaves(again[0])):
-        if a.dtype != object and np.issubdtype(a.dtype, np.number):
-            np.testing.assert_array_equal(a, np.asarray(b))
-    assert not np.array_equal(out[0].players.species, np.asarray(other[0].players.species))
+    states, _ = random_games
+    run = tiny_games.rollout("vec")
+    again = tiny_games.host_tree(run(jax.random.key(7), jax.random.key(3))[0])
+    for a, b in zip(jax.tree_util.tree_leaves(states), jax.tree_util.tree_leaves(again)):
+        np.testing.assert_array_equal(a, b)
+    other = run(jax.random.key(8), jax.random.key(3))[0]
+    assert not np.array_equal(states.players.species, np.asarray(other.players.species))
 
 
+@pytest.mark.xdist_group(tiny_games.group)
 def test_invariants_over_random_games(random_games):
-    (states, ts), _, _ = random_games
+    states, ts = random_games
     p = states.players
     assert ts.done.sum() >= NUM_ENVS, "too few finished games to check end-of-game invariants"
     # pool conservation: pool + shops + owned copies == initial pool, always
@@ -189,8 +138,9 @@ def test_invariants_over_random_games(random_games):
     np.testing.assert_allclose(final_reward[ranks == 1], 1.0)
 
 
+@pytest.mark.xdist_group(tiny_games.group)
 def test_eliminated_seats_get_rewarded_once(random_games):
-    (states, ts), _, _ = random_games
+    states, ts = random_games
     T, E = ts.done.shape
     for e in range(E):
         start = 0

@@ -11,32 +11,23 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import jaxgame
-from jaxgame import bots, observation, render, rounds
+from jaxgame import bots, observation, render, rounds, units
 from jaxgame import constants as C
 from jaxgame import species as sp
-from jaxgame import units
 from jaxgame.validation import check_actions
+from tests import tiny_games
 
-TINY = dict(steps_per_round=2, max_rounds=10, starting_life=12, max_combat_ticks=150)
-INT32_MIN, INT32_MAX = np.iinfo(np.int32).min, np.iinfo(np.int32).max
-EXTREMES = [INT32_MIN, INT32_MIN + 1, -(2**16), -C.NUM_ACTIONS - 1, -C.NUM_ACTIONS, -1,
-            C.NUM_ACTIONS, C.NUM_ACTIONS + 1, 2**16, INT32_MAX - 1, INT32_MAX]
+TINY = tiny_games.TINY
+INT32_MIN, INT32_MAX, EXTREMES = tiny_games.INT32_MIN, tiny_games.INT32_MAX, tiny_games.EXTREMES
 
 
 @pytest.fixture(scope="module")
 def tiny_env():
-    return jaxgame.make("autochess", **TINY)
-
-
-def _numpy_tree(tree):
-    return jax.tree_util.tree_map(
-        lambda x: np.asarray(jax.random.key_data(x) if jax.dtypes.issubdtype(x.dtype, jax.dtypes.prng_key) else x),
-        tree,
-    )
+    return tiny_games.tiny_env()
 
 
 def _assert_trees_equal(a, b):
-    for x, y in zip(jax.tree_util.tree_leaves(_numpy_tree(a)), jax.tree_util.tree_leaves(_numpy_tree(b))):
+    for x, y in zip(jax.tree_util.tree_leaves(tiny_games.host_tree(a)), jax.tree_util.tree_leaves(tiny_games.host_tree(b))):
         np.testing.assert_array_equal(x, y)
 
 
@@ -59,7 +50,7 @@ def _check_invariants(state):
 def mid_game(tiny_env):
     """A game a few random steps in (units bought, shops partly empty), on a non-fight step."""
     state, ts = tiny_env.reset(jax.random.key(11))
-    step = jax.jit(tiny_env.step)
+    step = tiny_env.step
     for t in range(5):
         state, ts = step(state, bots.random_policy(jax.random.key(100 + t), state, ts.action_mask))
     if int(state.step_in_round) == TINY["steps_per_round"] - 1:
@@ -77,7 +68,7 @@ def _first_illegal(mask):
 
 @pytest.fixture(scope="module")
 def jit_tiny_step(tiny_env):
-    return jax.jit(tiny_env.step)
+    return tiny_env.step
 
 
 @settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
@@ -100,40 +91,18 @@ def test_out_of_range_actions_are_the_illegal_no_op(mid_game, jit_tiny_step, bad
         assert int(a.players.actions_this_turn[seat]) == int(state.players.actions_this_turn[seat])
 
 
-def test_out_of_range_actions_under_vmap_and_vecenv(tiny_env):
-    """Random games where half of the seats send random int32 garbage: invariants hold at every step
-    and vmap(env.step) == VecEnv.step."""
-    n, steps = 3, 24
-    venv = jaxgame.VecEnv(tiny_env, n)
-
-    def actions_for(k, states, mask):
-        k1, k2, k3 = jax.random.split(k, 3)
-        legal = jax.vmap(bots.random_policy)(jax.random.split(k1, n), states, mask)
-        garbage = jax.random.randint(k2, (n, 8), INT32_MIN, INT32_MAX, dtype=jnp.int32)
-        extremes = jnp.asarray(EXTREMES, jnp.int32)[jax.random.randint(k3, (n, 8), 0, len(EXTREMES))]
-        garbage = jnp.where(jax.random.bernoulli(k3, 0.5, (n, 8)), garbage, extremes)
-        return jnp.where(jnp.arange(8) % 2 == 0, legal, garbage)
-
-    def run(step):
-        @jax.jit
-        def go(key):
-            states, ts = venv.reset(key)
-
-            def body(carry, k):
-                states, ts = carry
-                states, ts = step(states, actions_for(k, states, ts.action_mask))
-                return (states, ts), (states.replace(key=jax.random.key_data(states.key)), ts.done)
-
-            return jax.lax.scan(body, (states, ts), jax.random.split(key, steps))[1]
-
-        return go(jax.random.key(3))
-
-    vec_states, vec_done = run(venv.step)
-    vmap_states, vmap_done = run(jax.vmap(tiny_env.step))
-    _assert_trees_equal(vec_states, vmap_states)
-    np.testing.assert_array_equal(vec_done, vmap_done)
-    for t in range(steps):
-        _check_invariants(jax.tree_util.tree_map(lambda x: np.asarray(x)[t], vec_states))
+@pytest.mark.xdist_group(tiny_games.group)
+def test_out_of_range_actions_in_whole_games():
+    """The shared random games (a quarter of the seat-steps send random int32 garbage; VecEnv ==
+    vmap(env.step) is tests/test_env.py's): the invariants hold at every step, and a seat's garbage
+    action never counts as one of its actions."""
+    states, _, actions, bad = tiny_games.games("vec")
+    assert bad.mean() > 0.15 and np.any((actions < 0) | (actions >= C.NUM_ACTIONS))
+    for t in range(tiny_games.STEPS):
+        _check_invariants(tiny_games.at(states, t))
+    counted = states.players.actions_this_turn[1:] - states.players.actions_this_turn[:-1]
+    same_turn = counted >= 0  # not reset by a new round or game
+    assert np.all(counted[bad[1:] & same_turn] == 0)
 
 
 # ---------------------------------------------------------------- dtypes and shapes
@@ -164,39 +133,42 @@ def test_bad_action_dtype_and_shape_fail_clearly(tiny_env):
     wrapped = check_actions(np.full(8, np.iinfo(np.uint32).max, np.uint32), (8,), "test")
     np.testing.assert_array_equal(huge, INT32_MAX)
     np.testing.assert_array_equal(wrapped, INT32_MAX)
-    after, _ = jax.jit(tiny_env.step)(state, huge)
+    after, _ = tiny_env.step(state, huge)
     assert not bool(after.players.shop_locked.any()) and not bool(after.players.turn_ended.any())
 
 
 # ---------------------------------------------------------------- PRNG keys
 
 
-def test_typed_and_legacy_keys_everywhere(tiny_env):
+def test_typed_and_legacy_keys_everywhere(tiny_env, jit_tiny_step):
+    """Legacy uint32[2] keys work wherever typed keys do (reset, VecEnv.reset, the bots, jitted and
+    vmapped) and give the same games. The step takes no key (the state holds a typed one), so games
+    from either kind are played by the same compiled step."""
     typed, legacy = jax.random.key(4), jax.random.PRNGKey(4)
     s1, ts1 = tiny_env.reset(typed)
     s2, ts2 = tiny_env.reset(legacy)
     _assert_trees_equal((s1, ts1.observation), (s2, ts2.observation))
 
-    # jit(vmap(reset/step/bots)) with a batch of legacy keys, over fight steps
+    # jit(vmap(reset)) and jit(vmap(bot)) with batches of both kinds
+    reset = jax.jit(jax.vmap(tiny_env.reset))
+    greedy = jax.jit(jax.vmap(bots.greedy_policy))
+    vs_typed, vts_typed = reset(jax.random.split(typed, 3))
+    vs_legacy, vts_legacy = reset(jax.random.split(legacy, 3))
+    _assert_trees_equal((vs_typed, vts_typed.observation), (vs_legacy, vts_legacy.observation))
+    a_typed = greedy(jax.random.split(jax.random.key(9), 3), vs_typed, vts_typed.action_mask)
+    a_legacy = greedy(jax.random.split(jax.random.PRNGKey(9), 3), vs_legacy, vts_legacy.action_mask)
+    np.testing.assert_array_equal(a_typed, a_legacy)
+
+    # whole rounds with fights, the bots keyed by legacy vs typed keys
     steps = 2 * TINY["steps_per_round"] + 1
-
-    @jax.jit
-    def play(keys, policy_keys):
-        states, ts = jax.vmap(tiny_env.reset)(keys)
-
-        def body(carry, k):
-            states, ts = carry
-            a = jax.vmap(bots.greedy_policy)(k, states, ts.action_mask)
-            states, ts = jax.vmap(tiny_env.step)(states, a)
-            return (states, ts), ts.reward
-
-        (states, _), rewards = jax.lax.scan(body, (states, ts), policy_keys)
-        return states, rewards
-
-    legacy_out = play(jax.random.split(legacy, 3), jnp.stack([jax.random.split(jax.random.PRNGKey(t), 3) for t in range(steps)]))
-    typed_out = play(jax.random.split(typed, 3), jnp.stack([jax.random.split(jax.random.key(t), 3) for t in range(steps)]))
-    _assert_trees_equal(legacy_out, typed_out)
-    assert int(legacy_out[0].round[0]) == 3
+    games = []
+    for make_key in (jax.random.key, jax.random.PRNGKey):
+        state, ts = s2 if make_key is jax.random.PRNGKey else s1, ts1
+        for t in range(steps):
+            state, ts = jit_tiny_step(state, bots.greedy_policy(make_key(t), state, ts.action_mask))
+        games.append(state)
+    _assert_trees_equal(*games)
+    assert int(games[0].round) == 3
 
     venv = jaxgame.VecEnv(tiny_env, 3)
     vs_legacy, vts_legacy = jax.jit(venv.reset)(legacy)
@@ -227,18 +199,18 @@ def test_every_starting_level_can_reach_max_level():
     stepper = make(2)
 
     @jax.jit
-    def buy_xp_many(state):
+    def buy_xp_many(state):  # the decision phase only (no fight within 64 steps): no combat to compile
         def body(state, _):
-            state, ts = stepper.step(state, jnp.full(8, C.ACTION_BUY_XP, jnp.int32))
-            return state, ts.info["level"]
+            state, _, _, due = stepper.decision_step(state, jnp.full(8, C.ACTION_BUY_XP, jnp.int32))
+            return state, (state.players.level, due)
 
         return jax.lax.scan(body, state, None, length=60)
 
     for start in range(1, C.MAX_LEVEL + 1):
-        state, _ = make(start).reset(jax.random.key(start))
+        state = make(start).new_game(jax.random.key(start))  # eager: no compile per config
         np.testing.assert_array_equal(state.players.level, start)
-        state, levels = buy_xp_many(state)
-        assert int(state.round) == 1, "the test must stay inside one shop phase"
+        state, (levels, due) = buy_xp_many(state)
+        assert not np.any(due), "the test must stay inside one shop phase"
         np.testing.assert_array_equal(state.players.level, C.MAX_LEVEL, err_msg=f"starting_level={start}")
         assert np.all(np.diff(np.asarray(levels), axis=0) >= 0)
 
@@ -330,7 +302,7 @@ def test_reward_life_sums_to_the_life_a_seat_had():
 def test_final_observation_and_state_on_the_ending_step(tiny_env):
     """The ending step carries what a step without auto-reset would have returned."""
     state, ts = tiny_env.reset(jax.random.key(21))
-    step = jax.jit(tiny_env.step)
+    step = tiny_env.step
 
     @jax.jit
     def step_without_reset(state, actions):
@@ -356,32 +328,16 @@ def test_final_observation_and_state_on_the_ending_step(tiny_env):
     assert render.render_rgb(final, seat=0).shape == (288, 320, 3)
 
 
-def test_vecenv_final_observation_matches_env(tiny_env):
-    """VecEnv's final observations equal the single-env ones, and on steps that did not end a game
-    they equal the observation."""
-    n, steps = 3, 40
-    venv = jaxgame.VecEnv(tiny_env, n)
-
-    def run(step):
-        @jax.jit
-        def go(key):
-            states, ts = jax.vmap(tiny_env.reset)(jax.random.split(key, n))
-
-            def body(carry, k):
-                states, ts = carry
-                a = jax.vmap(bots.random_policy)(jax.random.split(k, n), states, ts.action_mask)
-                states, ts = step(states, a)
-                return (states, ts), (ts.observation, ts.info["final_observation"], ts.done,
-                                      ts.info["final_state"].round)
-
-            return jax.lax.scan(body, (states, ts), jax.random.split(key, steps))[1]
-
-        return go(jax.random.key(9))
-
-    vec, ref = run(venv.step), run(jax.vmap(tiny_env.step))
-    for a, b in zip(vec, ref):
+@pytest.mark.xdist_group(tiny_games.group)
+def test_vecenv_final_observation_matches_env():
+    """VecEnv's final observations equal the single-env ones (vmap(env.step)), and on steps that did not
+    end a game they equal the observation."""
+    _, vec, _, _ = tiny_games.games("vec")
+    _, ref, _, _ = tiny_games.games("vmap")
+    for a, b in ((vec.info["final_observation"], ref.info["final_observation"]),
+                 (vec.info["final_state"].round, ref.info["final_state"].round)):
         np.testing.assert_array_equal(a, b)
-    obs, final_obs, done, _ = (np.asarray(x) for x in vec)
+    obs, final_obs, done = vec.observation, vec.info["final_observation"], vec.done
     assert done.any()
     np.testing.assert_array_equal(obs[~done], final_obs[~done])
     assert not np.array_equal(obs[done], final_obs[done])

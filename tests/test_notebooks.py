@@ -28,7 +28,14 @@ def fake_ipython(monkeypatch):
     return shown
 
 
-@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
+def _param(path):
+    # quickstart plays the games of tests/test_bots.py::test_greedy_beats_random (same rules, bots and
+    # sizes): one worker compiles that rollout once for both
+    marks = [pytest.mark.xdist_group("play_games")] if path.name == "quickstart.ipynb" else []
+    return pytest.param(path, marks=marks, id=path.name)
+
+
+@pytest.mark.parametrize("path", [_param(p) for p in NOTEBOOKS])
 def test_notebook_runs(path, tmp_path, monkeypatch, fake_ipython):
     monkeypatch.chdir(tmp_path)
     cells = [c for c in json.loads(path.read_text())["cells"] if c["cell_type"] == "code"]
