@@ -42,7 +42,9 @@ machine load):
     ``simulate_fight``) and ``speedup``;
   * ``seat_steps_per_s``: VecEnv seat-steps/s as ``--what env`` measures them
     (``--num-envs``, default 64; ``--rounds`` rounds from the start of the
-    game, default 1: the first 3 rounds are PvE), current, baseline and speedup.
+    game, default 1: the first 3 rounds are PvE), current, baseline and speedup;
+    with a baseline both rollouts are compiled first and timed in turn, the
+    best of 5 calls each.
 About 3 minutes on a 2-core CPU with a baseline, most of it compiling.
 
 ``--what render`` reports:
@@ -267,14 +269,45 @@ def bench_combat_vs_baseline(batch_sizes, num_envs_list, rev, progress, num_roun
             entry["speedup"] = [round(c["fights_per_s"] / b["fights_per_s"], 2)
                                 for c, b in zip(entry["current"], entry["baseline"])]
         out["combat"][str(n)] = entry
-    current = bench_env_throughput(env, num_envs_list, num_rounds, progress)
-    out["seat_steps_per_s"]["current"] = current
-    if baseline:
+    if not baseline:
+        out["seat_steps_per_s"]["current"] = bench_env_throughput(env, num_envs_list, num_rounds, progress)
+        return out
+    current, base = {}, {}
+    steps = num_rounds * env.config.steps_per_round
+    for i, n in enumerate(num_envs_list):
+        status(f"[env A/B {i + 1}/{len(num_envs_list)}] {n} envs x {steps} steps: ", progress, end="")
+        venv = jaxgame.VecEnv(env, n)
+        states, ts = jax.jit(venv.reset)(jax.random.key(0))
+        key = jax.random.key(1)
+        runs = {"current": _compile(rollout_fn(venv, bots.random_policy, steps), states, ts, key,
+                                    progress=progress, what="current ", then="; ")}
         with baseline_fights(baseline[1]):
-            base = bench_env_throughput(env, num_envs_list, num_rounds, progress, label="baseline env")
-        out["seat_steps_per_s"]["baseline"] = base
-        out["seat_steps_per_s"]["speedup"] = {n: round(current[n] / base[n], 2) for n in current}
+            runs["baseline"] = _compile(rollout_fn(venv, bots.random_policy, steps), states, ts, key,
+                                        progress=progress, what="baseline ")
+        best = _time_interleaved(runs, (states, ts, key), AB_REPEATS)
+        current[str(n)], base[str(n)] = (round(steps * n * C.NUM_PLAYERS / best[k], 1) for k in ("current", "baseline"))
+        status(f" {current[str(n)]:,.0f} vs {base[str(n)]:,.0f} seat-steps/s", progress)
+    out["seat_steps_per_s"].update(current=current, baseline=base,
+                                   speedup={n: round(current[n] / base[n], 2) for n in current})
     return out
+
+
+#: Timed calls of each side of an A/B env measurement, alternating (so both see the same machine load).
+AB_REPEATS = 5
+
+
+def _time_interleaved(fns: dict, args, repeats: int) -> dict:
+    """Best wall time (s) of each ``fns[name](*args)``, after a warm-up call each, timing the functions
+    in turn ``repeats`` times."""
+    for fn in fns.values():
+        jax.block_until_ready(fn(*args))
+    best = dict.fromkeys(fns, float("inf"))
+    for _ in range(repeats):
+        for name, fn in fns.items():
+            start = time.perf_counter()
+            jax.block_until_ready(fn(*args))
+            best[name] = min(best[name], time.perf_counter() - start)
+    return best
 
 
 def bench_fight_skip(env, num_envs, warm_rounds, progress):

@@ -22,9 +22,14 @@ from jaxgame.validation import as_key
 # otherwise dispatch op by op.
 @jax.jit
 def random_policy(key: jax.Array, state: GameState, mask: jnp.ndarray) -> jnp.ndarray:
-    """Uniform over each seat's legal actions. Returns int32[8]."""
-    logits = jnp.where(mask, 0.0, -jnp.inf)
-    return jax.random.categorical(as_key(key, "random_policy key"), logits, axis=-1).astype(jnp.int32)
+    """Uniform over each seat's legal actions. Returns int32[8].
+
+    One uniform draw per seat picks the k-th legal action (``jax.random.categorical`` would draw one
+    Gumbel per action: 258 draws a seat, most of a non-fight step's time at 64 envs on a CPU)."""
+    counts = jnp.sum(mask, axis=-1, dtype=jnp.int32)
+    u = jax.random.uniform(as_key(key, "random_policy key"), counts.shape)
+    k = jnp.minimum((u * counts).astype(jnp.int32), counts - 1)  # which legal action, 0-based
+    return jnp.argmax(jnp.cumsum(mask, axis=-1, dtype=jnp.int32) > k[..., None], axis=-1).astype(jnp.int32)
 
 
 def unit_strength(species: jnp.ndarray, stars: jnp.ndarray) -> jnp.ndarray:

@@ -40,3 +40,17 @@ def test_greedy_beats_random():
     # 4 greedy vs 4 random: a perfectly dominant greedy places 2.5 on average, an equal one 4.5
     assert placement["greedy"] < 3.5 < placement["random"], placement
     assert np.all(np.sort(ranks, axis=1) == np.arange(1, 9))
+
+
+def test_random_policy_is_uniform_over_legal_actions():
+    mask = np.zeros((8, 258), bool)
+    mask[:, [3, 10, 11, 200, 257]] = True
+    mask[5] = False
+    mask[5, 0] = True  # a seat with one legal action
+    keys = jax.random.split(jax.random.key(2), 20000)
+    actions = np.asarray(jax.jit(jax.vmap(lambda k: bots.random_policy(k, None, mask)))(keys))  # [20000, 8]
+    assert np.all(actions[:, 5] == 0)
+    others = np.delete(actions, 5, axis=1).ravel()
+    values, counts = np.unique(others, return_counts=True)
+    np.testing.assert_array_equal(values, [3, 10, 11, 200, 257])
+    np.testing.assert_allclose(counts / others.size, 0.2, atol=0.005)  # 140k draws: sd ~0.001
