@@ -175,16 +175,21 @@ def _time(fn, *args, repeats: int = 3) -> float:
     return best
 
 
+def _random_rollout(env, num_envs: int, steps: int):
+    """(jitted rollout of ``steps`` VecEnv steps with random bots, its arguments (states, ts, key))."""
+    venv = jaxgame.VecEnv(env, num_envs)
+    states, ts = jax.jit(venv.reset)(jax.random.key(0))
+    return rollout_fn(venv, bots.random_policy, steps), (states, ts, jax.random.key(1))
+
+
 def bench_env_throughput(env, num_envs_list, rounds, progress, label="env"):
     out = {}
     steps = rounds * env.config.steps_per_round
     for i, n in enumerate(num_envs_list):
         status(f"[{label} {i + 1}/{len(num_envs_list)}] {n} envs x {steps} steps: ", progress, end="")
-        venv = jaxgame.VecEnv(env, n)
-        states, ts = jax.jit(venv.reset)(jax.random.key(0))
-        key = jax.random.key(1)
-        run = _compile(rollout_fn(venv, bots.random_policy, steps), states, ts, key, progress=progress)
-        seconds = _time(run, states, ts, key, repeats=2)
+        rollout, args = _random_rollout(env, n, steps)
+        run = _compile(rollout, *args, progress=progress)
+        seconds = _time(run, *args, repeats=2)
         out[str(n)] = round(steps * n * C.NUM_PLAYERS / seconds, 1)
         status(f" {out[str(n)]:,.0f} seat-steps/s", progress)
     return out
@@ -276,15 +281,12 @@ def bench_combat_vs_baseline(batch_sizes, num_envs_list, rev, progress, num_roun
     steps = num_rounds * env.config.steps_per_round
     for i, n in enumerate(num_envs_list):
         status(f"[env A/B {i + 1}/{len(num_envs_list)}] {n} envs x {steps} steps: ", progress, end="")
-        venv = jaxgame.VecEnv(env, n)
-        states, ts = jax.jit(venv.reset)(jax.random.key(0))
-        key = jax.random.key(1)
-        runs = {"current": _compile(rollout_fn(venv, bots.random_policy, steps), states, ts, key,
-                                    progress=progress, what="current ", then="; ")}
-        with baseline_fights(baseline[1]):
-            runs["baseline"] = _compile(rollout_fn(venv, bots.random_policy, steps), states, ts, key,
-                                        progress=progress, what="baseline ")
-        best = _time_interleaved(runs, (states, ts, key), AB_REPEATS)
+        rollout, args = _random_rollout(env, n, steps)
+        runs = {"current": _compile(rollout, *args, progress=progress, what="current ", then="; ")}
+        with baseline_fights(baseline[1]):  # a new rollout function: traced anew with the baseline fights
+            runs["baseline"] = _compile(_random_rollout(env, n, steps)[0], *args, progress=progress,
+                                        what="baseline ")
+        best = _time_interleaved(runs, args, AB_REPEATS)
         current[str(n)], base[str(n)] = (round(steps * n * C.NUM_PLAYERS / best[k], 1) for k in ("current", "baseline"))
         status(f" {current[str(n)]:,.0f} vs {base[str(n)]:,.0f} seat-steps/s", progress)
     out["seat_steps_per_s"].update(current=current, baseline=base,
