@@ -623,15 +623,14 @@ def _run_fights(f: Fighters, s0: FightState, keys, max_ticks: int, lanes: int | 
     busy = jnp.arange(lanes) < pending
     i32 = jnp.int32
 
-    def refill(carry):
-        ptr, ids, busy, lt, fl, sl = carry
+    def refill(carry):  # lanes' fighters, state and keys change only here
+        ptr, ids, busy, lt, lane = carry
         free = ~busy
         pos = ptr + jnp.cumsum(free, dtype=i32) - 1
         load = free & (pos < pending)
         new_ids = jnp.where(load, queue[jnp.minimum(pos, n_fights - 1)], ids)
-        fresh_f, fresh_s = _take_fights((f, s0), new_ids)
-        fl, sl = jax.tree.map(lambda new, old: jnp.where(load, new, old), (fresh_f, fresh_s), (fl, sl))
-        return ptr + jnp.sum(load, dtype=i32), new_ids, busy | load, jnp.where(load, 0, lt), fl, sl
+        lane = jax.tree.map(lambda new, old: jnp.where(load, new, old), _take_fights((f, s0, keys), new_ids), lane)
+        return ptr + jnp.sum(load, dtype=i32), new_ids, busy | load, jnp.where(load, 0, lt), lane
 
     def cond(carry):
         _, (ptr, _, busy, *_), _ = carry
@@ -640,17 +639,16 @@ def _run_fights(f: Fighters, s0: FightState, keys, max_ticks: int, lanes: int | 
     def body(carry):
         t, lane_carry, out = carry
         lane_carry = jax.lax.cond((t % REFILL_EVERY == 0) & (t > 0), refill, lambda c: c, lane_carry)
-        ptr, ids, busy, lt, fl, sl = lane_carry
-        sl = tick(fl, sl, lt, _take_fights(keys, ids), t)
+        ptr, ids, busy, lt, (fl, sl, kl) = lane_carry
+        sl = tick(fl, sl, lt, kl, t)
         lt = lt + 1
         ended = busy & (_decided(sl) | (lt >= max_ticks))
         target = jnp.where(ended, ids, n_fights)  # out of range: dropped
         out = jax.tree.map(lambda o, r: o.at[target].set(r, mode="drop"), out, _result(sl, lt))
-        return t + 1, (ptr, ids, busy & ~ended, lt, fl, sl), out
+        return t + 1, (ptr, ids, busy & ~ended, lt, (fl, sl, kl)), out
 
-    f_lanes, s_lanes = _take_fights((f, s0), lane_ids)
-    start = (jnp.int32(lanes), lane_ids, busy, jnp.zeros(lanes, i32), f_lanes, s_lanes)
-    start = (jnp.minimum(start[0], pending),) + start[1:]
+    start = (jnp.minimum(i32(lanes), pending), lane_ids, busy, jnp.zeros(lanes, i32),
+             _take_fights((f, s0, keys), lane_ids))
     _, _, out = jax.lax.while_loop(cond, body, (jnp.int32(0), start, out))
     return out
 
