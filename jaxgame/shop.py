@@ -58,22 +58,40 @@ def species_weights(pool: jnp.ndarray, level: jnp.ndarray) -> jnp.ndarray:
     return jnp.where(total > 0, weights / jnp.maximum(total, 1e-9), 0.0)
 
 
+def pick_species(weights: jnp.ndarray, u: jnp.ndarray) -> jnp.ndarray:
+    """Inverse-CDF draw: weights float32[NUM_SPECIES] (>= 0), u float32[] uniform in [0, 1).
+
+    Returns int32[]: a species with positive weight, with probability
+    proportional to its weight, or -1 when all weights are 0. One uniform per
+    draw (``jax.random.categorical`` would draw one Gumbel per species).
+    """
+    cdf = jnp.cumsum(weights)
+    total = cdf[-1]
+    below = jnp.sum(cdf <= u * total, dtype=jnp.int32)  # cdf[below - 1] <= u * total < cdf[below]
+    # u * total may round up to total: stop at the last species that can be drawn
+    last_drawable = jnp.max(jnp.where(weights > 0, jnp.arange(weights.shape[-1]), -1))
+    return jnp.where(total > 0, jnp.minimum(below, last_drawable), -1).astype(jnp.int32)
+
+
+def draw_shop_from_uniforms(pool: jnp.ndarray, level: jnp.ndarray, u: jnp.ndarray):
+    """Fill all 6 slots of one shop, one after another, taking each copy out of the pool.
+
+    ``u`` float32[6] are the slots' uniforms in [0, 1). Returns (shop int32[6], pool int32[NUM_SPECIES]).
+    """
+    shop = []
+    for slot in range(C.SHOP_SIZE):  # unrolled: 6 tiny draws, cheaper than a loop
+        choice = pick_species(species_weights(pool, level), u[slot])
+        pool = pool - (jnp.arange(sp.NUM_SPECIES) == choice).astype(pool.dtype)
+        shop.append(choice)
+    return jnp.stack(shop), pool
+
+
 def draw_shop(pool: jnp.ndarray, level: jnp.ndarray, key: jax.Array):
     """Fill all 6 slots of one shop, taking each copy out of the pool.
 
     Returns (shop int32[6], pool int32[NUM_SPECIES]).
     """
-
-    def draw_slot(pool, slot_key):
-        weights = species_weights(pool, level)
-        logits = jnp.where(weights > 0, jnp.log(jnp.maximum(weights, 1e-30)), -jnp.inf)
-        choice = jax.random.categorical(slot_key, logits)
-        choice = jnp.where(weights.sum() > 0, choice, -1).astype(jnp.int32)
-        pool = pool.at[choice].add(jnp.where(choice >= 0, -1, 0))
-        return pool, choice
-
-    pool, shop = jax.lax.scan(draw_slot, pool, jax.random.split(key, C.SHOP_SIZE))
-    return shop, pool
+    return draw_shop_from_uniforms(pool, level, jax.random.uniform(key, (C.SHOP_SIZE,)))
 
 
 def return_to_pool(pool: jnp.ndarray, shop: jnp.ndarray) -> jnp.ndarray:
@@ -94,11 +112,11 @@ def refill_shops(shops, levels, pool, needs_refill, key):
     """
     order_key, draw_key = jax.random.split(key)
     order = jax.random.permutation(order_key, C.NUM_PLAYERS)
-    draw_keys = jax.random.split(draw_key, C.NUM_PLAYERS)
+    uniforms = jax.random.uniform(draw_key, (C.NUM_PLAYERS, C.SHOP_SIZE))  # one draw for all 48 slots
 
     def refill_seat(carry, seat):
         shops, pool = carry
-        new_shop, new_pool = draw_shop(pool, levels[seat], draw_keys[seat])
+        new_shop, new_pool = draw_shop_from_uniforms(pool, levels[seat], uniforms[seat])
         refill = needs_refill[seat]
         shops = shops.at[seat].set(jnp.where(refill, new_shop, shops[seat]))
         pool = jnp.where(refill, new_pool, pool)

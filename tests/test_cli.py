@@ -56,3 +56,12 @@ def test_benchmark_sweep_quick_on_cpu_full_elsewhere():
     assert benchmark.default_sweep("tpu") == full
     quick["num_envs"].append(7)  # a fresh copy: callers may change it
     assert benchmark.default_sweep("cpu")["num_envs"] == [1, 64]
+
+
+def test_compare_revisions_refuses_bad_input():
+    from experiments import compare_revisions
+
+    with pytest.raises(SystemExit, match="no-such-revision"):
+        compare_revisions.main(["--baseline", "no-such-revision", "--quiet"])
+    with pytest.raises(SystemExit):  # argparse: --num-envs must be positive ints
+        compare_revisions.main(["--baseline", "HEAD", "--num-envs", "64,0"])

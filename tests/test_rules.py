@@ -64,6 +64,32 @@ def test_shop_draw_empirical_rarity_frequencies():
     np.testing.assert_allclose(freq * 100, shop.SHOP_ODDS[7], atol=1.5)
 
 
+def test_pick_species_draws_only_positive_weights_in_proportion():
+    weights = np.zeros(sp.NUM_SPECIES, np.float32)
+    weights[[2, 3, 11, 27]] = [0.1, 0.4, 0.2, 0.3]
+    grid = (np.arange(10_000) + 0.5) / 10_000  # evenly spread uniforms: frequencies = weights up to 1e-4
+    picks = np.asarray(jax.vmap(lambda u: shop.pick_species(jnp.asarray(weights), u))(jnp.asarray(grid, jnp.float32)))
+    np.testing.assert_allclose(np.bincount(picks, minlength=sp.NUM_SPECIES) / grid.size, weights, atol=2e-4)
+    # the extremes of [0, 1): the first and the last species that can be drawn, never a zero-weight one
+    largest_below_one = np.nextafter(np.float32(1), np.float32(0))
+    assert int(shop.pick_species(jnp.asarray(weights), jnp.float32(0))) == 2
+    assert int(shop.pick_species(jnp.asarray(weights), jnp.float32(largest_below_one))) == 27
+    weights[27] = 0.0  # trailing zeros after the last drawable species
+    assert int(shop.pick_species(jnp.asarray(weights), jnp.float32(largest_below_one))) == 11
+    assert int(shop.pick_species(jnp.zeros(sp.NUM_SPECIES), jnp.float32(0.5))) == -1
+
+
+def test_shop_draws_never_take_a_missing_copy():
+    # a scarce pool: a shop of 6 takes every copy there is, one slot after another
+    pool = np.zeros(sp.NUM_SPECIES, np.int32)
+    pool[[0, 5, 9]] = [2, 1, 3]
+    shops, left = jax.vmap(lambda k: shop.draw_shop(jnp.asarray(pool), jnp.int32(4), k))(
+        jax.random.split(jax.random.key(3), 200)
+    )
+    assert np.all(np.asarray(left) == 0)
+    np.testing.assert_array_equal(np.sort(np.asarray(shops), axis=1), np.tile([0, 0, 5, 9, 9, 9], (200, 1)))
+
+
 def test_draw_takes_copies_from_pool():
     shop_, pool = shop.draw_shop(shop.initial_pool(), jnp.int32(9), jax.random.key(2))
     back = shop.return_to_pool(pool, shop_)

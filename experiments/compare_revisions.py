@@ -1,0 +1,162 @@
+"""Whole-game env throughput of this tree against an earlier git revision, timed in turn.
+
+    python -m experiments.compare_revisions --baseline 3661beb --num-envs 64 --rounds 1
+
+``benchmark --what combat --baseline REV`` swaps in only the baseline's combat
+(``combat.py`` and ``rounds.py``); this swaps in the baseline's whole
+``jaxgame`` package (shop, actions, observations, env, combat), so the ratio
+is the one a user upgrading from REV would see. Each side runs in its own
+worker process (``jaxgame`` imported from a ``git archive`` of REV, or from
+this tree), both compile a VecEnv rollout of ``--rounds`` rounds from the
+start of a game, then the parent times them in turn, ``--repeats`` calls each,
+and keeps the best. Both sides play the same random bot, defined here (one
+uniform draw per seat picks the k-th legal action), so the bot's cost is the
+same on both. Prints JSON: seat-steps/s (steps x envs x 8 seats per second)
+of each side and the speed-up, per batch size.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import subprocess
+import sys
+import tarfile
+import tempfile
+import time
+
+REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def _worker(num_envs: int, rounds: int) -> None:
+    """Compile a rollout with whatever ``jaxgame`` is importable, then time it on each 'time' line of stdin."""
+    import jax
+    import jax.numpy as jnp
+
+    import jaxgame
+
+    def random_policy(key, mask):  # mask bool[8, A] -> int32[8]
+        counts = jnp.sum(mask, axis=-1, dtype=jnp.int32)
+        k = jnp.minimum((jax.random.uniform(key, counts.shape) * counts).astype(jnp.int32), counts - 1)
+        return jnp.argmax(jnp.cumsum(mask, axis=-1, dtype=jnp.int32) > k[:, None], axis=-1).astype(jnp.int32)
+
+    env = jaxgame.make("autochess")
+    venv = jaxgame.VecEnv(env, num_envs)
+    steps = rounds * env.config.steps_per_round
+
+    @jax.jit
+    def rollout(states, ts, key):
+        def body(carry, k):
+            states, ts = carry
+            actions = jax.vmap(random_policy)(jax.random.split(k, num_envs), ts.action_mask)
+            return venv.step(states, actions), None
+
+        (states, ts), _ = jax.lax.scan(body, (states, ts), jax.random.split(key, steps))
+        return states, ts
+
+    start = time.perf_counter()
+    states, ts = jax.jit(venv.reset)(jax.random.key(0))
+    args = (states, ts, jax.random.key(1))
+    jax.block_until_ready(rollout(*args))
+    print(json.dumps({"ready": round(time.perf_counter() - start, 1), "steps": steps,
+                      "jaxgame": os.path.dirname(jaxgame.__file__)}), flush=True)
+    for line in sys.stdin:
+        if line.strip() != "time":
+            break
+        start = time.perf_counter()
+        jax.block_until_ready(rollout(*args))
+        print(json.dumps({"seconds": time.perf_counter() - start}), flush=True)
+
+
+def _spawn(tree: str, num_envs: int, rounds: int) -> subprocess.Popen:
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([tree, os.environ.get("PYTHONPATH", "")]).rstrip(os.pathsep))
+    return subprocess.Popen(
+        [sys.executable, os.path.abspath(__file__), "--worker", "--num-envs", str(num_envs), "--rounds", str(rounds)],
+        stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, env=env,
+    )
+
+
+def _read(worker: subprocess.Popen, label: str) -> dict:
+    line = worker.stdout.readline()
+    if not line:
+        raise RuntimeError(f"the {label} worker exited with status {worker.wait()} (its error is above)")
+    return json.loads(line)
+
+
+def _export(rev: str, into: str) -> str:
+    """``jaxgame/`` as of git revision ``rev``, unpacked under ``into``; returns ``into``."""
+    archive = os.path.join(into, "jaxgame.tar")
+    try:
+        subprocess.run(["git", "archive", "--output", archive, rev, "jaxgame"], cwd=REPO_ROOT, check=True,
+                       capture_output=True, text=True)
+    except subprocess.CalledProcessError as err:
+        raise SystemExit(f"--baseline {rev!r}: git archive failed: {err.stderr.strip()}") from None
+    with tarfile.open(archive) as tar:
+        tar.extractall(into, filter="data")
+    return into
+
+
+def compare(rev: str, num_envs: int, rounds: int, repeats: int, progress: bool = True) -> dict:
+    with tempfile.TemporaryDirectory() as tmp:
+        trees = {"baseline": _export(rev, tmp), "current": REPO_ROOT}
+        workers = {side: _spawn(tree, num_envs, rounds) for side, tree in trees.items()}
+        try:
+            ready = {side: _read(w, side) for side, w in workers.items()}
+            if progress:
+                compiled = ", ".join(f"{side} {r['ready']} s" for side, r in ready.items())
+                print(f"{num_envs} envs: compiled ({compiled}); timing {repeats} calls each, in turn",
+                      file=sys.stderr, flush=True)
+            best = {side: float("inf") for side in workers}
+            for _ in range(repeats):
+                for side, w in workers.items():
+                    w.stdin.write("time\n")
+                    w.stdin.flush()
+                    best[side] = min(best[side], _read(w, side)["seconds"])
+        finally:
+            for w in workers.values():
+                if w.poll() is None:
+                    w.stdin.close()
+                    w.wait()
+    steps = ready["current"]["steps"]
+    rate = {side: round(steps * num_envs * 8 / best[side], 1) for side in best}
+    return {**rate, "speedup": round(rate["current"] / rate["baseline"], 2),
+            "compile_s": {side: r["ready"] for side, r in ready.items()}}
+
+
+def _positive(text: str) -> int:
+    value = int(text)
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be >= 1, got {value}")
+    return value
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--baseline", help="git revision whose jaxgame/ is the baseline (required)")
+    parser.add_argument("--num-envs", default="64", help="comma-separated batch sizes (default 64)")
+    parser.add_argument("--rounds", type=_positive, default=1, help="rounds per timed rollout, from the game start (default 1)")
+    parser.add_argument("--repeats", type=_positive, default=5, help="timed calls per side, in turn; the best counts (default 5)")
+    parser.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
+    parser.add_argument("--quiet", action="store_true", help="no progress lines on stderr")
+    args = parser.parse_args(argv)
+    if args.worker:
+        return _worker(int(args.num_envs), args.rounds)
+    if not args.baseline:
+        parser.error("--baseline REV is required")
+    try:
+        sizes = [_positive(n) for n in args.num_envs.split(",")]
+    except (ValueError, argparse.ArgumentTypeError) as err:
+        parser.error(f"--num-envs: comma-separated positive ints, got {args.num_envs!r} ({err})")
+    current = subprocess.run(["git", "describe", "--always", "--dirty"], cwd=REPO_ROOT, capture_output=True,
+                             text=True).stdout.strip()
+    out = {"what": "compare_revisions", "baseline": args.baseline, "current": current, "machine": platform.machine(),
+           "cpus": os.cpu_count(), "rounds": args.rounds, "repeats": args.repeats, "seat_steps_per_s": {}}
+    for n in sizes:
+        out["seat_steps_per_s"][str(n)] = compare(args.baseline, n, args.rounds, args.repeats, not args.quiet)
+    print(json.dumps(out))
+
+
+if __name__ == "__main__":
+    main()
