@@ -67,6 +67,10 @@ _INT_RANGES = {
     "eval_games": (1, 4096),
     "checkpoint_every": (0, 1 << 20),
     "keep_checkpoints": (1, 1000),
+    "league_size": (0, 1024),
+    "league_learner_seats": (1, NUM_SEATS - 1),
+    "league_groups": (1, 1024),
+    "snapshot_every": (1, 1 << 20),
     **{name: INT_RULE_RANGES[name] for name in RULE_FIELDS if name in INT_RULE_RANGES},
 }
 _FLOAT_RANGES = {
@@ -77,9 +81,13 @@ _FLOAT_RANGES = {
     "ent_coef": (0.0, 10.0),
     "vf_coef": (0.0, 100.0),
     "max_grad_norm": (0.0, 1e6),
+    "league_pool_prob": (0.0, 1.0),
     **{name: FLOAT_RULE_RANGES[name] for name in RULE_FIELDS if name in FLOAT_RULE_RANGES},
 }
-_CHOICES = {"algo": ALGOS, "obs": OBS_KINDS, "network": NETWORKS, "activation": ACTIVATIONS}
+LEAGUE_BOTS = ("random", "greedy")
+LEAGUE_SAMPLING = ("uniform", "pfsp")
+_CHOICES = {"algo": ALGOS, "obs": OBS_KINDS, "network": NETWORKS, "activation": ACTIVATIONS,
+            "league_bot": LEAGUE_BOTS, "league_sampling": LEAGUE_SAMPLING, "best_by": ("placement", "rating")}
 
 
 @dataclasses.dataclass(frozen=True)
@@ -116,6 +124,17 @@ class TrainConfig:
       eval_every: evaluate vs the bots every this many chunks (0 = never; game only).
       eval_games: game seeds per evaluation; each is played 8 times, the learner rotated over the seats.
       checkpoint_every: save every this many chunks (0 = only at the end); keep_checkpoints: last N kept.
+      league_size: self-play league (``agents.league``; PPO on the game with opponents="self"): K pool
+        slots of frozen snapshots, in [0, 1024]; 0 = no league (every seat is the learner).
+      league_learner_seats: seats per game played by the learner (training data), in [1, 7]; each other
+        seat is a pool snapshot with probability league_pool_prob in [0, 1], else the bot league_bot
+        ("random" or "greedy"). Roles are drawn at every game start.
+      league_groups: snapshots drawn per update, in [1, 1024]; the envs form that many equal groups, each
+        playing one snapshot, so num_envs must divide by it. league_sampling: "uniform" over the filled
+        slots or "pfsp" (by the learner's loss rate against each). snapshot_every: updates between snapshots.
+        A league's evaluations also rate the learner against the pool and the bots (``eval/rating``).
+      best_by: the checkpoint kept as best: "placement" (lowest eval/placement_vs_greedy) or "rating"
+        (highest eval/rating; needs a league).
       max_rounds, steps_per_round, max_combat_ticks, reward_win, reward_life: game rules
         (``jaxgame.config.GameConfig``).
     """
@@ -151,6 +170,14 @@ class TrainConfig:
     eval_games: int = 8
     checkpoint_every: int = 1
     keep_checkpoints: int = 3
+    league_size: int = 0
+    league_learner_seats: int = 4
+    league_pool_prob: float = 0.75
+    league_bot: str = "greedy"
+    league_groups: int = 2
+    league_sampling: str = "uniform"
+    snapshot_every: int = 10
+    best_by: str = "placement"
     max_rounds: int = _GAME_DEFAULTS.max_rounds
     steps_per_round: int = _GAME_DEFAULTS.steps_per_round
     max_combat_ticks: int = _GAME_DEFAULTS.max_combat_ticks
@@ -196,6 +223,19 @@ class TrainConfig:
                 f"TrainConfig.num_devices must divide num_envs={self.num_envs} (each device steps an equal share "
                 f"of the envs), or be 0 for all devices; got {self.num_devices}"
             )
+        if self.league_size:
+            if self.algo != "ppo" or self.is_gymnax or self.opponents != "self":
+                raise ValueError(
+                    "TrainConfig.league_size > 0 (a league) needs algo='ppo' on the game with opponents='self' "
+                    f"(the league assigns the seats); got algo={self.algo!r}, env={self.env!r}, "
+                    f"opponents={self.opponents!r}"
+                )
+            if self.num_envs % self.league_groups:
+                raise ValueError(f"TrainConfig.league_groups must divide num_envs={self.num_envs} (equal groups of "
+                                 f"envs, one snapshot each), got {self.league_groups}")
+        if self.best_by == "rating" and not (self.league_size and self.eval_every):
+            raise ValueError("TrainConfig.best_by='rating' needs a league (league_size > 0) that evaluates "
+                             f"(eval_every > 0); got league_size={self.league_size}, eval_every={self.eval_every}")
         batch = self.num_envs * self.num_steps * self.num_seats
         if self.algo == "ppo" and batch % self.num_minibatches:
             raise ValueError(

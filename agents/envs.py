@@ -79,7 +79,7 @@ class AutoChessTask:
         key = as_key(key, "AutoChessTask.reset key")
         game_key, bot_key = jax.random.split(key)
         games, ts = self.venv.reset(game_key)
-        return TaskState(games, bot_key), self._with_seat_done(ts)
+        return TaskState(games, bot_key), _with_seat_done(ts)
 
     def step(self, state: TaskState, actions):
         actions = jnp.asarray(actions)
@@ -88,7 +88,7 @@ class AutoChessTask:
             key, bot_key = jax.random.split(key)
             actions = self.bot_actions(bot_key, state.games, actions)
         games, ts = self.venv.step(state.games, actions)
-        return TaskState(games, key), self._with_seat_done(ts)
+        return TaskState(games, key), _with_seat_done(ts)
 
     def bot_actions(self, key, games, actions):
         """int32[N, 8]: ``actions`` with every bot seat's action replaced by its bot's choice."""
@@ -101,10 +101,65 @@ class AutoChessTask:
             out = jnp.where(seats[None, :], chosen, out)
         return out.astype(jnp.int32)
 
-    @staticmethod
-    def _with_seat_done(ts):
-        done = (ts.info["rank"] > 0) | ts.done[:, None]
-        return ts.replace(info={**ts.info, "seat_done": done})
+
+
+@struct.dataclass
+class LeagueTaskState:
+    games: object  # GameState with a leading [N] axis
+    key: jax.Array  # typed PRNG key: the bots' choices and the roles of new games
+    roles: jax.Array  # int32[N, 8]: each seat's role in the current game (agents.league ROLE_*)
+
+
+class LeagueTask:
+    """``VecEnv`` over the game for a league (``agents.league``): every game start draws the seats' roles
+    (learner, pool snapshot or bot); the bot seats' actions replace whatever was sent, the trainer fills
+    the pool seats'. ``state.roles`` are the roles of the games being played; ``ts.info["roles"]`` those
+    the step's games were played with (the finished game's, on its last step)."""
+
+    name = "autochess"
+
+    def __init__(self, env: jaxgame.AutoChessEnv, num_envs: int, learner_seats: int, pool_prob: float, bot: str,
+                 sync_axes=()):
+        from agents import league
+
+        self._league = league
+        self.game = env
+        self.venv = jaxgame.VecEnv(env, num_envs, sync_axes)
+        self.num_envs = num_envs
+        self.num_players = env.num_players
+        self.num_actions = env.num_actions
+        self.obs_shape = env.obs_shape
+        self.num_learner_seats = learner_seats
+        self.pool_prob = pool_prob
+        self.bot = bot
+        self.learner_seats = np.ones(env.num_players, bool)  # any seat may be the learner's: see state.roles
+
+    def __repr__(self):
+        return (f"LeagueTask(num_envs={self.num_envs}, learner_seats={self.num_learner_seats}, "
+                f"pool_prob={self.pool_prob}, bot={self.bot!r}, game={self.game!r})")
+
+    def roles(self, key):
+        return self._league.assign_roles(key, self.num_envs, self.num_learner_seats, self.pool_prob)
+
+    def reset(self, key):
+        game_key, role_key, key = jax.random.split(as_key(key, "LeagueTask.reset key"), 3)
+        games, ts = self.venv.reset(game_key)
+        roles = self.roles(role_key)
+        return LeagueTaskState(games, key, roles), _with_seat_done(ts, roles=roles)
+
+    def step(self, state: LeagueTaskState, actions):
+        key, bot_key, role_key = jax.random.split(state.key, 3)
+        masks = jax.vmap(self.game.action_mask)(state.games)
+        chosen = self._league.bot_actions(self.bot, bot_key, state.games, masks)
+        actions = jnp.where(state.roles == self._league.ROLE_BOT, chosen, jnp.asarray(actions)).astype(jnp.int32)
+        games, ts = self.venv.step(state.games, actions)
+        roles = jnp.where(ts.done[:, None], self.roles(role_key), state.roles)
+        return LeagueTaskState(games, key, roles), _with_seat_done(ts, roles=state.roles)
+
+
+def _with_seat_done(ts, **extra):
+    done = (ts.info["rank"] > 0) | ts.done[:, None]
+    return ts.replace(info={**ts.info, "seat_done": done, **extra})
 
 
 def make_game(config: TrainConfig) -> jaxgame.AutoChessEnv:
@@ -120,6 +175,9 @@ def make_env(config: TrainConfig, num_envs: int | None = None, sync_axes: tuple[
         from agents.gymnax_env import make_env as make_gymnax
 
         return make_gymnax(config.env, num_envs)
+    if config.league_size:
+        return LeagueTask(make_game(config), num_envs, config.league_learner_seats, config.league_pool_prob,
+                          config.league_bot, sync_axes)
     return AutoChessTask(make_game(config), num_envs, config.seat_kinds, sync_axes)
 
 

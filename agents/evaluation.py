@@ -2,9 +2,8 @@
 
 For each of ``num_games`` game seeds the same game (same reset key, same
 bot and game randomness) is played 8 times, with the policy in seat 0, 1,
-..., 7 in turn, so the luck of the draw is shared between rotations. All
-``8 x num_games`` games run as one batch in one jitted ``lax.while_loop``
-that stops when every game has finished.
+..., 7 in turn, so the luck of the draw is shared between rotations: a
+lineup of ``agents.tables`` (the policy, then 7 copies of the bot).
 
     evaluate = make_evaluator(game, network, num_games=8)
     ranks = evaluate(params, key, "greedy")   # int32[num_games, 8]: the policy's rank per (seed, seat)
@@ -16,8 +15,7 @@ import jax
 import jax.numpy as jnp
 
 import jaxgame
-from agents import distributions
-from jaxgame import bots
+from agents.tables import TABLE_BOTS, draw_lineups, make_table_runner
 from jaxgame import constants as C
 from jaxgame.validation import as_key
 
@@ -26,7 +24,7 @@ from jaxgame.validation import as_key
 EVAL_STREAM = 3
 
 #: Opponent bots by index (the index is traced, so both share one compiled program).
-OPPONENTS = ("random", "greedy")
+OPPONENTS = TABLE_BOTS
 
 
 def make_evaluator(
@@ -37,51 +35,14 @@ def make_evaluator(
     ``opponent`` is "random" or "greedy". ``greedy_policy``: the policy takes
     its most likely legal action instead of sampling. ``sync_axes``: vmapped
     axes around ``evaluate.run`` (a sweep's) sharing the game's branches.
+    ``evaluate.run(params, key, opponent_index)`` is the jitted function (the index into ``OPPONENTS``).
     """
-    if isinstance(num_games, bool) or not isinstance(num_games, int) or num_games < 1:
-        raise ValueError(f"num_games must be a positive int, got {num_games!r}")
-    seats = C.NUM_PLAYERS
-    num_envs = num_games * seats
-    venv = jaxgame.VecEnv(game, num_envs, sync_axes)
-    learner_seat = jnp.arange(num_envs) % seats  # env e: game e // 8, policy in seat e % 8
-    is_learner = learner_seat[:, None] == jnp.arange(seats)[None, :]  # bool[E, 8]
-    max_steps = game.config.max_rounds * game.config.steps_per_round + 1
-
-    def per_game(key):
-        """num_games keys, each repeated for the game's 8 rotations."""
-        return jnp.repeat(jax.random.split(key, num_games), seats, axis=0)
-
-    def policy_actions(params, key, obs, mask):
-        logits, _ = network.apply(params, obs)
-        if greedy_policy:
-            return distributions.greedy(logits, mask)
-        return distributions.sample(key, logits, mask)
+    table = make_table_runner(game, (network,), num_games, greedy_policy, sync_axes)
 
     @jax.jit
     def run(params, key, opponent_index):
-        reset_key, loop_key = jax.random.split(key)
-        states, ts = jax.vmap(game.reset)(per_game(reset_key))
-
-        def cond(carry):
-            _, _, finished, _, t, _ = carry
-            return ~finished.all() & (t < max_steps)
-
-        def body(carry):
-            states, ts, finished, rank, t, key = carry
-            key, policy_key, bot_key = jax.random.split(key, 3)
-            bot_keys = per_game(bot_key)
-            by_bot = [jax.vmap(bots.BOTS[name])(bot_keys, states, ts.action_mask) for name in OPPONENTS]
-            bot = jnp.stack(by_bot)[opponent_index]
-            mine = policy_actions(params, policy_key, ts.observation, ts.action_mask)
-            actions = jnp.where(is_learner, mine, bot).astype(jnp.int32)
-            states, ts = venv.step(states, actions)
-            my_rank = jnp.sum(jnp.where(is_learner, ts.info["rank"], 0), axis=-1)
-            new = ts.done & ~finished
-            return states, ts, finished | new, jnp.where(new, my_rank, rank), t + 1, key
-
-        init = (states, ts, jnp.zeros(num_envs, bool), jnp.zeros(num_envs, jnp.int32), jnp.int32(0), loop_key)
-        *_, finished, rank, _, _ = jax.lax.while_loop(cond, body, init)
-        return jnp.where(finished, rank, 0).reshape(num_games, seats)
+        lineup = jnp.full((num_games, C.NUM_PLAYERS), 1 + opponent_index, jnp.int32).at[:, 0].set(0)
+        return table.jitted((params,), lineup, key)[:, :, 0]  # rotation r: the policy in seat r
 
     def evaluate(params, key, opponent: str = "greedy"):
         if opponent not in OPPONENTS:
@@ -91,6 +52,41 @@ def make_evaluator(
     evaluate.run = run
     evaluate.num_games = num_games
     return evaluate
+
+
+def make_rating_evaluator(game: jaxgame.AutoChessEnv, network, num_games: int, pool_size: int):
+    """``rate(params, pool, key, seed) -> table``: the learner rated against a league's snapshots and the bots.
+
+    The players are the learner, every filled slot of the pool (``agents.league.Pool``, ``pool_size`` slots;
+    named ``snapshot@UPDATE``) and the bots. ``num_games`` lineups put the learner in one seat and fill the
+    other 7 from the other players (``agents.tables.draw_lineups``, numpy generator seeded with ``seed``);
+    each is played in 8 rotations and every game is rated (``agents.ratings``, fresh ratings each call, so
+    the bots anchor the scale). Returns ``Ratings.table()`` rows; the learner's row is named "learner".
+    """
+    import numpy as np
+
+    from agents.ratings import Ratings
+
+    table = make_table_runner(game, (network,) * (1 + pool_size), num_games)
+
+    def rate(params, pool, key, seed):
+        update = np.asarray(pool.update)
+        filled = [int(k) for k in np.flatnonzero(update >= 0)]
+        others = [1 + k for k in filled] + [1 + pool_size + i for i in range(len(TABLE_BOTS))]
+        names = {0: "learner", **{1 + k: f"snapshot@{update[k]}" for k in filled},
+                 **{1 + pool_size + i: bot for i, bot in enumerate(TABLE_BOTS)}}
+        picks = draw_lineups(len(others), num_games, np.random.default_rng(seed), seats=C.NUM_PLAYERS - 1)
+        lineups = np.concatenate([np.zeros((num_games, 1), np.int64), np.asarray(others)[picks]], axis=1)
+        snapshots = tuple(jax.tree_util.tree_map(lambda x, k=k: x[k], pool.params) for k in range(pool_size))
+        ranks = np.asarray(table((params, *snapshots), lineups, key))
+        ratings = Ratings()
+        for lineup, game_ranks in zip(lineups, ranks):
+            for rotation in game_ranks:
+                if (rotation > 0).all():
+                    ratings.rate([names[int(i)] for i in lineup], rotation.tolist())
+        return ratings.table()
+
+    return rate
 
 
 def placement_summary(ranks) -> dict:

@@ -35,7 +35,7 @@ from flax import struct
 from jax.sharding import NamedSharding
 from jax.sharding import PartitionSpec as P
 
-from agents import distributed, losses, networks
+from agents import distributed, distributions, league, losses, networks
 from agents.config import HParams, TrainConfig
 from agents.envs import learner_seats
 from agents.gae import gae
@@ -58,6 +58,7 @@ class Runner:
     key: jax.Array  # typed key: the training stream
     update: jax.Array  # int32[]: updates done
     hparams: HParams
+    league: object  # agents.league.Pool of a league run (config.league_size > 0), else None
 
 
 def make_network(config: TrainConfig, num_actions: int):
@@ -101,6 +102,7 @@ def init_runner(config: TrainConfig, env, network, key, hparams: HParams | None 
         key=jax.random.fold_in(key, TRAIN_STREAM),
         update=jnp.int32(0),
         hparams=hp,
+        league=league.pool_init(params, config.league_size) if config.league_size else None,
     )
 
 
@@ -191,21 +193,44 @@ class PPO(Trainer):
 
     # ---- one update ----
     def rollout(self, runner: Runner, key):
-        """``num_steps`` env steps -> (runner, transitions [T, N, P], episode sums [T])."""
+        """``num_steps`` env steps -> (runner, transitions [T, N, P], episode sums [T]).
+
+        In a league (``agents.league``) the learner's seats change from game to game (``env_state.roles``),
+        the pool seats act with the snapshots drawn for the envs' groups at the start of the rollout, and
+        the games that end update the pool's statistics."""
+        config = self.config
+        if config.league_size:
+            key, draw_key = jax.random.split(key)
+            slots = league.sample_snapshots(runner.league, draw_key, config.league_groups,
+                                            prioritized=config.league_sampling == "pfsp")
+            group_params = league.snapshot_params(runner.league, slots)
 
         def step(carry, step_key):
-            env_state, obs, mask, tracker = self._constrain_envs(carry)
+            (env_state, obs, mask, tracker), stats = self._constrain_envs(carry[0]), carry[1]
+            learner, others = self.learner, None
+            if config.league_size:
+                step_key, pool_key = jax.random.split(step_key)
+                learner = env_state.roles == league.ROLE_LEARNER
+                pool_action = distributions.sample(pool_key, league.pool_logits(self.network, group_params, obs), mask)
+                others = (env_state.roles == league.ROLE_POOL, pool_action)
             env_state, ts, transition = act_and_step(
-                self.network, runner.params, self.env, step_key, env_state, obs, mask, self.learner
+                self.network, runner.params, self.env, step_key, env_state, obs, mask, learner, others
             )
-            tracker, sums = track_episodes(tracker, ts, self.learner)
-            carry = self._constrain_envs((env_state, ts.observation, ts.action_mask, tracker))
+            tracker, sums = track_episodes(tracker, ts, learner)
+            if config.league_size:
+                stats = league.record_results(stats, slots, ts.info["roles"], ts.done, ts.info["rank"],
+                                              config.league_groups)
+            carry = (self._constrain_envs((env_state, ts.observation, ts.action_mask, tracker)), stats)
             return carry, (self._constrain_envs(transition), sums)
 
-        carry = (runner.env_state, runner.obs, runner.mask, runner.tracker)
-        keys = jax.random.split(key, self.config.num_steps)
-        (env_state, obs, mask, tracker), (traj, sums) = jax.lax.scan(step, carry, keys)
+        # the pool's statistics ride along; its parameters stay out of the loop's carry
+        stats = runner.league.replace(params=None) if config.league_size else None
+        carry = ((runner.env_state, runner.obs, runner.mask, runner.tracker), stats)
+        keys = jax.random.split(key, config.num_steps)
+        ((env_state, obs, mask, tracker), stats), (traj, sums) = jax.lax.scan(step, carry, keys)
         runner = runner.replace(env_state=env_state, obs=obs, mask=mask, tracker=tracker)
+        if config.league_size:
+            runner = runner.replace(league=stats.replace(params=runner.league.params))
         return runner, traj, sums
 
     def update(self, runner: Runner):
@@ -261,7 +286,13 @@ class PPO(Trainer):
             "train/decisions": traj.weight.sum(),
             **{f"sums/{k}": sums[k].sum() for k in EPISODE_SUMS},
         }
-        runner = runner.replace(params=params, opt_state=opt_state, update=runner.update + 1)
+        done = runner.update + 1
+        if config.league_size:
+            pool = league.pool_insert(runner.league, params, done, done % config.snapshot_every == 0)
+            runner = runner.replace(league=pool)
+            metrics["league/snapshots"] = (pool.update >= 0).sum().astype(jnp.float32)
+            metrics["league/loss_rate"] = pool.losses.sum() / jnp.maximum(pool.games.sum(), 1.0)
+        runner = runner.replace(params=params, opt_state=opt_state, update=done)
         return runner, metrics
 
 

@@ -1,7 +1,8 @@
 """Acting in a batched env and bookkeeping of finished episodes, shared by the trainers.
 
-Shapes: N envs, P seats, A actions. ``learner`` is a bool[P] constant marking
-the seats whose steps are training data.
+Shapes: N envs, P seats, A actions. ``learner`` marks the seats whose steps
+are training data: a bool[P] constant, or bool[N, P] when it changes from
+game to game (a league's roles).
 """
 
 from __future__ import annotations
@@ -54,18 +55,18 @@ def track_episodes(tracker: EpisodeTracker, ts, learner) -> tuple[EpisodeTracker
     ``placement_sum`` / ``placement_count`` (learner seats' final ranks, when
     the env reports ``info["rank"]``).
     """
-    learner = jnp.asarray(learner, jnp.float32)
     ret = tracker.ret + ts.reward
+    learner = jnp.broadcast_to(jnp.asarray(learner, jnp.float32), ret.shape)
     length = tracker.length + 1
     done = ts.done.astype(jnp.float32)
-    per_env_return = (ret * learner).sum(-1) / learner.sum()
+    per_env_return = (ret * learner).sum(-1) / jnp.maximum(learner.sum(-1), 1.0)
     sums = {
         "episodes": done.sum(),
         "return_sum": (done * per_env_return).sum(),
         "length_sum": (done * length).sum(),
     }
     if "rank" in ts.info:
-        ranked = done[:, None] * learner[None, :]
+        ranked = done[:, None] * learner
         sums["placement_sum"] = (ranked * ts.info["rank"]).sum()
         sums["placement_count"] = ranked.sum()
     else:
@@ -90,18 +91,20 @@ def episode_metrics(sums: dict) -> dict:
     }
 
 
-def act_and_step(network, params, env, key, env_state, obs, mask, learner):
+def act_and_step(network, params, env, key, env_state, obs, mask, learner, others=None):
     """Sample every seat's action from the policy and step the env.
 
-    Returns (env_state, ts, transition) where ``transition`` holds the acting
+    ``others``: optional (seats bool[N, P], actions int32[N, P]): those seats send those actions instead
+    (a league's pool seats). Returns (env_state, ts, transition) where ``transition`` holds the acting
     step's obs/mask/action/log_prob/value and the env's reward and per-seat terminal.
     """
     logits, value = network.apply(params, obs)
     action = distributions.sample(key, logits, mask)
     log_prob = distributions.log_prob(logits, mask, action)
-    env_state, ts = env.step(env_state, action)
+    sent = action if others is None else jnp.where(others[0], others[1], action)
+    env_state, ts = env.step(env_state, sent)
     decision = mask.sum(-1) > 1
-    weight = (decision & jnp.asarray(learner)[None, :]).astype(jnp.float32)
+    weight = (decision & jnp.broadcast_to(jnp.asarray(learner), decision.shape)).astype(jnp.float32)
     transition = Transition(
         obs=obs,
         mask=mask,

@@ -78,6 +78,9 @@ a GPU/TPU or with ``--full``), under ``train[preset]``:
   ``updates`` per chunk is ``--updates``, by default enough for 64 steps of
   every env on a CPU (4 updates of smoke, 2 of ppo_small) and 128 with
   ``--full`` or on an accelerator (4 of ppo_large).
+  With ``--presets ...,ppo_small,league_small`` it adds ``league_over_self_play``:
+  the league's training seat-steps/s over plain self-play's at the same shape
+  (the cost of the pool seats' forward passes; the goal is >= 0.7).
 It also reports ``gymnax``: our ``ppo_gymnax`` preset, the whole run as one
 jitted call (``jax.jit(make_train(cfg, make_env(cfg)))(key)``), vs the
 PureJaxRL reference (``experiments/purejaxrl_reference.py``) on CartPole-v1,
@@ -670,6 +673,10 @@ def main(argv=None):
             name: bench_train(name, sweep["train_steps"], args.updates, progress, f"[train {i + 1}/{len(presets)}]")
             for i, name in enumerate(presets)
         }
+        trained = result["train"]
+        if "league_small" in trained and "ppo_small" in trained:  # the league's cost: pool seats' forward passes
+            result["league_over_self_play"] = round(trained["league_small"]["train_seat_steps_per_s"]
+                                                    / trained["ppo_small"]["train_seat_steps_per_s"], 3)
         skipped = {"skipped": "--gymnax-steps 0"}
         result["gymnax"] = bench_gymnax(args.gymnax_steps, progress) if args.gymnax_steps else skipped
     elif args.what == "sweep":

@@ -3,12 +3,17 @@
     python -m experiments.evaluate --games 16
     python -m experiments.evaluate --seats greedy,random,random,random,random,random,random,random
     python -m experiments.evaluate --checkpoint runs/mine --vs greedy --games 16
+    python -m experiments.evaluate --checkpoint runs/mine --vs runs/other:120 --vs greedy,greedy,random,runs/other,greedy,random,random
 
 With ``--checkpoint RUN_DIR`` it evaluates the trained policy of a run (its
-latest good checkpoint, or ``--step``) in one seat against 7 bots (``--vs``;
-both kinds when omitted), the policy rotated over all 8 seats for each game
-seed as during training; JSON with the mean placement, a 95% interval over
-the seeds, top-1 and top-4 rates.
+latest good checkpoint, or ``--step``) in one seat against 7 opponents, the
+policy rotated over all 8 seats for each game seed (duplicate evaluation, as
+during training: ``agents.tables``). Each ``--vs`` (repeatable; default:
+random, then greedy) names the opponents: one player for all 7 seats, or 7
+comma-separated players; a player is ``random``, ``greedy``, or another run
+``RUN_DIR[:STEP]`` (its latest good checkpoint, or checkpoint STEP). JSON
+with, per ``--vs``, the mean placement, a 95% interval over the seeds, top-1
+and top-4 rates; a table of the same on stderr.
 
 Tells stderr what it is doing (compiling the rollout, ~20-30 s on a 2-core CPU; then
 the compile time and a progress bar while playing), then prints one JSON object
@@ -40,7 +45,9 @@ def parse_args(argv=None):
     parser.add_argument("--no-cache", action="store_true", help="do not use the persistent compilation cache")
     parser.add_argument("--checkpoint", metavar="RUN_DIR", help="evaluate the policy of a training run")
     parser.add_argument("--step", type=int, help="with --checkpoint: this checkpoint step (default: latest good)")
-    parser.add_argument("--vs", choices=["random", "greedy"], help="with --checkpoint: the bots (default: both)")
+    parser.add_argument("--vs", action="append", metavar="PLAYER[,PLAYER x7]",
+                        help="with --checkpoint: the opponents, random / greedy / RUN_DIR[:STEP], one for all 7 seats "
+                             "or 7 comma-separated (repeatable; default: random, then greedy)")
     args = parser.parse_args(argv)
     seats = tuple(s.strip() for s in args.seats.split(","))
     if len(seats) != 8 or any(s not in BOTS for s in seats):
@@ -57,44 +64,74 @@ def parse_args(argv=None):
     return args, seats, rules
 
 
+def _opponents(spec: str) -> list[str]:
+    """The 7 opponents of one ``--vs``."""
+    names = [n.strip() for n in spec.split(",")]
+    if len(names) == 1:
+        return names * 7
+    if len(names) != 7 or not all(names):
+        raise SystemExit(f"--vs {spec!r}: one player for all 7 seats or 7 comma-separated players")
+    return names
+
+
 def evaluate_checkpoint(args) -> dict:
-    """Seat-rotated evaluation of a run's saved policy (see the module docstring)."""
-    import dataclasses
+    """Seat-rotated evaluation of a run's saved policy against each ``--vs`` lineup (see the module docstring)."""
     import time
-    from pathlib import Path
 
     import jax
     import numpy as np
 
-    from agents.config import TrainConfig
     from agents.envs import make_game
-    from agents.evaluation import make_evaluator, placement_summary
-    from experiments.checkpoints import CheckpointStore
+    from agents.evaluation import placement_summary
+    from agents.tables import TABLE_BOTS, make_table_runner
     from experiments.common import status
-    from experiments.train import build
+    from experiments.policies import check_same_observations, load_run_policy, parse_spec, rule_differences
 
-    run_dir = Path(args.checkpoint)
-    store = CheckpointStore(run_dir / "checkpoints", keep=1)
-    config = TrainConfig.from_dict(store.read_config(args.step)["config"])
-    if config.is_gymnax:
-        raise SystemExit(f"{run_dir} trained on {config.env}; --checkpoint evaluates game policies only")
-    # one device, whatever the run trained on: the parameters are replicated, the evaluation runs on one device
-    config = dataclasses.replace(config, num_devices=1)
-    _, trainer, evaluate = build(config)  # shared with experiments.train (same process: no retracing)
-    abstract = jax.eval_shape(trainer.init, jax.random.key(config.seed))
-    step, runner, _ = store.restore(abstract, args.step)
-    store.close()
-    status(f"evaluating {run_dir} at update {step}: compiling ...", not args.quiet)
+    candidate = load_run_policy(args.checkpoint, args.step)
+    lineups = {spec: _opponents(spec) for spec in (args.vs or ["random", "greedy"])}
+    policies = {candidate.name: candidate}
+    player_of = {}  # opponent spec -> loaded policy name or bot name
+    for name in sorted({n for names in lineups.values() for n in names}):
+        parsed = parse_spec(name)
+        if isinstance(parsed, str):
+            player_of[name] = parsed
+        else:
+            policy = load_run_policy(*parsed)
+            policies.setdefault(policy.name, policy)
+            player_of[name] = policy.name
+    policies = list(policies.values())
+    check_same_observations(policies)
+    for note in rule_differences(policies):
+        status(f"note: {note}", not args.quiet)
+    index = {p.name: i for i, p in enumerate(policies)}
+    index.update({bot: len(policies) + i for i, bot in enumerate(TABLE_BOTS)})
+
+    status(f"evaluating {candidate.name} against {len(lineups)} lineup(s): compiling ...", not args.quiet)
     start = time.perf_counter()
-    if evaluate is None or evaluate.num_games != args.games:
-        evaluate = make_evaluator(make_game(config), trainer.network, args.games)
-    result = {"checkpoint": str(run_dir), "update": step, "games_per_rotation": args.games}
-    for vs in [args.vs] if args.vs else ["random", "greedy"]:
-        ranks = np.asarray(evaluate(runner.params, jax.random.key(args.seed), vs))
-        result[f"vs_{vs}"] = placement_summary(ranks)
+    run = make_table_runner(make_game(candidate.config), [p.network for p in policies], args.games)
+    params = tuple(p.params for p in policies)
+    result = {"checkpoint": str(args.checkpoint), "update": candidate.step, "games_per_rotation": args.games}
+    rows = []
+    for spec, names in lineups.items():
+        lineup = [0] + [index[player_of[n]] for n in names]
+        ranks = np.asarray(run(params, np.tile(lineup, (args.games, 1)), jax.random.key(args.seed)))[:, :, 0]
+        result[f"vs_{spec}"] = summary = placement_summary(ranks)
+        rows.append((spec, summary))
     result["seconds"] = round(time.perf_counter() - start, 2)
+    status(placement_table(rows), not args.quiet)
     print(json.dumps(result))
     return result
+
+
+def placement_table(rows) -> str:
+    """A human table of (opponents, placement_summary) rows."""
+    width = max(len("opponents"), *(len(spec) for spec, _ in rows))
+    lines = [f"{'opponents':<{width}}  mean placement (95% CI)   top-1   top-4   games"]
+    for spec, s in rows:
+        ci = f"+- {s['ci95']:.2f}" if s["ci95"] is not None else "(1 seed)"
+        lines.append(f"{spec:<{width}}  {s['mean_placement']:5.2f} {ci:<18} {s['top1']:6.1%}  {s['top4']:6.1%}  "
+                     f"{s['games']:5d}")
+    return "\n".join(lines)
 
 
 def main(argv=None):

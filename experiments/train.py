@@ -241,13 +241,16 @@ def build(config):
     process (a resume after a crash, notebooks, tests) reuse the jitted functions instead of retracing."""
     from agents import trainers
     from agents.envs import make_env, make_game
-    from agents.evaluation import make_evaluator
+    from agents.evaluation import make_evaluator, make_rating_evaluator
 
     env = make_env(config)
     trainer = trainers.make_train(config, env)
     evaluator = None
     if not config.is_gymnax and config.eval_every > 0:
         evaluator = make_evaluator(make_game(config), trainer.network, config.eval_games)
+        if config.league_size:
+            evaluator.rate = make_rating_evaluator(make_game(config), trainer.network, config.eval_games,
+                                                   config.league_size)
     return env, trainer, evaluator
 
 
@@ -276,9 +279,10 @@ def train(config, run_dir, resume=False, preset=None, quiet=False, cache_dir=Non
            f"({num_devices} {jax.default_backend()} device(s)"
            + (f" in {jax.process_count()} processes)" if jax.process_count() > 1 else ")"), not quiet)
     env, trainer, evaluator = build(config)
-    best = "eval/placement_vs_greedy" if evaluator else "train/episode_return"
-    store = CheckpointStore(run_dir / "checkpoints", keep=config.keep_checkpoints, best_metric=best,
-                            best_mode="min" if evaluator else "max")
+    best, mode = ("eval/placement_vs_greedy", "min") if evaluator else ("train/episode_return", "max")
+    if config.best_by == "rating":
+        best, mode = "eval/rating", "max"
+    store = CheckpointStore(run_dir / "checkpoints", keep=config.keep_checkpoints, best_metric=best, best_mode=mode)
     master = jax.random.key(config.seed)
     eval_key = jax.random.fold_in(master, 3)
 
@@ -323,13 +327,18 @@ def train(config, run_dir, resume=False, preset=None, quiet=False, cache_dir=Non
     compile_s = time.perf_counter() - compile_start
     status(f"compiled in {compile_s:.1f} s", not quiet)
 
-    def evaluate(params, update):
+    def evaluate(runner, update):
         key = jax.random.fold_in(eval_key, update)
-        params = eval_params(params)
+        params = eval_params(runner.params)
         out = {}
         for index, name in enumerate(("random", "greedy")):
             ranks = np.asarray(compiled_eval(params, key, np.int32(index)))
             out[f"eval/placement_vs_{name}"] = placement_summary(ranks)["mean_placement"]
+        if config.league_size:  # the learner rated against its pool and the bots (fresh ratings each time)
+            table = evaluator.rate(params, eval_params(runner.league), jax.random.fold_in(key, 1), [config.seed, update])
+            rows = {row["name"]: row for row in table}
+            out["eval/rating"] = rows["learner"]["ordinal"]
+            out.update({f"eval/rating_{bot}": rows[bot]["ordinal"] for bot in ("random", "greedy") if bot in rows})
         return out
 
     def save(update, metrics):
@@ -364,16 +373,16 @@ def train(config, run_dir, resume=False, preset=None, quiet=False, cache_dir=Non
         }
         finished = done_updates >= total
         if evaluator and (chunks_done % config.eval_every == 0 or finished):
-            last_eval = evaluate(runner.params, done_updates)
+            last_eval = evaluate(runner, done_updates)
             record.update(last_eval)
         log.write(record)
         if finished or (config.checkpoint_every and chunks_done % config.checkpoint_every == 0):
             save(done_updates, {k: v for k, v in record.items() if isinstance(v, float) and math.isfinite(v)})
         bar.update(n)
-        bar.set_postfix_str(progress_text(record, last_eval, bool(trainer.learner.all())))
+        bar.set_postfix_str(progress_text(record, last_eval, bool(trainer.learner.all()) and not config.league_size))
     bar.close()
     if done_updates and not record:  # resumed a finished run
-        last_eval = evaluate(runner.params, done_updates) if evaluator else {}
+        last_eval = evaluate(runner, done_updates) if evaluator else {}
     log.close()
     store.close()
     summary = {
@@ -422,6 +431,8 @@ def progress_text(record, last_eval, self_play):
     for name in ("random", "greedy"):
         if f"eval/placement_vs_{name}" in last_eval:
             parts.append(f"vs {name} {last_eval[f'eval/placement_vs_{name}']:.2f}")
+    if "eval/rating" in last_eval:
+        parts.append(f"rating {last_eval['eval/rating']:.1f}")
     parts.append(f"entropy {record['loss/entropy']:.2f} | value loss {record['loss/value']:.3f}")
     return " | ".join(parts)
 

@@ -242,6 +242,43 @@ def test_evaluate_cli_on_a_checkpoint(smoke_run, capsys):
     assert summary["games"] == 8 and 1.0 <= summary["mean_placement"] <= 8.0
     assert 0.0 <= summary["top1"] <= summary["top4"] <= 1.0
 
+    # against another checkpoint, and a mixed table of bots and checkpoints: one compiled program
+    mixed = f"greedy,random,greedy,{run_dir}:2,random,greedy,{run_dir}"
+    result = evaluate.main(["--checkpoint", str(run_dir), "--games", "1", "--vs", f"{run_dir}:2", "--vs", mixed,
+                            "--quiet"])
+    for spec in (f"{run_dir}:2", mixed):
+        assert result[f"vs_{spec}"]["games"] == 8 and 1.0 <= result[f"vs_{spec}"]["mean_placement"] <= 8.0
+    for bad, message in [("greedy,random", "7 comma-separated"), (str(run_dir / "nothing"), "no checkpoints")]:
+        with pytest.raises(SystemExit, match=message):
+            evaluate.main(["--checkpoint", str(run_dir), "--games", "1", "--vs", bad, "--quiet"])
+
+
+@game_cli
+def test_league_cli_rates_checkpoints_and_bots(smoke_run, tmp_path, capsys):
+    import csv
+
+    from experiments import league
+
+    run_dir, _ = smoke_run
+    out = tmp_path / "league"
+    result = league.main([str(run_dir), "--all-checkpoints", "--games", "3", "--batch", "2", "--out", str(out),
+                          "--quiet"])
+    assert json.loads(capsys.readouterr().out.strip().splitlines()[-1])["out"] == str(out)
+    names = {f"{run_dir}:2", f"{run_dir}:4", "random", "greedy"}
+    table = result["ratings"]
+    assert {row["name"] for row in table} == names
+    # 4 players: each holds 2 seats of every lineup, so each plays all 3 x 8 rotated games
+    assert all(row["games"] == 24 for row in table) and result["rated_games"] == 24
+    assert [row["ordinal"] for row in table] == sorted((row["ordinal"] for row in table), reverse=True)
+    assert {row["name"]: row["update"] for row in table}[f"{run_dir}:2"] == 2
+    assert sum(row["mean_placement"] for row in table) == pytest.approx(4 * 4.5)  # 2 seats each of 8 places
+    with (out / "ratings.csv").open() as f:
+        assert {row["name"] for row in csv.DictReader(f)} == names
+    assert json.loads((out / "ratings.json").read_text())["ratings"] == table
+    assert (out / "ratings.png").stat().st_size > 0
+    with pytest.raises(SystemExit):
+        league.main([str(run_dir), "--bots", "greedy,nobody", "--quiet"])
+
 
 def test_bot_seats_replace_the_learners_actions():
     """opponents="greedy": seat 0 keeps the learner's action, seats 1..7 take the greedy bot's."""

@@ -1,0 +1,139 @@
+"""Self-play league inside the compiled program: a pool of frozen policy snapshots and seat roles.
+
+Every game (env) gives each of its 8 seats a *role* when it starts: the
+learner (training data), a pool snapshot, or a scripted bot. ``learner_seats``
+seats (chosen at random) are the learner's; each other seat is a pool seat
+with probability ``pool_prob``, else a bot seat (``league_bot``).
+
+The pool holds ``K`` snapshots of the learner's parameters as ONE stacked
+pytree (leading axis K), a ring buffer: slot 0 starts with the initial
+parameters, and every ``snapshot_every`` updates the learner's parameters
+overwrite the oldest slot. Its forward passes are batched: each update draws
+``G`` snapshots (uniformly over the filled slots, or prioritised by how often
+the learner loses to them: prioritised fictitious self-play), the envs are
+split into G equal groups, and group g's pool seats all play snapshot g, so
+one update costs G forward passes over 1/G of the envs each: one more pass
+over the batch, whatever K. A game that lasts over several updates meets the
+snapshots drawn for its group in each.
+
+Shapes: N envs, P = 8 seats, K pool slots, G groups.
+"""
+
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+from flax import struct
+
+from jaxgame import bots
+from jaxgame import constants as C
+
+ROLE_LEARNER, ROLE_POOL, ROLE_BOT = 0, 1, 2
+
+
+@struct.dataclass
+class Pool:
+    """K frozen snapshots and what the learner did against them."""
+
+    params: object  # every leaf [K, ...]
+    update: jax.Array  # int32[K]: the update each snapshot was taken at; -1 = empty slot
+    games: jax.Array  # float32[K]: finished games in which the learner met the snapshot
+    losses: jax.Array  # float32[K]: of those, games where the snapshot's seats placed better on average
+    next: jax.Array  # int32[]: the slot the next snapshot overwrites
+
+
+def pool_init(params, capacity: int) -> Pool:
+    """A pool of ``capacity`` slots holding ``params`` (the initial parameters) in slot 0."""
+    if isinstance(capacity, bool) or not isinstance(capacity, int) or capacity < 1:
+        raise ValueError(f"pool capacity must be a positive int, got {capacity!r}")
+    stacked = jax.tree_util.tree_map(lambda x: jnp.broadcast_to(x, (capacity,) + x.shape), params)
+    update = jnp.full(capacity, -1, jnp.int32).at[0].set(0)
+    zeros = jnp.zeros(capacity, jnp.float32)
+    return Pool(stacked, update, zeros, zeros, jnp.int32(1 % capacity))
+
+
+def pool_insert(pool: Pool, params, update, insert=True) -> Pool:
+    """``params`` into slot ``pool.next`` (the oldest, once the pool is full) when ``insert`` (bool[],
+    may be traced); the slot's statistics restart."""
+    slot = pool.next
+    insert = jnp.asarray(insert)
+
+    def put(stack, x):
+        return stack.at[slot].set(jnp.where(insert, x, stack[slot]))
+
+    return Pool(
+        params=jax.tree_util.tree_map(put, pool.params, params),
+        update=put(pool.update, jnp.asarray(update, jnp.int32)),
+        games=put(pool.games, jnp.float32(0)),
+        losses=put(pool.losses, jnp.float32(0)),
+        next=jnp.where(insert, (slot + 1) % pool.update.shape[0], slot),
+    )
+
+
+def sampling_weights(pool: Pool, prioritized: bool) -> jax.Array:
+    """float32[K], summing to 1 over the filled slots: uniform, or (prioritised) proportional to the
+    learner's smoothed loss rate against each snapshot, (losses + 1) / (games + 2)."""
+    filled = (pool.update >= 0).astype(jnp.float32)
+    weights = filled * ((pool.losses + 1.0) / (pool.games + 2.0) if prioritized else 1.0)
+    return weights / weights.sum()
+
+
+def sample_snapshots(pool: Pool, key, num: int, prioritized: bool = False) -> jax.Array:
+    """int32[num]: slots drawn independently with ``sampling_weights``."""
+    logits = jnp.log(sampling_weights(pool, prioritized))
+    return jax.random.categorical(key, logits, shape=(num,)).astype(jnp.int32)
+
+
+def snapshot_params(pool: Pool, slots):
+    """The parameters of ``slots`` int32[G], stacked: every leaf [G, ...]."""
+    return jax.tree_util.tree_map(lambda stack: stack[slots], pool.params)
+
+
+def assign_roles(key, num_envs: int, learner_seats: int, pool_prob) -> jax.Array:
+    """int32[N, 8] roles: per env, ``learner_seats`` random seats are ROLE_LEARNER; each other seat is
+    ROLE_POOL with probability ``pool_prob``, else ROLE_BOT."""
+    perm_key, pool_key = jax.random.split(key)
+    order = jax.vmap(lambda k: jax.random.permutation(k, C.NUM_PLAYERS))(jax.random.split(perm_key, num_envs))
+    learner = jnp.argsort(order, axis=-1) < learner_seats  # seat s is learner if it comes early in the order
+    pool = jax.random.uniform(pool_key, (num_envs, C.NUM_PLAYERS)) < pool_prob
+    return jnp.where(learner, ROLE_LEARNER, jnp.where(pool, ROLE_POOL, ROLE_BOT)).astype(jnp.int32)
+
+
+def group_of_env(num_envs: int, groups: int) -> np.ndarray:
+    """int[N]: the group of each env (equal, contiguous groups)."""
+    return np.arange(num_envs) // (num_envs // groups)
+
+
+def pool_logits(network, group_params, obs) -> jax.Array:
+    """float32[N, P, A]: each env's pool-seat logits from its group's snapshot.
+
+    ``group_params``: leaves [G, ...]; ``obs`` [N, P, *obs_shape] with N divisible by G."""
+    groups = jax.tree_util.tree_leaves(group_params)[0].shape[0]
+    by_group = jax.tree_util.tree_map(lambda x: x.reshape((groups, -1) + x.shape[1:]), obs)
+    logits, _ = jax.vmap(network.apply)(group_params, by_group)
+    return logits.reshape((-1,) + logits.shape[2:])
+
+
+def record_results(pool: Pool, slots, roles, done, rank, groups: int) -> Pool:
+    """Count the games that ended (``done`` bool[N], ``rank`` int32[N, P], ``roles`` the roles they were
+    played with) against the snapshot each env's group played (``slots`` int32[G]): a loss when the
+    snapshot's seats placed better on average than the learner's."""
+    num_envs = done.shape[0]
+    slot = slots[jnp.asarray(group_of_env(num_envs, groups))]
+    learner, pooled = roles == ROLE_LEARNER, roles == ROLE_POOL
+
+    def mean_rank(which):
+        return (rank * which).sum(-1) / jnp.maximum(which.sum(-1), 1)
+
+    met = done & pooled.any(-1) & learner.any(-1)
+    lost = met & (mean_rank(pooled) < mean_rank(learner))
+    return pool.replace(
+        games=pool.games.at[slot].add(met.astype(jnp.float32)),
+        losses=pool.losses.at[slot].add(lost.astype(jnp.float32)),
+    )
+
+
+def bot_actions(bot: str, key, games, masks):
+    """int32[N, P]: the bot's choice for every seat (the caller keeps the bot seats')."""
+    return jax.vmap(bots.BOTS[bot])(jax.random.split(key, masks.shape[0]), games, masks)

@@ -1,0 +1,139 @@
+"""Games between any mix of trained policies and scripted bots, seat-rotated, in one batch.
+
+A *lineup* names the player of each of a game's 8 seats by *participant*
+index: ``0 .. K-1`` are the K policies (a network and its parameters),
+``K + i`` is the scripted bot ``TABLE_BOTS[i]``. Every lineup is played 8
+times from the same game seed (same reset key, same bot and game randomness)
+with the lineup rotated one seat further each time, so every participant
+sits in every seat and the luck of the draw is shared: the *duplicate*
+scheme of seat-rotation tournaments. All ``8 x num_games`` games run as one
+batch in one jitted ``lax.while_loop`` that stops when every game has ended.
+
+    run = make_table_runner(game, (net_a, net_b), num_games=4)
+    ranks = run((params_a, params_b), lineups, key)   # lineups int32[4, 8] -> ranks int32[4, 8, 8]
+
+``ranks[g, r, j]`` is the final rank (1 = first) of lineup position ``j`` of
+game ``g`` in rotation ``r``, where it sat in seat ``(j + r) % 8``; 0 if the
+game did not end within the game's step limit.
+"""
+
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+import jaxgame
+from agents import distributions
+from jaxgame import bots
+from jaxgame import constants as C
+from jaxgame.validation import as_key
+
+#: The scripted bots a lineup can name, after the policies (participant ``K + i`` is ``TABLE_BOTS[i]``).
+TABLE_BOTS = ("random", "greedy")
+
+
+def rotation_seats(num_games: int, shift: int = -1) -> np.ndarray:
+    """int32[num_games * 8, 8]: env ``e`` is game ``e // 8`` in rotation ``r = e % 8``; entry ``[e, i]`` is
+    ``(i + shift * r) % 8``: with ``shift=-1`` the lineup position playing seat ``i``, with ``shift=1`` the
+    seat of lineup position ``i``."""
+    r = np.arange(num_games * C.NUM_PLAYERS) % C.NUM_PLAYERS
+    return ((np.arange(C.NUM_PLAYERS)[None, :] + shift * r[:, None]) % C.NUM_PLAYERS).astype(np.int32)
+
+
+def draw_lineups(num_players: int, num_games: int, rng: np.random.Generator, seats: int = C.NUM_PLAYERS):
+    """int[num_games, seats] player indices in [0, num_players): ``seats`` different players drawn at random
+    when there are that many, else every player takes ``seats // num_players`` seats and the other seats
+    go to different players drawn at random; seats shuffled."""
+    if num_players < 1:
+        raise ValueError(f"num_players must be >= 1, got {num_players}")
+    out = np.empty((num_games, seats), np.int64)
+    for g in range(num_games):
+        if num_players >= seats:
+            out[g] = rng.choice(num_players, seats, replace=False)
+        else:
+            base = np.repeat(np.arange(num_players), seats // num_players)
+            extra = rng.choice(num_players, seats - base.size, replace=False)
+            out[g] = rng.permutation(np.concatenate([base, extra]))
+    return out
+
+
+def make_table_runner(
+    game: jaxgame.AutoChessEnv, networks, num_games: int, greedy_policy: bool = False,
+    sync_axes: tuple[str, ...] = (),
+):
+    """``run(params, lineups, key) -> int32[num_games, 8, 8]`` (see the module docstring).
+
+    ``networks``: the K policies' networks (``apply(params, obs) -> (logits, value)``; the same network
+    object may appear more than once); ``params``: a tuple of their K parameter trees. ``greedy_policy``:
+    the policies take their most likely legal action instead of sampling. ``sync_axes``: vmapped axes
+    around ``run`` (a sweep's) that share the game's branches. ``run.jitted`` takes the same arguments
+    without the host-side checks (for use inside another jitted function).
+    """
+    if isinstance(num_games, bool) or not isinstance(num_games, int) or num_games < 1:
+        raise ValueError(f"num_games must be a positive int, got {num_games!r}")
+    networks = tuple(networks)
+    num_policies = len(networks)
+    num_participants = num_policies + len(TABLE_BOTS)
+    seats = C.NUM_PLAYERS
+    num_envs = num_games * seats
+    venv = jaxgame.VecEnv(game, num_envs, sync_axes)
+    position = jnp.asarray(rotation_seats(num_games))  # [E, 8]: the lineup position playing each seat
+    seat_of_position = jnp.asarray(rotation_seats(num_games, shift=1))  # [E, 8]: the seat of each position
+    max_steps = game.config.max_rounds * game.config.steps_per_round + 1
+
+    def per_game(key):
+        """num_games keys, each repeated for the game's 8 rotations."""
+        return jnp.repeat(jax.random.split(key, num_games), seats, axis=0)
+
+    def policy_actions(network, params, key, obs, mask):
+        logits, _ = network.apply(params, obs)
+        return distributions.greedy(logits, mask) if greedy_policy else distributions.sample(key, logits, mask)
+
+    @jax.jit
+    def run(params, lineups, key):
+        player = jnp.take_along_axis(jnp.repeat(lineups, seats, axis=0), position, axis=1)  # [E, 8] participant
+        reset_key, loop_key = jax.random.split(key)
+        states, ts = jax.vmap(game.reset)(per_game(reset_key))
+
+        def cond(carry):
+            _, _, finished, _, t, _ = carry
+            return ~finished.all() & (t < max_steps)
+
+        def body(carry):
+            states, ts, finished, rank, t, key = carry
+            key, policy_key, bot_key = jax.random.split(key, 3)
+            bot_keys = per_game(bot_key)
+            by_participant = [
+                policy_actions(net, p, k, ts.observation, ts.action_mask)
+                for net, p, k in zip(networks, params, jax.random.split(policy_key, num_policies))
+            ] + [jax.vmap(bots.BOTS[name])(bot_keys, states, ts.action_mask) for name in TABLE_BOTS]
+            actions = jnp.take_along_axis(jnp.stack(by_participant), player[None], axis=0)[0].astype(jnp.int32)
+            states, ts = venv.step(states, actions)
+            new = ts.done & ~finished
+            return states, ts, finished | new, jnp.where(new[:, None], ts.info["rank"], rank), t + 1, key
+
+        init = (states, ts, jnp.zeros(num_envs, bool), jnp.zeros((num_envs, seats), jnp.int32), jnp.int32(0),
+                loop_key)
+        *_, finished, rank, _, _ = jax.lax.while_loop(cond, body, init)
+        rank = jnp.where(finished[:, None], rank, 0)
+        by_position = jnp.take_along_axis(rank, seat_of_position, axis=1)
+        return by_position.reshape(num_games, seats, seats)
+
+    def checked_run(params, lineups, key):
+        params = tuple(params)
+        if len(params) != num_policies:
+            raise ValueError(f"params must hold {num_policies} parameter tree(s), one per network; got {len(params)}")
+        lineups = np.asarray(lineups)
+        if lineups.shape != (num_games, seats) or not np.issubdtype(lineups.dtype, np.integer):
+            raise ValueError(f"lineups must be ints of shape ({num_games}, {seats}), got {lineups.dtype} "
+                             f"{lineups.shape}")
+        if lineups.min() < 0 or lineups.max() >= num_participants:
+            raise ValueError(f"lineups must name participants 0..{num_participants - 1} ({num_policies} policies, "
+                             f"then the bots {TABLE_BOTS}); got values {lineups.min()}..{lineups.max()}")
+        return run(params, jnp.asarray(lineups, jnp.int32), as_key(key, "table key"))
+
+    checked_run.jitted = run
+    checked_run.num_games = num_games
+    checked_run.num_policies = num_policies
+    return checked_run

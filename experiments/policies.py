@@ -1,0 +1,83 @@
+"""Players for evaluation tables: scripted bots by name, trained policies from run directories.
+
+A player spec is ``random`` or ``greedy`` (``agents.tables.TABLE_BOTS``), or
+``RUN_DIR`` / ``RUN_DIR:STEP``: the policy of a training run at its latest
+good checkpoint, or at checkpoint STEP (an update number).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
+
+from agents.tables import TABLE_BOTS
+
+
+@dataclasses.dataclass(frozen=True)
+class RunPolicy:
+    """A trained policy restored from a run directory; ``name`` is ``RUN_DIR:STEP``."""
+
+    name: str
+    run_dir: str
+    step: int
+    config: object  # agents.config.TrainConfig
+    network: object
+    params: object
+
+
+def parse_spec(spec: str) -> tuple[str, int | None] | str:
+    """A bot name, or (run_dir, step or None) for ``RUN_DIR[:STEP]``."""
+    spec = spec.strip()
+    if spec in TABLE_BOTS:
+        return spec
+    head, sep, tail = spec.rpartition(":")
+    if sep and tail.isdigit():
+        return head, int(tail)
+    return spec, None
+
+
+def checkpoint_steps(run_dir) -> list[int]:
+    """The steps (updates) of a run's saved checkpoints, oldest first."""
+    from experiments.checkpoints import CheckpointStore
+
+    with CheckpointStore(Path(run_dir) / "checkpoints", keep=1) as store:
+        return store.steps()
+
+
+def load_run_policy(run_dir, step: int | None = None) -> RunPolicy:
+    """The policy of a game run at checkpoint ``step`` (default: the latest good one), on one device."""
+    import jax
+
+    from agents.config import TrainConfig
+    from experiments.checkpoints import CheckpointStore
+    from experiments.train import build
+
+    run_dir = Path(run_dir)
+    if not (run_dir / "checkpoints").is_dir():
+        raise SystemExit(f"{run_dir}: no checkpoints/ there (is it a training run directory?)")
+    with CheckpointStore(run_dir / "checkpoints", keep=1) as store:
+        config = TrainConfig.from_dict(store.read_config(step)["config"])
+        if config.is_gymnax:
+            raise SystemExit(f"{run_dir} trained on {config.env}; only game policies can play at a table")
+        # one device, whatever the run trained on: the parameters are replicated
+        config = dataclasses.replace(config, num_devices=1)
+        _, trainer, _ = build(config)  # shared with experiments.train (same process: no retracing)
+        step, runner, _ = store.restore(jax.eval_shape(trainer.init, jax.random.key(config.seed)), step)
+    return RunPolicy(f"{run_dir}:{step}", str(run_dir), step, config, trainer.network, runner.params)
+
+
+def check_same_observations(policies) -> None:
+    """Policies at one table see the same observations: their runs must share the obs kind."""
+    kinds = {p.config.obs for p in policies}
+    if len(kinds) > 1:
+        raise SystemExit("policies at one table must use the same observations; got "
+                         + ", ".join(f"{p.name}: {p.config.obs}" for p in policies))
+
+
+def rule_differences(policies) -> list[str]:
+    """Human-readable notes on runs whose game rules differ from the first policy's (the table's)."""
+    if not policies:
+        return []
+    table_rules = policies[0].config.rules()
+    return [f"{p.name} trained with {p.config.rules()}, plays at a table with {table_rules}"
+            for p in policies[1:] if p.config.rules() != table_rules]

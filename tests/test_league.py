@@ -1,0 +1,137 @@
+"""The self-play league (agents.league): the pool ring buffer, snapshot sampling, seat roles, the batched
+pool forward pass, the loss bookkeeping, and a league run's rollout, checkpoint and config checks."""
+
+from __future__ import annotations
+
+import functools
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+from agents import league
+from agents.config import TrainConfig
+from experiments.presets import preset_config
+
+
+def tiny_params(value):
+    return {"w": jnp.full((2, 3), value, jnp.float32), "b": jnp.full((3,), value, jnp.float32)}
+
+
+def test_pool_is_a_ring_buffer():
+    pool = league.pool_init(tiny_params(0.0), 3)
+    np.testing.assert_array_equal(pool.update, [0, -1, -1])
+    for u in range(1, 6):
+        pool = league.pool_insert(pool, tiny_params(float(u)), u)
+    # slots 0, 1, 2 were written by updates 0 1 2, then 3 -> slot 0, 4 -> slot 1, 5 -> slot 2
+    np.testing.assert_array_equal(pool.update, [3, 4, 5])
+    np.testing.assert_array_equal(pool.params["w"][:, 0, 0], [3.0, 4.0, 5.0])
+    assert int(pool.next) == 0
+    same = league.pool_insert(pool, tiny_params(9.0), 9, insert=jnp.bool_(False))
+    jax.tree_util.tree_map(np.testing.assert_array_equal, same, pool)
+    jitted = jax.jit(league.pool_insert)(pool, tiny_params(6.0), 6, True)
+    np.testing.assert_array_equal(jitted.update, [6, 4, 5])
+
+
+def test_sampling_uses_filled_slots_uniformly_or_by_loss_rate():
+    pool = league.pool_init(tiny_params(0.0), 4)
+    pool = league.pool_insert(pool, tiny_params(1.0), 1)  # slots 0 and 1 filled, 2 and 3 empty
+    draws = np.asarray(league.sample_snapshots(pool, jax.random.key(0), 4000))
+    counts = np.bincount(draws, minlength=4)
+    assert counts[2] == counts[3] == 0
+    assert abs(counts[0] - 2000) < 4 * np.sqrt(1000)  # binomial(4000, 1/2): 4 standard deviations
+
+    pool = pool.replace(games=jnp.array([8.0, 8.0, 0.0, 0.0]), losses=jnp.array([6.0, 0.0, 0.0, 0.0]))
+    weights = np.asarray(league.sampling_weights(pool, prioritized=True))
+    np.testing.assert_allclose(weights, np.array([0.7, 0.1, 0.0, 0.0]) / 0.8, rtol=1e-6)  # (l + 1) / (g + 2)
+    np.testing.assert_allclose(league.sampling_weights(pool, prioritized=False), [0.5, 0.5, 0, 0])
+
+
+def test_roles_give_each_game_its_learner_seats_and_the_configured_mix():
+    num_envs, learner_seats, pool_prob = 4000, 3, 0.25
+    roles = np.asarray(league.assign_roles(jax.random.key(1), num_envs, learner_seats, pool_prob))
+    assert roles.shape == (num_envs, 8) and set(np.unique(roles)) == {0, 1, 2}
+    np.testing.assert_array_equal((roles == league.ROLE_LEARNER).sum(1), learner_seats)
+    others = roles != league.ROLE_LEARNER
+    pool_share = (roles == league.ROLE_POOL).sum() / others.sum()
+    n = others.sum()
+    assert abs(pool_share - pool_prob) < 4 * np.sqrt(pool_prob * (1 - pool_prob) / n)
+    per_seat = (roles == league.ROLE_LEARNER).mean(0)  # every seat is equally likely to be the learner's
+    expected = learner_seats / 8
+    assert np.all(np.abs(per_seat - expected) < 4 * np.sqrt(expected * (1 - expected) / num_envs))
+
+
+class ScaleNetwork:
+    def apply(self, params, obs):
+        return obs * params["scale"], obs[..., 0]
+
+
+def test_pool_logits_give_each_env_group_its_own_snapshot():
+    obs = jnp.ones((6, 8, 5))  # 6 envs, 3 groups of 2
+    logits = np.asarray(league.pool_logits(ScaleNetwork(), {"scale": jnp.array([1.0, 2.0, 3.0])}, obs))
+    np.testing.assert_array_equal(logits[:, 0, 0], [1, 1, 2, 2, 3, 3])
+    np.testing.assert_array_equal(league.group_of_env(6, 3), [0, 0, 1, 1, 2, 2])
+
+
+def test_results_count_a_loss_when_the_snapshot_placed_better():
+    pool = league.pool_init(tiny_params(0.0), 3)
+    roles = jnp.array([[0, 0, 1, 1, 2, 2, 2, 2]] * 4)
+    rank = jnp.array([[1, 2, 3, 4, 5, 6, 7, 8],  # learner better
+                      [7, 8, 1, 2, 3, 4, 5, 6],  # snapshot better
+                      [7, 8, 1, 2, 3, 4, 5, 6],  # not done
+                      [3, 4, 1, 2, 5, 6, 7, 8]])  # snapshot better
+    done = jnp.array([True, True, False, True])
+    out = league.record_results(pool, jnp.array([2, 0]), roles, done, rank, groups=2)  # envs 0,1: slot 2
+    np.testing.assert_array_equal(out.games, [1, 0, 2])
+    np.testing.assert_array_equal(out.losses, [1, 0, 1])
+
+
+# ---- a league run on the smoke preset's shapes ----
+SMALL = dict(league_size=3, league_learner_seats=1, league_groups=2, snapshot_every=1, num_steps=8)
+
+
+@functools.cache
+def league_trainer():
+    from agents import trainers
+    from agents.envs import make_env
+
+    config = preset_config("smoke").with_overrides(SMALL)
+    return trainers.make_train(config, make_env(config))
+
+
+def test_only_the_learners_seats_are_training_data():
+    trainer = league_trainer()
+    runner = jax.jit(trainer.init)(jax.random.key(0))
+    roles_before = np.asarray(runner.env_state.roles)
+    runner, traj, _ = jax.jit(trainer.rollout)(runner, jax.random.key(1))
+    weight = np.asarray(traj.weight)  # [T, N, 8]
+    assert weight.sum() > 0
+    assert np.all((weight > 0).sum(-1) <= 1)  # one learner seat per game
+    # before any game ends the learner's seat is the one drawn at reset
+    assert np.all((weight[0] > 0) <= (roles_before == league.ROLE_LEARNER))
+
+
+def test_league_checkpoint_restores_the_pool(tmp_path):
+    from experiments.checkpoints import CheckpointStore
+
+    trainer = league_trainer()
+    runner, _ = trainer.run(jax.jit(trainer.init)(jax.random.key(0)), 2)
+    assert np.asarray(runner.league.update).tolist() == [0, 1, 2]
+    with CheckpointStore(tmp_path / "ckpt", keep=1) as store:
+        store.save(2, runner, {"config": trainer.config.to_dict()})
+    with CheckpointStore(tmp_path / "ckpt", keep=1) as store:
+        _, restored, _ = store.restore(jax.eval_shape(trainer.init, jax.random.key(0)))
+    jax.tree_util.tree_map(np.testing.assert_array_equal, restored.league, runner.league)
+
+
+@pytest.mark.parametrize("overrides, message", [
+    (dict(algo="a2c"), "needs algo='ppo'"),
+    (dict(opponents="greedy"), "opponents='self'"),
+    (dict(league_groups=3), "league_groups must divide num_envs=8"),
+    (dict(league_learner_seats=8), "league_learner_seats"),
+    (dict(league_bot="nobody"), "league_bot"),
+])
+def test_league_config_errors_name_the_field(overrides, message):
+    with pytest.raises(ValueError, match=message):
+        TrainConfig(num_envs=8, num_steps=8, total_steps=1024, league_size=4, **overrides)
