@@ -133,6 +133,8 @@ class TrainConfig:
         playing one snapshot, so num_envs must divide by it. league_sampling: "uniform" over the filled
         slots or "pfsp" (by the learner's loss rate against each). snapshot_every: updates between snapshots.
         A league's evaluations also rate the learner against the pool and the bots (``eval/rating``).
+      independent: one parameter set and optimizer state per seat, each trained only on its own seat's
+        transitions (no parameter or data sharing); PPO on the game with opponents="self", no league.
       best_by: the checkpoint kept as best: "placement" (lowest eval/placement_vs_greedy) or "rating"
         (highest eval/rating; needs a league).
       max_rounds, steps_per_round, max_combat_ticks, reward_win, reward_life: game rules
@@ -178,6 +180,7 @@ class TrainConfig:
     league_sampling: str = "uniform"
     snapshot_every: int = 10
     best_by: str = "placement"
+    independent: bool = False
     max_rounds: int = _GAME_DEFAULTS.max_rounds
     steps_per_round: int = _GAME_DEFAULTS.steps_per_round
     max_combat_ticks: int = _GAME_DEFAULTS.max_combat_ticks
@@ -192,7 +195,7 @@ class TrainConfig:
         for name, choices in _CHOICES.items():
             if getattr(self, name) not in choices:
                 raise ValueError(f"TrainConfig.{name} must be one of {choices}, got {getattr(self, name)!r}")
-        for name in ("anneal_lr", "clip_value", "normalize_advantages", "shared_torso"):
+        for name in ("anneal_lr", "clip_value", "normalize_advantages", "shared_torso", "independent"):
             if not isinstance(getattr(self, name), bool):
                 raise ValueError(f"TrainConfig.{name} must be a bool, got {getattr(self, name)!r}")
         hidden = self.hidden
@@ -233,14 +236,21 @@ class TrainConfig:
             if self.num_envs % self.league_groups:
                 raise ValueError(f"TrainConfig.league_groups must divide num_envs={self.num_envs} (equal groups of "
                                  f"envs, one snapshot each), got {self.league_groups}")
+        if self.independent and (self.algo != "ppo" or self.is_gymnax or self.opponents != "self"
+                                 or self.league_size):
+            raise ValueError(
+                "TrainConfig.independent (one learner per seat) needs algo='ppo' on the game with opponents='self' "
+                f"and no league; got algo={self.algo!r}, env={self.env!r}, opponents={self.opponents!r}, "
+                f"league_size={self.league_size}"
+            )
         if self.best_by == "rating" and not (self.league_size and self.eval_every):
             raise ValueError("TrainConfig.best_by='rating' needs a league (league_size > 0) that evaluates "
                              f"(eval_every > 0); got league_size={self.league_size}, eval_every={self.eval_every}")
-        batch = self.num_envs * self.num_steps * self.num_seats
+        batch = self.num_envs * self.num_steps * (1 if self.independent else self.num_seats)
         if self.algo == "ppo" and batch % self.num_minibatches:
+            what = "num_envs x num_steps (one learner's samples)" if self.independent else "num_envs x num_steps x seats"
             raise ValueError(
-                f"TrainConfig.num_minibatches must divide the rollout batch num_envs x num_steps x seats = {batch}, "
-                f"got {self.num_minibatches}"
+                f"TrainConfig.num_minibatches must divide the rollout batch {what} = {batch}, got {self.num_minibatches}"
             )
 
     # ---- derived values ----

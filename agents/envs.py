@@ -47,7 +47,21 @@ class TaskState:
     key: jax.Array  # typed PRNG key for the bots' choices
 
 
-class AutoChessTask:
+class _GameTask:
+    """What the game's batched env adapters share: the VecEnv and the protocol's sizes."""
+
+    name = "autochess"
+
+    def __init__(self, env: jaxgame.AutoChessEnv, num_envs: int, sync_axes=()):
+        self.game = env
+        self.venv = jaxgame.VecEnv(env, num_envs, sync_axes)
+        self.num_envs = num_envs
+        self.num_players = env.num_players
+        self.num_actions = env.num_actions
+        self.obs_shape = env.obs_shape
+
+
+class AutoChessTask(_GameTask):
     """``VecEnv`` over the game with bots in the seats whose kind is not "self".
 
     ``seat_kinds``: 8 names from "self" / "random" / "greedy". ``learner_seats``
@@ -56,19 +70,12 @@ class AutoChessTask:
     the fight/reset branches (``jaxgame.batching``).
     """
 
-    name = "autochess"
-
     def __init__(self, env: jaxgame.AutoChessEnv, num_envs: int, seat_kinds=("self",) * 8, sync_axes=()):
         seat_kinds = tuple(seat_kinds)
         if len(seat_kinds) != env.num_players or any(k not in ("self", *bots.BOTS) for k in seat_kinds):
             raise ValueError(f"seat_kinds must be {env.num_players} names from self/{'/'.join(bots.BOTS)}, "
                              f"got {seat_kinds!r}")
-        self.game = env
-        self.venv = jaxgame.VecEnv(env, num_envs, sync_axes)
-        self.num_envs = num_envs
-        self.num_players = env.num_players
-        self.num_actions = env.num_actions
-        self.obs_shape = env.obs_shape
+        super().__init__(env, num_envs, sync_axes)
         self.seat_kinds = seat_kinds
         self.learner_seats = np.array([k == "self" for k in seat_kinds])
 
@@ -110,25 +117,18 @@ class LeagueTaskState:
     roles: jax.Array  # int32[N, 8]: each seat's role in the current game (agents.league ROLE_*)
 
 
-class LeagueTask:
+class LeagueTask(_GameTask):
     """``VecEnv`` over the game for a league (``agents.league``): every game start draws the seats' roles
     (learner, pool snapshot or bot); the bot seats' actions replace whatever was sent, the trainer fills
     the pool seats'. ``state.roles`` are the roles of the games being played; ``ts.info["roles"]`` those
     the step's games were played with (the finished game's, on its last step)."""
 
-    name = "autochess"
-
     def __init__(self, env: jaxgame.AutoChessEnv, num_envs: int, learner_seats: int, pool_prob: float, bot: str,
                  sync_axes=()):
         from agents import league
 
+        super().__init__(env, num_envs, sync_axes)
         self._league = league
-        self.game = env
-        self.venv = jaxgame.VecEnv(env, num_envs, sync_axes)
-        self.num_envs = num_envs
-        self.num_players = env.num_players
-        self.num_actions = env.num_actions
-        self.obs_shape = env.obs_shape
         self.num_learner_seats = learner_seats
         self.pool_prob = pool_prob
         self.bot = bot

@@ -156,3 +156,36 @@ def make_network(
     if kind == "cnn":
         return PixelActorCritic(num_actions, hidden, activation, shared_torso)
     raise ValueError(f"unknown network kind {kind!r}; expected one of {NETWORK_KINDS}")
+
+
+class PerSeat:
+    """One parameter set per seat: independent learners (``TrainConfig.independent``).
+
+    ``init(key, obs)`` returns the wrapped network's parameters stacked over ``num_seats`` (leaves
+    [P, ...], each seat initialised from its own key); ``apply(params, obs)`` maps observations
+    [N, P, *obs_shape] to ``(logits [N, P, A], value [N, P])``, seat p's through ``params[p]``. The
+    trainer's update runs the wrapped network per seat (``network.base``), vmapped over seats.
+    """
+
+    def __init__(self, base, num_seats: int):
+        self.base = base
+        self.num_seats = num_seats
+
+    def init(self, key, obs):
+        keys = jax.random.split(key, self.num_seats)
+        return jax.vmap(lambda k: self.base.init(k, jax.tree_util.tree_map(lambda x: x[:, :1], obs)))(keys)
+
+    def apply(self, params, obs):
+        return jax.vmap(self.base.apply, in_axes=(0, 1), out_axes=1)(params, obs)
+
+
+class OneSeat:
+    """Seat ``seat``'s learner of a ``PerSeat`` parameter stack, as a policy for any seat: ``apply(params,
+    obs)`` runs the wrapped network with ``params[seat]`` on every observation (rating each seat's learner)."""
+
+    def __init__(self, base, seat: int):
+        self.base = base
+        self.seat = seat
+
+    def apply(self, params, obs):
+        return self.base.apply(jax.tree_util.tree_map(lambda x: x[self.seat], params), obs)

@@ -36,7 +36,7 @@ from jax.sharding import NamedSharding
 from jax.sharding import PartitionSpec as P
 
 from agents import distributed, distributions, league, losses, networks
-from agents.config import HParams, TrainConfig
+from agents.config import NUM_SEATS, HParams, TrainConfig
 from agents.envs import learner_seats
 from agents.gae import gae
 from agents.rollout import EPISODE_SUMS, EpisodeTracker, act_and_step, track_episodes
@@ -62,7 +62,9 @@ class Runner:
 
 
 def make_network(config: TrainConfig, num_actions: int):
-    return networks.make_network(config.network, num_actions, config.hidden, config.activation, config.shared_torso)
+    """The actor-critic of a config; ``networks.PerSeat`` around it for independent learners."""
+    network = networks.make_network(config.network, num_actions, config.hidden, config.activation, config.shared_torso)
+    return networks.PerSeat(network, NUM_SEATS) if config.independent else network
 
 
 def make_optimizer(hp: HParams):
@@ -94,7 +96,7 @@ def init_runner(config: TrainConfig, env, network, key, hparams: HParams | None 
     params = network.init(jax.random.fold_in(key, INIT_STREAM), sample_obs)
     return Runner(
         params=params,
-        opt_state=make_optimizer(hp).init(params),
+        opt_state=(jax.vmap(make_optimizer(hp).init) if config.independent else make_optimizer(hp).init)(params),
         env_state=env_state,
         obs=ts.observation,
         mask=ts.action_mask,
@@ -244,35 +246,8 @@ class PPO(Trainer):
             traj.reward, traj.value, traj.terminal, decision, last_value, hp.gamma, hp.gae_lambda
         )
         batch = (traj, advantages, targets)
-        flat = jax.tree_util.tree_map(lambda x: x.reshape((-1,) + x.shape[3:]), batch)
-        num_samples = flat[1].shape[0]
-
-        def minibatch_step(carry, mb):
-            params, opt_state = carry
-            mb_traj, mb_adv, mb_targets = mb
-
-            def loss_fn(p):
-                logits, value = self.network.apply(p, mb_traj.obs)
-                return losses.ppo_loss(
-                    logits, value, mb_traj.mask, mb_traj.action, mb_traj.log_prob, mb_traj.value,
-                    mb_adv, mb_targets, mb_traj.weight, hp.clip_eps, hp.vf_coef, hp.ent_coef,
-                    clip_value=config.clip_value, normalize_advantages=config.normalize_advantages,
-                )
-
-            (_, metrics), grads = jax.value_and_grad(loss_fn, has_aux=True)(params)
-            params, opt_state, grad_norm, lr = apply_gradients(config, hp, params, opt_state, grads, runner.update)
-            return (params, opt_state), {**metrics, "grad_norm": grad_norm, "lr": lr}
-
-        def epoch(carry, key):
-            order = jax.random.permutation(key, num_samples)
-            shuffled = jax.tree_util.tree_map(
-                lambda x: x[order].reshape((config.num_minibatches, -1) + x.shape[1:]), flat
-            )
-            shuffled = distributed.constrain_axis(shuffled, self.mesh, 1)  # each device: a share of every minibatch
-            return jax.lax.scan(minibatch_step, carry, shuffled)
-
-        epoch_keys = jax.random.split(shuffle_key, config.update_epochs)
-        (params, opt_state), mb_metrics = jax.lax.scan(epoch, (runner.params, runner.opt_state), epoch_keys)
+        params, opt_state, mb_metrics = self.optimize(runner.params, runner.opt_state, batch, shuffle_key, hp,
+                                                      runner.update)
         mean = {k: v.mean() for k, v in mb_metrics.items()}
         metrics = {
             "loss/policy": mean["policy_loss"],
@@ -294,6 +269,53 @@ class PPO(Trainer):
             metrics["league/loss_rate"] = pool.losses.sum() / jnp.maximum(pool.games.sum(), 1.0)
         runner = runner.replace(params=params, opt_state=opt_state, update=done)
         return runner, metrics
+
+    def optimize(self, params, opt_state, batch, shuffle_key, hp: HParams, update):
+        """``update_epochs`` epochs of minibatch steps over ``batch`` = (transitions, advantages, targets), leaves
+        [T, N, P, ...]. Returns (params, opt_state, per-minibatch metrics).
+
+        Shared parameters train on all T x N x P samples; independent learners (``config.independent``):
+        seat p's parameters and optimizer state train on seat p's T x N samples only, vmapped over seats."""
+        if not self.config.independent:
+            flat = jax.tree_util.tree_map(lambda x: x.reshape((-1,) + x.shape[3:]), batch)
+            return self._epochs(self.network, params, opt_state, flat, shuffle_key, hp, update)
+        per_seat = jax.tree_util.tree_map(lambda x: jnp.moveaxis(x, 2, 0).reshape((x.shape[2], -1) + x.shape[3:]), batch)
+        keys = jax.random.split(shuffle_key, per_seat[1].shape[0])
+        return jax.vmap(lambda p, o, b, k: self._epochs(self.network.base, p, o, b, k, hp, update))(
+            params, opt_state, per_seat, keys
+        )
+
+    def _epochs(self, network, params, opt_state, flat, shuffle_key, hp: HParams, update):
+        config = self.config
+        num_samples = flat[1].shape[0]
+
+        def minibatch_step(carry, mb):
+            params, opt_state = carry
+            mb_traj, mb_adv, mb_targets = mb
+
+            def loss_fn(p):
+                logits, value = network.apply(p, mb_traj.obs)
+                return losses.ppo_loss(
+                    logits, value, mb_traj.mask, mb_traj.action, mb_traj.log_prob, mb_traj.value,
+                    mb_adv, mb_targets, mb_traj.weight, hp.clip_eps, hp.vf_coef, hp.ent_coef,
+                    clip_value=config.clip_value, normalize_advantages=config.normalize_advantages,
+                )
+
+            (_, metrics), grads = jax.value_and_grad(loss_fn, has_aux=True)(params)
+            params, opt_state, grad_norm, lr = apply_gradients(config, hp, params, opt_state, grads, update)
+            return (params, opt_state), {**metrics, "grad_norm": grad_norm, "lr": lr}
+
+        def epoch(carry, key):
+            order = jax.random.permutation(key, num_samples)
+            shuffled = jax.tree_util.tree_map(
+                lambda x: x[order].reshape((config.num_minibatches, -1) + x.shape[1:]), flat
+            )
+            shuffled = distributed.constrain_axis(shuffled, self.mesh, 1)  # each device: a share of every minibatch
+            return jax.lax.scan(minibatch_step, carry, shuffled)
+
+        epoch_keys = jax.random.split(shuffle_key, config.update_epochs)
+        (params, opt_state), mb_metrics = jax.lax.scan(epoch, (params, opt_state), epoch_keys)
+        return params, opt_state, mb_metrics
 
 
 def make_train(config: TrainConfig, env) -> PPO:

@@ -6,7 +6,8 @@
 
 The players are the runs' policies (``RUN_DIR``: the latest good checkpoint,
 ``RUN_DIR:STEP``: checkpoint STEP, ``--all-checkpoints``: every checkpoint a
-run kept) and the scripted bots (``--bots``, default ``random,greedy``;
+run kept; a run of independent learners enters as 8 players, ``...#seatP``
+for seat P's learner) and the scripted bots (``--bots``, default ``random,greedy``;
 ``none`` for none). Each of ``--games`` game seeds gets a lineup of 8 seats:
 8 different players drawn at random when there are at least 8, else every
 player takes 8 // P seats and the other seats go to different players drawn
@@ -64,7 +65,9 @@ def parse_args(argv=None):
 
 def load_players(args):
     """(policies, names of every player: the policies', then the bots')."""
-    from experiments.policies import check_same_observations, checkpoint_steps, load_run_policy, parse_spec
+    from experiments.policies import (
+        check_same_observations, checkpoint_steps, load_run_policy, parse_spec, seat_policies,
+    )
 
     policies = {}
     for spec in args.runs:
@@ -74,8 +77,8 @@ def load_players(args):
         run_dir, step = parsed
         steps = checkpoint_steps(run_dir) if args.all_checkpoints and step is None else [step]
         for s in steps:
-            policy = load_run_policy(run_dir, s)
-            policies.setdefault(policy.name, policy)
+            for policy in seat_policies(load_run_policy(run_dir, s)):  # an independent run: one player a seat
+                policies.setdefault(policy.name, policy)
     policies = list(policies.values())
     check_same_observations(policies)
     return policies, [p.name for p in policies] + args.bots
@@ -145,12 +148,14 @@ def plot_ratings(path: Path, table, policies) -> None:
     FigureCanvasAgg(fig)
     ax = fig.add_subplot()
     runs = {}
-    for p in policies:
+    for p in policies:  # one line per run (per seat for independent learners: "...#seatP")
         if p.name in by_name:
-            runs.setdefault(p.run_dir, []).append((p.step, by_name[p.name]["ordinal"]))
-    for run_dir, points in runs.items():
+            seat = p.name.partition("#")[2]
+            label = Path(p.run_dir).name + (f" {seat}" if seat else "")
+            runs.setdefault(label, []).append((p.step, by_name[p.name]["ordinal"]))
+    for label, points in runs.items():
         points.sort()
-        ax.plot([s for s, _ in points], [o for _, o in points], marker="o", label=Path(run_dir).name)
+        ax.plot([s for s, _ in points], [o for _, o in points], marker="o", label=label)
     for row in table:
         if row["update"] is None:
             ax.axhline(row["ordinal"], linestyle="--", linewidth=1, color="grey")

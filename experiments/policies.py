@@ -66,6 +66,17 @@ def load_run_policy(run_dir, step: int | None = None) -> RunPolicy:
     return RunPolicy(f"{run_dir}:{step}", str(run_dir), step, config, trainer.network, runner.params)
 
 
+def seat_policies(policy: RunPolicy) -> list[RunPolicy]:
+    """An independent-learners run as 8 players, ``RUN_DIR:STEP#seatP`` (seat P's learner, in any seat);
+    any other run as itself."""
+    if not policy.config.independent:
+        return [policy]
+    from agents.networks import OneSeat
+
+    return [dataclasses.replace(policy, name=f"{policy.name}#seat{p}", network=OneSeat(policy.network.base, p))
+            for p in range(policy.network.num_seats)]
+
+
 def check_same_observations(policies) -> None:
     """Policies at one table see the same observations: their runs must share the obs kind."""
     kinds = {p.config.obs for p in policies}

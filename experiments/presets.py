@@ -34,16 +34,6 @@ PRESETS = {
             eval_games=4, checkpoint_every=5,
         ),
     ),
-    "league_small": Preset(
-        "CPU (2 cores), 30 minutes: ppo_small's PPO in a league: 4 learner seats a game, the others past "
-        "snapshots (75%) or the greedy bot",
-        TrainConfig(
-            num_envs=64, num_steps=32, total_steps=780_000, hidden=(256, 256), lr=3e-4, gamma=0.995,
-            ent_coef=0.01, update_epochs=4, num_minibatches=4, updates_per_chunk=20, eval_every=5,
-            eval_games=4, checkpoint_every=5, league_size=8, league_learner_seats=4, league_pool_prob=0.75,
-            league_bot="greedy", league_groups=2, snapshot_every=20,
-        ),
-    ),
     "ppo_large": Preset(
         "one GPU: self-play PPO with 4096 games at once",
         TrainConfig(
@@ -86,6 +76,18 @@ PRESETS = {
         ),
     ),
 }
+
+
+PRESETS["league_small"] = Preset(
+    "CPU (2 cores), 30 minutes: ppo_small's PPO in a league: 4 learner seats a game, the others past snapshots "
+    "(75%) or the greedy bot",
+    dataclasses.replace(PRESETS["ppo_small"].config, league_size=8, league_learner_seats=4, league_pool_prob=0.75,
+                        league_bot="greedy", league_groups=2, snapshot_every=20),
+)
+PRESETS["independent"] = Preset(
+    "CPU-sized: ppo_small with one independent learner per seat (own parameters and optimizer, own data)",
+    dataclasses.replace(PRESETS["ppo_small"].config, independent=True),
+)
 
 
 def preset_config(name: str) -> TrainConfig:

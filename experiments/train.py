@@ -334,6 +334,8 @@ def train(config, run_dir, resume=False, preset=None, quiet=False, cache_dir=Non
         for index, name in enumerate(("random", "greedy")):
             ranks = np.asarray(compiled_eval(params, key, np.int32(index)))
             out[f"eval/placement_vs_{name}"] = placement_summary(ranks)["mean_placement"]
+            if config.independent:  # rotation r puts the policy in seat r: seat r's own learner
+                out.update({f"eval/seat_{r}/placement_vs_{name}": float(m) for r, m in enumerate(ranks.mean(0))})
         if config.league_size:  # the learner rated against its pool and the bots (fresh ratings each time)
             table = evaluator.rate(params, eval_params(runner.league), jax.random.fold_in(key, 1), [config.seed, update])
             rows = {row["name"]: row for row in table}

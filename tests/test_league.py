@@ -135,3 +135,61 @@ def test_league_checkpoint_restores_the_pool(tmp_path):
 def test_league_config_errors_name_the_field(overrides, message):
     with pytest.raises(ValueError, match=message):
         TrainConfig(num_envs=8, num_steps=8, total_steps=1024, league_size=4, **overrides)
+
+
+# ---- independent learners: one parameter set per seat ----
+@functools.cache
+def independent_trainer():
+    from agents import trainers
+    from agents.envs import make_env
+
+    config = preset_config("smoke").with_overrides(dict(independent=True, num_steps=8))
+    return trainers.make_train(config, make_env(config))
+
+
+def test_independent_learners_have_one_parameter_set_per_seat():
+    trainer = independent_trainer()
+    runner = jax.jit(trainer.init)(jax.random.key(0))
+    kernels = jax.tree_util.tree_leaves(runner.params)
+    assert all(k.shape[0] == 8 for k in kernels)
+    assert not np.allclose(kernels[1][0], kernels[1][1]) or not np.allclose(kernels[-1][0], kernels[-1][1])
+    runner, metrics = trainer.run(runner, 1)
+    assert np.isfinite(np.asarray(metrics["loss/policy"])).all()
+
+
+def test_changing_one_seats_data_leaves_every_other_seats_update_unchanged():
+    trainer = independent_trainer()
+    runner = jax.jit(trainer.init)(jax.random.key(0))
+    runner, traj, _ = jax.jit(trainer.rollout)(runner, jax.random.key(1))
+    advantages = jax.random.normal(jax.random.key(2), traj.reward.shape)
+    targets = jax.random.normal(jax.random.key(3), traj.reward.shape)
+    optimize = jax.jit(lambda batch: trainer.optimize(runner.params, runner.opt_state, batch, jax.random.key(4),
+                                                      runner.hparams, runner.update)[0])
+    before = optimize((traj, advantages, targets))
+    j = 5  # seat j's advantages, targets and observations change
+    changed = (traj.replace(obs=traj.obs.at[:, :, j].add(1.0)), advantages.at[:, :, j].mul(-3.0),
+               targets.at[:, :, j].add(2.0))
+    after = optimize(changed)
+    for b, a in zip(jax.tree_util.tree_leaves(before), jax.tree_util.tree_leaves(after)):
+        others = np.arange(8) != j
+        np.testing.assert_array_equal(np.asarray(b)[others], np.asarray(a)[others])
+    assert any(not np.array_equal(np.asarray(b)[j], np.asarray(a)[j])
+               for b, a in zip(jax.tree_util.tree_leaves(before), jax.tree_util.tree_leaves(after)))
+
+
+def test_independent_config_errors_name_the_field():
+    with pytest.raises(ValueError, match="independent"):
+        TrainConfig(num_envs=8, num_steps=8, total_steps=1024, independent=True, league_size=2)
+    with pytest.raises(ValueError, match="one learner's samples"):
+        TrainConfig(num_envs=8, num_steps=8, total_steps=1024, independent=True, num_minibatches=3)
+
+
+def test_one_seat_of_a_per_seat_stack_plays_as_its_own_policy():
+    from agents.networks import OneSeat, PerSeat
+
+    stacked = {"scale": jnp.arange(8.0)}
+    obs = jnp.ones((3, 8, 5))
+    per_seat, _ = PerSeat(ScaleNetwork(), 8).apply(stacked, obs)
+    np.testing.assert_array_equal(per_seat[0, :, 0], np.arange(8.0))  # seat p through params[p]
+    seat3, _ = OneSeat(ScaleNetwork(), 3).apply(stacked, obs)
+    np.testing.assert_array_equal(seat3, np.full((3, 8, 5), 3.0))  # seat 3's learner in every seat
