@@ -58,13 +58,14 @@ def make_rating_evaluator(game: jaxgame.AutoChessEnv, network, num_games: int, p
     """``rate(params, pool, key, seed) -> table``: the learner rated against a league's snapshots and the bots.
 
     The players are the learner, every filled slot of the pool (``agents.league.Pool``, ``pool_size`` slots;
-    named ``snapshot@UPDATE``) and the bots. ``num_games`` lineups put the learner in one seat and fill the
-    other 7 from the other players (``agents.tables.draw_lineups``, numpy generator seeded with ``seed``);
+    named ``snapshot@UPDATE``, ``agents.league.snapshot_name``) and the bots. ``num_games`` lineups put the
+    learner in one seat and fill the other 7 from the other players (``agents.tables.draw_lineups``, numpy generator seeded with ``seed``);
     each is played in 8 rotations and every game is rated (``agents.ratings``, fresh ratings each call, so
     the bots anchor the scale). Returns ``Ratings.table()`` rows; the learner's row is named "learner".
     """
     import numpy as np
 
+    from agents.league import snapshot_name
     from agents.ratings import Ratings
 
     table = make_table_runner(game, (network,) * (1 + pool_size), num_games)
@@ -73,7 +74,7 @@ def make_rating_evaluator(game: jaxgame.AutoChessEnv, network, num_games: int, p
         update = np.asarray(pool.update)
         filled = [int(k) for k in np.flatnonzero(update >= 0)]
         others = [1 + k for k in filled] + [1 + pool_size + i for i in range(len(TABLE_BOTS))]
-        names = {0: "learner", **{1 + k: f"snapshot@{update[k]}" for k in filled},
+        names = {0: "learner", **{1 + k: snapshot_name(update[k]) for k in filled},
                  **{1 + pool_size + i: bot for i, bot in enumerate(TABLE_BOTS)}}
         picks = draw_lineups(len(others), num_games, np.random.default_rng(seed), seats=C.NUM_PLAYERS - 1)
         lineups = np.concatenate([np.zeros((num_games, 1), np.int64), np.asarray(others)[picks]], axis=1)

@@ -40,6 +40,7 @@ class Pool:
     update: jax.Array  # int32[K]: the update each snapshot was taken at; -1 = empty slot
     games: jax.Array  # float32[K]: finished games in which the learner met the snapshot
     losses: jax.Array  # float32[K]: of those, games where the snapshot's seats placed better on average
+    rating: jax.Array  # float32[K]: OpenSkill ordinal at the last rating evaluation; NaN = not yet rated
     next: jax.Array  # int32[]: the slot the next snapshot overwrites
 
 
@@ -50,12 +51,12 @@ def pool_init(params, capacity: int) -> Pool:
     stacked = jax.tree_util.tree_map(lambda x: jnp.broadcast_to(x, (capacity,) + x.shape), params)
     update = jnp.full(capacity, -1, jnp.int32).at[0].set(0)
     zeros = jnp.zeros(capacity, jnp.float32)
-    return Pool(stacked, update, zeros, zeros, jnp.int32(1 % capacity))
+    return Pool(stacked, update, zeros, zeros, jnp.full(capacity, jnp.nan, jnp.float32), jnp.int32(1 % capacity))
 
 
 def pool_insert(pool: Pool, params, update, insert=True) -> Pool:
     """``params`` into slot ``pool.next`` (the oldest, once the pool is full) when ``insert`` (bool[],
-    may be traced); the slot's statistics restart."""
+    may be traced); the slot's statistics and rating restart."""
     slot = pool.next
     insert = jnp.asarray(insert)
 
@@ -67,8 +68,28 @@ def pool_insert(pool: Pool, params, update, insert=True) -> Pool:
         update=put(pool.update, jnp.asarray(update, jnp.int32)),
         games=put(pool.games, jnp.float32(0)),
         losses=put(pool.losses, jnp.float32(0)),
+        rating=put(pool.rating, jnp.float32(jnp.nan)),
         next=jnp.where(insert, (slot + 1) % pool.update.shape[0], slot),
     )
+
+
+def snapshot_name(update) -> str:
+    """A snapshot's player name in ratings tables: ``snapshot@UPDATE``."""
+    return f"snapshot@{int(update)}"
+
+
+def with_ratings(pool: Pool, ordinals: dict) -> Pool:
+    """The pool with ``rating[k]`` set to ``ordinals[snapshot_name(update[k])]`` for the filled slots that
+    have an entry; a host-side call between compiled chunks (it reads ``pool.update``). The other slots
+    keep their rating."""
+    update = np.asarray(pool.update)
+    rating = np.asarray(pool.rating).copy()
+    for k, u in enumerate(update):
+        if u >= 0 and snapshot_name(u) in ordinals:
+            rating[k] = ordinals[snapshot_name(u)]
+    rating = rating.astype(np.float32)
+    # from a callback, so it works whatever devices (and processes) the pool's sharding spans
+    return pool.replace(rating=jax.make_array_from_callback(rating.shape, pool.rating.sharding, lambda i: rating[i]))
 
 
 def sampling_weights(pool: Pool, prioritized: bool) -> jax.Array:

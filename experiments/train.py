@@ -265,6 +265,7 @@ def train(config, run_dir, resume=False, preset=None, quiet=False, cache_dir=Non
 
     from agents import distributed, trainers
     from agents.evaluation import placement_summary
+    from agents.league import with_ratings
     from experiments.checkpoints import CheckpointStore
     from experiments.common import status
 
@@ -328,6 +329,7 @@ def train(config, run_dir, resume=False, preset=None, quiet=False, cache_dir=Non
     status(f"compiled in {compile_s:.1f} s", not quiet)
 
     def evaluate(runner, update):
+        """``(runner, metrics)``: a league's runner comes back with its snapshots' new ratings."""
         key = jax.random.fold_in(eval_key, update)
         params = eval_params(runner.params)
         out = {}
@@ -341,7 +343,8 @@ def train(config, run_dir, resume=False, preset=None, quiet=False, cache_dir=Non
             rows = {row["name"]: row for row in table}
             out["eval/rating"] = rows["learner"]["ordinal"]
             out.update({f"eval/rating_{bot}": rows[bot]["ordinal"] for bot in ("random", "greedy") if bot in rows})
-        return out
+            runner = runner.replace(league=with_ratings(runner.league, {n: r["ordinal"] for n, r in rows.items()}))
+        return runner, out
 
     def save(update, metrics):
         store.save(update, runner, {"config": config.to_dict(), "wall_s": wall_before + train_s}, metrics)
@@ -375,7 +378,7 @@ def train(config, run_dir, resume=False, preset=None, quiet=False, cache_dir=Non
         }
         finished = done_updates >= total
         if evaluator and (chunks_done % config.eval_every == 0 or finished):
-            last_eval = evaluate(runner, done_updates)
+            runner, last_eval = evaluate(runner, done_updates)
             record.update(last_eval)
         log.write(record)
         if finished or (config.checkpoint_every and chunks_done % config.checkpoint_every == 0):
@@ -384,7 +387,7 @@ def train(config, run_dir, resume=False, preset=None, quiet=False, cache_dir=Non
         bar.set_postfix_str(progress_text(record, last_eval, bool(trainer.learner.all()) and not config.league_size))
     bar.close()
     if done_updates and not record:  # resumed a finished run
-        last_eval = evaluate(runner, done_updates) if evaluator else {}
+        runner, last_eval = evaluate(runner, done_updates) if evaluator else (runner, {})
     log.close()
     store.close()
     summary = {

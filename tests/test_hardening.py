@@ -125,8 +125,8 @@ def test_bad_action_dtype_and_shape_fail_clearly(tiny_env):
     with pytest.raises(TypeError, match=r"VecEnv.step.*float64\[2, 8\]"):
         venv.step(states, np.zeros((2, 8)))
     # any integer dtype and plain lists are converted to int32; values beyond int32 stay out of range
-    for given in ([C.ACTION_LOCK] * 8, np.full(8, C.ACTION_LOCK, np.int64), np.full(8, C.ACTION_LOCK, np.uint8)):
-        converted = check_actions(given, (8,), "test")
+    for actions in ([C.ACTION_LOCK] * 8, np.full(8, C.ACTION_LOCK, np.int64), np.full(8, C.ACTION_LOCK, np.uint8)):
+        converted = check_actions(actions, (8,), "test")
         assert converted.dtype == jnp.int32
         np.testing.assert_array_equal(converted, C.ACTION_LOCK)
     huge = check_actions(np.full(8, 2**40 + C.ACTION_LOCK, np.int64), (8,), "test")  # would wrap to 9
@@ -195,7 +195,9 @@ def test_every_starting_level_can_reach_max_level():
 
     starting_level is read only by ``new_game``, so one jitted step (one compile) plays every start.
     """
-    make = lambda start: jaxgame.make("autochess", starting_level=start, starting_gold=300, steps_per_round=64)
+    def make(start):
+        return jaxgame.make("autochess", starting_level=start, starting_gold=300, steps_per_round=64)
+
     stepper = make(2)
 
     @jax.jit
@@ -233,11 +235,15 @@ def _swap_shop_copy(state, seat):
 def test_other_seats_shops_are_hidden(tiny_env, mid_game, seat, other):
     state, _ = mid_game
     changed = _swap_shop_copy(state, other)
-    before = observation.vector_observation(state, tiny_env.config)
-    after = observation.vector_observation(changed, tiny_env.config)
+    before, after = (_vector_observation(s, tiny_env.config) for s in (state, changed))
     np.testing.assert_array_equal(before[seat], after[seat])
     assert not np.array_equal(before[other], after[other])  # the owner sees its own shop change
-    np.testing.assert_array_equal(render.render_seat(state, seat), render.render_seat(changed, seat))
+    np.testing.assert_array_equal(_render_seat(state, seat), _render_seat(changed, seat))
+
+
+# jitted: op by op they took ~15 s a case
+_vector_observation = jax.jit(observation.vector_observation, static_argnums=1)
+_render_seat = jax.jit(render.render_seat)
 
 
 def test_visible_pool_counts(mid_game):

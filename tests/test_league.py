@@ -87,6 +87,20 @@ def test_results_count_a_loss_when_the_snapshot_placed_better():
     np.testing.assert_array_equal(out.losses, [1, 0, 1])
 
 
+def test_ratings_go_to_the_named_snapshots_and_a_new_snapshot_starts_unrated():
+    pool = league.pool_init(tiny_params(0.0), 3)
+    pool = league.pool_insert(pool, tiny_params(1.0), 5)  # slots: update 0, update 5, empty
+    assert np.isnan(np.asarray(pool.rating)).all()
+    names = {league.snapshot_name(5): 12.5, "greedy": 40.0, league.snapshot_name(7): 1.0}
+    rated = league.with_ratings(pool, names)
+    np.testing.assert_array_equal(rated.rating, [np.nan, 12.5, np.nan])  # no rating for update 0's slot
+    rated = league.with_ratings(rated, {league.snapshot_name(0): -3.0})
+    np.testing.assert_array_equal(rated.rating, [-3.0, 12.5, np.nan])  # the others keep theirs
+    rated = league.pool_insert(rated, tiny_params(2.0), 9)  # slot 2
+    rated = league.pool_insert(rated, tiny_params(3.0), 10)  # overwrites slot 0
+    np.testing.assert_array_equal(rated.rating, [np.nan, 12.5, np.nan])
+
+
 # ---- a league run on the smoke preset's shapes ----
 SMALL = dict(league_size=3, league_learner_seats=1, league_groups=2, snapshot_every=1, num_steps=8)
 
@@ -112,17 +126,39 @@ def test_only_the_learners_seats_are_training_data():
     assert np.all((weight[0] > 0) <= (roles_before == league.ROLE_LEARNER))
 
 
-def test_league_checkpoint_restores_the_pool(tmp_path):
+@pytest.mark.xdist_group("smoke_run")  # with tests/test_train.py's smoke run: the same bot evaluation program
+def test_a_league_run_rates_the_learner_and_its_snapshots(tmp_path):
+    """Through the CLI with best_by='rating': every evaluation logs the ratings, and the checkpoint
+    restores the pool exactly, with each snapshot's rating from the last evaluation."""
+    import json
+
+    from agents import trainers
+    from agents.envs import make_env
+    from experiments import train as train_cli
     from experiments.checkpoints import CheckpointStore
 
-    trainer = league_trainer()
-    runner, _ = trainer.run(jax.jit(trainer.init)(jax.random.key(0)), 2)
-    assert np.asarray(runner.league.update).tolist() == [0, 1, 2]
-    with CheckpointStore(tmp_path / "ckpt", keep=1) as store:
-        store.save(2, runner, {"config": trainer.config.to_dict()})
-    with CheckpointStore(tmp_path / "ckpt", keep=1) as store:
-        _, restored, _ = store.restore(jax.eval_shape(trainer.init, jax.random.key(0)))
-    jax.tree_util.tree_map(np.testing.assert_array_equal, restored.league, runner.league)
+    run_dir = tmp_path / "run"
+    sets = [f"{k}={v}" for k, v in dict(SMALL, num_steps=16, best_by="rating").items()]
+    summary = train_cli.main(["--preset=smoke", "--run-dir", str(run_dir), "--quiet",
+                              *[a for s in sets for a in ("--set", s)]])
+    records = [json.loads(line) for line in (run_dir / "metrics.jsonl").read_text().splitlines()[1:]]
+    assert [r["update"] for r in records] == [2, 4]
+    for r in records:
+        assert all(np.isfinite(r[k]) for k in ("eval/rating", "eval/rating_random", "eval/rating_greedy"))
+    assert set(summary["final_eval"]) >= {"eval/rating", "eval/rating_random", "eval/rating_greedy"}
+
+    config = TrainConfig.from_dict(json.loads((run_dir / "config.json").read_text()))
+    trainer = trainers.make_train(config, make_env(config))
+    with CheckpointStore(run_dir / "checkpoints", keep=2) as store:
+        _, runner, _ = store.restore(jax.eval_shape(trainer.init, jax.random.key(0)), 4)
+    assert np.asarray(runner.league.update).tolist() == [3, 4, 2]  # ring buffer after 4 updates
+    assert np.isfinite(np.asarray(runner.league.rating)).all()  # all three were rated at update 4
+    # the pool came back exactly: update 4's snapshot is the learner's parameters after update 4
+    newest = jax.tree_util.tree_map(lambda stack: stack[1], runner.league.params)
+    jax.tree_util.tree_map(np.testing.assert_array_equal, newest, runner.params)
+    older = jax.tree_util.tree_map(lambda stack: stack[0], runner.league.params)
+    assert not all(np.array_equal(a, b) for a, b in zip(jax.tree_util.tree_leaves(older),
+                                                          jax.tree_util.tree_leaves(runner.params)))
 
 
 @pytest.mark.parametrize("overrides, message", [
@@ -147,20 +183,25 @@ def independent_trainer():
     return trainers.make_train(config, make_env(config))
 
 
-def test_independent_learners_have_one_parameter_set_per_seat():
+def test_independent_learners_changing_one_seats_data_leaves_every_other_seats_update_unchanged():
     trainer = independent_trainer()
     runner = jax.jit(trainer.init)(jax.random.key(0))
-    kernels = jax.tree_util.tree_leaves(runner.params)
+    kernels = jax.tree_util.tree_leaves(runner.params)  # one parameter set per seat, initialised apart
     assert all(k.shape[0] == 8 for k in kernels)
-    assert not np.allclose(kernels[1][0], kernels[1][1]) or not np.allclose(kernels[-1][0], kernels[-1][1])
-    runner, metrics = trainer.run(runner, 1)
-    assert np.isfinite(np.asarray(metrics["loss/policy"])).all()
-
-
-def test_changing_one_seats_data_leaves_every_other_seats_update_unchanged():
-    trainer = independent_trainer()
-    runner = jax.jit(trainer.init)(jax.random.key(0))
-    runner, traj, _ = jax.jit(trainer.rollout)(runner, jax.random.key(1))
+    assert not all(np.allclose(k[0], k[1]) for k in kernels)
+    # a made-up batch of the rollout's shapes (no need to compile the game): every seat acts every step
+    shapes = jax.eval_shape(trainer.rollout, runner, jax.random.key(1))[1]
+    keys = iter(jax.random.split(jax.random.key(1), 8))
+    num_actions = shapes.mask.shape[-1]
+    traj = shapes.replace(
+        obs=jax.random.normal(next(keys), shapes.obs.shape, shapes.obs.dtype),
+        mask=jnp.ones(shapes.mask.shape, bool),
+        action=jax.random.randint(next(keys), shapes.action.shape, 0, num_actions, shapes.action.dtype),
+        log_prob=jnp.full(shapes.log_prob.shape, -np.log(num_actions), jnp.float32),
+        value=jax.random.normal(next(keys), shapes.value.shape),
+        reward=jnp.zeros(shapes.reward.shape), terminal=jnp.zeros(shapes.terminal.shape, bool),
+        weight=jnp.ones(shapes.weight.shape),
+    )
     advantages = jax.random.normal(jax.random.key(2), traj.reward.shape)
     targets = jax.random.normal(jax.random.key(3), traj.reward.shape)
     optimize = jax.jit(lambda batch: trainer.optimize(runner.params, runner.opt_state, batch, jax.random.key(4),
@@ -170,6 +211,7 @@ def test_changing_one_seats_data_leaves_every_other_seats_update_unchanged():
     changed = (traj.replace(obs=traj.obs.at[:, :, j].add(1.0)), advantages.at[:, :, j].mul(-3.0),
                targets.at[:, :, j].add(2.0))
     after = optimize(changed)
+    assert all(np.isfinite(np.asarray(leaf)).all() for leaf in jax.tree_util.tree_leaves(before))
     for b, a in zip(jax.tree_util.tree_leaves(before), jax.tree_util.tree_leaves(after)):
         others = np.arange(8) != j
         np.testing.assert_array_equal(np.asarray(b)[others], np.asarray(a)[others])

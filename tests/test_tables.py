@@ -24,6 +24,9 @@ class PassivePolicy:
         return logits, jnp.zeros(obs.shape[:-1])
 
 
+# the tests of played() share one worker (and its cached games) under pytest-xdist
+pytestmark = pytest.mark.xdist_group("tables")
+
 GREEDY = 1 + tables.TABLE_BOTS.index("greedy")  # participant index with one policy
 
 
