@@ -59,9 +59,10 @@ def make_rating_evaluator(game: jaxgame.AutoChessEnv, network, num_games: int, p
 
     The players are the learner, every filled slot of the pool (``agents.league.Pool``, ``pool_size`` slots;
     named ``snapshot@UPDATE``, ``agents.league.snapshot_name``) and the bots. ``num_games`` lineups put the
-    learner in one seat and fill the other 7 from the other players (``agents.tables.draw_lineups``, numpy generator seeded with ``seed``);
-    each is played in 8 rotations and every game is rated (``agents.ratings``, fresh ratings each call, so
-    the bots anchor the scale). Returns ``Ratings.table()`` rows; the learner's row is named "learner".
+    learner in one seat and fill the other 7 from the other players (``agents.tables.draw_lineups``, numpy
+    generator seeded with ``seed``); each is played in 8 rotations and every game is rated (``agents.ratings``,
+    fresh ratings each call, so the bots anchor the scale). Returns ``Ratings.table()`` rows; the learner's
+    row is named "learner".
     """
     import numpy as np
 

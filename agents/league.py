@@ -82,12 +82,11 @@ def with_ratings(pool: Pool, ordinals: dict) -> Pool:
     """The pool with ``rating[k]`` set to ``ordinals[snapshot_name(update[k])]`` for the filled slots that
     have an entry; a host-side call between compiled chunks (it reads ``pool.update``). The other slots
     keep their rating."""
-    update = np.asarray(pool.update)
-    rating = np.asarray(pool.rating).copy()
-    for k, u in enumerate(update):
-        if u >= 0 and snapshot_name(u) in ordinals:
-            rating[k] = ordinals[snapshot_name(u)]
-    rating = rating.astype(np.float32)
+    rating = np.array(pool.rating, np.float32)  # a host copy
+    for k, u in enumerate(np.asarray(pool.update)):
+        name = snapshot_name(u)
+        if u >= 0 and name in ordinals:
+            rating[k] = ordinals[name]
     # from a callback, so it works whatever devices (and processes) the pool's sharding spans
     return pool.replace(rating=jax.make_array_from_callback(rating.shape, pool.rating.sharding, lambda i: rating[i]))
 

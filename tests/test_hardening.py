@@ -231,6 +231,11 @@ def _swap_shop_copy(state, seat):
     return state.replace(players=players, pool=state.pool.at[old].add(1).at[new].add(-1))
 
 
+# jitted: op by op they took ~15 s a case
+_vector_observation = jax.jit(observation.vector_observation, static_argnums=1)
+_render_seat = jax.jit(render.render_seat)
+
+
 @pytest.mark.parametrize("seat,other", [(0, 5), (3, 4)])
 def test_other_seats_shops_are_hidden(tiny_env, mid_game, seat, other):
     state, _ = mid_game
@@ -239,11 +244,6 @@ def test_other_seats_shops_are_hidden(tiny_env, mid_game, seat, other):
     np.testing.assert_array_equal(before[seat], after[seat])
     assert not np.array_equal(before[other], after[other])  # the owner sees its own shop change
     np.testing.assert_array_equal(_render_seat(state, seat), _render_seat(changed, seat))
-
-
-# jitted: op by op they took ~15 s a case
-_vector_observation = jax.jit(observation.vector_observation, static_argnums=1)
-_render_seat = jax.jit(render.render_seat)
 
 
 def test_visible_pool_counts(mid_game):

@@ -188,7 +188,7 @@ def test_independent_learners_changing_one_seats_data_leaves_every_other_seats_u
     runner = jax.jit(trainer.init)(jax.random.key(0))
     kernels = jax.tree_util.tree_leaves(runner.params)  # one parameter set per seat, initialised apart
     assert all(k.shape[0] == 8 for k in kernels)
-    assert not all(np.allclose(k[0], k[1]) for k in kernels)
+    assert not np.allclose(kernels[1][0], kernels[1][1]) or not np.allclose(kernels[-1][0], kernels[-1][1])
     # a made-up batch of the rollout's shapes (no need to compile the game): every seat acts every step
     shapes = jax.eval_shape(trainer.rollout, runner, jax.random.key(1))[1]
     keys = iter(jax.random.split(jax.random.key(1), 8))
