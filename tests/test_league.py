@@ -4,6 +4,7 @@ pool forward pass, the loss bookkeeping, and a league run's rollout, checkpoint 
 from __future__ import annotations
 
 import functools
+import os
 
 import jax
 import jax.numpy as jnp
@@ -217,6 +218,15 @@ def test_independent_learners_changing_one_seats_data_leaves_every_other_seats_u
         np.testing.assert_array_equal(np.asarray(b)[others], np.asarray(a)[others])
     assert any(not np.array_equal(np.asarray(b)[j], np.asarray(a)[j])
                for b, a in zip(jax.tree_util.tree_leaves(before), jax.tree_util.tree_leaves(after)))
+
+
+@pytest.mark.skipif(os.environ.get("JAXGAME_SLOW_TESTS") != "1", reason="set JAXGAME_SLOW_TESTS=1 (~1 min)")
+def test_independent_learners_train_a_whole_update():
+    """The whole update (rollout, GAE, every seat's epochs) compiles and gives finite losses."""
+    trainer = independent_trainer()
+    runner, metrics = trainer.run(jax.jit(trainer.init)(jax.random.key(0)), 1)
+    assert np.isfinite(np.asarray(metrics["loss/policy"])).all()
+    assert int(runner.update) == 1
 
 
 def test_independent_config_errors_name_the_field():
