@@ -1,15 +1,15 @@
 """Streaming advantage actor-critic: semi-MDP TD(0) targets, no rollout buffer.
 
-    trainer = make_train(config, env)          # config.algo == "a2c"; env: batched protocol (agents.envs)
+    trainer = make_train(config, env)          # agents.trainers; config.algo == "a2c"
     runner, metrics = jax.jit(trainer)(key)    # the whole run as ONE compiled call
     # or in chunks, with host work in between:
     runner = trainer.init(key)
     runner, metrics = trainer.run(runner, 10)  # jitted, 10 updates; metrics: dict of float32[10]
 
-The interface is ``agents.ppo.PPO``'s. One update is ``config.update_every``
+The interface is ``agents.trainer_base.Trainer``'s, as for ``agents.ppo.PPO``. One update is ``config.update_every``
 env steps of all N envs x P seats inside a ``lax.scan`` (every seat acts with
 the same parameters, as in PPO), followed by ONE optimizer step
-(``agents.ppo.apply_gradients``: global-norm clip, Adam, the config's
+(``agents.trainer_base.apply_gradients``: global-norm clip, Adam, the config's
 learning-rate schedule). Nothing of shape [update_every, N, ...] is ever
 built: each env step's gradient is taken at once by one ``value_and_grad``
 over that step's [N, P] samples and summed into a gradient accumulator
@@ -81,7 +81,7 @@ of keys).
 Hyperparameters are traced as in PPO (``trainer(key, hparams)``); A2C reads
 ``lr``, ``gamma``, ``ent_coef``, ``vf_coef`` and ``max_grad_norm``.
 
-Random streams: as in PPO (``agents.ppo.init_runner``): ``fold_in(key, 0)``
+Random streams: as in PPO (``agents.trainer_base.init_runner``): ``fold_in(key, 0)``
 initialises the parameters, ``fold_in(key, 1)`` resets the envs,
 ``fold_in(key, 2)`` is the training stream; update ``u`` uses
 ``fold_in(train, u)`` split in two like PPO's, the first half split again
@@ -99,8 +99,8 @@ import jax.numpy as jnp
 from flax import struct
 
 from agents import losses
-from agents.config import HParams, TrainConfig
-from agents.ppo import Runner, Trainer, apply_gradients, init_runner
+from agents.config import HParams
+from agents.trainer_base import Runner, Trainer, apply_gradients, init_runner
 from agents.rollout import EPISODE_SUMS, act_and_step, track_episodes
 
 
@@ -130,7 +130,7 @@ class Pending:
 
 @struct.dataclass
 class A2CRunner(Runner):
-    """``agents.ppo.Runner`` plus the seats' pending decisions (everything a run needs to continue exactly)."""
+    """``agents.trainer_base.Runner`` plus the seats' pending decisions (everything a run needs to continue exactly)."""
 
     pending: Pending
 
@@ -210,7 +210,7 @@ _LOSS_KEYS = ("policy_loss", "value_loss", "entropy")
 
 
 class StreamingA2C(Trainer):
-    """``make_train``'s result for ``algo="a2c"``, with ``agents.ppo.PPO``'s interface (``agents.ppo.Trainer``)."""
+    """``make_train``'s result for ``algo="a2c"`` (an ``agents.trainer_base.Trainer``)."""
 
     algo = "a2c"
     env_fields = Trainer.env_fields + ("pending",)  # sharded over the devices with the env states
@@ -299,9 +299,4 @@ def _tree_where(cond, new, old):
     return jax.tree_util.tree_map(lambda a, b: jnp.where(cond, a, b), new, old)
 
 
-def make_train(config: TrainConfig, env) -> StreamingA2C:
-    """``make_train(config, env) -> train``; ``train(key) -> (runner, metrics)`` (see the module docstring)."""
-    return StreamingA2C(config, env)
-
-
-__all__ = ["A2CRunner", "Pending", "StreamingA2C", "make_train", "td_step"]
+__all__ = ["A2CRunner", "Pending", "StreamingA2C", "td_step"]

@@ -11,12 +11,16 @@ jitted functions. Fields split in two kinds:
 
 Every field is checked in ``__post_init__``; a bad value raises ``ValueError``
 naming the field and the allowed range, before anything is compiled.
-``TrainConfig.with_overrides({"lr": "1e-4", ...})`` parses command-line strings.
+``TrainConfig.with_overrides({"lr": 1e-4})`` replaces fields; the CLIs parse ``--set`` strings (``experiments.common``).
 """
 
 from __future__ import annotations
 
+import ast
 import dataclasses
+import functools
+import inspect
+import textwrap
 import typing
 
 import jax.numpy as jnp
@@ -94,98 +98,129 @@ _CHOICES = {"algo": ALGOS, "obs": OBS_KINDS, "network": NETWORKS, "activation": 
 class TrainConfig:
     """A training run. Defaults are a CPU-sized self-play PPO on the game.
 
-    Attributes (ranges are inclusive):
-      algo: "ppo" (rollout + clipped surrogate) or "a2c" (streaming TD(0), no rollout buffer).
-      env: "autochess" or "gymnax:<EnvName>" (single agent, e.g. "gymnax:CartPole-v1").
-      obs: "vector" or "pixels" (packed 2bpp frames; needs network="cnn"). Game only.
-      opponents: who plays the 8 seats: "self" (all seats are the learner: shared-parameter
-        self-play), "random" or "greedy" (seat 0 learns, 7 bots), or 8 comma-separated names
-        from self/random/greedy. Only "self" seats are training data. Game only.
-      seed: master seed in [0, 2^31 - 1]; every random stream derives from it (docs/training.md).
-      num_envs: games (or gymnax envs) stepped together, in [1, 2^20] (all devices together).
-      num_devices: data-parallel devices, in [0, 65536]: 0 = all of ``jax.devices()`` (every host's in a
-        multi-host run), else the first that many; the envs are sharded over them (``agents.distributed``),
-        so num_envs must divide by it. A run equals the one-device run up to float rounding, and a
-        checkpoint resumes on any number of devices.
-      num_steps: PPO rollout length T per update, in [1, 65536].
-      total_steps: env steps of the whole run, all envs together (a game step moves all 8 seats).
-      lr: Adam learning rate in [0, 1]; anneal_lr: linear decay to 0 over the run.
-      gamma, gae_lambda: discount and GAE lambda in [0, 1].
-      clip_eps: PPO ratio (and value) clip in [0, 10]; clip_value: PPO2 value clipping.
-      ent_coef, vf_coef: entropy bonus in [0, 10] and value-loss weight in [0, 100].
-      normalize_advantages: per-minibatch, over decision samples only.
-      update_epochs, num_minibatches: PPO epochs over the rollout and minibatches per epoch;
-        num_envs * num_steps * seats must divide by num_minibatches.
-      max_grad_norm: global gradient-norm clip in [0, 1e6].
-      network: "mlp" (vector obs) or "cnn" (pixels); hidden: layer widths; activation: tanh/relu;
-        shared_torso: one torso for both heads.
-      update_every: streaming A2C: env steps per parameter update, in [1, 65536].
-      updates_per_chunk: updates per jitted chunk; logging/eval/checkpoints happen between chunks.
-      eval_every: evaluate vs the bots every this many chunks (0 = never; game only).
-      eval_games: game seeds per evaluation; each is played 8 times, the learner rotated over the seats.
-      checkpoint_every: save every this many chunks (0 = only at the end); keep_checkpoints: last N kept.
-      league_size: self-play league (``agents.league``; PPO on the game with opponents="self"): K pool
-        slots of frozen snapshots, in [0, 1024]; 0 = no league (every seat is the learner).
-      league_learner_seats: seats per game played by the learner (training data), in [1, 7]; each other
-        seat is a pool snapshot with probability league_pool_prob in [0, 1], else the bot league_bot
-        ("random" or "greedy"). Roles are drawn at every game start.
-      league_groups: snapshots drawn per update, in [1, 1024]; the envs form that many equal groups, each
-        playing one snapshot, so num_envs must divide by it. league_sampling: "uniform" over the filled
-        slots or "pfsp" (by the learner's loss rate against each). snapshot_every: updates between snapshots.
-        A league's evaluations also rate the learner against the pool and the bots (``eval/rating``).
-      independent: one parameter set and optimizer state per seat, each trained only on its own seat's
-        transitions (no parameter or data sharing); PPO on the game with opponents="self", no league.
-      best_by: the checkpoint kept as best: "placement" (lowest eval/placement_vs_greedy) or "rating"
-        (highest eval/rating; needs a league).
-      max_rounds, steps_per_round, max_combat_ticks, reward_win, reward_life: game rules
-        (``jaxgame.config.GameConfig``).
+    Every field is documented where it is declared, by the string literal after it (``TrainConfig.field_docs()``
+    returns them, one line each), grouped by concern. Ranges are inclusive. ``__post_init__`` checks every field
+    and the rules between fields; a bad value raises ``ValueError`` naming the field and what it allows.
     """
 
-    algo: str = "ppo"
+    # ---- the environment and its seats ----
     env: str = "autochess"
+    """"autochess" or "gymnax:<EnvName>" (single agent, e.g. "gymnax:CartPole-v1")"""
     obs: str = "vector"
+    """"vector" or "pixels" (packed 2bpp frames; needs network="cnn"); game only: a gymnax env needs "vector\""""
     opponents: str = "self"
+    """who plays the 8 seats: "self" (every seat is the learner: shared-parameter self-play), "random" or "greedy"
+    (seat 0 learns, 7 bots), or 8 comma-separated names from self/random/greedy with at least one "self"; only
+    "self" seats are training data; game only: a gymnax env needs "self\""""
+
+    # ---- the algorithm, run size and devices ----
+    algo: str = "ppo"
+    """"ppo" (rollout + clipped surrogate) or "a2c" (streaming TD(0), no rollout buffer)"""
     seed: int = 0
+    """master seed in [0, 2^31 - 1]; every random stream derives from it (docs/training.md)"""
     num_envs: int = 16
+    """games (or gymnax envs) stepped together, all devices together, in [1, 2^20]"""
     num_devices: int = 0
+    """data-parallel devices in [0, 2^16]: 0 = all of jax.devices() (every host's in a multi-host run), else the
+    first that many; must divide num_envs, which are sharded over them (agents.distributed). A run equals the
+    one-device run up to float rounding, and a checkpoint resumes on any number of devices"""
     num_steps: int = 64
+    """PPO rollout length T per update, in [1, 2^16]"""
     total_steps: int = 200_000
+    """env steps of the whole run, all envs together (a game step moves all 8 seats), in [1, 2^50]; at least one
+    update's: num_envs x num_steps (PPO) or num_envs x update_every (A2C)"""
+
+    # ---- optimisation (PPO; A2C reads lr, anneal_lr, gamma, ent_coef, vf_coef and max_grad_norm) ----
     lr: float = 3e-4
+    """Adam learning rate in [0, 1]"""
     anneal_lr: bool = False
+    """decay the learning rate linearly to 0 over the run"""
     gamma: float = 0.995
+    """discount in [0, 1]"""
     gae_lambda: float = 0.95
+    """GAE lambda in [0, 1]"""
     clip_eps: float = 0.2
+    """PPO ratio (and value) clip in [0, 10]"""
     clip_value: bool = True
+    """PPO2 value clipping (by clip_eps)"""
     ent_coef: float = 0.01
+    """entropy bonus coefficient in [0, 10]"""
     vf_coef: float = 0.5
+    """value-loss weight in [0, 100]"""
     normalize_advantages: bool = True
+    """normalise the advantages per minibatch, over decision samples only"""
     update_epochs: int = 4
+    """PPO epochs over each rollout, in [1, 1000]"""
     num_minibatches: int = 4
+    """PPO minibatches per epoch, in [1, 2^20]; must divide the rollout batch num_envs x num_steps x seats
+    (num_envs x num_steps, one learner's samples, with independent=True)"""
     max_grad_norm: float = 0.5
+    """global gradient-norm clip in [0, 1e6]"""
+
+    # ---- the network ----
     network: str = "mlp"
+    """"mlp" (needs obs="vector") or "cnn" (needs obs="pixels")"""
     hidden: tuple = (256, 256)
+    """hidden layer widths: a tuple of 1 to 8 ints, each in [1, 2^16]"""
     activation: str = "tanh"
+    """"tanh" or "relu\""""
     shared_torso: bool = False
+    """one torso for both the policy and the value head"""
+
+    # ---- streaming A2C ----
     update_every: int = 1
+    """env steps per parameter update, in [1, 2^16]"""
+
+    # ---- chunks, evaluation and checkpoints ----
     updates_per_chunk: int = 10
+    """updates per jitted chunk, in [1, 2^20]; logging, evaluation and checkpoints happen between chunks"""
     eval_every: int = 1
+    """evaluate vs the bots every this many chunks, in [0, 2^20] (0 = never; game only)"""
     eval_games: int = 8
+    """game seeds per evaluation, in [1, 4096]; each is played 8 times, the learner rotated over the seats"""
     checkpoint_every: int = 1
+    """save a checkpoint every this many chunks, in [0, 2^20] (0 = only at the end)"""
     keep_checkpoints: int = 3
-    league_size: int = 0
-    league_learner_seats: int = 4
-    league_pool_prob: float = 0.75
-    league_bot: str = "greedy"
-    league_groups: int = 2
-    league_sampling: str = "uniform"
-    snapshot_every: int = 10
+    """the last this many checkpoints are kept, in [1, 1000]"""
     best_by: str = "placement"
+    """the checkpoint kept as best: "placement" (lowest eval/placement_vs_greedy) or "rating" (highest
+    eval/rating; needs a league, league_size > 0, that evaluates, eval_every > 0)"""
+
+    # ---- the self-play league (agents.league) ----
+    league_size: int = 0
+    """a self-play league of K pool slots of frozen snapshots, in [0, 1024]; 0 = no league (every seat is the
+    learner); K > 0 needs algo="ppo" on the game with opponents="self". Its evaluations also rate the learner
+    against the pool and the bots (eval/rating)"""
+    league_learner_seats: int = 4
+    """seats per game played by the learner (training data), in [1, 7]; the roles are drawn at every game start"""
+    league_pool_prob: float = 0.75
+    """probability in [0, 1] that each other seat is a pool snapshot, else the bot league_bot"""
+    league_bot: str = "greedy"
+    """the bot in the other seats that are not snapshots: "random" or "greedy\""""
+    league_groups: int = 2
+    """snapshots drawn per update, in [1, 1024]; the envs form that many equal groups, each playing one snapshot,
+    so it must divide num_envs"""
+    league_sampling: str = "uniform"
+    """how snapshots are drawn: "uniform" over the filled slots or "pfsp" (by the learner's loss rate vs each)"""
+    snapshot_every: int = 10
+    """updates between snapshots, in [1, 2^20]"""
+
+    # ---- independent learners ----
     independent: bool = False
+    """one parameter set and optimizer state per seat, each trained only on its own seat's transitions (no
+    parameter or data sharing); needs algo="ppo" on the game with opponents="self" and no league"""
+
+    # ---- game rules (jaxgame.config.GameConfig: same defaults and ranges) ----
     max_rounds: int = _GAME_DEFAULTS.max_rounds
+    """round cap, in [1, 200]; at its end the survivors are ranked by life, then level"""
     steps_per_round: int = _GAME_DEFAULTS.steps_per_round
+    """decision steps in each shop phase (the fights run at the end of the last one), in [1, 64]"""
     max_combat_ticks: int = _GAME_DEFAULTS.max_combat_ticks
+    """100 ms combat ticks before a fight is a draw, in [1, 2000]"""
     reward_win: float = _GAME_DEFAULTS.reward_win
+    """shaping reward for each fight won (PvP or PvE), in [-10, 10]"""
     reward_life: float = _GAME_DEFAULTS.reward_life
+    """shaping reward per life point lost (use a negative value to penalise), in [-1, 1]"""
 
     def __post_init__(self):
         for name, (low, high) in _INT_RANGES.items():
@@ -299,6 +334,11 @@ class TrainConfig:
         """The traced hyperparameters as float32[] arrays."""
         return HParams(**{n: jnp.float32(getattr(self, n)) for n in HPARAM_FIELDS})
 
+    @classmethod
+    def field_docs(cls) -> dict[str, str]:
+        """``{field: its doc}`` in declaration order: the string literal after each field, as one line."""
+        return dict(_field_docs(cls))
+
     # ---- (de)serialisation ----
     def to_dict(self) -> dict:
         d = dataclasses.asdict(self)
@@ -317,35 +357,28 @@ class TrainConfig:
         return cls(**data)
 
     def with_overrides(self, overrides: dict) -> TrainConfig:
-        """A copy with fields replaced; string values (from ``--set key=value``) are parsed by field type."""
-        fields = {f.name: f for f in dataclasses.fields(self)}
-        unknown = sorted(set(overrides) - set(fields))
+        """A copy with the fields of ``overrides`` (name -> value of the field's type) replaced and validated;
+        an unknown name is a ``ValueError`` listing the valid ones. (Command-line strings are parsed by the CLIs:
+        ``experiments.common.apply_sets``.)"""
+        unknown = sorted(set(overrides) - set(self.field_types()))
         if unknown:
-            raise ValueError(f"unknown config key(s) {unknown}; valid keys: {', '.join(sorted(fields))}")
-        hints = typing.get_type_hints(type(self))
-        parsed = {k: parse_value(k, hints[k], v) if isinstance(v, str) else v for k, v in overrides.items()}
-        return dataclasses.replace(self, **parsed)
+            raise ValueError(f"unknown config key(s) {unknown}; valid keys: {', '.join(sorted(self.field_types()))}")
+        return dataclasses.replace(self, **overrides)
+
+    @classmethod
+    def field_types(cls) -> dict:
+        """name -> the field's type (``bool``, ``int``, ``float``, ``str`` or ``tuple``)."""
+        return typing.get_type_hints(cls)
 
 
-def parse_value(name: str, kind, text: str):
-    """Parse one ``--set`` value by the field's type; errors name the field."""
-    text = text.strip()
-    try:
-        if kind is bool:
-            lowered = text.lower()
-            if lowered not in ("true", "false", "1", "0", "yes", "no"):
-                raise ValueError(text)
-            return lowered in ("true", "1", "yes")
-        if kind is int:
-            value = float(text)  # accepts 1e6
-            if not value.is_integer():
-                raise ValueError(text)
-            return int(value)
-        if kind is float:
-            return float(text)
-        if kind is tuple:
-            return tuple(int(x) for x in text.replace("x", ",").split(",") if x.strip())
-        return text
-    except ValueError:
-        kind_name = {bool: "a bool (true/false)", int: "an int", float: "a number", tuple: "comma-separated ints"}
-        raise ValueError(f"TrainConfig.{name} must be {kind_name.get(kind, kind)}, got {text!r}") from None
+@functools.cache
+def _field_docs(cls) -> tuple:
+    """((name, doc), ...) of ``cls``'s fields: each annotated assignment followed by a string expression, read
+    from the class's source with ``ast``; a doc's lines are joined into one line."""
+    (tree,) = ast.parse(textwrap.dedent(inspect.getsource(cls))).body
+    docs = []
+    for stmt, after in zip(tree.body, tree.body[1:]):
+        if (isinstance(stmt, ast.AnnAssign) and isinstance(stmt.target, ast.Name) and isinstance(after, ast.Expr)
+                and isinstance(after.value, ast.Constant) and isinstance(after.value.value, str)):
+            docs.append((stmt.target.id, " ".join(after.value.value.split())))
+    return tuple(docs)

@@ -1,7 +1,7 @@
 """Data parallelism over devices and hosts, inside JAX's own machinery (``jax.sharding``, ``jax.distributed``).
 
 Single node: ``TrainConfig.num_devices`` (0 = all of ``jax.devices()``) picks the devices; with more than
-one, the trainers (``agents.ppo.Trainer``) build a 1-D ``Mesh`` with the axis ``"data"`` and
+one, the trainers (``agents.trainer_base.Trainer``) build a 1-D ``Mesh`` with the axis ``"data"`` and
 
 - shard every env-batched leaf of the runner (env states, last observation and mask, episode totals,
   A2C's pending decisions) along its leading env axis: ``NamedSharding(mesh, P("data"))``;
@@ -29,6 +29,8 @@ import os
 
 import jax
 import numpy as np
+from jax._src import distributed as jax_distributed  # the coordination client has no public accessor in jax 0.10
+from jax.experimental import multihost_utils
 from jax.sharding import AxisType, Mesh, NamedSharding
 from jax.sharding import PartitionSpec as P
 
@@ -118,12 +120,8 @@ def barrier(name: str, timeout_s: int = 3600) -> None:
     if jax.process_count() == 1:
         return
     _barriers[0] += 1
-    from jax._src import distributed as jax_distributed  # the client has no public accessor in jax 0.10
-
     client = getattr(jax_distributed.global_state, "client", None)
     if client is None:  # not started by jax.distributed (e.g. a TPU pod slice): a device collective then
-        from jax.experimental import multihost_utils
-
         multihost_utils.sync_global_devices(f"jaxgame:{name}:{_barriers[0]}")
         return
     client.wait_at_barrier(f"jaxgame:{name}:{_barriers[0]}", timeout_in_ms=timeout_s * 1000)

@@ -1,20 +1,19 @@
-"""Env adapters: everything the trainers step follows the batched protocol of ``jaxgame.VecEnv``.
+"""Env adapters: everything the trainers step keeps the batched-env contract of ``agents.env_api``.
 
-The protocol (N envs, P seats per env, A actions)::
+The contract (``agents.env_api.BatchedEnv``; N envs, P seats per env, A actions)::
 
-    env.num_envs, env.num_players (P), env.num_actions (A), env.obs_shape (per seat)
+    env.num_envs, env.num_players (P), env.num_actions (A), env.obs_shape (per seat), env.learner_seats
     env.reset(key)            -> (state, TimeStep)
     env.step(state, actions)  -> (state, TimeStep)     actions int32[N, P], auto-reset
 
-with ``TimeStep.observation`` [N, P, *obs_shape], ``action_mask`` bool[N, P, A],
-``reward`` float32[N, P], ``done`` bool[N] and an ``info`` dict. The trainers
-read ``info["seat_done"]`` bool[N, P] (a seat's episode ended on this step:
-no value bootstrapping past it) when present, else ``info["rank"] > 0`` (the
-game's own VecEnv: a seat is finished once ranked), else ``done``; and
-``info["rank"]`` int32[N, P] for placements when present.
+with ``TimeStep.observation`` [N, P, *obs_shape], ``action_mask`` bool[N, P, A], ``reward``
+float32[N, P], ``done`` bool[N] and an ``info`` dict holding ``seat_done`` bool[N, P] (required) and
+``rank`` int32[N, P] (optional); ``agents.env_api`` documents every field, and
+``agents.env_api.check_env(env)`` checks an env against it.
 
 - ``AutoChessTask``: the game, with optional scripted bots in some seats
   (``opponents``); the bot seats' actions replace whatever the learner sent.
+- ``LeagueTask``: the game for a league (``agents.league``).
 - ``agents.gymnax_env.GymnaxVecEnv``: any gymnax env, one seat.
 - ``make_env(config)`` builds the right one from a ``TrainConfig``.
 """
@@ -27,18 +26,11 @@ import numpy as np
 from flax import struct
 
 import jaxgame
+from agents import league
 from agents.config import TrainConfig
+from agents.gymnax_env import make_env as make_gymnax
 from jaxgame import bots
 from jaxgame.validation import as_key
-
-
-def seat_done(ts) -> jax.Array:
-    """bool[N, P]: seats whose episode ended on this step (see the module docstring)."""
-    if "seat_done" in ts.info:
-        return ts.info["seat_done"]
-    if "rank" in ts.info:
-        return (ts.info["rank"] > 0) | ts.done[:, None]
-    return jnp.broadcast_to(ts.done[:, None], ts.reward.shape)
 
 
 @struct.dataclass
@@ -125,10 +117,7 @@ class LeagueTask(_GameTask):
 
     def __init__(self, env: jaxgame.AutoChessEnv, num_envs: int, learner_seats: int, pool_prob: float, bot: str,
                  sync_axes=()):
-        from agents import league
-
         super().__init__(env, num_envs, sync_axes)
-        self._league = league
         self.num_learner_seats = learner_seats
         self.pool_prob = pool_prob
         self.bot = bot
@@ -139,7 +128,7 @@ class LeagueTask(_GameTask):
                 f"pool_prob={self.pool_prob}, bot={self.bot!r}, game={self.game!r})")
 
     def roles(self, key):
-        return self._league.assign_roles(key, self.num_envs, self.num_learner_seats, self.pool_prob)
+        return league.assign_roles(key, self.num_envs, self.num_learner_seats, self.pool_prob)
 
     def reset(self, key):
         game_key, role_key, key = jax.random.split(as_key(key, "LeagueTask.reset key"), 3)
@@ -150,14 +139,15 @@ class LeagueTask(_GameTask):
     def step(self, state: LeagueTaskState, actions):
         key, bot_key, role_key = jax.random.split(state.key, 3)
         masks = jax.vmap(self.game.action_mask)(state.games)
-        chosen = self._league.bot_actions(self.bot, bot_key, state.games, masks)
-        actions = jnp.where(state.roles == self._league.ROLE_BOT, chosen, jnp.asarray(actions)).astype(jnp.int32)
+        chosen = league.bot_actions(self.bot, bot_key, state.games, masks)
+        actions = jnp.where(state.roles == league.ROLE_BOT, chosen, jnp.asarray(actions)).astype(jnp.int32)
         games, ts = self.venv.step(state.games, actions)
         roles = jnp.where(ts.done[:, None], self.roles(role_key), state.roles)
         return LeagueTaskState(games, key, roles), _with_seat_done(ts, roles=state.roles)
 
 
 def _with_seat_done(ts, **extra):
+    """The contract's ``info["seat_done"]``: a seat is finished once ranked (eliminated, or the game ended)."""
     done = (ts.info["rank"] > 0) | ts.done[:, None]
     return ts.replace(info={**ts.info, "seat_done": done, **extra})
 
@@ -172,8 +162,6 @@ def make_env(config: TrainConfig, num_envs: int | None = None, sync_axes: tuple[
     axes the game's branches are shared over (see ``jaxgame.batching``; gymnax envs have none)."""
     num_envs = config.num_envs if num_envs is None else num_envs
     if config.is_gymnax:
-        from agents.gymnax_env import make_env as make_gymnax
-
         return make_gymnax(config.env, num_envs)
     if config.league_size:
         return LeagueTask(make_game(config), num_envs, config.league_learner_seats, config.league_pool_prob,
@@ -182,5 +170,5 @@ def make_env(config: TrainConfig, num_envs: int | None = None, sync_axes: tuple[
 
 
 def learner_seats(env) -> np.ndarray:
-    """numpy bool[P]: the seats whose steps are training data (all seats unless the env says otherwise)."""
-    return np.asarray(getattr(env, "learner_seats", np.ones(env.num_players, bool)))
+    """numpy bool[P]: the seats whose steps are training data (``env.learner_seats``, see ``agents.env_api``)."""
+    return np.asarray(env.learner_seats)

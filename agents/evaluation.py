@@ -13,8 +13,11 @@ from __future__ import annotations
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 
 import jaxgame
+from agents.league import snapshot_name
+from agents.ratings import Ratings
 from agents.tables import TABLE_BOTS, draw_lineups, make_table_runner
 from jaxgame import constants as C
 from jaxgame.validation import as_key
@@ -64,11 +67,6 @@ def make_rating_evaluator(game: jaxgame.AutoChessEnv, network, num_games: int, p
     fresh ratings each call, so the bots anchor the scale). Returns ``Ratings.table()`` rows; the learner's
     row is named "learner".
     """
-    import numpy as np
-
-    from agents.league import snapshot_name
-    from agents.ratings import Ratings
-
     table = make_table_runner(game, (network,) * (1 + pool_size), num_games)
 
     def rate(params, pool, key, seed):
@@ -94,8 +92,6 @@ def make_rating_evaluator(game: jaxgame.AutoChessEnv, network, num_games: int, p
 def placement_summary(ranks) -> dict:
     """Mean placement with a 95% interval (half-width over game seeds; None with one seed), top-1 and
     top-4 rates, from int ranks[G, 8]."""
-    import numpy as np
-
     ranks = np.asarray(ranks, np.float64)
     per_seed = ranks.mean(axis=1)
     half = float(1.96 * per_seed.std(ddof=1) / np.sqrt(len(per_seed))) if len(per_seed) > 1 else None

@@ -1,9 +1,11 @@
-"""gymnax environments behind the batched protocol of ``jaxgame.VecEnv``.
+"""gymnax environments behind the trainers' batched-env contract (``agents.env_api.BatchedEnv``).
 
-The trainers in ``agents`` step any env with this interface:
+The trainers in ``agents`` step any env with that interface (N envs, P seats, A actions; see
+``agents.env_api`` for every field, ``agents.env_api.check_env`` to check an env):
 
 - attributes ``num_envs`` (N), ``num_players`` (P), ``num_actions`` (A),
-  ``obs_shape`` (per-seat observation shape) and ``name``;
+  ``obs_shape`` (per-seat observation shape) and ``learner_seats`` (numpy bool[P]); this adapter
+  also has a ``name`` ("gymnax:<EnvName>");
 - ``reset(key) -> (state, TimeStep)`` and ``step(state, actions int32[N, P]) -> (state, TimeStep)``,
   auto-resetting finished episodes;
 - ``TimeStep`` (``jaxgame.env.TimeStep``) with ``observation`` float32[N, P, *obs_shape],
@@ -12,7 +14,8 @@ The trainers in ``agents`` step any env with this interface:
 
 ``GymnaxVecEnv`` maps a single-agent gymnax env onto it:
 
-- P = 1: every per-seat array gets a seat axis of size 1; ``actions[:, 0]`` goes to gymnax.
+- P = 1: every per-seat array gets a seat axis of size 1; ``actions[:, 0]`` goes to gymnax; the one
+  seat is the learner's (``learner_seats == [True]``).
 - Only ``Discrete`` action spaces are supported; A = ``action_space.n`` and the mask is all True.
   Actions outside ``[0, A)`` are clipped into it (gymnax envs do not check their actions).
 - Observations are flattened to float32[D] per seat, so ``obs_shape == (D,)``.
@@ -40,6 +43,7 @@ import math
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 from flax import struct
 
 from jaxgame.env import TimeStep
@@ -85,6 +89,7 @@ class GymnaxVecEnv:
         self.env_name = env_name
         self.name = GYMNAX_PREFIX + env_name
         self.num_envs = num_envs
+        self.learner_seats = np.ones(self.num_players, bool)
         self.num_actions = int(space.n)
         obs, _ = jax.eval_shape(env.reset, jax.random.key(0), env_params)
         self.obs_size = math.prod(obs.shape)

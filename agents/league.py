@@ -26,6 +26,7 @@ import jax.numpy as jnp
 import numpy as np
 from flax import struct
 
+from agents import distributions
 from jaxgame import bots
 from jaxgame import constants as C
 
@@ -157,3 +158,86 @@ def record_results(pool: Pool, slots, roles, done, rank, groups: int) -> Pool:
 def bot_actions(bot: str, key, games, masks):
     """int32[N, P]: the bot's choice for every seat (the caller keeps the bot seats')."""
     return jax.vmap(bots.BOTS[bot])(jax.random.split(key, masks.shape[0]), games, masks)
+
+
+# ---------------------------------------------------------------- the trainer's interface
+
+
+class FixedSeats:
+    """The seats of a run without a league: ``learner`` (numpy bool[P]) marks the learner's seats in every game;
+    the env plays the others (scripted bots). The no-op counterpart of ``LeaguePlayers``, same interface."""
+
+    def __init__(self, learner: np.ndarray):
+        self.learner = learner
+
+    def start(self, pool, key):
+        """Before a rollout: ``(key, context)``; a league draws the rollout's snapshots here."""
+        return key, None
+
+    def seats(self, context, env_state, obs, mask, key):
+        """One step's seats: ``(key, learner bool[P] or [N, P], others)``; ``others`` is None or
+        ``(bool[N, P] seats acting with other parameters, their int32[N, P] actions)``."""
+        return key, self.learner, None
+
+    def stats(self, pool):
+        """The part of the pool carried through the rollout's scan (its statistics)."""
+        return None
+
+    def record(self, context, stats, ts):
+        """``stats`` after a step (``ts``: its TimeStep): a league counts the games that ended."""
+        return stats
+
+    def finish(self, pool, stats):
+        """The pool after a rollout, from its carried ``stats``."""
+        return pool
+
+    def after_update(self, pool, params, update):
+        """``(pool, metrics)`` after update number ``update`` (1-based) produced ``params``."""
+        return pool, {}
+
+
+class LeaguePlayers(FixedSeats):
+    """A league's seats (see the module docstring): every game draws its seats' roles (``env_state.roles``);
+    each rollout draws ``league_groups`` snapshots, and the pool seats of group g act with snapshot g."""
+
+    def __init__(self, config, network):
+        super().__init__(None)
+        self.network = network
+        self.groups = config.league_groups
+        self.prioritized = config.league_sampling == "pfsp"
+        self.snapshot_every = config.snapshot_every
+
+    def start(self, pool: Pool, key):
+        key, draw_key = jax.random.split(key)
+        slots = sample_snapshots(pool, draw_key, self.groups, prioritized=self.prioritized)
+        return key, (slots, snapshot_params(pool, slots))
+
+    def seats(self, context, env_state, obs, mask, key):
+        _, group_params = context
+        key, pool_key = jax.random.split(key)
+        learner = env_state.roles == ROLE_LEARNER
+        pool_action = distributions.sample(pool_key, pool_logits(self.network, group_params, obs), mask)
+        return key, learner, (env_state.roles == ROLE_POOL, pool_action)
+
+    def stats(self, pool: Pool):
+        return pool.replace(params=None)  # the pool's parameters stay out of the loop's carry
+
+    def record(self, context, stats, ts):
+        slots, _ = context
+        return record_results(stats, slots, ts.info["roles"], ts.done, ts.info["rank"], self.groups)
+
+    def finish(self, pool: Pool, stats):
+        return stats.replace(params=pool.params)
+
+    def after_update(self, pool: Pool, params, update):
+        pool = pool_insert(pool, params, update, update % self.snapshot_every == 0)
+        metrics = {
+            "league/snapshots": (pool.update >= 0).sum().astype(jnp.float32),
+            "league/loss_rate": pool.losses.sum() / jnp.maximum(pool.games.sum(), 1.0),
+        }
+        return pool, metrics
+
+
+def make_players(config, learner: np.ndarray, network) -> FixedSeats:
+    """``LeaguePlayers`` for a league config (``league_size > 0``), else ``FixedSeats(learner)``."""
+    return LeaguePlayers(config, network) if config.league_size else FixedSeats(learner)

@@ -13,7 +13,6 @@ import numpy as np
 from flax import struct
 
 from agents import distributions
-from agents.envs import seat_done
 
 
 @struct.dataclass
@@ -112,7 +111,7 @@ def act_and_step(network, params, env, key, env_state, obs, mask, learner, other
         log_prob=log_prob,
         value=value,
         reward=ts.reward,
-        terminal=seat_done(ts),
+        terminal=ts.info["seat_done"],
         weight=weight,
     )
     return env_state, ts, transition

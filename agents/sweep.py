@@ -10,7 +10,7 @@ The trainer's update is ``jax.vmap``-ed over the runs: each run has its own
 master key (from its seed) and its own ``HParams`` (traced scalars), so the
 grid costs one compilation. Only ``HPARAM_FIELDS`` can be swept; fields that
 change shapes or the program (``num_envs``, ``hidden``, ``num_steps``, ...)
-cannot (``SweepSpec.from_overrides`` says so, naming the field).
+cannot (``SweepSpec`` says so, naming the field).
 
 Run ``k`` (``spec.runs[k]``) is the standalone run
 ``make_train(spec.run_config(config, k), env)(jax.random.key(seed_k))``: same
@@ -43,9 +43,6 @@ from agents.trainers import make_train
 
 #: The vmapped axis of the runs; the game's branch predicates are reduced over it.
 SWEEP_AXIS = "sweep"
-
-#: Fields whose ``--set`` value contains commas as part of ONE value.
-_LIST_VALUED = ("hidden", "opponents")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -92,41 +89,6 @@ class SweepSpec:
         """From a sequence of seeds and a dict ``field -> values`` (numbers)."""
         grid = grid or {}
         return cls(tuple(seeds), tuple((name, tuple(float(v) for v in values)) for name, values in grid.items()))
-
-    @classmethod
-    def from_overrides(cls, config: TrainConfig, overrides: dict, seeds) -> tuple[TrainConfig, SweepSpec]:
-        """Split ``--set`` strings into fixed overrides and swept values.
-
-        ``overrides``: field -> string; a comma-separated list for a field of
-        ``HPARAM_FIELDS`` sweeps it; a list for any other field is an error
-        naming it. ``seeds``: an int ``n`` (seeds ``config.seed .. config.seed
-        + n - 1``, after the overrides) or a sequence of ints.
-        Returns (the base config with the fixed overrides, the spec); every run's
-        config is validated.
-        """
-        fixed, grid = {}, {}
-        for name, text in overrides.items():
-            values = str(text).split(",")
-            if len(values) == 1 or name in _LIST_VALUED:
-                fixed[name] = text
-            elif name == "seed":
-                raise ValueError("give the seeds with --seeds (a count or a list), not --set seed=...")
-            elif name not in HPARAM_FIELDS:
-                raise ValueError(unsweepable(name))
-            else:
-                try:
-                    grid[name] = tuple(float(v) for v in values)
-                except ValueError:
-                    raise ValueError(f"TrainConfig.{name}: cannot parse the swept values {text!r} as numbers") from None
-        base = config.with_overrides(fixed)
-        if isinstance(seeds, int) and not isinstance(seeds, bool):
-            if seeds < 1:
-                raise ValueError(f"the number of seeds must be >= 1, got {seeds}")
-            seeds = range(base.seed, base.seed + seeds)
-        spec = cls.make(seeds, grid)
-        for k in range(spec.num_runs):
-            spec.run_config(base, k)  # validates every run's values
-        return base, spec
 
     # ---- derived ----
     @property

@@ -8,20 +8,21 @@ are dicts of float32[num_updates] arrays, turned into floats by ``summarize``.
 
 from __future__ import annotations
 
+from agents.a2c import StreamingA2C
 from agents.config import TrainConfig
+from agents.ppo import PPO
 from agents.rollout import summarize
+from agents.trainer_base import Trainer
+
+#: ``config.algo`` -> its trainer class (each an ``agents.trainer_base.Trainer``).
+TRAINERS = {"ppo": PPO, "a2c": StreamingA2C}
 
 
-def make_train(config: TrainConfig, env):
-    if config.algo == "ppo":
-        from agents.ppo import PPO
-
-        return PPO(config, env)
-    if config.algo == "a2c":
-        from agents.a2c import StreamingA2C
-
-        return StreamingA2C(config, env)
-    raise ValueError(f"unknown algo {config.algo!r}")
+def make_train(config: TrainConfig, env) -> Trainer:
+    """The trainer of ``config.algo`` on ``env`` (an ``agents.env_api.BatchedEnv``)."""
+    if config.algo not in TRAINERS:
+        raise ValueError(f"unknown algo {config.algo!r}; choose from {sorted(TRAINERS)}")
+    return TRAINERS[config.algo](config, env)
 
 
-__all__ = ["make_train", "summarize"]
+__all__ = ["TRAINERS", "make_train", "summarize"]

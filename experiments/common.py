@@ -12,6 +12,8 @@ import jax.numpy as jnp
 import numpy as np
 from tqdm import tqdm
 
+from agents.config import TrainConfig
+
 import jaxgame
 from jaxgame import bots
 from jaxgame import constants as C
@@ -35,6 +37,40 @@ def enable_compilation_cache(cache_dir: str | None) -> str | None:
     jax.config.update("jax_compilation_cache_dir", str(cache_dir))
     jax.config.update("jax_persistent_cache_min_compile_time_secs", 1.0)
     return str(cache_dir)
+
+
+def apply_sets(config: TrainConfig, overrides: dict) -> TrainConfig:
+    """``config`` with ``--set`` strings (name -> text) parsed by each field's type and applied; a ``ValueError``
+    names the field (unknown name, unparsable text, or a value out of its range)."""
+    types = TrainConfig.field_types()
+    unknown = sorted(set(overrides) - set(types))
+    if unknown:
+        raise ValueError(f"unknown config key(s) {unknown}; valid keys: {', '.join(sorted(types))}")
+    return config.with_overrides({name: parse_value(name, types[name], text) for name, text in overrides.items()})
+
+
+def parse_value(name: str, kind, text: str):
+    """Parse one ``--set`` value by the field's type; errors name the field."""
+    text = text.strip()
+    try:
+        if kind is bool:
+            lowered = text.lower()
+            if lowered not in ("true", "false", "1", "0", "yes", "no"):
+                raise ValueError(text)
+            return lowered in ("true", "1", "yes")
+        if kind is int:
+            value = float(text)  # accepts 1e6
+            if not value.is_integer():
+                raise ValueError(text)
+            return int(value)
+        if kind is float:
+            return float(text)
+        if kind is tuple:
+            return tuple(int(x) for x in text.replace("x", ",").split(",") if x.strip())
+        return text
+    except ValueError:
+        kind_name = {bool: "a bool (true/false)", int: "an int", float: "a number", tuple: "comma-separated ints"}
+        raise ValueError(f"TrainConfig.{name} must be {kind_name.get(kind, kind)}, got {text!r}") from None
 
 
 def parse_overrides(parser, items, env=None) -> dict:
@@ -144,4 +180,4 @@ def placement_by_bot(ranks: np.ndarray, seats: tuple) -> dict:
     return {n: float(np.mean(ranks[:, [i for i, s in enumerate(seats) if s == n]])) for n in names}
 
 
-__all__ = ["DEFAULT_CACHE", "enable_compilation_cache", "placement_by_bot", "play_games", "random_board", "random_boards", "rollout_fn", "status"]
+__all__ = ["DEFAULT_CACHE", "apply_sets", "enable_compilation_cache", "parse_overrides", "parse_value", "placement_by_bot", "play_games", "random_board", "random_boards", "rollout_fn", "status"]

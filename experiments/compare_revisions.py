@@ -32,6 +32,8 @@ REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 def _worker(num_envs: int, rounds: int) -> None:
     """Compile a rollout with whatever ``jaxgame`` is importable, then time it on each 'time' line of stdin."""
+    # imported here, not at the top: the worker imports jaxgame from the sys.path its parent set up (this
+    # tree's or a git archive of the baseline revision), which the parent process never imports itself
     import jax
     import jax.numpy as jnp
 

@@ -27,7 +27,10 @@ import argparse
 import json
 
 import jaxgame
-from experiments.common import DEFAULT_CACHE, enable_compilation_cache, placement_by_bot, play_games
+from agents import tournament
+from agents.policies import PolicyError
+from agents.progress import ConsoleProgress
+from experiments.common import DEFAULT_CACHE, enable_compilation_cache, placement_by_bot, play_games, status
 from jaxgame.bots import BOTS
 
 DEFAULT_SEATS = "greedy,random,greedy,random,greedy,random,greedy,random"
@@ -76,71 +79,22 @@ def _opponents(spec: str) -> list[str]:
 
 def evaluate_checkpoint(args) -> dict:
     """Seat-rotated evaluation of a run's saved policy against each ``--vs`` lineup (see the module docstring)."""
-    import time
-
-    import jax
-    import numpy as np
-
-    from agents.envs import make_game
-    from agents.evaluation import placement_summary
-    from agents.tables import TABLE_BOTS, make_table_runner
-    from experiments.common import status
-    from experiments.policies import check_same_observations, load_run_policy, parse_spec, rule_differences
-
-    candidate = load_run_policy(args.checkpoint, args.step)
     lineups = {spec: _opponents(spec) for spec in (args.vs or ["random", "greedy"])}
-    policies = {candidate.name: candidate}
-    player_of = {}  # opponent spec -> loaded policy name or bot name
-    for name in sorted({n for names in lineups.values() for n in names}):
-        parsed = parse_spec(name)
-        if isinstance(parsed, str):
-            player_of[name] = parsed
-        else:
-            policy = load_run_policy(*parsed)
-            policies.setdefault(policy.name, policy)
-            player_of[name] = policy.name
-    policies = list(policies.values())
-    check_same_observations(policies)
-    for note in rule_differences(policies):
-        status(f"note: {note}", not args.quiet)
-    index = {p.name: i for i, p in enumerate(policies)}
-    index.update({bot: len(policies) + i for i, bot in enumerate(TABLE_BOTS)})
-
-    status(f"evaluating {candidate.name} against {len(lineups)} lineup(s): compiling ...", not args.quiet)
-    start = time.perf_counter()
-    run = make_table_runner(make_game(candidate.config), [p.network for p in policies], args.games)
-    params = tuple(p.params for p in policies)
-    result = {"checkpoint": str(args.checkpoint), "update": candidate.step, "games_per_rotation": args.games}
-    rows = []
-    for spec, names in lineups.items():
-        lineup = [0] + [index[player_of[n]] for n in names]
-        ranks = np.asarray(run(params, np.tile(lineup, (args.games, 1)), jax.random.key(args.seed)))[:, :, 0]
-        result[f"vs_{spec}"] = summary = placement_summary(ranks)
-        if candidate.config.independent:  # rotation r: the run's seat-r learner in seat r
-            summary["per_seat_mean_placement"] = [round(float(m), 3) for m in ranks.mean(0)]
-        rows.append((spec, summary))
-    result["seconds"] = round(time.perf_counter() - start, 2)
-    status(placement_table(rows), not args.quiet)
+    result = tournament.evaluate_checkpoint(args.checkpoint, args.step, lineups, args.games, args.seed,
+                                            progress=None if args.quiet else ConsoleProgress())
+    status(tournament.placement_table([(spec, result[f"vs_{spec}"]) for spec in lineups]), not args.quiet)
     print(json.dumps(result))
     return result
-
-
-def placement_table(rows) -> str:
-    """A human table of (opponents, placement_summary) rows."""
-    width = max(len("opponents"), *(len(spec) for spec, _ in rows))
-    lines = [f"{'opponents':<{width}}  mean placement (95% CI)   top-1   top-4   games"]
-    for spec, s in rows:
-        ci = f"+- {s['ci95']:.2f}" if s["ci95"] is not None else "(1 seed)"
-        lines.append(f"{spec:<{width}}  {s['mean_placement']:5.2f} {ci:<18} {s['top1']:6.1%}  {s['top4']:6.1%}  "
-                     f"{s['games']:5d}")
-    return "\n".join(lines)
 
 
 def main(argv=None):
     args, seats, rules = parse_args(argv)
     enable_compilation_cache(None if args.no_cache else args.cache_dir)
     if args.checkpoint:
-        return evaluate_checkpoint(args)
+        try:
+            return evaluate_checkpoint(args)
+        except (PolicyError, FileNotFoundError) as err:
+            raise SystemExit(f"experiments.evaluate: error: {err}") from None
     env = jaxgame.make("autochess", **rules)
     ranks, stats = play_games(env, seats, args.games, args.seed, progress=not args.quiet)
     result = {

@@ -4,7 +4,7 @@
     python -m experiments.plot runs/ppo_s0 runs/ppo_s1 --out plots/curves.png --x wall_s
     python -m experiments.plot runs/ppo_s0 --out kl.png --metrics loss/approx_kl,loss/clip_frac
 
-Each RUN_DIR holds the ``metrics.jsonl`` a trainer writes: a first line
+Each RUN_DIR holds the ``metrics.jsonl`` a trainer writes (``agents.metrics``): a first line
 ``{"meta": {...}}`` (config, seed, versions), then one JSON record per training
 chunk (``update``, ``env_steps``, ``seat_steps``, ``wall_s``, ``train/...``,
 ``loss/...``, ``perf/...`` and, on evaluation chunks only, ``eval/...``). A
@@ -22,13 +22,11 @@ panel) labelled with the run directory's name. Placement panels (1 best .. 8
 worst) get a dashed reference line at 4.5, the mean placement of an average
 seat. Null, NaN and non-numeric values are skipped point by point; lines that
 do not parse (a run killed mid-write can leave a partial last line) are skipped
-with a warning on stderr. Drawing uses the Agg canvas (no display, and no
-change to pyplot's backend when imported from a notebook). The PNG's parent
-directories are created; one JSON line goes to stdout:
+with a warning on stderr. The PNG's parent directories are created; one JSON line goes to stdout:
 ``{"out": ..., "runs": [...], "metrics": [...], "points": {metric: count}}``.
 
-From a notebook: ``load_metrics(run_dir) -> (meta, records)`` and
-``plot_runs(run_dirs, out, x="env_steps", metrics=None) -> dict`` (the same
+From a notebook: ``agents.metrics.load_metrics(run_dir) -> (meta, records)`` and
+``agents.plotting.plot_runs(run_dirs, out, x="env_steps", metrics=None) -> dict`` (the same
 summary as the JSON line).
 """
 
@@ -36,237 +34,12 @@ from __future__ import annotations
 
 import argparse
 import json
-import math
 import os
 import sys
+import warnings
 
-from matplotlib.backends.backend_agg import FigureCanvasAgg
-from matplotlib.figure import Figure
-from matplotlib.ticker import FuncFormatter, MaxNLocator
-
-METRICS_FILE = "metrics.jsonl"
-X_FIELDS = ("env_steps", "update", "wall_s")
-DEFAULT_METRICS = (
-    "eval/placement_vs_random",
-    "eval/placement_vs_greedy",
-    "train/episode_return",
-    "train/placement",
-    "loss/entropy",
-    "loss/value",
-    "loss/policy",
-    "loss/approx_kl",
-    "perf/sps",
-)
-MEAN_PLACEMENT = 4.5  # mean placement of an average seat among 8
-MARKER_MAX_POINTS = 50  # series this short (e.g. eval chunks) also get markers
-
-
-def metrics_path(run_dir: str) -> str:
-    """The ``metrics.jsonl`` of ``run_dir`` (or ``run_dir`` itself when it is a ``.jsonl`` file)."""
-    if os.path.isfile(run_dir) and run_dir.endswith(".jsonl"):
-        return run_dir
-    return os.path.join(run_dir, METRICS_FILE)
-
-
-def run_label(run_dir: str) -> str:
-    """The run directory's name (``runs/ppo_s0/`` and ``runs/ppo_s0/metrics.jsonl`` -> ``ppo_s0``)."""
-    path = os.path.abspath(run_dir)
-    if os.path.isfile(path) and path.endswith(".jsonl"):
-        path = os.path.dirname(path)
-    return os.path.basename(path) or path
-
-
-def load_metrics(run_dir: str) -> tuple[dict, list[dict]]:
-    """(meta, records) of a run; unparsable lines are skipped with a warning on stderr.
-
-    ``meta`` is the payload of the ``{"meta": {...}}`` line ({} when there is
-    none); ``records`` are the other JSON objects, in file order, as written
-    (values may be None or NaN). Raises FileNotFoundError without a metrics file.
-    """
-    path = metrics_path(run_dir)
-    if not os.path.isfile(path):
-        raise FileNotFoundError(f"{run_dir}: no {METRICS_FILE}")
-    meta: dict = {}
-    records: list[dict] = []
-    with open(path, encoding="utf-8", errors="replace") as f:
-        for lineno, line in enumerate(f, 1):
-            line = line.strip()
-            if not line:
-                continue
-            try:
-                obj = json.loads(line)
-            except json.JSONDecodeError as e:
-                print(f"warning: {path}:{lineno}: skipping unparsable line ({e.msg})", file=sys.stderr)
-                continue
-            if not isinstance(obj, dict):
-                print(f"warning: {path}:{lineno}: skipping non-object line", file=sys.stderr)
-                continue
-            if set(obj) == {"meta"} and isinstance(obj["meta"], dict):
-                meta = obj["meta"]
-                continue
-            records.append(obj)
-    return meta, records
-
-
-def _number(v) -> float | None:
-    """``v`` as a finite float, or None (null, NaN, inf, bool, string...)."""
-    if isinstance(v, bool) or not isinstance(v, (int, float)):
-        return None
-    v = float(v)
-    return v if math.isfinite(v) else None
-
-
-def series(records: list[dict], metric: str, x: str = "env_steps") -> tuple[list[float], list[float]]:
-    """(xs, ys) of the records where both ``x`` and ``metric`` are finite numbers, in file order."""
-    xs, ys = [], []
-    for r in records:
-        xv, yv = _number(r.get(x)), _number(r.get(metric))
-        if xv is not None and yv is not None:
-            xs.append(xv)
-            ys.append(yv)
-    return xs, ys
-
-
-def available_metrics(runs: list[list[dict]], x: str = "env_steps") -> list[str]:
-    """Sorted keys that have at least one plottable point (against ``x``) in some run."""
-    names = {k for records in runs for r in records for k in r if k != x}
-    return sorted(k for k in names if any(series(records, k, x)[0] for records in runs))
-
-
-def _short(v: float, _pos=None) -> str:
-    """Compact tick label: 40960 -> 41k, 2.5e6 -> 2.5M, 12.5 -> 12.5."""
-    for scale, suffix in ((1e9, "G"), (1e6, "M"), (1e3, "k")):
-        if abs(v) >= scale:
-            return f"{v / scale:.3g}{suffix}"
-    return f"{v:.3g}"
-
-
-def _labels(run_dirs: list[str]) -> list[str]:
-    """Run dir names, prefixed by their parent's name when two runs share a name."""
-    labels = [run_label(d) for d in run_dirs]
-    if len(set(labels)) < len(labels):
-        labels = [
-            os.path.join(run_label(os.path.dirname(os.path.abspath(d.rstrip(os.sep)))), label)
-            for d, label in zip(run_dirs, labels)
-        ]
-    return labels
-
-
-def plot_runs(run_dirs, out: str, x: str = "env_steps", metrics=None) -> dict:
-    """Draw one panel per metric, one line per run, and save the PNG to ``out``.
-
-    ``metrics``: list of keys (default: the present ones of DEFAULT_METRICS,
-    or every available key when none of those is present). Raises
-    FileNotFoundError for a run without metrics file and ValueError for an
-    unknown ``x``, for metric names that no run has, or when nothing is
-    plottable. Returns ``{"out", "runs", "metrics", "points"}`` where
-    ``points[metric]`` counts the points drawn over all runs.
-    """
-    run_dirs = [str(d) for d in run_dirs]
-    if not run_dirs:
-        raise ValueError("no run directories given")
-    if x not in X_FIELDS:
-        raise ValueError(f"x must be one of {', '.join(X_FIELDS)}, not {x!r}")
-    runs = [load_metrics(d)[1] for d in run_dirs]
-    labels = _labels(run_dirs)
-    available = available_metrics(runs, x)
-    if metrics is None:
-        metrics = [m for m in DEFAULT_METRICS if m in available] or available
-        if not metrics:
-            raise ValueError(f"no plottable records (with a numeric {x!r}) in {', '.join(run_dirs)}")
-    else:
-        metrics = list(dict.fromkeys(m.strip() for m in metrics if m.strip()))
-        unknown = [m for m in metrics if m not in available]
-        if unknown or not metrics:
-            raise ValueError(
-                f"unknown metric(s) {', '.join(unknown) or '(none given)'}; "
-                f"available: {', '.join(available) or '(none)'}"
-            )
-
-    fig, axes = _figure(len(metrics))
-    points: dict[str, int] = {}
-    handles: dict[str, object] = {}
-    for ax, metric in zip(axes, metrics):
-        points[metric] = 0
-        for i, (records, label) in enumerate(zip(runs, labels)):
-            xs, ys = series(records, metric, x)
-            if not xs:
-                continue
-            points[metric] += len(xs)
-            marker = "o" if len(xs) <= MARKER_MAX_POINTS else None
-            (line,) = ax.plot(xs, ys, color=f"C{i % 10}", marker=marker, markersize=3, linewidth=1.2, label=label)
-            handles.setdefault(label, line)
-        _style(ax, metric, x)
-    _finish(fig, axes, len(metrics), handles, out)
-    return {"out": out, "runs": labels, "metrics": metrics, "points": points}
-
-
-def _figure(num_panels: int):
-    """An Agg figure with a grid of up to 3 columns: (figure, flat array of axes)."""
-    ncols = min(3, num_panels)
-    nrows = math.ceil(num_panels / ncols)
-    fig = Figure(figsize=(5.0 * ncols, 3.6 * nrows + 0.6), layout="constrained")
-    FigureCanvasAgg(fig)
-    return fig, fig.subplots(nrows, ncols, squeeze=False).ravel()
-
-
-def _style(ax, metric: str, x: str) -> None:
-    if "placement" in metric:
-        ax.axhline(MEAN_PLACEMENT, color="gray", linestyle="--", linewidth=1.0, zorder=0)
-        ax.set_ylabel("placement (1 best .. 8 worst)")
-    ax.set_title(metric)
-    ax.set_xlabel(x)
-    ax.xaxis.set_major_locator(MaxNLocator(nbins=6))
-    ax.xaxis.set_major_formatter(FuncFormatter(_short))
-    ax.grid(True, alpha=0.3)
-
-
-def _finish(fig, axes, num_panels: int, handles: dict, out: str) -> None:
-    """Drop unused panels, add the legend and save the PNG (parent directories created)."""
-    for ax in axes[num_panels:]:
-        ax.remove()
-    if handles:
-        fig.legend(list(handles.values()), list(handles), loc="outside upper center", ncols=min(len(handles), 4))
-    os.makedirs(os.path.dirname(os.path.abspath(out)), exist_ok=True)
-    fig.savefig(out, dpi=100)
-
-
-def plot_bands(groups, out: str, x: str = "env_steps", metrics=None) -> dict:
-    """One panel per metric; per group (e.g. a sweep's grid point) the mean over its runs (e.g. seeds)
-    with a +- std band, at the x values all of the group's runs share.
-
-    ``groups``: list of ``(label, [records of run 1, records of run 2, ...])``.
-    ``metrics``: keys to draw (default: DEFAULT_METRICS present in some run).
-    Returns ``{"out", "groups", "metrics", "points"}`` (points: mean points drawn per metric).
-    """
-    import numpy as np
-
-    every_run = [records for _, runs in groups for records in runs]
-    available = available_metrics(every_run, x)
-    metrics = [m for m in (metrics or DEFAULT_METRICS) if m in available]
-    if not metrics:
-        raise ValueError(f"nothing to plot: none of the metrics has a numeric point against {x!r}")
-    fig, axes = _figure(len(metrics))
-    points: dict[str, int] = {}
-    handles: dict[str, object] = {}
-    for ax, metric in zip(axes, metrics):
-        points[metric] = 0
-        for i, (label, runs) in enumerate(groups):
-            curves = [dict(zip(*series(records, metric, x))) for records in runs]
-            shared = sorted(set.intersection(*(set(c) for c in curves))) if curves else []
-            if not shared:
-                continue
-            ys = np.array([[c[v] for v in shared] for c in curves])
-            mean, std = ys.mean(axis=0), ys.std(axis=0)
-            marker = "o" if len(shared) <= MARKER_MAX_POINTS else None
-            (line,) = ax.plot(shared, mean, color=f"C{i % 10}", marker=marker, markersize=3, linewidth=1.2,
-                              label=f"{label} (n={len(runs)})")
-            ax.fill_between(shared, mean - std, mean + std, color=f"C{i % 10}", alpha=0.2, linewidth=0)
-            handles.setdefault(line.get_label(), line)
-            points[metric] += len(shared)
-        _style(ax, metric, x)
-    _finish(fig, axes, len(metrics), handles, out)
-    return {"out": out, "groups": [label for label, _ in groups], "metrics": metrics, "points": points}
+from agents.metrics import METRICS_FILE, metrics_path
+from agents.plotting import X_FIELDS, plot_runs
 
 
 def main(argv=None) -> dict:
@@ -282,10 +55,14 @@ def main(argv=None) -> dict:
     if missing:
         parser.error(f"no {METRICS_FILE} in: {', '.join(missing)}")
     metrics = None if args.metrics is None else args.metrics.split(",")
-    try:
-        summary = plot_runs(args.run_dirs, args.out, x=args.x, metrics=metrics)
-    except ValueError as e:
-        parser.error(str(e))
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        try:
+            summary = plot_runs(args.run_dirs, args.out, x=args.x, metrics=metrics)
+        except ValueError as e:
+            parser.error(str(e))
+    for warning in caught:
+        print(f"warning: {warning.message}", file=sys.stderr)
     print(json.dumps(summary))
     return summary
 

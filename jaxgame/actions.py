@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 
 from jaxgame import constants as C
 from jaxgame import economy
@@ -29,8 +30,10 @@ from jaxgame import species as sp
 from jaxgame import units
 from jaxgame.state import Players
 
-_COST = jnp.asarray(sp.SPECIES_COST)
-_COPIES = jnp.asarray(sp.COPIES_PER_STAR)
+# numpy, not jnp: ``import jaxgame`` must not start JAX's backend (a multi-host run initialises it first);
+# inside traced code they become constants of the program.
+_COST = np.asarray(sp.SPECIES_COST)
+_COPIES = np.asarray(sp.COPIES_PER_STAR)
 
 # action kinds, the branch index of ``apply_action``
 KIND_END, KIND_BUY, KIND_REROLL, KIND_XP, KIND_LOCK, KIND_SELL, KIND_PLACE, KIND_RECALL = range(8)
@@ -50,7 +53,7 @@ def legal_mask(p: Players) -> jnp.ndarray:
     shop_species = jnp.maximum(p.shop, 0)
     buy = (
         (p.shop >= 0)
-        & (p.gold >= _COST[shop_species])
+        & (p.gold >= jnp.asarray(_COST)[shop_species])
         & jax.vmap(lambda s: units.can_add_unit(p.species, p.stars, s))(shop_species)
     )
     reroll = p.gold >= shop_lib.REROLL_COST
@@ -98,7 +101,7 @@ def apply_action(p: Players, action: jnp.ndarray):
         slot = action - C.ACTION_BUY
         s = p.shop[slot]
         species, stars = units.add_unit(p.species, p.stars, s)
-        p = p.replace(species=species, stars=stars, gold=p.gold - _COST[s], shop=p.shop.at[slot].set(-1))
+        p = p.replace(species=species, stars=stars, gold=p.gold - jnp.asarray(_COST)[s], shop=p.shop.at[slot].set(-1))
         return p, no_delta, False
 
     def reroll(p):
@@ -116,9 +119,9 @@ def apply_action(p: Players, action: jnp.ndarray):
     def sell(p):
         slot = action - C.ACTION_SELL
         s, star = p.species[slot], p.stars[slot]
-        delta = no_delta.at[s].add(_COPIES[star])
+        delta = no_delta.at[s].add(jnp.asarray(_COPIES)[star])
         species, stars = units.clear_slot(p.species, p.stars, slot)
-        return p.replace(species=species, stars=stars, gold=p.gold + _COST[s] * star), delta, False
+        return p.replace(species=species, stars=stars, gold=p.gold + jnp.asarray(_COST)[s] * star), delta, False
 
     def place(p):
         bench_slot, cell = jnp.divmod(action - C.ACTION_PLACE, C.BOARD_CELLS)

@@ -25,6 +25,7 @@ from __future__ import annotations
 import jax
 import jax.numpy as jnp
 import numpy as np
+from PIL import Image
 
 from jaxgame import constants as C
 from jaxgame import packing
@@ -228,8 +229,6 @@ def render_rgb(state: GameState, seat: int = 0, scale: int = 4) -> np.ndarray:
 
 def save_png(path, state: GameState, seat: int = 0, scale: int = 4) -> None:
     """Write ``render_rgb(state, seat, scale)`` as a PNG."""
-    from PIL import Image
-
     Image.fromarray(render_rgb(state, seat, scale)).save(path)
 
 
@@ -331,8 +330,6 @@ def replay_to_gif(
     Every drawn frame shows a different time, so no two consecutive frames are equal
     (pillow would merge them). ``frame_ms`` per frame, ``hold_ms`` on the last one.
     """
-    from PIL import Image
-
     shades = replay_shades(replay, every, ticks)
     if scale != 1:
         shades = np.repeat(np.repeat(shades, scale, axis=1), scale, axis=2)

@@ -19,7 +19,8 @@ from agents.a2c import A2CRunner, Pending, StreamingA2C, td_step
 from agents.config import TrainConfig
 from agents.envs import learner_seats, make_env
 from agents.gae import gae
-from agents.ppo import PPO, Runner
+from agents.ppo import PPO
+from agents.trainer_base import Runner
 from agents.rollout import EPISODE_SUMS, Transition, act_and_step
 
 CARTPOLE = "gymnax:CartPole-v1"

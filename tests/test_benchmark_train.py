@@ -17,7 +17,10 @@ import pytest
 
 pytest.importorskip("gymnax")
 
-from experiments import benchmark, purejaxrl_reference
+from experiments.benchmark import purejaxrl_reference
+from experiments.benchmark.__main__ import main as benchmark_main
+from experiments.benchmark.timing import default_sweep
+from experiments.benchmark.train import train_updates
 from experiments.presets import preset_config
 
 PRESET_KEYS = {
@@ -48,13 +51,13 @@ def test_reference_config_is_the_ppo_gymnax_preset():
 
 
 def test_default_updates_per_chunk():
-    assert benchmark.default_sweep("cpu")["train_presets"] == ["smoke", "ppo_small"]
-    assert benchmark.default_sweep("gpu")["train_presets"] == ["smoke", "ppo_small", "ppo_large"]
-    cpu_steps, gpu_steps = benchmark.default_sweep("cpu")["train_steps"], benchmark.default_sweep("gpu")["train_steps"]
-    assert benchmark.train_updates(preset_config("ppo_small"), cpu_steps) == 2
-    assert benchmark.train_updates(preset_config("smoke"), cpu_steps) == 4
-    assert benchmark.train_updates(preset_config("ppo_large"), gpu_steps) == 4
-    assert benchmark.train_updates(preset_config("ppo_small"), cpu_steps, updates=3) == 3
+    assert default_sweep("cpu")["train_presets"] == ["smoke", "ppo_small"]
+    assert default_sweep("gpu")["train_presets"] == ["smoke", "ppo_small", "ppo_large"]
+    cpu_steps, gpu_steps = default_sweep("cpu")["train_steps"], default_sweep("gpu")["train_steps"]
+    assert train_updates(preset_config("ppo_small"), cpu_steps) == 2
+    assert train_updates(preset_config("smoke"), cpu_steps) == 4
+    assert train_updates(preset_config("ppo_large"), gpu_steps) == 4
+    assert train_updates(preset_config("ppo_small"), cpu_steps, updates=3) == 3
 
 
 @pytest.mark.parametrize("argv", [
@@ -65,11 +68,11 @@ def test_default_updates_per_chunk():
 ])
 def test_train_rejects_bad_arguments(argv):
     with pytest.raises(SystemExit):
-        benchmark.main(["--what", "train", *argv, "--quiet"])
+        benchmark_main(["--what", "train", *argv, "--quiet"])
 
 
 def test_train_with_nothing_to_time(capsys):
-    result = benchmark.main(["--what", "train", "--presets", "none", "--gymnax-steps", "0", "--quiet"])
+    result = benchmark_main(["--what", "train", "--presets", "none", "--gymnax-steps", "0", "--quiet"])
     out, err = capsys.readouterr()
     assert _last_json(out) == result and err == ""
     assert result["what"] == "train" and result["train"] == {} and "skipped" in result["gymnax"]
@@ -88,7 +91,7 @@ def test_gymnax_section_and_reference(capsys, monkeypatch):
 
     purejaxrl_reference_run = purejaxrl_reference.run
     monkeypatch.setattr(purejaxrl_reference, "run", spy)
-    result = benchmark.main(["--what", "train", "--presets", "none", "--gymnax-steps", "512"])
+    result = benchmark_main(["--what", "train", "--presets", "none", "--gymnax-steps", "512"])
     out, err = capsys.readouterr()
     assert _last_json(out) == result
     assert "[gymnax 1/2]" in err and "[gymnax 2/2]" in err and "done in" in err
@@ -117,7 +120,7 @@ def test_gymnax_section_and_reference(capsys, monkeypatch):
 @pytest.mark.skipif(os.environ.get("JAXGAME_SLOW_TESTS") != "1", reason="set JAXGAME_SLOW_TESTS=1 (~2-3 min)")
 def test_train_smoke_preset_end_to_end(capsys):
     argv = ["--what", "train", "--presets", "smoke", "--updates", "2", "--gymnax-steps", "2048", "--quiet"]
-    result = benchmark.main(argv)
+    result = benchmark_main(argv)
     out, _ = capsys.readouterr()
     assert _last_json(out) == result
     smoke = result["train"]["smoke"]

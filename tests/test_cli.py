@@ -10,7 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from experiments import benchmark, evaluate
+from experiments import evaluate
+from experiments.benchmark.timing import default_sweep
 
 ROOT = Path(__file__).resolve().parent.parent
 TINY = ["--games", "2", "--rule", "max_rounds=3", "--rule", "steps_per_round=2"]
@@ -45,17 +46,17 @@ def test_evaluate_cli_says_compiling_first():
 
 
 def test_benchmark_sweep_quick_on_cpu_full_elsewhere():
-    quick = benchmark.default_sweep("cpu")
-    full = benchmark.default_sweep("gpu")
+    quick = default_sweep("cpu")
+    full = default_sweep("gpu")
     assert quick["name"] == "quick" and full["name"] == "full"
     assert quick["num_envs"] == [1, 64]
     assert full["num_envs"] == [1, 64, 1024, 4096]
     assert full["render_batch"] == [1, 64, 256] and full["fights"] == 1024 and full["skip_envs"] == 256
     assert quick["fights"] < full["fights"] and quick["skip_envs"] < full["skip_envs"]
-    assert benchmark.default_sweep("cpu", full=True) == full
-    assert benchmark.default_sweep("tpu") == full
+    assert default_sweep("cpu", full=True) == full
+    assert default_sweep("tpu") == full
     quick["num_envs"].append(7)  # a fresh copy: callers may change it
-    assert benchmark.default_sweep("cpu")["num_envs"] == [1, 64]
+    assert default_sweep("cpu")["num_envs"] == [1, 64]
 
 
 def test_compare_revisions_refuses_bad_input():

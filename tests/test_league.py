@@ -136,7 +136,7 @@ def test_a_league_run_rates_the_learner_and_its_snapshots(tmp_path):
     from agents import trainers
     from agents.envs import make_env
     from experiments import train as train_cli
-    from experiments.checkpoints import CheckpointStore
+    from agents.checkpoints import CheckpointStore
 
     run_dir = tmp_path / "run"
     sets = [f"{k}={v}" for k, v in dict(SMALL, num_steps=16, best_by="rating").items()]

@@ -15,7 +15,7 @@ from agents.envs import make_env
 from agents.sweep import Sweep, SweepSpec
 from agents.trainers import make_train
 from experiments import sweep as sweep_cli
-from experiments.checkpoints import CheckpointStore
+from agents.checkpoints import CheckpointStore
 from experiments.presets import preset_config
 
 SMOKE = preset_config("smoke")
@@ -27,7 +27,7 @@ SEEDS = (3, 4)
 
 
 def test_runs_are_grid_point_major_and_seed_minor():
-    base, spec = SweepSpec.from_overrides(SMOKE, {"lr": "1e-3,2e-4", "ent_coef": "0,0.05", "gamma": "0.9"}, 3)
+    base, spec = sweep_cli.spec_from_sets(SMOKE, {"lr": "1e-3,2e-4", "ent_coef": "0,0.05", "gamma": "0.9"}, 3)
     assert base.gamma == 0.9 and spec.fields == ("lr", "ent_coef") and spec.seeds == (0, 1, 2)
     assert spec.points == [{"lr": 1e-3, "ent_coef": 0.0}, {"lr": 1e-3, "ent_coef": 0.05},
                            {"lr": 2e-4, "ent_coef": 0.0}, {"lr": 2e-4, "ent_coef": 0.05}]
@@ -37,9 +37,9 @@ def test_runs_are_grid_point_major_and_seed_minor():
     config = spec.run_config(base, 7)
     assert (config.seed, config.lr, config.ent_coef, config.gamma) == (1, 2e-4, 0.0, 0.9)
     assert SweepSpec.from_dict(json.loads(json.dumps(spec.to_dict()))) == spec
-    _, counted = SweepSpec.from_overrides(SMOKE, {"seed": "10"}, 2)
+    _, counted = sweep_cli.spec_from_sets(SMOKE, {"seed": "10"}, 2)
     assert counted.seeds == (10, 11) and counted.points == [{}]
-    _, listed = SweepSpec.from_overrides(SMOKE, {"hidden": "32,32"}, [5, 9])
+    _, listed = sweep_cli.spec_from_sets(SMOKE, {"hidden": "32,32"}, [5, 9])
     assert listed.seeds == (5, 9) and listed.num_runs == 2  # a list-valued field is one value, not a sweep
 
 
@@ -58,7 +58,7 @@ def test_runs_are_grid_point_major_and_seed_minor():
 )
 def test_bad_sweeps_name_the_problem(overrides, seeds, message):
     with pytest.raises(ValueError, match=message):
-        SweepSpec.from_overrides(SMOKE, overrides, seeds)
+        sweep_cli.spec_from_sets(SMOKE, overrides, seeds)
 
 
 def test_cli_rejects_an_unsweepable_field_before_building(tmp_path, capsys):
@@ -85,7 +85,7 @@ def _cond_count(jaxpr) -> int:
 def test_the_fight_and_reset_branches_stay_conds_under_the_sweep_vmap():
     """With sync_axes the sweep's update has as many conds as a single run's (fight, PvE slots, reset);
     without them vmap turns them into selects that run the combat on every step (the trap)."""
-    _, spec = SweepSpec.from_overrides(SMOKE, SWEEP_SETS, list(SEEDS))
+    _, spec = sweep_cli.spec_from_sets(SMOKE, SWEEP_SETS, list(SEEDS))
     trainer = make_train(SMOKE, make_env(SMOKE))
     single = _cond_count(jax.make_jaxpr(lambda r: trainer._run(r, 1))(jax.eval_shape(trainer.init, jax.random.key(0))).jaxpr)
     assert single >= 3  # at least: fight or not, PvE slots or not, reset or not
@@ -111,7 +111,7 @@ def _sweep_and_compare(tmp_path, preset, sets, objective):
     run_dir = tmp_path / "sweep"
     set_args = [arg for k, v in {**sets, **SWEEP_SETS}.items() for arg in ("--set", f"{k}={v}")]
     args = [f"--preset={preset}", "--seeds", ",".join(map(str, SEEDS)), *set_args, "--run-dir", str(run_dir), "--quiet"]
-    base, spec = SweepSpec.from_overrides(preset_config(preset), {**sets, **SWEEP_SETS}, list(SEEDS))
+    base, spec = sweep_cli.spec_from_sets(preset_config(preset), {**sets, **SWEEP_SETS}, list(SEEDS))
     steps = base.steps_per_update
     first = sweep_cli.main([*args, "--set", f"total_steps={2 * steps}"])  # 2 updates, then stop
     assert first["updates"] == 2 and first["runs"] == 4

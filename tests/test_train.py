@@ -5,18 +5,20 @@ from __future__ import annotations
 
 import importlib.util
 import json
+from pathlib import Path
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from agents import losses, ppo
+from agents import losses, trainer_base
 from agents.config import TrainConfig
 from agents.envs import make_env
 from agents.trainers import make_train
 from experiments import train as train_cli
-from experiments.checkpoints import CheckpointStore
+from experiments.common import apply_sets
+from agents.checkpoints import CheckpointStore
 from experiments.presets import PRESETS, preset_config
 
 # ---------------------------------------------------------------- config
@@ -39,11 +41,11 @@ from experiments.presets import PRESETS, preset_config
 )
 def test_bad_overrides_name_the_field(overrides, message):
     with pytest.raises(ValueError, match=message):
-        TrainConfig().with_overrides(overrides)
+        apply_sets(TrainConfig(), overrides)
 
 
 def test_overrides_parse_by_type():
-    config = TrainConfig().with_overrides({"lr": "1e-4", "num_envs": "32", "anneal_lr": "true", "hidden": "64,32"})
+    config = apply_sets(TrainConfig(), {"lr": "1e-4", "num_envs": "32", "anneal_lr": "true", "hidden": "64,32"})
     assert (config.lr, config.num_envs, config.anneal_lr, config.hidden) == (1e-4, 32, True, (64, 32))
     assert TrainConfig.from_dict(config.to_dict()) == config
     assert TrainConfig(opponents="greedy").seat_kinds == ("self",) + ("greedy",) * 7
@@ -80,7 +82,7 @@ def test_ppo_gymnax_preset_matches_purejaxrl():
 
 def test_ppo_update_on_a_fixed_batch_lowers_the_loss():
     config = TrainConfig(hidden=(32,), lr=1e-3)
-    network = ppo.make_network(config, 5)
+    network = trainer_base.make_network(config, 5)
     key = jax.random.key(0)
     obs = jax.random.normal(key, (64, 6))
     mask = jax.random.bernoulli(jax.random.fold_in(key, 1), 0.7, (64, 5)).at[:, 0].set(True)
@@ -100,13 +102,13 @@ def test_ppo_update_on_a_fixed_batch_lowers_the_loss():
         return losses.ppo_loss(new_logits, new_value, mask, actions, old_log_prob, value, advantages, targets,
                                weight, hp.clip_eps, hp.vf_coef, hp.ent_coef, True, True)[0]
 
-    opt_state = ppo.make_optimizer(hp).init(params)
+    opt_state = trainer_base.make_optimizer(hp).init(params)
     before = jax.jit(loss)(params)
 
     @jax.jit
     def step(params, opt_state):  # the trainer's optimizer step: clip, Adam, learning rate
         grads = jax.grad(loss)(params)
-        return ppo.apply_gradients(config, hp, params, opt_state, grads, jnp.int32(0))
+        return trainer_base.apply_gradients(config, hp, params, opt_state, grads, jnp.int32(0))
 
     for _ in range(5):
         params, opt_state, _, lr = step(params, opt_state)
@@ -254,14 +256,14 @@ def test_evaluate_cli_on_a_checkpoint(smoke_run, capsys):
 
 
 @game_cli
-def test_league_cli_rates_checkpoints_and_bots(smoke_run, tmp_path, capsys):
+def test_rate_cli_rates_checkpoints_and_bots(smoke_run, tmp_path, capsys):
     import csv
 
-    from experiments import league
+    from experiments import rate
 
     run_dir, _ = smoke_run
-    out = tmp_path / "league"
-    result = league.main([str(run_dir), "--all-checkpoints", "--games", "3", "--batch", "2", "--out", str(out),
+    out = tmp_path / "ratings"
+    result = rate.main([str(run_dir), "--all-checkpoints", "--games", "3", "--batch", "2", "--out", str(out),
                           "--quiet"])
     assert json.loads(capsys.readouterr().out.strip().splitlines()[-1])["out"] == str(out)
     names = {f"{run_dir}:2", f"{run_dir}:4", "random", "greedy"}
@@ -277,7 +279,7 @@ def test_league_cli_rates_checkpoints_and_bots(smoke_run, tmp_path, capsys):
     assert json.loads((out / "ratings.json").read_text())["ratings"] == table
     assert (out / "ratings.png").stat().st_size > 0
     with pytest.raises(SystemExit):
-        league.main([str(run_dir), "--bots", "greedy,nobody", "--quiet"])
+        rate.main([str(run_dir), "--bots", "greedy,nobody", "--quiet"])
 
 
 def test_bot_seats_replace_the_learners_actions():
@@ -298,3 +300,79 @@ def test_bot_seats_replace_the_learners_actions():
     np.testing.assert_array_equal(out[:, 0], 7)
     np.testing.assert_array_equal(out[:, 1:], expected[:, 1:])
     assert np.take_along_axis(np.asarray(masks), np.asarray(out)[..., None], -1)[:, 1:].all()  # bots play legally
+
+
+# ---------------------------------------------------------------- the library path: pinned metrics, progress
+
+PINNED = json.loads((Path(__file__).parent / "data" / "smoke_metrics.json").read_text())
+
+
+def _same_instruction_set() -> bool:
+    """The pinned floats are exact on the CPU instruction set they were recorded on (XLA:CPU's code depends
+    on it); elsewhere the records are compared to float32 rounding."""
+    flags = next((line.split(":", 1)[1].split() for line in open("/proc/cpuinfo") if line.startswith("flags")), [])
+    isa = sorted(f for f in flags if f.startswith("avx") or f in ("fma", "amx_tile", "sse4_2"))
+    return isa == PINNED["isa"]
+
+
+def _assert_pinned(records):
+    if _same_instruction_set():
+        assert records == PINNED["records"]  # bitwise: the same floats in the JSON
+    else:
+        assert [sorted(r) for r in records] == [sorted(r) for r in PINNED["records"]]
+        for got, want in zip(records, PINNED["records"]):
+            for name, value in want.items():
+                assert got[name] == pytest.approx(value, rel=1e-4, abs=1e-6), name
+
+
+@game_cli
+def test_smoke_run_logs_the_pinned_metrics(smoke_run):
+    """The run loop moved from the CLI into agents.run: the smoke preset logs what it logged before the move."""
+    run_dir, _ = smoke_run
+    _assert_pinned(_records(run_dir))
+
+
+class _Recorder:
+    """A progress callback that keeps what it was told."""
+
+    def __init__(self):
+        self.events = []
+
+    def status(self, message):
+        self.events.append(("status", message))
+
+    def start(self, total, done, unit="upd"):
+        self.events.append(("start", total, done, unit))
+
+    def chunk(self, num_updates, text):
+        self.events.append(("chunk", num_updates, text))
+
+    def close(self):
+        self.events.append(("close",))
+
+
+@game_cli
+def test_the_library_runs_the_same_run_as_the_cli_and_prints_nothing(smoke_run, tmp_path, capfd):
+    """What a notebook does: ``agents.run.train`` with a progress callback; same records as the CLI's run,
+    nothing on stdout/stderr, the progress told through the callback; then a resume of the finished run."""
+    from agents.progress import Progress
+    from agents.run import RunError, load_config, train
+
+    recorder = _Recorder()
+    assert isinstance(recorder, Progress)
+    capfd.readouterr()
+    summary = train(preset_config("smoke"), tmp_path / "nb", preset="smoke", progress=recorder)
+    out, err = capfd.readouterr()
+    assert out == "" and "Traceback" not in err and "upd" not in err  # no prints, no bar
+    assert _records(tmp_path / "nb") == _records(smoke_run[0])
+    assert summary["updates"] == 4 and summary["final_eval"] == smoke_run[1]["final_eval"]
+    kinds = [e[0] for e in recorder.events]
+    assert kinds[:3] == ["status"] * 3 and "compiled in" in recorder.events[2][1]
+    assert recorder.events[3:] == [("start", 4, 0, "upd"), ("chunk", 2, recorder.events[4][2]),
+                                   ("chunk", 2, recorder.events[5][2]), ("close",)]
+    assert "vs greedy" in recorder.events[5][2]
+    with pytest.raises(RunError, match="already holds a run"):
+        train(preset_config("smoke"), tmp_path / "nb")
+    assert load_config(tmp_path / "nb") == preset_config("smoke")
+    resumed = train(load_config(tmp_path / "nb"), tmp_path / "nb", resume=True)  # finished: evaluates, trains nothing
+    assert resumed["updates"] == 4 and resumed["sps"] is None and resumed["final_eval"] == summary["final_eval"]

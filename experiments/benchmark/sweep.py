@@ -1,4 +1,4 @@
-"""``experiments.benchmark --what sweep``: a vmapped sweep of R runs vs R separate runs.
+"""``--what sweep``: a vmapped sweep of R runs vs R separate runs.
 
 Per preset shape: the best wall time of one jitted chunk of ``updates``
 updates of a single run, of the sweep of R runs (``agents.sweep.Sweep``,
@@ -8,6 +8,11 @@ same sweep built without shared branches (``share_branches=False``: under
 every step: the trap the sweep design avoids). ``ratio`` is the sweep's time
 over R separate chunks (R x the single run's): <= 1 means the sweep costs no
 more than running the runs one after another.
+
+JSON fields, under ``sweep_vs_separate[preset]`` (``bench_sweep``): ``num_envs``, ``runs``, ``updates``,
+``single_chunk_s``, ``single_compile_s``, ``separate_runs_s`` (runs x single_chunk_s), ``sweep_chunk_s``,
+``sweep_compile_s``, ``ratio``, ``single_seat_steps_per_s``, ``sweep_seat_steps_per_s``, and (``naive``)
+``naive_vmap_chunk_s`` and ``naive_ratio``, the same sweep without shared branches.
 """
 
 from __future__ import annotations
@@ -16,16 +21,17 @@ import time
 
 import jax
 
+from agents.envs import make_env
+from agents.sweep import Sweep, SweepSpec
+from agents.trainers import make_train
+from experiments.benchmark.timing import aot_compile, time_chunks
 from experiments.common import status
+from experiments.presets import preset_config
 
 
 def bench_sweep(name: str, runs: int, updates: int, progress: bool, label: str, naive: bool = True) -> dict:
-    from agents.envs import make_env
-    from agents.sweep import Sweep, SweepSpec
-    from agents.trainers import make_train
-    from experiments.benchmark import _compile, _time_chunks
-    from experiments.presets import preset_config
-
+    """One preset's shape: the best chunk time of a single run, of a sweep of ``runs`` runs (seeds 0..runs-1) and,
+    with ``naive``, of that sweep without shared branches."""
     config = preset_config(name)
     seat_steps = updates * config.steps_per_update * config.num_seats
     status(f"{label} {name}: {config.num_envs} envs x {config.num_steps} steps x {config.num_seats} seats, "
@@ -33,9 +39,9 @@ def bench_sweep(name: str, runs: int, updates: int, progress: bool, label: str, 
 
     def timed(run, runner, what):
         start = time.perf_counter()
-        chunk = _compile(run, runner, updates, progress=progress, what=f"  {what}: ")
+        chunk = aot_compile(run, runner, updates, progress=progress, what=f"  {what}: ")
         compile_s = time.perf_counter() - start
-        seconds = _time_chunks(chunk, runner)
+        seconds = time_chunks(chunk, runner)
         status(f" {seconds:.2f} s per chunk", progress)
         return seconds, compile_s
 

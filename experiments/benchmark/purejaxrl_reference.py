@@ -41,7 +41,6 @@ from functools import partial
 from typing import NamedTuple
 
 import flax.linen as nn
-import gymnax
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -49,6 +48,15 @@ import optax
 from flax import struct
 from flax.linen.initializers import constant, orthogonal
 from flax.training.train_state import TrainState
+
+
+def _gymnax():
+    """The gymnax module, imported on first use: importing gymnax runs JAX computations (it starts JAX's
+    backend), and gymnax is an optional dependency; importing this module does neither."""
+    import gymnax
+
+    return gymnax
+
 
 #: PureJaxRL's CartPole config (``ppo.py``'s ``__main__``), the same as our ``ppo_gymnax`` preset.
 CONFIG = {
@@ -90,7 +98,7 @@ class FlattenObservationWrapper(GymnaxWrapper):
 
     def observation_space(self, params):
         space = self._env.observation_space(params)
-        return gymnax.environments.spaces.Box(
+        return _gymnax().environments.spaces.Box(
             low=space.low,
             high=space.high,
             shape=(int(np.prod(space.shape)),),
@@ -215,7 +223,7 @@ def make_train(config):
     config = dict(config)
     config["NUM_UPDATES"] = int(config["TOTAL_TIMESTEPS"] // config["NUM_STEPS"] // config["NUM_ENVS"])
     config["MINIBATCH_SIZE"] = config["NUM_ENVS"] * config["NUM_STEPS"] // config["NUM_MINIBATCHES"]
-    env, env_params = gymnax.make(config["ENV_NAME"])
+    env, env_params = _gymnax().make(config["ENV_NAME"])
     env = FlattenObservationWrapper(env)
     env = LogWrapper(env)
 

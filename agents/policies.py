@@ -1,8 +1,12 @@
-"""Players for evaluation tables: scripted bots by name, trained policies from run directories.
+"""Saved policies: load a training run's policy from its run directory, and name the players of a table.
+
+    policy = load_policy("runs/mine")            # the latest good checkpoint (or step=120)
+    logits, value = policy.network.apply(policy.params, obs)
 
 A player spec is ``random`` or ``greedy`` (``agents.tables.TABLE_BOTS``), or
 ``RUN_DIR`` / ``RUN_DIR:STEP``: the policy of a training run at its latest
-good checkpoint, or at checkpoint STEP (an update number).
+good checkpoint, or at checkpoint STEP (an update number). Problems raise
+``PolicyError`` (a ``ValueError``) with a one-line message.
 """
 
 from __future__ import annotations
@@ -10,7 +14,17 @@ from __future__ import annotations
 import dataclasses
 from pathlib import Path
 
+import jax
+
+from agents.checkpoints import CheckpointStore
+from agents.config import TrainConfig
+from agents.networks import OneSeat
+from agents.run import CHECKPOINT_DIR, build
 from agents.tables import TABLE_BOTS
+
+
+class PolicyError(ValueError):
+    """A policy cannot be loaded or cannot play as asked."""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -38,30 +52,23 @@ def parse_spec(spec: str) -> tuple[str, int | None] | str:
 
 def checkpoint_steps(run_dir) -> list[int]:
     """The steps (updates) of a run's saved checkpoints, oldest first."""
-    from experiments.checkpoints import CheckpointStore
-
-    with CheckpointStore(Path(run_dir) / "checkpoints", keep=1) as store:
+    with CheckpointStore(Path(run_dir) / CHECKPOINT_DIR, keep=1) as store:
         return store.steps()
 
 
-def load_run_policy(run_dir, step: int | None = None) -> RunPolicy:
-    """The policy of a game run at checkpoint ``step`` (default: the latest good one), on one device."""
-    import jax
-
-    from agents.config import TrainConfig
-    from experiments.checkpoints import CheckpointStore
-    from experiments.train import build
-
+def load_policy(run_dir, step: int | None = None, game_only: bool = True) -> RunPolicy:
+    """The policy (network, parameters, config) of a run at checkpoint ``step`` (default: the latest good one),
+    on one device. ``game_only``: refuse a gymnax run (only game policies can play at a table)."""
     run_dir = Path(run_dir)
-    if not (run_dir / "checkpoints").is_dir():
-        raise SystemExit(f"{run_dir}: no checkpoints/ there (is it a training run directory?)")
-    with CheckpointStore(run_dir / "checkpoints", keep=1) as store:
+    if not (run_dir / CHECKPOINT_DIR).is_dir():
+        raise PolicyError(f"{run_dir}: no checkpoints/ there (is it a training run directory?)")
+    with CheckpointStore(run_dir / CHECKPOINT_DIR, keep=1) as store:
         config = TrainConfig.from_dict(store.read_config(step)["config"])
-        if config.is_gymnax:
-            raise SystemExit(f"{run_dir} trained on {config.env}; only game policies can play at a table")
+        if game_only and config.is_gymnax:
+            raise PolicyError(f"{run_dir} trained on {config.env}; only game policies can play at a table")
         # one device, whatever the run trained on: the parameters are replicated
         config = dataclasses.replace(config, num_devices=1)
-        _, trainer, _ = build(config)  # shared with experiments.train (same process: no retracing)
+        trainer = build(config).trainer  # shared with agents.run.train (same process: no retracing)
         step, runner, _ = store.restore(jax.eval_shape(trainer.init, jax.random.key(config.seed)), step)
     return RunPolicy(f"{run_dir}:{step}", str(run_dir), step, config, trainer.network, runner.params)
 
@@ -71,8 +78,6 @@ def seat_policies(policy: RunPolicy) -> list[RunPolicy]:
     any other run as itself."""
     if not policy.config.independent:
         return [policy]
-    from agents.networks import OneSeat
-
     return [dataclasses.replace(policy, name=f"{policy.name}#seat{p}", network=OneSeat(policy.network.base, p))
             for p in range(policy.network.num_seats)]
 
@@ -81,7 +86,7 @@ def check_same_observations(policies) -> None:
     """Policies at one table see the same observations: their runs must share the obs kind."""
     kinds = {p.config.obs for p in policies}
     if len(kinds) > 1:
-        raise SystemExit("policies at one table must use the same observations; got "
+        raise PolicyError("policies at one table must use the same observations; got "
                          + ", ".join(f"{p.name}: {p.config.obs}" for p in policies))
 
 

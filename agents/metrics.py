@@ -1,0 +1,123 @@
+"""A run's metrics file: ``metrics.jsonl`` written chunk by chunk (with tensorboardX beside it), and read back.
+
+``metrics.jsonl`` holds a first line ``{"meta": {...}}`` (config, seed, versions: ``agents.run.run_meta``), then
+one JSON record per training chunk (``update``, ``env_steps``, ``seat_steps``, ``wall_s``, ``train/...``,
+``loss/...``, ``perf/...`` and, on evaluation chunks only, ``eval/...``). Non-finite floats are written as
+``null``. ``MetricsLog`` writes it (and the same scalars to tensorboardX under ``tb/``); ``load_metrics`` reads it.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import warnings
+from pathlib import Path
+
+from tensorboardX import SummaryWriter
+
+METRICS_FILE = "metrics.jsonl"
+
+
+class MetricsLog:
+    """``metrics.jsonl`` + tensorboardX in ``run_dir``, with the same names.
+
+    ``meta``: a new run's meta record (the file is started with it). ``keep_until_update``: a resumed run's
+    update: the records after it (written after the checkpoint it resumes from) are dropped, the rest kept.
+    """
+
+    def __init__(self, run_dir: Path, meta: dict | None, keep_until_update: int | None):
+        run_dir = Path(run_dir)
+        self.path = run_dir / METRICS_FILE
+        if keep_until_update is not None and self.path.exists():
+            kept = []
+            for line in self.path.read_text().splitlines():
+                try:
+                    record = json.loads(line)
+                except json.JSONDecodeError:
+                    continue  # a line cut by a kill
+                if "meta" in record or record.get("update", math.inf) <= keep_until_update:
+                    kept.append(line)
+            self.path.write_text("".join(f"{line}\n" for line in kept))
+        elif meta is not None:
+            self.path.write_text(json.dumps({"meta": meta}) + "\n")
+        self.writer = SummaryWriter(str(run_dir / "tb"))
+
+    def write(self, record: dict) -> None:
+        clean = {k: (None if isinstance(v, float) and not math.isfinite(v) else v) for k, v in record.items()}
+        with self.path.open("a") as f:
+            f.write(json.dumps(clean) + "\n")
+        step = record["env_steps"]
+        for name, value in record.items():
+            if "/" in name and isinstance(value, (int, float)) and math.isfinite(value):
+                self.writer.add_scalar(name, value, step)
+        self.writer.flush()
+
+    def close(self) -> None:
+        self.writer.close()
+
+
+class NullLog:
+    """A ``MetricsLog`` that writes nothing (the processes other than 0 of a multi-process run)."""
+
+    def write(self, record: dict) -> None:
+        pass
+
+    def close(self) -> None:
+        pass
+
+
+def metrics_path(run_dir: str) -> str:
+    """The ``metrics.jsonl`` of ``run_dir`` (or ``run_dir`` itself when it is a ``.jsonl`` file)."""
+    if os.path.isfile(run_dir) and run_dir.endswith(".jsonl"):
+        return run_dir
+    return os.path.join(run_dir, METRICS_FILE)
+
+
+def run_label(run_dir: str) -> str:
+    """The run directory's name (``runs/ppo_s0/`` and ``runs/ppo_s0/metrics.jsonl`` -> ``ppo_s0``)."""
+    path = os.path.abspath(run_dir)
+    if os.path.isfile(path) and path.endswith(".jsonl"):
+        path = os.path.dirname(path)
+    return os.path.basename(path) or path
+
+
+def load_metrics(run_dir: str) -> tuple[dict, list[dict]]:
+    """(meta, records) of a run; unparsable lines are skipped with a ``RuntimeWarning``.
+
+    ``meta`` is the payload of the ``{"meta": {...}}`` line ({} when there is
+    none); ``records`` are the other JSON objects, in file order, as written
+    (values may be None or NaN). Raises FileNotFoundError without a metrics file.
+    """
+    path = metrics_path(run_dir)
+    if not os.path.isfile(path):
+        raise FileNotFoundError(f"{run_dir}: no {METRICS_FILE}")
+    meta: dict = {}
+    records: list[dict] = []
+    with open(path, encoding="utf-8", errors="replace") as f:
+        for lineno, line in enumerate(f, 1):
+            line = line.strip()
+            if not line:
+                continue
+            try:
+                obj = json.loads(line)
+            except json.JSONDecodeError as e:
+                warnings.warn(f"{path}:{lineno}: skipping unparsable line ({e.msg})", RuntimeWarning, stacklevel=2)
+                continue
+            if not isinstance(obj, dict):
+                warnings.warn(f"{path}:{lineno}: skipping non-object line", RuntimeWarning, stacklevel=2)
+                continue
+            if set(obj) == {"meta"} and isinstance(obj["meta"], dict):
+                meta = obj["meta"]
+                continue
+            records.append(obj)
+    return meta, records
+
+
+
+def finite_or_none(value):
+    """``value`` when it is a finite int/float, else None."""
+    return value if isinstance(value, (int, float)) and math.isfinite(value) else None
+
+
+__all__ = ["METRICS_FILE", "MetricsLog", "NullLog", "finite_or_none", "load_metrics", "metrics_path", "run_label"]

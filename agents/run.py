@@ -1,0 +1,480 @@
+"""A training run as a library: build it from a config, drive its compiled chunks, log, evaluate, checkpoint, resume.
+
+    from agents.run import train
+    summary = train(preset_config("smoke"), "runs/mine")                  # a new run; returns the JSON summary
+    summary = train(load_config("runs/mine"), "runs/mine", resume=True)   # continue it from its last checkpoint
+    summary = train(config, "runs/nb", progress=ConsoleProgress())         # with progress on stderr
+
+``train`` is what ``python -m experiments.train`` runs; ``agents.sweep_run.run_sweep`` drives a vmapped sweep
+with the same loop (``ChunkLoop``). A run directory holds ``config.json``, ``metrics.jsonl`` (``agents.metrics``:
+a ``{"meta": ...}`` line, then one record per chunk), tensorboardX event files under ``tb/`` and ``checkpoints/``
+(``agents.checkpoints``). Training runs in jitted chunks of ``updates_per_chunk`` updates; between chunks the host
+logs, evaluates (every ``eval_every`` chunks) and checkpoints (every ``checkpoint_every`` chunks, and at the end).
+
+The library prints nothing: progress goes to a ``Progress`` callback (``agents.progress``), problems raise
+``RunError`` (a ``ValueError`` with a one-line message) or the error of the layer below.
+
+Devices and hosts (``agents.distributed``): in a multi-process run every process calls ``train`` with the same
+arguments; only process 0 writes ``config.json``, ``metrics.jsonl``, tensorboard and reports progress; every
+process saves its shards of the checkpoints.
+"""
+
+from __future__ import annotations
+
+import concurrent.futures
+import dataclasses
+import functools
+import importlib.metadata
+import json
+import math
+import subprocess
+import time
+from pathlib import Path
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from agents import distributed, trainers
+from agents.checkpoints import CheckpointStore
+from agents.config import TrainConfig
+from agents.envs import make_env, make_game
+from agents.evaluation import EVAL_STREAM, OPPONENTS, make_evaluator, make_rating_evaluator, placement_summary
+from agents.league import with_ratings
+from agents.metrics import MetricsLog, NullLog, finite_or_none
+from agents.progress import NoProgress, Progress
+
+CONFIG_FILE = "config.json"
+CHECKPOINT_DIR = "checkpoints"
+
+#: Fields a resumed run may change: they do not change shapes, the algorithm or the data seen so far.
+#: ``num_devices`` too: a checkpoint holds global arrays, restored onto any number of devices.
+RESUMABLE_CHANGES = frozenset(
+    {"total_steps", "eval_every", "eval_games", "checkpoint_every", "keep_checkpoints", "updates_per_chunk",
+     "num_devices"}
+)
+
+
+class RunError(ValueError):
+    """A run cannot start or continue as asked (a one-line message saying what is there and what to do)."""
+
+
+# ---------------------------------------------------------------- configs and directories
+
+
+def load_config(run_dir) -> TrainConfig:
+    """The ``TrainConfig`` saved in ``run_dir/config.json``; ``RunError`` when there is none or it is unreadable."""
+    path = Path(run_dir) / CONFIG_FILE
+    try:
+        return TrainConfig.from_dict(json.loads(path.read_text()))
+    except FileNotFoundError:
+        raise RunError(f"{path} not found (is {str(run_dir)!r} a run directory?)") from None
+    except (json.JSONDecodeError, TypeError) as err:
+        raise RunError(f"{path} is not a readable config ({err})") from None
+
+
+def check_resumable(saved: TrainConfig, config: TrainConfig) -> None:
+    """``RunError`` naming the fields when ``config`` changes more than ``RESUMABLE_CHANGES`` of ``saved``."""
+    old, new = saved.to_dict(), config.to_dict()
+    differing = sorted(k for k, v in new.items() if v != old[k] and k not in RESUMABLE_CHANGES)
+    if differing:
+        raise RunError(
+            f"cannot resume with changed field(s) {differing}: they change shapes, the algorithm or the run; "
+            f"only {sorted(RESUMABLE_CHANGES)} may change"
+        )
+
+
+def check_new_run_dir(run_dir, marker: str = "metrics.jsonl", what: str = "a run") -> None:
+    """``RunError`` when ``run_dir`` already holds ``what`` (its ``marker`` file exists)."""
+    if (Path(run_dir) / marker).exists():
+        raise RunError(f"{run_dir} already holds {what}; use --resume to continue it or choose another --run-dir")
+
+
+def run_meta(config: TrainConfig, preset: str | None) -> dict:
+    """The ``{"meta": ...}`` record of a new run: config, seed, package versions, devices, git commit, start time."""
+    versions = {}
+    for package in ("jax", "jaxlib", "flax", "optax", "orbax-checkpoint", "jaxgame"):
+        try:
+            versions[package] = importlib.metadata.version(package)
+        except importlib.metadata.PackageNotFoundError:
+            versions[package] = None
+    try:
+        commit = subprocess.run(
+            ["git", "rev-parse", "HEAD"], check=False, capture_output=True, text=True, timeout=5,
+            cwd=Path(__file__).resolve().parent,
+        ).stdout.strip() or None
+    except (OSError, subprocess.SubprocessError):
+        commit = None
+    return {
+        "preset": preset,
+        "config": config.to_dict(),
+        "seed": config.seed,
+        "versions": versions,
+        "devices": [str(d) for d in jax.devices()],
+        "processes": jax.process_count(),
+        "backend": jax.default_backend(),
+        "git_commit": commit,
+        "started": time.strftime("%Y-%m-%dT%H:%M:%S"),
+    }
+
+
+def fresh_arrays(tree):
+    """``tree`` with every leaf copied into a new, uncommitted array (typed keys stay typed).
+
+    Restored (committed) arrays make jit lower a program with explicit shardings, which misses the
+    compilation cache; fresh arrays give exactly the program of a new run."""
+
+    def fresh(x):
+        if jax.dtypes.issubdtype(x.dtype, jax.dtypes.prng_key):
+            data = jnp.asarray(np.asarray(jax.random.key_data(x)))
+            return jax.random.wrap_key_data(data, impl=jax.random.key_impl(x))
+        return jnp.asarray(np.asarray(x))
+
+    return jax.tree_util.tree_map(fresh, tree)
+
+
+# ---------------------------------------------------------------- building
+
+
+@dataclasses.dataclass(frozen=True)
+class Built:
+    """What a config builds: the batched env, the trainer (``agents.trainers.make_train``) and the bot
+    evaluator (None for gymnax envs or ``eval_every=0``; with ``.rate`` for a league)."""
+
+    env: object
+    trainer: object
+    evaluator: object | None
+
+
+@functools.lru_cache(maxsize=4)
+def build(config: TrainConfig) -> Built:
+    """The env, trainer and evaluator of ``config``; cached, so that runs of the same config in one process
+    (a resume after a crash, notebooks, tests, loading policies) reuse the jitted functions instead of retracing."""
+    env = make_env(config)
+    trainer = trainers.make_train(config, env)
+    evaluator = None
+    if not config.is_gymnax and config.eval_every > 0:
+        evaluator = make_evaluator(make_game(config), trainer.network, config.eval_games)
+        if config.league_size:
+            evaluator.rate = make_rating_evaluator(make_game(config), trainer.network, config.eval_games,
+                                                   config.league_size)
+    return Built(env, trainer, evaluator)
+
+
+# ---------------------------------------------------------------- the chunk loop
+
+
+def compile_together(*lowerings):
+    """Compile ``lowerings`` (zero-argument callables returning a ``Lowered``, or None) in parallel threads:
+    XLA compiles one program per core. Returns the compiled programs (None where None was given)."""
+    with concurrent.futures.ThreadPoolExecutor(max(1, len(lowerings))) as pool:
+        futures = [pool.submit(lambda f=f: f().compile()) if f else None for f in lowerings]
+        return [f.result() if f else None for f in futures]
+
+
+class ChunkProgram:
+    """What ``ChunkLoop`` drives: a compiled chunk of updates and the host work between chunks.
+
+    A subclass sets ``config`` and ``num_logs`` and implements the methods below; ``TrainProgram`` (one run)
+    and ``agents.sweep_run.SweepProgram`` (a vmapped sweep, one log per run) are the two.
+    """
+
+    config: TrainConfig
+    num_players: int = 1
+    has_eval: bool = False
+
+    def updates_done(self, runner) -> int:
+        raise NotImplementedError
+
+    def compile(self, runner, num_updates: int):
+        """``(runner) -> (runner, metrics)``, compiled for ``num_updates`` updates."""
+        raise NotImplementedError
+
+    def records(self, base: dict, metrics, num_updates: int, seconds: float) -> list[dict]:
+        """One record per log from the chunk's fetched metrics; ``base`` holds update/env_steps/seat_steps/wall_s."""
+        raise NotImplementedError
+
+    def evaluate(self, runner, update: int):
+        """``(runner, [evaluation metrics per log])``."""
+        raise NotImplementedError
+
+    def checkpoint_payload(self, wall_s: float) -> dict:
+        """The JSON saved beside the runner in each checkpoint."""
+        return {"config": self.config.to_dict(), "wall_s": wall_s}
+
+    def checkpoint_metrics(self, records: list[dict]) -> dict | None:
+        return None
+
+    def progress_text(self, records: list[dict], evaluation: list[dict]) -> str:
+        return ""
+
+
+@dataclasses.dataclass
+class LoopResult:
+    runner: object
+    updates: int
+    trained_updates: int
+    train_s: float
+    records: list  # the last chunk's records, one per log ([] when no chunk ran)
+    evaluation: list  # the latest evaluation, one dict per log
+
+
+class ChunkLoop:
+    """Runs ``program`` chunk by chunk from ``runner`` to ``config.num_updates`` updates.
+
+    After each chunk: one record per log (``logs``, ``MetricsLog``-like), an evaluation every ``eval_every`` chunks
+    and after the last, a checkpoint in ``store`` every ``checkpoint_every`` chunks and after the last. The chunk
+    count is taken from the run's start, so a resumed run keeps the schedule. ``before_chunk`` runs before each
+    chunk (a multi-process barrier).
+    """
+
+    def __init__(self, program: ChunkProgram, store: CheckpointStore | None, logs, progress: Progress,
+                 wall_before: float = 0.0, before_chunk=None):
+        self.program = program
+        self.store = store
+        self.logs = logs
+        self.progress = progress
+        self.wall_before = wall_before
+        self.before_chunk = before_chunk or (lambda: None)
+
+    def run(self, runner, compiled_chunk) -> LoopResult:
+        program, config = self.program, self.program.config
+        chunk, total = config.updates_per_chunk, config.num_updates
+        steps_per_update = config.steps_per_update
+        done = program.updates_done(runner)
+        self.progress.start(total, done)
+        train_s, trained, records, evaluation = 0.0, 0, [], [{} for _ in self.logs]
+        while done < total:
+            n = min(chunk, total - done)
+            run = compiled_chunk if n == chunk else program.compile(runner, n)  # a last, shorter chunk
+            self.before_chunk()
+            t0 = time.perf_counter()
+            runner, metrics = run(runner)
+            metrics = jax.device_get(metrics)
+            elapsed = time.perf_counter() - t0
+            train_s += elapsed
+            done = program.updates_done(runner)
+            trained += n
+            chunks_done = -(-done // chunk)
+            finished = done >= total
+            base = {
+                "update": done,
+                "env_steps": done * steps_per_update,
+                "seat_steps": done * steps_per_update * program.num_players,
+                "wall_s": round(self.wall_before + train_s, 3),
+            }
+            records = program.records(base, metrics, n, elapsed)
+            if program.has_eval and (chunks_done % config.eval_every == 0 or finished):
+                runner, evaluation = program.evaluate(runner, done)
+                for record, values in zip(records, evaluation):
+                    record.update(values)
+            for log, record in zip(self.logs, records):
+                log.write(record)
+            if self.store is not None and (
+                finished or (config.checkpoint_every and chunks_done % config.checkpoint_every == 0)
+            ):
+                self.store.save(done, runner, program.checkpoint_payload(self.wall_before + train_s),
+                                program.checkpoint_metrics(records))
+            self.progress.chunk(n, program.progress_text(records, evaluation))
+        self.progress.close()
+        return LoopResult(runner, done, trained, train_s, records, evaluation)
+
+
+def restore_or_init(program, store: CheckpointStore, resume: bool, progress: Progress, on_new=None):
+    """``(runner, training seconds before)``: the newest good checkpoint of ``store`` (``resume``), or a new
+    runner after ``on_new()`` (which writes the new run's files)."""
+    if resume:
+        step, runner, saved = program.restore(store)
+        progress.status(f"resuming from update {step}")
+        return runner, float(saved.get("wall_s", 0.0))
+    if on_new is not None:
+        on_new()
+    return program.init(), 0.0
+
+
+# ---------------------------------------------------------------- one training run
+
+
+class TrainProgram(ChunkProgram):
+    """One run of ``config`` (``build(config)``) as a ``ChunkProgram``: one log, the bot evaluation, and for a
+    league the ratings of its snapshots."""
+
+    def __init__(self, config: TrainConfig):
+        self.config = config
+        built = build(config)
+        self.env, self.trainer, self.evaluator = built.env, built.trainer, built.evaluator
+        self.num_players = self.env.num_players
+        self.has_eval = self.evaluator is not None
+        self.eval_key = jax.random.fold_in(jax.random.key(config.seed), EVAL_STREAM)
+        self.compiled_eval = None
+        # the progress line's training placement is 4.5 by symmetry under pure self-play
+        self.self_play = bool(self.trainer.learner.all()) and not config.league_size
+
+    @property
+    def best_metric(self) -> tuple[str, str]:
+        """(metric, "min" or "max") that ranks the run's checkpoints."""
+        if self.config.best_by == "rating":
+            return "eval/rating", "max"
+        return ("eval/placement_vs_greedy", "min") if self.evaluator else ("train/episode_return", "max")
+
+    def init(self):
+        return jax.jit(self.trainer.init)(jax.random.key(self.config.seed))
+
+    def restore(self, store: CheckpointStore):
+        """``(step, runner, saved payload)`` of the newest good checkpoint, placed for this run's devices."""
+        abstract = jax.eval_shape(jax.jit(self.trainer.init), jax.random.key(self.config.seed))
+        shardings = self.trainer.shardings(abstract)
+        if shardings is not None:  # read each device's share straight into place (any device count saved it)
+            abstract = jax.tree_util.tree_map(
+                lambda a, s: jax.ShapeDtypeStruct(a.shape, a.dtype, sharding=s), abstract, shardings
+            )
+        step, runner, saved = store.restore(abstract)
+        runner = fresh_arrays(runner) if self.trainer.mesh is None else self.trainer.place(runner)
+        return step, runner, saved
+
+    def updates_done(self, runner) -> int:
+        return int(runner.update)
+
+    def _eval_params(self, params):
+        """The evaluation runs on one device: replicated parameters are fetched to the host first."""
+        return params if self.trainer.mesh is None else jax.device_get(params)
+
+    def compile(self, runner, num_updates: int):
+        return self.trainer.run.lower(runner, num_updates).compile()
+
+    def compile_all(self, runner):
+        """The chunk and the evaluation, compiled in parallel; returns the chunk."""
+        chunk = self.config.updates_per_chunk
+        eval_lowering = self.evaluator and (
+            lambda: self.evaluator.run.lower(self._eval_params(runner.params), self.eval_key, np.int32(0))
+        )
+        compiled_run, self.compiled_eval = compile_together(lambda: self.trainer.run.lower(runner, chunk),
+                                                            eval_lowering)
+        return compiled_run
+
+    def records(self, base, metrics, num_updates, seconds):
+        sps = num_updates * self.config.steps_per_update / seconds
+        return [{
+            **base,
+            "sps": sps,
+            **trainers.summarize(metrics),
+            "perf/sps": sps,
+            "perf/seat_sps": sps * self.num_players,
+        }]
+
+    def evaluate(self, runner, update):
+        """Placements vs each bot (and for a league, ratings); a league's runner comes back with its snapshots'
+        new ratings."""
+        config = self.config
+        key = jax.random.fold_in(self.eval_key, update)
+        params = self._eval_params(runner.params)
+        out = {}
+        for index, name in enumerate(OPPONENTS):
+            ranks = np.asarray(self.compiled_eval(params, key, np.int32(index)))
+            out[f"eval/placement_vs_{name}"] = placement_summary(ranks)["mean_placement"]
+            if config.independent:  # rotation r puts the policy in seat r: seat r's own learner
+                out.update({f"eval/seat_{r}/placement_vs_{name}": float(m) for r, m in enumerate(ranks.mean(0))})
+        if config.league_size:  # the learner rated against its pool and the bots (fresh ratings each time)
+            table = self.evaluator.rate(params, self._eval_params(runner.league), jax.random.fold_in(key, 1),
+                                        [config.seed, update])
+            rows = {row["name"]: row for row in table}
+            out["eval/rating"] = rows["learner"]["ordinal"]
+            out.update({f"eval/rating_{bot}": rows[bot]["ordinal"] for bot in OPPONENTS if bot in rows})
+            runner = runner.replace(league=with_ratings(runner.league, {n: r["ordinal"] for n, r in rows.items()}))
+        return runner, [out]
+
+    def checkpoint_metrics(self, records):
+        return {k: v for k, v in records[0].items() if isinstance(v, float) and math.isfinite(v)}
+
+    def progress_text(self, records, evaluation):
+        """Throughput, training placement (not under pure self-play), return, the latest evaluation, two losses."""
+        record, last_eval = records[0], evaluation[0]
+        parts = [f"{record['perf/seat_sps']:.0f} seat-steps/s"]
+        if not self.self_play and math.isfinite(record.get("train/placement", math.nan)):
+            parts.append(f"place {record['train/placement']:.2f}")
+        if math.isfinite(record.get("train/episode_return", math.nan)):
+            parts.append(f"ret {record['train/episode_return']:.2f}")
+        for name in OPPONENTS:
+            if f"eval/placement_vs_{name}" in last_eval:
+                parts.append(f"vs {name} {last_eval[f'eval/placement_vs_{name}']:.2f}")
+        if "eval/rating" in last_eval:
+            parts.append(f"rating {last_eval['eval/rating']:.1f}")
+        parts.append(f"entropy {record['loss/entropy']:.2f} | value loss {record['loss/value']:.3f}")
+        return " | ".join(parts)
+
+
+def train(config: TrainConfig, run_dir, resume: bool = False, preset: str | None = None,
+          progress: Progress | None = None) -> dict:
+    """Run (or with ``resume``, continue) a training run of ``config`` in ``run_dir``; returns the JSON summary.
+
+    A new run refuses a directory that already holds one (``RunError``); ``resume`` restores the newest good
+    checkpoint (``agents.checkpoints``: a damaged one falls back to an older one with a warning) and drops the
+    metrics records past it, so the run ends with the numbers of an uninterrupted one. ``progress``: a
+    ``agents.progress.Progress`` (``ConsoleProgress()`` for stderr); None reports nothing.
+    """
+    start_wall = time.perf_counter()
+    run_dir = Path(run_dir)
+    main_process = distributed.is_main_process()
+    progress = progress if (progress is not None and main_process) else NoProgress()
+    if not resume:
+        check_new_run_dir(run_dir)
+    run_dir.mkdir(parents=True, exist_ok=True)
+    distributed.barrier("start")  # every process has looked at run_dir before process 0 writes to it
+    num_devices = len(distributed.resolve_devices(config.num_devices))
+    progress.status(f"run dir {run_dir}; building {config.algo} on {config.env} with {config.num_envs} envs "
+                    f"({num_devices} {jax.default_backend()} device(s)"
+                    + (f" in {jax.process_count()} processes)" if jax.process_count() > 1 else ")"))
+    program = TrainProgram(config)
+    best, mode = program.best_metric
+    store = CheckpointStore(run_dir / CHECKPOINT_DIR, keep=config.keep_checkpoints, best_metric=best, best_mode=mode)
+
+    compile_start = time.perf_counter()
+
+    def write_config():
+        if main_process:
+            (run_dir / CONFIG_FILE).write_text(json.dumps(config.to_dict(), indent=2) + "\n")
+
+    runner, wall_before = restore_or_init(program, store, resume, progress, write_config)
+    done = program.updates_done(runner)
+    if main_process:
+        log = MetricsLog(run_dir, None if resume else run_meta(config, preset), done if resume else None)
+    else:
+        log = NullLog()
+
+    progress.status(f"compiling the training chunk ({config.updates_per_chunk} updates)"
+                    + (" and the evaluation" if program.has_eval else "") + " ...")
+    compiled_chunk = program.compile_all(runner)
+    compile_s = time.perf_counter() - compile_start
+    progress.status(f"compiled in {compile_s:.1f} s")
+
+    loop = ChunkLoop(program, store, [log], progress, wall_before, before_chunk=lambda: distributed.barrier("chunk"))
+    result = loop.run(runner, compiled_chunk)
+    evaluation = result.evaluation[0]
+    if result.updates and not result.records and program.has_eval:  # resumed a finished run
+        _, (evaluation,) = program.evaluate(result.runner, result.updates)
+    log.close()
+    store.close()
+    record = result.records[0] if result.records else {}
+    steps_per_update = config.steps_per_update
+    return {
+        "run_dir": str(run_dir),
+        "preset": preset,
+        "updates": result.updates,
+        "env_steps": result.updates * steps_per_update,
+        "seat_steps": result.updates * steps_per_update * program.num_players,
+        "wall_s": round(time.perf_counter() - start_wall, 2),
+        "compile_s": round(compile_s, 2),
+        "train_s": round(result.train_s, 2),
+        "sps": round(result.trained_updates * steps_per_update / result.train_s, 1) if result.train_s else None,
+        "final_eval": evaluation,
+        "episode_return": finite_or_none(record.get("train/episode_return")),  # None: no episode finished
+        "devices": num_devices,
+        "processes": jax.process_count(),
+    }
+
+
+__all__ = [
+    "RESUMABLE_CHANGES", "Built", "ChunkLoop", "ChunkProgram", "LoopResult", "RunError", "TrainProgram", "build",
+    "check_new_run_dir", "check_resumable", "compile_together", "fresh_arrays", "load_config", "restore_or_init", "run_meta",
+    "train",
+]

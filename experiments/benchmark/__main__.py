@@ -1,0 +1,279 @@
+"""Throughput benchmarks; prints one JSON object (the last line of stdout).
+
+    python -m experiments.benchmark --what env
+    python -m experiments.benchmark --what env --full
+    python -m experiments.benchmark --what env --num-envs 1,64 --rounds 1
+    python -m experiments.benchmark --what combat --baseline 14c8e52
+    python -m experiments.benchmark --what render
+    python -m experiments.benchmark --what train
+    python -m experiments.benchmark --what train --presets smoke --updates 2 --gymnax-steps 20000
+    python -m experiments.benchmark --what sweep --presets smoke --runs 4
+
+The default sweep of ``--what env`` depends on the backend. On a GPU/TPU it is
+the full sweep: 1, 64, 1024 and 4096 envs, 1024 fights, fight-skip at 256 envs.
+On a CPU it is a quick one: 1 and 64 envs, 256 fights, fight-skip at 64 envs,
+about 2 minutes on a 2-core CPU, most of it XLA compiling; ``--full`` runs the
+full sweep anyway (about 10 minutes on a 2-core CPU). ``--what render`` uses
+the same sizes everywhere (1, 64 and 256 states; 16 envs), about 1 minute on a
+2-core CPU. ``--num-envs``, ``--render-batch``, ``--fights`` and
+``--skip-envs`` override single sizes. Progress goes to stderr as it happens,
+one line per configuration (its size, compile time and result); ``--quiet``
+silences it.
+
+``--what env`` reports:
+  * ``seat_steps_per_s[num_envs]``: VecEnv steps x 8 seats per second with
+    random bots, measured over whole rounds (so fight steps are included in
+    their real proportion), after compilation;
+  * ``combat``: fights per second of the combat simulation alone, vmapped
+    over random boards;
+  * ``fight_skip``: the cost of one VecEnv step that is not a fight step vs
+    one that is, and of a non-fight step under plain ``jax.vmap(env.step)``
+    (where the per-env ``lax.cond`` turns into a select and the combat runs on
+    every step) — the proof that VecEnv skips the combat when it is not due.
+
+``--what combat`` reports the combat alone and the env around it, optionally
+next to a baseline revision (``--baseline REV``: ``jaxgame/combat.py`` and
+``jaxgame/rounds.py`` as of that git revision, loaded from ``git show``; each
+baseline measurement runs right after the current one, so both see the same
+machine load):
+  * ``combat[n]``: fights/s of ``n`` random fights (``--combat-batch``, default
+    64 and 1024) with 3 and 9 units a side, ``current`` (as the game runs its
+    fights: 9 units a side, n/2 lanes), ``baseline`` (``jax.vmap`` of its
+    ``simulate_fight``) and ``speedup``;
+  * ``seat_steps_per_s``: VecEnv seat-steps/s as ``--what env`` measures them
+    (``--num-envs``, default 64; ``--rounds`` rounds from the start of the
+    game, default 1: the first 3 rounds are PvE), current, baseline and speedup;
+    with a baseline both rollouts are compiled first and timed in turn, the
+    best of 5 calls each.
+About 3 minutes on a 2-core CPU with a baseline, most of it compiling.
+
+``--what render`` reports:
+  * ``render[n]``: frames/s of ``render.render_all`` vmapped over ``n`` game
+    states (8 frames each; ``--render-batch``), packed uint8[72, 20] as the env
+    returns them vs unpacked (the same frames then ``packing.unpack``-ed to
+    uint8[72, 80], i.e. the cost of materialising them), for states with
+    random boards, benches and opponents;
+  * ``env_seat_steps_per_s``: VecEnv seat-steps/s with obs="vector" vs
+    obs="pixels" (``--num-envs``, default 16 here; whole rounds, random bots),
+    and ``observe_ms``: one vmapped ``env.observe`` of the largest batch per
+    obs kind (the observation's own cost, free of the step's noise).
+
+``--what train`` reports, per preset shape (``--presets``: game presets, or
+``none``; default ``smoke`` and ``ppo_small`` on a CPU, plus ``ppo_large`` on
+a GPU/TPU or with ``--full``), under ``train[preset]``:
+  * ``train_seat_steps_per_s``: end-to-end training throughput, env steps x 8
+    seats per second of the preset's trainer (``make_train(config,
+    make_env(config)).run``: policy forward and sampling, env steps, GAE, the
+    PPO epochs), the best of 2 jitted chunks of ``updates`` updates after a
+    warm-up chunk (``jax.block_until_ready``); ``compile_s`` is the chunk's
+    compile time, ``init_s`` the jitted ``init`` (compile included),
+    ``update_ms`` one update;
+  * ``env_seat_steps_per_s``: the env alone at the same ``num_envs``: VecEnv
+    with the preset's rules and obs kind, random bots, as ``--what env``
+    measures it, over whole rounds (``env_steps_timed``: the smallest multiple
+    of ``steps_per_round`` that covers a chunk's steps; ``env_compile_s``);
+  * ``overhead_ratio``: train / env-only. The goal (``overhead_goal``) is
+    >= 0.8 on a CPU: learning should cost at most a fifth on top of stepping
+    the game. On an accelerator it is for information.
+  ``updates`` per chunk is ``--updates``, by default enough for 64 steps of
+  every env on a CPU (4 updates of smoke, 2 of ppo_small) and 128 with
+  ``--full`` or on an accelerator (4 of ppo_large).
+  With ``--presets ...,ppo_small,league_small`` it adds ``league_over_self_play``:
+  the league's training seat-steps/s over plain self-play's at the same shape
+  (the cost of the pool seats' forward passes; the goal is >= 0.7).
+It also reports ``gymnax``: our ``ppo_gymnax`` preset, the whole run as one
+jitted call (``jax.jit(make_train(cfg, make_env(cfg)))(key)``), vs the
+PureJaxRL reference (``experiments/benchmark/purejaxrl_reference.py``) on CartPole-v1,
+both for ``--gymnax-steps`` env steps (default 500,000, PureJaxRL's, on every
+backend; 0 skips it): per side ``compile_s``, ``run_s``, ``sps`` (env steps/s
+after compilation) and ``final_return`` (mean return of the episodes that
+finished in the last 5% of the updates), and ``ours_over_purejaxrl_sps``.
+Compile times are honest: the benchmark does not turn JAX's persistent
+compilation cache on (``compilation_cache`` says whether the environment did).
+The CPU default takes about 3 minutes on a 2-core CPU, most of it XLA compiling
+the game (the trainer and the env-only rollout of each preset) and the two
+CartPole trainers; ``--presets none`` times only the gymnax section.
+
+``--what sweep`` reports, per preset shape (``--presets``, default ``smoke``
+and ``ppo_small``; experiments/benchmark/sweep.py): the best time of a jitted
+chunk of ``--updates`` updates (default as for ``--what train``) for one run,
+under ``sweep_vs_separate[preset]``, for a vmapped sweep of ``--runs`` runs
+(default 4 on a CPU, 16 on an accelerator or with ``--full``), and for the
+same sweep without the shared branch predicates (the combat then runs on every step);
+``ratio`` = sweep / (runs x single run), <= 1 when the sweep costs no more
+than the runs one after another, and ``naive_ratio`` likewise.
+
+The benchmarks live in experiments/benchmark/: ``env.py``, ``combat.py``,
+``render.py``, ``train.py`` and ``sweep.py`` (one per ``--what``), the shared
+timing helpers and default sizes in ``timing.py``; this module is the CLI.
+
+All modes also report ``sweep``: "quick" or "full", the default sizes used.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import platform
+import time
+
+import jax
+
+import jaxgame
+from experiments.benchmark.combat import bench_combat, bench_combat_vs_baseline
+from experiments.benchmark.env import bench_env_throughput, bench_fight_skip
+from experiments.benchmark.render import bench_obs_kinds, bench_render
+from experiments.benchmark.sweep import bench_sweep
+from experiments.benchmark.timing import default_sweep
+from experiments.benchmark.train import GYMNAX_STEPS, OVERHEAD_GOAL, bench_gymnax, bench_train, train_updates
+from experiments.common import status
+from experiments.presets import PRESETS, preset_config
+
+
+def _train_presets(text, parser):
+    """``--presets``: comma-separated game presets, or "none"."""
+    names = [] if text.strip().lower() == "none" else [n.strip() for n in text.split(",") if n.strip()]
+    for name in names:
+        if name not in PRESETS:
+            parser.error(f"--presets: unknown preset {name!r}; available: {', '.join(PRESETS)} (or none)")
+        if PRESETS[name].config.is_gymnax:
+            parser.error(f"--presets: {name!r} is a gymnax preset; the gymnax section times it (--gymnax-steps)")
+    return names
+
+
+def _ints(text):
+    return [int(x) for x in text.split(",")]
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(prog="python -m experiments.benchmark", description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--what", choices=["env", "combat", "render", "train", "sweep"], default="env")
+    parser.add_argument(
+        "--full", action="store_true",
+        help="the full sweep even on a CPU (the default on a GPU; ~10 min for --what env on a 2-core CPU)",
+    )
+    parser.add_argument(
+        "--num-envs", default=None,
+        help="comma-separated batch sizes (default: env 1,64 on CPU, 1,64,1024,4096 with --full or on GPU; render 16)",
+    )
+    parser.add_argument(
+        "--render-batch", default=None,
+        help="render: comma-separated numbers of game states (default 1,64,256)",
+    )
+    parser.add_argument("--rounds", type=int, default=1, help="rounds timed per batch size (default 1)")
+    parser.add_argument("--fights", type=int, default=None,
+                        help="fights in the combat benchmark (default: 256 on CPU, 1024 with --full or on GPU)")
+    parser.add_argument("--skip-envs", type=int, default=None,
+                        help="batch size of the fight-skip benchmark (default: 64 on CPU, 256 with --full or on GPU)")
+    parser.add_argument("--presets", default=None,
+                        help="train: comma-separated game presets, or none (default: smoke,ppo_small on CPU, "
+                             "plus ppo_large with --full or on GPU)")
+    parser.add_argument("--updates", type=int, default=None,
+                        help="train: updates per timed chunk (default: 64 steps of every env on CPU, 128 with --full "
+                             "or on GPU, e.g. 2 PPO updates of ppo_small on CPU)")
+    parser.add_argument("--gymnax-steps", type=int, default=GYMNAX_STEPS,
+                        help=f"train: CartPole env steps of the gymnax section, ours and PureJaxRL's (default "
+                             f"{GYMNAX_STEPS:,}, PureJaxRL's; 0 skips it)")
+    parser.add_argument("--runs", type=int, default=None,
+                        help="sweep: runs in the vmapped sweep (default 4 on CPU, 16 with --full or on GPU)")
+    parser.add_argument("--combat-batch", default="64,1024",
+                        help="combat: comma-separated numbers of fights timed together (default 64,1024)")
+    parser.add_argument("--baseline", default=None,
+                        help="combat: a git revision whose jaxgame/combat.py and rounds.py are timed too, back to back")
+    parser.add_argument("--quiet", action="store_true", help="no progress lines on stderr")
+    args = parser.parse_args(argv)
+    backend = jax.default_backend()
+    sweep = default_sweep(backend, args.full)
+    try:
+        num_envs_list = (
+            _ints(args.num_envs) if args.num_envs
+            else sweep["num_envs"] if args.what == "env"
+            else [64] if args.what == "combat"
+            else sweep["render_num_envs"]
+        )
+        render_batch = _ints(args.render_batch) if args.render_batch else sweep["render_batch"]
+        combat_batch = _ints(args.combat_batch)
+    except ValueError:
+        parser.error(f"--num-envs/--render-batch must be comma-separated ints, "
+                     f"got {args.num_envs!r}, {args.render_batch!r}")
+    fights = sweep["fights"] if args.fights is None else args.fights
+    skip_envs = sweep["skip_envs"] if args.skip_envs is None else args.skip_envs
+    if any(n < 1 for n in num_envs_list + render_batch + combat_batch) or min(args.rounds, fights, skip_envs) < 1:
+        parser.error("--num-envs, --render-batch, --rounds, --fights and --skip-envs must be positive")
+    if args.what in ("train", "sweep"):
+        presets = _train_presets(args.presets if args.presets is not None else ",".join(sweep["train_presets"]), parser)
+        if args.updates is not None and args.updates < 1:
+            parser.error("--updates must be positive")
+        if args.gymnax_steps and args.gymnax_steps < 512:
+            parser.error("--gymnax-steps must be 0 (skip) or >= 512 (one update of 4 envs x 128 steps)")
+    progress = not args.quiet
+    start = time.perf_counter()
+    if args.what == "render":
+        sizes = f"render states {','.join(map(str, render_batch))}; envs {','.join(map(str, num_envs_list))}"
+    elif args.what == "sweep":
+        runs = args.runs or (4 if sweep["name"] == "quick" else 16)
+        if runs < 1:
+            parser.error("--runs must be positive")
+        sizes = f"presets {','.join(presets)}, {runs} runs"
+    elif args.what == "combat":
+        sizes = (f"fights {','.join(map(str, combat_batch))}; envs {','.join(map(str, num_envs_list))}; "
+                 f"baseline {args.baseline or 'none'}")
+    elif args.what == "train":
+        updates = f"{args.updates} updates" if args.updates else f"{sweep['train_steps']} steps of every env"
+        gymnax = f"gymnax {args.gymnax_steps} steps" if args.gymnax_steps else "gymnax skipped"
+        sizes = f"presets {','.join(presets) or 'none'}, {updates} per chunk; {gymnax}"
+    else:
+        sizes = f"envs {','.join(map(str, num_envs_list))}; {fights} fights; fight-skip at {skip_envs} envs"
+    quick_env = sweep["name"] == "quick" and args.what == "env"
+    hint = "; --full for the full sweep (~10 min on a 2-core CPU)" if quick_env else ""
+    status(f"benchmark --what {args.what} on {backend}, {sweep['name']} sweep ({sizes}){hint}", progress)
+    result = {
+        "what": args.what,
+        "backend": backend,
+        "device": str(jax.devices()[0]),
+        "machine": platform.machine(),
+        "sweep": sweep["name"],
+    }
+    if args.what == "train":
+        cache = jax.config.jax_compilation_cache_dir if jax.config.jax_enable_compilation_cache else None
+        if cache:
+            status(f"warning: JAX's persistent compilation cache is on ({cache}): compile times may be cache hits",
+                   progress)
+        result["compilation_cache"] = cache or None
+        result["overhead_goal"] = OVERHEAD_GOAL
+        result["train"] = {
+            name: bench_train(name, sweep["train_steps"], args.updates, progress, f"[train {i + 1}/{len(presets)}]")
+            for i, name in enumerate(presets)
+        }
+        trained = result["train"]
+        if "league_small" in trained and "ppo_small" in trained:  # the league's cost: pool seats' forward passes
+            result["league_over_self_play"] = round(trained["league_small"]["train_seat_steps_per_s"]
+                                                    / trained["ppo_small"]["train_seat_steps_per_s"], 3)
+        skipped = {"skipped": "--gymnax-steps 0"}
+        result["gymnax"] = bench_gymnax(args.gymnax_steps, progress) if args.gymnax_steps else skipped
+    elif args.what == "sweep":
+        result["sweep_vs_separate"] = {
+            name: bench_sweep(name, runs, train_updates(preset_config(name), sweep["train_steps"], args.updates),
+                              progress, f"[sweep {i + 1}/{len(presets)}]")
+            for i, name in enumerate(presets)
+        }
+    elif args.what == "combat":
+        result["rounds"] = args.rounds
+        result.update(bench_combat_vs_baseline(combat_batch, num_envs_list, args.baseline, progress, args.rounds))
+    elif args.what == "render":
+        result["render"] = bench_render(render_batch, progress)
+        result["env_seat_steps_per_s"] = bench_obs_kinds(num_envs_list, args.rounds, progress)
+    else:
+        env = jaxgame.make("autochess")
+        result["steps_per_round"] = env.config.steps_per_round
+        result["seat_steps_per_s"] = bench_env_throughput(env, num_envs_list, args.rounds, progress)
+        result["combat"] = bench_combat(fights, (3, 9), env.config.max_combat_ticks, progress)
+        result["fight_skip"] = bench_fight_skip(env, skip_envs, 4, progress)
+    status(f"done in {time.perf_counter() - start:.1f} s", progress)
+    print(json.dumps(result))
+    return result
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,161 @@
+"""``--what train``: end-to-end training throughput per preset shape, and gymnax CartPole vs PureJaxRL.
+
+JSON fields, per preset shape (``--presets``: game presets, or ``none``; default ``smoke`` and ``ppo_small``
+on a CPU, plus ``ppo_large`` on a GPU/TPU or with ``--full``), under ``train[preset]`` (``bench_train``):
+  * ``train_seat_steps_per_s``: end-to-end training throughput, env steps x 8 seats per second of the
+    preset's trainer (``make_train(config, make_env(config)).run``: policy forward and sampling, env steps,
+    GAE, the PPO epochs), the best of 2 jitted chunks of ``updates`` updates after a warm-up chunk
+    (``jax.block_until_ready``); ``compile_s`` is the chunk's compile time, ``init_s`` the jitted ``init``
+    (compile included), ``update_ms`` one update; also ``algo``, ``num_envs``, ``steps_per_update``,
+    ``seats``, ``hidden``, ``obs``, ``updates``, ``seat_steps_per_chunk``;
+  * ``env_seat_steps_per_s``: the env alone at the same ``num_envs``: VecEnv with the preset's rules and obs
+    kind, random bots, as ``--what env`` measures it, over whole rounds (``env_steps_timed``: the smallest
+    multiple of ``steps_per_round`` that covers a chunk's steps; ``env_compile_s``);
+  * ``overhead_ratio``: train / env-only. The goal (``overhead_goal``, ``OVERHEAD_GOAL``) is >= 0.8 on a
+    CPU: learning should cost at most a fifth on top of stepping the game. On an accelerator it is for
+    information.
+``updates`` per chunk (``train_updates``) is ``--updates``, by default enough for 64 steps of every env on a
+CPU (4 updates of smoke, 2 of ppo_small) and 128 with ``--full`` or on an accelerator (4 of ppo_large).
+With ``--presets ...,ppo_small,league_small`` the CLI adds ``league_over_self_play``: the league's training
+seat-steps/s over plain self-play's at the same shape (the cost of the pool seats' forward passes; the goal
+is >= 0.7).
+
+``gymnax`` (``bench_gymnax``): our ``ppo_gymnax`` preset, the whole run as one jitted call
+(``jax.jit(make_train(cfg, make_env(cfg)))(key)``), vs the PureJaxRL reference
+(``experiments/benchmark/purejaxrl_reference.py``) on CartPole-v1, both for ``--gymnax-steps`` env steps (default
+500,000, PureJaxRL's, on every backend; 0 skips it): ``env``, ``steps``, ``num_updates``,
+``final_return_updates``, per side (``ours``, ``purejaxrl``) ``compile_s``, ``run_s``, ``sps`` (env steps/s
+after compilation) and ``final_return`` (mean return of the episodes that finished in the last 5% of the
+updates), and ``ours_over_purejaxrl_sps``; ``{"skipped": ...}`` without gymnax or with ``--gymnax-steps 0``.
+Compile times are honest: the benchmark does not turn JAX's persistent compilation cache on
+(``compilation_cache`` says whether the environment did).
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import time
+
+import jax
+import jax.numpy as jnp
+
+import jaxgame
+from agents.envs import make_env, make_game
+from agents.trainers import make_train
+from experiments.benchmark import purejaxrl_reference as reference
+from experiments.benchmark.timing import aot_compile, best_time, rounded, time_chunks
+from experiments.common import rollout_fn, status
+from experiments.presets import preset_config
+from jaxgame import bots
+from jaxgame import constants as C
+
+#: ``--what train``: the goal for ``overhead_ratio`` on a CPU (training at >= 80% of the env-only speed).
+OVERHEAD_GOAL = 0.8
+#: ``--what train``: the gymnax section's ``final_return`` pools the episodes of the last 5% of the updates.
+FINAL_FRACTION = 0.05
+#: ``--what train``: the gymnax section's default run length, PureJaxRL's CartPole TOTAL_TIMESTEPS.
+GYMNAX_STEPS = 500_000
+
+
+def train_updates(config, steps_per_env: int, updates: int | None = None) -> int:
+    """Updates per timed chunk: ``updates``, or by default enough for ``steps_per_env`` steps of every env."""
+    per_update = config.steps_per_update // config.num_envs  # num_steps (PPO) or update_every (A2C)
+    return updates if updates is not None else max(1, -(-steps_per_env // per_update))
+
+
+def bench_train(name, steps_per_env, updates, progress, label):
+    """One preset's shape: training seat-steps/s over jitted chunks vs env-only seat-steps/s (random bots)."""
+    config = preset_config(name)
+    updates = train_updates(config, steps_per_env, updates)
+    per_update = config.steps_per_update // config.num_envs
+    seat_steps = updates * config.steps_per_update * config.num_seats
+    status(f"{label} {name}: {config.algo}, {config.num_envs} envs x {per_update} steps x {config.num_seats} seats "
+           f"per update, {updates} updates per chunk: ", progress, end="")
+    trainer = make_train(config, make_env(config))
+    start = time.perf_counter()
+    runner = jax.block_until_ready(jax.jit(trainer.init)(jax.random.key(config.seed)))
+    init_s = time.perf_counter() - start
+    start = time.perf_counter()
+    chunk = aot_compile(trainer.run, runner, updates, progress=progress)
+    compile_s = time.perf_counter() - start
+    seconds = time_chunks(chunk, runner)
+    train_sps = seat_steps / seconds
+    status(f" {train_sps:,.0f} seat-steps/s ({seconds * 1e3 / updates:,.1f} ms per update)", progress)
+
+    # the env alone, as bench_env_throughput measures it: VecEnv + random bots over whole rounds
+    game = make_game(config)
+    rounds = max(1, -(-updates * per_update // game.config.steps_per_round))
+    steps = rounds * game.config.steps_per_round
+    status(f"{label} {name} env-only: {config.num_envs} envs x {steps} steps ({rounds} rounds), random bots: ",
+           progress, end="")
+    venv = jaxgame.VecEnv(game, config.num_envs)
+    states, ts = jax.jit(venv.reset)(jax.random.key(0))
+    key = jax.random.key(1)
+    start = time.perf_counter()
+    rollout = aot_compile(rollout_fn(venv, bots.random_policy, steps), states, ts, key, progress=progress)
+    env_compile_s = time.perf_counter() - start
+    env_sps = steps * config.num_envs * C.NUM_PLAYERS / best_time(rollout, states, ts, key, repeats=2)
+    ratio = train_sps / env_sps
+    status(f" {env_sps:,.0f} seat-steps/s; train / env-only = {ratio:.2f} (goal on a CPU: >= {OVERHEAD_GOAL})",
+           progress)
+    return {
+        "algo": config.algo,
+        "num_envs": config.num_envs,
+        "steps_per_update": per_update,
+        "seats": config.num_seats,
+        "hidden": list(config.hidden),
+        "obs": config.obs,
+        "updates": updates,
+        "seat_steps_per_chunk": seat_steps,
+        "init_s": round(init_s, 2),
+        "compile_s": round(compile_s, 2),
+        "update_ms": round(seconds * 1e3 / updates, 2),
+        "train_seat_steps_per_s": round(train_sps, 1),
+        "env_steps_timed": steps,
+        "env_compile_s": round(env_compile_s, 2),
+        "env_seat_steps_per_s": round(env_sps, 1),
+        "overhead_ratio": round(ratio, 3),
+    }
+
+
+def bench_gymnax(total_steps, progress):
+    """Our ``ppo_gymnax`` preset, the whole run jitted, vs the PureJaxRL reference on CartPole-v1."""
+    if importlib.util.find_spec("gymnax") is None:
+        status("[gymnax] skipped: gymnax is not installed", progress)
+        return {"skipped": "gymnax is not installed (pip install -e '.[gymnax]')"}
+    config = preset_config("ppo_gymnax").with_overrides({"total_steps": total_steps})
+    num_updates, steps = config.num_updates, config.num_updates * config.steps_per_update
+    last = max(1, round(num_updates * FINAL_FRACTION))
+    status(f"[gymnax 1/2] ours (ppo_gymnax on {config.env}), {num_updates} updates = {steps} steps: ",
+           progress, end="")
+    key = jax.random.key(config.seed)
+    start = time.perf_counter()
+    train = aot_compile(jax.jit(make_train(config, make_env(config))), key, progress=progress, then="; running ...")
+    compile_s = time.perf_counter() - start
+    start = time.perf_counter()
+    _, metrics = jax.block_until_ready(train(key))
+    run_s = time.perf_counter() - start
+    episodes = float(jnp.sum(metrics["sums/episodes"][-last:]))
+    ours_return = float(jnp.sum(metrics["sums/return_sum"][-last:])) / episodes if episodes else float("nan")
+    ours = {"compile_s": round(compile_s, 2), "run_s": round(run_s, 3), "sps": round(steps / run_s, 1),
+            "final_return": rounded(ours_return)}
+    status(f" {run_s:.1f} s, {ours['sps']:,.0f} steps/s, final return {ours_return:.1f}", progress)
+
+    status("[gymnax 2/2] PureJaxRL reference (experiments/benchmark/purejaxrl_reference.py): compiling and running ...",
+           progress, end="")
+    out = reference.run(seed=config.seed, total_timesteps=total_steps)
+    assert out["steps"] == steps, (out["steps"], steps)
+    ref_return = reference.final_return(out["metrics"], FINAL_FRACTION)
+    ref = {"compile_s": round(out["compile_s"], 2), "run_s": round(out["run_s"], 3), "sps": round(out["sps"], 1),
+           "final_return": rounded(ref_return)}
+    status(f" compile {out['compile_s']:.1f} s, run {out['run_s']:.1f} s, {ref['sps']:,.0f} steps/s, "
+           f"final return {ref_return:.1f}", progress)
+    return {
+        "env": config.env,
+        "steps": steps,
+        "num_updates": num_updates,
+        "final_return_updates": last,
+        "ours": ours,
+        "purejaxrl": ref,
+        "ours_over_purejaxrl_sps": round(ours["sps"] / ref["sps"], 3),
+    }

@@ -1,0 +1,86 @@
+"""Rate checkpoints and the scripted bots against each other: ``python -m experiments.rate``.
+
+    python -m experiments.rate runs/a runs/b --games 16
+    python -m experiments.rate runs/a:40 runs/a:120 runs/b --bots greedy --games 32 --out runs/ratings-ab
+    python -m experiments.rate runs/a --all-checkpoints --games 16      # rating over training updates
+
+The players are the runs' policies (``RUN_DIR``: the latest good checkpoint,
+``RUN_DIR:STEP``: checkpoint STEP, ``--all-checkpoints``: every checkpoint a
+run kept; a run of independent learners enters as 8 players, ``...#seatP``
+for seat P's learner) and the scripted bots (``--bots``, default ``random,greedy``;
+``none`` for none). Each of ``--games`` game seeds gets a lineup of 8 seats:
+8 different players drawn at random when there are at least 8, else every
+player takes 8 // P seats and the other seats go to different players drawn
+at random. Every lineup is played 8 times, rotated one seat further each time
+(duplicate evaluation, ``agents.tables``), and each of those games is rated:
+OpenSkill's Plackett-Luce model from the full placements (``agents.ratings``:
+a player holding several seats of a game is ranked by their mean placement).
+Games run ``--batch`` lineups at a time in one compiled program. The work is
+the library's ``agents.tournament.rate_checkpoints``.
+
+Writes to ``--out`` (default ``runs/ratings-<timestamp>``): ``ratings.json``
+(the table, the players and the settings), ``ratings.csv`` (name, ordinal,
+mu, sigma, games, mean placement, update) and ``ratings.png`` (ordinal = mu -
+3 sigma over training updates, one line per run, the bots as horizontal
+lines). The table goes to stderr, one JSON summary line to stdout.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+
+from agents.policies import PolicyError
+from agents.progress import ConsoleProgress
+from agents.tables import TABLE_BOTS
+from agents.tournament import rate_checkpoints
+from experiments.common import DEFAULT_CACHE, enable_compilation_cache
+
+
+def parse_args(argv=None):
+    parser = argparse.ArgumentParser(prog="python -m experiments.rate", description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("runs", nargs="+", metavar="RUN_DIR[:STEP]", help="training runs (and checkpoints) to rate")
+    parser.add_argument("--games", type=int, default=16, help="game seeds (lineups), each played 8 times (default 16)")
+    parser.add_argument("--bots", default=",".join(TABLE_BOTS),
+                        help=f"comma-separated scripted bots that join, or none (default {','.join(TABLE_BOTS)})")
+    parser.add_argument("--all-checkpoints", action="store_true", help="every checkpoint each RUN_DIR kept, not the latest")
+    parser.add_argument("--batch", type=int, default=8, help="lineups played together in one program (default 8)")
+    parser.add_argument("--seed", type=int, default=0, help="lineups and game seeds (default 0)")
+    parser.add_argument("--out", help="output directory (default runs/ratings-<timestamp>)")
+    parser.add_argument("--cache-dir", default=DEFAULT_CACHE, help=f"JAX compilation cache (default {DEFAULT_CACHE})")
+    parser.add_argument("--no-cache", action="store_true", help="do not use the persistent compilation cache")
+    parser.add_argument("--quiet", action="store_true", help="no progress or table on stderr")
+    args = parser.parse_args(argv)
+    for name in ("games", "batch"):
+        if getattr(args, name) < 1:
+            parser.error(f"--{name} must be >= 1, got {getattr(args, name)}")
+    bots = [] if args.bots.strip() == "none" else [b.strip() for b in args.bots.split(",") if b.strip()]
+    unknown = sorted(set(bots) - set(TABLE_BOTS))
+    if unknown:
+        parser.error(f"--bots: unknown bot(s) {unknown}; choose from {list(TABLE_BOTS)} or none")
+    args.bots = list(dict.fromkeys(bots))
+    return parser, args
+
+
+def main(argv=None) -> dict:
+    parser, args = parse_args(argv)
+    enable_compilation_cache(None if args.no_cache else args.cache_dir)
+    out = args.out or f"runs/ratings-{time.strftime('%Y%m%d-%H%M%S')}"
+    try:
+        result = rate_checkpoints(args.runs, out, games=args.games, bots=args.bots,
+                                  all_checkpoints=args.all_checkpoints, batch=args.batch, seed=args.seed,
+                                  progress=None if args.quiet else ConsoleProgress())
+    except (PolicyError, FileNotFoundError) as err:
+        raise SystemExit(f"{parser.prog}: error: {err}") from None
+    if not args.quiet:
+        print(result["text"], file=sys.stderr)
+    summary = {k: result[k] for k in ("out", "players", "rated_games", "best", "seconds")}
+    print(json.dumps(summary))
+    return {**summary, "ratings": result["ratings"]}
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,127 @@
+"""The project's layers, read from the source (no JAX work): ``jaxgame`` (the game) imports nothing above it,
+``agents`` (the library) nothing from ``experiments`` (the CLIs), a CLI nothing from another CLI, no import
+cycles, and importing the packages starts no JAX computation (a multi-host run initialises JAX first)."""
+
+from __future__ import annotations
+
+import ast
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+PACKAGES = ("jaxgame", "agents", "experiments")
+#: experiments modules every CLI may import (shared helpers, not commands)
+CLI_SHARED = ("experiments.common", "experiments.presets")
+
+
+def _module_name(path: Path) -> str:
+    parts = path.relative_to(ROOT).with_suffix("").parts
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def _project_imports(path: Path) -> set[str]:
+    """The project modules ``path`` imports anywhere in its body (module level or inside functions):
+    ``from pkg import mod`` counts as ``pkg.mod`` when that is a module, else as ``pkg``."""
+    modules = _modules()
+    tree = ast.parse(path.read_text(), str(path))
+    package = _module_name(path) if path.name == "__init__.py" else _module_name(path).rpartition(".")[0]
+    found = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            names = [alias.name for alias in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:  # relative: from the package, up level - 1
+                parts = package.split(".")[: len(package.split(".")) - node.level + 1]
+                base = ".".join(parts + ([base] if base else []))
+            names = [f"{base}.{a.name}" if f"{base}.{a.name}" in modules else base for a in node.names]
+        else:
+            continue
+        found.update(n for n in names if n.split(".")[0] in PACKAGES)
+    return found
+
+
+def _modules() -> dict[str, Path]:
+    return {_module_name(p): p for pkg in PACKAGES for p in sorted((ROOT / pkg).rglob("*.py"))}
+
+
+def _resolve(name: str, modules: dict) -> str | None:
+    """The project module ``name`` refers to (``pkg.mod.attr`` -> ``pkg.mod``), or None."""
+    while name and name not in modules:
+        name = name.rpartition(".")[0]
+    return name or None
+
+
+def _graph() -> dict[str, set[str]]:
+    modules = _modules()
+    return {
+        name: {m for m in (_resolve(i, modules) for i in _project_imports(path)) if m and m != name}
+        for name, path in modules.items()
+    }
+
+
+def test_each_layer_imports_only_below_it():
+    problems = []
+    for module, imports in _graph().items():
+        top = module.split(".")[0]
+        for imported in imports:
+            if top == "jaxgame" and not imported.startswith("jaxgame"):
+                problems.append(f"{module} (the game) imports {imported}")
+            if top == "agents" and imported.startswith("experiments"):
+                problems.append(f"{module} (the library) imports the CLI module {imported}")
+            if top == "experiments" and imported.startswith("experiments") and imported not in CLI_SHARED:
+                own_package = module.rsplit(".", 1)[0]  # a CLI split into a package may import its own parts
+                if not (own_package != "experiments" and imported.startswith(own_package)):
+                    problems.append(f"{module} imports another CLI module, {imported}")
+    assert not problems, "\n".join(sorted(problems))
+
+
+def test_no_import_cycles():
+    graph = _graph()
+    state: dict[str, int] = {}  # 1: on the stack, 2: done
+    cycles = []
+
+    def visit(node, stack):
+        state[node] = 1
+        for nxt in sorted(graph.get(node, ())):
+            if state.get(nxt) == 1:
+                cycles.append(" -> ".join(stack[stack.index(nxt):] + [nxt]))
+            elif nxt not in state:
+                visit(nxt, stack + [nxt])
+        state[node] = 2
+
+    for node in sorted(graph):
+        if node not in state:
+            visit(node, [node])
+    assert not cycles, "\n".join(cycles)
+
+
+def test_the_layering_check_sees_violations():
+    """The checker itself: relative, function-local and from-package imports are all found."""
+    path = ROOT / "agents" / "_probe_for_layering_test.py"
+    assert not path.exists()
+    source = "from . import run\nfrom jaxgame import constants as C\n\ndef f():\n    from experiments import train\n"
+    try:
+        path.write_text(source)
+        found = _project_imports(path)
+    finally:
+        path.unlink()
+    assert found == {"agents.run", "jaxgame.constants", "experiments.train"}
+
+
+@pytest.mark.parametrize("package", ["jaxgame", "agents", "experiments"])
+def test_importing_starts_no_jax_computation(package):
+    """Every module of the package imported in a fresh interpreter: JAX's backend is still not initialised."""
+    names = sorted(n for n in _modules() if n.split(".")[0] == package and not n.endswith("__main__"))
+    code = (
+        "import importlib, sys\n"
+        "import jax._src.xla_bridge as xb\n"
+        f"for name in {names!r}:\n"
+        "    importlib.import_module(name)\n"
+        "    assert not xb.backends_are_initialized(), f'importing {name} started JAX'\n"
+    )
+    result = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=300)
+    assert result.returncode == 0, result.stderr[-2000:]
