@@ -100,8 +100,8 @@ from flax import struct
 
 from agents import losses
 from agents.config import HParams
-from agents.trainer_base import Runner, Trainer, apply_gradients, init_runner
 from agents.rollout import EPISODE_SUMS, act_and_step, track_episodes
+from agents.trainer_base import Runner, Trainer, apply_gradients, init_runner
 
 
 @struct.dataclass

@@ -34,10 +34,12 @@ Guarantees and behaviour:
   ``restore(abstract, step=s)`` restores exactly step ``s`` (no fallback). ``read_config()`` falls back the same way
   but only checks that the config and the tree metadata are readable, not the array data.
 * Saving a step that already exists replaces it (e.g. when a run resumes from step 2 after step 3 turned out to be
-  corrupt and saves step 3 again). Steps should otherwise be saved in increasing order; a step saved out of order
+  corrupt and saves step 3 again). The old copy is renamed aside (``.replaced-<step>``) first and deleted only once
+  the new one is complete; a process killed in between leaves it aside, and the next store put on the directory
+  renames it back. Steps should otherwise be saved in increasing order; a step saved out of order
   counts as the newest one for retention until the store is reopened.
 * A garbled per-step ``metrics`` file (which plain orbax would refuse at start-up) only warns: that step then has no
-  metrics. Expect orbax/absl log lines (and, after a failed read, "Event loop is closed" reports from tensorstore
+  metrics, cannot be ranked, and is kept (never deleted by the retention). Expect orbax/absl log lines (and, after a failed read, "Event loop is closed" reports from tensorstore
   threads) when corrupt steps are probed; they are harmless.
 
 Devices and hosts: the tree's arrays may be sharded over several devices (``agents.distributed``); orbax saves
@@ -51,6 +53,8 @@ directory all processes share. Otherwise the store assumes a single writer proce
 from __future__ import annotations
 
 import math
+import os
+import shutil
 import warnings
 from collections.abc import Mapping
 from pathlib import Path
@@ -66,6 +70,7 @@ _CONFIG = "config"
 _META = "meta"
 _FORMAT = 1
 _MAX_ERR_CHARS = 400
+_ASIDE = ".replaced-"  # a step being saved again: its old copy, until the new one is complete
 
 
 class CheckpointMismatchError(ValueError):
@@ -161,7 +166,8 @@ class CheckpointStore:
         policies: list[Any] = [ocm.LatestN(n=self.keep)]
         if best_metric is not None:
             policies.append(
-                ocm.BestN(get_metric_fn=self._score, reverse=False, n=1, keep_checkpoints_without_metrics=False)
+                # a step whose metrics cannot be read (garbled file) cannot be ranked: it is kept, never deleted
+                ocm.BestN(get_metric_fn=self._score, reverse=False, n=1, keep_checkpoints_without_metrics=True)
             )
         options = ocp.CheckpointManagerOptions(
             preservation_policy=ocm.AnyPreservationPolicy(policies),
@@ -172,6 +178,7 @@ class CheckpointStore:
             enable_async_checkpointing=False,
             create=True,
         )
+        self._recover_set_aside()
         self._mgr = _Manager(
             self.directory,
             options=options,
@@ -248,23 +255,57 @@ class CheckpointStore:
         state = jax.tree_util.tree_unflatten(treedef, stored)
         meta = {"format": _FORMAT, "typed_keys": typed_keys}
 
-        if step in self._mgr.all_steps():
-            self._mgr.delete(step)
-        saved = self._mgr.save(
-            step,
-            args=ocp.args.Composite(
-                **{
-                    _STATE: ocp.args.StandardSave(state),
-                    _CONFIG: ocp.args.JsonSave(dict(config)),
-                    _META: ocp.args.JsonSave(meta),
-                }
-            ),
-            metrics=self._clean_metrics(metrics) if self.best_metric is not None else None,
-            force=True,
-        )
-        self._mgr.wait_until_finished()
+        # every saved step has metrics (``_step`` at least): only an unreadable metrics file makes a step
+        # "without metrics", which the retention keeps
+        step_metrics = {"_step": float(step), **self._clean_metrics(metrics)} if self.best_metric is not None else None
+        replaced = self._set_aside(step) if step in self._mgr.all_steps() else None
+        try:
+            saved = self._mgr.save(
+                step,
+                args=ocp.args.Composite(
+                    **{
+                        _STATE: ocp.args.StandardSave(state),
+                        _CONFIG: ocp.args.JsonSave(dict(config)),
+                        _META: ocp.args.JsonSave(meta),
+                    }
+                ),
+                metrics=step_metrics,
+                force=True,
+            )
+            self._mgr.wait_until_finished()
+        except BaseException:
+            if replaced is not None:
+                self._put_back(step, replaced)
+            raise
+        if replaced is not None:
+            shutil.rmtree(replaced, ignore_errors=True)
         if not saved:  # only with read-only managers; never expected here
             raise RuntimeError(f"orbax declined to save step {step} in {self.directory}")
+
+    def _set_aside(self, step: int) -> Path:
+        """Move an existing ``step`` out of the step list (renamed, not deleted) before it is saved again."""
+        aside = self.directory / f"{_ASIDE}{step}"
+        shutil.rmtree(aside, ignore_errors=True)
+        os.rename(self.directory / str(step), aside)
+        self._mgr.reload()
+        return aside
+
+    def _put_back(self, step: int, aside: Path) -> None:
+        target = self.directory / str(step)
+        if aside.exists() and not target.exists():
+            os.rename(aside, target)
+        self._mgr.reload()
+
+    def _recover_set_aside(self) -> None:
+        """A process killed while re-saving a step left the old copy aside: it is that step again."""
+        if not self.directory.is_dir():
+            return
+        for aside in self.directory.glob(f"{_ASIDE}*"):
+            step = aside.name[len(_ASIDE):]
+            if step.isdigit() and not (self.directory / step).exists():
+                os.rename(aside, self.directory / step)
+            else:
+                shutil.rmtree(aside, ignore_errors=True)
 
     # -------------------------------------------------------------------- query
 

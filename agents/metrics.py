@@ -11,10 +11,13 @@ from __future__ import annotations
 import json
 import math
 import os
+import shutil
 import warnings
 from pathlib import Path
 
 from tensorboardX import SummaryWriter
+
+from agents.run_dir import atomic_write_text
 
 METRICS_FILE = "metrics.jsonl"
 
@@ -29,29 +32,46 @@ class MetricsLog:
     def __init__(self, run_dir: Path, meta: dict | None, keep_until_update: int | None):
         run_dir = Path(run_dir)
         self.path = run_dir / METRICS_FILE
+        kept = []
         if keep_until_update is not None and self.path.exists():
-            kept = []
+            lines = []
             for line in self.path.read_text().splitlines():
                 try:
                     record = json.loads(line)
                 except json.JSONDecodeError:
                     continue  # a line cut by a kill
                 if "meta" in record or record.get("update", math.inf) <= keep_until_update:
-                    kept.append(line)
-            self.path.write_text("".join(f"{line}\n" for line in kept))
+                    lines.append(line)
+                    kept.append(record)
+            atomic_write_text(self.path, "".join(f"{line}\n" for line in lines))
         elif meta is not None:
-            self.path.write_text(json.dumps({"meta": meta}) + "\n")
+            atomic_write_text(self.path, json.dumps({"meta": meta}) + "\n")
+        # tensorboard shows each step once: on a resume its files are written anew from the kept records
+        shutil.rmtree(run_dir / "tb", ignore_errors=True)
         self.writer = SummaryWriter(str(run_dir / "tb"))
+        for record in kept:
+            if "meta" not in record:
+                self._scalars(record)
+        self.writer.flush()
 
-    def write(self, record: dict) -> None:
-        clean = {k: (None if isinstance(v, float) and not math.isfinite(v) else v) for k, v in record.items()}
-        with self.path.open("a") as f:
-            f.write(json.dumps(clean) + "\n")
+    def _scalars(self, record: dict) -> None:
         step = record["env_steps"]
         for name, value in record.items():
             if "/" in name and isinstance(value, (int, float)) and math.isfinite(value):
                 self.writer.add_scalar(name, value, step)
+
+    def write(self, record: dict) -> None:
+        """Append one record (flushed to the OS at once) and its scalars to tensorboard."""
+        clean = {k: (None if isinstance(v, float) and not math.isfinite(v) else v) for k, v in record.items()}
+        with self.path.open("a") as f:
+            f.write(json.dumps(clean) + "\n")
+        self._scalars(record)
         self.writer.flush()
+
+    def sync(self) -> None:
+        """Force the records written so far onto the disk (before a checkpoint that they describe)."""
+        with self.path.open("a") as f:
+            os.fsync(f.fileno())
 
     def close(self) -> None:
         self.writer.close()
@@ -61,6 +81,9 @@ class NullLog:
     """A ``MetricsLog`` that writes nothing (the processes other than 0 of a multi-process run)."""
 
     def write(self, record: dict) -> None:
+        pass
+
+    def sync(self) -> None:
         pass
 
     def close(self) -> None:

@@ -35,7 +35,8 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from agents import distributed, trainers
+from agents import distributed, health, trainers
+from agents import run_dir as run_dir_lib
 from agents.checkpoints import CheckpointStore
 from agents.config import TrainConfig
 from agents.envs import make_env, make_game
@@ -43,6 +44,7 @@ from agents.evaluation import EVAL_STREAM, OPPONENTS, make_evaluator, make_ratin
 from agents.league import with_ratings
 from agents.metrics import MetricsLog, NullLog, finite_or_none
 from agents.progress import NoProgress, Progress
+from agents.run_dir import RunError
 
 CONFIG_FILE = "config.json"
 CHECKPOINT_DIR = "checkpoints"
@@ -53,10 +55,6 @@ RESUMABLE_CHANGES = frozenset(
     {"total_steps", "eval_every", "eval_games", "checkpoint_every", "keep_checkpoints", "updates_per_chunk",
      "num_devices"}
 )
-
-
-class RunError(ValueError):
-    """A run cannot start or continue as asked (a one-line message saying what is there and what to do)."""
 
 
 # ---------------------------------------------------------------- configs and directories
@@ -84,10 +82,22 @@ def check_resumable(saved: TrainConfig, config: TrainConfig) -> None:
         )
 
 
-def check_new_run_dir(run_dir, marker: str = "metrics.jsonl", what: str = "a run") -> None:
-    """``RunError`` when ``run_dir`` already holds ``what`` (its ``marker`` file exists)."""
-    if (Path(run_dir) / marker).exists():
-        raise RunError(f"{run_dir} already holds {what}; use --resume to continue it or choose another --run-dir")
+def run_identity(config: TrainConfig) -> dict:
+    """The config fields that fix a run (all but ``RESUMABLE_CHANGES``): its run directory's identity."""
+    return {k: v for k, v in config.to_dict().items() if k not in RESUMABLE_CHANGES}
+
+
+def check_checkpoint_config(store: CheckpointStore, config: TrainConfig) -> None:
+    """``RunError`` naming the fields when the newest readable checkpoint was saved with another config than
+    ``config`` in a field a resume may not change (for example a ``config.json`` edited by hand)."""
+    try:
+        saved = TrainConfig.from_dict(store.read_config()["config"])
+    except (FileNotFoundError, RuntimeError, KeyError):
+        return  # no checkpoint (a resume from update 0), or none readable (restore says so)
+    try:
+        check_resumable(saved, config)
+    except RunError as err:
+        raise RunError(f"{store.directory.parent}/{CONFIG_FILE} and its checkpoints disagree: {err}") from None
 
 
 def run_meta(config: TrainConfig, preset: str | None) -> dict:
@@ -211,6 +221,8 @@ class ChunkProgram:
 
 @dataclasses.dataclass
 class LoopResult:
+    """Where a ``ChunkLoop`` stands (and, at the end, what it did)."""
+
     runner: object
     updates: int
     trained_updates: int
@@ -222,10 +234,11 @@ class LoopResult:
 class ChunkLoop:
     """Runs ``program`` chunk by chunk from ``runner`` to ``config.num_updates`` updates.
 
-    After each chunk: one record per log (``logs``, ``MetricsLog``-like), an evaluation every ``eval_every`` chunks
-    and after the last, a checkpoint in ``store`` every ``checkpoint_every`` chunks and after the last. The chunk
-    count is taken from the run's start, so a resumed run keeps the schedule. ``before_chunk`` runs before each
-    chunk (a multi-process barrier).
+    After each chunk: one record per log (``logs``, ``MetricsLog``-like), an evaluation every ``eval_every``
+    chunks and after the last, a checkpoint in ``store`` every ``checkpoint_every`` chunks and after the last.
+    The chunk count is taken from the run's start, so a resumed run keeps the schedule. ``before_chunk`` runs
+    before each chunk (a multi-process barrier). A chunk whose parameters or metrics are not finite raises
+    ``agents.health.NonFiniteError`` before anything of it is logged or saved.
     """
 
     def __init__(self, program: ChunkProgram, store: CheckpointStore | None, logs, progress: Progress,
@@ -238,58 +251,64 @@ class ChunkLoop:
         self.before_chunk = before_chunk or (lambda: None)
 
     def run(self, runner, compiled_chunk) -> LoopResult:
-        program, config = self.program, self.program.config
+        config = self.program.config
         chunk, total = config.updates_per_chunk, config.num_updates
-        steps_per_update = config.steps_per_update
-        done = program.updates_done(runner)
+        done = self.program.updates_done(runner)
         self.progress.start(total, done)
-        train_s, trained, records, evaluation = 0.0, 0, [], [{} for _ in self.logs]
-        while done < total:
-            n = min(chunk, total - done)
-            run = compiled_chunk if n == chunk else program.compile(runner, n)  # a last, shorter chunk
-            self.before_chunk()
-            t0 = time.perf_counter()
-            runner, metrics = run(runner)
-            metrics = jax.device_get(metrics)
-            elapsed = time.perf_counter() - t0
-            train_s += elapsed
-            done = program.updates_done(runner)
-            trained += n
-            chunks_done = -(-done // chunk)
-            finished = done >= total
-            base = {
-                "update": done,
-                "env_steps": done * steps_per_update,
-                "seat_steps": done * steps_per_update * program.num_players,
-                "wall_s": round(self.wall_before + train_s, 3),
-            }
-            records = program.records(base, metrics, n, elapsed)
-            if program.has_eval and (chunks_done % config.eval_every == 0 or finished):
-                runner, evaluation = program.evaluate(runner, done)
-                for record, values in zip(records, evaluation):
-                    record.update(values)
-            for log, record in zip(self.logs, records):
-                log.write(record)
-            if self.store is not None and (
-                finished or (config.checkpoint_every and chunks_done % config.checkpoint_every == 0)
-            ):
-                self.store.save(done, runner, program.checkpoint_payload(self.wall_before + train_s),
-                                program.checkpoint_metrics(records))
-            self.progress.chunk(n, program.progress_text(records, evaluation))
-        self.progress.close()
-        return LoopResult(runner, done, trained, train_s, records, evaluation)
+        result = LoopResult(runner, done, 0, 0.0, [], [{} for _ in self.logs])
+        try:
+            while result.updates < total:
+                n = min(chunk, total - result.updates)
+                run = compiled_chunk if n == chunk else self.program.compile(result.runner, n)  # a last, shorter one
+                self._chunk(result, run, n)
+        finally:
+            self.progress.close()
+        return result
+
+    def _chunk(self, result: LoopResult, run, n: int) -> None:
+        """One chunk of ``n`` updates, then its records, evaluation, logs and checkpoint; updates ``result``."""
+        program, config = self.program, self.program.config
+        self.before_chunk()
+        t0 = time.perf_counter()
+        runner, metrics = run(result.runner)
+        metrics = health.check_chunk(jax.device_get(metrics), result.updates)  # raises before anything is kept
+        elapsed = time.perf_counter() - t0
+        result.train_s += elapsed
+        result.trained_updates += n
+        done = result.updates = program.updates_done(runner)
+        chunks_done = -(-done // config.updates_per_chunk)  # from the run's start: a resume keeps the schedule
+        finished = done >= config.num_updates
+        steps = done * config.steps_per_update
+        base = {"update": done, "env_steps": steps, "seat_steps": steps * program.num_players,
+                "wall_s": round(self.wall_before + result.train_s, 3)}
+        result.records = program.records(base, metrics, n, elapsed)
+        if program.has_eval and (chunks_done % config.eval_every == 0 or finished):
+            runner, result.evaluation = program.evaluate(runner, done)
+            for record, values in zip(result.records, result.evaluation):
+                record.update(values)
+        for log, record in zip(self.logs, result.records):
+            log.write(record)
+        save = finished or (config.checkpoint_every and chunks_done % config.checkpoint_every == 0)
+        if self.store is not None and save:
+            for log in self.logs:
+                log.sync()  # the records a checkpoint follows are on disk before it
+            self.store.save(done, runner, program.checkpoint_payload(self.wall_before + result.train_s),
+                            program.checkpoint_metrics(result.records))
+        result.runner = runner
+        self.progress.chunk(n, program.progress_text(result.records, result.evaluation))
 
 
-def restore_or_init(program, store: CheckpointStore, resume: bool, progress: Progress, on_new=None):
-    """``(runner, training seconds before)``: the newest good checkpoint of ``store`` (``resume``), or a new
-    runner after ``on_new()`` (which writes the new run's files)."""
-    if resume:
+def restore_or_init(program, store: CheckpointStore, resume: bool, progress: Progress):
+    """``(runner, training seconds before, restored)``: with ``resume``, the newest good checkpoint of
+    ``store``; a new runner without ``resume`` or when the run stopped before its first checkpoint (it then
+    starts again from update 0, ``restored`` False)."""
+    if resume and store.steps():
         step, runner, saved = program.restore(store)
         progress.status(f"resuming from update {step}")
-        return runner, float(saved.get("wall_s", 0.0))
-    if on_new is not None:
-        on_new()
-    return program.init(), 0.0
+        return runner, float(saved.get("wall_s", 0.0)), True
+    if resume:
+        progress.status("no checkpoint yet: starting again from update 0")
+    return program.init(), 0.0, False
 
 
 # ---------------------------------------------------------------- one training run
@@ -407,19 +426,23 @@ def train(config: TrainConfig, run_dir, resume: bool = False, preset: str | None
           progress: Progress | None = None) -> dict:
     """Run (or with ``resume``, continue) a training run of ``config`` in ``run_dir``; returns the JSON summary.
 
-    A new run refuses a directory that already holds one (``RunError``); ``resume`` restores the newest good
-    checkpoint (``agents.checkpoints``: a damaged one falls back to an older one with a warning) and drops the
-    metrics records past it, so the run ends with the numbers of an uninterrupted one. ``progress``: a
+    A new run claims ``run_dir`` (``agents.run_dir``: it must be new or empty; ``RunError`` otherwise);
+    ``resume`` needs a training run directory of the same run, restores its newest good checkpoint
+    (``agents.checkpoints``: a damaged one falls back to an older one with a warning; none yet: update 0) and
+    drops the metrics records past it, so the run ends with the numbers of an uninterrupted one. A chunk that
+    is not finite raises ``agents.health.NonFiniteError`` before it is logged or saved. ``progress``: a
     ``agents.progress.Progress`` (``ConsoleProgress()`` for stderr); None reports nothing.
     """
     start_wall = time.perf_counter()
     run_dir = Path(run_dir)
     main_process = distributed.is_main_process()
     progress = progress if (progress is not None and main_process) else NoProgress()
-    if not resume:
-        check_new_run_dir(run_dir)
-    run_dir.mkdir(parents=True, exist_ok=True)
-    distributed.barrier("start")  # every process has looked at run_dir before process 0 writes to it
+    if main_process:
+        if resume:
+            run_dir_lib.check_owner(run_dir, "train", run_identity(config), CONFIG_FILE)
+        else:
+            run_dir_lib.claim(run_dir, "train", run_identity(config))
+    distributed.barrier("start")  # process 0 has checked (or created) run_dir before the others look at it
     num_devices = len(distributed.resolve_devices(config.num_devices))
     progress.status(f"run dir {run_dir}; building {config.algo} on {config.env} with {config.num_envs} envs "
                     f"({num_devices} {jax.default_backend()} device(s)"
@@ -428,16 +451,15 @@ def train(config: TrainConfig, run_dir, resume: bool = False, preset: str | None
     best, mode = program.best_metric
     store = CheckpointStore(run_dir / CHECKPOINT_DIR, keep=config.keep_checkpoints, best_metric=best, best_mode=mode)
 
+    if resume:
+        check_checkpoint_config(store, config)
+
     compile_start = time.perf_counter()
-
-    def write_config():
-        if main_process:
-            (run_dir / CONFIG_FILE).write_text(json.dumps(config.to_dict(), indent=2) + "\n")
-
-    runner, wall_before = restore_or_init(program, store, resume, progress, write_config)
+    runner, wall_before, restored = restore_or_init(program, store, resume, progress)
     done = program.updates_done(runner)
     if main_process:
-        log = MetricsLog(run_dir, None if resume else run_meta(config, preset), done if resume else None)
+        run_dir_lib.write_json(run_dir / CONFIG_FILE, config.to_dict())  # a resume's new total_steps etc.
+        log = MetricsLog(run_dir, None if restored else run_meta(config, preset), done if restored else None)
     else:
         log = NullLog()
 
@@ -448,12 +470,14 @@ def train(config: TrainConfig, run_dir, resume: bool = False, preset: str | None
     progress.status(f"compiled in {compile_s:.1f} s")
 
     loop = ChunkLoop(program, store, [log], progress, wall_before, before_chunk=lambda: distributed.barrier("chunk"))
-    result = loop.run(runner, compiled_chunk)
-    evaluation = result.evaluation[0]
-    if result.updates and not result.records and program.has_eval:  # resumed a finished run
-        _, (evaluation,) = program.evaluate(result.runner, result.updates)
-    log.close()
-    store.close()
+    try:
+        result = loop.run(runner, compiled_chunk)
+        evaluation = result.evaluation[0]
+        if result.updates and not result.records and program.has_eval:  # resumed a finished run
+            _, (evaluation,) = program.evaluate(result.runner, result.updates)
+    finally:
+        log.close()
+        store.close()
     record = result.records[0] if result.records else {}
     steps_per_update = config.steps_per_update
     return {
@@ -475,6 +499,6 @@ def train(config: TrainConfig, run_dir, resume: bool = False, preset: str | None
 
 __all__ = [
     "RESUMABLE_CHANGES", "Built", "ChunkLoop", "ChunkProgram", "LoopResult", "RunError", "TrainProgram", "build",
-    "check_new_run_dir", "check_resumable", "compile_together", "fresh_arrays", "load_config", "restore_or_init", "run_meta",
-    "train",
+    "check_checkpoint_config", "check_resumable", "compile_together", "fresh_arrays", "load_config",
+    "restore_or_init", "run_identity", "run_meta", "train",
 ]

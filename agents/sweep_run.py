@@ -15,7 +15,6 @@ checkpoints are ``agents.run``'s (``ChunkLoop``); only what is per run differs.
 
 from __future__ import annotations
 
-import csv
 import dataclasses
 import json
 import math
@@ -25,6 +24,7 @@ from pathlib import Path
 import jax
 import numpy as np
 
+from agents import run_dir as run_dir_lib
 from agents import trainers
 from agents.checkpoints import CheckpointStore
 from agents.config import TrainConfig
@@ -38,10 +38,11 @@ from agents.run import (
     ChunkLoop,
     ChunkProgram,
     RunError,
-    check_new_run_dir,
+    check_checkpoint_config,
     compile_together,
     fresh_arrays,
     restore_or_init,
+    run_identity,
     run_meta,
 )
 from agents.sweep import Sweep, SweepSpec
@@ -139,8 +140,11 @@ def run_sweep(config: TrainConfig, spec: SweepSpec, run_dir, resume: bool = Fals
     progress = progress or NoProgress()
     start_wall = time.perf_counter()
     run_dir = Path(run_dir)
-    if not resume:
-        check_new_run_dir(run_dir, SWEEP_FILE, "a sweep")
+    identity = {**run_identity(config), "sweep": spec.to_dict()}
+    if resume:
+        run_dir_lib.check_owner(run_dir, "sweep", identity, SWEEP_FILE)
+    else:
+        run_dir_lib.claim(run_dir, "sweep", identity)
     runs = spec.runs
     progress.status(f"sweep dir {run_dir}; {len(runs)} runs ({len(spec.points)} grid points x {len(spec.seeds)} "
                     f"seeds) of {config.algo} on {config.env} with {config.num_envs} envs each "
@@ -148,15 +152,14 @@ def run_sweep(config: TrainConfig, spec: SweepSpec, run_dir, resume: bool = Fals
     program = SweepProgram(config, spec)
     store = CheckpointStore(run_dir / CHECKPOINT_DIR, keep=config.keep_checkpoints)
 
+    if resume:
+        check_checkpoint_config(store, config)
+
     compile_start = time.perf_counter()
-
-    def write_sweep():
-        run_dir.mkdir(parents=True, exist_ok=True)
-        (run_dir / CONFIG_FILE).write_text(json.dumps(config.to_dict(), indent=2) + "\n")
-        described = {**spec.to_dict(), "runs": [dataclasses.asdict(r) for r in runs], "preset": preset}
-        (run_dir / SWEEP_FILE).write_text(json.dumps(described, indent=2) + "\n")
-
-    runners, wall_before = restore_or_init(program, store, resume, progress, write_sweep)
+    runners, wall_before, restored = restore_or_init(program, store, resume, progress)
+    run_dir_lib.write_json(run_dir / CONFIG_FILE, config.to_dict())
+    run_dir_lib.write_json(run_dir / SWEEP_FILE,
+                           {**spec.to_dict(), "runs": [dataclasses.asdict(r) for r in runs], "preset": preset})
     done = program.updates_done(runners)
     meta = run_meta(config, preset)
     logs = []
@@ -165,7 +168,7 @@ def run_sweep(config: TrainConfig, spec: SweepSpec, run_dir, resume: bool = Fals
         log_dir.mkdir(parents=True, exist_ok=True)
         run_meta_r = {**meta, "config": spec.run_config(config, r.index).to_dict(), "seed": r.seed,
                       "run": r.index, "point": r.point, "values": r.values}
-        logs.append(MetricsLog(log_dir, None if resume else run_meta_r, done if resume else None))
+        logs.append(MetricsLog(log_dir, None if restored else run_meta_r, done if restored else None))
 
     progress.status(f"compiling the sweep's training chunk ({config.updates_per_chunk} updates x {len(runs)} runs)"
                     + (" and evaluation" if program.has_eval else "") + " ...")
@@ -173,15 +176,17 @@ def run_sweep(config: TrainConfig, spec: SweepSpec, run_dir, resume: bool = Fals
     compile_s = time.perf_counter() - compile_start
     progress.status(f"compiled in {compile_s:.1f} s")
 
-    result = ChunkLoop(program, store, logs, progress, wall_before).run(runners, compiled_chunk)
-    for log in logs:
-        log.close()
-    store.close()
+    try:
+        result = ChunkLoop(program, store, logs, progress, wall_before).run(runners, compiled_chunk)
+    finally:
+        for log in logs:
+            log.close()
+        store.close()
 
     records = load_runs(run_dir, spec)  # the whole run's, resumed parts included
     table = summarize_sweep(records, spec)
-    (run_dir / "summary.json").write_text(json.dumps(table, indent=2) + "\n")
-    write_csv(run_dir / "summary.csv", table["points"])
+    run_dir_lib.write_json(run_dir / "summary.json", table)
+    run_dir_lib.write_csv(run_dir / "summary.csv", table["points"])
     plot = plot_sweep(records, spec, run_dir / "curves.png")
     steps_per_update = config.steps_per_update
     return {
@@ -240,14 +245,6 @@ def summarize_sweep(records, spec) -> dict:
     return {"runs": per_run, "points": points}
 
 
-def write_csv(path, rows):
-    columns = list(dict.fromkeys(c for row in rows for c in row))
-    with open(path, "w", newline="") as f:
-        writer = csv.DictWriter(f, fieldnames=columns)
-        writer.writeheader()
-        writer.writerows(rows)
-
-
 def format_table(points) -> str:
     """The per-grid-point table: values, seeds and ``final mean +- std`` of each objective."""
     value_columns = [c for c in points[0] if c not in ("point", "seeds") and ":" not in c] if points else []
@@ -277,4 +274,4 @@ def plot_sweep(records, spec, out) -> dict:
 
 
 __all__ = ["OBJECTIVES", "SweepProgram", "format_table", "load_runs", "load_sweep", "plot_sweep", "run_sweep",
-           "summarize_sweep", "write_csv"]
+           "summarize_sweep"]

@@ -28,8 +28,6 @@ run, the bots as horizontal lines).
 
 from __future__ import annotations
 
-import csv
-import json
 import time
 from pathlib import Path
 
@@ -51,6 +49,7 @@ from agents.policies import (
 )
 from agents.progress import NoProgress, Progress
 from agents.ratings import Ratings
+from agents.run_dir import write_csv, write_json
 from agents.tables import TABLE_BOTS, draw_lineups, make_table_runner
 
 
@@ -192,12 +191,10 @@ def rate(names, rows, ranks):
 
 
 def write_outputs(out_dir: Path, table, policies, settings) -> None:
+    """``ratings.json``, ``ratings.csv`` (each written atomically) and ``ratings.png`` in ``out_dir``."""
     out_dir.mkdir(parents=True, exist_ok=True)
-    (out_dir / "ratings.json").write_text(json.dumps({**settings, "ratings": table}, indent=2) + "\n")
-    with (out_dir / "ratings.csv").open("w", newline="") as f:
-        writer = csv.DictWriter(f, fieldnames=["name", "ordinal", "mu", "sigma", "games", "mean_placement", "update"])
-        writer.writeheader()
-        writer.writerows(table)
+    write_json(out_dir / "ratings.json", {**settings, "ratings": table})
+    write_csv(out_dir / "ratings.csv", table)
     plot_ratings(out_dir / "ratings.png", table, policies)
 
 

@@ -20,7 +20,7 @@ from flax import struct
 from jax.sharding import NamedSharding
 from jax.sharding import PartitionSpec as P
 
-from agents import distributed, league, networks
+from agents import distributed, health, league, networks
 from agents.config import NUM_SEATS, HParams, TrainConfig
 from agents.env_api import BatchedEnv
 from agents.rollout import EpisodeTracker
@@ -166,6 +166,7 @@ class Trainer:
     def _run(self, runner: Runner, num_updates: int):
         def one_update(runner, _):
             runner, metrics = self.update(self.constrain(runner))
+            metrics = {**metrics, health.FINITE: health.finite_flag(runner.params, metrics)}
             return self.constrain(runner), metrics
 
         runner, metrics = jax.lax.scan(one_update, self.constrain(runner), None, length=num_updates)

@@ -12,9 +12,8 @@ import jax.numpy as jnp
 import numpy as np
 from tqdm import tqdm
 
-from agents.config import TrainConfig
-
 import jaxgame
+from agents.config import TrainConfig
 from jaxgame import bots
 from jaxgame import constants as C
 from jaxgame import species as sp

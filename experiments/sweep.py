@@ -31,6 +31,7 @@ import time
 from pathlib import Path
 
 from agents.config import HPARAM_FIELDS, TrainConfig
+from agents.health import NonFiniteError
 from agents.progress import ConsoleProgress
 from agents.run import RunError, check_resumable
 from agents.sweep import SweepSpec, unsweepable
@@ -130,6 +131,8 @@ def main(argv=None):
                             progress=None if args.quiet else ConsoleProgress())
     except RunError as err:
         parser.error(str(err))
+    except NonFiniteError as err:
+        raise SystemExit(f"{parser.prog}: error: {err}") from None
     print(summary.pop("table"))
     summary["cache_dir"] = cache
     print(json.dumps(summary))

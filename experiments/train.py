@@ -36,6 +36,7 @@ from pathlib import Path
 # initialise jax.distributed first, as a multi-host run must.
 from agents import distributed
 from agents.config import TrainConfig
+from agents.health import NonFiniteError
 from agents.progress import ConsoleProgress
 from agents.run import RunError, check_resumable, load_config, train
 from experiments.common import DEFAULT_CACHE, apply_sets, enable_compilation_cache, parse_overrides
@@ -66,7 +67,8 @@ def start_distributed(argv=None) -> bool:
 
 
 def parse_args(argv=None):
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(prog="python -m experiments.train", description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--preset", choices=sorted(PRESETS), help="named config (see --list-presets)")
     parser.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
                         help="override a config field (repeatable), e.g. --set lr=1e-4; see --list-fields")
@@ -126,6 +128,8 @@ def main(argv=None):
                         progress=None if args.quiet else ConsoleProgress())
     except RunError as err:
         parser.error(str(err))
+    except NonFiniteError as err:
+        raise SystemExit(f"{parser.prog}: error: {err}") from None
     summary["cache_dir"] = cache
     if distributed.is_main_process():
         print(json.dumps(summary))

@@ -1,0 +1,263 @@
+"""Faults injected into runs, each with its defined outcome (docs/training.md, "What survives what").
+
+CartPole runs with tiny networks: each compiles in seconds."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import shutil
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+from agents import health, run
+from agents.checkpoints import CheckpointStore
+from agents.config import TrainConfig
+from experiments import train as train_cli
+
+pytestmark = [
+    pytest.mark.skipif(importlib.util.find_spec("gymnax") is None, reason="pip install -e '.[gymnax]'"),
+    pytest.mark.xdist_group("faults"),  # one worker compiles the tiny CartPole run once for every test here
+]
+
+TINY = TrainConfig(env="gymnax:CartPole-v1", num_envs=4, num_steps=8, total_steps=4 * 8 * 4, hidden=(8,),
+                   update_epochs=1, num_minibatches=1, updates_per_chunk=1, eval_every=0, checkpoint_every=1,
+                   keep_checkpoints=5)
+
+
+def _records(run_dir):
+    lines = (run_dir / "metrics.jsonl").read_text().splitlines()[1:]
+    timing = ("wall_s", "sps", "perf/sps", "perf/seat_sps")
+    return [{k: v for k, v in json.loads(line).items() if k not in timing} for line in lines]
+
+
+def _steps(run_dir):
+    with CheckpointStore(run_dir / "checkpoints", keep=1) as store:
+        return store.steps()
+
+
+# ---------------------------------------------------------------- non-finite training
+
+
+def test_check_chunk_names_the_first_bad_update_and_metric():
+    ok = {"loss/value": np.ones(3, np.float32), health.FINITE: np.ones(3, np.float32)}
+    assert set(health.check_chunk(ok, 10)) == {"loss/value"}  # the flag is dropped
+    bad = {"loss/value": np.array([1.0, np.nan, np.inf], np.float32), "loss/policy": np.array([0.0, 0.0, np.nan]),
+           health.FINITE: np.array([1.0, 0.0, 0.0], np.float32)}
+    with pytest.raises(health.NonFiniteError, match=r"^update 12: loss/value is not finite") as err:
+        health.check_chunk(bad, 10)
+    assert (err.value.update, err.value.metric) == (12, "loss/value")
+    params_only = {"loss/value": np.ones(2, np.float32), health.FINITE: np.array([1.0, 0.0], np.float32)}
+    with pytest.raises(health.NonFiniteError, match=r"update 2: parameters is not finite"):
+        health.check_chunk(params_only, 0)
+    sweep = {"loss/value": np.array([[1.0, 1.0], [1.0, np.nan]]), health.FINITE: np.array([[1.0, 1.0], [1.0, 0.0]])}
+    with pytest.raises(health.NonFiniteError, match=r"^run 1, update 6: loss/value"):
+        health.check_chunk(sweep, 4)
+
+
+def test_finite_flag_sees_parameters_and_metrics():
+    params = {"w": jnp.ones(3), "count": jnp.int32(1)}
+    assert float(health.finite_flag(params, {"loss": jnp.float32(1.0)})) == 1.0
+    assert float(health.finite_flag({"w": jnp.array([1.0, jnp.nan])}, {})) == 0.0
+    assert float(health.finite_flag(params, {"loss": jnp.float32(jnp.inf)})) == 0.0
+
+
+def _poison_chunk(monkeypatch, at_call: int):
+    """The compiled chunk gets NaN parameters on its ``at_call``-th call (0-based)."""
+    real = run.TrainProgram.compile_all
+
+    def compile_all(self, runner):
+        compiled = real(self, runner)
+        calls = []
+
+        def chunk(runner):
+            calls.append(1)
+            if len(calls) - 1 == at_call:
+                runner = runner.replace(params=jax.tree_util.tree_map(lambda x: x * jnp.nan, runner.params))
+            return compiled(runner)
+
+        return chunk
+
+    monkeypatch.setattr(run.TrainProgram, "compile_all", compile_all)
+
+
+def test_nan_stops_the_run_before_it_logs_or_saves_and_resume_goes_on_from_the_last_good_update(
+    tmp_path, monkeypatch
+):
+    reference = run.train(TINY, tmp_path / "clean")
+    assert reference["updates"] == 4
+
+    _poison_chunk(monkeypatch, at_call=2)  # the third chunk: update 3
+    with pytest.raises(health.NonFiniteError, match=r"^update 3: (loss|train|sums)/\S+ is not finite") as err:
+        run.train(TINY, tmp_path / "nan")
+    assert err.value.update == 3
+    assert [r["update"] for r in _records(tmp_path / "nan")] == [1, 2]  # nothing of the bad chunk
+    assert _steps(tmp_path / "nan") == [1, 2]  # the latest checkpoint is the last good one
+    monkeypatch.undo()
+
+    resumed = run.train(TINY, tmp_path / "nan", resume=True)
+    assert resumed["updates"] == 4
+    assert _records(tmp_path / "nan") == _records(tmp_path / "clean")
+
+
+def test_the_cli_exits_non_zero_with_one_line_naming_the_update(tmp_path, monkeypatch):
+    _poison_chunk(monkeypatch, at_call=0)
+    args = ["--preset=ppo_gymnax", "--run-dir", str(tmp_path / "r"), "--quiet"]
+    for key, value in TINY.to_dict().items():
+        if key not in ("env", "hidden"):
+            args += ["--set", f"{key}={value}"]
+    with pytest.raises(SystemExit) as exit_info:
+        train_cli.main([*args, "--set", "hidden=8"])
+    message = exit_info.value.code
+    assert isinstance(message, str) and "\n" not in message  # a non-zero exit with one line
+    assert message.startswith("python -m experiments.train: error: update 1: ") and "not finite" in message
+    assert _steps(tmp_path / "r") == []
+
+
+# ---------------------------------------------------------------- checkpoints saved again, garbled files
+
+
+def _tree(value: float):
+    return {"w": jnp.full((3,), value, jnp.float32), "key": jax.random.key(int(value))}
+
+
+def _abstract():
+    return jax.eval_shape(lambda: _tree(0.0))
+
+
+def test_saving_a_step_again_keeps_the_old_copy_until_the_new_one_is_complete(tmp_path, monkeypatch):
+    with CheckpointStore(tmp_path, keep=3) as store:
+        store.save(1, _tree(1.0), {"c": 1})
+        store.save(2, _tree(2.0), {"c": 2})
+
+        def fail(*args, **kwargs):
+            raise OSError("disk full (simulated)")
+
+        monkeypatch.setattr(store._mgr, "save", fail)
+        with pytest.raises(OSError, match="disk full"):
+            store.save(2, _tree(20.0), {"c": 20})
+        monkeypatch.undo()
+        assert store.steps() == [1, 2]
+        step, tree, config = store.restore(_abstract())
+        assert (step, float(tree["w"][0]), config) == (2, 2.0, {"c": 2})  # the old copy, whole
+        store.save(2, _tree(20.0), {"c": 20})
+        assert float(store.restore(_abstract())[1]["w"][0]) == 20.0
+    assert not list(tmp_path.glob(".replaced-*"))
+
+
+def test_a_kill_while_saving_a_step_again_leaves_the_old_copy_restorable(tmp_path):
+    with CheckpointStore(tmp_path, keep=3) as store:
+        store.save(1, _tree(1.0), {"c": 1})
+        store.save(2, _tree(2.0), {"c": 2})
+    (tmp_path / "2").rename(tmp_path / ".replaced-2")  # killed after setting it aside, before the new copy
+    with CheckpointStore(tmp_path, keep=3) as store:
+        assert store.steps() == [1, 2]
+        assert float(store.restore(_abstract())[1]["w"][0]) == 2.0
+
+
+# ---------------------------------------------------------------- run directories belong to one run of one tool
+
+
+def test_a_run_directory_belongs_to_one_run_of_one_tool(tmp_path):
+    from agents.sweep import SweepSpec
+    from agents.sweep_run import run_sweep
+
+    trained = tmp_path / "trained"
+    run.train(TINY, trained)
+    before = sorted(p.name for p in trained.iterdir())
+    steps = _steps(trained)
+    owner = json.loads((trained / "run.json").read_text())
+    assert owner["tool"] == "train" and owner["identity"] == run.run_dir_lib.identity_hash(run.run_identity(TINY))
+
+    with pytest.raises(run.RunError, match=r"holds a train run \(python -m experiments.train.*not a sweep run"):
+        run_sweep(TINY, SweepSpec.make([0]), trained)
+    with pytest.raises(run.RunError, match="holds a train run .*continue it with --resume"):
+        run.train(TINY, trained)
+    assert sorted(p.name for p in trained.iterdir()) == before and _steps(trained) == steps  # nothing touched
+
+    swept = tmp_path / "swept"
+    swept.mkdir()
+    (swept / "run.json").write_text(json.dumps({"tool": "sweep", "run_id": "abc"}))
+    for resume in (False, True):
+        with pytest.raises(run.RunError, match="holds a sweep run .*experiments.sweep --run-dir"):
+            run.train(TINY, swept, resume=resume)
+
+    old = tmp_path / "old_checkpoints"  # an older run's checkpoints, no metrics.jsonl
+    (old / "checkpoints" / "4").mkdir(parents=True)
+    with pytest.raises(run.RunError, match=r"is not empty \(checkpoints, \.\.\.\) and is not a run directory"):
+        run.train(TINY, old)
+    with pytest.raises(run.RunError, match="config.json not found"):
+        run.train(TINY, old, resume=True)
+
+    a_file = tmp_path / "a_file"
+    a_file.write_text("x")
+    with pytest.raises(run.RunError, match="is a file, not a directory"):
+        run.train(TINY, a_file)
+
+
+def test_resume_checks_the_config_against_the_directory_and_the_checkpoints(tmp_path):
+    run_dir = tmp_path / "r"
+    run.train(TINY, run_dir)
+    config = json.loads((run_dir / "config.json").read_text())
+    (run_dir / "config.json").write_text(json.dumps({**config, "lr": 0.1}))
+    with pytest.raises(run.RunError, match="is not the config .*run.json was created with"):
+        run.train(run.load_config(run_dir), run_dir, resume=True)
+    (run_dir / "run.json").unlink()  # a directory of an older version: adopted, then its checkpoints disagree
+    with pytest.raises(run.RunError, match=r"config.json and its checkpoints disagree: cannot resume with changed "
+                                           r"field\(s\) \['lr'\]"):
+        run.train(run.load_config(run_dir), run_dir, resume=True)
+
+
+# ---------------------------------------------------------------- restartable from any point
+
+
+def test_a_run_stopped_during_its_first_compile_resumes_from_update_0(tmp_path, monkeypatch):
+    clean = tmp_path / "clean"
+    run.train(TINY, clean)
+
+    def interrupted(self, runner):
+        raise KeyboardInterrupt  # Ctrl-C while compiling: nothing trained, no checkpoint
+
+    monkeypatch.setattr(run.TrainProgram, "compile_all", interrupted)
+    stopped = tmp_path / "stopped"
+    with pytest.raises(KeyboardInterrupt):
+        run.train(TINY, stopped)
+    monkeypatch.undo()
+    assert _steps(stopped) == []
+    with pytest.raises(run.RunError, match="holds a train run .*--resume"):
+        run.train(TINY, stopped)
+    summary = run.train(run.load_config(stopped), stopped, resume=True)
+    assert summary["updates"] == 4
+    assert _records(stopped) == _records(clean)
+
+
+def _tb_steps(run_dir, tag):
+    """The steps of ``tag`` in the run's tensorboard event files (read with the TFRecord framing)."""
+    import struct
+
+    from tensorboardX.proto import event_pb2
+
+    steps = []
+    for path in sorted((run_dir / "tb").glob("events.out.tfevents.*")):
+        data = path.read_bytes()
+        pos = 0
+        while pos < len(data):
+            (length,) = struct.unpack("<Q", data[pos:pos + 8])
+            event = event_pb2.Event.FromString(data[pos + 12:pos + 12 + length])
+            pos += 12 + length + 4
+            steps += [event.step for value in event.summary.value if value.tag == tag]
+    return steps
+
+
+def test_after_a_resume_tensorboard_shows_each_step_once(tmp_path):
+    run_dir = tmp_path / "r"
+    run.train(TINY, run_dir)  # updates 1..4, checkpoints 1..4
+    for step in (3, 4):  # as if the run died after logging updates 3 and 4 but before their checkpoints
+        shutil.rmtree(run_dir / "checkpoints" / str(step))
+    run.train(run.load_config(run_dir), run_dir, resume=True)
+    steps = _tb_steps(run_dir, "loss/value")
+    assert steps == sorted(set(steps)) and len(steps) == 4  # 1..4 once each (in env steps)
+    assert [r["update"] for r in _records(run_dir)] == [1, 2, 3, 4]
