@@ -22,18 +22,22 @@ process saves its shards of the checkpoints.
 from __future__ import annotations
 
 import concurrent.futures
+import contextlib
 import dataclasses
 import functools
 import importlib.metadata
 import json
 import math
+import signal
 import subprocess
+import threading
 import time
 from pathlib import Path
 
 import jax
 import jax.numpy as jnp
 import numpy as np
+from jax.experimental import multihost_utils
 
 from agents import distributed, health, trainers
 from agents import run_dir as run_dir_lib
@@ -229,6 +233,46 @@ class LoopResult:
     train_s: float
     records: list  # the last chunk's records, one per log ([] when no chunk ran)
     evaluation: list  # the latest evaluation, one dict per log
+    stopped: str | None = None  # the signal that stopped the run early ("SIGTERM", "SIGINT"), else None
+
+
+class StopSignals:
+    """While active (a ``with`` block, in the main thread), Ctrl-C (SIGINT) and SIGTERM ask a run to stop: the
+    chunk loop saves a checkpoint at the next chunk boundary and returns. The first signal puts back the
+    default action, so a second one ends the process at once. In a multi-process run every process stops at
+    the same chunk (``requested`` agrees over the processes; a signal to any of them stops all)."""
+
+    SIGNALS = (signal.SIGINT, signal.SIGTERM)
+
+    def __init__(self, progress: Progress | None = None):
+        self.progress = progress or NoProgress()
+        self.received: str | None = None
+        self._previous: dict = {}
+
+    def __enter__(self) -> StopSignals:
+        if threading.current_thread() is threading.main_thread():
+            self._previous = {s: signal.signal(s, self._handle) for s in self.SIGNALS}
+        return self
+
+    def __exit__(self, *exc) -> None:
+        for s, handler in self._previous.items():
+            signal.signal(s, handler)
+        self._previous = {}
+
+    def _handle(self, signum, frame) -> None:
+        self.received = signal.Signals(signum).name
+        for s in self.SIGNALS:
+            signal.signal(s, signal.SIG_DFL)
+        self.progress.status(f"{self.received}: saving a checkpoint at the next chunk boundary, then stopping "
+                             "(a second signal stops at once, without saving)")
+
+    def requested(self) -> str | None:
+        """The signal that asked to stop (here or, in a multi-process run, in any process), or None."""
+        if jax.process_count() == 1:
+            return self.received
+        code = self.SIGNALS.index(signal.Signals[self.received]) + 1 if self.received else 0
+        codes = np.asarray(multihost_utils.process_allgather(np.int32(code)))
+        return signal.Signals(self.SIGNALS[int(codes.max()) - 1]).name if codes.max() else None
 
 
 class ChunkLoop:
@@ -250,7 +294,9 @@ class ChunkLoop:
         self.wall_before = wall_before
         self.before_chunk = before_chunk or (lambda: None)
 
-    def run(self, runner, compiled_chunk) -> LoopResult:
+    def run(self, runner, compiled_chunk, stop: StopSignals | None = None) -> LoopResult:
+        """Chunks until the run is done, or until ``stop`` says a signal asked it to stop: then it checkpoints
+        the chunk it just finished (if not saved already) and returns with ``result.stopped`` set."""
         config = self.program.config
         chunk, total = config.updates_per_chunk, config.num_updates
         done = self.program.updates_done(runner)
@@ -260,13 +306,25 @@ class ChunkLoop:
             while result.updates < total:
                 n = min(chunk, total - result.updates)
                 run = compiled_chunk if n == chunk else self.program.compile(result.runner, n)  # a last, shorter one
-                self._chunk(result, run, n)
+                saved = self._chunk(result, run, n)
+                result.stopped = stop.requested() if stop is not None else None
+                if result.stopped:
+                    if not saved and self.store is not None:
+                        self._save(result)
+                    break
         finally:
             self.progress.close()
         return result
 
-    def _chunk(self, result: LoopResult, run, n: int) -> None:
-        """One chunk of ``n`` updates, then its records, evaluation, logs and checkpoint; updates ``result``."""
+    def _save(self, result: LoopResult) -> None:
+        for log in self.logs:
+            log.sync()  # the records a checkpoint follows are on disk before it
+        payload = self.program.checkpoint_payload(self.wall_before + result.train_s)
+        self.store.save(result.updates, result.runner, payload, self.program.checkpoint_metrics(result.records))
+
+    def _chunk(self, result: LoopResult, run, n: int) -> bool:
+        """One chunk of ``n`` updates, then its records, evaluation, logs and checkpoint; updates ``result``.
+        Returns whether it saved a checkpoint."""
         program, config = self.program, self.program.config
         self.before_chunk()
         t0 = time.perf_counter()
@@ -288,14 +346,13 @@ class ChunkLoop:
                 record.update(values)
         for log, record in zip(self.logs, result.records):
             log.write(record)
-        save = finished or (config.checkpoint_every and chunks_done % config.checkpoint_every == 0)
-        if self.store is not None and save:
-            for log in self.logs:
-                log.sync()  # the records a checkpoint follows are on disk before it
-            self.store.save(done, runner, program.checkpoint_payload(self.wall_before + result.train_s),
-                            program.checkpoint_metrics(result.records))
         result.runner = runner
+        save = self.store is not None and (
+            finished or (config.checkpoint_every and chunks_done % config.checkpoint_every == 0))
+        if save:
+            self._save(result)
         self.progress.chunk(n, program.progress_text(result.records, result.evaluation))
+        return bool(save)
 
 
 def restore_or_init(program, store: CheckpointStore, resume: bool, progress: Progress):
@@ -423,7 +480,7 @@ class TrainProgram(ChunkProgram):
 
 
 def train(config: TrainConfig, run_dir, resume: bool = False, preset: str | None = None,
-          progress: Progress | None = None) -> dict:
+          progress: Progress | None = None, stop_on_signals: bool = False) -> dict:
     """Run (or with ``resume``, continue) a training run of ``config`` in ``run_dir``; returns the JSON summary.
 
     A new run claims ``run_dir`` (``agents.run_dir``: it must be new or empty; ``RunError`` otherwise);
@@ -432,6 +489,8 @@ def train(config: TrainConfig, run_dir, resume: bool = False, preset: str | None
     drops the metrics records past it, so the run ends with the numbers of an uninterrupted one. A chunk that
     is not finite raises ``agents.health.NonFiniteError`` before it is logged or saved. ``progress``: a
     ``agents.progress.Progress`` (``ConsoleProgress()`` for stderr); None reports nothing.
+    ``stop_on_signals``: Ctrl-C and SIGTERM save a checkpoint at the next chunk boundary and end the run early
+    (``StopSignals``; the summary's ``"stopped"`` names the signal), as the CLI does.
     """
     start_wall = time.perf_counter()
     run_dir = Path(run_dir)
@@ -471,7 +530,8 @@ def train(config: TrainConfig, run_dir, resume: bool = False, preset: str | None
 
     loop = ChunkLoop(program, store, [log], progress, wall_before, before_chunk=lambda: distributed.barrier("chunk"))
     try:
-        result = loop.run(runner, compiled_chunk)
+        with StopSignals(progress) if stop_on_signals else contextlib.nullcontext() as stop:
+            result = loop.run(runner, compiled_chunk, stop)
         evaluation = result.evaluation[0]
         if result.updates and not result.records and program.has_eval:  # resumed a finished run
             _, (evaluation,) = program.evaluate(result.runner, result.updates)
@@ -494,11 +554,13 @@ def train(config: TrainConfig, run_dir, resume: bool = False, preset: str | None
         "episode_return": finite_or_none(record.get("train/episode_return")),  # None: no episode finished
         "devices": num_devices,
         "processes": jax.process_count(),
+        "stopped": result.stopped,
     }
 
 
 __all__ = [
-    "RESUMABLE_CHANGES", "Built", "ChunkLoop", "ChunkProgram", "LoopResult", "RunError", "TrainProgram", "build",
+    "RESUMABLE_CHANGES", "Built", "ChunkLoop", "ChunkProgram", "LoopResult", "RunError", "StopSignals", "TrainProgram",
+    "build",
     "check_checkpoint_config", "check_resumable", "compile_together", "fresh_arrays", "load_config",
     "restore_or_init", "run_identity", "run_meta", "train",
 ]

@@ -15,6 +15,7 @@ checkpoints are ``agents.run``'s (``ChunkLoop``); only what is per run differs.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import json
 import math
@@ -38,6 +39,7 @@ from agents.run import (
     ChunkLoop,
     ChunkProgram,
     RunError,
+    StopSignals,
     check_checkpoint_config,
     compile_together,
     fresh_arrays,
@@ -134,7 +136,7 @@ class SweepProgram(ChunkProgram):
 
 
 def run_sweep(config: TrainConfig, spec: SweepSpec, run_dir, resume: bool = False, preset: str | None = None,
-              progress: Progress | None = None) -> dict:
+              progress: Progress | None = None, stop_on_signals: bool = False) -> dict:
     """Run (or with ``resume``, continue) the sweep ``spec`` of ``config`` in ``run_dir``; returns the JSON summary
     (the per-grid-point table is in ``summary.json`` and the returned ``"table"``)."""
     progress = progress or NoProgress()
@@ -177,7 +179,8 @@ def run_sweep(config: TrainConfig, spec: SweepSpec, run_dir, resume: bool = Fals
     progress.status(f"compiled in {compile_s:.1f} s")
 
     try:
-        result = ChunkLoop(program, store, logs, progress, wall_before).run(runners, compiled_chunk)
+        with StopSignals(progress) if stop_on_signals else contextlib.nullcontext() as stop:
+            result = ChunkLoop(program, store, logs, progress, wall_before).run(runners, compiled_chunk, stop)
     finally:
         for log in logs:
             log.close()
@@ -204,6 +207,7 @@ def run_sweep(config: TrainConfig, spec: SweepSpec, run_dir, resume: bool = Fals
                       if result.train_s else None),
         "summary": str(run_dir / "summary.json"),
         "plot": plot,
+        "stopped": result.stopped,
         "table": format_table(table["points"]),
     }
 

@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
 import time
 from pathlib import Path
 
@@ -128,12 +129,15 @@ def main(argv=None):
     cache = enable_compilation_cache(None if args.no_cache else args.cache_dir)
     try:
         summary = run_sweep(config, spec, run_dir, resume=args.resume, preset=args.preset,
-                            progress=None if args.quiet else ConsoleProgress())
+                            progress=None if args.quiet else ConsoleProgress(), stop_on_signals=True)
     except RunError as err:
         parser.error(str(err))
     except NonFiniteError as err:
         raise SystemExit(f"{parser.prog}: error: {err}") from None
     print(summary.pop("table"))
+    if summary["stopped"]:
+        print(f"stopped by {summary['stopped']} after update {summary['updates']} (checkpoint saved); continue with "
+              f"--run-dir {run_dir} --resume", file=sys.stderr)
     summary["cache_dir"] = cache
     print(json.dumps(summary))
     return summary

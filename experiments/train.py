@@ -3,6 +3,7 @@
     python -m experiments.train --preset=smoke                     # CPU, about a minute
     python -m experiments.train --preset=ppo_small --set lr=1e-4 --run-dir runs/mine
     python -m experiments.train --run-dir runs/mine --resume       # continue where it stopped
+    python -m experiments.train --preset=ppo_small --run-dir runs/job --auto-resume   # start, or continue
     python -m experiments.train --env gymnax:CartPole-v1 --preset=ppo_gymnax
     python -m experiments.train --list-presets
     python -m experiments.train --list-fields                      # every config field, documented
@@ -14,7 +15,9 @@ line, calls it with a ``ConsoleProgress`` and prints its summary. The run direct
 ``runs/<preset>-<timestamp>``) gets ``config.json``, ``metrics.jsonl`` (a ``{"meta": ...}`` line, then one
 record per chunk), tensorboardX event files and ``checkpoints/`` (orbax). Training runs in jitted chunks of
 ``updates_per_chunk`` updates; between chunks the host logs, evaluates (every ``eval_every`` chunks) and
-checkpoints (every ``checkpoint_every`` chunks, and at the end). Progress goes to stderr; the last line on
+checkpoints (every ``checkpoint_every`` chunks, and at the end). Ctrl-C or SIGTERM saves a checkpoint at
+the next chunk boundary and exits 0 (a second one stops at once). A run whose parameters or losses stop
+being finite exits 1 with a one-line error naming the update. Progress goes to stderr; the last line on
 stdout is a JSON summary. JAX's persistent compilation cache is on (``--cache-dir``, default
 ``~/.cache/jaxgame/jax``; ``--no-cache``).
 
@@ -29,6 +32,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
 import time
 from pathlib import Path
 
@@ -39,6 +43,7 @@ from agents.config import TrainConfig
 from agents.health import NonFiniteError
 from agents.progress import ConsoleProgress
 from agents.run import RunError, check_resumable, load_config, train
+from agents.run_dir import read_owner
 from experiments.common import DEFAULT_CACHE, apply_sets, enable_compilation_cache, parse_overrides
 from experiments.presets import PRESETS, describe, preset_config
 
@@ -75,6 +80,9 @@ def parse_args(argv=None):
     parser.add_argument("--env", help="env override: 'autochess' or 'gymnax:<EnvName>'")
     parser.add_argument("--run-dir", help="run directory (default runs/<preset>-<timestamp>)")
     parser.add_argument("--resume", action="store_true", help="continue the run in --run-dir from its latest checkpoint")
+    parser.add_argument("--auto-resume", action="store_true",
+                        help="with --preset and --run-dir: continue the run there if it holds this run, else start it "
+                             "(a requeued cluster job runs the same command again)")
     parser.add_argument("--list-presets", action="store_true", help="print the presets and exit")
     parser.add_argument("--list-fields", action="store_true", help="print every config field with its doc and exit")
     parser.add_argument("--cache-dir", default=DEFAULT_CACHE, help=f"JAX compilation cache (default {DEFAULT_CACHE})")
@@ -86,7 +94,22 @@ def parse_args(argv=None):
         parser.error("give --preset NAME (or --resume with --run-dir, or --list-presets)")
     if args.resume and not args.run_dir:
         parser.error("--resume needs --run-dir")
+    if args.resume and args.preset:
+        parser.error("--resume continues the run's saved config: give --run-dir and --set changes, not --preset "
+                     "(or --auto-resume with --preset to start the run when there is none yet)")
+    if args.auto_resume and not (args.run_dir and args.preset) or args.auto_resume and args.resume:
+        parser.error("--auto-resume needs --preset and --run-dir (and no --resume)")
+    if args.auto_resume:  # the directory holds this run: continue it; otherwise start it
+        args.resume = read_owner_quietly(args.run_dir) is not None
     return parser, args, parse_overrides(parser, args.set, args.env)
+
+
+def read_owner_quietly(run_dir):
+    """The run directory's owner record, None when it has none (or does not exist)."""
+    try:
+        return read_owner(run_dir) if Path(run_dir).is_dir() else None
+    except RunError:
+        return None
 
 
 def build_config(parser, args, overrides) -> TrainConfig:
@@ -96,6 +119,8 @@ def build_config(parser, args, overrides) -> TrainConfig:
             saved = load_config(args.run_dir)
             config = apply_sets(saved, overrides)
             check_resumable(saved, config)
+            if args.auto_resume:  # the command must be the one that started the run
+                check_resumable(saved, apply_sets(preset_config(args.preset), overrides))
             return config
         return apply_sets(preset_config(args.preset), overrides)
     except RunError as err:
@@ -125,13 +150,16 @@ def main(argv=None):
     cache = enable_compilation_cache(None if args.no_cache else args.cache_dir)
     try:
         summary = train(config, run_dir, resume=args.resume, preset=args.preset,
-                        progress=None if args.quiet else ConsoleProgress())
+                        progress=None if args.quiet else ConsoleProgress(), stop_on_signals=True)
     except RunError as err:
         parser.error(str(err))
     except NonFiniteError as err:
         raise SystemExit(f"{parser.prog}: error: {err}") from None
     summary["cache_dir"] = cache
     if distributed.is_main_process():
+        if summary["stopped"]:
+            print(f"stopped by {summary['stopped']} after update {summary['updates']} (checkpoint saved); continue with "
+                  f"--run-dir {run_dir} --resume", file=sys.stderr)
         print(json.dumps(summary))
     return summary
 

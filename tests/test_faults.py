@@ -261,3 +261,54 @@ def test_after_a_resume_tensorboard_shows_each_step_once(tmp_path):
     steps = _tb_steps(run_dir, "loss/value")
     assert steps == sorted(set(steps)) and len(steps) == 4  # 1..4 once each (in env steps)
     assert [r["update"] for r in _records(run_dir)] == [1, 2, 3, 4]
+
+
+# ---------------------------------------------------------------- signals
+
+
+def _cli_args(config: TrainConfig, run_dir) -> list[str]:
+    args = ["-m", "experiments.train", "--preset=ppo_gymnax", "--run-dir", str(run_dir), "--auto-resume"]
+    for key, value in config.to_dict().items():
+        args += ["--set", f"{key}={','.join(map(str, value)) if key == 'hidden' else value}"]
+    return args
+
+
+def test_sigterm_saves_at_the_chunk_boundary_exits_0_and_auto_resume_finishes_the_same_run(tmp_path):
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    long = TrainConfig(**{**TINY.to_dict(), "hidden": TINY.hidden, "total_steps": 4 * 8 * 60})  # 60 updates
+    run.train(long, tmp_path / "clean")
+    run_dir = tmp_path / "signalled"
+    err_path = tmp_path / "stderr.txt"
+    with open(err_path, "w") as err:
+        proc = subprocess.Popen([sys.executable, *_cli_args(long, run_dir)], stdout=subprocess.PIPE, stderr=err,
+                                text=True)
+        deadline = time.time() + 240
+        while time.time() < deadline and not (run_dir / "metrics.jsonl").exists() or len(_lines(run_dir)) < 3:
+            time.sleep(0.05)
+            assert proc.poll() is None, err_path.read_text()[-2000:]
+        proc.send_signal(signal.SIGTERM)
+        out, _ = proc.communicate(timeout=120)
+    assert proc.returncode == 0, err_path.read_text()[-2000:]
+    summary = json.loads(out.strip().splitlines()[-1])
+    stopped_at = summary["updates"]
+    assert summary["stopped"] == "SIGTERM" and 2 <= stopped_at < 60
+    assert _steps(run_dir)[-1] == stopped_at  # checkpointed at the boundary where it stopped
+    assert [r["update"] for r in _records(run_dir)] == list(range(1, stopped_at + 1))
+    assert "stopped by SIGTERM" in err_path.read_text()
+
+    finished = subprocess.run([sys.executable, *_cli_args(long, run_dir), "--quiet"], capture_output=True, text=True,
+                              timeout=240)
+    assert finished.returncode == 0, finished.stderr[-2000:]
+    assert json.loads(finished.stdout.strip().splitlines()[-1])["updates"] == 60
+    assert _records(run_dir) == _records(tmp_path / "clean")  # bitwise: the uninterrupted run's records
+
+
+def _lines(run_dir):
+    try:
+        return (run_dir / "metrics.jsonl").read_text().splitlines()
+    except FileNotFoundError:
+        return []
