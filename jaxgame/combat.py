@@ -33,6 +33,7 @@ every fight of the batch is decided; :func:`record_fight` runs the same
 from __future__ import annotations
 
 import functools
+from typing import NamedTuple
 
 import jax
 import jax.numpy as jnp
@@ -368,48 +369,140 @@ def _over(op: str, others: range, term) -> jax.Array:
     )
 
 
-def tick(f: Fighters, s: FightState, t, keys, clock=None) -> FightState:
-    """One 100 ms tick of B fights (``[2K, B]`` state, typed keys[B]): every decision reads the state at
-    the start of the tick. ``t``: each fight's tick number (int32, scalar or [B]), which picks its random
-    draws and its once-a-second effects; ``clock`` (int32 scalar, default ``t``): the loop's own counter.
+#: A coordinate far off the grid: the area centre of an attacker that casts no area, the x of a dead victim
+#: (never splashed), the x of a unit that casts no shield.
+_FAR = -100
 
-    Pairwise work (targets, damage, shields, kill credit, move claims) goes over the other units one at a
-    time (:func:`_over`): each step compares every unit ``[K, B]`` with one other unit ``[B]``, elementwise
-    across the batch. The occupancy of the 48 grid cells is a bitmask. The only gathers are the units'
-    draws on the generic path of :func:`_unit_crits`; the only scatters are :func:`_materialize`'s.
+
+class _Tick(NamedTuple):
+    """The working record of one tick of B fights, handed from phase to phase (n = 2K units).
+
+    Per-unit fields are ``[n, B]`` (batch last), int32 unless noted; a phase's outputs are ``None`` until
+    it has run. Every decision reads the state at the start of the tick (``s``, ``cell`` and the fields
+    phases 1-2 derive from it); damage, heals, shields, stuns, mana and attack gains are applied at the end
+    (phase 7). The record only names intermediate arrays: it adds no work to the traced program.
     """
-    i32 = jnp.int32
+
+    # constants of the tick (:func:`_start_tick`)
+    f: Fighters  # per-unit constants, int32[n, B] fields
+    s: FightState  # the state at the start of the tick
+    t: jax.Array  # int32 scalar or [B]: each fight's tick number (its draws, once-a-second effects)
+    keys: jax.Array  # typed PRNG keys[B]
+    opaque: jax.Array  # int32 scalar, 0 at run time but unknown to the compiler (see _materialize)
+    idx: jax.Array  # int32[n, 1]: unit index
+    sides: tuple  # per side, (its units: slice, their enemies: range) of unit indices
+    cell: jax.Array  # grid cell y * COLS + x at the start of the tick
+    # per-unit state, the start-of-tick values until a phase updates them (phases read positions at the
+    # start of the tick from ``s``)
+    x: jax.Array  # phase 6
+    y: jax.Array  # phase 6
+    atk_cd: jax.Array  # ms; phases 1, 4
+    move_cd: jax.Array  # ms; phases 1, 6
+    stun: jax.Array  # ticks; phases 2, 7
+    target: jax.Array  # unit index or -1; phase 3
+    # phase 2, _apply_stun
+    act: jax.Array | None = None  # bool: alive at the start and not stunned
+    # phase 3, _pick_targets
+    has_enemy: jax.Array | None = None  # bool: some enemy is alive
+    near_dist: jax.Array | None = None  # distance to the nearest alive enemy; -1 when the target is kept
+    ex: jax.Array | None = None  # x of the kept target, else of the nearest alive enemy
+    ey: jax.Array | None = None  # y of the same
+    t_def: jax.Array | None = None  # def of the same
+    t_spdef: jax.Array | None = None  # spdef of the same
+    t_block: jax.Array | None = None  # fighting block of the same
+    new_target: jax.Array | None = None  # the target (unit index) chosen this tick, or -1
+    has_target: jax.Array | None = None  # bool: acts and has a target
+    # phase 4, _attack_or_cast
+    cast: jax.Array | None = None  # bool: casts its ability
+    basic: jax.Array | None = None  # bool: basic-attacks
+    basic_amt: jax.Array | None = None  # its basic attack's damage instance (if it attacks)
+    # phase 5, _cast_abilities; per attacker: the damage instance on its target, the centre of its area
+    # cast, its stun target; per victim: its x; sentinels (_FAR, -1) make the pairwise masks implicit
+    direct: jax.Array | None = None  # damage on direct_tgt (basic attack, nuke, stun), else 0
+    direct_tgt: jax.Array | None = None  # unit index or -1
+    splash_x: jax.Array | None = None  # area centre x, _FAR when it casts no area
+    splash_y: jax.Array | None = None  # area centre y, _FAR when it casts no area
+    stun_tgt: jax.Array | None = None  # unit index it stuns, or -1
+    vic_x: jax.Array | None = None  # x as a victim: -_FAR once dead (never splashed)
+    potency_f: jax.Array | None = None  # float32: power * (100 + ap)
+    inv_div: jax.Array | None = None  # float32: 1 / (100 + 5 * spdef), as a victim
+    shield_gain: jax.Array | None = None  # shield received from shield casts
+    heal: jax.Array | None = None  # hp received from heal casts
+    # phase 7.1-7.3, _collect_hits and _apply_damage
+    incoming: jax.Array | None = None  # sum of the damage instances taken
+    mana_hit: jax.Array | None = None  # sum of ceil(instance / 10) over the instances taken
+    killer: jax.Array | None = None  # lowest unit index that damaged it, else n
+    stun_hit: jax.Array | None = None  # bool: the target of a stun cast
+    shield: jax.Array | None = None  # shield after absorbing, then plus the gains
+    hp: jax.Array | None = None  # hp after the damage, then plus the heals (capped)
+    alive: jax.Array | None = None  # bool: alive at the end of the tick
+    kills: jax.Array | None = None  # units it killed this tick
+    # phase 7.4-7.6, _apply_gains
+    mana: jax.Array | None = None
+    atk: jax.Array | None = None
+
+
+def _start_tick(f: Fighters, s: FightState, t, keys, clock) -> _Tick:
+    """The record of a tick of B fights at its start: ``f``, ``s`` (``[n, B]`` fields), ``t`` (int32 scalar
+    or [B]), typed ``keys[B]``, ``clock`` (int32 scalar or None: the loop's counter, default ``t``); ``idx``
+    int32[n, 1], ``cell`` int32[n, B] and the start-of-tick x, y, cooldowns, stun and target."""
     n = s.alive.shape[0]
     h = n // 2
-    idx = jnp.arange(n, dtype=i32)[:, None]  # [n, 1]
-    sides = ((slice(0, h), range(h, n)), (slice(h, n), range(h)))  # (units, their enemies)
-    alive0 = s.alive
-    x, y = s.x, s.y
-    cell = y * COLS + x
-    opaque = jnp.asarray(t if clock is None else clock, i32) >> 30  # 0 (< 2**30), see _materialize
+    idx = jnp.arange(n, dtype=jnp.int32)[:, None]
+    cell = s.y * COLS + s.x
+    return _Tick(
+        f=f,
+        s=s,
+        t=t,
+        keys=keys,
+        opaque=jnp.asarray(t if clock is None else clock, jnp.int32) >> 30,  # 0 (< 2**30), see _materialize
+        idx=idx,
+        sides=((slice(0, h), range(h, n)), (slice(h, n), range(h))),
+        cell=cell,
+        x=s.x,
+        y=s.y,
+        atk_cd=s.atk_cd,
+        move_cd=s.move_cd,
+        stun=s.stun,
+        target=s.target,
+    )
 
-    # 1-2. stun and cooldowns
-    stunned = alive0 & (s.stun > 0)
-    act = alive0 & ~stunned
-    stun = jnp.where(stunned, s.stun - 1, s.stun)
-    atk_cd = jnp.maximum(s.atk_cd - TICK_MS, 0)
-    move_cd = jnp.maximum(s.move_cd - TICK_MS, 0)
 
-    # 3. targeting: per unit, the min over its enemies of a packed key
-    # rank << 27 | index << 21 | cell << 15 | block << 9 | spdef << 5 | def, where rank is 0 for the
-    # current target if it is alive and within range, else 1 + distance; dead enemies are _NO_KEY. The
-    # min is the kept target if any, else the nearest alive enemy (ties lowest index), with its stats.
-    code = jnp.where(alive0, (idx << 21) | (cell << 15) | (f.block << 9) | (f.spdef << 5) | f.defense, _NO_KEY)
+def _cool_down(w: _Tick) -> _Tick:
+    """Phase 1: ``atk_cd`` and ``move_cd`` (int32[n, B], ms) drop by one tick, down to 0 (stunned units
+    too)."""
+    return w._replace(atk_cd=jnp.maximum(w.atk_cd - TICK_MS, 0), move_cd=jnp.maximum(w.move_cd - TICK_MS, 0))
+
+
+def _apply_stun(w: _Tick) -> _Tick:
+    """Phase 2: a unit alive with ``stun > 0`` (int32[n, B], ticks) counts it down and does nothing else
+    this tick. Sets ``act`` (bool[n, B]): alive at the start of the tick and not stunned."""
+    stunned = w.s.alive & (w.stun > 0)
+    return w._replace(act=w.s.alive & ~stunned, stun=jnp.where(stunned, w.stun - 1, w.stun))
+
+
+def _pick_targets(w: _Tick) -> _Tick:
+    """Phase 3: the target of every acting unit (int32[n, B] unit index, or -1), and the kept target's or
+    else the nearest alive enemy's position, def, spdef and block (int32[n, B]; ``has_enemy`` bool[n, B]).
+
+    Per unit, the min over its enemies of a packed key
+    rank << 27 | index << 21 | cell << 15 | block << 9 | spdef << 5 | def, where rank is 0 for the
+    current target if it is alive and within range, else 1 + distance; dead enemies are _NO_KEY. The
+    min is the kept target if any, else the nearest alive enemy (ties lowest index), with its stats.
+    """
+    f, x, y = w.f, w.s.x, w.s.y
+    code = jnp.where(w.s.alive, (w.idx << 21) | (w.cell << 15) | (f.block << 9) | (f.spdef << 5) | f.defense,
+                     _NO_KEY)
     keys_of_side = []
-    for units, enemies in sides:
+    for units, enemies in w.sides:
 
         def ranked(pick, e, units=units):
             d = _cheb(x[units], y[units], pick(x), pick(y))
-            rank = jnp.where((s.target[units] == e) & (d <= f.range[units]), 0, d + 1)
+            rank = jnp.where((w.target[units] == e) & (d <= f.range[units]), 0, d + 1)
             return (rank << 27) | pick(code)  # _NO_KEY stays _NO_KEY (rank < 16)
 
         keys_of_side.append(_over("min", enemies, ranked))
-    (tkey,) = _materialize(opaque, jnp.concatenate(keys_of_side))
+    (tkey,) = _materialize(w.opaque, jnp.concatenate(keys_of_side))
     has_enemy = tkey != _NO_KEY
     near_dist = (tkey >> 27) - 1  # distance to the nearest enemy, or -1 when the target is kept
     found = (tkey >> 21) & 63  # the kept target, else the nearest enemy
@@ -417,82 +510,108 @@ def tick(f: Fighters, s: FightState, t, keys, clock=None) -> FightState:
     ex, ey = tcell & 7, tcell >> 3
     t_def, t_spdef, t_block = tkey & 31, (tkey >> 5) & 15, (tkey >> 9) & 63
     new_target = jnp.where(has_enemy & (near_dist <= f.range), found, -1)
-    has_target = act & (new_target >= 0)
-    target = jnp.where(act, new_target, s.target)
+    return w._replace(
+        has_enemy=has_enemy,
+        near_dist=near_dist,
+        ex=ex,
+        ey=ey,
+        t_def=t_def,
+        t_spdef=t_spdef,
+        t_block=t_block,
+        new_target=new_target,
+        has_target=w.act & (new_target >= 0),
+        target=jnp.where(w.act, new_target, w.target),
+    )
 
-    # 4-5. basic attack or cast
-    attack = has_target & (atk_cd == 0)
+
+def _attack_or_cast(w: _Tick) -> _Tick:
+    """Phase 4: a unit with a target and ``atk_cd == 0`` casts (``mana >= max_mana``) or basic-attacks
+    (``cast``, ``basic``: bool[n, B]) and pays the attack interval (``atk_cd``, int32[n, B] ms). Sets
+    ``basic_amt`` (int32[n, B]): the basic attack's damage instance, crits from :func:`_unit_crits`."""
+    f, s = w.f, w.s
+    attack = w.has_target & (w.atk_cd == 0)
     cast = attack & (s.mana >= f.max_mana)
     basic = attack & ~cast
-    atk_cd = jnp.where(attack, atk_cd + f.atk_interval, atk_cd)
-    mult = jnp.where(_unit_crits(keys, t, f.index), CRIT_MULT, 1)
-    raw = jnp.maximum(1, _div(s.atk * mult * 100, 100 + DEF_PERCENT * t_def))
-    basic_amt = jnp.maximum(1, raw - t_block) + s.atk * f.steel // 100
+    atk_cd = jnp.where(attack, w.atk_cd + f.atk_interval, w.atk_cd)
+    mult = jnp.where(_unit_crits(w.keys, w.t, f.index), CRIT_MULT, 1)
+    raw = jnp.maximum(1, _div(s.atk * mult * 100, 100 + DEF_PERCENT * w.t_def))
+    return w._replace(
+        cast=cast,
+        basic=basic,
+        atk_cd=atk_cd,
+        basic_amt=jnp.maximum(1, raw - w.t_block) + s.atk * f.steel // 100,
+    )
+
+
+def _cast_abilities(w: _Tick) -> _Tick:
+    """Phase 5: the casts' effects. Sets, int32[n, B] each: per attacker the direct damage instance on its
+    target (basic attack, nuke or stun) ``direct`` / ``direct_tgt``, its area centre ``splash_x`` /
+    ``splash_y``, its stun target ``stun_tgt``; per victim ``vic_x``; float32[n, B] ``potency_f`` and
+    ``inv_div`` for area damage (:func:`_collect_hits` pairs them up); ``shield_gain`` and ``heal``
+    received from shield and heal casts."""
+    f, s, cast = w.f, w.s, w.cast
+    x, y = s.x, s.y
     ability = f.ability
     potency = f.power * (100 + f.ap)
     amount = potency // 100
     single = cast & ((ability == sp.NUKE) | (ability == sp.STUN))
-    single_amt = jnp.maximum(1, _div(potency, 100 + DEF_PERCENT * t_spdef) - t_block)
-    # per attacker (sentinels make the pairwise masks implicit): the direct instance on the target (basic
-    # attack, nuke or stun), the centre of an area cast (far away for everyone else), the stun target;
-    # per victim: its x (far away once dead: never splashed)
-    far = -100
-    direct = jnp.where(basic, basic_amt, jnp.where(single, single_amt, 0))
-    direct_tgt = jnp.where(basic | single, new_target, -1)
+    single_amt = jnp.maximum(1, _div(potency, 100 + DEF_PERCENT * w.t_spdef) - w.t_block)
+    direct = jnp.where(w.basic, w.basic_amt, jnp.where(single, single_amt, 0))
+    direct_tgt = jnp.where(w.basic | single, w.new_target, -1)
     area = cast & (ability == sp.AREA)
-    splash_x = jnp.where(area, ex, far)
-    splash_y = jnp.where(area, ey, far)
-    stun_tgt = jnp.where(cast & (ability == sp.STUN), new_target, -1)
-    vic_x = jnp.where(alive0, x, -far)
-    direct, direct_tgt, splash_x, splash_y, stun_tgt, vic_x = _materialize(opaque,
-        direct, direct_tgt, splash_x, splash_y, stun_tgt, vic_x
+    splash_x = jnp.where(area, w.ex, _FAR)
+    splash_y = jnp.where(area, w.ey, _FAR)
+    stun_tgt = jnp.where(cast & (ability == sp.STUN), w.new_target, -1)
+    vic_x = jnp.where(s.alive, x, -_FAR)
+    direct, direct_tgt, splash_x, splash_y, stun_tgt, vic_x = _materialize(
+        w.opaque, direct, direct_tgt, splash_x, splash_y, stun_tgt, vic_x
     )
     potency_f = potency.astype(jnp.float32)
     inv_div = 1.0 / (100 + DEF_PERCENT * f.spdef).astype(jnp.float32)
-
-    # damage instances on each side's victims: blocks [attacker, victim, B]
-    blocks = []
-    for victims, attackers in sides:
-        a, v = (slice(attackers.start, attackers.stop), None), (None, victims)
-        splash = (jnp.abs(splash_x[a] - vic_x[v]) <= 1) & (jnp.abs(splash_y[a] - y[v]) <= 1)
-        spell = jnp.maximum(1, _div_spell(potency_f[a], inv_div[v]) - f.block[v])
-        blocks.append(jnp.where(splash, spell, jnp.where(direct_tgt[a] == idx[v], direct[a], 0)))
-    (hits,) = _materialize(opaque, jnp.stack(blocks))  # [side of the victims, attacker, victim, B]
-    incoming, mana_hit, killer, stun_hit = [], [], [], []
-    for side, (victims, attackers) in enumerate(sides):
-        dmg, attacker = hits[side], idx[attackers.start : attackers.stop, None]
-        incoming.append(_reduce_rows("add", dmg))
-        mana_hit.append(_reduce_rows("add", jax.lax.div(dmg + (MANA_PER_DAMAGE - 1), MANA_PER_DAMAGE)))
-        killer.append(_reduce_rows("min", jnp.where(dmg > 0, attacker, n)))
-        stun_hit.append(_over("or", attackers, lambda pick, a, v=victims: pick(stun_tgt) == idx[v]))
-    incoming, mana_hit, killer, stun_hit = (jnp.concatenate(v) for v in (incoming, mana_hit, killer, stun_hit))
-
     # shields: caster and alive allies within Chebyshev 1
-    caster_x = jnp.where(cast & (ability == sp.SHIELD), x, far)
+    caster_x = jnp.where(cast & (ability == sp.SHIELD), x, _FAR)
     shield_gain = []
-    for allies, _ in sides:
+    for allies, _ in w.sides:
 
         def shielded(pick, c, allies=allies):
             close = (jnp.abs(pick(caster_x) - vic_x[allies]) <= 1) & (jnp.abs(pick(y) - y[allies]) <= 1)
             return jnp.where(close, pick(amount), 0)
 
         shield_gain.append(_over("add", range(allies.start, allies.stop), shielded))
-    shield_gain = jnp.concatenate(shield_gain)
     # heals: the alive ally with the lowest hp permille (ties lowest index), per side
     heal_on = jnp.where(cast & (ability == sp.HEAL), amount, 0)
-    ratio_key = jnp.where(alive0, _div(s.hp * 1000, jnp.maximum(f.max_hp, 1)) * 64 + idx, _NO_KEY)
+    ratio_key = jnp.where(s.alive, _div(s.hp * 1000, jnp.maximum(f.max_hp, 1)) * 64 + w.idx, _NO_KEY)
     heal = jnp.zeros_like(s.hp)
-    for allies, _ in sides:
+    for allies, _ in w.sides:
         lowest = jnp.min(ratio_key[allies], axis=0) & 63
-        heal = heal + jnp.where(idx == lowest, jnp.sum(heal_on[allies], axis=0), 0)
+        heal = heal + jnp.where(w.idx == lowest, jnp.sum(heal_on[allies], axis=0), 0)
+    return w._replace(
+        direct=direct,
+        direct_tgt=direct_tgt,
+        splash_x=splash_x,
+        splash_y=splash_y,
+        stun_tgt=stun_tgt,
+        vic_x=vic_x,
+        potency_f=potency_f,
+        inv_div=inv_div,
+        shield_gain=jnp.concatenate(shield_gain),
+        heal=heal,
+    )
 
-    # 6. movement; occupancy at tick start as a 48-bit mask in two uint32 words per fight
+
+def _move_units(w: _Tick) -> _Tick:
+    """Phase 6: an acting unit with no target and ``move_cd == 0`` steps toward the nearest alive enemy;
+    the lowest index claiming a cell gets it. Updates ``x``, ``y`` and ``move_cd`` (int32[n, B]).
+
+    Occupancy at the start of the tick is a 48-bit mask in two uint32 words per fight (uint32[B]). The
+    score of a step, (Chebyshev, squared distance to the nearest enemy, neighbour order), is packed as
+    (cheb * 128 + sq) * 16 + code, code = (dy + 1) * 3 + (dx + 1) (increasing in the neighbour order).
+    """
     u32 = jnp.uint32
-    bit = jnp.where(alive0, jnp.left_shift(u32(1), (cell & 31).astype(u32)), u32(0))
+    x, y, ex, ey, cell, idx = w.s.x, w.s.y, w.ex, w.ey, w.cell, w.idx
+    bit = jnp.where(w.s.alive, jnp.left_shift(u32(1), (cell & 31).astype(u32)), u32(0))
     occ_lo = jnp.sum(jnp.where(cell < 32, bit, u32(0)), axis=0, dtype=u32)
     occ_hi = jnp.sum(jnp.where(cell >= 32, bit, u32(0)), axis=0, dtype=u32)
-    # score of a step: (Chebyshev, squared distance to the nearest enemy, neighbour order) packed as
-    # (cheb * 128 + sq) * 16 + code, code = (dy + 1) * 3 + (dx + 1) (increasing in the neighbour order)
     scores = []
     for dx, dy in zip(NEIGHBOUR_DX.tolist(), NEIGHBOUR_DY.tolist()):
         nx, ny = x + dx, y + dy
@@ -502,60 +621,136 @@ def tick(f: Fighters, s: FightState, t, keys, clock=None) -> FightState:
         free = (nx >= 0) & (nx < COLS) & (ny >= 0) & (ny < ROWS) & ~taken
         score = (_cheb(nx, ny, ex, ey) * 128 + (nx - ex) ** 2 + (ny - ey) ** 2) * 16 + (dy + 1) * 3 + (dx + 1)
         scores.append(jnp.where(free, score, _NO_KEY))
-    (score,) = _materialize(opaque, functools.reduce(jnp.minimum, scores))
+    (score,) = _materialize(w.opaque, functools.reduce(jnp.minimum, scores))
     best_cheb, best_sq, step = score >> 11, (score >> 4) & 127, score & 15
     cur_sq = (x - ex) ** 2 + (y - ey) ** 2
-    closer = (best_cheb < near_dist) | ((best_cheb == near_dist) & (best_sq < cur_sq))
-    want = act & ~has_target & (move_cd == 0) & has_enemy & (score < _NO_KEY) & closer
+    closer = (best_cheb < w.near_dist) | ((best_cheb == w.near_dist) & (best_sq < cur_sq))
+    want = w.act & ~w.has_target & (w.move_cd == 0) & w.has_enemy & (score < _NO_KEY) & closer
     dest_x = x + step % 3 - 1
     dest_y = y + step // 3 - 1
-    (dest,) = _materialize(opaque, jnp.where(want, dest_y * COLS + dest_x, -1))
+    (dest,) = _materialize(w.opaque, jnp.where(want, dest_y * COLS + dest_x, -1))
     # the lowest index claiming a cell gets it
-    beaten = _over("or", range(n - 1), lambda pick, j: (dest == pick(dest)) & (idx > j))
-    (moves,) = _materialize(opaque, want & ~beaten)
-    x = jnp.where(moves, dest_x, x)
-    y = jnp.where(moves, dest_y, y)
-    move_cd = jnp.where(moves, move_cd + f.move_interval, move_cd)
+    beaten = _over("or", range(w.s.alive.shape[0] - 1), lambda pick, j: (dest == pick(dest)) & (idx > j))
+    (moves,) = _materialize(w.opaque, want & ~beaten)
+    return w._replace(
+        x=jnp.where(moves, dest_x, x),
+        y=jnp.where(moves, dest_y, y),
+        move_cd=jnp.where(moves, w.move_cd + w.f.move_interval, w.move_cd),
+    )
 
-    # 7. end of tick: damage, deaths, kill credit, gains
-    absorbed = jnp.minimum(s.shield, incoming)
+
+def _collect_hits(w: _Tick) -> _Tick:
+    """Phase 7.1 (and the inputs of 7.3, 7.4, 7.6): the damage instances of phases 4-5, one
+    ``[2, K, K, B]`` block (side of the victims, attacker, victim), reduced per victim to int32[n, B]
+    ``incoming`` (their sum), ``mana_hit`` (sum of ceil(instance / 10)), ``killer`` (the lowest attacker
+    index, else n) and bool[n, B] ``stun_hit`` (the target of a stun cast)."""
+    f, idx, n = w.f, w.idx, w.s.alive.shape[0]
+    blocks = []
+    for victims, attackers in w.sides:
+        a, v = (slice(attackers.start, attackers.stop), None), (None, victims)
+        splash = (jnp.abs(w.splash_x[a] - w.vic_x[v]) <= 1) & (jnp.abs(w.splash_y[a] - w.s.y[v]) <= 1)
+        spell = jnp.maximum(1, _div_spell(w.potency_f[a], w.inv_div[v]) - f.block[v])
+        blocks.append(jnp.where(splash, spell, jnp.where(w.direct_tgt[a] == idx[v], w.direct[a], 0)))
+    (hits,) = _materialize(w.opaque, jnp.stack(blocks))  # [side of the victims, attacker, victim, B]
+    incoming, mana_hit, killer, stun_hit = [], [], [], []
+    for side, (victims, attackers) in enumerate(w.sides):
+        dmg, attacker = hits[side], idx[attackers.start : attackers.stop, None]
+        incoming.append(_reduce_rows("add", dmg))
+        mana_hit.append(_reduce_rows("add", jax.lax.div(dmg + (MANA_PER_DAMAGE - 1), MANA_PER_DAMAGE)))
+        killer.append(_reduce_rows("min", jnp.where(dmg > 0, attacker, n)))
+        stun_hit.append(_over("or", attackers, lambda pick, a, v=victims: pick(w.stun_tgt) == idx[v]))
+    incoming, mana_hit, killer, stun_hit = (jnp.concatenate(v) for v in (incoming, mana_hit, killer, stun_hit))
+    return w._replace(incoming=incoming, mana_hit=mana_hit, killer=killer, stun_hit=stun_hit)
+
+
+def _apply_damage(w: _Tick) -> _Tick:
+    """Phases 7.1-7.3: shields absorb the incoming damage first, the rest comes off hp; units at hp <= 0
+    die; each death is credited to its killer. Sets ``shield``, ``hp``, ``kills`` (int32[n, B]) and
+    ``alive`` (bool[n, B])."""
+    s, idx = w.s, w.idx
+    absorbed = jnp.minimum(s.shield, w.incoming)
     shield = s.shield - absorbed
-    hp = s.hp - (incoming - absorbed)
+    alive0 = s.alive
+    hp = s.hp - (w.incoming - absorbed)
     alive = alive0 & (hp > 0)
     died = alive0 & ~alive
-    (credit,) = _materialize(opaque, jnp.where(died, killer, -1))
+    (credit,) = _materialize(w.opaque, jnp.where(died, w.killer, -1))
     kills = jnp.concatenate(
-        [_over("add", enemies, lambda pick, e, u=u: (pick(credit) == idx[u]).astype(i32)) for u, enemies in sides]
+        [_over("add", enemies, lambda pick, e, u=u: (pick(credit) == idx[u]).astype(jnp.int32))
+         for u, enemies in w.sides]
     )
-    second = (t % TICKS_PER_SECOND) == TICKS_PER_SECOND - 1
+    return w._replace(shield=shield, hp=hp, alive=alive, kills=kills)
+
+
+def _apply_gains(w: _Tick) -> _Tick:
+    """Phases 7.4-7.6: mana (int32[n, B]; attacks, casts, hits taken, once a second), atk (fire, monster
+    kills), shields received, heals (capped at max_hp) and stuns received. Sets ``mana`` and ``atk``,
+    updates ``shield``, ``hp`` and ``stun`` (int32[n, B]); dead units are zeroed by :func:`_end_tick`."""
+    f, s, basic, kills = w.f, w.s, w.basic, w.kills
+    second = (w.t % TICKS_PER_SECOND) == TICKS_PER_SECOND - 1
     mana = (
         s.mana
-        - jnp.where(cast, f.max_mana, 0)
+        - jnp.where(w.cast, f.max_mana, 0)
         + jnp.where(basic, MANA_PER_ATTACK, 0)
-        + mana_hit
+        + w.mana_hit
         + jnp.where(second, MANA_PER_SECOND + f.water, 0)
     )
     atk = s.atk + jnp.where(basic, f.fire, 0) + kills * f.monster
-    shield = shield + shield_gain
-    regen = heal + jnp.where(second, f.grass, 0) + kills * MONSTER_HEAL_MULT * f.monster
-    hp = jnp.minimum(f.max_hp, hp + regen)
-    stun = jnp.where(stun_hit, jnp.maximum(stun, STUN_TICKS), stun)
-
-    return FightState(
-        x=x,
-        y=y,
-        hp=jnp.where(alive, hp, 0),
-        shield=jnp.where(alive, shield, 0),
-        mana=jnp.where(alive, mana, 0),
+    shield = w.shield + w.shield_gain
+    regen = w.heal + jnp.where(second, f.grass, 0) + kills * MONSTER_HEAL_MULT * f.monster
+    return w._replace(
+        mana=mana,
         atk=atk,
-        atk_cd=atk_cd,
-        move_cd=move_cd,
-        stun=jnp.where(alive, stun, 0),
-        target=jnp.where(alive, target, -1),
-        alive=alive,
-        home_damage=s.home_damage + jnp.sum(incoming[h:], axis=0),
-        away_damage=s.away_damage + jnp.sum(incoming[:h], axis=0),
+        shield=shield,
+        hp=jnp.minimum(f.max_hp, w.hp + regen),
+        stun=jnp.where(w.stun_hit, jnp.maximum(w.stun, STUN_TICKS), w.stun),
     )
+
+
+def _end_tick(w: _Tick) -> FightState:
+    """Phase 7.7 and the new state: dead units get hp, shield, mana and stun 0 and target -1; every
+    damage instance counts toward its attacker's side total (int32[B])."""
+    alive, h = w.alive, w.s.alive.shape[0] // 2
+    return FightState(
+        x=w.x,
+        y=w.y,
+        hp=jnp.where(alive, w.hp, 0),
+        shield=jnp.where(alive, w.shield, 0),
+        mana=jnp.where(alive, w.mana, 0),
+        atk=w.atk,
+        atk_cd=w.atk_cd,
+        move_cd=w.move_cd,
+        stun=jnp.where(alive, w.stun, 0),
+        target=jnp.where(alive, w.target, -1),
+        alive=alive,
+        home_damage=w.s.home_damage + jnp.sum(w.incoming[h:], axis=0),
+        away_damage=w.s.away_damage + jnp.sum(w.incoming[:h], axis=0),
+    )
+
+
+def tick(f: Fighters, s: FightState, t, keys, clock=None) -> FightState:
+    """One 100 ms tick of B fights (``[2K, B]`` state, typed keys[B]): every decision reads the state at
+    the start of the tick. ``t``: each fight's tick number (int32, scalar or [B]), which picks its random
+    draws and its once-a-second effects; ``clock`` (int32 scalar, default ``t``): the loop's own counter.
+
+    The phases are those of docs/combat.md ("A tick"), each a function of the tick's working record
+    (:class:`_Tick`). Pairwise work (targets, damage, shields, kill credit, move claims) goes over the other
+    units one at a time (:func:`_over`): each step compares every unit ``[K, B]`` with one other unit
+    ``[B]``, elementwise across the batch. The occupancy of the 48 grid cells is a bitmask. The only gathers
+    are the units' draws on the generic path of :func:`_unit_crits`; the only scatters are
+    :func:`_materialize`'s.
+    """
+    w = _start_tick(f, s, t, keys, clock)
+    w = _cool_down(w)  # 1
+    w = _apply_stun(w)  # 2
+    w = _pick_targets(w)  # 3
+    w = _attack_or_cast(w)  # 4
+    w = _cast_abilities(w)  # 5
+    w = _move_units(w)  # 6
+    w = _collect_hits(w)  # 7.1
+    w = _apply_damage(w)  # 7.1-7.3
+    w = _apply_gains(w)  # 7.4-7.6
+    return _end_tick(w)  # 7.7
 
 
 # ---------------- whole fights ----------------
