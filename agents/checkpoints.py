@@ -39,8 +39,11 @@ Guarantees and behaviour:
   renames it back. Steps should otherwise be saved in increasing order; a step saved out of order
   counts as the newest one for retention until the store is reopened.
 * A garbled per-step ``metrics`` file (which plain orbax would refuse at start-up) only warns: that step then has no
-  metrics, cannot be ranked, and is kept (never deleted by the retention). Expect orbax/absl log lines (and, after a failed read, "Event loop is closed" reports from tensorstore
-  threads) when corrupt steps are probed; they are harmless.
+  metrics, cannot be ranked, and is kept (never deleted by the retention). Expect orbax/absl log lines (and,
+  after a failed read, "Event loop is closed" reports from tensorstore threads) when corrupt steps are probed;
+  they are harmless (the CLIs turn the absl ones off).
+* Fallback warnings come once an older step was read: one per newer step that was not. When no step can be
+  read, ``NoGoodCheckpointError`` alone says so.
 
 Devices and hosts: the tree's arrays may be sharded over several devices (``agents.distributed``); orbax saves
 global arrays, so a checkpoint restores onto any device layout: give the abstract leaves the target ``sharding``
@@ -75,6 +78,10 @@ _ASIDE = ".replaced-"  # a step being saved again: its old copy, until the new o
 
 class CheckpointMismatchError(ValueError):
     """The abstract tree given to ``restore`` does not match the saved tree (structure, shapes or key types)."""
+
+
+class NoGoodCheckpointError(RuntimeError):
+    """Checkpoints exist but none of them can be read."""
 
 
 class _UnreadableCheckpoint(RuntimeError):
@@ -414,13 +421,16 @@ class CheckpointStore:
         tree = jax.tree_util.tree_unflatten(jax.tree_util.tree_structure(abstract_tree), leaves)
         return step, tree, dict(result[_CONFIG])
 
-    def _fallback_warning(self, step: int, err: BaseException) -> None:
-        warnings.warn(
-            f"checkpoint step {step} in {self.directory} could not be restored ({_short(err)}); "
-            "falling back to an earlier one",
-            RuntimeWarning,
-            stacklevel=3,
-        )
+    def _fallback_warnings(self, failed) -> None:
+        """One warning per newer step that could not be read, once an older one was (when none can be,
+        the error says it all)."""
+        for step, err in failed:
+            warnings.warn(
+                f"checkpoint step {step} in {self.directory} could not be restored ({_short(err)}); "
+                "falling back to an earlier one",
+                RuntimeWarning,
+                stacklevel=3,
+            )
 
     def _require_step(self, step: int) -> None:
         steps = self.steps()
@@ -451,24 +461,27 @@ class CheckpointStore:
         Raises:
             FileNotFoundError: no checkpoints (or no such ``step``) in the directory.
             CheckpointMismatchError (ValueError): ``abstract_tree`` differs from the saved tree.
-            RuntimeError: checkpoints exist but none could be restored.
+            NoGoodCheckpointError (RuntimeError): checkpoints exist but none could be restored.
         """
         target, key_dtypes = self._target(abstract_tree)
         if step is not None:
             self._require_step(step)
             return self._restore_step(int(step), abstract_tree, target, key_dtypes)
         candidates = self._newest_first()
-        errors = []
+        errors, failed = [], []
         for s in candidates:
             try:
-                return self._restore_step(s, abstract_tree, target, key_dtypes)
+                restored = self._restore_step(s, abstract_tree, target, key_dtypes)
             except CheckpointMismatchError:
                 raise
             except Exception as err:  # noqa: BLE001 - any read failure means "corrupt, try an older one"
                 errors.append(f"step {s}: {_short(err)}")
-                self._fallback_warning(s, err)
-        raise RuntimeError(
-            f"none of the checkpoints {candidates[::-1]} in {self.directory} could be restored: {errors}"
+                failed.append((s, err))
+                continue
+            self._fallback_warnings(failed)
+            return restored
+        raise NoGoodCheckpointError(
+            f"none of the checkpoints {candidates[::-1]} in {self.directory} could be restored (newest: {errors[0]})"
         )
 
     def read_config(self, step: int | None = None) -> dict:
@@ -485,14 +498,21 @@ class CheckpointStore:
             )
         candidates = self._newest_first()
         errors = []
+        failed = []
         for s in candidates:
             try:
                 self._saved_tree_metadata(s)
-                return dict(self._mgr.restore(s, args=ocp.args.Composite(**{_CONFIG: ocp.args.JsonRestore()}))[_CONFIG])
+                restored = self._mgr.restore(s, args=ocp.args.Composite(**{_CONFIG: ocp.args.JsonRestore()}))
+                config = dict(restored[_CONFIG])
             except Exception as err:  # noqa: BLE001
                 errors.append(f"step {s}: {_short(err)}")
-                self._fallback_warning(s, err)
-        raise RuntimeError(f"no readable config among checkpoints {candidates[::-1]} in {self.directory}: {errors}")
+                failed.append((s, err))
+                continue
+            self._fallback_warnings(failed)
+            return config
+        raise NoGoodCheckpointError(
+            f"no readable config among checkpoints {candidates[::-1]} in {self.directory} (newest: {errors[0]})"
+        )
 
     # -------------------------------------------------------------------- close
 

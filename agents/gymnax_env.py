@@ -156,6 +156,20 @@ class GymnaxVecEnv:
         return GymnaxVecState(env_state=env_state, key=key), ts
 
 
+def check_spec(spec: str) -> None:
+    """A one-line ``ValueError`` (before anything is built) when ``"gymnax:<EnvName>"`` cannot be made: gymnax
+    is not installed, or no such env is registered."""
+    name = spec[len(GYMNAX_PREFIX):] if isinstance(spec, str) and spec.startswith(GYMNAX_PREFIX) else None
+    if not name:
+        raise ValueError(f"unknown env spec {spec!r}; expected 'gymnax:<EnvName>', e.g. 'gymnax:CartPole-v1'")
+    try:
+        gymnax = _import_gymnax()
+    except ImportError as err:
+        raise ValueError(f"env {spec!r}: {err}") from None
+    if name not in gymnax.registered_envs:
+        raise ValueError(f"unknown gymnax env {name!r}; registered: {', '.join(gymnax.registered_envs)}")
+
+
 def make_env(spec: str, num_envs: int) -> GymnaxVecEnv:
     """``"gymnax:<EnvName>"`` (e.g. ``"gymnax:CartPole-v1"``) -> ``GymnaxVecEnv(<EnvName>, num_envs)``."""
     if not isinstance(spec, str) or not spec.startswith(GYMNAX_PREFIX):

@@ -20,6 +20,7 @@ from agents.checkpoints import CheckpointStore
 from agents.config import TrainConfig
 from agents.networks import OneSeat
 from agents.run import CHECKPOINT_DIR, build
+from agents.run_dir import read_owner
 from agents.tables import TABLE_BOTS
 
 
@@ -51,19 +52,38 @@ def parse_spec(spec: str) -> tuple[str, int | None] | str:
 
 
 def checkpoint_steps(run_dir) -> list[int]:
-    """The steps (updates) of a run's saved checkpoints, oldest first."""
-    with CheckpointStore(Path(run_dir) / CHECKPOINT_DIR, keep=1) as store:
+    """The steps (updates) of a run's saved checkpoints, oldest first; ``PolicyError`` when ``run_dir`` is not
+    a training run directory (nothing is created)."""
+    return _store_steps(_checkpoints_of(run_dir))
+
+
+def _store_steps(directory: Path) -> list[int]:
+    with CheckpointStore(directory, keep=1) as store:
         return store.steps()
+
+
+def _checkpoints_of(run_dir) -> Path:
+    """``run_dir/checkpoints`` of a training run; ``PolicyError`` for anything else (a file, a sweep, nothing)."""
+    run_dir = Path(run_dir)
+    owner = read_owner(run_dir) if run_dir.is_dir() else None
+    if owner is not None and owner["tool"] != "train":
+        raise PolicyError(f"{run_dir} is a {owner['tool']} directory (its checkpoints hold all its runs stacked); "
+                          "give a training run directory")
+    if not (run_dir / CHECKPOINT_DIR).is_dir():
+        raise PolicyError(f"{run_dir}: no checkpoints/ there (is it a training run directory?)")
+    return run_dir / CHECKPOINT_DIR
 
 
 def load_policy(run_dir, step: int | None = None, game_only: bool = True) -> RunPolicy:
     """The policy (network, parameters, config) of a run at checkpoint ``step`` (default: the latest good one),
     on one device. ``game_only``: refuse a gymnax run (only game policies can play at a table)."""
     run_dir = Path(run_dir)
-    if not (run_dir / CHECKPOINT_DIR).is_dir():
-        raise PolicyError(f"{run_dir}: no checkpoints/ there (is it a training run directory?)")
-    with CheckpointStore(run_dir / CHECKPOINT_DIR, keep=1) as store:
-        config = TrainConfig.from_dict(store.read_config(step)["config"])
+    with CheckpointStore(_checkpoints_of(run_dir), keep=1) as store:
+        saved = store.read_config(step)
+        if "sweep" in saved:  # a sweep directory written before run.json existed
+            raise PolicyError(f"{run_dir} is a sweep directory (its checkpoints hold all its runs stacked); "
+                              "give a training run directory")
+        config = TrainConfig.from_dict(saved["config"])
         if game_only and config.is_gymnax:
             raise PolicyError(f"{run_dir} trained on {config.env}; only game policies can play at a table")
         # one device, whatever the run trained on: the parameters are replicated

@@ -121,10 +121,11 @@ def summarize(metrics: dict) -> dict:
     """Host-side summary of stacked per-update metrics (e.g. one chunk): floats.
 
     Losses are averaged over updates; episode statistics are pooled over all
-    episodes that finished (NaN when none did).
+    episodes that finished (NaN when none did). ``health/...`` flags are not
+    summarised (``agents.health.check_chunk`` reads them).
     """
     sums = {k[len("sums/"):]: v for k, v in metrics.items() if k.startswith("sums/")}
-    out = {k: float(np.mean(v)) for k, v in metrics.items() if not k.startswith("sums/")}
+    out = {k: float(np.mean(v)) for k, v in metrics.items() if not k.startswith(("sums/", "health/"))}
     out.update(episode_metrics(sums))
     out["train/decisions"] = float(np.sum(metrics["train/decisions"]))
     return out

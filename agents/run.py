@@ -39,7 +39,7 @@ import jax.numpy as jnp
 import numpy as np
 from jax.experimental import multihost_utils
 
-from agents import distributed, health, trainers
+from agents import distributed, gymnax_env, health, trainers
 from agents import run_dir as run_dir_lib
 from agents.checkpoints import CheckpointStore
 from agents.config import TrainConfig
@@ -84,6 +84,15 @@ def check_resumable(saved: TrainConfig, config: TrainConfig) -> None:
             f"cannot resume with changed field(s) {differing}: they change shapes, the algorithm or the run; "
             f"only {sorted(RESUMABLE_CHANGES)} may change"
         )
+
+
+def check_env_available(config: TrainConfig) -> None:
+    """``RunError`` (one line) when the config's env cannot be made here: gymnax missing, or no such env."""
+    if config.is_gymnax:
+        try:
+            gymnax_env.check_spec(config.env)
+        except ValueError as err:
+            raise RunError(str(err)) from None
 
 
 def run_identity(config: TrainConfig) -> dict:
@@ -496,6 +505,7 @@ def train(config: TrainConfig, run_dir, resume: bool = False, preset: str | None
     run_dir = Path(run_dir)
     main_process = distributed.is_main_process()
     progress = progress if (progress is not None and main_process) else NoProgress()
+    check_env_available(config)  # before the run directory is created: nothing is left behind
     if main_process:
         if resume:
             run_dir_lib.check_owner(run_dir, "train", run_identity(config), CONFIG_FILE)
@@ -561,6 +571,6 @@ def train(config: TrainConfig, run_dir, resume: bool = False, preset: str | None
 __all__ = [
     "RESUMABLE_CHANGES", "Built", "ChunkLoop", "ChunkProgram", "LoopResult", "RunError", "StopSignals", "TrainProgram",
     "build",
-    "check_checkpoint_config", "check_resumable", "compile_together", "fresh_arrays", "load_config",
+    "check_checkpoint_config", "check_env_available", "check_resumable", "compile_together", "fresh_arrays", "load_config",
     "restore_or_init", "run_identity", "run_meta", "train",
 ]

@@ -41,6 +41,7 @@ from agents.run import (
     RunError,
     StopSignals,
     check_checkpoint_config,
+    check_env_available,
     compile_together,
     fresh_arrays,
     restore_or_init,
@@ -142,6 +143,7 @@ def run_sweep(config: TrainConfig, spec: SweepSpec, run_dir, resume: bool = Fals
     progress = progress or NoProgress()
     start_wall = time.perf_counter()
     run_dir = Path(run_dir)
+    check_env_available(config)
     identity = {**run_identity(config), "sweep": spec.to_dict()}
     if resume:
         run_dir_lib.check_owner(run_dir, "sweep", identity, SWEEP_FILE)

@@ -29,6 +29,7 @@ run, the bots as horizontal lines).
 from __future__ import annotations
 
 import time
+import warnings
 from pathlib import Path
 
 import jax
@@ -136,6 +137,10 @@ def placement_table(rows) -> str:
     return "\n".join(lines)
 
 
+#: what reading one damaged checkpoint (given by step, so with no fallback) raises
+_UNREADABLE = (OSError, ValueError, RuntimeError)
+
+
 def load_players(specs, all_checkpoints: bool = False, bots=()):
     """(policies, names of every player: the policies', then the bots'). ``specs``: ``RUN_DIR[:STEP]`` strings;
     ``all_checkpoints``: every checkpoint a ``RUN_DIR`` without ``:STEP`` kept. A kept checkpoint that cannot be
@@ -146,10 +151,20 @@ def load_players(specs, all_checkpoints: bool = False, bots=()):
         if isinstance(parsed, str):
             raise PolicyError(f"{spec!r} is a bot: add bots with --bots, not as a run")
         run_dir, step = parsed
-        steps = checkpoint_steps(run_dir) if all_checkpoints and step is None else [step]
-        for s in steps:
-            for policy in seat_policies(load_policy(run_dir, s)):  # an independent run: one player a seat
-                policies.setdefault(policy.name, policy)
+        every = all_checkpoints and step is None
+        for s in checkpoint_steps(run_dir) if every else [step]:
+            try:
+                policy = load_policy(run_dir, s)
+            except PolicyError:
+                raise
+            except _UNREADABLE as err:  # with a step given, a damaged checkpoint does not fall back
+                if not every:
+                    raise
+                warnings.warn(f"{run_dir}:{s} skipped: its checkpoint cannot be read ({err})", RuntimeWarning,
+                              stacklevel=2)
+                continue
+            for p in seat_policies(policy):  # an independent run: one player a seat
+                policies.setdefault(p.name, p)
     policies = list(policies.values())
     check_same_observations(policies)
     return policies, [p.name for p in policies] + list(bots)

@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import logging
 import os
 import sys
 import time
+import warnings
 from pathlib import Path
+from typing import NoReturn
 
 import jax
 import jax.numpy as jnp
@@ -72,13 +75,26 @@ def parse_value(name: str, kind, text: str):
         raise ValueError(f"TrainConfig.{name} must be {kind_name.get(kind, kind)}, got {text!r}") from None
 
 
+def fail(parser, message: str, status: int = 2) -> NoReturn:
+    """End a CLI with ONE line on stderr, ``PROG: error: MESSAGE`` (no usage, no traceback); exit ``status``
+    (2: bad input, 1: the work failed)."""
+    parser.exit(status, f"{parser.prog}: error: {' '.join(str(message).split())}\n")
+
+
+def quiet_logs() -> None:
+    """Warnings as one line each (``warning: ...``) and orbax/absl's informational logging off: what a CLI
+    prints on stderr stays readable (a corrupt checkpoint is one warning, not a page of log lines)."""
+    warnings.formatwarning = lambda message, category, *args, **kwargs: f"warning: {message}\n"
+    logging.getLogger("absl").setLevel(logging.ERROR)  # orbax logs through absl's Python logger
+
+
 def parse_overrides(parser, items, env=None) -> dict:
     """``--set KEY=VALUE`` strings (and ``--env``) -> {field: string}; a malformed item is a parser error."""
     overrides = {}
     for item in items:
         key, sep, value = item.partition("=")
         if not sep or not key.strip():
-            parser.error(f"--set {item!r}: expected KEY=VALUE")
+            fail(parser, f"--set {item!r}: expected KEY=VALUE")
         overrides[key.strip()] = value
     if env:
         overrides["env"] = env
@@ -179,4 +195,4 @@ def placement_by_bot(ranks: np.ndarray, seats: tuple) -> dict:
     return {n: float(np.mean(ranks[:, [i for i, s in enumerate(seats) if s == n]])) for n in names}
 
 
-__all__ = ["DEFAULT_CACHE", "apply_sets", "enable_compilation_cache", "parse_overrides", "parse_value", "placement_by_bot", "play_games", "random_board", "random_boards", "rollout_fn", "status"]
+__all__ = ["DEFAULT_CACHE", "apply_sets", "enable_compilation_cache", "fail", "quiet_logs", "parse_overrides", "parse_value", "placement_by_bot", "play_games", "random_board", "random_boards", "rollout_fn", "status"]

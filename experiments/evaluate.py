@@ -28,16 +28,26 @@ import json
 
 import jaxgame
 from agents import tournament
+from agents.checkpoints import CheckpointMismatchError, NoGoodCheckpointError
 from agents.policies import PolicyError
 from agents.progress import ConsoleProgress
-from experiments.common import DEFAULT_CACHE, enable_compilation_cache, placement_by_bot, play_games, status
+from experiments.common import (
+    DEFAULT_CACHE,
+    enable_compilation_cache,
+    fail,
+    placement_by_bot,
+    play_games,
+    quiet_logs,
+    status,
+)
 from jaxgame.bots import BOTS
 
 DEFAULT_SEATS = "greedy,random,greedy,random,greedy,random,greedy,random"
 
 
 def parse_args(argv=None):
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(prog="python -m experiments.evaluate", description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--games", type=int, default=16, help="games played in parallel (one per env); default 16")
     parser.add_argument("--seats", default=DEFAULT_SEATS, help=f"8 comma-separated bots from {sorted(BOTS)}")
     parser.add_argument("--seed", type=int, default=0)
@@ -52,19 +62,21 @@ def parse_args(argv=None):
                         help="with --checkpoint: the opponents, random / greedy / RUN_DIR[:STEP], one for all 7 seats "
                              "or 7 comma-separated (repeatable; default: random, then greedy)")
     args = parser.parse_args(argv)
+    if not args.checkpoint and (args.step is not None or args.vs):
+        fail(parser, "--step and --vs need --checkpoint RUN_DIR (the policy they evaluate)")
     seats = tuple(s.strip() for s in args.seats.split(","))
     if len(seats) != 8 or any(s not in BOTS for s in seats):
-        parser.error(f"--seats needs 8 names from {sorted(BOTS)}, got {args.seats!r}")
+        fail(parser, f"--seats needs 8 names from {sorted(BOTS)}, got {args.seats!r}")
     if args.games < 1:
-        parser.error(f"--games must be >= 1, got {args.games}")
+        fail(parser, f"--games must be >= 1, got {args.games}")
     rules = {}
     for item in args.rule:
         name, _, value = item.partition("=")
         try:
             rules[name] = int(value)
         except ValueError:
-            parser.error(f"--rule {item!r}: expected NAME=INT")
-    return args, seats, rules
+            fail(parser, f"--rule {item!r}: expected NAME=INT")
+    return parser, args, seats, rules
 
 
 def _opponents(spec: str) -> list[str]:
@@ -73,7 +85,7 @@ def _opponents(spec: str) -> list[str]:
     if len(names) == 1:
         return names * 7
     if len(names) != 7 or not all(names):
-        raise SystemExit(f"--vs {spec!r}: one player for all 7 seats or 7 comma-separated players")
+        raise PolicyError(f"--vs {spec!r}: one player for all 7 seats or 7 comma-separated players")
     return names
 
 
@@ -88,14 +100,22 @@ def evaluate_checkpoint(args) -> dict:
 
 
 def main(argv=None):
-    args, seats, rules = parse_args(argv)
+    quiet_logs()
+    parser, args, seats, rules = parse_args(argv)
     enable_compilation_cache(None if args.no_cache else args.cache_dir)
     if args.checkpoint:
+        if rules:
+            fail(parser, "--rule applies to bot games; a checkpoint plays with the rules it trained with")
         try:
             return evaluate_checkpoint(args)
         except (PolicyError, FileNotFoundError) as err:
-            raise SystemExit(f"experiments.evaluate: error: {err}") from None
-    env = jaxgame.make("autochess", **rules)
+            fail(parser, err)
+        except (NoGoodCheckpointError, CheckpointMismatchError) as err:
+            fail(parser, err, status=1)
+    try:
+        env = jaxgame.make("autochess", **rules)
+    except (TypeError, ValueError) as err:
+        fail(parser, f"--rule: {err}")
     ranks, stats = play_games(env, seats, args.games, args.seed, progress=not args.quiet)
     result = {
         "games": args.games,

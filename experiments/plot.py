@@ -40,6 +40,7 @@ import warnings
 
 from agents.metrics import METRICS_FILE, metrics_path
 from agents.plotting import X_FIELDS, plot_runs
+from experiments.common import fail
 
 
 def main(argv=None) -> dict:
@@ -53,14 +54,14 @@ def main(argv=None) -> dict:
     args = parser.parse_args(argv)
     missing = [d for d in args.run_dirs if not os.path.isfile(metrics_path(d))]
     if missing:
-        parser.error(f"no {METRICS_FILE} in: {', '.join(missing)}")
+        fail(parser, f"no {METRICS_FILE} in: {', '.join(missing)}")
     metrics = None if args.metrics is None else args.metrics.split(",")
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         try:
             summary = plot_runs(args.run_dirs, args.out, x=args.x, metrics=metrics)
         except ValueError as e:
-            parser.error(str(e))
+            fail(parser, str(e))
     for warning in caught:
         print(f"warning: {warning.message}", file=sys.stderr)
     print(json.dumps(summary))

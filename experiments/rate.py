@@ -31,12 +31,14 @@ import argparse
 import json
 import sys
 import time
+from pathlib import Path
 
+from agents.checkpoints import CheckpointMismatchError, NoGoodCheckpointError
 from agents.policies import PolicyError
 from agents.progress import ConsoleProgress
 from agents.tables import TABLE_BOTS
 from agents.tournament import rate_checkpoints
-from experiments.common import DEFAULT_CACHE, enable_compilation_cache
+from experiments.common import DEFAULT_CACHE, enable_compilation_cache, fail, quiet_logs
 
 
 def parse_args(argv=None):
@@ -56,25 +58,30 @@ def parse_args(argv=None):
     args = parser.parse_args(argv)
     for name in ("games", "batch"):
         if getattr(args, name) < 1:
-            parser.error(f"--{name} must be >= 1, got {getattr(args, name)}")
+            fail(parser, f"--{name} must be >= 1, got {getattr(args, name)}")
     bots = [] if args.bots.strip() == "none" else [b.strip() for b in args.bots.split(",") if b.strip()]
     unknown = sorted(set(bots) - set(TABLE_BOTS))
     if unknown:
-        parser.error(f"--bots: unknown bot(s) {unknown}; choose from {list(TABLE_BOTS)} or none")
+        fail(parser, f"--bots: unknown bot(s) {unknown}; choose from {list(TABLE_BOTS)} or none")
     args.bots = list(dict.fromkeys(bots))
     return parser, args
 
 
 def main(argv=None) -> dict:
+    quiet_logs()
     parser, args = parse_args(argv)
     enable_compilation_cache(None if args.no_cache else args.cache_dir)
     out = args.out or f"runs/ratings-{time.strftime('%Y%m%d-%H%M%S')}"
+    if Path(out).exists() and not Path(out).is_dir():
+        fail(parser, f"--out {out} is a file, not a directory")
     try:
         result = rate_checkpoints(args.runs, out, games=args.games, bots=args.bots,
                                   all_checkpoints=args.all_checkpoints, batch=args.batch, seed=args.seed,
                                   progress=None if args.quiet else ConsoleProgress())
     except (PolicyError, FileNotFoundError) as err:
-        raise SystemExit(f"{parser.prog}: error: {err}") from None
+        fail(parser, err)
+    except (NoGoodCheckpointError, CheckpointMismatchError) as err:
+        fail(parser, err, status=1)
     if not args.quiet:
         print(result["text"], file=sys.stderr)
     summary = {k: result[k] for k in ("out", "players", "rated_games", "best", "seconds")}

@@ -28,7 +28,7 @@ import numpy as np
 from tqdm import tqdm
 
 import jaxgame
-from experiments.common import random_board
+from experiments.common import fail, random_board
 from jaxgame import bots, combat, render
 from jaxgame import constants as C
 
@@ -56,7 +56,8 @@ def play(env, seed: int, rounds: int, quiet: bool):
 
 
 def main(argv=None):
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(prog="python -m experiments.render", description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--out", required=True, help="output directory (created if missing)")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--rounds", type=int, default=8, help="rounds played before rendering")
@@ -67,10 +68,13 @@ def main(argv=None):
     parser.add_argument("--quiet", action="store_true")
     args = parser.parse_args(argv)
     if not 0 <= args.seat < C.NUM_PLAYERS:
-        parser.error(f"--seat must be in 0..{C.NUM_PLAYERS - 1}")
+        fail(parser, f"--seat must be in 0..{C.NUM_PLAYERS - 1}")
     if args.rounds < 0 or args.scale < 1 or args.gif_scale < 1 or args.every < 1:
-        parser.error("--rounds must be >= 0; --scale, --gif-scale and --every >= 1")
-    os.makedirs(args.out, exist_ok=True)
+        fail(parser, "--rounds must be >= 0; --scale, --gif-scale and --every >= 1")
+    try:
+        os.makedirs(args.out, exist_ok=True)
+    except OSError as err:  # a file there, or no permission
+        fail(parser, f"--out {args.out}: cannot make the output directory ({err.strerror})")
     start = time.perf_counter()
 
     env = jaxgame.make("autochess")

@@ -31,13 +31,14 @@ import sys
 import time
 from pathlib import Path
 
+from agents.checkpoints import CheckpointMismatchError, NoGoodCheckpointError
 from agents.config import HPARAM_FIELDS, TrainConfig
 from agents.health import NonFiniteError
 from agents.progress import ConsoleProgress
 from agents.run import RunError, check_resumable
 from agents.sweep import SweepSpec, unsweepable
 from agents.sweep_run import load_sweep, run_sweep
-from experiments.common import DEFAULT_CACHE, apply_sets, enable_compilation_cache, parse_overrides
+from experiments.common import DEFAULT_CACHE, apply_sets, enable_compilation_cache, fail, parse_overrides, quiet_logs
 from experiments.presets import PRESETS, preset_config
 
 #: Fields whose ``--set`` value contains commas as part of ONE value.
@@ -95,14 +96,14 @@ def parse_args(argv=None):
     parser.add_argument("--quiet", action="store_true", help="no progress on stderr")
     args = parser.parse_args(argv)
     if not args.resume and not args.preset:
-        parser.error("give --preset NAME (or --resume with --run-dir)")
+        fail(parser, "give --preset NAME (or --resume with --run-dir)")
     if args.resume and not args.run_dir:
-        parser.error("--resume needs --run-dir")
+        fail(parser, "--resume needs --run-dir")
     overrides = parse_overrides(parser, args.set, args.env)
     try:
         seeds = [int(s) for s in args.seeds.split(",") if s.strip()]
     except ValueError:
-        parser.error(f"--seeds {args.seeds!r}: expected a count or a comma-separated list of ints")
+        fail(parser, f"--seeds {args.seeds!r}: expected a count or a comma-separated list of ints")
     args.seeds = seeds[0] if len(seeds) == 1 and "," not in args.seeds else seeds
     return parser, args, overrides
 
@@ -117,12 +118,13 @@ def build_config(parser, args, overrides):
             return config, spec
         return spec_from_sets(preset_config(args.preset), overrides, args.seeds)
     except RunError as err:
-        parser.error(f"--resume: {err}" if "not found" in str(err) else str(err))
+        fail(parser, f"--resume: {err}" if "not found" in str(err) else err)
     except ValueError as err:
-        parser.error(str(err))
+        fail(parser, err)
 
 
 def main(argv=None):
+    quiet_logs()
     parser, args, overrides = parse_args(argv)
     config, spec = build_config(parser, args, overrides)
     run_dir = Path(args.run_dir or f"runs/sweep-{args.preset}-{time.strftime('%Y%m%d-%H%M%S')}")
@@ -131,9 +133,9 @@ def main(argv=None):
         summary = run_sweep(config, spec, run_dir, resume=args.resume, preset=args.preset,
                             progress=None if args.quiet else ConsoleProgress(), stop_on_signals=True)
     except RunError as err:
-        parser.error(str(err))
-    except NonFiniteError as err:
-        raise SystemExit(f"{parser.prog}: error: {err}") from None
+        fail(parser, err)
+    except (NonFiniteError, NoGoodCheckpointError, CheckpointMismatchError) as err:
+        fail(parser, err, status=1)
     print(summary.pop("table"))
     if summary["stopped"]:
         print(f"stopped by {summary['stopped']} after update {summary['updates']} (checkpoint saved); continue with "

@@ -39,12 +39,13 @@ from pathlib import Path
 # Importing these starts no JAX computation (tests/test_layering.py checks it), so ``main`` can still
 # initialise jax.distributed first, as a multi-host run must.
 from agents import distributed
+from agents.checkpoints import CheckpointMismatchError, NoGoodCheckpointError
 from agents.config import TrainConfig
 from agents.health import NonFiniteError
 from agents.progress import ConsoleProgress
 from agents.run import RunError, check_resumable, load_config, train
 from agents.run_dir import read_owner
-from experiments.common import DEFAULT_CACHE, apply_sets, enable_compilation_cache, parse_overrides
+from experiments.common import DEFAULT_CACHE, apply_sets, enable_compilation_cache, fail, parse_overrides, quiet_logs
 from experiments.presets import PRESETS, describe, preset_config
 
 
@@ -68,7 +69,7 @@ def start_distributed(argv=None) -> bool:
     try:
         return distributed.initialize(args.coordinator, args.num_processes, args.process_id, auto=args.distributed)
     except ValueError as err:
-        parser.error(str(err))
+        fail(parser, str(err))
 
 
 def parse_args(argv=None):
@@ -91,14 +92,14 @@ def parse_args(argv=None):
     add_host_args(parser)
     args = parser.parse_args(argv)
     if not (args.list_presets or args.list_fields or args.resume or args.preset):
-        parser.error("give --preset NAME (or --resume with --run-dir, or --list-presets)")
+        fail(parser, "give --preset NAME (or --resume with --run-dir, or --list-presets)")
     if args.resume and not args.run_dir:
-        parser.error("--resume needs --run-dir")
+        fail(parser, "--resume needs --run-dir")
     if args.resume and args.preset:
-        parser.error("--resume continues the run's saved config: give --run-dir and --set changes, not --preset "
+        fail(parser, "--resume continues the run's saved config: give --run-dir and --set changes, not --preset "
                      "(or --auto-resume with --preset to start the run when there is none yet)")
     if args.auto_resume and not (args.run_dir and args.preset) or args.auto_resume and args.resume:
-        parser.error("--auto-resume needs --preset and --run-dir (and no --resume)")
+        fail(parser, "--auto-resume needs --preset and --run-dir (and no --resume)")
     if args.auto_resume:  # the directory holds this run: continue it; otherwise start it
         args.resume = read_owner_quietly(args.run_dir) is not None
     return parser, args, parse_overrides(parser, args.set, args.env)
@@ -124,9 +125,9 @@ def build_config(parser, args, overrides) -> TrainConfig:
             return config
         return apply_sets(preset_config(args.preset), overrides)
     except RunError as err:
-        parser.error(f"--resume: {err}" if "config.json" in str(err) else str(err))
+        fail(parser, f"--resume: {err}" if "config.json" in str(err) else err)
     except ValueError as err:
-        parser.error(str(err))
+        fail(parser, err)
 
 
 def describe_fields() -> str:
@@ -137,6 +138,7 @@ def describe_fields() -> str:
 
 def main(argv=None):
     start_distributed(argv)
+    quiet_logs()
     parser, args, overrides = parse_args(argv)
     if args.list_presets or args.list_fields:
         print(describe() if args.list_presets else describe_fields())
@@ -145,16 +147,16 @@ def main(argv=None):
     try:
         distributed.make_mesh(config.num_devices, config.num_envs)  # more devices than there are: a usage error
     except ValueError as err:
-        parser.error(str(err))
+        fail(parser, err)
     run_dir = Path(args.run_dir or f"runs/{args.preset}-{time.strftime('%Y%m%d-%H%M%S')}")
     cache = enable_compilation_cache(None if args.no_cache else args.cache_dir)
     try:
         summary = train(config, run_dir, resume=args.resume, preset=args.preset,
                         progress=None if args.quiet else ConsoleProgress(), stop_on_signals=True)
     except RunError as err:
-        parser.error(str(err))
-    except NonFiniteError as err:
-        raise SystemExit(f"{parser.prog}: error: {err}") from None
+        fail(parser, err)
+    except (NonFiniteError, NoGoodCheckpointError, CheckpointMismatchError) as err:
+        fail(parser, err, status=1)
     summary["cache_dir"] = cache
     if distributed.is_main_process():
         if summary["stopped"]:

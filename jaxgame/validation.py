@@ -14,20 +14,22 @@ INT32_MIN, INT32_MAX = np.iinfo(np.int32).min, np.iinfo(np.int32).max
 
 
 def as_key(key, where: str = "key") -> jax.Array:
-    """A typed PRNG key from a typed key (``jax.random.key``) or a legacy uint32 key (``jax.random.PRNGKey``).
+    """A typed PRNG key from ONE typed key (``jax.random.key``, shape ()) or legacy key (``jax.random.PRNGKey``,
+    uint32[2]); anything else (a batch of keys, another shape or dtype) is a ``TypeError`` naming ``where``.
 
     Works on concrete arrays and on tracers (under jit/vmap a batch of legacy
     keys uint32[N, 2] is seen per element as uint32[2]).
     """
     dtype = getattr(key, "dtype", None)
-    if dtype is not None and jax.dtypes.issubdtype(dtype, jax.dtypes.prng_key):
-        return key
-    if dtype is not None and dtype == np.uint32 and getattr(key, "ndim", 0) >= 1:
-        return jax.random.wrap_key_data(key)
     shape = getattr(key, "shape", None)
+    if dtype is not None and jax.dtypes.issubdtype(dtype, jax.dtypes.prng_key) and shape == ():
+        return key
+    if dtype is not None and dtype == np.uint32 and shape == (2,):
+        return jax.random.wrap_key_data(key)
     raise TypeError(
-        f"{where} must be a PRNG key from jax.random.key(seed) or jax.random.PRNGKey(seed) (uint32[2]); "
-        f"got {type(key).__name__} with dtype {dtype} and shape {shape}"
+        f"{where} must be one PRNG key from jax.random.key(seed) (shape ()) or jax.random.PRNGKey(seed) "
+        f"(uint32[2]); got {type(key).__name__} with dtype {dtype} and shape {shape} (split a batch of keys "
+        "with jax.vmap)"
     )
 
 

@@ -14,7 +14,7 @@ import numpy as np
 import optax
 import pytest
 
-from agents import losses, trainers
+from agents import health, losses, trainers
 from agents.a2c import A2CRunner, Pending, StreamingA2C, td_step
 from agents.config import TrainConfig
 from agents.envs import learner_seats, make_env
@@ -192,8 +192,9 @@ def test_whole_run_equals_chunks_deterministic_and_key_types(small):
     assert isinstance(runner, A2CRunner) and isinstance(runner, Runner) and int(runner.update) == 2
     assert set(whole) == set(chunked) == {
         "loss/policy", "loss/value", "loss/entropy", "loss/grad_norm", "loss/explained_variance",
-        "train/lr", "train/decisions", *(f"sums/{k}" for k in EPISODE_SUMS),
+        "train/lr", "train/decisions", *(f"sums/{k}" for k in EPISODE_SUMS), health.FINITE,
     }
+    assert (whole[health.FINITE] == 1.0).all()
     for k in whole:
         assert whole[k].shape == (2,)
         np.testing.assert_allclose(whole[k], chunked[k], rtol=1e-5, atol=1e-6, err_msg=k)

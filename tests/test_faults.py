@@ -103,17 +103,18 @@ def test_nan_stops_the_run_before_it_logs_or_saves_and_resume_goes_on_from_the_l
     assert _records(tmp_path / "nan") == _records(tmp_path / "clean")
 
 
-def test_the_cli_exits_non_zero_with_one_line_naming_the_update(tmp_path, monkeypatch):
+def test_the_cli_exits_non_zero_with_one_line_naming_the_update(tmp_path, monkeypatch, capsys):
     _poison_chunk(monkeypatch, at_call=0)
     args = ["--preset=ppo_gymnax", "--run-dir", str(tmp_path / "r"), "--quiet"]
     for key, value in TINY.to_dict().items():
         if key not in ("env", "hidden"):
             args += ["--set", f"{key}={value}"]
+    capsys.readouterr()
     with pytest.raises(SystemExit) as exit_info:
         train_cli.main([*args, "--set", "hidden=8"])
-    message = exit_info.value.code
-    assert isinstance(message, str) and "\n" not in message  # a non-zero exit with one line
-    assert message.startswith("python -m experiments.train: error: update 1: ") and "not finite" in message
+    err = capsys.readouterr().err
+    assert exit_info.value.code == 1 and len(err.strip().splitlines()) == 1  # a non-zero exit with one line
+    assert err.startswith("python -m experiments.train: error: update 1: ") and "not finite" in err
     assert _steps(tmp_path / "r") == []
 
 
@@ -312,3 +313,80 @@ def _lines(run_dir):
         return (run_dir / "metrics.jsonl").read_text().splitlines()
     except FileNotFoundError:
         return []
+
+
+# ---------------------------------------------------------------- every bad input is one line
+
+
+def _bad_input_cases(tmp_path):
+    """(name, argv after `python`, text the one line must contain, the path that must not appear)."""
+    trained = tmp_path / "trained"  # a finished CartPole run with 4 checkpoints
+    run.train(TINY, trained)
+    corrupt = tmp_path / "corrupt"
+    shutil.copytree(trained, corrupt)
+    for step_dir in (corrupt / "checkpoints").iterdir():
+        for f in (step_dir / "state").rglob("*"):
+            if f.is_file() and "metadata" not in f.name:
+                f.write_bytes(b"garbage")
+    empty = tmp_path / "empty_run"
+    (empty / "checkpoints").mkdir(parents=True)
+    sweep_dir = tmp_path / "a_sweep"
+    (sweep_dir / "checkpoints").mkdir(parents=True)
+    (sweep_dir / "run.json").write_text(json.dumps({"tool": "sweep", "run_id": "x"}))
+    a_file = tmp_path / "a_file"
+    a_file.write_text("not a directory")
+    fresh = tmp_path / "never_created"
+    train = ["-m", "experiments.train", "--quiet"]
+    evaluate = ["-m", "experiments.evaluate", "--quiet"]
+    rate = ["-m", "experiments.rate", "--quiet"]
+    no_gymnax = ["-c", "import sys; sys.modules['gymnax'] = None; from experiments.train import main; "
+                       f"main(['--preset=ppo_gymnax', '--run-dir', {str(fresh)!r}, '--quiet'])"]
+    return [
+        ("run dir is a file", [*train, "--preset=smoke", "--run-dir", str(a_file)], "is a file", None),
+        ("run dir cannot be made", [*train, "--preset=smoke", "--run-dir", "/dev/null/run"], "/dev/null/run", None),
+        ("unknown gymnax env", [*train, "--preset=ppo_gymnax", "--env", "gymnax:Nope-v0", "--run-dir", str(fresh)],
+         "unknown gymnax env 'Nope-v0'", fresh),
+        ("gymnax not installed", no_gymnax, "needs gymnax", fresh),
+        ("all checkpoints corrupt", [*train, "--run-dir", str(corrupt), "--resume"], "could be restored", None),
+        ("resume with a preset", [*train, "--preset=smoke", "--run-dir", str(trained), "--resume"], "--preset", None),
+        ("evaluate a missing step", [*evaluate, "--checkpoint", str(trained), "--step", "99"], "step 99", None),
+        ("evaluate empty checkpoints", [*evaluate, "--checkpoint", str(empty)], "no checkpoints", None),
+        ("evaluate a sweep", [*evaluate, "--checkpoint", str(sweep_dir)], "sweep directory", None),
+        ("unknown rule", [*evaluate, "--rule", "nope=3"], "nope", None),
+        ("rule out of range", [*evaluate, "--rule", "max_rounds=1000"], "max_rounds", None),
+        ("--step without --checkpoint", [*evaluate, "--step", "2"], "--checkpoint", None),
+        ("--vs without --checkpoint", [*evaluate, "--vs", "greedy"], "--checkpoint", None),
+        ("rate a missing step", [*rate, f"{trained}:99", "--out", str(fresh)], "step 99", fresh),
+        ("rate a typo", [*rate, str(tmp_path / "typo"), "--all-checkpoints", "--out", str(fresh)], "typo",
+         tmp_path / "typo"),
+        ("render into a file", ["-m", "experiments.render", "--out", str(a_file), "--quiet"], "a_file", None),
+    ]
+
+
+def test_every_bad_input_is_one_line_with_no_traceback_and_leaves_nothing_behind(tmp_path):
+    import subprocess
+    import sys
+
+    cases = _bad_input_cases(tmp_path)
+    before = sorted(str(p) for p in tmp_path.rglob("*"))
+    procs = [subprocess.Popen([sys.executable, *argv], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+             for _, argv, _, _ in cases]
+    problems = []
+    for (name, _, needle, not_created), proc in zip(cases, procs):
+        _, err = proc.communicate(timeout=300)
+        lines = err.strip().splitlines()
+        if proc.returncode == 0 or "Traceback" in err or not 1 <= len(lines) <= 3 or needle not in err:
+            problems.append(f"{name}: exit {proc.returncode}, {len(lines)} lines: {err.strip()[-600:]}")
+        if not_created is not None and not_created.exists():
+            problems.append(f"{name}: created {not_created}")
+    assert not problems, "\n".join(problems)
+    assert sorted(str(p) for p in tmp_path.rglob("*")) == before  # no file or directory created or removed
+
+
+def test_a_key_of_the_wrong_shape_is_the_projects_type_error():
+    import jaxgame
+
+    env = jaxgame.make("autochess")
+    for bad in (jnp.zeros(3, jnp.uint32), jnp.zeros((2, 2), jnp.uint32), jax.random.split(jax.random.key(0), 2)):
+        with pytest.raises(TypeError, match=r"AutoChessEnv.reset key must be one PRNG key .* shape"):
+            env.reset(bad)

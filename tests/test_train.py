@@ -251,8 +251,11 @@ def test_evaluate_cli_on_a_checkpoint(smoke_run, capsys):
     for spec in (f"{run_dir}:2", mixed):
         assert result[f"vs_{spec}"]["games"] == 8 and 1.0 <= result[f"vs_{spec}"]["mean_placement"] <= 8.0
     for bad, message in [("greedy,random", "7 comma-separated"), (str(run_dir / "nothing"), "no checkpoints")]:
-        with pytest.raises(SystemExit, match=message):
+        capsys.readouterr()
+        with pytest.raises(SystemExit) as exit_info:
             evaluate.main(["--checkpoint", str(run_dir), "--games", "1", "--vs", bad, "--quiet"])
+        err = capsys.readouterr().err
+        assert exit_info.value.code == 2 and message in err and len(err.strip().splitlines()) == 1
 
 
 @game_cli
@@ -371,8 +374,23 @@ def test_the_library_runs_the_same_run_as_the_cli_and_prints_nothing(smoke_run, 
     assert recorder.events[3:] == [("start", 4, 0, "upd"), ("chunk", 2, recorder.events[4][2]),
                                    ("chunk", 2, recorder.events[5][2]), ("close",)]
     assert "vs greedy" in recorder.events[5][2]
-    with pytest.raises(RunError, match="already holds a run"):
+    with pytest.raises(RunError, match="holds a train run .*continue it with --resume"):
         train(preset_config("smoke"), tmp_path / "nb")
     assert load_config(tmp_path / "nb") == preset_config("smoke")
     resumed = train(load_config(tmp_path / "nb"), tmp_path / "nb", resume=True)  # finished: evaluates, trains nothing
     assert resumed["updates"] == 4 and resumed["sps"] is None and resumed["final_eval"] == summary["final_eval"]
+
+
+@game_cli
+def test_rating_all_checkpoints_skips_a_corrupt_one_with_one_warning(smoke_run, tmp_path):
+    import shutil
+
+    from agents import tournament
+
+    run_dir = tmp_path / "run"
+    shutil.copytree(smoke_run[0], run_dir)
+    _corrupt(run_dir / "checkpoints" / "2")
+    with pytest.warns(RuntimeWarning, match=r"run:2 skipped: its checkpoint cannot be read") as caught:
+        policies, names = tournament.load_players([str(run_dir)], all_checkpoints=True, bots=("greedy",))
+    assert len([w for w in caught if "skipped" in str(w.message)]) == 1
+    assert names == [f"{run_dir}:4", "greedy"] and policies[0].step == 4
