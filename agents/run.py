@@ -39,7 +39,7 @@ import jax.numpy as jnp
 import numpy as np
 from jax.experimental import multihost_utils
 
-from agents import distributed, gymnax_env, health, trainers
+from agents import distributed, gymnax_env, health, memory, trainers
 from agents import run_dir as run_dir_lib
 from agents.checkpoints import CheckpointStore
 from agents.config import TrainConfig
@@ -93,6 +93,19 @@ def check_env_available(config: TrainConfig) -> None:
             gymnax_env.check_spec(config.env)
         except ValueError as err:
             raise RunError(str(err)) from None
+
+
+def check_memory(config: TrainConfig, program: TrainProgram, num_devices: int = 1, runs: int = 1) -> None:
+    """``RunError`` with the estimate (``agents.memory``) when ``runs`` runs of ``config`` cannot fit the memory
+    of one of ``num_devices`` devices (the envs are split over them); nothing has been compiled or written."""
+    needed = memory.train_bytes(config, program.trainer)["total"] * runs // max(num_devices, 1)
+    if program.evaluator is not None:
+        needed += memory.table_bytes(make_game(config), config.eval_games) * runs
+    what = f"num_envs={config.num_envs} (num_steps={config.num_steps}, hidden={config.hidden})"
+    try:
+        memory.check_fits(f"{runs} runs of {what}" if runs > 1 else what, needed)
+    except MemoryError as err:
+        raise RunError(str(err)) from None
 
 
 def run_identity(config: TrainConfig) -> dict:
@@ -506,17 +519,18 @@ def train(config: TrainConfig, run_dir, resume: bool = False, preset: str | None
     main_process = distributed.is_main_process()
     progress = progress if (progress is not None and main_process) else NoProgress()
     check_env_available(config)  # before the run directory is created: nothing is left behind
+    num_devices = len(distributed.resolve_devices(config.num_devices))
+    program = TrainProgram(config)
+    check_memory(config, program, num_devices)
     if main_process:
         if resume:
             run_dir_lib.check_owner(run_dir, "train", run_identity(config), CONFIG_FILE)
         else:
             run_dir_lib.claim(run_dir, "train", run_identity(config))
     distributed.barrier("start")  # process 0 has checked (or created) run_dir before the others look at it
-    num_devices = len(distributed.resolve_devices(config.num_devices))
     progress.status(f"run dir {run_dir}; building {config.algo} on {config.env} with {config.num_envs} envs "
                     f"({num_devices} {jax.default_backend()} device(s)"
                     + (f" in {jax.process_count()} processes)" if jax.process_count() > 1 else ")"))
-    program = TrainProgram(config)
     best, mode = program.best_metric
     store = CheckpointStore(run_dir / CHECKPOINT_DIR, keep=config.keep_checkpoints, best_metric=best, best_mode=mode)
 
@@ -571,6 +585,6 @@ def train(config: TrainConfig, run_dir, resume: bool = False, preset: str | None
 __all__ = [
     "RESUMABLE_CHANGES", "Built", "ChunkLoop", "ChunkProgram", "LoopResult", "RunError", "StopSignals", "TrainProgram",
     "build",
-    "check_checkpoint_config", "check_env_available", "check_resumable", "compile_together", "fresh_arrays", "load_config",
+    "check_checkpoint_config", "check_env_available", "check_memory", "check_resumable", "compile_together", "fresh_arrays", "load_config",
     "restore_or_init", "run_identity", "run_meta", "train",
 ]

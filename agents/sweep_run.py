@@ -42,6 +42,7 @@ from agents.run import (
     StopSignals,
     check_checkpoint_config,
     check_env_available,
+    check_memory,
     compile_together,
     fresh_arrays,
     restore_or_init,
@@ -81,6 +82,7 @@ class SweepProgram(ChunkProgram):
     def __init__(self, config: TrainConfig, spec: SweepSpec):
         self.config, self.spec = config, spec
         self.sweep = Sweep(config, spec)
+        self.trainer, self.evaluator = self.sweep.trainer, self.sweep.evaluator
         self.runs = spec.runs
         self.num_players = self.sweep.env.num_players
         self.has_eval = self.sweep.evaluator is not None
@@ -144,6 +146,8 @@ def run_sweep(config: TrainConfig, spec: SweepSpec, run_dir, resume: bool = Fals
     start_wall = time.perf_counter()
     run_dir = Path(run_dir)
     check_env_available(config)
+    program = SweepProgram(config, spec)
+    check_memory(config, program, runs=spec.num_runs)
     identity = {**run_identity(config), "sweep": spec.to_dict()}
     if resume:
         run_dir_lib.check_owner(run_dir, "sweep", identity, SWEEP_FILE)
@@ -153,7 +157,6 @@ def run_sweep(config: TrainConfig, spec: SweepSpec, run_dir, resume: bool = Fals
     progress.status(f"sweep dir {run_dir}; {len(runs)} runs ({len(spec.points)} grid points x {len(spec.seeds)} "
                     f"seeds) of {config.algo} on {config.env} with {config.num_envs} envs each "
                     f"({jax.default_backend()})")
-    program = SweepProgram(config, spec)
     store = CheckpointStore(run_dir / CHECKPOINT_DIR, keep=config.keep_checkpoints)
 
     if resume:

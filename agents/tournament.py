@@ -37,6 +37,7 @@ import numpy as np
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 
+from agents import memory
 from agents.envs import make_game
 from agents.evaluation import placement_summary
 from agents.policies import (
@@ -66,6 +67,8 @@ def rate_checkpoints(specs, out_dir, games: int = 16, bots=TABLE_BOTS, all_check
         raise PolicyError(f"a rating tournament needs at least 2 players, got {names}")
     for note in rule_differences(policies):
         progress.status(f"note: {note}")
+    memory.check_fits(f"batch={min(batch, games)} lineups (x 8 rotations)",
+                      memory.table_bytes(make_game(policies[0].config), min(batch, games)))
     rows = draw_lineups(len(names), games, np.random.default_rng(seed))
     progress.status(f"{len(names)} players, {games} lineups x 8 rotations: compiling ...")
     progress.start(len(rows), 0, unit="lineup")
@@ -91,7 +94,8 @@ def evaluate_checkpoint(run_dir, step: int | None, lineups: dict, games: int, se
     """Seat-rotated evaluation of a run's saved policy (``run_dir`` at ``step``, None: the latest good one)
     against each lineup of ``lineups`` (name -> 7 player specs: ``random``, ``greedy`` or ``RUN_DIR[:STEP]``),
     ``games`` game seeds each played in 8 rotations. Returns ``{"checkpoint", "update", "games_per_rotation",
-    "vs_<name>": placement_summary, ..., "seconds"}`` (per-seat placements too for independent learners)."""
+    "vs_<name>": placement_summary, ..., "seconds"}`` (per-seat placements too for independent learners).
+    ``MemoryError`` (with the estimate) when ``games`` cannot fit."""
     progress = progress or NoProgress()
     candidate = load_policy(run_dir, step)
     policies = {candidate.name: candidate}
@@ -111,9 +115,11 @@ def evaluate_checkpoint(run_dir, step: int | None, lineups: dict, games: int, se
     index = {p.name: i for i, p in enumerate(policies)}
     index.update({bot: len(policies) + i for i, bot in enumerate(TABLE_BOTS)})
 
+    game = make_game(candidate.config)
+    memory.check_fits(f"games={games} (x 8 rotations)", memory.table_bytes(game, games))
     progress.status(f"evaluating {candidate.name} against {len(lineups)} lineup(s): compiling ...")
     start = time.perf_counter()
-    run = make_table_runner(make_game(candidate.config), [p.network for p in policies], games)
+    run = make_table_runner(game, [p.network for p in policies], games)
     params = tuple(p.params for p in policies)
     result = {"checkpoint": str(run_dir), "update": candidate.step, "games_per_rotation": games}
     for spec, names in lineups.items():

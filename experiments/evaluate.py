@@ -26,8 +26,10 @@ from __future__ import annotations
 import argparse
 import json
 
+import jax
+
 import jaxgame
-from agents import tournament
+from agents import memory, tournament
 from agents.checkpoints import CheckpointMismatchError, NoGoodCheckpointError
 from agents.policies import PolicyError
 from agents.progress import ConsoleProgress
@@ -108,7 +110,7 @@ def main(argv=None):
             fail(parser, "--rule applies to bot games; a checkpoint plays with the rules it trained with")
         try:
             return evaluate_checkpoint(args)
-        except (PolicyError, FileNotFoundError) as err:
+        except (PolicyError, FileNotFoundError, MemoryError) as err:
             fail(parser, err)
         except (NoGoodCheckpointError, CheckpointMismatchError) as err:
             fail(parser, err, status=1)
@@ -116,6 +118,11 @@ def main(argv=None):
         env = jaxgame.make("autochess", **rules)
     except (TypeError, ValueError) as err:
         fail(parser, f"--rule: {err}")
+    state_bytes = memory.tree_bytes(jax.eval_shape(env.reset, jax.random.key(0)))
+    try:
+        memory.check_fits(f"--games {args.games}", args.games * state_bytes)
+    except MemoryError as err:
+        fail(parser, err)
     ranks, stats = play_games(env, seats, args.games, args.seed, progress=not args.quiet)
     result = {
         "games": args.games,

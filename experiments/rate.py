@@ -78,7 +78,7 @@ def main(argv=None) -> dict:
         result = rate_checkpoints(args.runs, out, games=args.games, bots=args.bots,
                                   all_checkpoints=args.all_checkpoints, batch=args.batch, seed=args.seed,
                                   progress=None if args.quiet else ConsoleProgress())
-    except (PolicyError, FileNotFoundError) as err:
+    except (PolicyError, FileNotFoundError, MemoryError) as err:
         fail(parser, err)
     except (NoGoodCheckpointError, CheckpointMismatchError) as err:
         fail(parser, err, status=1)

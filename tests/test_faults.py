@@ -28,6 +28,19 @@ TINY = TrainConfig(env="gymnax:CartPole-v1", num_envs=4, num_steps=8, total_step
                    keep_checkpoints=5)
 
 
+@pytest.fixture(scope="session")  # session: xdist interleaves modules, which would rebuild a module fixture
+def tiny_run(tmp_path_factory):
+    """A finished TINY run (4 updates, a checkpoint after each); tests copy it (``_copy``), never change it."""
+    run_dir = tmp_path_factory.mktemp("tiny") / "run"
+    run.train(TINY, run_dir)
+    return run_dir
+
+
+def _copy(source, target):
+    shutil.copytree(source, target)
+    return target
+
+
 def _records(run_dir):
     lines = (run_dir / "metrics.jsonl").read_text().splitlines()[1:]
     timing = ("wall_s", "sps", "perf/sps", "perf/seat_sps")
@@ -85,11 +98,8 @@ def _poison_chunk(monkeypatch, at_call: int):
 
 
 def test_nan_stops_the_run_before_it_logs_or_saves_and_resume_goes_on_from_the_last_good_update(
-    tmp_path, monkeypatch
+    tiny_run, tmp_path, monkeypatch
 ):
-    reference = run.train(TINY, tmp_path / "clean")
-    assert reference["updates"] == 4
-
     _poison_chunk(monkeypatch, at_call=2)  # the third chunk: update 3
     with pytest.raises(health.NonFiniteError, match=r"^update 3: (loss|train|sums)/\S+ is not finite") as err:
         run.train(TINY, tmp_path / "nan")
@@ -100,7 +110,7 @@ def test_nan_stops_the_run_before_it_logs_or_saves_and_resume_goes_on_from_the_l
 
     resumed = run.train(TINY, tmp_path / "nan", resume=True)
     assert resumed["updates"] == 4
-    assert _records(tmp_path / "nan") == _records(tmp_path / "clean")
+    assert _records(tmp_path / "nan") == _records(tiny_run)
 
 
 def test_the_cli_exits_non_zero_with_one_line_naming_the_update(tmp_path, monkeypatch, capsys):
@@ -162,12 +172,11 @@ def test_a_kill_while_saving_a_step_again_leaves_the_old_copy_restorable(tmp_pat
 # ---------------------------------------------------------------- run directories belong to one run of one tool
 
 
-def test_a_run_directory_belongs_to_one_run_of_one_tool(tmp_path):
+def test_a_run_directory_belongs_to_one_run_of_one_tool(tiny_run, tmp_path):
     from agents.sweep import SweepSpec
     from agents.sweep_run import run_sweep
 
-    trained = tmp_path / "trained"
-    run.train(TINY, trained)
+    trained = _copy(tiny_run, tmp_path / "trained")
     before = sorted(p.name for p in trained.iterdir())
     steps = _steps(trained)
     owner = json.loads((trained / "run.json").read_text())
@@ -199,9 +208,8 @@ def test_a_run_directory_belongs_to_one_run_of_one_tool(tmp_path):
         run.train(TINY, a_file)
 
 
-def test_resume_checks_the_config_against_the_directory_and_the_checkpoints(tmp_path):
-    run_dir = tmp_path / "r"
-    run.train(TINY, run_dir)
+def test_resume_checks_the_config_against_the_directory_and_the_checkpoints(tiny_run, tmp_path):
+    run_dir = _copy(tiny_run, tmp_path / "r")
     config = json.loads((run_dir / "config.json").read_text())
     (run_dir / "config.json").write_text(json.dumps({**config, "lr": 0.1}))
     with pytest.raises(run.RunError, match="is not the config .*run.json was created with"):
@@ -215,9 +223,7 @@ def test_resume_checks_the_config_against_the_directory_and_the_checkpoints(tmp_
 # ---------------------------------------------------------------- restartable from any point
 
 
-def test_a_run_stopped_during_its_first_compile_resumes_from_update_0(tmp_path, monkeypatch):
-    clean = tmp_path / "clean"
-    run.train(TINY, clean)
+def test_a_run_stopped_during_its_first_compile_resumes_from_update_0(tiny_run, tmp_path, monkeypatch):
 
     def interrupted(self, runner):
         raise KeyboardInterrupt  # Ctrl-C while compiling: nothing trained, no checkpoint
@@ -232,7 +238,7 @@ def test_a_run_stopped_during_its_first_compile_resumes_from_update_0(tmp_path, 
         run.train(TINY, stopped)
     summary = run.train(run.load_config(stopped), stopped, resume=True)
     assert summary["updates"] == 4
-    assert _records(stopped) == _records(clean)
+    assert _records(stopped) == _records(tiny_run)
 
 
 def _tb_steps(run_dir, tag):
@@ -253,9 +259,8 @@ def _tb_steps(run_dir, tag):
     return steps
 
 
-def test_after_a_resume_tensorboard_shows_each_step_once(tmp_path):
-    run_dir = tmp_path / "r"
-    run.train(TINY, run_dir)  # updates 1..4, checkpoints 1..4
+def test_after_a_resume_tensorboard_shows_each_step_once(tiny_run, tmp_path):
+    run_dir = _copy(tiny_run, tmp_path / "r")  # updates 1..4, checkpoints 1..4
     for step in (3, 4):  # as if the run died after logging updates 3 and 4 but before their checkpoints
         shutil.rmtree(run_dir / "checkpoints" / str(step))
     run.train(run.load_config(run_dir), run_dir, resume=True)
@@ -301,10 +306,8 @@ def test_sigterm_saves_at_the_chunk_boundary_exits_0_and_auto_resume_finishes_th
     assert [r["update"] for r in _records(run_dir)] == list(range(1, stopped_at + 1))
     assert "stopped by SIGTERM" in err_path.read_text()
 
-    finished = subprocess.run([sys.executable, *_cli_args(long, run_dir), "--quiet"], capture_output=True, text=True,
-                              timeout=240)
-    assert finished.returncode == 0, finished.stderr[-2000:]
-    assert json.loads(finished.stdout.strip().splitlines()[-1])["updates"] == 60
+    finished = train_cli.main([*_cli_args(long, run_dir)[2:], "--quiet"])  # the same command, in-process
+    assert finished["updates"] == 60 and finished["stopped"] is None
     assert _records(run_dir) == _records(tmp_path / "clean")  # bitwise: the uninterrupted run's records
 
 
@@ -318,12 +321,10 @@ def _lines(run_dir):
 # ---------------------------------------------------------------- every bad input is one line
 
 
-def _bad_input_cases(tmp_path):
+def _bad_input_cases(tiny_run, tmp_path):
     """(name, argv after `python`, text the one line must contain, the path that must not appear)."""
-    trained = tmp_path / "trained"  # a finished CartPole run with 4 checkpoints
-    run.train(TINY, trained)
-    corrupt = tmp_path / "corrupt"
-    shutil.copytree(trained, corrupt)
+    trained = _copy(tiny_run, tmp_path / "trained")  # a finished CartPole run with 4 checkpoints
+    corrupt = _copy(tiny_run, tmp_path / "corrupt")
     for step_dir in (corrupt / "checkpoints").iterdir():
         for f in (step_dir / "state").rglob("*"):
             if f.is_file() and "metadata" not in f.name:
@@ -356,6 +357,9 @@ def _bad_input_cases(tmp_path):
         ("rule out of range", [*evaluate, "--rule", "max_rounds=1000"], "max_rounds", None),
         ("--step without --checkpoint", [*evaluate, "--step", "2"], "--checkpoint", None),
         ("--vs without --checkpoint", [*evaluate, "--vs", "greedy"], "--checkpoint", None),
+        ("more games than memory", [*evaluate, "--games", "100000000"], "--games 100000000 needs about", None),
+        ("more envs than memory", [*train, "--preset=smoke", "--set", "num_envs=1048576", "--set",
+                                   "total_steps=1e9", "--run-dir", str(fresh)], "num_envs=1048576", fresh),
         ("rate a missing step", [*rate, f"{trained}:99", "--out", str(fresh)], "step 99", fresh),
         ("rate a typo", [*rate, str(tmp_path / "typo"), "--all-checkpoints", "--out", str(fresh)], "typo",
          tmp_path / "typo"),
@@ -363,11 +367,11 @@ def _bad_input_cases(tmp_path):
     ]
 
 
-def test_every_bad_input_is_one_line_with_no_traceback_and_leaves_nothing_behind(tmp_path):
+def test_every_bad_input_is_one_line_with_no_traceback_and_leaves_nothing_behind(tiny_run, tmp_path):
     import subprocess
     import sys
 
-    cases = _bad_input_cases(tmp_path)
+    cases = _bad_input_cases(tiny_run, tmp_path)
     before = sorted(str(p) for p in tmp_path.rglob("*"))
     procs = [subprocess.Popen([sys.executable, *argv], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
              for _, argv, _, _ in cases]
