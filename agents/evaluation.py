@@ -91,8 +91,13 @@ def make_rating_evaluator(game: jaxgame.AutoChessEnv, network, num_games: int, p
 
 def placement_summary(ranks) -> dict:
     """Mean placement with a 95% interval (half-width over game seeds; None with one seed), top-1 and
-    top-4 rates, from int ranks[G, 8]."""
+    top-4 rates, from int ranks[G, 8] of finished games (a rank outside 1..8, an unfinished game's 0, is a
+    ``ValueError``: it must never count as a placement)."""
     ranks = np.asarray(ranks, np.float64)
+    if ranks.size == 0 or not ((ranks >= 1) & (ranks <= C.NUM_PLAYERS)).all():
+        unfinished = int((ranks < 1).sum())
+        raise ValueError(f"placements need finished games with ranks 1..{C.NUM_PLAYERS}; got {ranks.size} ranks, "
+                         f"{unfinished} of them unfinished (0)")
     per_seed = ranks.mean(axis=1)
     half = float(1.96 * per_seed.std(ddof=1) / np.sqrt(len(per_seed))) if len(per_seed) > 1 else None
     return {

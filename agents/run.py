@@ -84,6 +84,11 @@ def check_resumable(saved: TrainConfig, config: TrainConfig) -> None:
             f"cannot resume with changed field(s) {differing}: they change shapes, the algorithm or the run; "
             f"only {sorted(RESUMABLE_CHANGES)} may change"
         )
+    if saved.anneal_lr and saved.num_updates != config.num_updates:
+        raise RunError(
+            f"cannot resume with total_steps={config.total_steps} (was {saved.total_steps}): with anneal_lr the "
+            "learning-rate schedule depends on the run's length, so the resumed run would follow neither schedule"
+        )
 
 
 def check_env_available(config: TrainConfig) -> None:

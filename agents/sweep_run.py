@@ -29,7 +29,7 @@ from agents import run_dir as run_dir_lib
 from agents import trainers
 from agents.checkpoints import CheckpointStore
 from agents.config import TrainConfig
-from agents.evaluation import EVAL_STREAM, OPPONENTS
+from agents.evaluation import EVAL_STREAM, OPPONENTS, placement_summary
 from agents.metrics import MetricsLog, load_metrics
 from agents.plotting import plot_bands
 from agents.progress import NoProgress, Progress
@@ -126,9 +126,9 @@ class SweepProgram(ChunkProgram):
         keys = jax.vmap(lambda k: jax.random.fold_in(k, update))(self.eval_keys)
         out = [{} for _ in self.runs]
         for index, name in enumerate(OPPONENTS):
-            ranks = np.asarray(self.compiled_eval(runner.params, keys, np.int32(index)), np.float64)  # [R, G, 8]
-            for k, mean in enumerate(ranks.mean(axis=(1, 2))):
-                out[k][f"eval/placement_vs_{name}"] = float(mean)
+            ranks = np.asarray(self.compiled_eval(runner.params, keys, np.int32(index)))  # [R, G, 8]
+            for k, run_ranks in enumerate(ranks):
+                out[k][f"eval/placement_vs_{name}"] = placement_summary(run_ranks)["mean_placement"]
         return runner, out
 
     def checkpoint_payload(self, wall_s):

@@ -60,7 +60,7 @@ def learning_rate(config: TrainConfig, hp: HParams, update) -> jax.Array:
     """float32[]: the learning rate of update number ``update`` (0-based)."""
     if not config.anneal_lr:
         return hp.lr
-    return hp.lr * (1.0 - update.astype(jnp.float32) / config.num_updates)
+    return hp.lr * jnp.maximum(1.0 - update.astype(jnp.float32) / config.num_updates, 0.0)  # never negative
 
 
 def apply_gradients(config, hp, params, opt_state, grads, update):

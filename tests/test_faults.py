@@ -285,7 +285,8 @@ def test_sigterm_saves_at_the_chunk_boundary_exits_0_and_auto_resume_finishes_th
     import sys
     import time
 
-    long = TrainConfig(**{**TINY.to_dict(), "hidden": TINY.hidden, "total_steps": 4 * 8 * 60})  # 60 updates
+    # 30 updates, a checkpoint only at the end (and where a signal stops it)
+    long = TrainConfig(**{**TINY.to_dict(), "hidden": TINY.hidden, "total_steps": 4 * 8 * 30, "checkpoint_every": 0})
     run.train(long, tmp_path / "clean")
     run_dir = tmp_path / "signalled"
     err_path = tmp_path / "stderr.txt"
@@ -301,13 +302,13 @@ def test_sigterm_saves_at_the_chunk_boundary_exits_0_and_auto_resume_finishes_th
     assert proc.returncode == 0, err_path.read_text()[-2000:]
     summary = json.loads(out.strip().splitlines()[-1])
     stopped_at = summary["updates"]
-    assert summary["stopped"] == "SIGTERM" and 2 <= stopped_at < 60
+    assert summary["stopped"] == "SIGTERM" and 2 <= stopped_at < 30
     assert _steps(run_dir)[-1] == stopped_at  # checkpointed at the boundary where it stopped
     assert [r["update"] for r in _records(run_dir)] == list(range(1, stopped_at + 1))
     assert "stopped by SIGTERM" in err_path.read_text()
 
     finished = train_cli.main([*_cli_args(long, run_dir)[2:], "--quiet"])  # the same command, in-process
-    assert finished["updates"] == 60 and finished["stopped"] is None
+    assert finished["updates"] == 30 and finished["stopped"] is None
     assert _records(run_dir) == _records(tmp_path / "clean")  # bitwise: the uninterrupted run's records
 
 
@@ -394,3 +395,27 @@ def test_a_key_of_the_wrong_shape_is_the_projects_type_error():
     for bad in (jnp.zeros(3, jnp.uint32), jnp.zeros((2, 2), jnp.uint32), jax.random.split(jax.random.key(0), 2)):
         with pytest.raises(TypeError, match=r"AutoChessEnv.reset key must be one PRNG key .* shape"):
             env.reset(bad)
+
+
+def test_an_annealed_run_refuses_a_new_length_on_resume_and_its_lr_never_goes_negative(tiny_run):
+    from agents.trainer_base import learning_rate
+
+    annealed = TrainConfig(**{**TINY.to_dict(), "hidden": TINY.hidden, "anneal_lr": True})
+    longer = TrainConfig(**{**annealed.to_dict(), "hidden": TINY.hidden, "total_steps": 2 * TINY.total_steps})
+    with pytest.raises(run.RunError, match=r"total_steps=256 \(was 128\): with anneal_lr"):
+        run.check_resumable(annealed, longer)
+    run.check_resumable(TINY, TrainConfig(**{**TINY.to_dict(), "hidden": TINY.hidden, "total_steps": 256}))  # fine
+    hp = annealed.hparams()
+    lrs = [float(learning_rate(annealed, hp, jnp.int32(u))) for u in (0, 2, 4, 6)]
+    assert lrs == pytest.approx([annealed.lr, annealed.lr / 2, 0.0, 0.0])
+
+
+def test_an_unfinished_game_never_counts_as_a_placement():
+    from agents.evaluation import placement_summary
+
+    finished = np.array([[1, 8, 3, 4, 5, 6, 7, 2], [2, 1, 3, 4, 5, 6, 7, 8]])
+    assert placement_summary(finished)["mean_placement"] == 4.5
+    unfinished = finished.copy()
+    unfinished[0, 3] = 0
+    with pytest.raises(ValueError, match="1 of them unfinished"):
+        placement_summary(unfinished)
