@@ -467,21 +467,9 @@ class CheckpointStore:
         if step is not None:
             self._require_step(step)
             return self._restore_step(int(step), abstract_tree, target, key_dtypes)
-        candidates = self._newest_first()
-        errors, failed = [], []
-        for s in candidates:
-            try:
-                restored = self._restore_step(s, abstract_tree, target, key_dtypes)
-            except CheckpointMismatchError:
-                raise
-            except Exception as err:  # noqa: BLE001 - any read failure means "corrupt, try an older one"
-                errors.append(f"step {s}: {_short(err)}")
-                failed.append((s, err))
-                continue
-            self._fallback_warnings(failed)
-            return restored
-        raise NoGoodCheckpointError(
-            f"none of the checkpoints {candidates[::-1]} in {self.directory} could be restored (newest: {errors[0]})"
+        return self._newest_readable(
+            lambda s: self._restore_step(s, abstract_tree, target, key_dtypes),
+            "none of the checkpoints {steps} in {dir} could be restored",
         )
 
     def read_config(self, step: int | None = None) -> dict:
@@ -496,22 +484,31 @@ class CheckpointStore:
             return dict(
                 self._mgr.restore(int(step), args=ocp.args.Composite(**{_CONFIG: ocp.args.JsonRestore()}))[_CONFIG]
             )
+        def read(s):
+            self._saved_tree_metadata(s)
+            return dict(self._mgr.restore(s, args=ocp.args.Composite(**{_CONFIG: ocp.args.JsonRestore()}))[_CONFIG])
+
+        return self._newest_readable(read, "no readable config among checkpoints {steps} in {dir}")
+
+    def _newest_readable(self, read, failure: str):
+        """``read(step)`` of the newest step it succeeds on, with one fallback warning per newer step that
+        failed; ``NoGoodCheckpointError`` (``failure`` with ``{steps}`` and ``{dir}``) when it fails on all.
+        A ``CheckpointMismatchError`` is the caller's error: raised at once, no fallback."""
         candidates = self._newest_first()
-        errors = []
         failed = []
         for s in candidates:
             try:
-                self._saved_tree_metadata(s)
-                restored = self._mgr.restore(s, args=ocp.args.Composite(**{_CONFIG: ocp.args.JsonRestore()}))
-                config = dict(restored[_CONFIG])
-            except Exception as err:  # noqa: BLE001
-                errors.append(f"step {s}: {_short(err)}")
+                value = read(s)
+            except CheckpointMismatchError:
+                raise
+            except Exception as err:  # noqa: BLE001 - any read failure means "corrupt, try an older one"
                 failed.append((s, err))
                 continue
             self._fallback_warnings(failed)
-            return config
+            return value
+        newest, err = failed[0]
         raise NoGoodCheckpointError(
-            f"no readable config among checkpoints {candidates[::-1]} in {self.directory} (newest: {errors[0]})"
+            failure.format(steps=candidates[::-1], dir=self.directory) + f" (newest: step {newest}: {_short(err)})"
         )
 
     # -------------------------------------------------------------------- close

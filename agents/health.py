@@ -40,7 +40,7 @@ def check_chunk(metrics: dict, updates_before: int, what: str = "") -> dict:
     """``metrics`` (host arrays [n] of one chunk, or [R, n] of a sweep's R runs) without ``FINITE``; raises
     ``NonFiniteError`` when an update's flag is 0. ``updates_before``: updates done before the chunk."""
     metrics = dict(metrics)
-    flags = np.asarray(metrics.pop(FINITE, None) if FINITE in metrics else 1.0)
+    flags = np.asarray(metrics.pop(FINITE, 1.0))
     if flags.all():
         return metrics
     bad = np.argwhere(flags == 0)[0]  # (update,) or (run, update)

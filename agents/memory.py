@@ -55,10 +55,9 @@ def available_bytes(device=None) -> int | None:
         return None
 
 
-def train_bytes(config: TrainConfig, trainer) -> dict:
-    """``{"runner", "update", "total"}`` bytes of one training run of ``config`` (``trainer`` from
-    ``agents.trainers.make_train``)."""
-    runner = jax.eval_shape(trainer.init, jax.random.key(0))
+def train_bytes(config: TrainConfig, runner) -> dict:
+    """``{"runner", "update", "total"}`` bytes of one training run of ``config``; ``runner``: its abstract
+    runner (``jax.eval_shape`` of the trainer's ``init``)."""
     per_step = tree_bytes(runner.obs) + tree_bytes(runner.mask) + 6 * 4 * math.prod(runner.mask.shape[:-1])
     steps = config.num_steps if config.algo == "ppo" else 2  # A2C: this step's samples and the pending ones
     widths = sum(config.hidden) + runner.mask.shape[-1] + 1

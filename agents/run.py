@@ -103,7 +103,7 @@ def check_env_available(config: TrainConfig) -> None:
 def check_memory(config: TrainConfig, program: TrainProgram, num_devices: int = 1, runs: int = 1) -> None:
     """``RunError`` with the estimate (``agents.memory``) when ``runs`` runs of ``config`` cannot fit the memory
     of one of ``num_devices`` devices (the envs are split over them); nothing has been compiled or written."""
-    needed = memory.train_bytes(config, program.trainer)["total"] * runs // max(num_devices, 1)
+    needed = memory.train_bytes(config, program.run_shapes)["total"] * runs // max(num_devices, 1)
     if program.evaluator is not None:
         needed += memory.table_bytes(make_game(config), config.eval_games) * runs
     what = f"num_envs={config.num_envs} (num_steps={config.num_steps}, hidden={config.hidden})"
@@ -216,13 +216,20 @@ def compile_together(*lowerings):
 class ChunkProgram:
     """What ``ChunkLoop`` drives: a compiled chunk of updates and the host work between chunks.
 
-    A subclass sets ``config`` and ``num_logs`` and implements the methods below; ``TrainProgram`` (one run)
-    and ``agents.sweep_run.SweepProgram`` (a vmapped sweep, one log per run) are the two.
+    A subclass sets ``config``, ``trainer`` (one run's) and ``num_players`` and implements the methods below;
+    ``TrainProgram`` (one run) and ``agents.sweep_run.SweepProgram`` (a vmapped sweep, one log per run) are the two.
     """
 
     config: TrainConfig
+    trainer: object
     num_players: int = 1
     has_eval: bool = False
+
+    @functools.cached_property
+    def run_shapes(self):
+        """The abstract runner of one run (``ShapeDtypeStruct`` leaves): traced once, for the memory estimate
+        and the restore target."""
+        return jax.eval_shape(jax.jit(self.trainer.init), jax.random.key(self.config.seed))
 
     def updates_done(self, runner) -> int:
         raise NotImplementedError
@@ -425,7 +432,7 @@ class TrainProgram(ChunkProgram):
 
     def restore(self, store: CheckpointStore):
         """``(step, runner, saved payload)`` of the newest good checkpoint, placed for this run's devices."""
-        abstract = jax.eval_shape(jax.jit(self.trainer.init), jax.random.key(self.config.seed))
+        abstract = self.run_shapes
         shardings = self.trainer.shardings(abstract)
         if shardings is not None:  # read each device's share straight into place (any device count saved it)
             abstract = jax.tree_util.tree_map(

@@ -72,6 +72,11 @@ def _describe(run_dir: Path, owner: dict) -> str:
     return f"{run_dir} holds a {tool} run ({TOOLS.get(tool, tool)}, run id {owner.get('run_id', '?')})"
 
 
+def _new_owner(tool: str, identity: dict) -> dict:
+    return {"tool": tool, "run_id": uuid.uuid4().hex[:12], "identity": identity_hash(identity),
+            "created": time.strftime("%Y-%m-%dT%H:%M:%S")}
+
+
 def read_owner(run_dir) -> dict | None:
     """The directory's ``run.json``, or None when it has none; an unreadable one is a ``RunError``."""
     path = Path(run_dir) / OWNER_FILE
@@ -107,8 +112,7 @@ def claim(run_dir, tool: str, identity: dict) -> dict:
         run_dir.mkdir(parents=True, exist_ok=True)
     except OSError as err:
         raise RunError(f"--run-dir {run_dir} cannot be created ({err.strerror})") from None
-    owner = {"tool": tool, "run_id": uuid.uuid4().hex[:12], "identity": identity_hash(identity),
-             "created": time.strftime("%Y-%m-%dT%H:%M:%S")}
+    owner = _new_owner(tool, identity)
     try:
         write_json(run_dir / OWNER_FILE, owner)
     except OSError as err:
@@ -124,8 +128,7 @@ def check_owner(run_dir, tool: str, identity: dict, marker: str) -> dict:
     if owner is None:
         if not (run_dir / marker).exists():
             raise RunError(f"{run_dir / marker} not found (is {str(run_dir)!r} a {tool} directory?)")
-        owner = {"tool": tool, "run_id": uuid.uuid4().hex[:12], "identity": identity_hash(identity),
-                 "created": time.strftime("%Y-%m-%dT%H:%M:%S"), "adopted": True}
+        owner = {**_new_owner(tool, identity), "adopted": True}
         write_json(run_dir / OWNER_FILE, owner)
         return owner
     if owner["tool"] != tool:
