@@ -53,7 +53,7 @@ To do this without a buffer, each seat carries one *pending decision*
 Since completion happens as soon as the next decision state is seen, a seat
 never has a pending decision when it decides again. A pending decision whose
 next decision has not come by the end of an update is carried over in the
-runner (``A2CRunner.pending``) and completed in a later update, then with the
+runner (``Runner.pending``) and completed in a later update, then with the
 later parameters (its action was sampled with the earlier ones: a small
 one-update lag, only on the game; on a gymnax env every decision completes in
 the step it was taken).
@@ -96,53 +96,10 @@ from __future__ import annotations
 
 import jax
 import jax.numpy as jnp
-from flax import struct
 
 from agents import losses
-from agents.config import HParams
-from agents.rollout import EPISODE_SUMS, act_and_step, track_episodes
-from agents.trainer_base import Runner, Trainer, apply_gradients, init_runner
-
-
-@struct.dataclass
-class Pending:
-    """Each seat's open decision; arrays [N, P] (``obs`` [N, P, *obs_shape], ``mask`` bool[N, P, A])."""
-
-    obs: object
-    mask: jax.Array
-    action: jax.Array  # int32
-    ret: jax.Array  # float32: discounted reward since the decision
-    discount: jax.Array  # float32: gamma^(steps since the decision); 0 once the seat's episode ended
-    active: jax.Array  # bool: a decision is open
-
-    @classmethod
-    def empty(cls, obs, mask) -> Pending:
-        batch = mask.shape[:-1]
-        return cls(
-            obs=jax.tree_util.tree_map(jnp.zeros_like, obs),
-            mask=jnp.zeros_like(mask),
-            action=jnp.zeros(batch, jnp.int32),
-            ret=jnp.zeros(batch, jnp.float32),
-            discount=jnp.zeros(batch, jnp.float32),
-            active=jnp.zeros(batch, bool),
-        )
-
-
-@struct.dataclass
-class A2CRunner(Runner):
-    """``agents.trainer_base.Runner`` plus the seats' pending decisions (everything a run needs to continue exactly)."""
-
-    pending: Pending
-
-
-def _select(cond, new, old):
-    """Per-[N, P] ``where`` over pytrees whose leaves have trailing dims."""
-
-    def pick(a, b):
-        c = cond.reshape(cond.shape + (1,) * (a.ndim - cond.ndim))
-        return jnp.where(c, a, b)
-
-    return jax.tree_util.tree_map(pick, new, old)
+from agents.rollout import EPISODE_SUMS, Pending, act_and_step, select_seats, track_episodes
+from agents.trainer_base import Runner, Trainer, apply_gradients
 
 
 def td_step(pending: Pending, transition, next_mask, next_value, gamma):
@@ -165,9 +122,11 @@ def td_step(pending: Pending, transition, next_mask, next_value, gamma):
     decision = transition.weight > 0
     cont = gamma * (1.0 - transition.terminal.astype(jnp.float32))
     samples = Pending(
-        obs=_select(decision, transition.obs, pending.obs),
-        mask=_select(decision, transition.mask, pending.mask),
+        obs=select_seats(decision, transition.obs, pending.obs),
+        mask=select_seats(decision, transition.mask, pending.mask),
         action=jnp.where(decision, transition.action, pending.action),
+        log_prob=jnp.where(decision, transition.log_prob, pending.log_prob),
+        value=jnp.where(decision, transition.value, pending.value),
         ret=jnp.where(decision, transition.reward, pending.ret + pending.discount * transition.reward),
         discount=jnp.where(decision, cont, pending.discount * cont),
         active=decision | pending.active,
@@ -213,15 +172,9 @@ class StreamingA2C(Trainer):
     """``make_train``'s result for ``algo="a2c"`` (an ``agents.trainer_base.Trainer``)."""
 
     algo = "a2c"
-    env_fields = Trainer.env_fields + ("pending",)  # sharded over the devices with the env states
-
-    def init(self, key, hparams: HParams | None = None) -> A2CRunner:
-        base = init_runner(self.config, self.env, self.network, key, hparams)
-        fields = {name: getattr(base, name) for name in Runner.__dataclass_fields__}
-        return self.constrain(A2CRunner(**fields, pending=Pending.empty(base.obs, base.mask)))
 
     # ---- one update ----
-    def update(self, runner: A2CRunner):
+    def update(self, runner: Runner):
         config, hp, network = self.config, runner.hparams, self.network
         params = runner.params
         update_key = jax.random.fold_in(runner.key, runner.update)
@@ -299,4 +252,4 @@ def _tree_where(cond, new, old):
     return jax.tree_util.tree_map(lambda a, b: jnp.where(cond, a, b), new, old)
 
 
-__all__ = ["A2CRunner", "Pending", "StreamingA2C", "td_step"]
+__all__ = ["Pending", "StreamingA2C", "td_step"]

@@ -385,8 +385,8 @@ class CheckpointStore:
                 )
         if problems:
             raise CheckpointMismatchError(
-                f"abstract_tree does not match the tree saved at step {step} in {self.directory} "
-                "(typed keys compared as their key data): " + "; ".join(problems)
+                f"the state saved at step {step} in {self.directory} does not have this trainer's layout (written "
+                "by another config or another version of agents?): " + "; ".join(problems)
             )
 
     def _restore_step(self, step: int, abstract_tree, target, key_dtypes) -> tuple[int, Any, dict]:

@@ -8,11 +8,22 @@
 
 One update: a rollout of ``num_steps`` steps of all ``num_envs`` envs x P
 seats (every seat acts with the same parameters; bot seats are replaced by
-the env), semi-MDP GAE over each learner seat's decisions, then
+the env), semi-MDP GAE over each learner seat's decisions (``targets_with_pending``), then
 ``update_epochs`` epochs of ``num_minibatches`` shuffled minibatches of the
 flattened [T x N x P] samples with the clipped surrogate, value loss and
 entropy bonus; non-decision samples have weight 0. Adam (eps 1e-5) after a
 global grad-norm clip; the learning rate may anneal linearly to 0.
+
+Rollout edges: a seat whose state after the rollout is not a decision of its
+own (its turn ended, it waits for the fight) has no value there to bootstrap
+from, so its last decision stays open (``Runner.pending``, with the rewards
+collected since) and is trained in the update whose rollout shows its next
+decision or its episode's end: it goes back on row 0 of that rollout (a
+non-decision step of the seat by construction), collects the rewards before
+the seat decides again (that round's fight, a knock-out's placement) and
+bootstraps from that decision's value. Every reward lands in exactly one
+target. Its log-probability and value are those of the parameters that took
+it, one update older (the clipped ratio bounds the step, as for any sample).
 
 Hyperparameters in ``agents.config.HPARAM_FIELDS`` are traced: ``trainer(key,
 hparams)`` and ``trainer.init(key, hparams)`` take an ``HParams`` pytree
@@ -31,9 +42,52 @@ import jax.numpy as jnp
 
 from agents import distributed, losses
 from agents.config import HParams
-from agents.gae import gae
-from agents.rollout import EPISODE_SUMS, act_and_step, track_episodes
+from agents.gae import semi_mdp_gae
+from agents.rollout import EPISODE_SUMS, Pending, Transition, act_and_step, select_seats, track_episodes
 from agents.trainer_base import Runner, Trainer, apply_gradients
+
+
+def targets_with_pending(traj: Transition, pending: Pending, end_value, end_decision, gamma, lam):
+    """GAE targets of a rollout whose open decisions carry over (``agents.gae.semi_mdp_gae``).
+
+    ``pending``'s active seats (open decisions of the previous rollout) go back on row 0, a non-decision
+    step of theirs by construction (the state they ended on was not a decision); that row's reward and
+    discount follow on theirs. ``end_value`` float32[N, P] and ``end_decision`` bool[N, P] are the value
+    and decision flag of the state after the rollout.
+
+    Returns (traj, advantages, targets, pending): ``traj.weight`` is 1 on the decisions trained now (taken
+    in this rollout or carried in, their next decision seen or their episode over); ``pending`` holds the
+    decisions left open, with their rewards and discount so far."""
+    gamma = jnp.asarray(gamma, jnp.float32)
+    discount = gamma * (1.0 - traj.terminal.astype(jnp.float32))
+    carried = pending.active
+    first = jax.tree_util.tree_map(lambda x: x[0], traj)
+    first = first.replace(
+        obs=select_seats(carried, pending.obs, first.obs), mask=select_seats(carried, pending.mask, first.mask),
+        action=jnp.where(carried, pending.action, first.action),
+        log_prob=jnp.where(carried, pending.log_prob, first.log_prob),
+        value=jnp.where(carried, pending.value, first.value),
+        reward=jnp.where(carried, pending.ret + pending.discount * first.reward, first.reward),
+    )
+    traj = jax.tree_util.tree_map(lambda row, x: x.at[0].set(row), first, traj)
+    discount = discount.at[0].set(jnp.where(carried, pending.discount * discount[0], discount[0]))
+    decision = (traj.weight > 0).at[0].set(carried | (traj.weight[0] > 0))
+    result = semi_mdp_gae(traj.reward, traj.value, discount, decision, end_value, end_decision, lam)
+
+    is_open = result.open  # at most one per seat: its last decision
+    row = jnp.argmax(is_open, axis=0)  # [N, P]
+
+    def at_row(x):
+        index = row.reshape((1,) + row.shape + (1,) * (x.ndim - 1 - row.ndim))
+        return jnp.take_along_axis(x, index, axis=0)[0]
+
+    pending = Pending(
+        obs=jax.tree_util.tree_map(at_row, traj.obs), mask=at_row(traj.mask), action=at_row(traj.action),
+        log_prob=at_row(traj.log_prob), value=at_row(traj.value), ret=at_row(result.open_return),
+        discount=at_row(result.open_discount), active=is_open.any(axis=0),
+    )
+    traj = traj.replace(weight=result.trained.astype(jnp.float32))
+    return traj, result.advantages, result.targets, pending
 
 
 class PPO(Trainer):
@@ -74,12 +128,12 @@ class PPO(Trainer):
         hp = runner.hparams
         update_key = jax.random.fold_in(runner.key, runner.update)
         act_key, shuffle_key = jax.random.split(update_key)
+        pending = runner.pending
         runner, traj, sums = self.rollout(runner, act_key)
-        _, last_value = self.network.apply(runner.params, runner.obs)
-        decision = traj.weight > 0
-        advantages, targets = gae(
-            traj.reward, traj.value, traj.terminal, decision, last_value, hp.gamma, hp.gae_lambda
-        )
+        _, end_value = self.network.apply(runner.params, runner.obs)
+        decisions = traj.weight.sum()  # taken in this rollout (trained now or, if left open, in a later update)
+        traj, advantages, targets, pending = targets_with_pending(
+            traj, pending, end_value, runner.mask.sum(-1) > 1, hp.gamma, hp.gae_lambda)
         batch = (traj, advantages, targets)
         params, opt_state, mb_metrics = self.optimize(runner.params, runner.opt_state, batch, shuffle_key, hp,
                                                       runner.update)
@@ -93,12 +147,12 @@ class PPO(Trainer):
             "loss/grad_norm": mean["grad_norm"],
             "loss/explained_variance": losses.explained_variance(traj.value, targets, traj.weight),
             "train/lr": mean["lr"],
-            "train/decisions": traj.weight.sum(),
+            "train/decisions": decisions,
             **{f"sums/{k}": sums[k].sum() for k in EPISODE_SUMS},
         }
         done = runner.update + 1
         pool, league_metrics = self.players.after_update(runner.league, params, done)
-        runner = runner.replace(params=params, opt_state=opt_state, update=done, league=pool)
+        runner = runner.replace(params=params, opt_state=opt_state, update=done, league=pool, pending=pending)
         return runner, {**metrics, **league_metrics}
 
     def optimize(self, params, opt_state, batch, shuffle_key, hp: HParams, update):
@@ -110,7 +164,8 @@ class PPO(Trainer):
         if not self.config.independent:
             flat = jax.tree_util.tree_map(lambda x: x.reshape((-1,) + x.shape[3:]), batch)
             return self._epochs(self.network, params, opt_state, flat, shuffle_key, hp, update)
-        per_seat = jax.tree_util.tree_map(lambda x: jnp.moveaxis(x, 2, 0).reshape((x.shape[2], -1) + x.shape[3:]), batch)
+        per_seat = jax.tree_util.tree_map(
+            lambda x: jnp.moveaxis(x, 2, 0).reshape((x.shape[2], -1) + x.shape[3:]), batch)
         keys = jax.random.split(shuffle_key, per_seat[1].shape[0])
         return jax.vmap(lambda p, o, b, k: self._epochs(self.network.base, p, o, b, k, hp, update))(
             params, opt_state, per_seat, keys
@@ -149,4 +204,4 @@ class PPO(Trainer):
         return params, opt_state, mb_metrics
 
 
-__all__ = ["PPO"]
+__all__ = ["PPO", "targets_with_pending"]

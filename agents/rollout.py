@@ -41,6 +41,40 @@ class EpisodeTracker:
         return cls(jnp.zeros((num_envs, num_players), jnp.float32), jnp.zeros(num_envs, jnp.int32))
 
 
+@struct.dataclass
+class Pending:
+    """Each seat's open decision: taken, its next decision not seen yet; arrays [N, P] (``obs`` [N, P,
+    *obs_shape], ``mask`` bool[N, P, A]). The streaming A2C (``agents.a2c``) completes it step by step; PPO
+    (``agents.ppo``) carries a rollout's open decisions to the next one (``agents.gae.semi_mdp_gae``)."""
+
+    obs: object
+    mask: jax.Array
+    action: jax.Array  # int32
+    log_prob: jax.Array  # float32: of the action, under the parameters that took it
+    value: jax.Array  # float32: V(obs) under those parameters
+    ret: jax.Array  # float32: discounted reward since the decision
+    discount: jax.Array  # float32: product of the discounts since the decision; 0 once the seat's episode ended
+    active: jax.Array  # bool: a decision is open
+
+    @classmethod
+    def empty(cls, obs, mask) -> Pending:
+        batch = mask.shape[:-1]
+        zeros = jnp.zeros(batch, jnp.float32)
+        return cls(obs=jax.tree_util.tree_map(jnp.zeros_like, obs), mask=jnp.zeros_like(mask),
+                   action=jnp.zeros(batch, jnp.int32), log_prob=zeros, value=zeros, ret=zeros, discount=zeros,
+                   active=jnp.zeros(batch, bool))
+
+
+def select_seats(cond, new, old):
+    """Per-seat ``where`` over pytrees: ``cond`` bool[N, P]; leaves [N, P, ...] (any trailing dims)."""
+
+    def pick(a, b):
+        c = cond.reshape(cond.shape + (1,) * (a.ndim - cond.ndim))
+        return jnp.where(c, a, b)
+
+    return jax.tree_util.tree_map(pick, new, old)
+
+
 #: Sums over the episodes that finished, per update; ``episode_metrics`` turns them into means.
 EPISODE_SUMS = ("episodes", "return_sum", "length_sum", "placement_sum", "placement_count")
 

@@ -23,7 +23,7 @@ from jax.sharding import PartitionSpec as P
 from agents import distributed, health, league, networks
 from agents.config import NUM_SEATS, HParams, TrainConfig
 from agents.env_api import BatchedEnv
-from agents.rollout import EpisodeTracker
+from agents.rollout import EpisodeTracker, Pending
 from jaxgame.validation import as_key
 
 INIT_STREAM, ENV_STREAM, TRAIN_STREAM = 0, 1, 2
@@ -43,6 +43,7 @@ class Runner:
     update: jax.Array  # int32[]: updates done
     hparams: HParams
     league: object  # agents.league.Pool of a league run (config.league_size > 0), else None
+    pending: Pending  # [N, P]: each seat's decision whose next decision has not been seen yet (agents.gae)
 
 
 def make_network(config: TrainConfig, num_actions: int):
@@ -88,7 +89,8 @@ def init_runner(config: TrainConfig, env, network, key, hparams: HParams | None 
         key=jax.random.fold_in(key, TRAIN_STREAM),
         update=jnp.int32(0),
         hparams=hp,
-        league=league.pool_init(params, config.league_size) if config.league_size else None,
+        league=league.pool_init(params, config.league_size, config.num_envs) if config.league_size else None,
+        pending=Pending.empty(ts.observation, ts.action_mask),
     )
 
 
@@ -105,7 +107,7 @@ class Trainer:
 
     algo = ""
     #: Runner fields whose leaves have a leading env axis (sharded over the devices).
-    env_fields = ("env_state", "obs", "mask", "tracker")
+    env_fields = ("env_state", "obs", "mask", "tracker", "pending")
 
     def __init__(self, config: TrainConfig, env):
         if config.algo != self.algo:

@@ -54,3 +54,42 @@ def gae_reference(reward, value, terminal, decision, last_value, gamma, lam):
         )
     targets = np.where(decision, adv + value, 0.0)
     return adv, targets
+
+
+def split_rollouts_reference(reward, value, discount, decision, cut, end_value, end_decision, lam):
+    """Which update trains each decision of a sequence cut into two rollouts at ``cut``, and its advantage,
+    written from the definition (docs/training.md, "Rollout edges") for ONE seat (1-D float64 arrays over
+    the joined time axis, ``discount[t] = gamma (1 - terminal[t])``; the state after the last step has value
+    ``end_value`` and is a decision iff ``end_decision``).
+
+    A decision t is trained by the first rollout whose data shows how it continues: its episode's end (a
+    zero discount at a step j >= t: the rollout holding j), or its next decision state t' (rollout 0 if
+    t' <= cut, the state after rollout 0 being shown to it; else rollout 1), or, with no next decision in
+    the sequence, rollout 1 if ``end_decision`` else no rollout (it stays open: -1). Its advantage is the
+    discounted rewards up to t' (or to the episode's end), plus the discounted V(t') (``end_value`` at the
+    end), minus V(t), plus discount x lam x A(t') when t' is trained by the same rollout as t.
+
+    Returns (rollout int[T], advantage float64[T]); rollout is -2 on non-decisions."""
+    horizon = len(reward)
+    rollout = np.full(horizon, -2)
+    adv = np.zeros(horizon)
+    for t in reversed(range(horizon)):
+        if not decision[t]:
+            continue
+        ret, disc, k = 0.0, 1.0, t
+        while True:
+            ret += disc * reward[k]
+            disc *= discount[k]
+            if disc == 0.0:  # the episode ended at step k
+                rollout[t], bootstrap, nxt = (0 if k < cut else 1), 0.0, None
+                break
+            k += 1
+            if k == horizon:
+                rollout[t], bootstrap, nxt = (1 if end_decision else -1), end_value, None
+                break
+            if decision[k]:
+                rollout[t], bootstrap, nxt = (0 if k <= cut else 1), value[k], k
+                break
+        chained = lam * disc * adv[nxt] if nxt is not None and rollout[nxt] == rollout[t] else 0.0
+        adv[t] = ret + disc * bootstrap - value[t] + chained
+    return rollout, adv

@@ -12,7 +12,7 @@ from agents import gae as G
 from agents import losses as L
 from agents import networks as N
 from jaxgame import packing
-from tests.reference_gae import gae_reference
+from tests.reference_gae import gae_reference, split_rollouts_reference
 
 _ppo = jax.jit(L.ppo_loss, static_argnames=("clip_value", "normalize_advantages"))
 
@@ -178,6 +178,115 @@ def test_gae_jit_and_vmapped_gamma():
         np.testing.assert_allclose(np.asarray(adv[i]), np.asarray(a), rtol=1e-6, atol=1e-6)
         np.testing.assert_allclose(np.asarray(tgt[i]), np.asarray(t), rtol=1e-6, atol=1e-6)
     assert not np.allclose(np.asarray(adv[0]), np.asarray(adv[1]))
+
+
+def _game_like_sequence(seed, T, N=8, P=8):
+    """Two rollouts' worth [2T, N, P] of a game's shape: decisions in bursts (a shop phase), then steps where
+    the seat waits (turn ended) with the fight's reward at the round's end, knock-outs (terminal, then
+    waiting with no reward), game ends (every seat terminal), seats that wait for a whole rollout."""
+    rng = np.random.default_rng(seed)
+    horizon = 2 * T
+    reward = np.zeros((horizon, N, P), np.float32)
+    value = rng.normal(size=(horizon, N, P)).astype(np.float32)
+    decision = np.zeros((horizon, N, P), bool)
+    terminal = np.zeros((horizon, N, P), bool)
+    for n in range(N):
+        round_len = int(rng.integers(3, 8))
+        offset = int(rng.integers(0, round_len))
+        for p in range(P):
+            acts = int(rng.integers(0, round_len))  # decisions at the start of each round, then waiting
+            sleepy = rng.random() < 0.2  # acts in the first round only, then waits
+            dead = False
+            for t in range(horizon):
+                phase = (t + offset) % round_len
+                fight = phase == round_len - 1
+                if not dead:
+                    decision[t, n, p] = phase < acts and not (sleepy and t >= round_len)
+                    reward[t, n, p] = rng.normal() if fight else 0.0
+                    if fight and rng.random() < 0.08:  # knocked out: its placement reward, then it waits
+                        terminal[t, n, p] = dead = True
+                if fight and rng.random() < 0.04 or t == horizon // 2 - 1 and n == 0:  # the game ends
+                    terminal[t, n, p] = True
+                    dead = False
+    terminal |= np.broadcast_to(terminal.all(axis=2, keepdims=True), terminal.shape)
+    return reward, value, terminal, decision
+
+
+def _transitions(reward, value, terminal, decision):
+    from agents.rollout import Transition
+
+    t = np.arange(reward.shape[0], dtype=np.float32)[:, None, None, None]
+    obs = np.broadcast_to(t, reward.shape + (1,)).copy()  # obs = the step's time index: where a sample came from
+    return Transition(obs=jnp.asarray(obs), mask=jnp.ones(reward.shape + (2,), bool),
+                      action=jnp.zeros(reward.shape, jnp.int32), log_prob=jnp.asarray(-value),
+                      value=jnp.asarray(value), reward=jnp.asarray(reward), terminal=jnp.asarray(terminal),
+                      weight=jnp.asarray(decision, jnp.float32))
+
+
+@pytest.mark.parametrize("gamma, lam", [(0.9, 0.0), (0.95, 0.9), (1.0, 1.0)])
+def test_two_rollouts_train_every_decision_once_with_the_joined_rollouts_gae(gamma, lam):
+    """``agents.ppo.targets_with_pending`` over two consecutive rollouts, the first's open decisions carried
+    into the second, against the plain-Python definition over the joined sequence
+    (``split_rollouts_reference``): every decision is trained by the rollout that shows how it continues,
+    exactly once, with the joined sequence's rewards and bootstrap; the carried ones on row 0 of the second."""
+    from agents.ppo import targets_with_pending
+    from agents.rollout import Pending
+
+    T = 12
+    reward, value, terminal, decision = _game_like_sequence(3, T)
+    rng = np.random.default_rng(4)
+    end_value = rng.normal(size=reward.shape[1:]).astype(np.float32)
+    end_decision = rng.random(reward.shape[1:]) < 0.5
+    traj = _transitions(reward, value, terminal, decision)
+    first = jax.tree_util.tree_map(lambda x: x[:T], traj)
+    second = jax.tree_util.tree_map(lambda x: x[T:], traj)
+    step = jax.jit(targets_with_pending)
+    empty = Pending.empty(first.obs[0], first.mask[0])
+    traj_a, adv_a, tgt_a, pending_a = step(first, empty, value[T], decision[T], gamma, lam)
+    traj_b, adv_b, tgt_b, pending_b = step(second, pending_a, end_value, end_decision, gamma, lam)
+    weight_a, weight_b = np.asarray(traj_a.weight), np.asarray(traj_b.weight)
+    obs_b = np.asarray(traj_b.obs)[..., 0]
+
+    discount = gamma * (1.0 - terminal.astype(np.float64))
+    seen = {"carried and trained": 0, "carried open": 0, "open at the end": 0, "terminal at the cut": 0}
+    for n, p in np.ndindex(*reward.shape[1:]):
+        col = (slice(None), n, p)
+        rollout, ref = split_rollouts_reference(reward[col], value[col], discount[col], decision[col], T,
+                                                float(end_value[n, p]), bool(end_decision[n, p]), lam)
+        seen["terminal at the cut"] += bool(terminal[T - 1, n, p] and decision[:T, n, p].any())
+        trained_a = [t for t in range(T) if weight_a[t, n, p]]
+        assert trained_a == [t for t in range(T) if rollout[t] == 0], (n, p)
+        np.testing.assert_allclose(np.asarray(adv_a)[trained_a, n, p], ref[trained_a], rtol=1e-4, atol=1e-4)
+        np.testing.assert_allclose(np.asarray(tgt_a)[trained_a, n, p], ref[trained_a] + value[trained_a, n, p],
+                                   rtol=1e-4, atol=1e-4)
+        carried = [t for t in range(T) if rollout[t] in (1, -1)]  # at most one: the seat's last decision
+        assert len(carried) <= 1 and bool(pending_a.active[n, p]) == bool(carried)
+        for t in carried:
+            assert obs_b[0, n, p] == t  # back on row 0 of the second rollout
+            assert weight_b[0, n, p] == (rollout[t] == 1)
+            if rollout[t] == 1:
+                seen["carried and trained"] += 1
+                np.testing.assert_allclose(float(adv_b[0, n, p]), ref[t], rtol=1e-4, atol=1e-4)
+            else:
+                seen["carried open"] += 1
+        trained_b = [t for t in range(T, 2 * T) if rollout[t] == 1]
+        assert [T + i for i in range(T) if weight_b[i, n, p] and obs_b[i, n, p] >= T] == trained_b, (n, p)
+        np.testing.assert_allclose(np.asarray(adv_b)[[t - T for t in trained_b], n, p], ref[trained_b],
+                                   rtol=1e-4, atol=1e-4)
+        still_open = [t for t in range(2 * T) if rollout[t] == -1]
+        assert len(still_open) <= 1 and bool(pending_b.active[n, p]) == bool(still_open)
+        if still_open:
+            t = still_open[0]
+            seen["open at the end"] += 1
+            assert np.asarray(pending_b.obs)[n, p, 0] == t
+            # its rewards so far and their discount, from the definition
+            ret, disc = 0.0, 1.0
+            for k in range(t, 2 * T):
+                ret += disc * reward[k, n, p]
+                disc *= discount[k, n, p]
+            np.testing.assert_allclose(float(pending_b.ret[n, p]), ret, rtol=1e-4, atol=1e-4)
+            np.testing.assert_allclose(float(pending_b.discount[n, p]), disc, rtol=1e-5)
+    assert all(seen.values()), seen  # the sequence exercised every edge
 
 
 # ---------------------------------------------------------------- losses

@@ -312,6 +312,49 @@ def test_sigterm_saves_at_the_chunk_boundary_exits_0_and_auto_resume_finishes_th
     assert _records(run_dir) == _records(tmp_path / "clean")  # bitwise: the uninterrupted run's records
 
 
+SECOND_SIGNAL = """
+import os, signal, sys, time
+from agents.run import StopSignals
+which = getattr(signal, sys.argv[1])
+with StopSignals() as stop:
+    os.kill(os.getpid(), which)          # the first: remembered, the process goes on
+    time.sleep(0.2)
+    assert stop.requested() == which.name, stop.requested()
+    assert signal.getsignal(signal.SIGINT) is signal.SIG_DFL and signal.getsignal(signal.SIGTERM) is signal.SIG_DFL
+    print("first signal kept", flush=True)
+    os.kill(os.getpid(), which)          # the second: the default action, i.e. the process ends here
+    time.sleep(5)
+    print("still running", flush=True)
+"""
+
+
+@pytest.mark.parametrize("name", ["SIGTERM", "SIGINT"])
+def test_a_second_signal_ends_the_process_at_once(name):
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    t0 = time.perf_counter()
+    proc = subprocess.run([sys.executable, "-c", SECOND_SIGNAL, name], capture_output=True, text=True, timeout=120)
+    assert "first signal kept" in proc.stdout, proc.stderr[-2000:]
+    assert "still running" not in proc.stdout
+    assert proc.returncode == -getattr(signal, name)  # killed by the signal itself, not an exit after cleanup
+    assert time.perf_counter() - t0 < 60
+
+
+def test_stop_signals_restores_the_handlers_it_replaced():
+    import signal
+
+    from agents.run import StopSignals
+
+    before = {s: signal.getsignal(s) for s in StopSignals.SIGNALS}
+    with StopSignals() as stop:
+        assert all(signal.getsignal(s) == stop._handle for s in StopSignals.SIGNALS)
+        assert stop.requested() is None
+    assert {s: signal.getsignal(s) for s in StopSignals.SIGNALS} == before
+
+
 def _lines(run_dir):
     try:
         return (run_dir / "metrics.jsonl").read_text().splitlines()

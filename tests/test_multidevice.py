@@ -252,3 +252,78 @@ def test_a2c_and_the_game_on_four_devices_equal_one_device():
         for metric, value in out[f"{name}/1"].items():
             assert all(math.isfinite(v) for v in value)
             np.testing.assert_allclose(out[f"{name}/4"][metric], value, rtol=1e-4, atol=1e-6, err_msg=f"{name} {metric}")
+
+
+# ------------------------------------------- signals in a 2-process run
+
+SIGNAL_UPDATES = 60
+
+
+@pytest.fixture(scope="session")
+def signalled(tmp_path_factory):
+    """A 2-process run of SIGNAL_UPDATES updates (checkpoints only at the end or where a signal stops it):
+    uninterrupted ("clean"), and the same command SIGTERMed in both processes after its second update, then
+    run again with ``--auto-resume`` (a requeued job). Returns (out, the signalled processes' (rc, stdout,
+    stderr), the checkpoint steps after the stop, the resumed processes' (rc, stdout, stderr))."""
+    import signal
+    import time
+
+    out = tmp_path_factory.mktemp("signals")
+
+    def command(name, port):
+        return [sys.executable, "-m", "experiments.train", *CLI_ARGS, "--run-dir", str(out / name), "--auto-resume",
+                "--set", f"total_steps={SIGNAL_UPDATES * STEPS}", "--set", "checkpoint_every=0",
+                "--coordinator", f"localhost:{port}", "--num-processes", "2"]
+
+    def start(name, port, tag):
+        procs = []
+        for i in range(2):
+            with open(out / f"{tag}{i}.out", "w") as stdout, open(out / f"{tag}{i}.err", "w") as stderr:
+                procs.append(subprocess.Popen([*command(name, port), "--process-id", str(i)], cwd=ROOT, env=_env(2),
+                                              stdout=stdout, stderr=stderr, text=True))
+        return procs
+
+    def finish(procs, tag, timeout=400):
+        for p in procs:
+            _wait(p, timeout)
+        return [(p.returncode, (out / f"{tag}{i}.out").read_text(), (out / f"{tag}{i}.err").read_text())
+                for i, p in enumerate(procs)]
+
+    clean = start("clean", _free_port(), "clean")
+    stopped = start("signalled", _free_port(), "stop")
+    try:
+        metrics = out / "signalled" / "metrics.jsonl"
+        deadline = time.time() + 300
+        while time.time() < deadline and (not metrics.exists() or len(metrics.read_text().splitlines()) < 3):
+            assert all(p.poll() is None for p in stopped), (out / "stop0.err").read_text()[-3000:]
+            time.sleep(0.05)
+        for p in stopped:
+            p.send_signal(signal.SIGTERM)
+        stopped_outputs = finish(stopped, "stop")
+        saved = sorted(int(p.name) for p in (out / "signalled" / "checkpoints").iterdir() if p.name.isdigit())
+        for rc, _, err in finish(clean, "clean"):
+            assert rc == 0, err[-3000:]
+        resumed = finish(start("signalled", _free_port(), "resume"), "resume")
+    finally:
+        for p in (*clean, *stopped):
+            if p.poll() is None:
+                p.kill()
+    return out, stopped_outputs, saved, resumed
+
+
+def test_sigterm_stops_both_processes_at_one_step_and_auto_resume_equals_the_uninterrupted_run(signalled):
+    out, stopped, saved, resumed = signalled
+    for rc, _, err in stopped:
+        assert rc == 0, err[-3000:]
+    summary = json.loads(stopped[0][1].strip().splitlines()[-1])
+    at = summary["updates"]
+    assert summary["stopped"] == "SIGTERM" and 2 <= at < SIGNAL_UPDATES, summary
+    assert "stopped by SIGTERM" in stopped[0][1] + stopped[0][2]
+    assert saved == [at]  # one checkpoint, written by both processes together where they stopped
+    for rc, _, err in resumed:
+        assert rc == 0, err[-3000:]
+    resumed_summary = json.loads(resumed[0][1].strip().splitlines()[-1])
+    assert resumed_summary["updates"] == SIGNAL_UPDATES and resumed_summary["stopped"] is None
+    records = _records(out / "signalled")
+    assert [r["update"] for r in records] == list(range(1, SIGNAL_UPDATES + 1))
+    assert records == _records(out / "clean")  # bitwise: the uninterrupted 2-process run's records
