@@ -3,9 +3,10 @@
     policy = load_policy("runs/mine")            # the latest good checkpoint (or step=120)
     logits, value = policy.network.apply(policy.params, obs)
 
-A player spec is ``random`` or ``greedy`` (``agents.tables.TABLE_BOTS``), or
-``RUN_DIR`` / ``RUN_DIR:STEP``: the policy of a training run at its latest
-good checkpoint, or at checkpoint STEP (an update number). Problems raise
+A player spec is a scripted bot (``agents.tables.TABLE_BOTS``), ``baseline:NAME``
+(a shipped baseline policy, ``agents.baselines``), or ``RUN_DIR`` /
+``RUN_DIR:STEP``: the policy of a training run at its latest good
+checkpoint, or at checkpoint STEP (an update number). Problems raise
 ``PolicyError`` (a ``ValueError``) with a one-line message.
 """
 
@@ -16,6 +17,7 @@ from pathlib import Path
 
 import jax
 
+from agents import baselines
 from agents.checkpoints import CheckpointStore
 from agents.config import TrainConfig
 from agents.networks import OneSeat
@@ -41,10 +43,13 @@ class RunPolicy:
 
 
 def parse_spec(spec: str) -> tuple[str, int | None] | str:
-    """A bot name, or (run_dir, step or None) for ``RUN_DIR[:STEP]``."""
+    """A bot name, or (run_dir, step or None) for ``RUN_DIR[:STEP]`` (``("baseline:NAME", None)`` for a
+    baseline: ``load_policy`` takes either)."""
     spec = spec.strip()
     if spec in TABLE_BOTS:
         return spec
+    if spec.startswith(baselines.PREFIX):
+        return spec, None
     head, sep, tail = spec.rpartition(":")
     if sep and tail.isdigit():
         return head, int(tail)
@@ -74,9 +79,21 @@ def _checkpoints_of(run_dir) -> Path:
     return run_dir / CHECKPOINT_DIR
 
 
+def is_baseline(spec) -> bool:
+    return str(spec).startswith(baselines.PREFIX)
+
+
 def load_policy(run_dir, step: int | None = None, game_only: bool = True) -> RunPolicy:
     """The policy (network, parameters, config) of a run at checkpoint ``step`` (default: the latest good one),
-    on one device. ``game_only``: refuse a gymnax run (only game policies can play at a table)."""
+    on one device; ``run_dir`` may be ``baseline:NAME`` (no step). ``game_only``: refuse a gymnax run (only
+    game policies can play at a table)."""
+    if is_baseline(run_dir):
+        if step is not None:
+            raise PolicyError(f"{run_dir}: a baseline has no checkpoint steps")
+        try:
+            return baselines.load_baseline(str(run_dir)[len(baselines.PREFIX):])
+        except baselines.BaselineError as err:
+            raise PolicyError(str(err)) from None
     run_dir = Path(run_dir)
     with CheckpointStore(_checkpoints_of(run_dir), keep=1) as store:
         saved = store.read_config(step)

@@ -44,6 +44,7 @@ from agents.policies import (
     PolicyError,
     check_same_observations,
     checkpoint_steps,
+    is_baseline,
     load_policy,
     parse_spec,
     rule_differences,
@@ -92,7 +93,7 @@ def rate_checkpoints(specs, out_dir, games: int = 16, bots=TABLE_BOTS, all_check
 def evaluate_checkpoint(run_dir, step: int | None, lineups: dict, games: int, seed: int = 0,
                         progress: Progress | None = None) -> dict:
     """Seat-rotated evaluation of a run's saved policy (``run_dir`` at ``step``, None: the latest good one)
-    against each lineup of ``lineups`` (name -> 7 player specs: ``random``, ``greedy`` or ``RUN_DIR[:STEP]``),
+    against each lineup of ``lineups`` (name -> 7 player specs: a bot, ``baseline:NAME`` or ``RUN_DIR[:STEP]``),
     ``games`` game seeds each played in 8 rotations. Returns ``{"checkpoint", "update", "games_per_rotation",
     "vs_<name>": placement_summary, ..., "seconds"}`` (per-seat placements too for independent learners).
     ``MemoryError`` (with the estimate) when ``games`` cannot fit."""
@@ -157,7 +158,7 @@ def load_players(specs, all_checkpoints: bool = False, bots=()):
         if isinstance(parsed, str):
             raise PolicyError(f"{spec!r} is a bot: add bots with --bots, not as a run")
         run_dir, step = parsed
-        every = all_checkpoints and step is None
+        every = all_checkpoints and step is None and not is_baseline(run_dir)
         for s in checkpoint_steps(run_dir) if every else [step]:
             try:
                 policy = load_policy(run_dir, s)

@@ -259,6 +259,43 @@ def test_evaluate_cli_on_a_checkpoint(smoke_run, capsys):
 
 
 @game_cli
+def test_a_frozen_baseline_plays_as_its_run_and_versions_are_never_overwritten(smoke_run, tmp_path, monkeypatch,
+                                                                                capsys):
+    from agents import baselines
+    from agents.policies import load_policy
+    from experiments import baseline as baseline_cli
+    from experiments import evaluate
+
+    run_dir, _ = smoke_run
+    monkeypatch.setattr(baselines, "DIRECTORY", tmp_path / "shipped")
+    baseline_cli.main(["freeze", f"{run_dir}:4", "--name", "smoke-v1"])
+    assert baselines.available() == ["smoke-v1"] and baselines.describe("smoke-v1")["source"]["step"] == 4
+    frozen, saved = load_policy("baseline:smoke-v1"), load_policy(run_dir, 4)
+    assert frozen.name == "baseline:smoke-v1" and frozen.config == saved.config.with_overrides({"num_devices": 1})
+    for a, b in zip(jax.tree_util.tree_leaves(frozen.params), jax.tree_util.tree_leaves(saved.params), strict=True):
+        np.testing.assert_array_equal(np.asarray(a), np.asarray(b))  # bitwise the checkpoint's parameters
+
+    # the baseline plays exactly as the checkpoint it came from: as the evaluated policy and as the opponents
+    ours = evaluate.main(["--checkpoint", str(run_dir), "--games", "1", "--vs", "greedy", "--vs", f"{run_dir}:4",
+                          "--quiet"])
+    theirs = evaluate.main(["--checkpoint", "baseline:smoke-v1", "--games", "1", "--vs", "greedy",
+                            "--vs", "baseline:smoke-v1", "--quiet"])
+    assert theirs["vs_greedy"] == ours["vs_greedy"]
+    assert theirs["vs_baseline:smoke-v1"] == ours[f"vs_{run_dir}:4"]
+    capsys.readouterr()
+    for argv, message in [(["freeze", f"{run_dir}:4", "--name", "smoke-v1"], "never overwritten"),
+                          (["freeze", str(run_dir), "--name", "Smoke"], "-v<N>"),
+                          (["freeze", "baseline:smoke-v1", "--name", "smoke-v2"], "not a training run")]:
+        with pytest.raises(SystemExit) as exit_info:
+            baseline_cli.main(argv)
+        err = capsys.readouterr().err
+        assert exit_info.value.code == 2 and message in err and len(err.strip().splitlines()) == 1, err
+    with pytest.raises(SystemExit):
+        evaluate.main(["--checkpoint", str(run_dir), "--games", "1", "--vs", "baseline:nope-v1", "--quiet"])
+    assert "no baseline 'nope-v1'" in capsys.readouterr().err
+
+
+@game_cli
 def test_rate_cli_rates_checkpoints_and_bots(smoke_run, tmp_path, capsys):
     import csv
 
