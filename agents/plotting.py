@@ -4,7 +4,11 @@
     plot_bands([("lr=1e-3", [records, ...]), ...], "curves.png")                # mean +- std per group
 
 One subplot per metric in a grid of up to 3 columns, one colour per run (or group) in every panel.
-Placement panels (1 best .. 8 worst) get a dashed line at 4.5, the mean placement of an average seat.
+Placement panels (1 best .. 8 worst) get a dashed line at 4.5, the mean placement of an average seat; an
+evaluation's placement gets its 95% band (the ``<metric>_ci95`` half-width the run logged beside it). By
+default a run whose 8 seats are all its own learners (self-play, independent learners) does not draw
+``train/episode_return`` and ``train/placement``: they are constant by construction (the mean of
+every seat's return or rank); they mean something where some seats are bots or snapshots.
 Null, NaN and non-numeric values are skipped point by point. Drawing uses the Agg canvas (no display, and no
 change to pyplot's backend when imported from a notebook); the PNG's parent directories are created.
 ``python -m experiments.plot`` is the command line.
@@ -26,6 +30,7 @@ X_FIELDS = ("env_steps", "update", "wall_s")
 DEFAULT_METRICS = (
     "eval/placement_vs_random",
     "eval/placement_vs_greedy",
+    "eval/placement_vs_expert",
     "train/episode_return",
     "train/placement",
     "loss/entropy",
@@ -34,6 +39,11 @@ DEFAULT_METRICS = (
     "loss/approx_kl",
     "perf/sps",
 )
+#: constant by construction when every seat is the run's learner (see the module docstring)
+SELF_PLAY_CONSTANT = ("train/episode_return", "train/placement")
+#: what a panel's y axis counts, where the name does not say it
+Y_LABELS = {"perf/sps": "env steps/s (one step = 8 seats)", "perf/seat_sps": "seat steps/s"}
+CI_SUFFIX = "_ci95"
 MEAN_PLACEMENT = 4.5  # mean placement of an average seat among 8
 MARKER_MAX_POINTS = 50  # series this short (e.g. eval chunks) also get markers
 
@@ -58,9 +68,28 @@ def series(records: list[dict], metric: str, x: str = "env_steps") -> tuple[list
 
 
 def available_metrics(runs: list[list[dict]], x: str = "env_steps") -> list[str]:
-    """Sorted keys that have at least one plottable point (against ``x``) in some run."""
-    names = {k for records in runs for r in records for k in r if k != x}
+    """Sorted keys that have at least one plottable point (against ``x``) in some run (the ``_ci95``
+    half-widths drawn as bands are not metrics of their own)."""
+    names = {k for records in runs for r in records for k in r if k != x and not k.endswith(CI_SUFFIX)}
     return sorted(k for k in names if any(series(records, k, x)[0] for records in runs))
+
+
+def all_seats_learn(meta: dict) -> bool:
+    """Whether a run's 8 game seats are all its learner (self-play or independent learners, no league)."""
+    config = meta.get("config", {}) if isinstance(meta, dict) else {}
+    env = str(config.get("env", "autochess"))
+    return not env.startswith("gymnax:") and config.get("opponents", "self") == "self" and not config.get(
+        "league_size", 0)
+
+
+def _band(ax, records, metric, x, color) -> int:
+    """The 95% band of an evaluation's placement, where the run logged its half-width; returns its points."""
+    points = [(_number(r.get(x)), _number(r.get(metric)), _number(r.get(metric + CI_SUFFIX))) for r in records]
+    points = [p for p in points if None not in p]
+    if points:
+        xs, ys, half = (np.array(v) for v in zip(*points))
+        ax.fill_between(xs, ys - half, ys + half, color=color, alpha=0.2, linewidth=0)
+    return len(points)
 
 
 def _short(v: float, _pos=None) -> str:
@@ -89,19 +118,23 @@ def plot_runs(run_dirs, out: str, x: str = "env_steps", metrics=None) -> dict:
     or every available key when none of those is present). Raises
     FileNotFoundError for a run without metrics file and ValueError for an
     unknown ``x``, for metric names that no run has, or when nothing is
-    plottable. Returns ``{"out", "runs", "metrics", "points"}`` where
-    ``points[metric]`` counts the points drawn over all runs.
+    plottable. Returns ``{"out", "runs", "metrics", "points", "bands"}`` where
+    ``points[metric]`` counts the points drawn over all runs and ``bands[metric]``
+    the points with a 95% band.
     """
     run_dirs = [str(d) for d in run_dirs]
     if not run_dirs:
         raise ValueError("no run directories given")
     if x not in X_FIELDS:
         raise ValueError(f"x must be one of {', '.join(X_FIELDS)}, not {x!r}")
-    runs = [load_metrics(d)[1] for d in run_dirs]
+    loaded = [load_metrics(d) for d in run_dirs]
+    runs = [records for _, records in loaded]
     labels = _labels(run_dirs)
     available = available_metrics(runs, x)
     if metrics is None:
-        metrics = [m for m in DEFAULT_METRICS if m in available] or available
+        constant = all(all_seats_learn(meta) for meta, _ in loaded)
+        metrics = [m for m in DEFAULT_METRICS if m in available and not (constant and m in SELF_PLAY_CONSTANT)]
+        metrics = metrics or available
         if not metrics:
             raise ValueError(f"no plottable records (with a numeric {x!r}) in {', '.join(run_dirs)}")
     else:
@@ -115,9 +148,10 @@ def plot_runs(run_dirs, out: str, x: str = "env_steps", metrics=None) -> dict:
 
     fig, axes = _figure(len(metrics))
     points: dict[str, int] = {}
+    bands: dict[str, int] = {}
     handles: dict[str, object] = {}
     for ax, metric in zip(axes, metrics):
-        points[metric] = 0
+        points[metric] = bands[metric] = 0
         for i, (records, label) in enumerate(zip(runs, labels)):
             xs, ys = series(records, metric, x)
             if not xs:
@@ -125,10 +159,11 @@ def plot_runs(run_dirs, out: str, x: str = "env_steps", metrics=None) -> dict:
             points[metric] += len(xs)
             marker = "o" if len(xs) <= MARKER_MAX_POINTS else None
             (line,) = ax.plot(xs, ys, color=f"C{i % 10}", marker=marker, markersize=3, linewidth=1.2, label=label)
+            bands[metric] += _band(ax, records, metric, x, f"C{i % 10}")
             handles.setdefault(label, line)
         _style(ax, metric, x)
     _finish(fig, axes, len(metrics), handles, out)
-    return {"out": out, "runs": labels, "metrics": metrics, "points": points}
+    return {"out": out, "runs": labels, "metrics": metrics, "points": points, "bands": bands}
 
 
 def _figure(num_panels: int):
@@ -144,6 +179,8 @@ def _style(ax, metric: str, x: str) -> None:
     if "placement" in metric:
         ax.axhline(MEAN_PLACEMENT, color="gray", linestyle="--", linewidth=1.0, zorder=0)
         ax.set_ylabel("placement (1 best .. 8 worst)")
+    elif metric in Y_LABELS:
+        ax.set_ylabel(Y_LABELS[metric])
     ax.set_title(metric)
     ax.set_xlabel(x)
     ax.xaxis.set_major_locator(MaxNLocator(nbins=6))
@@ -197,4 +234,5 @@ def plot_bands(groups, out: str, x: str = "env_steps", metrics=None) -> dict:
     return {"out": out, "groups": [label for label, _ in groups], "metrics": metrics, "points": points}
 
 
-__all__ = ["DEFAULT_METRICS", "X_FIELDS", "available_metrics", "plot_bands", "plot_runs", "series"]
+__all__ = ["DEFAULT_METRICS", "SELF_PLAY_CONSTANT", "X_FIELDS", "all_seats_learn", "available_metrics", "plot_bands",
+           "plot_runs", "series"]

@@ -481,7 +481,9 @@ class TrainProgram(ChunkProgram):
         out = {}
         for index, name in enumerate(OPPONENTS):
             ranks = np.asarray(self.compiled_eval(params, key, np.int32(index)))
-            out[f"eval/placement_vs_{name}"] = placement_summary(ranks)["mean_placement"]
+            summary = placement_summary(ranks)
+            out[f"eval/placement_vs_{name}"] = summary["mean_placement"]
+            out[f"eval/placement_vs_{name}_ci95"] = summary["ci95"]  # half-width over game seeds (None: 1 seed)
             if config.independent:  # rotation r puts the policy in seat r: seat r's own learner
                 out.update({f"eval/seat_{r}/placement_vs_{name}": float(m) for r, m in enumerate(ranks.mean(0))})
         if config.league_size:  # the learner rated against its pool and the bots (fresh ratings each time)

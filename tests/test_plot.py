@@ -33,16 +33,20 @@ def _record(update: int, eval_chunk: bool = False, placement: bool = True) -> di
         r["train/placement"] = 4.5 - 0.05 * update
     if eval_chunk:
         r["eval/placement_vs_random"] = 3.0
+        r["eval/placement_vs_random_ci95"] = 0.4
         r["eval/placement_vs_greedy"] = 5.0
+        r["eval/placement_vs_greedy_ci95"] = None  # one game seed: no interval
     return r
 
 
 @pytest.fixture
 def runs(tmp_path):
-    """Two run dirs: an autochess one (eval chunks, nulls, a NaN, a partial last line) and a gymnax-like one."""
+    """Two run dirs: an autochess one with bot seats (eval chunks, nulls, a NaN, a partial last line) and a
+    gymnax-like one."""
     ac = tmp_path / "runs" / "ppo_autochess"
     ac.mkdir(parents=True)
-    lines = [json.dumps({"meta": {"config": {"preset": "autochess"}, "seed": 0, "versions": {"jax": "x"}}})]
+    config = {"env": "autochess", "opponents": "greedy", "league_size": 0}
+    lines = [json.dumps({"meta": {"config": config, "seed": 0, "versions": {"jax": "x"}}})]
     for u in range(1, 11):
         r = _record(u, eval_chunk=u % 5 == 0)
         if u == 3:  # no episode finished in this chunk
@@ -56,7 +60,7 @@ def runs(tmp_path):
 
     gx = tmp_path / "runs" / "ppo_cartpole"
     gx.mkdir()
-    lines = [json.dumps({"meta": {"config": {"preset": "CartPole-v1"}, "seed": 1}})]
+    lines = [json.dumps({"meta": {"config": {"env": "gymnax:CartPole-v1"}, "seed": 1}})]
     lines += [json.dumps(_record(u, placement=False)) for u in range(1, 6)]
     (gx / "metrics.jsonl").write_text("\n".join(lines) + "\n")
     return ac, gx
@@ -82,7 +86,7 @@ def test_load_metrics_skips_partial_line(runs):
     ac, gx = runs
     with pytest.warns(RuntimeWarning, match="unparsable"):
         meta, records = metrics.load_metrics(str(ac))
-    assert meta["config"]["preset"] == "autochess"
+    assert meta["config"]["opponents"] == "greedy"
     assert [r["update"] for r in records] == list(range(1, 11))
     meta, records = metrics.load_metrics(str(gx / "metrics.jsonl"))  # the file itself works too
     assert meta["seed"] == 1 and len(records) == 5
@@ -100,7 +104,9 @@ def test_cli_default_metrics(runs, tmp_path, capsys):
     assert "unparsable" in err and "ppo_autochess" in err  # the partial line was skipped with a warning
     assert summary["out"] == str(out)
     assert summary["runs"] == ["ppo_autochess", "ppo_cartpole"]
-    assert summary["metrics"] == list(plotting.DEFAULT_METRICS)  # all present in some run
+    assert summary["metrics"] == [m for m in plotting.DEFAULT_METRICS if m != "eval/placement_vs_expert"]
+    assert "eval/placement_vs_random_ci95" not in summary["metrics"]  # a band, not a metric of its own
+    assert summary["bands"]["eval/placement_vs_random"] == 2 and summary["bands"]["eval/placement_vs_greedy"] == 0
     pts = summary["points"]
     assert pts["eval/placement_vs_random"] == 2  # updates 5 and 10 only
     assert pts["eval/placement_vs_greedy"] == 2
@@ -121,6 +127,22 @@ def test_cli_gymnax_only_and_x(runs, tmp_path, capsys):
     assert not any("placement" in m for m in summary["metrics"])
     assert summary["metrics"] == [m for m in plotting.DEFAULT_METRICS if "placement" not in m]
     assert set(summary["points"].values()) == {5}
+
+
+def test_self_play_runs_do_not_draw_what_is_constant_by_construction(runs, tmp_path, capsys):
+    """Every seat the learner: the mean return and placement over the seats are 0 and 4.5 whatever it
+    learns, so the default panels leave them out (asked for by name, they are drawn)."""
+    ac, _ = runs
+    lines = (ac / "metrics.jsonl").read_text().splitlines()
+    meta = json.loads(lines[0])
+    meta["meta"]["config"]["opponents"] = "self"
+    (ac / "metrics.jsonl").write_text("\n".join([json.dumps(meta), *lines[1:-1]]) + "\n")
+    plot.main([str(ac), "--out", str(tmp_path / "self.png")])
+    summary, _ = _summary(capsys)
+    assert not set(plotting.SELF_PLAY_CONSTANT) & set(summary["metrics"])
+    assert "eval/placement_vs_greedy" in summary["metrics"] and "loss/entropy" in summary["metrics"]
+    plot.main([str(ac), "--out", str(tmp_path / "asked.png"), "--metrics", "train/placement"])
+    assert _summary(capsys)[0]["points"] == {"train/placement": 9}
 
 
 def test_cli_explicit_metrics(runs, tmp_path, capsys):
