@@ -133,3 +133,33 @@ def test_train_smoke_preset_end_to_end(capsys):
                                                     rel=1e-2)
     assert set(result["gymnax"]) == GYMNAX_KEYS and result["gymnax"]["steps"] == 2048
     assert result["gymnax"]["ours"]["sps"] > 0 and result["gymnax"]["purejaxrl"]["sps"] > 0
+
+
+def test_learning_benchmark_reads_the_first_evaluation_at_the_target(tmp_path, monkeypatch, capsys):
+    """``--what learning`` on a run's records: the first evaluation <= the target, its training time (the
+    run's ``wall_s``: chunks only) and env steps; evaluations that did not reach it are in the curve."""
+    from experiments.benchmark import learning
+
+    def fake_train(config, run_dir, preset=None, progress=None):
+        assert (preset, config.eval_games, config.eval_every, config.seed) == ("ppo_small", 16, 1, 3)
+        run_dir.mkdir(parents=True)
+        rows = [{"meta": {}}]
+        for update, placement, ci in [(20, 6.0, 0.5), (40, 2.6, 0.4), (60, 2.5, 0.3), (80, 1.9, 0.3)]:
+            rows.append({"update": update, "env_steps": 2048 * update, "wall_s": 3.0 * update,
+                         "eval/placement_vs_greedy": placement, "eval/placement_vs_greedy_ci95": ci})
+        rows.insert(2, {"update": 30, "env_steps": 2048 * 30, "wall_s": 90.0})  # a chunk without evaluation
+        (run_dir / "metrics.jsonl").write_text("\n".join(json.dumps(r) for r in rows) + "\n")
+        return {"compile_s": 12.0, "train_s": 240.0}
+
+    monkeypatch.setattr(learning, "train", fake_train)
+    result = benchmark_main(["--what", "learning", "--run-dir", str(tmp_path / "run"), "--seed", "3", "--quiet"])
+    assert _last_json(capsys.readouterr().out) == result
+    assert result["reached"] and result["update_to_target"] == 60 and result["env_steps_to_target"] == 2048 * 60
+    assert result["train_s_to_target"] == 180.0 and result["minutes_to_target"] == 3.0
+    assert result["games_per_evaluation"] == 128 and result["compile_s"] == 12.0
+    assert [point[0] for point in result["curve"]] == [20, 40, 60, 80] and result["curve"][1][4] == 0.4
+    result = benchmark_main(["--what", "learning", "--run-dir", str(tmp_path / "run2"), "--seed", "3",
+                             "--target", "1.5", "--quiet"])
+    assert not result["reached"] and result["minutes_to_target"] is None
+    with pytest.raises(SystemExit):
+        benchmark_main(["--what", "learning", "--presets", "ppo_small,smoke", "--quiet"])

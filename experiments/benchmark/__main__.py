@@ -103,8 +103,15 @@ same sweep without the shared branch predicates (the combat then runs on every s
 ``ratio`` = sweep / (runs x single run), <= 1 when the sweep costs no more
 than the runs one after another, and ``naive_ratio`` likewise.
 
+``--what learning`` (experiments/benchmark/learning.py) trains a preset (``--presets``, one, default
+``ppo_small``; ``--seed``; ``--total-steps`` to cap it) into ``--run-dir`` with its evaluation every chunk on
+128 seat-rotated games per bot, and reports the training minutes (compiling and evaluating apart) and env
+steps until its policy first places <= ``--target`` (default 2.5) against 7 greedy bots, with the curve.
+The goal on the 2-core CPU is <= 6 minutes for ``ppo_small``. A whole preset: up to its 30 minutes plus
+the evaluations.
+
 The benchmarks live in experiments/benchmark/: ``env.py``, ``combat.py``,
-``render.py``, ``train.py`` and ``sweep.py`` (one per ``--what``), the shared
+``render.py``, ``train.py``, ``sweep.py`` and ``learning.py`` (one per ``--what``), the shared
 timing helpers and default sizes in ``timing.py``; this module is the CLI.
 
 All modes also report ``sweep``: "quick" or "full", the default sizes used.
@@ -122,6 +129,7 @@ import jax
 import jaxgame
 from experiments.benchmark.combat import bench_combat, bench_combat_vs_baseline
 from experiments.benchmark.env import bench_env_throughput, bench_fight_skip
+from experiments.benchmark.learning import TARGET, bench_learning
 from experiments.benchmark.render import bench_obs_kinds, bench_render
 from experiments.benchmark.sweep import bench_sweep
 from experiments.benchmark.timing import default_sweep
@@ -148,7 +156,7 @@ def _ints(text):
 def main(argv=None):
     parser = argparse.ArgumentParser(prog="python -m experiments.benchmark", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--what", choices=["env", "combat", "render", "train", "sweep"], default="env")
+    parser.add_argument("--what", choices=["env", "combat", "render", "train", "sweep", "learning"], default="env")
     parser.add_argument(
         "--full", action="store_true",
         help="the full sweep even on a CPU (the default on a GPU; ~10 min for --what env on a 2-core CPU)",
@@ -181,8 +189,27 @@ def main(argv=None):
                         help="combat: comma-separated numbers of fights timed together (default 64,1024)")
     parser.add_argument("--baseline", default=None,
                         help="combat: a git revision whose jaxgame/combat.py and rounds.py are timed too, back to back")
+    parser.add_argument("--run-dir", default=None, help="learning: the run directory (default runs/learning-<time>)")
+    parser.add_argument("--target", type=float, default=TARGET,
+                        help=f"learning: the placement vs 7 greedy bots to reach (default {TARGET})")
+    parser.add_argument("--seed", type=int, default=0, help="learning: the training seed (default 0)")
+    parser.add_argument("--total-steps", type=int, default=None, help="learning: cap the preset's env steps")
     parser.add_argument("--quiet", action="store_true", help="no progress lines on stderr")
     args = parser.parse_args(argv)
+    if args.what == "learning":
+        names = _train_presets(args.presets or "ppo_small", parser)
+        if len(names) != 1:
+            parser.error("--what learning trains one preset (--presets NAME)")
+        if not 1.0 <= args.target <= 8.0:
+            parser.error(f"--target is a placement in [1, 8], got {args.target}")
+        run_dir = args.run_dir or time.strftime("runs/learning-%Y%m%d-%H%M%S")
+        status(f"benchmark --what learning: {names[0]} into {run_dir} until the end of the preset", not args.quiet)
+        result = {"what": "learning", "backend": jax.default_backend(), "device": str(jax.devices()[0]),
+                  "machine": platform.machine(),
+                  **bench_learning(names[0], run_dir, args.target, seed=args.seed, total_steps=args.total_steps,
+                                   progress=not args.quiet)}
+        print(json.dumps(result))
+        return result
     backend = jax.default_backend()
     sweep = default_sweep(backend, args.full)
     try:
