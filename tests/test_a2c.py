@@ -1,9 +1,8 @@
 """Streaming A2C (agents.a2c): semi-MDP TD(0) targets, one update by hand, chunking, determinism,
-O(N) memory and a CartPole learning check.
+O(N) memory, a CartPole learning check and a short run on the game itself.
 
-The game itself is only exercised by ``test_game_chunked_equals_whole`` when
-``JAXGAME_SLOW_TESTS=1`` (compiling the game trainer takes ~1 min on a CPU);
-the semi-MDP logic it relies on is covered by the synthetic ``td_step`` test.
+The game run (``game_run``: one compiled program, ~20-25 s on a 2-core CPU) is in the default suite;
+``test_game_chunked_equals_whole`` (``JAXGAME_SLOW_TESTS=1``) compiles the chunked trainer on top of it.
 """
 
 import os
@@ -264,13 +263,63 @@ def test_learns_cartpole():
     assert last["train/episode_return"] > 150, (first["train/episode_return"], last["train/episode_return"])
 
 
-# ---- the game (slow to compile: opt-in) ----
-@pytest.mark.skipif(os.environ.get("JAXGAME_SLOW_TESTS") != "1", reason="set JAXGAME_SLOW_TESTS=1 (~2-3 min on 2 CPU cores)")
-def test_game_chunked_equals_whole():
-    config = TrainConfig(algo="a2c", num_envs=2, update_every=2, total_steps=2 * 2 * 8, hidden=(16,), max_rounds=3,
-                         steps_per_round=2, max_combat_ticks=30)
+# ---- the game ----
+#: 2 games of 3 rounds of 2 steps, 8 updates of 2 env steps (one round each): games end within the run
+GAME = dict(algo="a2c", num_envs=2, update_every=2, total_steps=2 * 2 * 8, hidden=(16,), max_rounds=3,
+            steps_per_round=2, max_combat_ticks=30)
+
+
+@pytest.fixture(scope="module")
+def game_run():
+    """(trainer, initial parameters, runner, metrics) of the whole GAME run from key 1, as ONE compiled
+    program (the initial parameters come out of the same program: no second compile of the game's reset)."""
+    config = TrainConfig(**GAME)
     tr = trainers.make_train(config, make_env(config))
-    whole_runner, whole = jax.jit(tr)(jax.random.key(1))
+
+    @jax.jit
+    def run(key):
+        return tr.init(key).params, tr(key)
+
+    initial, (runner, metrics) = run(jax.random.key(1))
+    return tr, initial, runner, jax.device_get(metrics)
+
+
+@pytest.mark.xdist_group("a2c_game")  # one worker compiles game_run
+def test_game_updates_train_the_completed_decisions(game_run):
+    """A2C on the game, not gymnax: finite metrics; decisions taken every update; the decisions completed
+    (taken minus those still pending at the end: the runner starts with none, and a seat holds at most
+    one) were trained on: every update with one (``loss/entropy`` > 0, a mean over them) took exactly one
+    Adam step and the parameters moved; the finished self-play games placed their 8 seats 1..8 (mean 4.5)."""
+    tr, initial, runner, metrics = game_run
+    assert isinstance(tr, StreamingA2C) and int(runner.update) == tr.config.num_updates == 8
+    for k, v in metrics.items():
+        assert v.shape == (8,) and np.isfinite(v).all(), k
+    assert (metrics[health.FINITE] == 1.0).all()
+    decisions = metrics["train/decisions"]
+    assert (decisions > 0).all() and (decisions <= 2 * 2 * 8).all()  # at most 2 envs x 2 steps x 8 seats
+    pending = int(np.asarray(runner.pending.active).sum())
+    assert pending <= 2 * 8
+    completed = decisions.sum() - pending
+    assert completed > 0
+    trained = metrics["loss/entropy"] > 0
+    assert trained.any()
+    np.testing.assert_array_equal(metrics["loss/value"] > 0, trained)
+    np.testing.assert_array_equal(metrics["loss/grad_norm"] > 0, trained)
+    adam_steps = int(optax.tree_utils.tree_get(runner.opt_state, "count"))
+    assert adam_steps == int(trained.sum())  # Adam stepped on the trained updates only
+    moved = [float(np.abs(np.asarray(a) - np.asarray(b)).max())
+             for a, b in zip(jax.tree_util.tree_leaves(initial), jax.tree_util.tree_leaves(runner.params), strict=True)]
+    assert max(moved) > 1e-4, moved
+    episodes = metrics["sums/episodes"].sum()
+    assert episodes > 0  # whole games ended: terminal decisions were completed without a bootstrap
+    assert metrics["sums/placement_count"].sum() == 8 * episodes
+    assert metrics["sums/placement_sum"].sum() == 4.5 * 8 * episodes  # 1 + ... + 8 per finished game
+
+
+@pytest.mark.xdist_group("a2c_game")
+@pytest.mark.skipif(os.environ.get("JAXGAME_SLOW_TESTS") != "1", reason="set JAXGAME_SLOW_TESTS=1 (~1 min, 2 CPUs)")
+def test_game_chunked_equals_whole(game_run):
+    tr, _, whole_runner, whole = game_run
     runner = jax.jit(tr.init)(jax.random.key(1))
     chunks = []
     for _ in range(2):

@@ -27,7 +27,8 @@ def test_api_shapes_and_dtypes(env, jit_step):
     assert ts.action_mask.shape == (8, 258) and ts.action_mask.dtype == jnp.bool_
     assert ts.reward.shape == (8,) and ts.reward.dtype == jnp.float32
     assert ts.done.shape == () and ts.done.dtype == jnp.bool_
-    expected_info = {"life", "gold", "level", "round", "rank", "alive", "board_size", "synergy_count", "actions_this_turn"}
+    expected_info = {"life", "gold", "level", "round", "rank", "alive", "board_size", "synergy_count",
+                     "actions_this_turn"}
     assert set(ts.info) == expected_info | {"final_observation", "final_state"}
     np.testing.assert_array_equal(ts.info["final_observation"], ts.observation)
     for k in expected_info - {"round"}:
@@ -70,24 +71,28 @@ def test_end_turn_makes_remaining_steps_noops(env, jit_step):
 @pytest.mark.xdist_group(tiny_games.group)
 def test_jit_vmap_loop_and_vecenv_agree(tiny_env):
     """VecEnv.step == jax.vmap(env.step) == a Python loop of jit(env.step) per env, on every leaf of
-    every step (games cross fights, eliminations, game ends and auto-resets)."""
+    every step (games cross fights, eliminations, game ends and auto-resets), for every env of the batch:
+    the envs are at different points of their games on a step (one fights or resets while another does
+    not), which is what VecEnv's batch-level branches must get right."""
     states, ts, actions, _ = vec = tiny_games.games("vec")
     for x, y in zip(jax.tree_util.tree_leaves(vec), jax.tree_util.tree_leaves(tiny_games.games("vmap"))):
         np.testing.assert_array_equal(x, y)
     assert ts.done.any(), "no game ended: the test would not cover auto-reset"
+    assert not np.all(ts.done == ts.done[:, :1]), "the envs' games all ended together: no mixed batch covered"
     step, act = tiny_env.step, jax.jit(tiny_games.garbage_or_legal)
-    for e, key in enumerate(jax.random.split(jax.random.key(7), NUM_ENVS)[:1]):
-        state, t_s = tiny_env.reset(key)
+    keys = jax.random.split(jax.random.key(7), NUM_ENVS)  # the rollouts' reset keys (tiny_games.games)
+    for e in range(NUM_ENVS):
+        state, t_s = tiny_env.reset(keys[e])
         for t in range(STEPS):
             a, _ = act(tiny_games.action_key(jax.random.key(3), t, e), state, t_s.action_mask)
-            np.testing.assert_array_equal(a, actions[t, e])
+            np.testing.assert_array_equal(a, actions[t, e], err_msg=f"env {e} step {t}")
             state, t_s = step(state, a)
-            for x, y in zip(jax.tree_util.tree_leaves(tiny_games.host_tree(state)),
-                            jax.tree_util.tree_leaves(tiny_games.at(states, t, e))):
-                np.testing.assert_array_equal(x, y)
-            np.testing.assert_array_equal(t_s.reward, ts.reward[t, e])
-            np.testing.assert_array_equal(t_s.observation, ts.observation[t, e])
-            assert bool(t_s.done) == ts.done[t, e]
+            # the whole TimeStep too: observation, mask, reward, done, info with the final state
+            got = jax.tree_util.tree_leaves(tiny_games.host_tree((state, t_s)))
+            want = jax.tree_util.tree_leaves(tiny_games.at((states, ts), t, e))
+            assert len(got) == len(want)
+            for x, y in zip(got, want):
+                np.testing.assert_array_equal(x, y, err_msg=f"env {e} step {t}")
 
 
 @pytest.fixture(scope="module")
@@ -117,7 +122,8 @@ def test_invariants_over_random_games(random_games):
     owned = (
         (p.species[..., None] == np.arange(sp.NUM_SPECIES)) * sp.COPIES_PER_STAR[p.stars][..., None]
     ).sum(axis=(-2, -3))
-    np.testing.assert_array_equal(states.pool + shop_copies + owned, np.broadcast_to(sp.SPECIES_POOL_COPIES, states.pool.shape))
+    np.testing.assert_array_equal(states.pool + shop_copies + owned,
+                                  np.broadcast_to(sp.SPECIES_POOL_COPIES, states.pool.shape))
     assert np.all(p.gold >= 0)
     assert np.all(units.board_count(jnp.asarray(p.species)) <= p.level)
     assert np.all((p.level >= 1) & (p.level <= 9))
@@ -136,6 +142,19 @@ def test_invariants_over_random_games(random_games):
     # the rank-1 seat gets +1 at the end; every seat gets its placement reward exactly once per game
     final_reward = ts.reward[ts.done]
     np.testing.assert_allclose(final_reward[ranks == 1], 1.0)
+    # placements fill from the bottom and never change: the seats placed on a step (knocked out, or the
+    # survivors at the game's end) take exactly the ranks 8 - n, 8 - n - 1, ... where n seats were placed before
+    rank = ts.info["final_state"].players.rank  # [T, E, 8], the game before any auto-reset
+    before = np.concatenate([np.zeros_like(rank[:1]), np.where(ts.done[:-1, :, None], 0, rank[:-1])])
+    knocked_out_mid_game = 0
+    for t, e in np.ndindex(ts.done.shape):
+        placed, new = before[t, e] > 0, (rank[t, e] > 0) & (before[t, e] == 0)
+        np.testing.assert_array_equal(rank[t, e][placed], before[t, e][placed])
+        n, m = int(placed.sum()), int(new.sum())
+        np.testing.assert_array_equal(np.sort(rank[t, e][new]), np.arange(8 - n - m + 1, 8 - n + 1), err_msg=f"{t} {e}")
+        assert ts.done[t, e] == (n + m == 8)
+        knocked_out_mid_game += 0 if ts.done[t, e] else m
+    assert knocked_out_mid_game > 0, "no seat was knocked out before its game's end"
 
 
 @pytest.mark.xdist_group(tiny_games.group)

@@ -27,7 +27,8 @@ def tiny_env():
 
 
 def _assert_trees_equal(a, b):
-    for x, y in zip(jax.tree_util.tree_leaves(tiny_games.host_tree(a)), jax.tree_util.tree_leaves(tiny_games.host_tree(b))):
+    leaves = jax.tree_util.tree_leaves
+    for x, y in zip(leaves(tiny_games.host_tree(a)), leaves(tiny_games.host_tree(b)), strict=True):
         np.testing.assert_array_equal(x, y)
 
 
@@ -137,6 +138,58 @@ def test_bad_action_dtype_and_shape_fail_clearly(tiny_env):
     assert not bool(after.players.shop_locked.any()) and not bool(after.players.turn_ended.any())
 
 
+#: Per action dtype: out-of-range values it can hold (each must act as its int32 clip: an illegal no-op).
+#: The +ACTION_LOCK ones wrap to ACTION_LOCK if truncated to 32 bits instead of clipped; uint8 holds no
+#: value >= NUM_ACTIONS (all of 0..255 are action ids).
+_DTYPE_GARBAGE = {
+    np.int8: [-128, -1],
+    np.int16: [-(2**15), -1, C.NUM_ACTIONS, 2**15 - 1],
+    np.int64: [-(2**63), -(2**40) + C.ACTION_LOCK, 2**40 + C.ACTION_LOCK, 2**63 - 1],
+    np.uint8: [],
+    np.uint16: [C.NUM_ACTIONS, 2**16 - 1],
+    np.uint32: [2**31 + C.ACTION_LOCK, 2**32 - 1],
+    np.uint64: [2**32 + C.ACTION_LOCK, 2**64 - 1],
+}
+
+
+def test_every_integer_action_dtype_plays_like_int32(tiny_env):
+    """Whole rounds (two fights) stepped through env.step with int8 / int16 / int64 / uint8 / uint16 /
+    uint32 / uint64 actions (numpy arrays, and jax arrays for the dtypes jax holds without x64) give,
+    step by step, the same states and TimeSteps as the same actions as int32: random legal actions the
+    dtype can hold, and on about a third of the seat-steps an out-of-range value of the dtype, played by
+    the int32 run as its int32 clip (docs/env.md, "Bad input"). The step takes int32 whatever it is given,
+    so this costs no compile."""
+    steps = 2 * TINY["steps_per_round"] + 1
+    rng = np.random.default_rng(0)
+    start = tiny_env.reset(jax.random.key(31))
+    for dtype, garbage in _DTYPE_GARBAGE.items():
+        largest = min(np.iinfo(dtype).max, C.NUM_ACTIONS - 1)
+        kinds = ("int32", "numpy", "jax") if np.dtype(dtype).itemsize < 8 else ("int32", "numpy")
+        runs = dict.fromkeys(kinds, start)
+        sent_garbage = 0
+        for t in range(steps):
+            mask = np.asarray(runs["int32"][1].action_mask)[:, : largest + 1]
+            values = [int(rng.choice(np.flatnonzero(m))) for m in mask]
+            for seat in range(8):
+                if garbage and rng.random() < 1 / 3:
+                    values[seat] = garbage[rng.integers(len(garbage))]
+                    sent_garbage += 1
+            given = {"int32": np.asarray([np.clip(v, INT32_MIN, INT32_MAX) for v in values], np.int32),
+                     "numpy": np.asarray(values, dtype)}
+            if "jax" in runs:
+                given["jax"] = jnp.asarray(given["numpy"])
+                assert given["jax"].dtype == dtype
+            runs = {kind: tiny_env.step(runs[kind][0], given[kind]) for kind in kinds}
+            expected = jax.tree_util.tree_leaves(tiny_games.host_tree(runs["int32"]))
+            for kind in kinds[1:]:
+                got = jax.tree_util.tree_leaves(tiny_games.host_tree(runs[kind]))
+                assert len(got) == len(expected)
+                for x, y in zip(got, expected):
+                    np.testing.assert_array_equal(x, y, err_msg=f"{np.dtype(dtype).name} ({kind}) step {t}: {values}")
+        assert int(runs["int32"][0].round) == 3  # two fights played
+        assert sent_garbage > 0 or not garbage
+
+
 # ---------------------------------------------------------------- PRNG keys
 
 
@@ -159,25 +212,32 @@ def test_typed_and_legacy_keys_everywhere(tiny_env, jit_tiny_step):
     a_legacy = greedy(jax.random.split(jax.random.PRNGKey(9), 3), vs_legacy, vts_legacy.action_mask)
     np.testing.assert_array_equal(a_typed, a_legacy)
 
-    # whole rounds with fights, the bots keyed by legacy vs typed keys
+    # whole rounds with fights stepped through the env, each bot keyed by legacy vs typed keys (the game
+    # from the legacy-key reset vs the typed one): the same actions, states and TimeSteps at every step
+    # (mixed_policy, which only splits its key between these two, is compared under jit(vmap) below)
     steps = 2 * TINY["steps_per_round"] + 1
-    games = []
-    for make_key in (jax.random.key, jax.random.PRNGKey):
-        state, ts = s2 if make_key is jax.random.PRNGKey else s1, ts1
+    for name, bot in (("random", bots.random_policy), ("greedy", bots.greedy_policy)):
+        games = {jax.random.key: (s1, ts1), jax.random.PRNGKey: (s2, ts2)}
         for t in range(steps):
-            state, ts = jit_tiny_step(state, bots.greedy_policy(make_key(t), state, ts.action_mask))
-        games.append(state)
-    _assert_trees_equal(*games)
-    assert int(games[0].round) == 3
+            actions = {make_key: bot(make_key(100 + t), game[0], game[1].action_mask)
+                       for make_key, game in games.items()}
+            legacy_actions = np.asarray(actions[jax.random.PRNGKey])
+            np.testing.assert_array_equal(legacy_actions, actions[jax.random.key], err_msg=f"{name} step {t}")
+            mask = np.asarray(games[jax.random.PRNGKey][1].action_mask)
+            assert mask[np.arange(8), legacy_actions].all(), f"{name} step {t}: illegal action"
+            games = {make_key: jit_tiny_step(game[0], actions[make_key]) for make_key, game in games.items()}
+            _assert_trees_equal(games[jax.random.key], games[jax.random.PRNGKey])
+        assert int(games[jax.random.PRNGKey][0].round) == 3, name  # two fights played
 
+    # batches of keys under jit(vmap(bot)): a batch of legacy keys acts as the typed batch of the same seeds
     venv = jaxgame.VecEnv(tiny_env, 3)
     vs_legacy, vts_legacy = jax.jit(venv.reset)(legacy)
-    vs_typed, _ = venv.reset(typed)
-    _assert_trees_equal(vs_legacy, vs_typed)
-    mixed = bots.mixed_policy(("greedy", "random") * 4)
-    a = jax.jit(jax.vmap(mixed))(jax.random.split(jax.random.PRNGKey(0), 3), vs_legacy, vts_legacy.action_mask)
+    vs_typed, vts_typed = venv.reset(typed)
+    _assert_trees_equal((vs_legacy, vts_legacy), (vs_typed, vts_typed))
+    batched = jax.jit(jax.vmap(bots.mixed_policy(("greedy", "random") * 4)))
+    a = batched(jax.random.split(jax.random.PRNGKey(0), 3), vs_legacy, vts_legacy.action_mask)
+    np.testing.assert_array_equal(a, batched(jax.random.split(jax.random.key(0), 3), vs_typed, vts_typed.action_mask))
     assert bool(jnp.take_along_axis(vts_legacy.action_mask, a[..., None], -1).all())
-    assert int(bots.random_policy(legacy, s1, ts1.action_mask)[0]) == int(bots.random_policy(typed, s1, ts1.action_mask)[0])
 
 
 def test_bad_keys_fail_clearly(tiny_env):

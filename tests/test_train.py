@@ -187,7 +187,9 @@ def test_smoke_run_writes_every_artefact(smoke_run):
                      "loss/explained_variance", "loss/grad_norm", "train/lr", "train/episodes",
                      "eval/placement_vs_random", "eval/placement_vs_greedy"):
             assert name in r, name
-        assert 1.0 <= r["eval/placement_vs_greedy"] <= 8.0
+        for name in ("eval/placement_vs_random", "eval/placement_vs_greedy"):  # eval_games=1: 8 rotated games
+            total = 8 * r[name]  # the sum of 8 integer placements of finished games
+            assert total == round(total) and 8 <= total <= 64, (name, r[name])
     assert list((run_dir / "tb").glob("events.out.tfevents.*"))
     assert CheckpointStore(run_dir / "checkpoints", keep=3).steps() == [2, 4]
     assert summary["updates"] == 4 and summary["env_steps"] == 512 and summary["compile_s"] > 0
@@ -232,24 +234,57 @@ def test_resume_after_a_crash_with_a_corrupt_checkpoint_equals_the_uninterrupted
     assert _records(crashed) == _records(run_dir)  # bitwise: the same floats in the JSON
 
 
+def _record_tables(monkeypatch) -> list:
+    """The rank tables int[games, 8 rotations, 8 positions] that agents.tournament's table runners return,
+    in call order (nothing recompiled: the runner is wrapped, not rebuilt)."""
+    from agents import tournament
+
+    tables, make = [], tournament.make_table_runner
+
+    def recording(*args, **kwargs):
+        run = make(*args, **kwargs)
+
+        def recorded(*run_args):
+            ranks = run(*run_args)
+            tables.append(np.asarray(ranks))
+            return ranks
+
+        return recorded
+
+    monkeypatch.setattr(tournament, "make_table_runner", recording)
+    return tables
+
+
+def _assert_summarises(summary, table):
+    """``summary`` (agents.evaluation.placement_summary) is of the evaluated policy's placements (lineup
+    position 0) in ``table``'s games, and every one of those games finished with the 8 positions placed 1..8."""
+    assert np.all(np.sort(table, axis=-1) == np.arange(1, 9)), table
+    mine = table[:, :, 0]
+    assert summary["games"] == mine.size == 8 * table.shape[0]
+    assert summary["mean_placement"] == pytest.approx(mine.mean())
+    assert summary["top1"] == pytest.approx((mine == 1).mean()) and summary["top4"] == pytest.approx((mine <= 4).mean())
+    assert summary["ci95"] is None  # one game seed
+
+
 @game_cli
-def test_evaluate_cli_on_a_checkpoint(smoke_run, capsys):
+def test_evaluate_cli_on_a_checkpoint(smoke_run, capsys, monkeypatch):
     from experiments import evaluate
 
     run_dir, _ = smoke_run
+    tables = _record_tables(monkeypatch)
     result = evaluate.main(["--checkpoint", str(run_dir), "--games", "1", "--vs", "greedy", "--quiet"])
     assert json.loads(capsys.readouterr().out.strip().splitlines()[-1]) == result
     assert result["update"] == 4 and set(result) >= {"vs_greedy", "checkpoint"} and "vs_random" not in result
-    summary = result["vs_greedy"]
-    assert summary["games"] == 8 and 1.0 <= summary["mean_placement"] <= 8.0
-    assert 0.0 <= summary["top1"] <= summary["top4"] <= 1.0
+    assert len(tables) == 1 and tables[0].shape == (1, 8, 8)
+    _assert_summarises(result["vs_greedy"], tables[0])
 
     # against another checkpoint, and a mixed table of bots and checkpoints: one compiled program
     mixed = f"greedy,random,greedy,{run_dir}:2,random,greedy,{run_dir}"
     result = evaluate.main(["--checkpoint", str(run_dir), "--games", "1", "--vs", f"{run_dir}:2", "--vs", mixed,
                             "--quiet"])
-    for spec in (f"{run_dir}:2", mixed):
-        assert result[f"vs_{spec}"]["games"] == 8 and 1.0 <= result[f"vs_{spec}"]["mean_placement"] <= 8.0
+    assert len(tables) == 3
+    for spec, table in zip((f"{run_dir}:2", mixed), tables[1:]):
+        _assert_summarises(result[f"vs_{spec}"], table)
     for bad, message in [("greedy,random", "7 comma-separated"), (str(run_dir / "nothing"), "no checkpoints")]:
         capsys.readouterr()
         with pytest.raises(SystemExit) as exit_info:
