@@ -60,8 +60,9 @@ class BatchedEnv(Protocol):
           every seat where ``done``; read for ``train/placement`` when present. The game's adapters
           report it; a league needs it.
         info["roles"] (OPTIONAL, leagues only) int32[N, P]: the roles (``agents.league.ROLE_*``) the
-          step's games were played with, with ``state.roles`` those of the games in play; the league's
-          players (``agents.league``) read both, and ``info["rank"]``, when ``config.league_size > 0``.
+          step's games were played with, with ``state.roles`` those of the games in play and
+          ``state.game`` int32[N] each env's count of games started (+1 on every ``done``); the league's
+          players (``agents.league``) read these, and ``info["rank"]``, when ``config.league_size > 0``.
       Other info keys are free (the game's ``final_observation``, ``life``, ...; gymnax's
       ``terminated`` / ``truncated``).
     """

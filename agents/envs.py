@@ -56,7 +56,7 @@ class _GameTask:
 class AutoChessTask(_GameTask):
     """``VecEnv`` over the game with bots in the seats whose kind is not "self".
 
-    ``seat_kinds``: 8 names from "self" / "random" / "greedy". ``learner_seats``
+    ``seat_kinds``: 8 names from "self" and the bots (``jaxgame.bots.BOTS``). ``learner_seats``
     (numpy bool[8]) marks the "self" seats, whose steps are training data.
     ``sync_axes``: names of vmapped axes around the task (a sweep's) that share
     the fight/reset branches (``jaxgame.batching``).
@@ -107,13 +107,15 @@ class LeagueTaskState:
     games: object  # GameState with a leading [N] axis
     key: jax.Array  # typed PRNG key: the bots' choices and the roles of new games
     roles: jax.Array  # int32[N, 8]: each seat's role in the current game (agents.league ROLE_*)
+    game: jax.Array  # int32[N]: games started in each env since the reset (0 for the first; +1 at every new game)
 
 
 class LeagueTask(_GameTask):
     """``VecEnv`` over the game for a league (``agents.league``): every game start draws the seats' roles
     (learner, pool snapshot or bot); the bot seats' actions replace whatever was sent, the trainer fills
     the pool seats'. ``state.roles`` are the roles of the games being played; ``ts.info["roles"]`` those
-    the step's games were played with (the finished game's, on its last step)."""
+    the step's games were played with (the finished game's, on its last step). ``state.game`` counts each env's
+    games, so the league can tell which game an env is playing (the snapshot its pool seats play)."""
 
     def __init__(self, env: jaxgame.AutoChessEnv, num_envs: int, learner_seats: int, pool_prob: float, bot: str,
                  sync_axes=()):
@@ -134,7 +136,8 @@ class LeagueTask(_GameTask):
         game_key, role_key, key = jax.random.split(as_key(key, "LeagueTask.reset key"), 3)
         games, ts = self.venv.reset(game_key)
         roles = self.roles(role_key)
-        return LeagueTaskState(games, key, roles), _with_seat_done(ts, roles=roles)
+        state = LeagueTaskState(games, key, roles, jnp.zeros(self.num_envs, jnp.int32))
+        return state, _with_seat_done(ts, roles=roles)
 
     def step(self, state: LeagueTaskState, actions):
         key, bot_key, role_key = jax.random.split(state.key, 3)
@@ -143,7 +146,8 @@ class LeagueTask(_GameTask):
         actions = jnp.where(state.roles == league.ROLE_BOT, chosen, jnp.asarray(actions)).astype(jnp.int32)
         games, ts = self.venv.step(state.games, actions)
         roles = jnp.where(ts.done[:, None], self.roles(role_key), state.roles)
-        return LeagueTaskState(games, key, roles), _with_seat_done(ts, roles=state.roles)
+        game = state.game + ts.done.astype(jnp.int32)
+        return LeagueTaskState(games, key, roles, game), _with_seat_done(ts, roles=state.roles)
 
 
 def _with_seat_done(ts, **extra):

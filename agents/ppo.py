@@ -101,8 +101,8 @@ class PPO(Trainer):
 
         ``self.players`` (``agents.league``) says who plays which seat: without a league the learner plays its
         fixed seats; in a league the learner's seats change from game to game, the pool seats act with the
-        snapshots drawn for the envs' groups at the start of the rollout, and the games that end update the
-        pool's statistics."""
+        snapshot their env's game drew when it started (one per game), and the games that end are credited to
+        that snapshot in the pool's statistics."""
         config, players = self.config, self.players
         key, context = players.start(runner.league, key)
 

@@ -82,7 +82,7 @@ PRESETS["league_small"] = Preset(
     "CPU (2 cores), 30 minutes: ppo_small's PPO in a league: 4 learner seats a game, the others past snapshots "
     "(75%) or the greedy bot",
     dataclasses.replace(PRESETS["ppo_small"].config, league_size=8, league_learner_seats=4, league_pool_prob=0.75,
-                        league_bot="greedy", league_groups=2, snapshot_every=20),
+                        league_bot="greedy", league_groups=8, snapshot_every=20),
 )
 PRESETS["independent"] = Preset(
     "CPU-sized: ppo_small with one independent learner per seat (own parameters and optimizer, own data)",

@@ -47,6 +47,13 @@ def test_sampling_uses_filled_slots_uniformly_or_by_loss_rate():
     weights = np.asarray(league.sampling_weights(pool, prioritized=True))
     np.testing.assert_allclose(weights, np.array([0.7, 0.1, 0.0, 0.0]) / 0.8, rtol=1e-6)  # (l + 1) / (g + 2)
     np.testing.assert_allclose(league.sampling_weights(pool, prioritized=False), [0.5, 0.5, 0, 0])
+    draws = np.asarray(league.sample_snapshots(pool, jax.random.key(1), (40, 100), prioritized=True))
+    assert draws.shape == (40, 100) and set(np.unique(draws)) == {0, 1}
+    assert abs((draws == 0).sum() - 3500) < 4 * np.sqrt(4000 * 0.875 * 0.125)
+    # an empty slot between filled ones (and a filled last slot) is never drawn either
+    gap = pool.replace(update=jnp.array([0, -1, 3, 5]), games=jnp.zeros(4), losses=jnp.zeros(4))
+    counts = np.bincount(np.asarray(league.sample_snapshots(gap, jax.random.key(2), 3000)), minlength=4)
+    assert counts[1] == 0 and (np.abs(counts[[0, 2, 3]] - 1000) < 4 * np.sqrt(3000 * 2 / 9)).all()
 
 
 def test_roles_give_each_game_its_learner_seats_and_the_configured_mix():
@@ -68,22 +75,70 @@ class ScaleNetwork:
         return obs * params["scale"], obs[..., 0]
 
 
-def test_pool_logits_give_each_env_group_its_own_snapshot():
-    obs = jnp.ones((6, 8, 5))  # 6 envs, 3 groups of 2
-    logits = np.asarray(league.pool_logits(ScaleNetwork(), {"scale": jnp.array([1.0, 2.0, 3.0])}, obs))
-    np.testing.assert_array_equal(logits[:, 0, 0], [1, 1, 2, 2, 3, 3])
-    np.testing.assert_array_equal(league.group_of_env(6, 3), [0, 0, 1, 1, 2, 2])
+@pytest.mark.parametrize("num_envs, capacity, batch_envs", [(6, 3, 2), (12, 4, 3), (5, 8, 1), (8, 3, 8), (7, 2, 7)])
+def test_pool_logits_give_each_env_the_snapshot_its_game_plays(num_envs, capacity, batch_envs):
+    """Batched by slot, whatever the mix: every env's seats through its own slot's parameters."""
+    scale = jnp.arange(1.0, capacity + 1.0)
+    obs = jnp.arange(num_envs * 3 * 2, dtype=jnp.float32).reshape(num_envs, 3, 2) + 1.0  # [N, S, 2]
+    rng = np.random.default_rng(num_envs)
+    in_play = min(capacity, num_envs)  # many batches: every slot in play, all but one with a single env
+    mixes = [rng.integers(0, capacity, num_envs) for _ in range(4)] + [
+        np.zeros(num_envs, int), np.full(num_envs, capacity - 1),
+        np.array([0] * (num_envs - in_play + 1) + list(range(1, in_play)))[rng.permutation(num_envs)]]
+    run = jax.jit(functools.partial(league.pool_logits, ScaleNetwork(), batch_envs=batch_envs))
+    for env_slot in mixes:
+        logits = np.asarray(run({"scale": scale}, obs, jnp.asarray(env_slot, jnp.int32)))
+        np.testing.assert_array_equal(logits, np.asarray(obs) * np.asarray(scale)[env_slot][:, None, None])
+        counts = np.bincount(env_slot, minlength=capacity)
+        needed = (-(-counts // batch_envs)).sum()
+        assert needed <= league.num_batches(num_envs, batch_envs, capacity)
+
+
+class PreferenceNetwork:
+    """Each snapshot's logits: its ``pref`` row whatever the observation (a huge margin: a deterministic pick)."""
+
+    def apply(self, params, obs):
+        return jnp.broadcast_to(params["pref"], obs.shape[:-1] + params["pref"].shape[-1:]), obs[..., 0]
+
+
+def test_pool_seats_act_with_the_snapshot_of_the_game_their_env_plays():
+    """A game carried over from the last rollout plays its carried slot; the j-th game started in this rollout
+    plays the rollout's j-th draw for its env. Snapshot k always picks action k, so the actions show it."""
+    from agents.envs import LeagueTaskState
+
+    config = TrainConfig(num_envs=6, num_steps=4, total_steps=24, league_size=3, league_learner_seats=2,
+                         league_groups=3)
+    players = league.LeaguePlayers(config, PreferenceNetwork())
+    draws = league.Draws(params={"pref": 1e4 * jnp.eye(3, 5)}, slot=jnp.array([2, 0, 1, 1, 0, 2]),
+                         game=jnp.array([0, 3, 5, 0, 7, 1]),
+                         upcoming=jnp.array([[1, 1, 1, 1], [2, 0, 1, 0], [1, 0, 2, 1],
+                                             [2, 2, 2, 2], [1, 2, 0, 2], [0, 1, 0, 0]]))
+    game = jnp.array([0, 4, 7, 0, 10, 1])  # games started since the rollout began: 0, 1, 2, 0, 3, 0
+    expected = np.array([2, 2, 0, 1, 0, 2])
+    roles = np.asarray(league.assign_roles(jax.random.key(3), 6, 2, 0.7))
+    assert (roles == league.ROLE_POOL).any(1).all()
+    env_state = LeagueTaskState(games=None, key=None, roles=jnp.asarray(roles), game=game)
+    np.testing.assert_array_equal(players.playing(draws, env_state), expected)
+    obs, mask = jnp.zeros((6, 8, 2)), jnp.ones((6, 8, 5), bool)
+    _, learner, (pool_seats, action) = jax.jit(players.seats)(draws, env_state, obs, mask, jax.random.key(0))
+    np.testing.assert_array_equal(learner, roles == league.ROLE_LEARNER)
+    np.testing.assert_array_equal(pool_seats, roles == league.ROLE_POOL)
+    pool_seats = np.asarray(pool_seats)
+    np.testing.assert_array_equal(np.asarray(action)[pool_seats], np.repeat(expected[:, None], 8, 1)[pool_seats])
 
 
 def test_results_count_a_loss_when_the_snapshot_placed_better():
     pool = league.pool_init(tiny_params(0.0), 3)
-    roles = jnp.array([[0, 0, 1, 1, 2, 2, 2, 2]] * 4)
+    roles = jnp.array([[0, 0, 1, 1, 2, 2, 2, 2]] * 5)
     rank = jnp.array([[1, 2, 3, 4, 5, 6, 7, 8],  # learner better
                       [7, 8, 1, 2, 3, 4, 5, 6],  # snapshot better
                       [7, 8, 1, 2, 3, 4, 5, 6],  # not done
-                      [3, 4, 1, 2, 5, 6, 7, 8]])  # snapshot better
-    done = jnp.array([True, True, False, True])
-    out = league.record_results(pool, jnp.array([2, 0]), roles, done, rank, groups=2)  # envs 0,1: slot 2
+                      [3, 4, 1, 2, 5, 6, 7, 8],  # snapshot better
+                      [3, 4, 1, 2, 5, 6, 7, 8]])  # snapshot better, but its slot was overwritten: not credited
+    done = jnp.array([True, True, False, True, True])
+    env_slot = jnp.array([2, 2, 0, 0, 1])  # the snapshot each env's game played
+    credit = jnp.array([True, True, True, True, False])
+    out = league.record_results(pool, env_slot, roles, done, rank, credit)
     np.testing.assert_array_equal(out.games, [1, 0, 2])
     np.testing.assert_array_equal(out.losses, [1, 0, 1])
 
@@ -102,29 +157,153 @@ def test_ratings_go_to_the_named_snapshots_and_a_new_snapshot_starts_unrated():
     np.testing.assert_array_equal(rated.rating, [np.nan, 12.5, np.nan])
 
 
-# ---- a league run on the smoke preset's shapes ----
-SMALL = dict(league_size=3, league_learner_seats=1, league_groups=2, snapshot_every=1, num_steps=8)
+# ---- league rollouts whose games end inside them ----
+#: 4-step games (2 rounds of 2 steps): 10-step rollouts see games end, new ones start, and one run on into the next
+TINY_LEAGUE = dict(num_envs=8, num_steps=10, total_steps=160, hidden=(16,), num_minibatches=1, eval_every=0,
+                   max_rounds=2, steps_per_round=2, max_combat_ticks=20, league_size=3, league_learner_seats=2,
+                   league_pool_prob=0.6, league_groups=4, snapshot_every=1)
 
 
-@functools.cache
-def league_trainer():
+class LoggingPlayers(league.LeaguePlayers):
+    """``LeaguePlayers`` that report through host callbacks what every step played and credited."""
+
+    def __init__(self, config, network, log):
+        super().__init__(config, network)
+        self.log = log
+
+    def seats(self, context, env_state, obs, mask, key):
+        seen = dict(playing=self.playing(context, env_state), roles=env_state.roles, game=env_state.game)
+        jax.debug.callback(self.log["seats"].append, seen, ordered=True)
+        return super().seats(context, env_state, obs, mask, key)
+
+    def record(self, context, stats, ts):
+        after = super().record(context, stats, ts)
+        seen = dict(done=ts.done, roles=ts.info["roles"], rank=ts.info["rank"], games=stats.games,
+                    losses=stats.losses, games_after=after.games, losses_after=after.losses)
+        jax.debug.callback(self.log["record"].append, seen, ordered=True)
+        return after
+
+
+@pytest.fixture(scope="module")
+def league_rollouts():
+    """Two rollouts of a league with 3 different snapshots, slot 0 overwritten by a 4th between them (one
+    compiled rollout program): the per-step logs [2T, ...], the transitions, the runners before and after."""
     from agents import trainers
     from agents.envs import make_env
 
-    config = preset_config("smoke").with_overrides(SMALL)
-    return trainers.make_train(config, make_env(config))
-
-
-def test_only_the_learners_seats_are_training_data():
-    trainer = league_trainer()
+    config = TrainConfig(**TINY_LEAGUE)
+    trainer = trainers.make_train(config, make_env(config))
+    log = {"seats": [], "record": []}
+    trainer.players = LoggingPlayers(config, trainer.network, log)
     runner = jax.jit(trainer.init)(jax.random.key(0))
-    roles_before = np.asarray(runner.env_state.roles)
-    runner, traj, _ = jax.jit(trainer.rollout)(runner, jax.random.key(1))
-    weight = np.asarray(traj.weight)  # [T, N, 8]
-    assert weight.sum() > 0
-    assert np.all((weight > 0).sum(-1) <= 1)  # one learner seat per game
-    # before any game ends the learner's seat is the one drawn at reset
-    assert np.all((weight[0] > 0) <= (roles_before == league.ROLE_LEARNER))
+
+    def scaled(factor):
+        return jax.tree_util.tree_map(lambda x: x * factor, runner.params)
+
+    runner = runner.replace(league=league.pool_insert(league.pool_insert(runner.league, scaled(-1.0), 1),
+                                                      scaled(3.0), 2))
+    rollout = jax.jit(trainer.rollout)
+    first, traj1, _ = rollout(runner, jax.random.key(1))
+    between = first.replace(league=league.pool_insert(first.league, scaled(5.0), 3))  # into slot 0
+    second, traj2, _ = rollout(between, jax.random.key(2))
+    jax.block_until_ready(second)
+    jax.effects_barrier()
+
+    def stacked(entries):
+        return {k: np.stack([np.asarray(e[k]) for e in entries]) for k in entries[0]}
+
+    traj = jax.tree_util.tree_map(lambda a, b: np.concatenate([a, b]), traj1, traj2)
+    return dict(seats=stacked(log["seats"]), record=stacked(log["record"]), traj=traj, start=runner, first=first,
+                between=between, second=second)
+
+
+def games_of(done_column):
+    """[(first step, last step, ended)] of one env's games over the logged steps."""
+    out, first = [], 0
+    for t, d in enumerate(done_column):
+        if d:
+            out.append((first, t, True))
+            first = t + 1
+    if first < len(done_column):
+        out.append((first, len(done_column) - 1, False))
+    return out
+
+
+def test_games_ending_in_a_rollout_redraw_roles_and_snapshot_and_credit_the_snapshot_that_played(league_rollouts):
+    seats, record = league_rollouts["seats"], league_rollouts["record"]
+    steps, num_envs = seats["playing"].shape
+    rollout_steps = TINY_LEAGUE["num_steps"]
+    assert steps == 2 * rollout_steps and len(record["done"]) == steps
+    done, playing, roles = record["done"], seats["playing"], seats["roles"]
+    assert done[: rollout_steps - 1].any()  # games end inside the first rollout, new ones start in it
+    np.testing.assert_array_equal(seats["game"][1:], seats["game"][:-1] + done[:-1])  # the env counts its games
+
+    games_delta = np.zeros((steps, 3))
+    losses_delta = np.zeros((steps, 3))
+    redrawn_roles = redrawn_slot = orphaned = 0
+    for e in range(num_envs):
+        previous = None
+        for first, last, ended in games_of(done[:, e]):
+            # one snapshot and one set of roles for the whole game, also across the rollouts' boundary
+            assert (playing[first : last + 1, e] == playing[first, e]).all()
+            assert (roles[first : last + 1, e] == roles[first, e]).all()
+            if previous is not None:
+                redrawn_roles += not np.array_equal(roles[first, e], roles[previous, e])
+                redrawn_slot += playing[first, e] != playing[previous, e]
+            previous = first
+            if not ended:
+                continue
+            np.testing.assert_array_equal(record["roles"][last, e], roles[first, e])  # the finished game's roles
+            slot = playing[first, e]
+            if slot == 0 and first < rollout_steps <= last:  # its snapshot was replaced in the middle of the game
+                orphaned += 1
+                continue
+            learner, pooled = roles[first, e] == league.ROLE_LEARNER, roles[first, e] == league.ROLE_POOL
+            if learner.any() and pooled.any():
+                rank = record["rank"][last, e]
+                games_delta[last, slot] += 1
+                losses_delta[last, slot] += rank[pooled].mean() < rank[learner].mean()
+    assert redrawn_roles > 0 and redrawn_slot > 0 and orphaned > 0  # the seeds cover every case
+    # every step credited exactly the games that ended to the snapshots that played them
+    np.testing.assert_array_equal(record["games_after"] - record["games"], games_delta)
+    np.testing.assert_array_equal(record["losses_after"] - record["losses"], losses_delta)
+    assert (games_delta.sum(0) > 0).sum() >= 2 and losses_delta.sum() > 0
+
+    first, second = league_rollouts["first"], league_rollouts["second"]
+    for runner in (first, second):  # the runner carries the pool's per-env state, in step with the env
+        np.testing.assert_array_equal(runner.league.env_game, runner.env_state.game)
+    np.testing.assert_array_equal(first.league.env_slot, playing[rollout_steps])  # the carried games' snapshots
+    np.testing.assert_array_equal(first.league.env_update, np.asarray(league_rollouts["start"].league.update)[
+        playing[rollout_steps]])
+
+
+def test_only_the_learners_seats_carry_training_weight_in_a_league(league_rollouts):
+    """Pool and bot seats are never training data, whatever their roles in the game being played."""
+    traj, roles = league_rollouts["traj"], league_rollouts["seats"]["roles"]
+    decision = np.asarray(traj.mask).sum(-1) > 1
+    learner = roles == league.ROLE_LEARNER
+    np.testing.assert_array_equal(np.asarray(traj.weight), (decision & learner).astype(np.float32))
+    assert (decision & (roles == league.ROLE_POOL)).any() and (decision & (roles == league.ROLE_BOT)).any()
+    assert np.asarray(traj.weight).sum() > 0
+
+
+def test_bot_seats_carry_no_training_weight_against_greedy_bots():
+    """opponents="greedy" (no league): seat 0 is the learner's, the bots' seats 1..7 have weight 0."""
+    from agents import trainers
+    from agents.envs import make_env
+
+    config = TrainConfig(opponents="greedy", **{k: v for k, v in TINY_LEAGUE.items() if not k.startswith("league")})
+    trainer = trainers.make_train(config, make_env(config))
+    runner = jax.jit(trainer.init)(jax.random.key(0))
+    _, traj, _ = jax.jit(trainer.rollout)(runner, jax.random.key(1))
+    weight, decision = np.asarray(traj.weight), np.asarray(traj.mask).sum(-1) > 1
+    assert decision[..., 1:].any() and weight[..., 0].sum() > 0
+    np.testing.assert_array_equal(weight[..., 1:], 0.0)
+    np.testing.assert_array_equal(weight[..., 0], decision[..., 0].astype(np.float32))
+
+
+# ---- a league run on the smoke preset's shapes ----
+SMALL = dict(league_size=3, league_learner_seats=1, league_groups=2, snapshot_every=1, num_steps=8)
 
 
 @pytest.mark.xdist_group("smoke_run")  # with tests/test_train.py's smoke run: the same bot evaluation program
@@ -134,9 +313,9 @@ def test_a_league_run_rates_the_learner_and_its_snapshots(tmp_path):
     import json
 
     from agents import trainers
+    from agents.checkpoints import CheckpointStore
     from agents.envs import make_env
     from experiments import train as train_cli
-    from agents.checkpoints import CheckpointStore
 
     run_dir = tmp_path / "run"
     sets = [f"{k}={v}" for k, v in dict(SMALL, num_steps=16, best_by="rating").items()]
@@ -153,6 +332,9 @@ def test_a_league_run_rates_the_learner_and_its_snapshots(tmp_path):
     with CheckpointStore(run_dir / "checkpoints", keep=2) as store:
         _, runner, _ = store.restore(jax.eval_shape(trainer.init, jax.random.key(0)), 4)
     assert np.asarray(runner.league.update).tolist() == [3, 4, 2]  # ring buffer after 4 updates
+    # and each env's game with its snapshot: the env and the pool count the same games (some ended in the run)
+    np.testing.assert_array_equal(runner.league.env_game, runner.env_state.game)
+    assert np.asarray(runner.league.env_game).min() > 0 and np.isin(runner.league.env_slot, [0, 1, 2]).all()
     assert np.isfinite(np.asarray(runner.league.rating)).all()  # all three were rated at update 4
     # the pool came back exactly: update 4's snapshot is the learner's parameters after update 4
     newest = jax.tree_util.tree_map(lambda stack: stack[1], runner.league.params)
