@@ -32,7 +32,7 @@ ALGOS = ("ppo", "a2c")
 OBS_KINDS = ("vector", "pixels")
 NETWORKS = ("mlp", "cnn")
 ACTIVATIONS = ("tanh", "relu")
-SEAT_KINDS = ("self", "random", "greedy")
+SEAT_KINDS = ("self", "random", "greedy", "expert")
 NUM_SEATS = 8
 
 #: The game rules a training config may set (``jaxgame.config.GameConfig`` fields, same defaults and ranges).
@@ -88,7 +88,7 @@ _FLOAT_RANGES = {
     "league_pool_prob": (0.0, 1.0),
     **{name: FLOAT_RULE_RANGES[name] for name in RULE_FIELDS if name in FLOAT_RULE_RANGES},
 }
-LEAGUE_BOTS = ("random", "greedy")
+LEAGUE_BOTS = ("random", "greedy", "expert")
 LEAGUE_SAMPLING = ("uniform", "pfsp")
 _CHOICES = {"algo": ALGOS, "obs": OBS_KINDS, "network": NETWORKS, "activation": ACTIVATIONS,
             "league_bot": LEAGUE_BOTS, "league_sampling": LEAGUE_SAMPLING, "best_by": ("placement", "rating")}
@@ -109,9 +109,9 @@ class TrainConfig:
     obs: str = "vector"
     """"vector" or "pixels" (packed 2bpp frames; needs network="cnn"); game only: a gymnax env needs "vector\""""
     opponents: str = "self"
-    """who plays the 8 seats: "self" (every seat is the learner: shared-parameter self-play), "random" or "greedy"
-    (seat 0 learns, 7 bots), or 8 comma-separated names from self/random/greedy with at least one "self"; only
-    "self" seats are training data; game only: a gymnax env needs "self\""""
+    """who plays the 8 seats: "self" (every seat is the learner: shared-parameter self-play), "random", "greedy" or
+    "expert" (seat 0 learns, 7 bots), or 8 comma-separated names from self/random/greedy/expert with at least one
+    "self"; only "self" seats are training data; game only: a gymnax env needs "self\""""
 
     # ---- the algorithm, run size and devices ----
     algo: str = "ppo"
@@ -196,10 +196,11 @@ class TrainConfig:
     league_pool_prob: float = 0.75
     """probability in [0, 1] that each other seat is a pool snapshot, else the bot league_bot"""
     league_bot: str = "greedy"
-    """the bot in the other seats that are not snapshots: "random" or "greedy\""""
+    """the bot in the other seats that are not snapshots: "random", "greedy" or "expert\""""
     league_groups: int = 2
-    """snapshots drawn per update, in [1, 1024]; the envs form that many equal groups, each playing one snapshot,
-    so it must divide num_envs"""
+    """G in [1, 1024], must divide num_envs: every game plays one snapshot, drawn at its start; a step's pool
+    forward pass runs on batches of num_envs / G envs that play the same snapshot, G + min(league_size, num_envs)
+    - 1 batches (at most num_envs): a larger G wastes less on half-empty batches but gathers more parameters"""
     league_sampling: str = "uniform"
     """how snapshots are drawn: "uniform" over the filled slots or "pfsp" (by the learner's loss rate vs each)"""
     snapshot_every: int = 10
@@ -269,8 +270,9 @@ class TrainConfig:
                     f"opponents={self.opponents!r}"
                 )
             if self.num_envs % self.league_groups:
-                raise ValueError(f"TrainConfig.league_groups must divide num_envs={self.num_envs} (equal groups of "
-                                 f"envs, one snapshot each), got {self.league_groups}")
+                raise ValueError(f"TrainConfig.league_groups must divide num_envs={self.num_envs} (the pool's "
+                                 f"forward pass runs on batches of num_envs / league_groups envs), "
+                                 f"got {self.league_groups}")
         if self.independent and (self.algo != "ppo" or self.is_gymnax or self.opponents != "self"
                                  or self.league_size):
             raise ValueError(

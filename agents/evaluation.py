@@ -26,7 +26,8 @@ from jaxgame.validation import as_key
 #: uses ``fold_in`` of that with ``u`` (docs/training.md).
 EVAL_STREAM = 3
 
-#: Opponent bots by index (the index is traced, so both share one compiled program).
+#: Opponent bots by index (the index is traced, so all share one compiled program): every table bot, so a run
+#: logs ``eval/placement_vs_random``, ``_greedy`` and ``_expert``.
 OPPONENTS = TABLE_BOTS
 
 
@@ -40,7 +41,7 @@ def make_evaluator(
     axes around ``evaluate.run`` (a sweep's) sharing the game's branches.
     ``evaluate.run(params, key, opponent_index)`` is the jitted function (the index into ``OPPONENTS``).
     """
-    table = make_table_runner(game, (network,), num_games, greedy_policy, sync_axes)
+    table = make_table_runner(game, (network,), num_games, greedy_policy, sync_axes, bot_names=OPPONENTS)
 
     @jax.jit
     def run(params, key, opponent_index):
@@ -67,14 +68,14 @@ def make_rating_evaluator(game: jaxgame.AutoChessEnv, network, num_games: int, p
     fresh ratings each call, so the bots anchor the scale). Returns ``Ratings.table()`` rows; the learner's
     row is named "learner".
     """
-    table = make_table_runner(game, (network,) * (1 + pool_size), num_games)
+    table = make_table_runner(game, (network,) * (1 + pool_size), num_games, bot_names=OPPONENTS)
 
     def rate(params, pool, key, seed):
         update = np.asarray(pool.update)
         filled = [int(k) for k in np.flatnonzero(update >= 0)]
-        others = [1 + k for k in filled] + [1 + pool_size + i for i in range(len(TABLE_BOTS))]
+        others = [1 + k for k in filled] + [1 + pool_size + i for i in range(len(OPPONENTS))]
         names = {0: "learner", **{1 + k: snapshot_name(update[k]) for k in filled},
-                 **{1 + pool_size + i: bot for i, bot in enumerate(TABLE_BOTS)}}
+                 **{1 + pool_size + i: bot for i, bot in enumerate(OPPONENTS)}}
         picks = draw_lineups(len(others), num_games, np.random.default_rng(seed), seats=C.NUM_PLAYERS - 1)
         lineups = np.concatenate([np.zeros((num_games, 1), np.int64), np.asarray(others)[picks]], axis=1)
         snapshots = tuple(jax.tree_util.tree_map(lambda x, k=k: x[k], pool.params) for k in range(pool_size))

@@ -57,6 +57,7 @@ SWEEP_FILE = "sweep.json"
 OBJECTIVES = {
     "eval/placement_vs_greedy": "min",
     "eval/placement_vs_random": "min",
+    "eval/placement_vs_expert": "min",
     "train/episode_return": "max",
 }
 

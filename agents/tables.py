@@ -2,7 +2,8 @@
 
 A *lineup* names the player of each of a game's 8 seats by *participant*
 index: ``0 .. K-1`` are the K policies (a network and its parameters),
-``K + i`` is the scripted bot ``TABLE_BOTS[i]``. Every lineup is played 8
+``K + i`` is the scripted bot ``bot_names[i]`` of the runner (by default
+``DEFAULT_BOTS``; any of ``TABLE_BOTS``). Every lineup is played 8
 times from the same game seed (same reset key, same bot and game randomness)
 with the lineup rotated one seat further each time, so every participant
 sits in every seat and the luck of the draw is shared: the *duplicate*
@@ -29,8 +30,11 @@ from jaxgame import bots
 from jaxgame import constants as C
 from jaxgame.validation import as_key
 
-#: The scripted bots a lineup can name, after the policies (participant ``K + i`` is ``TABLE_BOTS[i]``).
-TABLE_BOTS = ("random", "greedy")
+#: The scripted bots a table can seat (``jaxgame.bots.BOTS``); a runner plays those of its ``bot_names``.
+TABLE_BOTS = ("random", "greedy", "expert")
+#: The bots of a runner by default: the training evaluations' opponents (each bot a runner holds is computed at
+#: every step, so the others join only when asked for).
+DEFAULT_BOTS = ("random", "greedy")
 
 
 def rotation_seats(num_games: int, shift: int = -1) -> np.ndarray:
@@ -60,21 +64,25 @@ def draw_lineups(num_players: int, num_games: int, rng: np.random.Generator, sea
 
 def make_table_runner(
     game: jaxgame.AutoChessEnv, networks, num_games: int, greedy_policy: bool = False,
-    sync_axes: tuple[str, ...] = (),
+    sync_axes: tuple[str, ...] = (), bot_names: tuple[str, ...] = DEFAULT_BOTS,
 ):
     """``run(params, lineups, key) -> int32[num_games, 8, 8]`` (see the module docstring).
 
     ``networks``: the K policies' networks (``apply(params, obs) -> (logits, value)``; the same network
     object may appear more than once); ``params``: a tuple of their K parameter trees. ``greedy_policy``:
     the policies take their most likely legal action instead of sampling. ``sync_axes``: vmapped axes
-    around ``run`` (a sweep's) that share the game's branches. ``run.jitted`` takes the same arguments
-    without the host-side checks (for use inside another jitted function).
+    around ``run`` (a sweep's) that share the game's branches. ``bot_names``: the scripted bots after the
+    policies (participant ``K + i`` is ``bot_names[i]``), distinct names from ``TABLE_BOTS``. ``run.jitted``
+    takes the same arguments without the host-side checks (for use inside another jitted function).
     """
     if isinstance(num_games, bool) or not isinstance(num_games, int) or num_games < 1:
         raise ValueError(f"num_games must be a positive int, got {num_games!r}")
+    bot_names = tuple(bot_names)
+    if any(b not in TABLE_BOTS for b in bot_names) or len(set(bot_names)) != len(bot_names):
+        raise ValueError(f"bot_names must be distinct names from {TABLE_BOTS}, got {bot_names!r}")
     networks = tuple(networks)
     num_policies = len(networks)
-    num_participants = num_policies + len(TABLE_BOTS)
+    num_participants = num_policies + len(bot_names)
     seats = C.NUM_PLAYERS
     num_envs = num_games * seats
     venv = jaxgame.VecEnv(game, num_envs, sync_axes)
@@ -107,7 +115,7 @@ def make_table_runner(
             by_participant = [
                 policy_actions(net, p, k, ts.observation, ts.action_mask)
                 for net, p, k in zip(networks, params, jax.random.split(policy_key, num_policies))
-            ] + [jax.vmap(bots.BOTS[name])(bot_keys, states, ts.action_mask) for name in TABLE_BOTS]
+            ] + [jax.vmap(bots.BOTS[name])(bot_keys, states, ts.action_mask) for name in bot_names]
             actions = jnp.take_along_axis(jnp.stack(by_participant), player[None], axis=0)[0].astype(jnp.int32)
             states, ts = venv.step(states, actions)
             new = ts.done & ~finished
@@ -130,7 +138,7 @@ def make_table_runner(
                              f"{lineups.shape}")
         if lineups.min() < 0 or lineups.max() >= num_participants:
             raise ValueError(f"lineups must name participants 0..{num_participants - 1} ({num_policies} policies, "
-                             f"then the bots {TABLE_BOTS}); got values {lineups.min()}..{lineups.max()}")
+                             f"then the bots {bot_names}); got values {lineups.min()}..{lineups.max()}")
         return run(params, jnp.asarray(lineups, jnp.int32), as_key(key, "table key"))
 
     checked_run.jitted = run

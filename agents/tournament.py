@@ -53,10 +53,10 @@ from agents.policies import (
 from agents.progress import NoProgress, Progress
 from agents.ratings import Ratings
 from agents.run_dir import write_csv, write_json
-from agents.tables import TABLE_BOTS, draw_lineups, make_table_runner
+from agents.tables import DEFAULT_BOTS, TABLE_BOTS, draw_lineups, make_table_runner
 
 
-def rate_checkpoints(specs, out_dir, games: int = 16, bots=TABLE_BOTS, all_checkpoints: bool = False,
+def rate_checkpoints(specs, out_dir, games: int = 16, bots=DEFAULT_BOTS, all_checkpoints: bool = False,
                      batch: int = 8, seed: int = 0, progress: Progress | None = None) -> dict:
     """Rate the policies of ``specs`` (``RUN_DIR[:STEP]``) and ``bots`` against each other (see the module
     docstring), write ``ratings.json``, ``.csv`` and ``.png`` to ``out_dir``; returns the summary with the table
@@ -114,13 +114,14 @@ def evaluate_checkpoint(run_dir, step: int | None, lineups: dict, games: int, se
     for note in rule_differences(policies):
         progress.status(f"note: {note}")
     index = {p.name: i for i, p in enumerate(policies)}
-    index.update({bot: len(policies) + i for i, bot in enumerate(TABLE_BOTS)})
+    table_bots = tuple(bot for bot in TABLE_BOTS if bot in player_of.values())  # only the bots the lineups name
+    index.update({bot: len(policies) + i for i, bot in enumerate(table_bots)})
 
     game = make_game(candidate.config)
     memory.check_fits(f"games={games} (x 8 rotations)", memory.table_bytes(game, games))
     progress.status(f"evaluating {candidate.name} against {len(lineups)} lineup(s): compiling ...")
     start = time.perf_counter()
-    run = make_table_runner(game, [p.network for p in policies], games)
+    run = make_table_runner(game, [p.network for p in policies], games, bot_names=table_bots)
     params = tuple(p.params for p in policies)
     result = {"checkpoint": str(run_dir), "update": candidate.step, "games_per_rotation": games}
     for spec, names in lineups.items():
@@ -180,9 +181,9 @@ def load_players(specs, all_checkpoints: bool = False, bots=()):
 def play(policies, bots, rows, batch: int, seed: int, on_batch=None):
     """ranks int[G, 8 rotations, 8 positions] of every lineup in ``rows`` (indices into policies + bots);
     ``on_batch(lineups)`` is called after each batch with the number it played."""
-    run = make_table_runner(make_game(policies[0].config), [p.network for p in policies], batch)
-    # player index -> participant index of the runner (policies first, then TABLE_BOTS)
-    participant = np.array(list(range(len(policies))) + [len(policies) + TABLE_BOTS.index(b) for b in bots])
+    run = make_table_runner(make_game(policies[0].config), [p.network for p in policies], batch, bot_names=bots)
+    # player index -> participant index of the runner: the same order, policies first, then the bots
+    participant = np.arange(len(policies) + len(bots))
     params = tuple(p.params for p in policies)
     key = jax.random.key(seed)
     out = []

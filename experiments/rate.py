@@ -8,7 +8,7 @@ The players are the runs' policies (``RUN_DIR``: the latest good checkpoint,
 ``RUN_DIR:STEP``: checkpoint STEP, ``--all-checkpoints``: every checkpoint a
 run kept; a run of independent learners enters as 8 players, ``...#seatP``
 for seat P's learner) and the scripted bots (``--bots``, default ``random,greedy``;
-``none`` for none). Each of ``--games`` game seeds gets a lineup of 8 seats:
+``expert`` may join too, ``none`` for none). Each of ``--games`` game seeds gets a lineup of 8 seats:
 8 different players drawn at random when there are at least 8, else every
 player takes 8 // P seats and the other seats go to different players drawn
 at random. Every lineup is played 8 times, rotated one seat further each time
@@ -36,7 +36,7 @@ from pathlib import Path
 from agents.checkpoints import CheckpointMismatchError, NoGoodCheckpointError
 from agents.policies import PolicyError
 from agents.progress import ConsoleProgress
-from agents.tables import TABLE_BOTS
+from agents.tables import DEFAULT_BOTS, TABLE_BOTS
 from agents.tournament import rate_checkpoints
 from experiments.common import DEFAULT_CACHE, enable_compilation_cache, fail, quiet_logs
 
@@ -46,8 +46,9 @@ def parse_args(argv=None):
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("runs", nargs="+", metavar="RUN_DIR[:STEP]", help="training runs (and checkpoints) to rate")
     parser.add_argument("--games", type=int, default=16, help="game seeds (lineups), each played 8 times (default 16)")
-    parser.add_argument("--bots", default=",".join(TABLE_BOTS),
-                        help=f"comma-separated scripted bots that join, or none (default {','.join(TABLE_BOTS)})")
+    parser.add_argument("--bots", default=",".join(DEFAULT_BOTS),
+                        help=f"comma-separated scripted bots that join, from {','.join(TABLE_BOTS)}, or none "
+                             f"(default {','.join(DEFAULT_BOTS)})")
     parser.add_argument("--all-checkpoints", action="store_true", help="every checkpoint each RUN_DIR kept, not the latest")
     parser.add_argument("--batch", type=int, default=8, help="lineups played together in one program (default 8)")
     parser.add_argument("--seed", type=int, default=0, help="lineups and game seeds (default 0)")

@@ -185,15 +185,17 @@ def test_smoke_run_writes_every_artefact(smoke_run):
     for r in records:
         for name in ("loss/policy", "loss/value", "loss/entropy", "loss/approx_kl", "loss/clip_frac",
                      "loss/explained_variance", "loss/grad_norm", "train/lr", "train/episodes",
-                     "eval/placement_vs_random", "eval/placement_vs_greedy"):
+                     "eval/placement_vs_random", "eval/placement_vs_greedy", "eval/placement_vs_expert"):
             assert name in r, name
-        for name in ("eval/placement_vs_random", "eval/placement_vs_greedy"):  # eval_games=1: 8 rotated games
+        for name in ("eval/placement_vs_random", "eval/placement_vs_greedy", "eval/placement_vs_expert"):
+            # eval_games=1: 8 rotated games of one seed, so no interval
             total = 8 * r[name]  # the sum of 8 integer placements of finished games
-            assert total == round(total) and 8 <= total <= 64, (name, r[name])
+            assert total == round(total) and 8 <= total <= 64 and r[f"{name}_ci95"] is None, (name, r[name])
     assert list((run_dir / "tb").glob("events.out.tfevents.*"))
     assert CheckpointStore(run_dir / "checkpoints", keep=3).steps() == [2, 4]
     assert summary["updates"] == 4 and summary["env_steps"] == 512 and summary["compile_s"] > 0
-    assert set(summary["final_eval"]) == {"eval/placement_vs_random", "eval/placement_vs_greedy"}
+    bots = ("random", "greedy", "expert")
+    assert set(summary["final_eval"]) == {f"eval/placement_vs_{b}{ci}" for b in bots for ci in ("", "_ci95")}
 
 
 def _corrupt(step_dir):

@@ -105,7 +105,7 @@ than the runs one after another, and ``naive_ratio`` likewise.
 
 ``--what learning`` (experiments/benchmark/learning.py) trains a preset (``--presets``, one, default
 ``ppo_small``; ``--seed``; ``--total-steps`` to cap it) into ``--run-dir`` with its evaluation every chunk on
-128 seat-rotated games per bot, and reports the training minutes (compiling and evaluating apart) and env
+128 seat-rotated games per bot (``--eval-every N``: every N chunks), and reports the training minutes (compiling and evaluating apart) and env
 steps until its policy first places <= ``--target`` (default 2.5) against 7 greedy bots, with the curve.
 The goal on the 2-core CPU is <= 6 minutes for ``ppo_small``. A whole preset: up to its 30 minutes plus
 the evaluations.
@@ -194,6 +194,7 @@ def main(argv=None):
                         help=f"learning: the placement vs 7 greedy bots to reach (default {TARGET})")
     parser.add_argument("--seed", type=int, default=0, help="learning: the training seed (default 0)")
     parser.add_argument("--total-steps", type=int, default=None, help="learning: cap the preset's env steps")
+    parser.add_argument("--eval-every", type=int, default=1, help="learning: evaluate every N chunks (default 1)")
     parser.add_argument("--quiet", action="store_true", help="no progress lines on stderr")
     args = parser.parse_args(argv)
     if args.what == "learning":
@@ -206,8 +207,8 @@ def main(argv=None):
         status(f"benchmark --what learning: {names[0]} into {run_dir} until the end of the preset", not args.quiet)
         result = {"what": "learning", "backend": jax.default_backend(), "device": str(jax.devices()[0]),
                   "machine": platform.machine(),
-                  **bench_learning(names[0], run_dir, args.target, seed=args.seed, total_steps=args.total_steps,
-                                   progress=not args.quiet)}
+                  **bench_learning(names[0], run_dir, args.target, eval_every=args.eval_every, seed=args.seed,
+                                   total_steps=args.total_steps, progress=not args.quiet)}
         print(json.dumps(result))
         return result
     backend = jax.default_backend()
