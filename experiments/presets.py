@@ -29,7 +29,7 @@ PRESETS = {
     "ppo_small": Preset(
         "CPU (2 cores), 30 minutes: shared-parameter self-play PPO on full games, evaluated vs the bots",
         TrainConfig(
-            num_envs=64, num_steps=32, total_steps=1_500_000, hidden=(256, 256), lr=3e-4, gamma=0.995,
+            num_envs=64, num_steps=32, total_steps=1_000_000, hidden=(256, 256), lr=3e-4, gamma=0.995,
             ent_coef=0.01, update_epochs=4, num_minibatches=4, updates_per_chunk=20, eval_every=5,
             eval_games=4, checkpoint_every=5,
         ),

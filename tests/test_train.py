@@ -313,10 +313,12 @@ def test_a_frozen_baseline_plays_as_its_run_and_versions_are_never_overwritten(s
         np.testing.assert_array_equal(np.asarray(a), np.asarray(b))  # bitwise the checkpoint's parameters
 
     # the baseline plays exactly as the checkpoint it came from: as the evaluated policy and as the opponents
+    # (the table seats one participant per distinct name, so each call is one policy and the bots)
     ours = evaluate.main(["--checkpoint", str(run_dir), "--games", "1", "--vs", "greedy", "--vs", f"{run_dir}:4",
                           "--quiet"])
     theirs = evaluate.main(["--checkpoint", "baseline:smoke-v1", "--games", "1", "--vs", "greedy",
                             "--vs", "baseline:smoke-v1", "--quiet"])
+    assert theirs["checkpoint"] == "baseline:smoke-v1" and theirs["update"] == 4
     assert theirs["vs_greedy"] == ours["vs_greedy"]
     assert theirs["vs_baseline:smoke-v1"] == ours[f"vs_{run_dir}:4"]
     capsys.readouterr()

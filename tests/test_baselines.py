@@ -1,0 +1,51 @@
+"""The shipped baseline policies (agents/baseline_policies/, ``agents.baselines``): each loads, builds its network
+from its own config and plays legal actions on the game; a damaged one is a one-line error. (Freezing a run
+and playing the baseline at a table: tests/test_train.py, on the smoke run.)"""
+
+from __future__ import annotations
+
+import json
+import shutil
+
+import jax
+import numpy as np
+import pytest
+
+import jaxgame
+from agents import baselines, distributions
+from agents.policies import PolicyError, load_policy
+
+
+def test_ppo_small_v1_is_shipped():
+    assert "ppo_small-v1" in baselines.available()
+
+
+@pytest.mark.parametrize("name", baselines.available())
+def test_every_shipped_baseline_loads_and_plays_legally(name):
+    meta = baselines.describe(name)
+    assert meta["name"] == name and meta["source"]["step"] > 0
+    assert meta["results"]["evaluate"]["vs_greedy"]["games"] >= 256  # what it measured, with the protocol's size
+    policy = load_policy(f"{baselines.PREFIX}{name}")
+    assert policy.name == f"baseline:{name}" and policy.config.num_devices == 1
+    env = jaxgame.make("autochess", obs=policy.config.obs, **policy.config.rules())
+    _, ts = env.reset(jax.random.key(0))
+    logits, value = jax.jit(policy.network.apply)(policy.params, ts.observation[None])
+    assert logits.shape == (1, 8, env.num_actions) and value.shape == (1, 8)
+    assert np.isfinite(np.asarray(value)).all()
+    actions = distributions.sample(jax.random.key(1), logits, ts.action_mask[None])
+    assert np.take_along_axis(np.asarray(ts.action_mask), np.asarray(actions)[0][:, None], -1).all()
+
+
+def test_a_damaged_baseline_is_a_one_line_error(tmp_path, monkeypatch):
+    shipped = tmp_path / "shipped"
+    shutil.copytree(baselines.DIRECTORY, shipped)
+    monkeypatch.setattr(baselines, "DIRECTORY", shipped)
+    meta = json.loads((shipped / "ppo_small-v1.json").read_text())
+    meta["config"]["hidden"] = [8]  # a network its parameters do not fit
+    (shipped / "ppo_small-v1.json").write_text(json.dumps(meta))
+    with pytest.raises(PolicyError, match="do not fit its network"):
+        load_policy("baseline:ppo_small-v1")
+    with pytest.raises(PolicyError, match="no baseline 'nope-v1'; shipped: ppo_small-v1"):
+        load_policy("baseline:nope-v1")
+    with pytest.raises(PolicyError, match="no checkpoint steps"):
+        load_policy("baseline:ppo_small-v1", 3)
