@@ -1,6 +1,6 @@
 """Shipped baseline policies: trained game policies frozen into the package, usable wherever a player is named.
 
-    policy = load_baseline("ppo_small-v1")               # an agents.policies.RunPolicy
+    policy = load_baseline("ppo_small-v1")               # .network, .params, .config, .step
     logits, value = policy.network.apply(policy.params, obs)
     python -m experiments.evaluate --checkpoint runs/mine --vs baseline:ppo_small-v1
 
@@ -50,11 +50,22 @@ def describe(name: str, directory: Path | None = None) -> dict:
     return json.loads(path.read_text())
 
 
-def load_baseline(name: str, directory: Path | None = None):
-    """``agents.policies.RunPolicy`` of baseline ``name`` (e.g. ``ppo_small-v1``), named ``baseline:NAME``, on
-    one device. ``BaselineError`` when it is not shipped or its parameters do not fit its network."""
-    from agents.policies import RunPolicy  # agents.policies imports this module for the player specs
-    from agents.envs import make_env
+@dataclasses.dataclass(frozen=True)
+class Baseline:
+    """A loaded baseline: ``name`` is ``baseline:NAME``; ``step`` the update it was frozen at."""
+
+    name: str
+    step: int
+    config: TrainConfig
+    network: object
+    params: object
+
+
+def load_baseline(name: str, directory: Path | None = None) -> Baseline:
+    """Baseline ``name`` (e.g. ``ppo_small-v1``) on one device (``agents.policies.load_policy("baseline:NAME")``
+    gives it as a ``RunPolicy``). ``BaselineError`` when it is not shipped or its parameters do not fit its
+    network."""
+    from agents.envs import make_env  # agents.envs builds the game: only when a baseline is loaded
     from agents.trainer_base import init_runner, make_network
 
     directory = Path(directory or DIRECTORY)
@@ -71,23 +82,19 @@ def load_baseline(name: str, directory: Path | None = None):
         diff = sorted(set(expected.items()) ^ set(got.items()))[:3]
         raise BaselineError(f"baseline {name!r}: its parameters do not fit its network ({diff})")
     params = jax.tree_util.tree_map(lambda s, a: jax.numpy.asarray(a, s.dtype), shapes, raw)
-    return RunPolicy(PREFIX + name, PREFIX + name, int(meta["source"]["step"]), config, network, params)
+    return Baseline(PREFIX + name, int(meta["source"]["step"]), config, network, params)
 
 
-def freeze(run_dir, step: int | None, name: str, results: dict | None = None,
-           directory: Path | None = None) -> Path:
-    """Write run ``run_dir``'s policy at ``step`` (None: the latest good checkpoint) as baseline ``name``
+def freeze(policy, name: str, results: dict | None = None, directory: Path | None = None) -> Path:
+    """Write ``policy`` (an ``agents.policies.RunPolicy``: ``load_policy(run_dir, step)``) as baseline ``name``
     (``<what>-v<N>``); ``results``: what it measured (e.g. placements), kept in ``NAME.json``. Refuses an
-    existing name (versions are never overwritten) and a run of independent learners or a gymnax env.
-    Returns the ``.json`` path."""
-    from agents.policies import load_policy
-
+    existing name (versions are never overwritten) and a run of independent learners. Returns the ``.json``
+    path."""
     if not _NAME.match(name):
         raise BaselineError(f"baseline names look like 'ppo_small-v2' (lowercase, -v<N>), got {name!r}")
     directory = Path(directory or DIRECTORY)
     if (directory / f"{name}.json").exists() or (directory / f"{name}.msgpack").exists():
         raise BaselineError(f"baseline {name!r} exists; versions are never overwritten: name the next one")
-    policy = load_policy(run_dir, step)
     if policy.config.independent:
         raise BaselineError(f"{policy.name} is a run of independent learners: freeze one seat's run instead")
     params = jax.tree_util.tree_map(np.asarray, jax.device_get(policy.params))
@@ -96,7 +103,7 @@ def freeze(run_dir, step: int | None, name: str, results: dict | None = None,
     meta = {
         "name": name,
         "config": policy.config.to_dict(),
-        "source": {"run": str(run_dir), "step": policy.step,
+        "source": {"run": str(getattr(policy, "run_dir", policy.name)), "step": policy.step,
                    "frozen": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d")},
         "results": results or {},
     }
@@ -105,4 +112,4 @@ def freeze(run_dir, step: int | None, name: str, results: dict | None = None,
     return path
 
 
-__all__ = ["DIRECTORY", "PREFIX", "BaselineError", "available", "describe", "freeze", "load_baseline"]
+__all__ = ["DIRECTORY", "PREFIX", "Baseline", "BaselineError", "available", "describe", "freeze", "load_baseline"]

@@ -91,9 +91,10 @@ def load_policy(run_dir, step: int | None = None, game_only: bool = True) -> Run
         if step is not None:
             raise PolicyError(f"{run_dir}: a baseline has no checkpoint steps")
         try:
-            return baselines.load_baseline(str(run_dir)[len(baselines.PREFIX):])
+            b = baselines.load_baseline(str(run_dir)[len(baselines.PREFIX):])
         except baselines.BaselineError as err:
             raise PolicyError(str(err)) from None
+        return RunPolicy(b.name, b.name, b.step, b.config, b.network, b.params)
     run_dir = Path(run_dir)
     with CheckpointStore(_checkpoints_of(run_dir), keep=1) as store:
         saved = store.read_config(step)

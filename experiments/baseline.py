@@ -17,7 +17,7 @@ from pathlib import Path
 
 from agents import baselines
 from agents.checkpoints import NoGoodCheckpointError
-from agents.policies import PolicyError, parse_spec
+from agents.policies import PolicyError, load_policy, parse_spec
 from experiments.common import fail, quiet_logs
 
 
@@ -45,7 +45,7 @@ def main(argv=None):
     except (OSError, ValueError) as err:
         fail(parser, f"--results {args.results}: {err}")
     try:
-        path = baselines.freeze(*parsed, args.name, results)
+        path = baselines.freeze(load_policy(*parsed), args.name, results)
     except (baselines.BaselineError, PolicyError, FileNotFoundError) as err:
         fail(parser, err)
     except NoGoodCheckpointError as err:

@@ -343,6 +343,27 @@ def test_a_second_signal_ends_the_process_at_once(name):
     assert time.perf_counter() - t0 < 60
 
 
+def test_stop_signals_agree_over_the_processes(monkeypatch):
+    """In a multi-process run every process asks the same question after each chunk: a signal in any of
+    them stops all at that chunk (the 2-process end-to-end run is the opt-in test in test_multidevice.py)."""
+    from agents.run import StopSignals
+
+    gathered = []
+
+    def allgather(code, others):
+        gathered.append(int(code))
+        return np.asarray([int(code), *others], np.int32)
+
+    monkeypatch.setattr(run.jax, "process_count", lambda: 2)
+    for mine, theirs, expected in [(None, 0, None), (None, 2, "SIGTERM"), ("SIGINT", 0, "SIGINT"),
+                                   ("SIGTERM", 1, "SIGTERM"), (None, 1, "SIGINT")]:
+        monkeypatch.setattr(run.multihost_utils, "process_allgather", lambda code, t=theirs: allgather(code, [t]))
+        stop = StopSignals()
+        stop.received = mine
+        assert stop.requested() == expected, (mine, theirs)
+    assert gathered == [0, 0, 1, 2, 0]  # this process's own code: 0 none, 1 SIGINT, 2 SIGTERM
+
+
 def test_stop_signals_restores_the_handlers_it_replaced():
     import signal
 

@@ -312,15 +312,12 @@ def test_a_frozen_baseline_plays_as_its_run_and_versions_are_never_overwritten(s
     for a, b in zip(jax.tree_util.tree_leaves(frozen.params), jax.tree_util.tree_leaves(saved.params), strict=True):
         np.testing.assert_array_equal(np.asarray(a), np.asarray(b))  # bitwise the checkpoint's parameters
 
-    # the baseline plays exactly as the checkpoint it came from: as the evaluated policy and as the opponents
-    # (the table seats one participant per distinct name, so each call is one policy and the bots)
-    ours = evaluate.main(["--checkpoint", str(run_dir), "--games", "1", "--vs", "greedy", "--vs", f"{run_dir}:4",
-                          "--quiet"])
-    theirs = evaluate.main(["--checkpoint", "baseline:smoke-v1", "--games", "1", "--vs", "greedy",
-                            "--vs", "baseline:smoke-v1", "--quiet"])
-    assert theirs["checkpoint"] == "baseline:smoke-v1" and theirs["update"] == 4
-    assert theirs["vs_greedy"] == ours["vs_greedy"]
-    assert theirs["vs_baseline:smoke-v1"] == ours[f"vs_{run_dir}:4"]
+    # at a table beside its run (the program of test_evaluate_cli_on_a_checkpoint's mixed lineup: 2 policies, 2 bots)
+    mixed = f"greedy,random,greedy,baseline:smoke-v1,random,greedy,{run_dir}"
+    tables = _record_tables(monkeypatch)
+    result = evaluate.main(["--checkpoint", str(run_dir), "--games", "1", "--vs", mixed, "--quiet"])
+    assert len(tables) == 1 and tables[0].shape == (1, 8, 8)
+    _assert_summarises(result[f"vs_{mixed}"], tables[0])
     capsys.readouterr()
     for argv, message in [(["freeze", f"{run_dir}:4", "--name", "smoke-v1"], "never overwritten"),
                           (["freeze", str(run_dir), "--name", "Smoke"], "-v<N>"),
