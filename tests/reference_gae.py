@@ -14,27 +14,38 @@ from __future__ import annotations
 import numpy as np
 
 
+def _walk(reward, discount, decision, t):
+    """From the decision at ``t``, accumulate ``reward[t], discount[t] reward[t+1], ...`` until the episode ends
+    (a zero discount), the sequence ends, or the seat's next decision. Returns (ret, disc, k, how): ``disc`` the
+    product of the discounts walked (0 once the episode ended), ``k`` the step where it stopped, ``how`` one of
+    "episode end" (at step k), "sequence end" (k == len) or "decision" (at step k)."""
+    ret, disc, k = 0.0, 1.0, t
+    while True:
+        ret += disc * reward[k]
+        disc *= discount[k]
+        if disc == 0.0:
+            return ret, disc, k, "episode end"
+        k += 1
+        if k == len(reward):
+            return ret, disc, k, "sequence end"
+        if decision[k]:
+            return ret, disc, k, "decision"
+
+
 def _seat_gae(reward, value, terminal, decision, last_value, gamma, lam):
     """1-D float64 arrays over time for one seat -> advantages float64[T]."""
-    horizon = len(reward)
-    adv = np.zeros(horizon)
-    for t in reversed(range(horizon)):
+    discount = gamma * (1.0 - np.asarray(terminal, np.float64))
+    adv = np.zeros(len(reward))
+    for t in reversed(range(len(reward))):
         if not decision[t]:
             continue
-        ret, disc, k = 0.0, 1.0, t
-        while True:
-            ret += disc * reward[k]
-            if terminal[k]:
-                bootstrap, next_adv = 0.0, 0.0
-                break
-            disc *= gamma
-            k += 1
-            if k == horizon:
-                bootstrap, next_adv = last_value, 0.0
-                break
-            if decision[k]:
-                bootstrap, next_adv = value[k], adv[k]
-                break
+        ret, disc, k, how = _walk(reward, discount, decision, t)
+        if how == "episode end":
+            bootstrap, next_adv = 0.0, 0.0
+        elif how == "sequence end":
+            bootstrap, next_adv = last_value, 0.0
+        else:
+            bootstrap, next_adv = value[k], adv[k]
         adv[t] = ret + disc * bootstrap - value[t] + lam * disc * next_adv
     return adv
 
@@ -76,20 +87,13 @@ def split_rollouts_reference(reward, value, discount, decision, cut, end_value, 
     for t in reversed(range(horizon)):
         if not decision[t]:
             continue
-        ret, disc, k = 0.0, 1.0, t
-        while True:
-            ret += disc * reward[k]
-            disc *= discount[k]
-            if disc == 0.0:  # the episode ended at step k
-                rollout[t], bootstrap, nxt = (0 if k < cut else 1), 0.0, None
-                break
-            k += 1
-            if k == horizon:
-                rollout[t], bootstrap, nxt = (1 if end_decision else -1), end_value, None
-                break
-            if decision[k]:
-                rollout[t], bootstrap, nxt = (0 if k <= cut else 1), value[k], k
-                break
+        ret, disc, k, how = _walk(reward, discount, decision, t)
+        if how == "episode end":
+            rollout[t], bootstrap, nxt = (0 if k < cut else 1), 0.0, None
+        elif how == "sequence end":
+            rollout[t], bootstrap, nxt = (1 if end_decision else -1), end_value, None
+        else:
+            rollout[t], bootstrap, nxt = (0 if k <= cut else 1), value[k], k
         chained = lam * disc * adv[nxt] if nxt is not None and rollout[nxt] == rollout[t] else 0.0
         adv[t] = ret + disc * bootstrap - value[t] + chained
     return rollout, adv
