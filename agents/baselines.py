@@ -65,15 +65,14 @@ def load_baseline(name: str, directory: Path | None = None) -> Baseline:
     """Baseline ``name`` (e.g. ``ppo_small-v1``) on one device (``agents.policies.load_policy("baseline:NAME")``
     gives it as a ``RunPolicy``). ``BaselineError`` when it is not shipped or its parameters do not fit its
     network."""
-    from agents.envs import make_env  # agents.envs builds the game: only when a baseline is loaded
-    from agents.trainer_base import init_runner, make_network
+    from agents.run import build  # the trainer load_policy builds (cached per config); only when one is loaded
 
     directory = Path(directory or DIRECTORY)
     meta = describe(name, directory)
     config = dataclasses.replace(TrainConfig.from_dict(meta["config"]), num_devices=1)
-    env = make_env(config)
-    network = make_network(config, env.num_actions)
-    shapes = jax.eval_shape(lambda k: init_runner(config, env, network, k).params, jax.random.key(0))
+    trainer = build(config).trainer
+    network = trainer.network
+    shapes = jax.eval_shape(trainer.init, jax.random.key(config.seed)).params
     raw = serialization.msgpack_restore((directory / f"{name}.msgpack").read_bytes())
     expected = {jax.tree_util.keystr(p): (s.shape, s.dtype) for p, s in jax.tree_util.tree_leaves_with_path(shapes)}
     got = {jax.tree_util.keystr(p): (np.shape(a), np.asarray(a).dtype)
