@@ -48,7 +48,8 @@ To do this without a buffer, each seat carries one *pending decision*
    under ``stop_gradient`` with the update's (current) parameters, and the
    gradient of ``losses.a2c_loss`` on the completed samples is taken right
    away (``V(s_t)`` in the advantage and the log-probability are recomputed
-   with the current parameters in that forward pass).
+   with the current parameters in that forward pass; see "Gradient of an
+   update" below).
 
 Since completion happens as soon as the next decision state is seen, a seat
 never has a pending decision when it decides again. A pending decision whose
@@ -58,28 +59,39 @@ later parameters (its action was sampled with the earlier ones: a small
 one-update lag, only on the game; on a gymnax env every decision completes in
 the step it was taken).
 
-Gradient of an update: the mean over every decision completed during its
-``update_every`` steps of the per-sample ``a2c_loss`` gradient
-(``policy_loss = -log pi(a|s) sg(A)``, ``value_loss = 0.5 (V(s) - sg(target))^2``,
-minus ``ent_coef`` x entropy), i.e. the per-step weighted-mean gradients
-summed with weights (decisions completed at that step) and divided by the
-update's total. When every step completes the same number of decisions (a
-gymnax env) this is the per-step mean gradients summed over the steps and
-divided by ``update_every``. An update that completes no decision at all
-leaves the parameters and the optimizer state untouched.
+Gradient of an update: the gradient of ``losses.a2c_loss`` over every
+decision completed during its ``update_every`` steps, exactly as if they were
+one batch (``policy_loss = -log pi(a|s) sg(A)``, ``value_loss = 0.5 (V(s) -
+sg(target))^2``, minus ``ent_coef`` x entropy; weighted means over the
+completed decisions). With ``normalize_advantages`` (the default, as in PPO)
+the advantages are normalised by their mean and std over those decisions.
+Those moments are only known at the update's end, but the gradient is linear
+in them: each step adds the gradients of three sums over its completed
+samples, ``sum A nlp``, ``sum nlp`` and ``sum (vf_coef value_loss - ent_coef
+entropy)`` (``nlp = -log pi(a|s)``), and the update combines them as
+``((G_A - mean G_1) / (std + eps) + G_rest) / n`` (three gradient trees in
+the carry, still O(N) memory). Without it, one gradient of ``sum A nlp +
+sum rest`` is carried and divided by ``n``. An update that completes no
+decision at all leaves the parameters and the optimizer state untouched.
 
-Metrics per update (float32[]): "loss/policy", "loss/value", "loss/entropy"
-and "loss/explained_variance" (``1 - var(target - V) / var(target)``) over the
-completed decisions (sample-weighted, exactly as if all of them were one
-batch), "loss/grad_norm" (before clipping), "train/lr", "train/decisions"
-(learner decisions taken in the update's env steps, as in PPO) and the
-``sums/<name>`` episode sums of ``agents.rollout.EPISODE_SUMS`` summed over
-the steps. PPO's "loss/approx_kl" and "loss/clip_frac" are not defined for
+Why normalise: the TD(0) advantages of the game's placement-only reward are
+small (their std, ``loss/advantage_std``, is 0.03-0.07 over an ``a2c_small``
+run), the size of ``ent_coef`` = 0.01; normalised, the policy gradient has
+the scale PPO's coefficients assume.
+
+Metrics per update (float32[]): "loss/policy", "loss/value", "loss/entropy",
+"loss/explained_variance" (``1 - var(target - V) / var(target)``) and
+"loss/advantage_std" (before normalising) over the completed decisions
+(sample-weighted, exactly as if all of them were one batch), "loss/grad_norm"
+(before clipping), "train/lr", "train/decisions" (learner decisions taken
+in the update's env steps, as in PPO) and the ``sums/<name>`` episode sums of
+``agents.rollout.EPISODE_SUMS`` summed over the steps. PPO's "loss/approx_kl" and "loss/clip_frac" are not defined for
 A2C and are omitted (``agents.rollout.summarize`` and the plots take any set
 of keys).
 
 Hyperparameters are traced as in PPO (``trainer(key, hparams)``); A2C reads
-``lr``, ``gamma``, ``ent_coef``, ``vf_coef`` and ``max_grad_norm``.
+``lr``, ``gamma``, ``ent_coef``, ``vf_coef`` and ``max_grad_norm``, and the
+static ``normalize_advantages``.
 
 Random streams: as in PPO (``agents.trainer_base.init_runner``): ``fold_in(key, 0)``
 initialises the parameters, ``fold_in(key, 1)`` resets the envs,
@@ -97,7 +109,7 @@ from __future__ import annotations
 import jax
 import jax.numpy as jnp
 
-from agents import losses
+from agents import distributions, losses
 from agents.rollout import EPISODE_SUMS, Pending, act_and_step, select_seats, track_episodes
 from agents.trainer_base import Runner, Trainer, apply_gradients
 
@@ -165,9 +177,6 @@ def _explained_variance(target_moments, residual_moments):
     return jnp.where(var_t > 0, 1.0 - var_r / safe, 0.0).astype(jnp.float32)
 
 
-_LOSS_KEYS = ("policy_loss", "value_loss", "entropy")
-
-
 class StreamingA2C(Trainer):
     """``make_train``'s result for ``algo="a2c"`` (an ``agents.trainer_base.Trainer``)."""
 
@@ -181,14 +190,24 @@ class StreamingA2C(Trainer):
         act_key, _ = jax.random.split(update_key)  # PPO's (action, shuffle) split; no shuffling here
         step_keys = jax.random.split(act_key, config.update_every)
 
-        def loss_fn(p, samples, target, weight):
-            logits, value = network.apply(p, samples.obs)
-            total, metrics = losses.a2c_loss(
-                logits, value, samples.mask, samples.action, target - value, target, weight, hp.vf_coef, hp.ent_coef
-            )
-            return total, (metrics, value)
+        normalize = config.normalize_advantages
 
-        grad_fn = jax.value_and_grad(loss_fn, has_aux=True)
+        def sums_fn(p, samples, target, weight):
+            """float32[3]: this step's [sum w A nlp, sum w nlp, sum w (vf 0.5 (V - target)^2 - ent H)] over the
+            completed samples (nlp = -log pi(a|s), A = sg(target - V)), and (V, value-loss sum, entropy sum)."""
+            logits, value = network.apply(p, samples.obs)
+            keep = weight > 0
+            adv = jax.lax.stop_gradient(jnp.where(keep, target - value, 0.0))
+            nlp = jnp.where(keep, -distributions.log_prob(logits, samples.mask, samples.action), 0.0)
+            value_sq = jnp.sum(jnp.where(keep, 0.5 * jnp.square(value - target), 0.0))
+            ent = jnp.sum(jnp.where(keep, distributions.entropy(logits, samples.mask), 0.0))
+            parts = jnp.stack([jnp.sum(adv * nlp), jnp.sum(nlp), hp.vf_coef * value_sq - hp.ent_coef * ent])
+            return parts, (parts, value, value_sq, ent)
+
+        if normalize:  # three gradients, combined with the update's advantage moments once they are known
+            grad_fn = jax.jacrev(sums_fn, has_aux=True)
+        else:  # one gradient, of the plain sum
+            grad_fn = jax.grad(lambda *a: (lambda parts, aux: (parts[0] + parts[2], aux))(*sums_fn(*a)), has_aux=True)
 
         def step(carry, step_key):
             env_state, obs, mask, tracker, pending, grads, stats = carry
@@ -201,12 +220,13 @@ class StreamingA2C(Trainer):
             samples, target, weight, pending = td_step(
                 pending, transition, ts.action_mask, jax.lax.stop_gradient(next_value), hp.gamma
             )
-            (_, (metrics, value)), step_grads = grad_fn(params, samples, target, weight)
-            n = jnp.sum(weight)
-            # a2c_loss is a weighted mean over this step's samples: n x its gradient is the gradient of their sum
-            grads = jax.tree_util.tree_map(lambda g, s: g + n * s, grads, step_grads)
+            step_grads, (parts, value, value_sq, ent) = grad_fn(params, samples, target, weight)
+            grads = jax.tree_util.tree_map(jnp.add, grads, step_grads)
             stats = {
-                **{k: stats[k] + n * metrics[k] for k in _LOSS_KEYS},
+                "adv_nlp": stats["adv_nlp"] + parts[0],
+                "nlp": stats["nlp"] + parts[1],
+                "value_loss": stats["value_loss"] + value_sq,
+                "entropy": stats["entropy"] + ent,
                 "decisions": stats["decisions"] + transition.weight.sum(),
                 "target": _merge(stats["target"], _moments(target, weight)),
                 "residual": _merge(stats["residual"], _moments(target - value, weight)),
@@ -215,15 +235,24 @@ class StreamingA2C(Trainer):
             return (*envs, grads, stats), sums
 
         zero = jnp.float32(0.0)
-        stats = {**{k: zero for k in _LOSS_KEYS}, "decisions": zero, "target": (zero,) * 3, "residual": (zero,) * 3}
-        grads = jax.tree_util.tree_map(jnp.zeros_like, params)
+        stats = {"adv_nlp": zero, "nlp": zero, "value_loss": zero, "entropy": zero, "decisions": zero,
+                 "target": (zero,) * 3, "residual": (zero,) * 3}
+        grads = jax.tree_util.tree_map(lambda x: jnp.zeros((3, *x.shape) if normalize else x.shape, x.dtype), params)
         carry = (runner.env_state, runner.obs, runner.mask, runner.tracker, runner.pending, grads, stats)
         carry, sums = jax.lax.scan(step, carry, step_keys)
         env_state, obs, mask, tracker, pending, grads, stats = carry
 
-        count = stats["target"][0]
+        count, adv_mean, adv_m2 = stats["residual"]
         denom = jnp.maximum(count, 1.0)
-        grads = jax.tree_util.tree_map(lambda g: g / denom, grads)
+        adv_mean = adv_mean * (count > 0)
+        if normalize:
+            # d/dp of sum w (A - mean)/(std + eps) nlp = (d sum w A nlp - mean d sum w nlp) / (std + eps)
+            scale = 1.0 / (jnp.sqrt(adv_m2 / denom) + losses.NORMALIZE_EPS)
+            grads = jax.tree_util.tree_map(lambda g: ((g[0] - adv_mean * g[1]) * scale + g[2]) / denom, grads)
+            policy_loss = (stats["adv_nlp"] - adv_mean * stats["nlp"]) * scale / denom
+        else:
+            grads = jax.tree_util.tree_map(lambda g: g / denom, grads)
+            policy_loss = stats["adv_nlp"] / denom
         new_params, new_opt_state, grad_norm, lr = apply_gradients(
             config, hp, params, runner.opt_state, grads, runner.update
         )
@@ -232,11 +261,12 @@ class StreamingA2C(Trainer):
         opt_state = _tree_where(trained, new_opt_state, runner.opt_state)
 
         metrics = {
-            "loss/policy": stats["policy_loss"] / denom,
+            "loss/policy": policy_loss,
             "loss/value": stats["value_loss"] / denom,
             "loss/entropy": stats["entropy"] / denom,
             "loss/grad_norm": grad_norm,
             "loss/explained_variance": _explained_variance(stats["target"], stats["residual"]),
+            "loss/advantage_std": jnp.sqrt(adv_m2 / denom),
             "train/lr": lr,
             "train/decisions": stats["decisions"],
             **{f"sums/{k}": sums[k].sum() for k in EPISODE_SUMS},

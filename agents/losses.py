@@ -27,10 +27,14 @@ def weighted_mean(x: jax.Array, weight: jax.Array) -> jax.Array:
     return jnp.sum(_keep(weight * x, weight)) / jnp.maximum(jnp.sum(weight), 1.0)
 
 
+#: added to the advantages' std before dividing (``ppo_loss``, ``a2c_loss`` and the streaming A2C's update)
+NORMALIZE_EPS = 1e-8
+
+
 def _normalize(advantages: jax.Array, weight: jax.Array) -> jax.Array:
     mean = weighted_mean(advantages, weight)
     std = jnp.sqrt(weighted_mean(jnp.square(advantages - mean), weight))
-    return _keep((advantages - mean) / (std + 1e-8), weight)
+    return _keep((advantages - mean) / (std + NORMALIZE_EPS), weight)
 
 
 def ppo_loss(
@@ -98,13 +102,14 @@ def ppo_loss(
 
 
 def a2c_loss(
-    logits, value, mask, actions, advantages, targets, weight, vf_coef, ent_coef
+    logits, value, mask, actions, advantages, targets, weight, vf_coef, ent_coef, normalize_advantages=False
 ) -> tuple[jax.Array, dict[str, jax.Array]]:
     """Advantage actor-critic loss (e.g. streaming TD(0) targets).
 
     Args:
       logits: float32[B, A]; value: float32[B]; mask: bool[B, A];
-      actions: int32[B]; advantages, targets, weight: float32[B].
+      actions: int32[B]; advantages, targets, weight: float32[B];
+      normalize_advantages: static bool, advantages normalised as in ``ppo_loss``.
 
     Returns:
       (total float32[], metrics "policy_loss", "value_loss", "entropy") with
@@ -114,6 +119,8 @@ def a2c_loss(
     """
     weight = jnp.asarray(weight, jnp.float32)
     advantages = jax.lax.stop_gradient(_keep(jnp.asarray(advantages, jnp.float32), weight))
+    if normalize_advantages:
+        advantages = _normalize(advantages, weight)
     targets = jax.lax.stop_gradient(_keep(jnp.asarray(targets, jnp.float32), weight))
     log_prob = _keep(distributions.log_prob(logits, mask, actions), weight)
     value = _keep(jnp.asarray(value, jnp.float32), weight)

@@ -4,6 +4,7 @@
     python -m experiments.evaluate --seats greedy,random,random,random,random,random,random,random
     python -m experiments.evaluate --seats expert,greedy,greedy,greedy,greedy,greedy,greedy,greedy --games 32
     python -m experiments.evaluate --checkpoint runs/mine --vs greedy --games 16
+    python -m experiments.evaluate --checkpoint runs/mine --vs baseline:ppo_small-v1 --games 32
     python -m experiments.evaluate --checkpoint runs/mine --vs runs/other:120 --vs greedy,greedy,random,runs/other,greedy,random,random
 
 With ``--checkpoint RUN_DIR`` it evaluates the trained policy of a run (its
@@ -11,7 +12,8 @@ latest good checkpoint, or ``--step``) in one seat against 7 opponents, the
 policy rotated over all 8 seats for each game seed (duplicate evaluation, as
 during training: ``agents.tables``). Each ``--vs`` (repeatable; default:
 random, then greedy) names the opponents: one player for all 7 seats, or 7
-comma-separated players; a player is a bot (``random``, ``greedy``, ``expert``), or another run
+comma-separated players; a player is a bot (``random``, ``greedy``, ``expert``), a shipped
+baseline policy ``baseline:NAME`` (``python -m experiments.baseline list``), or another run
 ``RUN_DIR[:STEP]`` (its latest good checkpoint, or checkpoint STEP). JSON
 with, per ``--vs``, the mean placement, a 95% interval over the seeds, top-1
 and top-4 rates; a table of the same on stderr.
@@ -62,8 +64,9 @@ def parse_args(argv=None):
     parser.add_argument("--checkpoint", metavar="RUN_DIR", help="evaluate the policy of a training run")
     parser.add_argument("--step", type=int, help="with --checkpoint: this checkpoint step (default: latest good)")
     parser.add_argument("--vs", action="append", metavar="PLAYER[,PLAYER x7]",
-                        help="with --checkpoint: the opponents, random / greedy / expert / RUN_DIR[:STEP], one for all "
-                             "7 seats or 7 comma-separated (repeatable; default: random, then greedy)")
+                        help="with --checkpoint: the opponents, random / greedy / expert / baseline:NAME / "
+                             "RUN_DIR[:STEP], one for all 7 seats or 7 comma-separated (repeatable; default: random, "
+                             "then greedy)")
     args = parser.parse_args(argv)
     if not args.checkpoint and (args.step is not None or args.vs):
         fail(parser, "--step and --vs need --checkpoint RUN_DIR (the policy they evaluate)")

@@ -51,11 +51,11 @@ PRESETS = {
         ),
     ),
     "a2c_small": Preset(
-        "CPU-sized streaming A2C (64 games) for trying the algorithm on a laptop",
+        "CPU (2 cores), 30 minutes: streaming A2C over 64 games (no rollout buffer), evaluated vs the bots",
         TrainConfig(
-            algo="a2c", num_envs=64, update_every=4, total_steps=1_000_000, lr=1e-4, gamma=0.995,
-            ent_coef=0.01, max_grad_norm=1.0, updates_per_chunk=100, eval_every=5, eval_games=8,
-            checkpoint_every=5,
+            algo="a2c", num_envs=64, update_every=4, total_steps=1_500_000, lr=3e-4, gamma=0.995,
+            ent_coef=0.01, max_grad_norm=1.0, updates_per_chunk=100, eval_every=8, eval_games=4,
+            checkpoint_every=8,
         ),
     ),
     "ppo_pixels": Preset(

@@ -446,6 +446,20 @@ def test_a2c_loss_values_and_semi_gradient():
     semi = 0.5 * ((v - t)[keep, None] * obs[keep]).mean(0)
     np.testing.assert_allclose(np.asarray(grads["w"]), semi, rtol=1e-4, atol=1e-5)
 
+    # normalised advantages, as in ppo_loss: over the weight-1 samples only; the value loss is unchanged
+    def normalized(p):
+        value, logits = obs @ p["w"], obs @ p["pi"]
+        target = reward + 0.9 * (next_obs @ p["w"]) + p["b"]
+        return L.a2c_loss(logits, value, mask, actions, target - value, target, weight, 0.5, 0.01,
+                          normalize_advantages=True)
+
+    _, m_norm = jax.jit(normalized)(params)
+    adv = (t - v)[keep]
+    norm = (adv - adv.mean()) / (adv.std() + 1e-8)
+    assert float(m_norm["policy_loss"]) == pytest.approx(np.mean(-logp[keep] * norm), abs=1e-4)
+    assert float(m_norm["policy_loss"]) != pytest.approx(float(m["policy_loss"]), abs=1e-3)
+    assert float(m_norm["value_loss"]) == pytest.approx(float(m["value_loss"]), abs=1e-6)
+
 
 def test_weighted_mean_ignores_weight_zero_entries():
     x = np.array([1.0, 3.0, np.nan, np.inf], np.float32)

@@ -26,7 +26,7 @@ from experiments.presets import preset_config
 PRESET_KEYS = {
     "algo", "num_envs", "steps_per_update", "seats", "hidden", "obs", "updates", "seat_steps_per_chunk", "init_s",
     "compile_s", "update_ms", "train_seat_steps_per_s", "env_steps_timed", "env_compile_s", "env_seat_steps_per_s",
-    "overhead_ratio",
+    "overhead_ratio", "rollout_ms", "rollout_share",
 }
 SIDE_KEYS = {"compile_s", "run_s", "sps", "final_return"}
 GYMNAX_KEYS = {"env", "steps", "num_updates", "final_return_updates", "ours", "purejaxrl", "ours_over_purejaxrl_sps"}
@@ -65,6 +65,9 @@ def test_default_updates_per_chunk():
     ["--presets", "nope"],
     ["--updates", "0"],
     ["--gymnax-steps", "100"],  # less than one update
+    ["--set", "nope=1"],
+    ["--set", "update_epochs=0"],
+    ["--set", "update_epochs"],
 ])
 def test_train_rejects_bad_arguments(argv):
     with pytest.raises(SystemExit):
@@ -131,6 +134,7 @@ def test_train_smoke_preset_end_to_end(capsys):
         assert smoke[key] > 0, key
     assert smoke["overhead_ratio"] == pytest.approx(smoke["train_seat_steps_per_s"] / smoke["env_seat_steps_per_s"],
                                                     rel=1e-2)
+    assert 0 < smoke["rollout_share"] < 1.5 and smoke["rollout_ms"] > 0
     assert set(result["gymnax"]) == GYMNAX_KEYS and result["gymnax"]["steps"] == 2048
     assert result["gymnax"]["ours"]["sps"] > 0 and result["gymnax"]["purejaxrl"]["sps"] > 0
 
@@ -142,6 +146,7 @@ def test_learning_benchmark_reads_the_first_evaluation_at_the_target(tmp_path, m
 
     def fake_train(config, run_dir, preset=None, progress=None):
         assert (preset, config.eval_games, config.eval_every, config.seed) == ("ppo_small", 16, 1, 3)
+        assert config.update_epochs == (2 if "epochs" in run_dir.name else 4)
         run_dir.mkdir(parents=True)
         rows = [{"meta": {}}]
         for update, placement, ci in [(20, 6.0, 0.5), (40, 2.6, 0.4), (60, 2.5, 0.3), (80, 1.9, 0.3)]:
@@ -163,3 +168,9 @@ def test_learning_benchmark_reads_the_first_evaluation_at_the_target(tmp_path, m
     assert not result["reached"] and result["minutes_to_target"] is None
     with pytest.raises(SystemExit):
         benchmark_main(["--what", "learning", "--presets", "ppo_small,smoke", "--quiet"])
+    # --set changes the config trained, and the JSON says so
+    result = benchmark_main(["--what", "learning", "--run-dir", str(tmp_path / "epochs"), "--seed", "3",
+                             "--set", "update_epochs=2", "--quiet"])
+    assert result["overrides"] == {"update_epochs": "2"} and result["config"]["update_epochs"] == 2
+    with pytest.raises(SystemExit):  # --set only where a config is trained or timed
+        benchmark_main(["--what", "env", "--set", "update_epochs=2", "--quiet"])

@@ -8,6 +8,8 @@
     python -m experiments.benchmark --what train
     python -m experiments.benchmark --what train --presets smoke --updates 2 --gymnax-steps 20000
     python -m experiments.benchmark --what sweep --presets smoke --runs 4
+    python -m experiments.benchmark --what train --presets ppo_small --updates 4 --set update_epochs=2
+    python -m experiments.benchmark --what learning --presets ppo_small --set hidden=128,128
 
 The default sweep of ``--what env`` depends on the backend. On a GPU/TPU it is
 the full sweep: 1, 64, 1024 and 4096 envs, 1024 fights, fight-skip at 256 envs.
@@ -75,6 +77,9 @@ a GPU/TPU or with ``--full``), under ``train[preset]``:
   * ``overhead_ratio``: train / env-only. The goal (``overhead_goal``) is
     >= 0.8 on a CPU: learning should cost at most a fifth on top of stepping
     the game. On an accelerator it is for information.
+  For PPO also ``rollout_ms`` (one update's rollout alone: env steps, policy
+  forward and sampling) and ``rollout_share`` of ``update_ms`` (the rest is
+  GAE and the epochs).
   ``updates`` per chunk is ``--updates``, by default enough for 64 steps of
   every env on a CPU (4 updates of smoke, 2 of ppo_small) and 128 with
   ``--full`` or on an accelerator (4 of ppo_large).
@@ -105,10 +110,14 @@ than the runs one after another, and ``naive_ratio`` likewise.
 
 ``--what learning`` (experiments/benchmark/learning.py) trains a preset (``--presets``, one, default
 ``ppo_small``; ``--seed``; ``--total-steps`` to cap it) into ``--run-dir`` with its evaluation every chunk on
-128 seat-rotated games per bot (``--eval-every N``: every N chunks), and reports the training minutes (compiling and evaluating apart) and env
-steps until its policy first places <= ``--target`` (default 2.5) against 7 greedy bots, with the curve.
+128 seat-rotated games per bot (``--eval-every N``: every N chunks), and reports the training minutes
+(compiling and evaluating apart) and env steps until its policy first places <= ``--target`` (default 2.5) against 7 greedy bots, with the curve.
 The goal on the 2-core CPU is <= 6 minutes for ``ppo_small``. A whole preset: up to its 30 minutes plus
-the evaluations.
+the evaluations. ``config`` in the JSON is the config trained.
+
+``--set KEY=VALUE`` (repeatable; ``--what train`` and ``learning``) overrides a config field of every preset
+timed or trained, as ``experiments.train --set`` does (e.g. ``--set update_epochs=2 --set hidden=128,128``:
+how much faster an update gets, and whether the policy gets strong sooner); ``overrides`` in the JSON.
 
 The benchmarks live in experiments/benchmark/: ``env.py``, ``combat.py``,
 ``render.py``, ``train.py``, ``sweep.py`` and ``learning.py`` (one per ``--what``), the shared
@@ -134,7 +143,7 @@ from experiments.benchmark.render import bench_obs_kinds, bench_render
 from experiments.benchmark.sweep import bench_sweep
 from experiments.benchmark.timing import default_sweep
 from experiments.benchmark.train import GYMNAX_STEPS, OVERHEAD_GOAL, bench_gymnax, bench_train, train_updates
-from experiments.common import status
+from experiments.common import apply_sets, parse_overrides, status
 from experiments.presets import PRESETS, preset_config
 
 
@@ -195,8 +204,20 @@ def main(argv=None):
     parser.add_argument("--seed", type=int, default=0, help="learning: the training seed (default 0)")
     parser.add_argument("--total-steps", type=int, default=None, help="learning: cap the preset's env steps")
     parser.add_argument("--eval-every", type=int, default=1, help="learning: evaluate every N chunks (default 1)")
+    parser.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
+                        help="train, learning: override a config field of every preset timed or trained "
+                             "(repeatable), as in experiments.train")
     parser.add_argument("--quiet", action="store_true", help="no progress lines on stderr")
     args = parser.parse_args(argv)
+    sets = parse_overrides(parser, args.set)
+    if sets and args.what not in ("train", "learning"):
+        parser.error(f"--set applies to --what train and --what learning, not --what {args.what}")
+
+    def configured(name):
+        try:
+            return apply_sets(preset_config(name), sets)
+        except ValueError as err:
+            parser.error(f"--set: {err}")
     if args.what == "learning":
         names = _train_presets(args.presets or "ppo_small", parser)
         if len(names) != 1:
@@ -207,8 +228,10 @@ def main(argv=None):
         status(f"benchmark --what learning: {names[0]} into {run_dir} until the end of the preset", not args.quiet)
         result = {"what": "learning", "backend": jax.default_backend(), "device": str(jax.devices()[0]),
                   "machine": platform.machine(),
+                  "overrides": sets,
                   **bench_learning(names[0], run_dir, args.target, eval_every=args.eval_every, seed=args.seed,
-                                   total_steps=args.total_steps, progress=not args.quiet)}
+                                   total_steps=args.total_steps, progress=not args.quiet,
+                                   config=configured(names[0]))}
         print(json.dumps(result))
         return result
     backend = jax.default_backend()
@@ -270,8 +293,11 @@ def main(argv=None):
                    progress)
         result["compilation_cache"] = cache or None
         result["overhead_goal"] = OVERHEAD_GOAL
+        result["overrides"] = sets
+        configs = {name: configured(name) for name in presets}
         result["train"] = {
-            name: bench_train(name, sweep["train_steps"], args.updates, progress, f"[train {i + 1}/{len(presets)}]")
+            name: bench_train(name, sweep["train_steps"], args.updates, progress, f"[train {i + 1}/{len(presets)}]",
+                              configs[name])
             for i, name in enumerate(presets)
         }
         trained = result["train"]

@@ -27,11 +27,12 @@ TARGET = 2.5
 
 
 def bench_learning(preset: str, run_dir, target: float = TARGET, eval_games: int = 16, eval_every: int = 1,
-                   seed: int = 0, total_steps: int | None = None, progress: bool = True) -> dict:
+                   seed: int = 0, total_steps: int | None = None, progress: bool = True, config=None) -> dict:
+    """``config``: the preset's config with ``--set`` overrides (default: the preset's)."""
     overrides = {"eval_games": eval_games, "eval_every": eval_every, "seed": seed}
     if total_steps:
         overrides["total_steps"] = total_steps
-    config = preset_config(preset).with_overrides(overrides)
+    config = (config or preset_config(preset)).with_overrides(overrides)
     start = time.perf_counter()
     summary = train(config, Path(run_dir), preset=preset, progress=ConsoleProgress() if progress else NoProgress())
     _, records = load_metrics(str(run_dir))
@@ -41,6 +42,7 @@ def bench_learning(preset: str, run_dir, target: float = TARGET, eval_games: int
     first = next((point for point in curve if point[3] <= target), None)
     return {
         "preset": preset,
+        "config": config.to_dict(),
         "seed": seed,
         "target": target,
         "goal_minutes": GOAL_MINUTES,

@@ -78,15 +78,16 @@ def time_interleaved(fns: dict, args, repeats: int) -> dict:
     return best
 
 
-def time_chunks(chunk, runner, repeats: int = 2) -> float:
-    """Best wall time of one jitted training chunk, after one warm-up chunk; the runner is carried along."""
+def time_chunks(chunk, runner, repeats: int = 2, return_runner: bool = False):
+    """Best wall time of one jitted training chunk, after one warm-up chunk; the runner is carried along
+    (``return_runner``: returns (seconds, the last runner))."""
     runner, _ = jax.block_until_ready(chunk(runner))
     best = float("inf")
     for _ in range(repeats):
         start = time.perf_counter()
         runner, _ = jax.block_until_ready(chunk(runner))
         best = min(best, time.perf_counter() - start)
-    return best
+    return (best, runner) if return_runner else best
 
 
 def rounded(x, digits=1):

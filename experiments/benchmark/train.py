@@ -7,7 +7,9 @@ on a CPU, plus ``ppo_large`` on a GPU/TPU or with ``--full``), under ``train[pre
     GAE, the PPO epochs), the best of 2 jitted chunks of ``updates`` updates after a warm-up chunk
     (``jax.block_until_ready``); ``compile_s`` is the chunk's compile time, ``init_s`` the jitted ``init``
     (compile included), ``update_ms`` one update; also ``algo``, ``num_envs``, ``steps_per_update``,
-    ``seats``, ``hidden``, ``obs``, ``updates``, ``seat_steps_per_chunk``;
+    ``seats``, ``hidden``, ``obs``, ``updates``, ``seat_steps_per_chunk``; for PPO, ``rollout_ms``: one
+    update's rollout alone (env steps, policy forward, sampling; jitted, best of 2, from the runner the timed
+    chunks ended with) and ``rollout_share`` = ``rollout_ms / update_ms`` (the rest is GAE and the epochs);
   * ``env_seat_steps_per_s``: the env alone at the same ``num_envs``: VecEnv with the preset's rules and obs
     kind, random bots, as ``--what env`` measures it, over whole rounds (``env_steps_timed``: the smallest
     multiple of ``steps_per_round`` that covers a chunk's steps; ``env_compile_s``);
@@ -63,9 +65,10 @@ def train_updates(config, steps_per_env: int, updates: int | None = None) -> int
     return updates if updates is not None else max(1, -(-steps_per_env // per_update))
 
 
-def bench_train(name, steps_per_env, updates, progress, label):
-    """One preset's shape: training seat-steps/s over jitted chunks vs env-only seat-steps/s (random bots)."""
-    config = preset_config(name)
+def bench_train(name, steps_per_env, updates, progress, label, config=None):
+    """One preset's shape: training seat-steps/s over jitted chunks vs env-only seat-steps/s (random bots).
+    ``config``: the preset's config with ``--set`` overrides (default: the preset's)."""
+    config = config or preset_config(name)
     updates = train_updates(config, steps_per_env, updates)
     per_update = config.steps_per_update // config.num_envs
     seat_steps = updates * config.steps_per_update * config.num_seats
@@ -78,9 +81,18 @@ def bench_train(name, steps_per_env, updates, progress, label):
     start = time.perf_counter()
     chunk = aot_compile(trainer.run, runner, updates, progress=progress)
     compile_s = time.perf_counter() - start
-    seconds = time_chunks(chunk, runner)
+    seconds, runner = time_chunks(chunk, runner, return_runner=True)
     train_sps = seat_steps / seconds
     status(f" {train_sps:,.0f} seat-steps/s ({seconds * 1e3 / updates:,.1f} ms per update)", progress)
+    split = {}
+    if config.algo == "ppo":  # where an update's time goes: the rollout alone, from where the timed chunks ended
+        key = jax.random.key(0)
+        rollout = aot_compile(jax.jit(lambda r, k: trainer.rollout(r, k)[1:]), runner, key, progress=progress,
+                              what=f"{label} {name} rollout alone: ")
+        rollout_ms = best_time(rollout, runner, key, repeats=2) * 1e3
+        share = rollout_ms / (seconds * 1e3 / updates)
+        status(f" {rollout_ms:,.1f} ms per rollout, {share:.0%} of an update", progress)
+        split = {"rollout_ms": round(rollout_ms, 2), "rollout_share": round(share, 3)}
 
     # the env alone, as bench_env_throughput measures it: VecEnv + random bots over whole rounds
     game = make_game(config)
@@ -110,6 +122,7 @@ def bench_train(name, steps_per_env, updates, progress, label):
         "init_s": round(init_s, 2),
         "compile_s": round(compile_s, 2),
         "update_ms": round(seconds * 1e3 / updates, 2),
+        **split,
         "train_seat_steps_per_s": round(train_sps, 1),
         "env_steps_timed": steps,
         "env_compile_s": round(env_compile_s, 2),
