@@ -75,8 +75,9 @@ sum rest`` is carried and divided by ``n``. An update that completes no
 decision at all leaves the parameters and the optimizer state untouched.
 
 Why normalise: the TD(0) advantages of the game's placement-only reward are
-small (their std, ``loss/advantage_std``, is 0.03-0.07 over an ``a2c_small``
-run), the size of ``ent_coef`` = 0.01; normalised, the policy gradient has
+small (their std, ``loss/advantage_std``, was 0.03-0.07 over the ``a2c_small``
+run of docs/training.md "Results", seed 0, 2-core CPU), the size of
+``ent_coef`` = 0.01; normalised, the policy gradient has
 the scale PPO's coefficients assume.
 
 Metrics per update (float32[]): "loss/policy", "loss/value", "loss/entropy",
@@ -85,8 +86,8 @@ Metrics per update (float32[]): "loss/policy", "loss/value", "loss/entropy",
 (sample-weighted, exactly as if all of them were one batch), "loss/grad_norm"
 (before clipping), "train/lr", "train/decisions" (learner decisions taken
 in the update's env steps, as in PPO) and the ``sums/<name>`` episode sums of
-``agents.rollout.EPISODE_SUMS`` summed over the steps. PPO's "loss/approx_kl" and "loss/clip_frac" are not defined for
-A2C and are omitted (``agents.rollout.summarize`` and the plots take any set
+``agents.rollout.EPISODE_SUMS`` summed over the steps. PPO's "loss/approx_kl"
+and "loss/clip_frac" are not defined for A2C and are omitted (``agents.rollout.summarize`` and the plots take any set
 of keys).
 
 Hyperparameters are traced as in PPO (``trainer(key, hparams)``); A2C reads
@@ -109,7 +110,7 @@ from __future__ import annotations
 import jax
 import jax.numpy as jnp
 
-from agents import distributions, losses
+from agents import losses
 from agents.rollout import EPISODE_SUMS, Pending, act_and_step, select_seats, track_episodes
 from agents.trainer_base import Runner, Trainer, apply_gradients
 
@@ -193,21 +194,22 @@ class StreamingA2C(Trainer):
         normalize = config.normalize_advantages
 
         def sums_fn(p, samples, target, weight):
-            """float32[3]: this step's [sum w A nlp, sum w nlp, sum w (vf 0.5 (V - target)^2 - ent H)] over the
-            completed samples (nlp = -log pi(a|s), A = sg(target - V)), and (V, value-loss sum, entropy sum)."""
+            """float32[3]: this step's [sum A nlp, sum nlp, sum (vf_coef value_sq - ent_coef entropy)] over the
+            completed samples (``losses.a2c_sums``, A = sg(target - V)), and (those, V, value_sq, entropy)."""
             logits, value = network.apply(p, samples.obs)
-            keep = weight > 0
-            adv = jax.lax.stop_gradient(jnp.where(keep, target - value, 0.0))
-            nlp = jnp.where(keep, -distributions.log_prob(logits, samples.mask, samples.action), 0.0)
-            value_sq = jnp.sum(jnp.where(keep, 0.5 * jnp.square(value - target), 0.0))
-            ent = jnp.sum(jnp.where(keep, distributions.entropy(logits, samples.mask), 0.0))
-            parts = jnp.stack([jnp.sum(adv * nlp), jnp.sum(nlp), hp.vf_coef * value_sq - hp.ent_coef * ent])
-            return parts, (parts, value, value_sq, ent)
+            sums = losses.a2c_sums(logits, value, samples.mask, samples.action, target - value, target, weight)
+            parts = jnp.stack([sums["adv_nlp"], sums["nlp"],
+                               hp.vf_coef * sums["value_sq"] - hp.ent_coef * sums["entropy"]])
+            return parts, (parts, value, sums["value_sq"], sums["entropy"])
+
+        def total_fn(p, samples, target, weight):
+            parts, aux = sums_fn(p, samples, target, weight)
+            return parts[0] + parts[2], aux
 
         if normalize:  # three gradients, combined with the update's advantage moments once they are known
             grad_fn = jax.jacrev(sums_fn, has_aux=True)
         else:  # one gradient, of the plain sum
-            grad_fn = jax.grad(lambda *a: (lambda parts, aux: (parts[0] + parts[2], aux))(*sums_fn(*a)), has_aux=True)
+            grad_fn = jax.grad(total_fn, has_aux=True)
 
         def step(carry, step_key):
             env_state, obs, mask, tracker, pending, grads, stats = carry

@@ -101,6 +101,28 @@ def ppo_loss(
     return total, metrics
 
 
+def a2c_sums(logits, value, mask, actions, advantages, targets, weight) -> dict[str, jax.Array]:
+    """The weighted sums an advantage actor-critic loss is made of (float32[] each; shapes as ``a2c_loss``):
+    "adv_nlp" ``sum w (-log_prob) sg(adv)``, "nlp" ``sum w (-log_prob)``, "value_sq" ``sum w 0.5 (v -
+    sg(target))^2`` and "entropy" ``sum w H``. ``a2c_loss`` divides them by ``max(sum w, 1)``; the streaming
+    A2C (agents/a2c.py) adds them up over an update's steps first."""
+    weight = jnp.asarray(weight, jnp.float32)
+    advantages = jax.lax.stop_gradient(_keep(jnp.asarray(advantages, jnp.float32), weight))
+    targets = jax.lax.stop_gradient(_keep(jnp.asarray(targets, jnp.float32), weight))
+    nlp = -_keep(distributions.log_prob(logits, mask, actions), weight)
+    value = _keep(jnp.asarray(value, jnp.float32), weight)
+
+    def total(x):
+        return jnp.sum(_keep(weight * x, weight))
+
+    return {
+        "adv_nlp": total(nlp * advantages),
+        "nlp": total(nlp),
+        "value_sq": total(0.5 * jnp.square(value - targets)),
+        "entropy": total(distributions.entropy(logits, mask)),
+    }
+
+
 def a2c_loss(
     logits, value, mask, actions, advantages, targets, weight, vf_coef, ent_coef, normalize_advantages=False
 ) -> tuple[jax.Array, dict[str, jax.Array]]:
@@ -115,18 +137,14 @@ def a2c_loss(
       (total float32[], metrics "policy_loss", "value_loss", "entropy") with
       ``policy_loss = mean(-log_prob * sg(adv))``, ``value_loss =
       mean(0.5 (v - sg(target))^2)``; no gradient flows through
-      ``advantages`` or ``targets``.
+      ``advantages`` or ``targets``. The means are ``a2c_sums`` over ``max(sum w, 1)``.
     """
     weight = jnp.asarray(weight, jnp.float32)
-    advantages = jax.lax.stop_gradient(_keep(jnp.asarray(advantages, jnp.float32), weight))
     if normalize_advantages:
-        advantages = _normalize(advantages, weight)
-    targets = jax.lax.stop_gradient(_keep(jnp.asarray(targets, jnp.float32), weight))
-    log_prob = _keep(distributions.log_prob(logits, mask, actions), weight)
-    value = _keep(jnp.asarray(value, jnp.float32), weight)
-    policy_loss = weighted_mean(-log_prob * advantages, weight)
-    value_loss = weighted_mean(0.5 * jnp.square(value - targets), weight)
-    ent = weighted_mean(distributions.entropy(logits, mask), weight)
+        advantages = _normalize(jax.lax.stop_gradient(jnp.asarray(advantages, jnp.float32)), weight)
+    sums = a2c_sums(logits, value, mask, actions, advantages, targets, weight)
+    n = jnp.maximum(jnp.sum(weight), 1.0)
+    policy_loss, value_loss, ent = sums["adv_nlp"] / n, sums["value_sq"] / n, sums["entropy"] / n
     total = policy_loss + vf_coef * value_loss - ent_coef * ent
     return total, {"policy_loss": policy_loss, "value_loss": value_loss, "entropy": ent}
 

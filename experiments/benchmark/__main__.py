@@ -111,7 +111,8 @@ than the runs one after another, and ``naive_ratio`` likewise.
 ``--what learning`` (experiments/benchmark/learning.py) trains a preset (``--presets``, one, default
 ``ppo_small``; ``--seed``; ``--total-steps`` to cap it) into ``--run-dir`` with its evaluation every chunk on
 128 seat-rotated games per bot (``--eval-every N``: every N chunks), and reports the training minutes
-(compiling and evaluating apart) and env steps until its policy first places <= ``--target`` (default 2.5) against 7 greedy bots, with the curve.
+(compiling and evaluating apart) and env steps until its policy first places <= ``--target`` (default 2.5)
+against 7 greedy bots, with the curve.
 The goal on the 2-core CPU is <= 6 minutes for ``ppo_small``. A whole preset: up to its 30 minutes plus
 the evaluations. ``config`` in the JSON is the config trained.
 
