@@ -59,11 +59,12 @@ PRESETS = {
         ),
     ),
     "ppo_pixels": Preset(
-        "self-play PPO on packed 2bpp pixel observations (CNN unpacks the frames on device)",
+        "CPU (2 cores), 30 minutes: self-play PPO on packed 2bpp pixel observations (unpacked on device, "
+        "one embedding per 8x8 tile; --set network=cnn for the convolutional torso on an accelerator)",
         TrainConfig(
-            obs="pixels", network="cnn", hidden=(256,), activation="relu", shared_torso=True,
-            num_envs=64, num_steps=32, total_steps=1_300_000, updates_per_chunk=20, eval_every=5,
-            eval_games=8, checkpoint_every=5,
+            obs="pixels", network="tiles", hidden=(256,), activation="relu", shared_torso=True,
+            num_envs=64, num_steps=32, total_steps=614_400, updates_per_chunk=20, eval_every=5,
+            eval_games=4, checkpoint_every=5,
         ),
     ),
     "ppo_gymnax": Preset(

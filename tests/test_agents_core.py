@@ -535,8 +535,9 @@ def test_unpack_frames_matches_host_unpack():
     assert got.min() == 0.0 and got.max() == 1.0
 
 
-def test_pixel_net_shapes_and_batch_independence():
-    net = N.make_network("cnn", 11, hidden=(32,), activation="relu", shared_torso=True)
+@pytest.mark.parametrize("kind", ["cnn", "tiles"])
+def test_pixel_net_shapes_and_batch_independence(kind):
+    net = N.make_network(kind, 11, hidden=(32,), activation="relu", shared_torso=True)
     assert isinstance(net, N.PixelActorCritic)
     frames = jnp.asarray(np.random.default_rng(2).integers(0, 256, size=(2, 8, 72, 20), dtype=np.uint8))
     params = jax.jit(net.init)(jax.random.PRNGKey(0), frames)
@@ -550,9 +551,27 @@ def test_pixel_net_shapes_and_batch_independence():
     assert not np.allclose(np.asarray(value[0, 0]), np.asarray(value[1, 3]))
 
 
+def test_tile_torso_is_an_8x8_stride_8_convolution():
+    """The tile embedding (reshape + matmul) equals lax's convolution with its kernel as an 8x8 filter."""
+    frames = jnp.asarray(np.random.default_rng(3).random((2, 72, 80)), jnp.float32)
+    torso = N.TileTorso(hidden=(16,), features=5)
+    params = torso.init(jax.random.PRNGKey(1), frames)
+    embed = params["params"]["tile_embed"]
+    conv = jax.lax.conv_general_dilated(
+        frames[..., None], embed["kernel"].reshape(8, 8, 1, 5), window_strides=(8, 8), padding="VALID",
+        dimension_numbers=("NHWC", "HWIO", "NHWC"),
+    )
+    tiles = jax.nn.relu(conv + embed["bias"]).reshape(2, -1)
+    dense = params["params"]["MLP_0"]["Dense_0"]
+    expected = jax.nn.relu(tiles @ dense["kernel"] + dense["bias"])
+    np.testing.assert_allclose(np.asarray(torso.apply(params, frames)), np.asarray(expected), rtol=1e-5, atol=1e-5)
+    assert conv.shape == (2, 9, 10, 5)
+
+
 def test_make_network_kinds():
+    assert N.make_network("tiles", 7, (16,), "relu", True).torso == "tiles"
     assert isinstance(N.make_network("mlp", 7, (16,), "relu", True), N.ActorCritic)
-    with pytest.raises(ValueError, match="mlp.*cnn"):
+    with pytest.raises(ValueError, match="mlp.*cnn.*tiles"):
         N.make_network("transformer", 7, (16,), "tanh", False)
     with pytest.raises(ValueError, match="activation"):
         N.make_network("mlp", 7, (16,), "gelu", False)

@@ -34,7 +34,7 @@ from experiments.presets import PRESETS, preset_config
         ({"algo": "dqn"}, r"TrainConfig\.algo must be one of \('ppo', 'a2c'\)"),
         ({"nope": "1"}, r"unknown config key\(s\) \['nope'\]; valid keys: .*num_envs"),
         ({"num_minibatches": "7"}, r"num_minibatches must divide the rollout batch"),
-        ({"obs": "pixels"}, r"network must be 'cnn' for obs='pixels'"),
+        ({"obs": "pixels"}, r"network must be 'cnn' or 'tiles' for obs='pixels'"),
         ({"opponents": "self,greedy"}, r"TrainConfig\.opponents must be one of"),
         ({"total_steps": "10"}, r"total_steps must be >= one update's env steps"),
     ],
