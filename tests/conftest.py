@@ -38,3 +38,44 @@ def small_env():
 @pytest.fixture(scope="session")
 def jit_step(env):
     return env.step  # jitted inside the env
+
+
+# Tests that compile a program other groups' tests load from the persistent cache run first, so the others
+# find it there: test_train.py's smoke run compiles the smoke preset's chunk and bot evaluation, which the
+# training notebook and the league run (same xdist group, hence the same worker, in collection order) reuse.
+# Going first also starts the largest group first, which balances the two workers.
+COMPILE_FIRST = ("tests/test_train.py",)
+
+
+def pytest_collection_modifyitems(config, items):
+    def first(item):
+        groups = [m.args[0] for m in item.iter_markers("xdist_group")]
+        return not (groups == ["smoke_run"] and item.nodeid.startswith(COMPILE_FIRST))
+
+    items.sort(key=first)  # stable: the order within each part is kept
+
+
+if os.environ.get("JAXGAME_COMPILE_LOG"):  # diagnostics: every XLA compilation of this process, one line each
+    import logging
+
+    class _CompileLog(logging.Handler):
+        def __init__(self, path):
+            super().__init__()
+            self.path, self.test = path, ""
+
+        def emit(self, record):
+            message = record.getMessage()
+            if "Finished XLA compilation" in message or "cache hit" in message.lower():
+                with open(self.path, "a") as f:
+                    f.write(f"{os.getpid()}\t{self.test}\t{message}\n")
+
+    _compile_log = _CompileLog(os.environ["JAXGAME_COMPILE_LOG"])
+    for _name in ("jax._src.dispatch", "jax._src.interpreters.pxla", "jax._src.compiler", "jax._src.compilation_cache"):
+        logging.getLogger(_name).addHandler(_compile_log)
+        logging.getLogger(_name).setLevel(logging.DEBUG)
+    jax.config.update("jax_log_compiles", True)
+
+    @pytest.fixture(autouse=True)
+    def _name_the_test(request):
+        _compile_log.test = request.node.nodeid
+        yield
