@@ -26,12 +26,12 @@ import typing
 import jax.numpy as jnp
 from flax import struct
 
+from agents.networks import NETWORK_KINDS as NETWORKS
+from agents.networks import PIXEL_NETWORKS
 from jaxgame.config import FLOAT_RULE_RANGES, INT_RULE_RANGES, GameConfig, check_float, check_int
 
 ALGOS = ("ppo", "a2c")
 OBS_KINDS = ("vector", "pixels")
-NETWORKS = ("mlp", "cnn", "tiles")
-PIXEL_NETWORKS = ("cnn", "tiles")
 ACTIVATIONS = ("tanh", "relu")
 SEAT_KINDS = ("self", "random", "greedy", "expert")
 NUM_SEATS = 8
@@ -162,7 +162,7 @@ class TrainConfig:
     # ---- the network ----
     network: str = "mlp"
     """"mlp" (needs obs="vector"); for obs="pixels": "cnn" (three strided convolutions, accelerator-sized) or
-    "tiles" (one embedding per 8x8 tile of the frame, about a quarter of the cnn's work: CPU-sized)"""
+    "tiles" (one embedding per 8x8 tile of the frame, about an eighth of the cnn's work: CPU-sized)"""
     hidden: tuple = (256, 256)
     """hidden layer widths: a tuple of 1 to 8 ints, each in [1, 2^16]"""
     activation: str = "tanh"
@@ -249,7 +249,8 @@ class TrainConfig:
         _ = self.seat_kinds  # validates opponents
         if (self.obs == "pixels") != (self.network in PIXEL_NETWORKS):
             raise ValueError(
-                f"TrainConfig.network must be 'cnn' or 'tiles' for obs='pixels' and 'mlp' for obs='vector', "
+                f"TrainConfig.network must be {' or '.join(map(repr, PIXEL_NETWORKS))} for obs='pixels' and 'mlp' for "
+                f"obs='vector', "
                 f"got network={self.network!r} with obs={self.obs!r}"
             )
         if self.is_gymnax and (self.obs != "vector" or self.opponents != "self"):

@@ -19,8 +19,6 @@ from jaxgame.packing import FRAME_H, FRAME_W, PACKED_W, TILE, UNPACK_LUT
 
 _ACTIVATIONS = {"tanh": nn.tanh, "relu": nn.relu}
 _HIDDEN_SCALE = float(np.sqrt(2.0))
-NETWORK_KINDS = ("mlp", "cnn", "tiles")
-PIXEL_NETWORKS = ("cnn", "tiles")
 
 
 def _activation(name: str):
@@ -110,6 +108,12 @@ class TileTorso(nn.Module):
         return MLP(self.hidden, self.activation)(x.reshape(batch, -1))
 
 
+#: the pixel networks (``TrainConfig.network`` for ``obs="pixels"``) and their frame torsos
+PIXEL_TORSOS = {"cnn": PixelTorso, "tiles": TileTorso}
+PIXEL_NETWORKS = tuple(PIXEL_TORSOS)
+NETWORK_KINDS = ("mlp", *PIXEL_NETWORKS)
+
+
 class ActorCritic(nn.Module):
     """Vector observations float32[..., D] -> (logits float32[..., A], value float32[...]).
 
@@ -154,7 +158,7 @@ class PixelActorCritic(nn.Module):
             raise ValueError(f"expected packed frames [..., {FRAME_H}, {PACKED_W}], got {packed.shape}")
         lead = packed.shape[:-2]
         frames = unpack_frames(packed).reshape(-1, FRAME_H, FRAME_W)
-        torso = {"cnn": PixelTorso, "tiles": TileTorso}[self.torso]
+        torso = PIXEL_TORSOS[self.torso]
         if self.shared_torso:
             actor = critic = torso(self.hidden, self.activation, name="torso")(frames)
         else:

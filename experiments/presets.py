@@ -82,14 +82,16 @@ PRESETS = {
 PRESETS["league_small"] = Preset(
     "CPU (2 cores), 30 minutes: ppo_small's PPO in a league: 4 learner seats a game, the others past snapshots "
     "(75%) or the greedy bot",
-    # 3.35 s an update with the pool's forward passes, 53 s an evaluation with ratings: 430 updates fill 30 minutes
+    # 3.35 s an update with the pool's forward passes, 53 s an evaluation with ratings (its 488-update run took
+    # 32 min 45 s): 430 updates should take about 30 minutes (not yet run at this length)
     dataclasses.replace(PRESETS["ppo_small"].config, league_size=8, league_learner_seats=4, league_pool_prob=0.75,
                         league_bot="greedy", league_groups=8, snapshot_every=20, total_steps=880_640),
 )
 PRESETS["independent"] = Preset(
     "CPU (2 cores), 30 minutes: ppo_small with one independent learner per seat (own parameters and optimizer, "
     "own data)",
-    # 1.45x ppo_small's time per update (8 parameter sets, 8x smaller minibatches): 320 updates fill 30 minutes
+    # 1.4x ppo_small's time per update (8 parameter sets, 8x smaller minibatches): 488 updates would take about
+    # 40 minutes; 320 took 21 min 36 s wall (docs/training.md "Results")
     dataclasses.replace(PRESETS["ppo_small"].config, independent=True, total_steps=655_360),
 )
 
