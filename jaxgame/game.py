@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 
 from jaxgame import actions as actions_lib
 from jaxgame import constants as C
@@ -80,9 +81,16 @@ def decision_phase(state: GameState, actions: jnp.ndarray, key: jax.Array) -> Ga
     )
 
 
+# rank 1 -> +1 ... rank 8 -> -1, linear, as float32 arithmetic gives it; a table, so that every backend and
+# codegen gives the same float32 for a rank (XLA:CPU's elemental emitters compile a vectorised division by 7 as
+# a multiplication by the reciprocal, which moved jit's and vmap's rewards apart in the last bit)
+_RANKS = np.arange(C.NUM_PLAYERS, dtype=np.float32)
+PLACEMENT_REWARDS = np.float32(1.0) - np.float32(2.0) * _RANKS / np.float32(C.NUM_PLAYERS - 1)
+
+
 def placement_reward(rank: jnp.ndarray) -> jnp.ndarray:
-    """float32: rank 1 -> +1 ... rank 8 -> -1, linear."""
-    return (1.0 - 2.0 * (rank - 1) / (C.NUM_PLAYERS - 1)).astype(jnp.float32)
+    """float32, the shape of ``rank`` (int, 1..8): rank 1 -> +1 ... rank 8 -> -1, linear (``PLACEMENT_REWARDS``)."""
+    return jnp.asarray(PLACEMENT_REWARDS)[jnp.clip(rank - 1, 0, C.NUM_PLAYERS - 1)]
 
 
 def prepare_fights(state: GameState, key: jax.Array, config: GameConfig) -> rounds.FightPlan:

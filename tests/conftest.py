@@ -1,17 +1,15 @@
 import os
 import tempfile
 
-# The suite is compile-bound (XLA:CPU compiling the game's programs): skip LLVM's optimisation passes,
-# about a third off every compile for slower but identical integer arithmetic (float results may differ
-# in the last bits from an optimised build; every comparison here is between programs built alike).
-# Set before JAX starts its backend; subprocesses (the CLI tests) inherit it.
-if "--xla_backend_optimization_level" not in os.environ.get("XLA_FLAGS", ""):
-    os.environ["XLA_FLAGS"] = (os.environ.get("XLA_FLAGS", "") + " --xla_backend_optimization_level=0").strip()
+from tests.xla_flags import set_test_flags  # noqa: E402
+
+# Before JAX starts its backend; subprocesses (the CLI tests) inherit it. Why these flags: tests/xla_flags.py.
+set_test_flags()
 
 import jax  # noqa: E402
-import pytest
+import pytest  # noqa: E402
 
-import jaxgame
+import jaxgame  # noqa: E402
 
 # One persistent compilation cache for the whole test session (shared by the
 # pytest-xdist workers and by subprocesses, which inherit the variable): many

@@ -331,7 +331,10 @@ def test_knocked_out_units_return_to_pool():
 
 def test_placement_reward_range():
     r = np.asarray(game.placement_reward(jnp.arange(1, 9)))
-    assert r[0] == 1.0 and r[-1] == -1.0 and np.all(np.diff(r) < 0)
+    assert r.dtype == np.float32 and r[0] == 1.0 and r[-1] == -1.0 and np.all(np.diff(r) < 0)
+    ranks = np.arange(8, dtype=np.float32)  # linear: 1 - 2 (rank - 1) / 7 in float32 arithmetic, bitwise
+    np.testing.assert_array_equal(r, np.float32(1) - np.float32(2) * ranks / np.float32(7))
+    np.testing.assert_allclose(r, -r[::-1], atol=1e-7)  # symmetric: a finished game's rewards sum to 0
 
 
 # ---------------- fight batching ----------------

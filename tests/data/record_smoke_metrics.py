@@ -12,11 +12,14 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent.parent
+sys.path.insert(0, str(ROOT))
+from tests.xla_flags import with_test_flags  # noqa: E402
+
 TIMING = ("wall_s", "sps", "perf/sps", "perf/seat_sps")
 
 
 def main(why: str) -> None:
-    env = {**os.environ, "XLA_FLAGS": (os.environ.get("XLA_FLAGS", "") + " --xla_backend_optimization_level=0").strip()}
+    env = {**os.environ, "XLA_FLAGS": with_test_flags(os.environ.get("XLA_FLAGS", ""))}
     with tempfile.TemporaryDirectory() as tmp:
         run_dir = Path(tmp) / "run"
         subprocess.run([sys.executable, "-m", "experiments.train", "--preset=smoke", "--run-dir", str(run_dir),
@@ -29,7 +32,8 @@ def main(why: str) -> None:
                             check=False).stdout.strip()
     pinned = {
         "about": "metrics.jsonl records (timings dropped) of `python -m experiments.train --preset=smoke` (seed 0) "
-                 "under the test suite's XLA flags (-O0), recorded by tests/data/record_smoke_metrics.py on top of "
+                 "under the test suite's XLA flags (tests/xla_flags.py), recorded by "
+                 "tests/data/record_smoke_metrics.py on top of "
                  f"commit {commit}: {why}. tests/test_train.py pins them bitwise on the same CPU instruction set.",
         "cpu": " ".join(cpu.split()[:2]),
         "isa": sorted(f for f in flags if f.startswith("avx") or f in ("fma", "amx_tile", "sse4_2")),

@@ -1,0 +1,31 @@
+"""The XLA flags the test suite compiles with (tests/conftest.py sets them; tests/data/record_smoke_metrics.py
+records the pinned metrics under the same ones).
+
+The suite is compile-bound (XLA:CPU compiling the game's programs), so both flags trade run speed for compile
+speed, and neither changes integer results:
+
+- ``--xla_backend_optimization_level=0`` skips LLVM's optimisation passes: about a third off every compile.
+- ``--xla_cpu_use_fusion_emitters=false`` emits fused loops with XLA:CPU's older elemental emitters instead
+  of the MLIR fusion emitters: about a quarter off the remaining compile time of the game's programs
+  (the smoke preset's training chunk 17 s -> 12.5 s on the 2-core CPU).
+
+Float results may differ in the last bits from a default build; every comparison in the suite is between
+programs built alike.
+"""
+
+import os
+
+TEST_XLA_FLAGS = ("--xla_backend_optimization_level=0", "--xla_cpu_use_fusion_emitters=false")
+
+
+def with_test_flags(flags: str) -> str:
+    """``flags`` (an XLA_FLAGS value) plus each test flag it does not already set."""
+    for flag in TEST_XLA_FLAGS:
+        if flag.split("=")[0] not in flags:
+            flags = f"{flags} {flag}"
+    return flags.strip()
+
+
+def set_test_flags() -> None:
+    """Add the test flags to this process's XLA_FLAGS (before JAX starts its backend; subprocesses inherit it)."""
+    os.environ["XLA_FLAGS"] = with_test_flags(os.environ.get("XLA_FLAGS", ""))
