@@ -21,7 +21,7 @@ from agents import baselines
 from agents.checkpoints import CheckpointStore
 from agents.config import TrainConfig
 from agents.networks import OneSeat
-from agents.run import CHECKPOINT_DIR, build
+from agents.run import CHECKPOINT_DIR, build, fresh_arrays
 from agents.run_dir import read_owner
 from agents.tables import TABLE_BOTS
 
@@ -108,7 +108,9 @@ def load_policy(run_dir, step: int | None = None, game_only: bool = True) -> Run
         config = dataclasses.replace(config, num_devices=1)
         trainer = build(config).trainer  # shared with agents.run.train (same process: no retracing)
         step, runner, _ = store.restore(jax.eval_shape(trainer.init, jax.random.key(config.seed)), step)
-    return RunPolicy(f"{run_dir}:{step}", str(run_dir), step, config, trainer.network, runner.params)
+    # fresh (uncommitted) arrays, like a new run's and a baseline's: restored ones are committed to a device, and
+    # jit would lower each table they sit at as another program (explicit shardings), which misses the cache
+    return RunPolicy(f"{run_dir}:{step}", str(run_dir), step, config, trainer.network, fresh_arrays(runner.params))
 
 
 def seat_policies(policy: RunPolicy) -> list[RunPolicy]:

@@ -83,7 +83,7 @@ PRESETS["league_small"] = Preset(
     "CPU (2 cores), 30 minutes: ppo_small's PPO in a league: 4 learner seats a game, the others past snapshots "
     "(75%) or the greedy bot",
     # 3.35 s an update with the pool's forward passes, 53 s an evaluation with ratings (its 488-update run took
-    # 32 min 45 s): 430 updates should take about 30 minutes (not yet run at this length)
+    # 32 min 45 s): 430 updates took 29 min 29 s wall (docs/training.md "Results")
     dataclasses.replace(PRESETS["ppo_small"].config, league_size=8, league_learner_seats=4, league_pool_prob=0.75,
                         league_bot="greedy", league_groups=8, snapshot_every=20, total_steps=880_640),
 )

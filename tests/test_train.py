@@ -311,6 +311,10 @@ def test_a_frozen_baseline_plays_as_its_run_and_versions_are_never_overwritten(s
     assert frozen.name == "baseline:smoke-v1" and frozen.config == saved.config.with_overrides({"num_devices": 1})
     for a, b in zip(jax.tree_util.tree_leaves(frozen.params), jax.tree_util.tree_leaves(saved.params), strict=True):
         np.testing.assert_array_equal(np.asarray(a), np.asarray(b))  # bitwise the checkpoint's parameters
+    # both lower as a new run's parameters do (no device-committed shardings): one program, one compile, per table
+    lowered = [jax.jit(lambda p: sum(jnp.sum(x) for x in jax.tree_util.tree_leaves(p))).lower(params).as_text()
+               for params in (frozen.params, saved.params, jax.tree_util.tree_map(np.asarray, saved.params))]
+    assert lowered[0] == lowered[1] == lowered[2] and "sharding" not in lowered[1]
 
     # at a table beside its run (the program of test_evaluate_cli_on_a_checkpoint's mixed lineup: 2 policies, 2 bots)
     mixed = f"greedy,random,greedy,baseline:smoke-v1,random,greedy,{run_dir}"
