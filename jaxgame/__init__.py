@@ -4,13 +4,11 @@
 >>> env = jaxgame.make("autochess", obs="vector")
 """
 
-import os as _os
+from jaxgame.xla_flags import set_default_flags as _set_default_flags
 
 # XLA's concurrency-optimised CPU scheduler can deadlock when whole training
 # runs are vmapped; it must be switched off before the backend starts.
-_FLAG = "--xla_cpu_enable_concurrency_optimized_scheduler=false"
-if _FLAG.split("=")[0] not in _os.environ.get("XLA_FLAGS", ""):
-    _os.environ["XLA_FLAGS"] = (_os.environ.get("XLA_FLAGS", "") + " " + _FLAG).strip()
+_set_default_flags("--xla_cpu_enable_concurrency_optimized_scheduler=false")
 
 from jaxgame import constants  # noqa: E402
 from jaxgame.config import GameConfig  # noqa: E402

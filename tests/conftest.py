@@ -1,7 +1,7 @@
 import os
 import tempfile
 
-from tests.xla_flags import set_test_flags  # noqa: E402
+from tests.xla_flags import set_test_flags
 
 # Before JAX starts its backend; subprocesses (the CLI tests) inherit it. Why these flags: tests/xla_flags.py.
 set_test_flags()

@@ -9,23 +9,22 @@ speed, and neither changes integer results:
   of the MLIR fusion emitters: about a quarter off the remaining compile time of the game's programs
   (the smoke preset's training chunk 17 s -> 12.5 s on the 2-core CPU).
 
-Float results may differ in the last bits from a default build; every comparison in the suite is between
-programs built alike.
+Float results may differ in the last bits from a default build, and the elemental emitters may compile a
+batched (vmapped) float expression differently from the unbatched one (a division by a constant as a
+multiplication by its reciprocal): every comparison in the suite is between programs built with these flags,
+and the game keeps float constants it compares across batching in tables (``jaxgame.game.PLACEMENT_REWARDS``).
 """
 
-import os
+from jaxgame.xla_flags import set_default_flags, with_flags
 
 TEST_XLA_FLAGS = ("--xla_backend_optimization_level=0", "--xla_cpu_use_fusion_emitters=false")
 
 
 def with_test_flags(flags: str) -> str:
     """``flags`` (an XLA_FLAGS value) plus each test flag it does not already set."""
-    for flag in TEST_XLA_FLAGS:
-        if flag.split("=")[0] not in flags:
-            flags = f"{flags} {flag}"
-    return flags.strip()
+    return with_flags(flags, *TEST_XLA_FLAGS)
 
 
 def set_test_flags() -> None:
     """Add the test flags to this process's XLA_FLAGS (before JAX starts its backend; subprocesses inherit it)."""
-    os.environ["XLA_FLAGS"] = with_test_flags(os.environ.get("XLA_FLAGS", ""))
+    set_default_flags(*TEST_XLA_FLAGS)

@@ -1,0 +1,20 @@
+"""XLA_FLAGS defaults: add a flag unless the environment already names it (the user's value wins).
+
+No JAX here: XLA reads XLA_FLAGS when JAX starts its backend, so these run before that (``import jaxgame``
+sets its own default; the test suite adds its compile-speed flags, tests/xla_flags.py).
+"""
+
+import os
+
+
+def with_flags(flags: str, *defaults: str) -> str:
+    """``flags`` (an XLA_FLAGS value) plus each of ``defaults`` ("--name=value") whose name it does not set."""
+    for flag in defaults:
+        if flag.split("=")[0] not in flags:
+            flags = f"{flags} {flag}"
+    return flags.strip()
+
+
+def set_default_flags(*defaults: str) -> None:
+    """Add ``defaults`` to this process's XLA_FLAGS (subprocesses inherit it)."""
+    os.environ["XLA_FLAGS"] = with_flags(os.environ.get("XLA_FLAGS", ""), *defaults)
