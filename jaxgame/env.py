@@ -17,6 +17,8 @@ actions must be an integer array of shape [8] (checked before tracing).
 
 from __future__ import annotations
 
+import functools
+
 import jax
 import jax.numpy as jnp
 from flax import struct
@@ -24,9 +26,10 @@ from flax import struct
 from jaxgame import actions as actions_lib
 from jaxgame import constants as C
 from jaxgame import game, observation, packing, render, rounds, synergy, units
-from jaxgame.validation import as_key, check_actions
+from jaxgame.batched_step import step_batch, with_batch_rule
 from jaxgame.config import GameConfig
 from jaxgame.state import GameState
+from jaxgame.validation import as_key, check_actions
 
 OBS_KINDS = ("vector", "pixels", "both")
 
@@ -43,10 +46,13 @@ class TimeStep:
 class AutoChessEnv:
     """8-seat auto-battler. Stateless: all state lives in ``GameState``.
 
-    ``reset`` and ``step`` are pure and jitted (compiled once per env when
-    called directly; inlined under an outer ``jax.jit`` or ``jax.vmap``);
-    for large batches prefer ``jaxgame.VecEnv``, which runs the combat only
-    on fight steps.
+    ``reset`` and ``step`` are pure and jitted (compiled once per rules and
+    observation kind when called directly: equal envs share the program;
+    inlined under an outer ``jax.jit`` or ``jax.vmap``).
+    ``jax.vmap(env.step)`` (at any depth of nesting) runs the combat only on
+    fight steps, as ``jaxgame.VecEnv`` does: the step carries the batch-level
+    step (``jaxgame.batched_step``) as its vmap rule. It is not differentiable
+    (nothing in a game step is).
     """
 
     num_players = C.NUM_PLAYERS
@@ -61,13 +67,20 @@ class AutoChessEnv:
         # per-seat observation shape: (obs_size,), (72, 20) (packed 2bpp) or a dict of both
         vector, pixels = (self.obs_size,), (packing.FRAME_H, packing.PACKED_W)
         self.obs_shape = {"vector": vector, "pixels": pixels, "both": {"vector": vector, "pixels": pixels}}[obs]
-        # reset and step compile once per env (inlined under an outer jit or vmap): called eagerly, e.g. in
-        # a notebook, they would otherwise dispatch op by op (~10 s for the first reset on a 2-core CPU)
-        self._reset = jax.jit(self._reset_impl)
-        self._step = jax.jit(self._step_impl)
+        # under jax.vmap (any depth) the step runs batched_step.step_batch: one fight-or-skip branch for the
+        # whole batch instead of a per-game cond that vmap would turn into a select running every fight
+        self._step_with_rule = with_batch_rule(self._step_impl, functools.partial(step_batch, self))
 
     def __repr__(self):
         return f"AutoChessEnv(obs={self.obs_kind!r}, config={self.config})"
+
+    # envs with the same rules and observations are equal: the jitted reset and step (static in the env) then
+    # share their compiled programs, however many env objects are made
+    def __eq__(self, other):
+        return type(other) is type(self) and (self.config, self.obs_kind) == (other.config, other.obs_kind)
+
+    def __hash__(self):
+        return hash((type(self), self.config, self.obs_kind))
 
     # ---- pieces, composed by step() here and by VecEnv ----
     def new_game(self, key: jax.Array) -> GameState:
@@ -111,12 +124,12 @@ class AutoChessEnv:
     # ---- public API ----
     def reset(self, key: jax.Array):
         """Start a game from a typed or legacy PRNG key: (state, TimeStep)."""
-        return self._reset(as_key(key, "AutoChessEnv.reset key"))
+        return _jitted_reset(self, as_key(key, "AutoChessEnv.reset key"))
 
     def step(self, state: GameState, actions):
         """Advance every seat by one decision step (actions int32[8]); resolves the fights after
         the round's last one and auto-resets a finished game."""
-        return self._step(state, check_actions(actions, (C.NUM_PLAYERS,), "AutoChessEnv.step"))
+        return _jitted_step(self, state, check_actions(actions, (C.NUM_PLAYERS,), "AutoChessEnv.step"))
 
     def _reset_impl(self, key: jax.Array):
         state, obs, mask = self.start(key)
@@ -161,6 +174,19 @@ class AutoChessEnv:
             ),
             "actions_this_turn": p.actions_this_turn,
         }
+
+
+# reset and step are jitted (inlined under an outer jit or vmap): called eagerly, e.g. in a notebook, they would
+# otherwise dispatch op by op (~10 s for the first reset on a 2-core CPU); the env is a static argument, so equal
+# envs share one compiled program
+@functools.partial(jax.jit, static_argnums=0)
+def _jitted_reset(env: AutoChessEnv, key: jax.Array):
+    return env._reset_impl(key)
+
+
+@functools.partial(jax.jit, static_argnums=0)
+def _jitted_step(env: AutoChessEnv, state: GameState, actions: jax.Array):
+    return env._step_with_rule(state, actions)
 
 
 def make(name: str = "autochess", obs: str = "vector", **rule_overrides) -> AutoChessEnv:

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 
 from jaxgame import constants as C
 from jaxgame import economy
@@ -134,3 +135,29 @@ def seat_observation(state: GameState, seat: jnp.ndarray, config: GameConfig) ->
 def vector_observation(state: GameState, config: GameConfig) -> jnp.ndarray:
     """float32[8, OBS_SIZE]: every seat's observation."""
     return jax.vmap(lambda seat: seat_observation(state, seat, config))(jnp.arange(C.NUM_PLAYERS))
+
+
+def observation_bounds(config: GameConfig) -> tuple[np.ndarray, np.ndarray]:
+    """(low, high) float32[OBS_SIZE]: bounds every vector observation of a game with ``config`` lies within
+    (what a Gymnasium ``Box`` declares). Gold is bounded by the most a seat can earn: the starting gold plus
+    every round's largest income and win gold (selling never returns more than the units cost)."""
+    low, high = np.zeros(OBS_SIZE, np.float32), np.ones(OBS_SIZE, np.float32)
+    life = config.starting_life / 100.0
+    streak = config.max_rounds / 5.0  # one win or loss a round at most
+    start, _ = OBS_LAYOUT["self"]
+    # life, gold, level, xp, streak, round, step, locked, ended, alive, board/level, bench/8
+    most_income = economy.BASE_INCOME + economy.MAX_INTEREST + economy.MAX_STREAK_BONUS + economy.WIN_GOLD
+    high[start + 0] = life
+    high[start + 1] = (config.starting_gold + (config.max_rounds + 1) * most_income) / 50.0
+    low[start + 4], high[start + 4] = -streak, streak
+    high[start + 5] = (config.max_rounds + 1) / config.max_rounds  # a finished game's round may be one past
+    start, end = OBS_LAYOUT["synergies"]
+    species_per_type = sp.SPECIES_TYPE_MASK.sum(axis=0)
+    high[start : start + sp.NUM_TYPES] = np.minimum(species_per_type, C.MAX_LEVEL) / 7.0
+    start, end = OBS_LAYOUT["owned"]
+    high[start:end] = sp.SPECIES_POOL_COPIES / 9.0
+    start, end = OBS_LAYOUT["opponents"]
+    per_opponent = np.array([life, 1.0, 1.0, 1.0, streak, 1.0], np.float32)
+    low[start:end] = np.tile(np.array([0, 0, 0, 0, -streak, 0], np.float32), C.NUM_PLAYERS - 1)
+    high[start:end] = np.tile(per_opponent, C.NUM_PLAYERS - 1)
+    return low, high

@@ -25,7 +25,6 @@ from __future__ import annotations
 import jax
 import jax.numpy as jnp
 import numpy as np
-from PIL import Image
 
 from jaxgame import constants as C
 from jaxgame import packing
@@ -227,9 +226,18 @@ def render_rgb(state: GameState, seat: int = 0, scale: int = 4) -> np.ndarray:
     return packing.to_rgb(_render_seat_jit(state, jnp.int32(seat)), scale=scale)
 
 
+def _pillow():
+    """PIL.Image, imported on first use: writing image files is the one thing here that needs pillow."""
+    try:
+        from PIL import Image
+    except ImportError:
+        raise ImportError("writing PNG/GIF files needs pillow: pip install pillow (or jaxgame[train])") from None
+    return Image
+
+
 def save_png(path, state: GameState, seat: int = 0, scale: int = 4) -> None:
-    """Write ``render_rgb(state, seat, scale)`` as a PNG."""
-    Image.fromarray(render_rgb(state, seat, scale)).save(path)
+    """Write ``render_rgb(state, seat, scale)`` as a PNG (needs pillow)."""
+    _pillow().fromarray(render_rgb(state, seat, scale)).save(path)
 
 
 # --------------------------------------------------------------------------
@@ -325,7 +333,7 @@ def render_replay_frames(replay, every: int = 1, scale: int = 3, ticks: int | No
 def replay_to_gif(
     path, replay, every: int = 1, scale: int = 3, ticks: int | None = None, frame_ms: int = 50, hold_ms: int = 1500
 ) -> int:
-    """Write a fight replay as an animated GIF (4-colour palette); returns the number of frames.
+    """Write a fight replay as an animated GIF (4-colour palette, needs pillow); returns the number of frames.
 
     Every drawn frame shows a different time, so no two consecutive frames are equal
     (pillow would merge them). ``frame_ms`` per frame, ``hold_ms`` on the last one.
@@ -334,9 +342,9 @@ def replay_to_gif(
     if scale != 1:
         shades = np.repeat(np.repeat(shades, scale, axis=1), scale, axis=2)
     palette = packing.PALETTE.reshape(-1).tolist() + [0] * (768 - packing.PALETTE.size)
-    images = []
+    images, image = [], _pillow()
     for s in shades:
-        im = Image.fromarray(np.ascontiguousarray(s))  # mode "L"; putpalette makes it "P"
+        im = image.fromarray(np.ascontiguousarray(s))  # mode "L"; putpalette makes it "P"
         im.putpalette(palette)
         images.append(im)
     durations = [frame_ms] * (len(images) - 1) + [hold_ms]

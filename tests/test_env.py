@@ -1,6 +1,8 @@
 """Env API, determinism, jit == vmap == Python loop == VecEnv, and rule
 invariants over many random games."""
 
+import os
+
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -8,9 +10,11 @@ import pytest
 
 import jaxgame
 from jaxgame import constants as C
+from jaxgame import observation, units
 from jaxgame import species as sp
-from jaxgame import units
+from jaxgame.batched_step import with_batch_rule
 from tests import tiny_games
+from tests.jaxprs import cond_count
 from tests.tiny_games import NUM_ENVS, STEPS
 
 
@@ -70,12 +74,13 @@ def test_end_turn_makes_remaining_steps_noops(env, jit_step):
 
 @pytest.mark.xdist_group(tiny_games.group)
 def test_jit_vmap_loop_and_vecenv_agree(tiny_env):
-    """VecEnv.step == jax.vmap(env.step) == a Python loop of jit(env.step) per env, on every leaf of
-    every step (games cross fights, eliminations, game ends and auto-resets), for every env of the batch:
-    the envs are at different points of their games on a step (one fights or resets while another does
-    not), which is what VecEnv's batch-level branches must get right."""
+    """VecEnv.step == jax.vmap(jax.vmap(env.step)) (the env's batch rule, nested) == a Python loop of
+    jit(env.step) per env (the per-game step, its fight and reset conds real branches), on every leaf of every
+    step (games cross fights, eliminations, game ends and auto-resets), for every env of the batch: the envs
+    are at different points of their games on a step (one fights or resets while another does not), which is
+    what the batch-level branches must get right. 16 envs x 200 steps: the opt-in test below."""
     states, ts, actions, _ = vec = tiny_games.games("vec")
-    for x, y in zip(jax.tree_util.tree_leaves(vec), jax.tree_util.tree_leaves(tiny_games.games("vmap"))):
+    for x, y in zip(jax.tree_util.tree_leaves(vec), jax.tree_util.tree_leaves(tiny_games.games("vmap")), strict=True):
         np.testing.assert_array_equal(x, y)
     assert ts.done.any(), "no game ended: the test would not cover auto-reset"
     assert not np.all(ts.done == ts.done[:, :1]), "the envs' games all ended together: no mixed batch covered"
@@ -93,6 +98,62 @@ def test_jit_vmap_loop_and_vecenv_agree(tiny_env):
             assert len(got) == len(want)
             for x, y in zip(got, want):
                 np.testing.assert_array_equal(x, y, err_msg=f"env {e} step {t}")
+
+
+@pytest.mark.skipif(os.environ.get("JAXGAME_SLOW_TESTS") != "1", reason="set JAXGAME_SLOW_TESTS=1 (~2 min)")
+@pytest.mark.xdist_group(tiny_games.group)
+def test_vmapped_env_step_equals_vecenv_over_16_envs_and_200_steps():
+    """The same leaf-by-leaf equality as above for jax.vmap(jax.vmap(env.step)) and VecEnv.step on a 16-env
+    batch over 200 steps (the default suite checks 4 envs x 40 steps: the same programs at other sizes)."""
+    vec = tiny_games.games("vec", num_envs=16, steps=200)
+    for x, y in zip(jax.tree_util.tree_leaves(vec), jax.tree_util.tree_leaves(
+            tiny_games.games("vmap", num_envs=16, steps=200)), strict=True):
+        np.testing.assert_array_equal(x, y)
+    assert vec[1].done.sum() >= 16
+
+
+def test_batch_rule_runs_the_batch_function_at_any_vmap_depth():
+    """with_batch_rule: one call of the batch function on the batch flattened to one axis, whatever the
+    nesting; unbatched arguments broadcast to it; unvmapped calls run the per-game function."""
+    calls = []
+
+    def per_game(x, y):
+        return {"sum": x + y, "tag": jnp.int32(0)}
+
+    def batch(xs, ys):
+        calls.append(xs.shape)
+        ys = ys.reshape(-1, *([1] * (xs.ndim - 1)))
+        return {"sum": xs + ys, "tag": jnp.full(xs.shape[:1], xs.shape[0], jnp.int32)}  # tag: the batch size
+
+    f = with_batch_rule(per_game, batch)
+    x, y = jnp.arange(24.0).reshape(2, 3, 4), jnp.float32(100.0)
+    assert int(f(x[0, 0], y)["tag"]) == 0 and calls == []
+    out = jax.vmap(f, in_axes=(0, None))(x[0], y)
+    np.testing.assert_array_equal(out["sum"], x[0] + y)
+    np.testing.assert_array_equal(out["tag"], [3, 3, 3])
+    out = jax.jit(jax.vmap(jax.vmap(f, in_axes=(0, None)), in_axes=(0, None)))(x, y)
+    np.testing.assert_array_equal(out["sum"], x + y)
+    np.testing.assert_array_equal(out["tag"], np.full((2, 3), 6))  # one call on the 2 x 3 batch as 6
+    assert calls[-1] == (6, 4)  # the last trace is the one that runs (earlier ones build the inner rule)
+    ys = jnp.arange(6.0).reshape(2, 3)
+    out = jax.vmap(jax.vmap(f, in_axes=(None, 0)), in_axes=(None, 0))(x[0, 0], ys)  # batched on y only
+    np.testing.assert_array_equal(out["sum"], x[0, 0] + ys[..., None])
+    np.testing.assert_array_equal(out["tag"], np.full((2, 3), 6))
+
+
+
+def test_vmapped_env_step_keeps_the_fight_and_reset_branches(tiny_env):
+    """Under jax.vmap (one or two deep) env.step's program branches like VecEnv.step's: the fight and the
+    reset stay conds on the whole batch, so the combat runs only on fight steps. The per-game step vmapped
+    without the batch rule turns them into selects (the trap the rule avoids)."""
+    states, _ = jax.eval_shape(jaxgame.VecEnv(tiny_env, 4).reset, jax.random.key(0))
+    actions = jax.ShapeDtypeStruct((4, C.NUM_PLAYERS), jnp.int32)
+    vec = cond_count(jax.make_jaxpr(jaxgame.VecEnv(tiny_env, 4).step)(states, actions).jaxpr)
+    assert vec >= 2  # at least: fight or not, reset or not
+    assert cond_count(jax.make_jaxpr(jax.vmap(tiny_env.step))(states, actions).jaxpr) == vec
+    nested = jax.tree_util.tree_map(lambda x: jax.ShapeDtypeStruct((2, 2, *x.shape[1:]), x.dtype), (states, actions))
+    assert cond_count(jax.make_jaxpr(jax.vmap(jax.vmap(tiny_env.step)))(*nested).jaxpr) == vec
+    assert cond_count(jax.make_jaxpr(jax.vmap(tiny_env._step_impl))(states, actions).jaxpr) < vec
 
 
 @pytest.fixture(scope="module")
@@ -171,3 +232,15 @@ def test_eliminated_seats_get_rewarded_once(random_games):
                 np.testing.assert_allclose(r.sum(0), expected, atol=1e-6)
                 assert np.all((r != 0).sum(0) == 1)
                 start = t + 1
+
+
+@pytest.mark.xdist_group(tiny_games.group)
+def test_observations_lie_within_the_declared_bounds(random_games, tiny_env):
+    """observation_bounds (what the Gymnasium and PettingZoo spaces declare) holds for every observation of
+    the random games, final observations included; the bounds are finite."""
+    low, high = observation.observation_bounds(tiny_env.config)
+    assert low.shape == high.shape == (tiny_env.obs_size,) and np.isfinite(low).all() and np.isfinite(high).all()
+    _, ts = random_games
+    for obs in (ts.observation, ts.info["final_observation"]):
+        below, above = np.nonzero((obs < low).any(axis=(0, 1, 2)))[0], np.nonzero((obs > high).any(axis=(0, 1, 2)))[0]
+        assert below.size == 0 and above.size == 0, f"outside the bounds at features {below} / {above}"

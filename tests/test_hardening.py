@@ -396,8 +396,8 @@ def test_final_observation_and_state_on_the_ending_step(tiny_env):
 
 @pytest.mark.xdist_group(tiny_games.group)
 def test_vecenv_final_observation_matches_env():
-    """VecEnv's final observations equal the single-env ones (vmap(env.step)), and on steps that did not
-    end a game they equal the observation."""
+    """VecEnv's final observations equal those of jax.vmap(env.step) (nested; tests/test_env.py checks both
+    against a loop of the single-game step), and on steps that did not end a game they equal the observation."""
     _, vec, _, _ = tiny_games.games("vec")
     _, ref, _, _ = tiny_games.games("vmap")
     for a, b in ((vec.info["final_observation"], ref.info["final_observation"]),

@@ -17,6 +17,7 @@ from agents.trainers import make_train
 from experiments import sweep as sweep_cli
 from agents.checkpoints import CheckpointStore
 from experiments.presets import preset_config
+from tests.jaxprs import cond_count
 
 SMOKE = preset_config("smoke")
 # 2 grid points x 2 seeds on the smoke preset's shapes, shared by the tests below (one compiled chunk)
@@ -72,27 +73,18 @@ def test_cli_rejects_an_unsweepable_field_before_building(tmp_path, capsys):
 # ---------------------------------------------------------------- the vmapped program
 
 
-def _cond_count(jaxpr) -> int:
-    """``cond`` equations in a jaxpr and all its sub-jaxprs."""
-    count = 0
-    for eqn in jaxpr.eqns:
-        count += eqn.primitive.name == "cond"
-        for sub in jax.extend.core.jaxprs_in_params(eqn.params):
-            count += _cond_count(sub)
-    return count
-
 
 def test_the_fight_and_reset_branches_stay_conds_under_the_sweep_vmap():
     """With sync_axes the sweep's update has as many conds as a single run's (fight, PvE slots, reset);
     without them vmap turns them into selects that run the combat on every step (the trap)."""
     _, spec = sweep_cli.spec_from_sets(SMOKE, SWEEP_SETS, list(SEEDS))
     trainer = make_train(SMOKE, make_env(SMOKE))
-    single = _cond_count(jax.make_jaxpr(lambda r: trainer._run(r, 1))(jax.eval_shape(trainer.init, jax.random.key(0))).jaxpr)
+    single = cond_count(jax.make_jaxpr(lambda r: trainer._run(r, 1))(jax.eval_shape(trainer.init, jax.random.key(0))).jaxpr)
     assert single >= 3  # at least: fight or not, PvE slots or not, reset or not
     for share, expected in ((True, single), (False, 0)):
         sw = Sweep(SMOKE, spec, share_branches=share)
         jaxpr = jax.make_jaxpr(lambda r, sw=sw: sw._run(r, 1))(jax.eval_shape(sw.init)).jaxpr
-        assert _cond_count(jaxpr) == expected, share
+        assert cond_count(jaxpr) == expected, share
 
 
 # ---------------------------------------------------------------- the CLI

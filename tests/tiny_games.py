@@ -1,9 +1,9 @@
 """Short random games shared by tests/test_env.py and tests/test_hardening.py.
 
-One rollout program per stepping path (``VecEnv.step`` and ``jax.vmap(env.step)``) serves every test
-that needs whole games, so the suite compiles each once (the tests using it share an xdist group, and
-the persistent compilation cache of conftest.py covers the rest). The actions are random legal ones,
-except that about a quarter of the seat-steps send an out-of-range int32 (``garbage_or_legal``), which
+One rollout program per stepping path (``VecEnv.step`` and ``jax.vmap`` of ``env.step`` nested two deep)
+serves every test that needs whole games, so the suite compiles each once (the tests using it share an
+xdist group, and the persistent compilation cache of conftest.py covers the rest). The actions are random
+legal ones, except that about a quarter of the seat-steps send an out-of-range int32 (``garbage_or_legal``), which
 the env treats as the illegal no-op: the same games exercise the rules and the input hardening.
 """
 
@@ -23,6 +23,7 @@ from jaxgame import constants as C
 TINY = dict(steps_per_round=2, max_rounds=10, starting_life=12, max_combat_ticks=150)
 NUM_ENVS = 4
 STEPS = 40
+KINDS = ("vec", "vmap")
 INT32_MIN, INT32_MAX = np.iinfo(np.int32).min, np.iinfo(np.int32).max
 EXTREMES = [INT32_MIN, INT32_MIN + 1, -(2**16), -C.NUM_ACTIONS - 1, -C.NUM_ACTIONS, -1,
             C.NUM_ACTIONS, C.NUM_ACTIONS + 1, 2**16, INT32_MAX - 1, INT32_MAX]
@@ -61,36 +62,45 @@ def host_tree(tree):
 
 
 @functools.cache
-def rollout(kind: str):
-    """Jitted ``(reset_key, policy_key) -> per-step outputs`` of NUM_ENVS games for STEPS steps through
-    ``kind`` ("vec": VecEnv.step, "vmap": jax.vmap(env.step)); the games start from
-    ``jax.vmap(env.reset)`` of split keys. Returns (states, ts, actions, out_of_range): states [T, E, ...]
-    after each step (PRNG keys as key data), the TimeSteps with ``info["final_state"]`` likewise."""
+def rollout(kind: str, num_envs: int = NUM_ENVS, steps: int = STEPS):
+    """Jitted ``(reset_key, policy_key) -> per-step outputs`` of ``num_envs`` games for ``steps`` steps through
+    ``kind``: "vec" (VecEnv.step) or "vmap" (``jax.vmap(jax.vmap(env.step))`` over the envs as
+    [2, num_envs/2]: env.step's vmap rule, nested); the games start from ``jax.vmap(env.reset)`` of split
+    keys. Returns (states, ts, actions, out_of_range): states [T, E, ...] after each step (PRNG keys as key
+    data), the TimeSteps with ``info["final_state"]`` likewise."""
     env = tiny_env()
-    step = jaxgame.VecEnv(env, NUM_ENVS).step if kind == "vec" else jax.vmap(env.step)
+    if kind == "vec":
+        step = jaxgame.VecEnv(env, num_envs).step
+    elif kind == "vmap":
+        def step(states, actions):
+            split = jax.tree_util.tree_map(lambda x: x.reshape(2, num_envs // 2, *x.shape[1:]), (states, actions))
+            out = jax.vmap(jax.vmap(env.step))(*split)
+            return jax.tree_util.tree_map(lambda x: x.reshape(num_envs, *x.shape[2:]), out)
+    else:
+        raise ValueError(f"kind must be one of {KINDS}, got {kind!r}")
 
     @jax.jit
     def run(reset_key, policy_key):
-        states, ts = jax.vmap(env.reset)(jax.random.split(reset_key, NUM_ENVS))
+        states, ts = jax.vmap(env.reset)(jax.random.split(reset_key, num_envs))
 
         def body(carry, t):
             states, ts = carry
-            keys = jax.vmap(lambda e: action_key(policy_key, t, e))(jnp.arange(NUM_ENVS))
+            keys = jax.vmap(lambda e: action_key(policy_key, t, e))(jnp.arange(num_envs))
             actions, bad = jax.vmap(garbage_or_legal)(keys, states, ts.action_mask)
             states, ts = step(states, actions)
             final = ts.info["final_state"]
             data = ts.replace(info={**ts.info, "final_state": final.replace(key=jax.random.key_data(final.key))})
             return (states, ts), (states.replace(key=jax.random.key_data(states.key)), data, actions, bad)
 
-        return jax.lax.scan(body, (states, ts), jnp.arange(STEPS))[1]
+        return jax.lax.scan(body, (states, ts), jnp.arange(steps))[1]
 
     return run
 
 
 @functools.cache
-def games(kind: str = "vec", seed: int = 7):
+def games(kind: str = "vec", seed: int = 7, num_envs: int = NUM_ENVS, steps: int = STEPS):
     """numpy (states, ts, actions, out_of_range) of :func:`rollout` with reset key ``seed`` and policy key 3."""
-    return host_tree(rollout(kind)(jax.random.key(seed), jax.random.key(3)))
+    return host_tree(rollout(kind, num_envs, steps)(jax.random.key(seed), jax.random.key(3)))
 
 
 def at(tree, t, e=None):

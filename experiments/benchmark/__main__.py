@@ -28,10 +28,12 @@ silences it.
     their real proportion), after compilation;
   * ``combat``: fights per second of the combat simulation alone, vmapped
     over random boards;
-  * ``fight_skip``: the cost of one VecEnv step that is not a fight step vs
-    one that is, and of a non-fight step under plain ``jax.vmap(env.step)``
-    (where the per-env ``lax.cond`` turns into a select and the combat runs on
-    every step) — the proof that VecEnv skips the combat when it is not due.
+  * ``fight_skip``: on mid-game boards (round 6, after 5 rounds of greedy
+    play), the cost of one VecEnv step that is not a fight step vs one that
+    is, of a non-fight step under plain ``jax.vmap(env.step)`` (the env's vmap
+    rule runs the same batch-level step), and of the per-game step vmapped
+    without that rule (its ``lax.cond`` turns into a select and the combat runs
+    on every step) — the proof that the combat is skipped when it is not due.
 
 ``--what combat`` reports the combat alone and the env around it, optionally
 next to a baseline revision (``--baseline REV``: ``jaxgame/combat.py`` and
@@ -324,7 +326,7 @@ def main(argv=None):
         result["steps_per_round"] = env.config.steps_per_round
         result["seat_steps_per_s"] = bench_env_throughput(env, num_envs_list, args.rounds, progress)
         result["combat"] = bench_combat(fights, (3, 9), env.config.max_combat_ticks, progress)
-        result["fight_skip"] = bench_fight_skip(env, skip_envs, 4, progress)
+        result["fight_skip"] = bench_fight_skip(env, skip_envs, 5, progress)
     status(f"done in {time.perf_counter() - start:.1f} s", progress)
     print(json.dumps(result))
     return result

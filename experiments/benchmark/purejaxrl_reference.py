@@ -1,3 +1,12 @@
+# Copyright Chris Lu and the PureJaxRL contributors (https://github.com/luchris429/purejaxrl).
+# Modifications for jaxgame's benchmark: see the docstring below.
+#
+# Licensed under the Apache License, Version 2.0 (the "License"); you may not use this file except in compliance
+# with the License. You may obtain a copy of the License at http://www.apache.org/licenses/LICENSE-2.0 (and in
+# experiments/benchmark/PUREJAXRL_LICENSE). Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND,
+# either express or implied. See the License for the specific language governing permissions and limitations under
+# the License.
 """A plain PureJaxRL-style PPO for gymnax CartPole-v1, kept only as a timing reference.
 
 This file exists so that ``python -m experiments.benchmark --what train`` can

@@ -1,0 +1,184 @@
+"""One learning seat against 7 opponents, as two jitted functions of one game (no batch axis).
+
+The opponents are player specs (``agents.policies``): a scripted bot (``random``, ``greedy``, ``expert``),
+``baseline:NAME`` or ``RUN_DIR[:STEP]``. The learner only sees the steps where it has a choice: after its
+action, the game goes on (the opponents acting, the learner playing its only legal action) until the learner
+has two or more legal actions, is knocked out, or the game ends; the rewards of those steps are summed. One
+compiled call per learner decision.
+
+    game = SingleSeatGame(["greedy"] * 7)
+    state, out = game.reset(key, seat)          # out: SeatStep for the learner
+    state, out = game.step(state, action)
+"""
+
+from __future__ import annotations
+
+import warnings
+from typing import Sequence
+
+import jax
+import jax.numpy as jnp
+from flax import struct
+
+import jaxgame
+from agents import distributions
+from agents.config import RULE_FIELDS
+from agents.policies import load_policy, parse_spec, seat_policies
+from jaxgame import bots
+from jaxgame import constants as C
+from jaxgame.config import GameConfig
+
+NUM_OPPONENTS = C.NUM_PLAYERS - 1
+
+
+@struct.dataclass
+class SeatState:
+    game: jaxgame.GameState
+    timestep: jaxgame.TimeStep
+    seat: jax.Array  # int32[]: the learner's seat
+    key: jax.Array  # the opponents' randomness
+
+
+@struct.dataclass
+class SeatStep:
+    """What the learner sees after a reset or a step."""
+
+    observation: jax.Array  # float32[obs_size] or packed uint8[72, 20]: the learner's, the final one at the end
+    action_mask: jax.Array  # bool[258]: the learner's legal actions now
+    reward: jax.Array  # float32[]: the learner's rewards since its last action, summed
+    terminated: jax.Array  # bool[]: the learner was knocked out or the game ended
+    rank: jax.Array  # int32[]: the learner's final place (1 = first) once terminated, else 0
+    game_steps: jax.Array  # int32[]: env steps the call advanced
+
+
+def opponent_specs(opponents: str | Sequence[str]) -> tuple[str, ...]:
+    """7 player specs: one spec for every opponent, or a sequence of 7 (seats after the learner's, in order)."""
+    specs = (opponents,) * NUM_OPPONENTS if isinstance(opponents, str) else tuple(opponents)
+    if len(specs) != NUM_OPPONENTS or not all(isinstance(s, str) and s.strip() for s in specs):
+        raise ValueError(f"opponents must be a player spec or a sequence of {NUM_OPPONENTS}; got {opponents!r}")
+    return tuple(s.strip() for s in specs)
+
+
+class SingleSeatGame:
+    """The learner's view of one game (see the module docstring).
+
+    ``opponents``: a player spec for all 7 opponents or one per opponent, seated clockwise after the
+    learner. ``obs``: the learner's observation kind ("vector" or "pixels"). ``greedy_opponents``: policy
+    opponents take their most likely legal action instead of sampling. ``rules``: ``GameConfig`` overrides
+    (by default the first policy opponent's training rules, else the default rules).
+    """
+
+    def __init__(self, opponents: str | Sequence[str] = "random", obs: str = "vector",
+                 greedy_opponents: bool = False, rules: dict | None = None):
+        if obs not in ("vector", "pixels"):
+            raise ValueError(f"obs must be 'vector' or 'pixels', got {obs!r}")
+        self.specs = opponent_specs(opponents)
+        self.obs_kind = obs
+        loaded, self.participants = {}, []  # participant per opponent: ("bot", name) or ("policy", index)
+        policies = []
+        for spec in self.specs:
+            parsed = parse_spec(spec)
+            if isinstance(parsed, str):
+                self.participants.append(("bot", parsed))
+                continue
+            if spec not in loaded:
+                policy = load_policy(*parsed)
+                if policy.config.independent:  # any of its learners would do; the first, like a table's default
+                    policy = seat_policies(policy)[0]
+                loaded[spec] = len(policies)
+                policies.append(policy)
+            self.participants.append(("policy", loaded[spec]))
+        self.policies = tuple(policies)
+        if rules is None:
+            rules = policies[0].config.rules() if policies else {}
+        self.config = GameConfig.from_overrides(**rules)
+        table_rules = {name: getattr(self.config, name) for name in RULE_FIELDS}
+        for policy in policies:
+            if policy.config.rules() != table_rules:
+                warnings.warn(f"{policy.name} trained with {policy.config.rules()}, plays a game with {table_rules}",
+                              stacklevel=2)
+        kinds = {obs, *(p.config.obs for p in policies)}
+        self.env = jaxgame.AutoChessEnv(self.config, obs=obs if len(kinds) == 1 else "both")
+        self.greedy_opponents = bool(greedy_opponents)
+        self.obs_shape = self.env.obs_shape if len(kinds) == 1 else self.env.obs_shape[obs]
+        self.reset = jax.jit(self._reset)
+        self.step = jax.jit(self._step)
+
+    # ---- pieces ----
+    def _view(self, observation, kind):
+        return observation if self.env.obs_kind != "both" else observation[kind]
+
+    def _opponent_actions(self, key, state, ts, seat):
+        """int32[8]: every seat's action as if each opponent sat there; the learner's seat is overwritten."""
+        bot_key, policy_key = jax.random.split(key)
+        by_participant = {}
+        for kind, which in sorted(set(self.participants)):
+            if kind == "bot":
+                by_participant[(kind, which)] = bots.BOTS[which](bot_key, state, ts.action_mask)
+            else:
+                policy = self.policies[which]
+                logits, _ = policy.network.apply(policy.params, self._view(ts.observation, policy.config.obs))
+                by_participant[(kind, which)] = (
+                    distributions.greedy(logits, ts.action_mask) if self.greedy_opponents
+                    else distributions.sample(jax.random.fold_in(policy_key, which), logits, ts.action_mask))
+        # opponent i sits in seat (seat + 1 + i) % 8
+        stacked = jnp.stack([by_participant[p] for p in self.participants])  # [7, 8]
+        offset = (jnp.arange(C.NUM_PLAYERS) - seat - 1) % C.NUM_PLAYERS  # seat s -> opponent index (7: learner)
+        actions = jnp.take_along_axis(stacked, jnp.minimum(offset, NUM_OPPONENTS - 1)[None], axis=0)[0]
+        return actions.astype(jnp.int32)
+
+    def _seat_step(self, ts, seat, reward, terminated, steps):
+        # at a game end ts.observation is the next game's (auto-reset): the learner gets the final one
+        observation = jnp.where(ts.done, self._view(ts.info["final_observation"], self.obs_kind)[seat],
+                                self._view(ts.observation, self.obs_kind)[seat])
+        rank = jnp.where(terminated, ts.info["rank"][seat], 0)
+        return SeatStep(observation, ts.action_mask[seat], reward, terminated, rank.astype(jnp.int32), steps)
+
+    def _learner_done(self, ts, seat):
+        return ts.done | ~ts.info["alive"][seat]
+
+    def _advance(self, carry, learner_action):
+        """One env step with the learner playing ``learner_action``; rewards summed into the carry."""
+        state, reward, steps = carry
+        key, act_key = jax.random.split(state.key)
+        actions = self._opponent_actions(act_key, state.game, state.timestep, state.seat)
+        actions = actions.at[state.seat].set(learner_action)
+        game, ts = self.env.step(state.game, actions)
+        state = state.replace(game=game, timestep=ts, key=key)
+        return state, reward + ts.reward[state.seat], steps + 1
+
+    def _play(self, state, learner_action, pending):
+        """Play ``learner_action`` if ``pending`` (bool[]), then step on while the learner has at most one legal
+        action and neither it nor the game is done: one ``env.step`` in the program, in a while loop.
+        Returns (state, summed reward float32[], env steps int32[])."""
+
+        def going(carry):
+            state, _, _, pending = carry
+            ts = state.timestep
+            return pending | (~self._learner_done(ts, state.seat) & (ts.action_mask[state.seat].sum() <= 1))
+
+        def one_step(carry):
+            state, reward, steps, pending = carry
+            forced = jnp.argmax(state.timestep.action_mask[state.seat]).astype(jnp.int32)
+            state, reward, steps = self._advance((state, reward, steps), jnp.where(pending, learner_action, forced))
+            return state, reward, steps, jnp.bool_(False)
+
+        init = (state, jnp.float32(0.0), jnp.int32(0), jnp.asarray(pending, bool))
+        state, reward, steps, _ = jax.lax.while_loop(going, one_step, init)
+        return state, reward, steps
+
+    # ---- the two jitted functions ----
+    def _reset(self, key, seat):
+        """A new game with the learner in ``seat`` (int32[]) -> (SeatState, SeatStep)."""
+        game_key, opponent_key = jax.random.split(key)
+        game, ts = self.env.reset(game_key)
+        state = SeatState(game, ts, jnp.asarray(seat, jnp.int32), opponent_key)
+        state, reward, steps = self._play(state, jnp.int32(0), False)
+        done = self._learner_done(state.timestep, state.seat)
+        return state, self._seat_step(state.timestep, state.seat, reward, done, steps)
+
+    def _step(self, state, action):
+        """The learner's action (int32[]; an illegal one is the env's no-op) -> (SeatState, SeatStep)."""
+        state, reward, steps = self._play(state, jnp.asarray(action, jnp.int32), True)
+        done = self._learner_done(state.timestep, state.seat)
+        return state, self._seat_step(state.timestep, state.seat, reward, done, steps)

@@ -1,0 +1,16 @@
+"""Reading traced programs in tests."""
+
+from __future__ import annotations
+
+import jax
+
+
+def cond_count(jaxpr) -> int:
+    """``cond`` equations in a jaxpr and all its sub-jaxprs (a vmapped cond whose predicate is batched
+    becomes a select and is not counted)."""
+    count = 0
+    for eqn in jaxpr.eqns:
+        count += eqn.primitive.name == "cond"
+        for sub in jax.extend.core.jaxprs_in_params(eqn.params):
+            count += cond_count(sub)
+    return count

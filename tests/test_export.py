@@ -1,0 +1,119 @@
+"""Exported policies (agents.export, experiments.export): the serialized act functions run in a process that
+imports only jax and numpy, act as the checkpoint does at any batch size, never pick an illegal action, and
+bad directories or input are one-line errors."""
+
+import json
+import subprocess
+import sys
+import textwrap
+
+import jax
+import numpy as np
+import pytest
+
+from agents import distributions
+from agents.export import FILES, LOADER_FILE, export_policy
+from agents.policies import PolicyError, load_policy
+from experiments import export as export_cli
+
+BASELINE = "baseline:ppo_small-v1"
+BATCHES = (1, 37)
+
+
+@pytest.fixture(scope="module")
+def exported(tmp_path_factory):
+    """The shipped baseline exported through the CLI for CPU and CUDA: (directory, policy)."""
+    out = tmp_path_factory.mktemp("export") / "policy"
+    spec = export_cli.main([BASELINE, "--out", str(out)])
+    assert spec["platforms"] == ["cpu", "cuda"] and spec["obs"] == "vector"
+    return out, load_policy(BASELINE)
+
+
+def _inputs(obs_size, batch, seed):
+    """Observations in [0, 1] and masks with 1..258 legal actions a row (some rows with exactly one)."""
+    rng = np.random.default_rng(seed)
+    obs = rng.random((batch, obs_size), dtype=np.float32)
+    mask = rng.random((batch, 258)) < rng.uniform(0.0, 0.2, (batch, 1))
+    mask[np.arange(batch), rng.integers(0, 258, batch)] = True
+    mask[0] = False
+    mask[0, rng.integers(258)] = True  # row 0: a single legal action
+    return obs, mask
+
+
+def test_exported_policy_runs_with_only_jax_and_numpy_and_acts_as_the_checkpoint(exported, tmp_path):
+    out, policy = exported
+    obs_size = json.loads((out / "spec.json").read_text())["obs_shape"][0]
+    for batch in BATCHES:
+        obs, mask = _inputs(obs_size, batch, batch)
+        np.savez(tmp_path / f"in{batch}.npz", obs=obs, mask=mask)
+    script = textwrap.dedent(f"""
+        import json, sys
+        import numpy as np
+        from policy_loader import ExportedPolicy
+        policy = ExportedPolicy(".")
+        for batch in {BATCHES!r}:
+            data = np.load(r"{tmp_path}/in%d.npz" % batch)
+            greedy = [np.asarray(x) for x in policy.act(data["obs"], data["mask"])]
+            sampled = [np.asarray(x) for x in policy.act(data["obs"], data["mask"], key=7)]
+            np.savez(r"{tmp_path}/out%d.npz" % batch, *greedy, *sampled)
+        banned = ("flax", "agents", "jaxgame", "optax", "orbax", "chex", "experiments")
+        print(json.dumps(sorted(m for m in sys.modules if m.split(".")[0] in banned)))
+    """)
+    done = subprocess.run([sys.executable, "-c", script], cwd=out, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert json.loads(done.stdout.strip().splitlines()[-1]) == [], "the loader imported more than jax and numpy"
+    for batch in BATCHES:
+        data, got = np.load(tmp_path / f"in{batch}.npz"), np.load(tmp_path / f"out{batch}.npz")
+        action, logits, value, sampled, sampled_logits, _ = (got[f"arr_{i}"] for i in range(6))
+        want_logits, want_value = jax.jit(policy.network.apply)(policy.params, data["obs"])
+        np.testing.assert_allclose(logits, want_logits, rtol=1e-5, atol=1e-5)
+        np.testing.assert_allclose(sampled_logits, want_logits, rtol=1e-5, atol=1e-5)
+        np.testing.assert_allclose(value, want_value, rtol=1e-5, atol=1e-5)
+        np.testing.assert_array_equal(action, distributions.greedy(want_logits, data["mask"]))
+        np.testing.assert_array_equal(sampled, distributions.sample(jax.random.key(7), want_logits, data["mask"]))
+        assert action.shape == sampled.shape == (batch,) and action.dtype == sampled.dtype == np.int32
+        for a in (action, sampled):
+            assert data["mask"][np.arange(batch), a].all(), "an exported policy picked an illegal action"
+
+
+def test_loader_refuses_bad_input_and_broken_files(exported, tmp_path):
+    out, _ = exported
+    sys.path.insert(0, str(out))
+    try:
+        from policy_loader import ExportedPolicy, ExportedPolicyError
+    finally:
+        sys.path.remove(str(out))
+    policy = ExportedPolicy(out)
+    obs, mask = _inputs(policy.obs_shape[0], 3, 0)
+    with pytest.raises(ExportedPolicyError, match="obs must be float32"):
+        policy.act(obs[:, :-1], mask)
+    with pytest.raises(ExportedPolicyError, match="mask must be bool"):
+        policy.act(obs, mask.astype(np.int8))
+    with pytest.raises(ExportedPolicyError, match="key"):
+        policy.act(obs, mask, key=np.zeros(3, np.uint32))
+    broken = tmp_path / "broken"
+    broken.mkdir()
+    for name in (*FILES.values(), LOADER_FILE, "spec.json"):
+        (broken / name).write_bytes((out / name).read_bytes())
+    (broken / FILES["sample"]).write_bytes((out / FILES["sample"]).read_bytes()[:1000])  # truncated
+    with pytest.raises(ExportedPolicyError, match="cannot deserialize"):
+        ExportedPolicy(broken)
+    (broken / "spec.json").write_text('{"format": "something-else"}')
+    with pytest.raises(ExportedPolicyError, match="not a jaxgame-exported-policy"):
+        ExportedPolicy(broken)
+    with pytest.raises(ExportedPolicyError, match="spec.json"):
+        ExportedPolicy(tmp_path / "nothing-here")
+
+
+def test_export_refuses_a_used_directory_and_bad_platforms(exported, tmp_path, capsys):
+    out, policy = exported
+    with pytest.raises(PolicyError, match="not an empty directory"):
+        export_policy(policy, out)
+    with pytest.raises(PolicyError, match="platforms"):
+        export_policy(policy, tmp_path / "new", platforms=("gpu",))
+    with pytest.raises(PolicyError, match="independent"):
+        export_policy(policy, tmp_path / "new", seat=2)
+    with pytest.raises(SystemExit):
+        export_cli.main(["greedy", "--out", str(tmp_path / "bot")])
+    assert "scripted bot" in capsys.readouterr().err
+    assert not (tmp_path / "new").exists() and not (tmp_path / "bot").exists()

@@ -1,0 +1,215 @@
+"""The Gymnasium single-seat env and the PettingZoo parallel env (agents.interop): each library's own checkers,
+the learner's view of a game, observation bounds, determinism, opponents from every source, and bad input."""
+
+import contextlib
+import warnings
+
+import numpy as np
+import pytest
+
+gymnasium = pytest.importorskip("gymnasium")
+
+import agents.interop  # noqa: E402,F401  (registers jaxgame/AutoChess-v0)
+from agents.interop import ENV_ID  # noqa: E402
+from agents.interop.gymnasium_env import AutoChessSingleSeatEnv  # noqa: E402
+from jaxgame import constants as C  # noqa: E402
+from jaxgame.game import PLACEMENT_REWARDS  # noqa: E402
+from tests import tiny_games  # noqa: E402
+from tests.tiny_games import TINY  # noqa: E402
+
+#: the tests on the tiny single-seat game share its compiled programs in one worker
+interop_group = pytest.mark.xdist_group("interop")
+#: the PettingZoo env steps the tiny game with env.step, the program tests/test_env.py's loop compiles
+tiny_group = pytest.mark.xdist_group(tiny_games.group)
+
+
+#: every source of opponents at one table: a shipped baseline (played with the tiny rules, with a warning),
+#: and two bots; one compiled program serves the tests below
+MIXED = ["baseline:ppo_small-v1"] * 3 + ["greedy"] * 2 + ["random"] * 2
+
+
+@pytest.fixture(scope="module")
+def tiny_mixed():
+    with pytest.warns(UserWarning, match="trained with"):
+        return gymnasium.make(ENV_ID, opponents=MIXED, rules=TINY, render_mode="rgb_array").unwrapped
+
+
+@contextlib.contextmanager
+def _checker_warnings_fail():
+    """The checkers report problems as warnings: any warning raised from Gymnasium or PettingZoo fails."""
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        yield
+    problems = [f"{w.filename}: {w.message}" for w in caught
+                if "/gymnasium/" in w.filename or "/pettingzoo/" in w.filename or "WARN:" in str(w.message)]
+    assert not problems, "\n".join(problems)
+
+
+def _play(env, seed, rng):
+    """One episode with random legal actions -> (observations, rewards, infos), the reset's first."""
+    obs, info = env.reset(seed=seed)
+    observations, rewards, infos = [obs], [], [info]
+    terminated = False
+    while not terminated:
+        obs, reward, terminated, truncated, info = env.step(int(rng.choice(np.flatnonzero(info["action_mask"]))))
+        assert not truncated
+        observations.append(obs)
+        rewards.append(reward)
+        infos.append(info)
+    return observations, rewards, infos
+
+
+@interop_group
+def test_gymnasium_env_checker_passes(tiny_mixed):
+    from gymnasium.utils.env_checker import check_env
+
+    with _checker_warnings_fail():
+        check_env(tiny_mixed)
+    frame = tiny_mixed.render()
+    assert frame.shape == (288, 320, 3) and frame.dtype == np.uint8
+
+
+@interop_group
+def test_an_episode_is_the_learners_decisions_until_its_place(tiny_mixed):
+    """Every step offers a choice (2+ legal actions) until the end; observations lie in the declared space;
+    the summed reward is the placement reward of the final rank; the episode ends when the learner is
+    knocked out or the game ends."""
+    env, rng = tiny_mixed, np.random.default_rng(0)
+    ranks = []
+    for seed in range(4):
+        observations, rewards, infos = _play(env, seed, rng)
+        assert all(env.observation_space.contains(o) for o in observations)
+        assert all(i["action_mask"].sum() >= 2 for i in infos[:-1])
+        assert all(i["game_steps"] >= 1 for i in infos[1:])
+        rank = infos[-1]["rank"]
+        assert 1 <= rank <= 8 and "rank" not in infos[-2]
+        np.testing.assert_allclose(sum(rewards), PLACEMENT_REWARDS[rank - 1], rtol=0, atol=1e-6)
+        ranks.append(rank)
+        with pytest.raises(RuntimeError, match="reset"):
+            env.step(0)
+    assert len(set(ranks)) > 1, "every game ended with the same place: the episodes are not varied"
+
+
+@interop_group
+def test_same_seed_same_episode_other_seed_other(tiny_mixed):
+    env = tiny_mixed
+    first = _play(env, 5, np.random.default_rng(1))
+    again = _play(env, 5, np.random.default_rng(1))
+    assert len(first[0]) == len(again[0])
+    for a, b in zip(first[0], again[0]):
+        np.testing.assert_array_equal(a, b)
+    assert [i["seat"] for i in first[2]] == [i["seat"] for i in again[2]]
+    assert not np.array_equal(first[0][0], env.reset(seed=6)[0])
+
+
+@interop_group
+def test_a_chosen_seat(tiny_mixed):
+    env = tiny_mixed
+    for seed in range(3):
+        obs, info = env.reset(seed=seed, options={"seat": 5})
+        assert info["seat"] == 5 and env.observation_space.contains(obs)
+        obs, reward, terminated, _, info = env.step(int(np.flatnonzero(env.action_masks())[-1]))
+        assert env.observation_space.contains(obs) and info["seat"] == 5
+        np.testing.assert_array_equal(env.action_masks(), info["action_mask"])
+
+
+@interop_group
+@pytest.mark.parametrize(
+    "kwargs, error, message",
+    [
+        ({"opponents": ["greedy"] * 6}, ValueError, "opponents"),
+        ({"opponents": "no-such-run-dir"}, ValueError, "no-such-run-dir"),
+        ({"seat": 8}, ValueError, "seat"),
+        ({"render_mode": "human"}, ValueError, "render_mode"),
+        ({"obs": "both"}, ValueError, "obs"),
+        ({"rules": {"max_rounds": 0}}, ValueError, "max_rounds"),
+    ],
+)
+def test_bad_arguments_are_one_line_errors(kwargs, error, message):
+    with pytest.raises(error, match=message):
+        AutoChessSingleSeatEnv(**kwargs)
+
+
+@interop_group
+def test_an_action_outside_the_space_is_refused(tiny_mixed):
+    tiny_mixed.reset(seed=0)
+    for action in (-1, C.NUM_ACTIONS, 2.5):
+        with pytest.raises(ValueError, match="action"):
+            tiny_mixed.step(action)
+    with pytest.raises(ValueError, match="seat"):
+        tiny_mixed.reset(seed=0, options={"seat": 8})
+
+
+# ---------------------------------------------------------------- PettingZoo
+
+
+@pytest.fixture(scope="module")
+def parallel_env():
+    pytest.importorskip("pettingzoo")
+    from agents.interop.pettingzoo_env import AutoChessParallelEnv
+
+    return AutoChessParallelEnv(rules=TINY, render_mode="rgb_array")
+
+
+@tiny_group
+def test_pettingzoo_api_and_seed_tests_pass(parallel_env):
+    from pettingzoo.test import parallel_api_test, parallel_seed_test
+
+    from agents.interop.pettingzoo_env import AutoChessParallelEnv
+
+    with _checker_warnings_fail():
+        parallel_api_test(parallel_env, num_cycles=1000)
+        parallel_seed_test(lambda: AutoChessParallelEnv(rules=TINY), num_cycles=500)
+
+
+@tiny_group
+def test_pettingzoo_game_ends_with_every_place_and_its_reward(parallel_env):
+    """Seats leave as they are knocked out, each with its place; the places are 1..8 once; each seat's
+    summed reward is the placement reward of its place; masks are PettingZoo's int8."""
+    env, rng = parallel_env, np.random.default_rng(0)
+    observations, _ = env.reset(seed=3)
+    totals, ranks = dict.fromkeys(env.possible_agents, 0.0), {}
+    while env.agents:
+        before = list(env.agents)
+        for a in before:
+            assert observations[a]["action_mask"].dtype == np.int8
+            assert env.observation_space(a).contains(observations[a])
+        actions = {a: int(rng.choice(np.flatnonzero(observations[a]["action_mask"]))) for a in before}
+        observations, rewards, terminations, truncations, infos = env.step(actions)
+        assert set(rewards) == set(before) and not any(truncations.values())
+        for a in before:
+            totals[a] += rewards[a]
+            assert ("rank" in infos[a]) == terminations[a] == (a not in env.agents)
+            if terminations[a]:
+                ranks[a] = infos[a]["rank"]
+    assert sorted(ranks.values()) == list(range(1, 9))
+    for a, rank in ranks.items():
+        np.testing.assert_allclose(totals[a], PLACEMENT_REWARDS[rank - 1], rtol=0, atol=1e-6, err_msg=a)
+    assert env.render().shape == (288, 640, 3)
+    with pytest.raises(RuntimeError, match="reset"):
+        env.step({})
+
+
+
+def test_vector_env_resets_a_finished_game_in_the_same_step():
+    """gymnasium.make_vec: one batch of single-seat games; a terminated game's last observation and place are
+    in the infos (with their masks) and its slot already holds a new game's first observation."""
+    venv = gymnasium.make_vec(ENV_ID, num_envs=3, vectorization_mode="vector_entry_point", opponents="random",
+                              rules=TINY)
+    obs, info = venv.reset(seed=0)
+    assert obs.shape == (3, venv.single_observation_space.shape[0]) and venv.observation_space.contains(obs)
+    rng, finished, totals = np.random.default_rng(0), [], np.zeros(3)
+    while len(finished) < 4:
+        actions = np.array([rng.choice(np.flatnonzero(m)) for m in info["action_mask"]])
+        obs, reward, terminated, truncated, info = venv.step(actions)
+        totals += reward
+        assert not truncated.any() and venv.observation_space.contains(obs)
+        np.testing.assert_array_equal(info["_final_obs"], terminated)
+        assert (info["action_mask"].sum(axis=1) >= 2).all()  # every slot is at a choice, new games too
+        for i in np.flatnonzero(terminated):
+            assert 1 <= info["rank"][i] <= 8 and venv.single_observation_space.contains(info["final_obs"][i])
+            np.testing.assert_allclose(totals[i], PLACEMENT_REWARDS[info["rank"][i] - 1], atol=1e-6)
+            finished.append(int(info["rank"][i]))
+            totals[i] = 0.0
+    with pytest.raises(ValueError, match="actions"):
+        venv.step(np.zeros(2, np.int64))
