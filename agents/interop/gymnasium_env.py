@@ -102,11 +102,11 @@ class AutoChessSingleSeatEnv(gymnasium.Env):
 
 
 class AutoChessVectorEnv(gymnasium.vector.VectorEnv):
-    """``num_envs`` single-seat games stepped as one batch (one compiled call a step), for batched host-side
-    learners; ``gymnasium.make_vec("jaxgame/AutoChess-v0", num_envs=N)`` builds one. Same-step autoreset: a
-    terminated game is replaced by a new one within the step; its last observation is ``infos["final_obs"]``
-    and its place ``infos["rank"]`` (masks ``infos["_final_obs"]``, ``infos["_rank"]``). Other arguments as
-    ``AutoChessSingleSeatEnv``; ``infos["action_mask"]`` is bool[num_envs, 258]."""
+    """``num_envs`` single-seat games stepped as one batch (one compiled program for steps and resets), for
+    batched host-side learners; ``gymnasium.make_vec("jaxgame/AutoChess-v0", num_envs=N)`` builds one.
+    Same-step autoreset: a terminated game is replaced by a new one within the step; its last observation is
+    ``infos["final_obs"]`` and its place ``infos["rank"]`` (masks ``infos["_final_obs"]``, ``infos["_rank"]``).
+    Other arguments as ``AutoChessSingleSeatEnv``; ``infos["action_mask"]`` is bool[num_envs, 258]."""
 
     metadata = {"render_modes": [], "autoreset_mode": gymnasium.vector.AutoresetMode.SAME_STEP}
 
@@ -121,22 +121,18 @@ class AutoChessVectorEnv(gymnasium.vector.VectorEnv):
         self.action_space = gymnasium.vector.utils.batch_space(self.single_action_space, num_envs)
         game = self.game
 
-        def reset_all(key_data, seats):
+        def start_all(key_data, seats):
             keys = jax.vmap(lambda k: jax.random.wrap_key_data(k, impl="threefry2x32"))(key_data)
-            return jax.vmap(game._reset)(keys, seats)
+            return jax.vmap(game.start_game)(keys, seats)
 
-        def step_all(states, actions, key_data, seats):
-            states, out = jax.vmap(game._step)(states, actions)
-            done = out.terminated
-
-            def replace(states_out):
-                return select(done, reset_all(key_data, seats), states_out)
-
-            states, fresh_out = jax.lax.cond(done.any(), replace, lambda s: s, (states, out))
-            return states, out, fresh_out  # out: the step's (final) view; fresh_out: what the learner sees next
-
-        self._reset_all, self._step_all = jax.jit(reset_all), jax.jit(step_all)
+        # one program with the game's step for steps and resets (pending True / False), as the single env
+        self._start_all, self._play_all = jax.jit(start_all), jax.jit(jax.vmap(game.play))
+        self._merge = jax.jit(select)
         self._states = None
+
+    def _reset_all(self):
+        states = self._start_all(*self._draw())
+        return self._play_all(states, np.zeros(self.num_envs, np.int32), np.zeros(self.num_envs, bool))
 
     def _draw(self):
         """Reset keys (uint32[N, 2]) and seats (int32[N]) from the vector env's generator."""
@@ -148,7 +144,7 @@ class AutoChessVectorEnv(gymnasium.vector.VectorEnv):
     def reset(self, *, seed: int | None = None, options: dict | None = None):
         if seed is not None:
             self._np_random, self._np_random_seed = gymnasium.utils.seeding.np_random(seed)
-        self._states, out = self._reset_all(*self._draw())
+        self._states, out = self._reset_all()
         out = jax.device_get(out)
         return np.asarray(out.observation), {"action_mask": np.asarray(out.action_mask),
                                              "seat": np.asarray(self._states.seat)}
@@ -161,9 +157,14 @@ class AutoChessVectorEnv(gymnasium.vector.VectorEnv):
                 actions.min() < 0 or actions.max() >= C.NUM_ACTIONS):
             raise ValueError(f"actions must be ints in [0, {C.NUM_ACTIONS}) of shape ({self.num_envs},), got "
                              f"{actions.dtype}{list(actions.shape)}")
-        self._states, out, fresh = self._step_all(self._states, actions.astype(np.int32), *self._draw())
-        out, fresh = jax.device_get((out, fresh))
+        states, step_out = self._play_all(self._states, actions.astype(np.int32), np.ones(self.num_envs, bool))
+        out = jax.device_get(step_out)  # the step's view: a finished game's last observation and place
         done = np.asarray(out.terminated)
+        fresh = out
+        if done.any():  # same-step autoreset: new games in the finished slots, played on to their first choice
+            states, fresh = self._merge(done, self._reset_all(), (states, step_out))
+            fresh = jax.device_get(fresh)
+        self._states = states
         infos = {"action_mask": np.asarray(fresh.action_mask), "seat": np.asarray(self._states.seat),
                  "final_obs": np.asarray(out.observation), "_final_obs": done,
                  "rank": np.asarray(out.rank), "_rank": done}

@@ -9,6 +9,9 @@ compiled call per learner decision.
     game = SingleSeatGame(["greedy"] * 7)
     state, out = game.reset(key, seat)          # out: SeatStep for the learner
     state, out = game.step(state, action)
+
+``reset`` and ``step`` run the same compiled program (``play``, with the learner's action pending or not), the
+only one with the game's step (and its combat) in it.
 """
 
 from __future__ import annotations
@@ -101,8 +104,8 @@ class SingleSeatGame:
         self.env = jaxgame.AutoChessEnv(self.config, obs=obs if len(kinds) == 1 else "both")
         self.greedy_opponents = bool(greedy_opponents)
         self.obs_shape = self.env.obs_shape if len(kinds) == 1 else self.env.obs_shape[obs]
-        self.reset = jax.jit(self._reset)
-        self.step = jax.jit(self._step)
+        # one program with the game's step in it, for resets and steps alike (``pending`` is traced)
+        self.start, self.run = jax.jit(self.start_game), jax.jit(self.play)
 
     # ---- pieces ----
     def _view(self, observation, kind):
@@ -167,18 +170,24 @@ class SingleSeatGame:
         state, reward, steps, _ = jax.lax.while_loop(going, one_step, init)
         return state, reward, steps
 
-    # ---- the two jitted functions ----
-    def _reset(self, key, seat):
-        """A new game with the learner in ``seat`` (int32[]) -> (SeatState, SeatStep)."""
+    # ---- the learner's view ----
+    def start_game(self, key, seat) -> SeatState:
+        """A new game with the learner in ``seat`` (int32[]); no step played yet (see ``reset``)."""
         game_key, opponent_key = jax.random.split(key)
         game, ts = self.env.reset(game_key)
-        state = SeatState(game, ts, jnp.asarray(seat, jnp.int32), opponent_key)
-        state, reward, steps = self._play(state, jnp.int32(0), False)
+        return SeatState(game, ts, jnp.asarray(seat, jnp.int32), opponent_key)
+
+    def play(self, state: SeatState, action, pending):
+        """The learner's ``action`` (int32[]; an illegal one is the env's no-op) if ``pending`` (bool[]), then
+        the game on to the learner's next choice -> (SeatState, SeatStep)."""
+        state, reward, steps = self._play(state, jnp.asarray(action, jnp.int32), pending)
         done = self._learner_done(state.timestep, state.seat)
         return state, self._seat_step(state.timestep, state.seat, reward, done, steps)
 
-    def _step(self, state, action):
-        """The learner's action (int32[]; an illegal one is the env's no-op) -> (SeatState, SeatStep)."""
-        state, reward, steps = self._play(state, jnp.asarray(action, jnp.int32), True)
-        done = self._learner_done(state.timestep, state.seat)
-        return state, self._seat_step(state.timestep, state.seat, reward, done, steps)
+    def reset(self, key, seat):
+        """A new game with the learner in ``seat``, played on to its first choice -> (SeatState, SeatStep)."""
+        return self.run(self.start(key, seat), jnp.int32(0), jnp.bool_(False))
+
+    def step(self, state: SeatState, action):
+        """The learner's action, then the game on to its next choice -> (SeatState, SeatStep)."""
+        return self.run(state, action, jnp.bool_(True))
