@@ -130,10 +130,12 @@ def check_same_observations(policies) -> None:
                          + ", ".join(f"{p.name}: {p.config.obs}" for p in policies))
 
 
-def rule_differences(policies) -> list[str]:
-    """Human-readable notes on runs whose game rules differ from the first policy's (the table's)."""
-    if not policies:
-        return []
-    table_rules = policies[0].config.rules()
+def rule_differences(policies, table_rules: dict | None = None) -> list[str]:
+    """Human-readable notes on runs whose game rules differ from the table's: ``table_rules`` (a
+    ``TrainConfig.rules()`` dict), by default the first policy's."""
+    if table_rules is None:
+        if not policies:
+            return []
+        table_rules, policies = policies[0].config.rules(), policies[1:]
     return [f"{p.name} trained with {p.config.rules()}, plays at a table with {table_rules}"
-            for p in policies[1:] if p.config.rules() != table_rules]
+            for p in policies if p.config.rules() != table_rules]

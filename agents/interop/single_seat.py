@@ -26,7 +26,7 @@ from flax import struct
 import jaxgame
 from agents import distributions
 from agents.config import RULE_FIELDS
-from agents.policies import load_policy, parse_spec, seat_policies
+from agents.policies import load_policy, parse_spec, rule_differences, seat_policies
 from jaxgame import bots
 from jaxgame import constants as C
 from jaxgame.config import GameConfig
@@ -95,15 +95,11 @@ class SingleSeatGame:
         if rules is None:
             rules = policies[0].config.rules() if policies else {}
         self.config = GameConfig.from_overrides(**rules)
-        table_rules = {name: getattr(self.config, name) for name in RULE_FIELDS}
-        for policy in policies:
-            if policy.config.rules() != table_rules:
-                warnings.warn(f"{policy.name} trained with {policy.config.rules()}, plays a game with {table_rules}",
-                              stacklevel=2)
+        for note in rule_differences(policies, {name: getattr(self.config, name) for name in RULE_FIELDS}):
+            warnings.warn(note, stacklevel=2)
         kinds = {obs, *(p.config.obs for p in policies)}
         self.env = jaxgame.AutoChessEnv(self.config, obs=obs if len(kinds) == 1 else "both")
         self.greedy_opponents = bool(greedy_opponents)
-        self.obs_shape = self.env.obs_shape if len(kinds) == 1 else self.env.obs_shape[obs]
         # one program with the game's step in it, for resets and steps alike (``pending`` is traced)
         self.start, self.run = jax.jit(self.start_game), jax.jit(self.play)
 
