@@ -4,9 +4,14 @@
     logits, value = policy.network.apply(policy.params, obs)
     python -m experiments.evaluate --checkpoint runs/mine --vs baseline:ppo_small-v1
 
-Each version is two files in ``agents/baseline_policies/``: ``NAME.msgpack`` (the parameters,
-``flax.serialization.msgpack_serialize`` of the parameter tree, float32) and ``NAME.json`` (the training
-config that builds the network, where the parameters came from and what they measured). Versions are never
+Each version is in ``agents/baseline_policies/``: ``NAME.msgpack`` (the parameters,
+``flax.serialization.msgpack_serialize`` of the parameter tree, float32), ``NAME.json`` (the training
+config that builds the network, where the parameters came from and what they measured) and ``NAME/``, the same
+policy in the export format (``agents.export``: ``jax.export``-serialized ``act`` functions for CPU and CUDA and
+their ``spec.json``, written by ``agents.export.freeze_baseline``;
+``agents.exported_policy_loader.ExportedPolicy(".../baseline_policies/NAME")`` runs them with
+only jax and numpy, and ``python -m experiments.export baseline:NAME --out DIR`` writes a copy with the loader
+beside it). Versions are never
 overwritten: a run that beats the current baseline significantly becomes the next version (``freeze``,
 ``python -m experiments.baseline freeze``) and old ones stay, so results measured against ``ppo_small-v1``
 stay comparable. A player spec ``baseline:NAME`` (``agents.policies``) loads one.
@@ -86,13 +91,15 @@ def load_baseline(name: str, directory: Path | None = None) -> Baseline:
 
 def freeze(policy, name: str, results: dict | None = None, directory: Path | None = None) -> Path:
     """Write ``policy`` (an ``agents.policies.RunPolicy``: ``load_policy(run_dir, step)``) as baseline ``name``
-    (``<what>-v<N>``); ``results``: what it measured (e.g. placements), kept in ``NAME.json``. Refuses an
+    (``<what>-v<N>``: ``NAME.msgpack`` and ``NAME.json``; ``agents.export.freeze_baseline`` adds the export
+    ``NAME/``, as ``experiments.baseline freeze`` does); ``results``: what it measured (e.g. placements), kept in
+    ``NAME.json``. Refuses an
     existing name (versions are never overwritten) and a run of independent learners. Returns the ``.json``
     path."""
     if not _NAME.match(name):
         raise BaselineError(f"baseline names look like 'ppo_small-v2' (lowercase, -v<N>), got {name!r}")
     directory = Path(directory or DIRECTORY)
-    if (directory / f"{name}.json").exists() or (directory / f"{name}.msgpack").exists():
+    if any((directory / f).exists() for f in (f"{name}.json", f"{name}.msgpack", name)):
         raise BaselineError(f"baseline {name!r} exists; versions are never overwritten: name the next one")
     if policy.config.independent:
         raise BaselineError(f"{policy.name} is a run of independent learners: freeze one seat's run instead")

@@ -89,6 +89,8 @@ _FLOAT_RANGES = {
     "league_pool_prob": (0.0, 1.0),
     **{name: FLOAT_RULE_RANGES[name] for name in RULE_FIELDS if name in FLOAT_RULE_RANGES},
 }
+#: characters a Weights & Biases project name may not hold
+WANDB_FORBIDDEN = ("/", "\\", "#", "?", "%", ":")
 LEAGUE_BOTS = ("random", "greedy", "expert")
 LEAGUE_SAMPLING = ("uniform", "pfsp")
 _CHOICES = {"algo": ALGOS, "obs": OBS_KINDS, "network": NETWORKS, "activation": ACTIVATIONS,
@@ -189,6 +191,12 @@ class TrainConfig:
     """the checkpoint kept as best: "placement" (lowest eval/placement_vs_greedy) or "rating" (highest
     eval/rating; needs a league, league_size > 0, that evaluates, eval_every > 0)"""
 
+    # ---- logging ----
+    wandb_project: str = ""
+    """also log the scalars to this Weights & Biases project (process 0 only, the names of tensorboard, plotted
+    against env_steps; needs the wandb package, pip install "jaxgame[wandb]"; WANDB_MODE=offline needs no account;
+    agents.wandb_log); "" = no W&B. At most 128 characters, none of / \\ # ? % :"""
+
     # ---- the self-play league (agents.league) ----
     league_size: int = 0
     """a self-play league of K pool slots of frozen snapshots, in [0, 1024]; 0 = no league (every seat is the
@@ -237,6 +245,10 @@ class TrainConfig:
         for name in ("anneal_lr", "clip_value", "normalize_advantages", "shared_torso", "independent"):
             if not isinstance(getattr(self, name), bool):
                 raise ValueError(f"TrainConfig.{name} must be a bool, got {getattr(self, name)!r}")
+        if not isinstance(self.wandb_project, str) or len(self.wandb_project) > 128 or any(
+                c in self.wandb_project for c in WANDB_FORBIDDEN):
+            raise ValueError(f"TrainConfig.wandb_project must be a W&B project name: at most 128 characters, none of "
+                             f"{' '.join(WANDB_FORBIDDEN)} (or \"\" for no W&B), got {self.wandb_project!r}")
         hidden = self.hidden
         if (
             not isinstance(hidden, tuple)

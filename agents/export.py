@@ -11,6 +11,7 @@ numpy). The parameters are constants of the serialized functions.
 
 from __future__ import annotations
 
+import dataclasses
 import datetime
 import importlib.metadata
 import json
@@ -21,7 +22,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from agents import distributions, exported_policy_loader
+from agents import baselines, distributions, exported_policy_loader
 from agents.envs import make_game
 from agents.policies import PolicyError, RunPolicy, seat_policies
 from jaxgame import constants as C
@@ -41,8 +42,11 @@ def _one_seat(policy: RunPolicy, seat: int | None) -> RunPolicy:
     return policy
 
 
-def export_policy(policy: RunPolicy, out_dir, platforms=DEFAULT_PLATFORMS, seat: int | None = None) -> dict:
-    """Write ``policy`` to ``out_dir`` (which must not exist or be empty) and return the spec written."""
+def export_policy(policy: RunPolicy, out_dir, platforms=DEFAULT_PLATFORMS, seat: int | None = None,
+                  loader: bool = True) -> dict:
+    """Write ``policy`` to ``out_dir`` (which must not exist or be empty) and return the spec written.
+    ``loader=False`` leaves out the copy of the loader (the shipped baselines: the package has it as
+    ``agents.exported_policy_loader``)."""
     policy = _one_seat(policy, seat)
     out_dir = Path(out_dir)
     if out_dir.exists() and (not out_dir.is_dir() or any(out_dir.iterdir())):
@@ -94,6 +98,16 @@ def export_policy(policy: RunPolicy, out_dir, platforms=DEFAULT_PLATFORMS, seat:
     out_dir.mkdir(parents=True, exist_ok=True)
     for variant, data in serialized.items():
         (out_dir / FILES[variant]).write_bytes(bytes(data))
-    shutil.copyfile(exported_policy_loader.__file__, out_dir / LOADER_FILE)
+    if loader:
+        shutil.copyfile(exported_policy_loader.__file__, out_dir / LOADER_FILE)
     (out_dir / exported_policy_loader.SPEC_FILE).write_text(json.dumps(spec, indent=2) + "\n")
     return spec
+
+
+def freeze_baseline(policy: RunPolicy, name: str, results: dict | None = None, directory=None) -> Path:
+    """Ship ``policy`` as baseline ``name``: ``agents.baselines.freeze`` (parameters and ``NAME.json``) and its
+    export in ``NAME/`` beside them (without the loader copy: ``agents.exported_policy_loader`` is in the
+    package). Returns the ``.json`` path."""
+    path = baselines.freeze(policy, name, results, directory)
+    export_policy(dataclasses.replace(policy, name=baselines.PREFIX + name), path.parent / name, loader=False)
+    return path

@@ -3,7 +3,8 @@
 ``metrics.jsonl`` holds a first line ``{"meta": {...}}`` (config, seed, versions: ``agents.run.run_meta``), then
 one JSON record per training chunk (``update``, ``env_steps``, ``seat_steps``, ``wall_s``, ``train/...``,
 ``loss/...``, ``perf/...`` and, on evaluation chunks only, ``eval/...``). Non-finite floats are written as
-``null``. ``MetricsLog`` writes it (and the same scalars to tensorboardX under ``tb/``); ``load_metrics`` reads it.
+``null``. ``MetricsLog`` writes it (and the same scalars to tensorboardX under ``tb/`` and, with
+``TrainConfig.wandb_project``, to Weights & Biases: ``agents.wandb_log``); ``load_metrics`` reads it.
 """
 
 from __future__ import annotations
@@ -22,14 +23,43 @@ from agents.run_dir import atomic_write_text
 METRICS_FILE = "metrics.jsonl"
 
 
+def scalars(record: dict) -> dict[str, float]:
+    """The scalars of a record that go to tensorboard and W&B: the finite numbers named ``group/name``."""
+    return {name: value for name, value in record.items()
+            if "/" in name and isinstance(value, (int, float)) and math.isfinite(value)}
+
+
+class TensorboardSink:
+    """tensorboardX event files under ``run_dir/tb``, written anew at every start (each step shown once)."""
+
+    replays_kept = True  # a resumed run's kept records are written again into the new files
+
+    def __init__(self, run_dir: Path):
+        shutil.rmtree(run_dir / "tb", ignore_errors=True)
+        self.writer = SummaryWriter(str(run_dir / "tb"))
+
+    def add(self, step: int, values: dict[str, float]) -> None:
+        for name, value in values.items():
+            self.writer.add_scalar(name, value, step)
+
+    def flush(self) -> None:
+        self.writer.flush()
+
+    def close(self) -> None:
+        self.writer.close()
+
+
 class MetricsLog:
-    """``metrics.jsonl`` + tensorboardX in ``run_dir``, with the same names.
+    """``metrics.jsonl`` in ``run_dir``, and the same scalars to tensorboardX and the ``extra_sinks``.
 
     ``meta``: a new run's meta record (the file is started with it). ``keep_until_update``: a resumed run's
     update: the records after it (written after the checkpoint it resumes from) are dropped, the rest kept.
+    ``extra_sinks``: more scalar sinks (``agents.wandb_log.WandbSink``): ``add(step, {name: value})``,
+    ``flush()``, ``close()`` and ``replays_kept`` (whether a resume sends them the kept records again).
+    Every sink gets the scalars of every record (``scalars``) at step ``env_steps``.
     """
 
-    def __init__(self, run_dir: Path, meta: dict | None, keep_until_update: int | None):
+    def __init__(self, run_dir: Path, meta: dict | None, keep_until_update: int | None, extra_sinks=()):
         run_dir = Path(run_dir)
         self.path = run_dir / METRICS_FILE
         kept = []
@@ -46,27 +76,22 @@ class MetricsLog:
             atomic_write_text(self.path, "".join(f"{line}\n" for line in lines))
         elif meta is not None:
             atomic_write_text(self.path, json.dumps({"meta": meta}) + "\n")
-        # tensorboard shows each step once: on a resume its files are written anew from the kept records
-        shutil.rmtree(run_dir / "tb", ignore_errors=True)
-        self.writer = SummaryWriter(str(run_dir / "tb"))
-        for record in kept:
-            if "meta" not in record:
-                self._scalars(record)
-        self.writer.flush()
-
-    def _scalars(self, record: dict) -> None:
-        step = record["env_steps"]
-        for name, value in record.items():
-            if "/" in name and isinstance(value, (int, float)) and math.isfinite(value):
-                self.writer.add_scalar(name, value, step)
+        self.sinks = [TensorboardSink(run_dir), *extra_sinks]
+        for sink in self.sinks:
+            if sink.replays_kept:
+                for record in kept:
+                    if "meta" not in record:
+                        sink.add(record["env_steps"], scalars(record))
+            sink.flush()
 
     def write(self, record: dict) -> None:
-        """Append one record (flushed to the OS at once) and its scalars to tensorboard."""
+        """Append one record (flushed to the OS at once) and its scalars to the sinks."""
         clean = {k: (None if isinstance(v, float) and not math.isfinite(v) else v) for k, v in record.items()}
         with self.path.open("a") as f:
             f.write(json.dumps(clean) + "\n")
-        self._scalars(record)
-        self.writer.flush()
+        for sink in self.sinks:
+            sink.add(record["env_steps"], scalars(record))
+            sink.flush()
 
     def sync(self) -> None:
         """Force the records written so far onto the disk (before a checkpoint that they describe)."""
@@ -74,7 +99,8 @@ class MetricsLog:
             os.fsync(f.fileno())
 
     def close(self) -> None:
-        self.writer.close()
+        for sink in self.sinks:
+            sink.close()
 
 
 class NullLog:
@@ -143,4 +169,5 @@ def finite_or_none(value):
     return value if isinstance(value, (int, float)) and math.isfinite(value) else None
 
 
-__all__ = ["METRICS_FILE", "MetricsLog", "NullLog", "finite_or_none", "load_metrics", "metrics_path", "run_label"]
+__all__ = ["METRICS_FILE", "MetricsLog", "NullLog", "TensorboardSink", "finite_or_none", "load_metrics",
+           "metrics_path", "run_label", "scalars"]

@@ -39,7 +39,7 @@ import jax.numpy as jnp
 import numpy as np
 from jax.experimental import multihost_utils
 
-from agents import distributed, gymnax_env, health, memory, trainers
+from agents import distributed, gymnax_env, health, memory, trainers, wandb_log
 from agents import run_dir as run_dir_lib
 from agents.checkpoints import CheckpointStore
 from agents.config import TrainConfig
@@ -54,10 +54,11 @@ CONFIG_FILE = "config.json"
 CHECKPOINT_DIR = "checkpoints"
 
 #: Fields a resumed run may change: they do not change shapes, the algorithm or the data seen so far.
-#: ``num_devices`` too: a checkpoint holds global arrays, restored onto any number of devices.
+#: ``num_devices`` too: a checkpoint holds global arrays, restored onto any number of devices; ``wandb_project``
+#: only says where the scalars also go.
 RESUMABLE_CHANGES = frozenset(
     {"total_steps", "eval_every", "eval_games", "checkpoint_every", "keep_checkpoints", "updates_per_chunk",
-     "num_devices"}
+     "num_devices", "wandb_project"}
 )
 
 
@@ -92,12 +93,17 @@ def check_resumable(saved: TrainConfig, config: TrainConfig) -> None:
 
 
 def check_env_available(config: TrainConfig) -> None:
-    """``RunError`` (one line) when the config's env cannot be made here: gymnax missing, or no such env."""
+    """``RunError`` (one line) when the config's env cannot be made here (gymnax missing, or no such env) or its
+    ``wandb_project`` needs the missing wandb package."""
     if config.is_gymnax:
         try:
             gymnax_env.check_spec(config.env)
         except ValueError as err:
             raise RunError(str(err)) from None
+    try:
+        wandb_log.check_available(config.wandb_project)
+    except RuntimeError as err:
+        raise RunError(str(err)) from None
 
 
 def check_memory(config: TrainConfig, program: TrainProgram, num_devices: int = 1, runs: int = 1) -> None:
@@ -187,10 +193,15 @@ class Built:
     evaluator: object | None
 
 
-@functools.lru_cache(maxsize=4)
 def build(config: TrainConfig) -> Built:
     """The env, trainer and evaluator of ``config``; cached, so that runs of the same config in one process
-    (a resume after a crash, notebooks, tests, loading policies) reuse the jitted functions instead of retracing."""
+    (a resume after a crash, notebooks, tests, loading policies) reuse the jitted functions instead of retracing.
+    Configs that differ only in where they log (``wandb_project``) share them."""
+    return _build(dataclasses.replace(config, wandb_project=""))
+
+
+@functools.lru_cache(maxsize=4)
+def _build(config: TrainConfig) -> Built:
     env = make_env(config)
     trainer = trainers.make_train(config, env)
     evaluator = None
@@ -556,7 +567,8 @@ def train(config: TrainConfig, run_dir, resume: bool = False, preset: str | None
     done = program.updates_done(runner)
     if main_process:
         run_dir_lib.write_json(run_dir / CONFIG_FILE, config.to_dict())  # a resume's new total_steps etc.
-        log = MetricsLog(run_dir, None if restored else run_meta(config, preset), done if restored else None)
+        log = MetricsLog(run_dir, None if restored else run_meta(config, preset), done if restored else None,
+                         wandb_log.sinks(config, run_dir))
     else:
         log = NullLog()
 

@@ -26,7 +26,7 @@ import jax
 import numpy as np
 
 from agents import run_dir as run_dir_lib
-from agents import trainers
+from agents import trainers, wandb_log
 from agents.checkpoints import CheckpointStore
 from agents.config import TrainConfig
 from agents.evaluation import EVAL_STREAM, OPPONENTS, placement_summary
@@ -176,7 +176,8 @@ def run_sweep(config: TrainConfig, spec: SweepSpec, run_dir, resume: bool = Fals
         log_dir.mkdir(parents=True, exist_ok=True)
         run_meta_r = {**meta, "config": spec.run_config(config, r.index).to_dict(), "seed": r.seed,
                       "run": r.index, "point": r.point, "values": r.values}
-        logs.append(MetricsLog(log_dir, None if restored else run_meta_r, done if restored else None))
+        logs.append(MetricsLog(log_dir, None if restored else run_meta_r, done if restored else None,
+                               wandb_log.sinks(spec.run_config(config, r.index), log_dir, group=run_dir.name)))
 
     progress.status(f"compiling the sweep's training chunk ({config.updates_per_chunk} updates x {len(runs)} runs)"
                     + (" and evaluation" if program.has_eval else "") + " ...")

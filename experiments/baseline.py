@@ -4,7 +4,8 @@
     python -m experiments.baseline freeze runs/mine:120 --name ppo_small-v2 --results eval.json
 
 ``freeze`` writes a run's policy (``RUN_DIR`` for its latest good checkpoint, ``RUN_DIR:STEP``) into
-``agents/baseline_policies/`` as a new version; ``--results`` is a JSON file of what it measured (e.g. the
+``agents/baseline_policies/`` as a new version (``NAME.msgpack``, ``NAME.json`` and its standalone export
+``NAME/``: ``agents.export.freeze_baseline``); ``--results`` is a JSON file of what it measured (e.g. the
 output of ``experiments.evaluate --checkpoint``), kept beside it. Versions are never overwritten. Anywhere a
 player is named (``experiments.evaluate --vs``, ``experiments.rate``), ``baseline:NAME`` plays it.
 """
@@ -17,6 +18,7 @@ from pathlib import Path
 
 from agents import baselines
 from agents.checkpoints import NoGoodCheckpointError
+from agents.export import freeze_baseline
 from agents.policies import PolicyError, load_policy, parse_spec
 from experiments.common import fail, quiet_logs
 
@@ -45,7 +47,7 @@ def main(argv=None):
     except (OSError, ValueError) as err:
         fail(parser, f"--results {args.results}: {err}")
     try:
-        path = baselines.freeze(load_policy(*parsed), args.name, results)
+        path = freeze_baseline(load_policy(*parsed), args.name, results)
     except (baselines.BaselineError, PolicyError, FileNotFoundError) as err:
         fail(parser, err)
     except NoGoodCheckpointError as err:

@@ -10,6 +10,7 @@ import jax  # noqa: E402
 import pytest  # noqa: E402
 
 import jaxgame  # noqa: E402
+from tests.fake_wandb import fake_wandb  # noqa: E402,F401  (a fixture for every test module)
 
 # One persistent compilation cache for the whole test session (shared by the
 # pytest-xdist workers and by subprocesses, which inherit the variable): many

@@ -36,6 +36,28 @@ def test_every_shipped_baseline_loads_and_plays_legally(name):
     assert np.take_along_axis(np.asarray(ts.action_mask), np.asarray(actions)[0][:, None], -1).all()
 
 
+@pytest.mark.parametrize("name", baselines.available())
+def test_every_shipped_baseline_ships_its_standalone_export_acting_as_it(name):
+    """NAME/ beside NAME.msgpack is the same policy in the export format (agents.export; how it runs with only
+    jax and numpy, in a subprocess: tests/test_export.py): same logits, values and greedy actions."""
+    from agents.exported_policy_loader import ExportedPolicy
+
+    exported = ExportedPolicy(baselines.DIRECTORY / name)
+    policy = load_policy(f"{baselines.PREFIX}{name}")
+    spec = exported.spec
+    assert spec["name"] == f"baseline:{name}" and spec["source"]["step"] == baselines.describe(name)["source"]["step"]
+    assert spec["platforms"] == ["cpu", "cuda"] and spec["rules"] == policy.config.rules()
+    env = jaxgame.make("autochess", obs=policy.config.obs, **policy.config.rules())
+    states, ts = jax.vmap(env.reset)(jax.random.split(jax.random.key(2), 3))
+    obs = np.asarray(ts.observation).reshape(24, *spec["obs_shape"])  # 3 games x 8 seats
+    mask = np.asarray(ts.action_mask).reshape(24, -1)
+    action, logits, value = exported.act(obs, mask)
+    want_logits, want_value = jax.jit(policy.network.apply)(policy.params, obs)
+    np.testing.assert_allclose(logits, want_logits, rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(value, want_value, rtol=1e-5, atol=1e-5)
+    np.testing.assert_array_equal(action, distributions.greedy(want_logits, mask))
+
+
 def test_a_damaged_baseline_is_a_one_line_error(tmp_path, monkeypatch):
     shipped = tmp_path / "shipped"
     shutil.copytree(baselines.DIRECTORY, shipped)

@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import math
 import os
+import sys
 
 import jax
 import numpy as np
@@ -174,3 +175,24 @@ def test_learning_benchmark_reads_the_first_evaluation_at_the_target(tmp_path, m
     assert result["overrides"] == {"update_epochs": "2"} and result["config"]["update_epochs"] == 2
     with pytest.raises(SystemExit):  # --set only where a config is trained or timed
         benchmark_main(["--what", "env", "--set", "update_epochs=2", "--quiet"])
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["--opponents", "greedy,nope"], "--opponents must be"),
+    (["--budget-s", "0"], "--budget-s must be positive"),
+    (["--eval-games", "1"], "--eval-games at least 2"),
+    (["--set", "lr=0.1"], "--set applies to"),
+])
+def test_sb3_rejects_bad_arguments(argv, message, capsys):
+    with pytest.raises(SystemExit) as exit_info:
+        benchmark_main(["--what", "sb3", *argv, "--quiet"])
+    assert exit_info.value.code == 2 and message in capsys.readouterr().err
+
+
+def test_sb3_without_its_extra_is_one_line_naming_it(monkeypatch, capsys):
+    monkeypatch.setitem(sys.modules, "sb3_contrib", None)  # import sb3_contrib raises ImportError
+    with pytest.raises(SystemExit) as exit_info:
+        benchmark_main(["--what", "sb3", "--quiet"])
+    err = capsys.readouterr().err.strip().splitlines()
+    assert exit_info.value.code == 2 and "sb3-contrib and torch (sb3_contrib is missing)" in err[-1]
+    assert 'pip install -e ".[sb3]"' in err[-1]

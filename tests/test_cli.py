@@ -3,20 +3,20 @@
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
-from pathlib import Path
 
 import pytest
 
 from experiments import evaluate
 from experiments.benchmark.timing import default_sweep
 
-ROOT = Path(__file__).resolve().parent.parent
 TINY = ["--games", "2", "--rule", "max_rounds=3", "--rule", "steps_per_round=2"]
 
 
+#: both run the same tiny evaluation: one worker traces and compiles it once
+evaluate_group = pytest.mark.xdist_group("evaluate_cli")
+
+
+@evaluate_group
 def test_evaluate_main_quiet(capsys):
     result = evaluate.main([*TINY, "--quiet"])
     out, err = capsys.readouterr()
@@ -29,20 +29,18 @@ def test_evaluate_main_quiet(capsys):
     assert result["steps"] >= 3 * 2 and result["compile_seconds"] > 0 and result["seat_steps_per_s"] > 0
 
 
-def test_evaluate_cli_says_compiling_first():
-    proc = subprocess.run(
-        [sys.executable, "-m", "experiments.evaluate", *TINY],
-        check=False, cwd=ROOT, capture_output=True, text=True, timeout=300,
-        env={**os.environ, "PYTHONUNBUFFERED": "1"},
-    )
-    assert proc.returncode == 0, proc.stderr
-    err = proc.stderr
+@evaluate_group
+def test_evaluate_cli_says_compiling_first(capfd):
+    """What ``python -m experiments.evaluate`` prints, in order (its ``main``, run here: the process adds nothing)."""
+    capfd.readouterr()
+    returned = evaluate.main(TINY)
+    out, err = capfd.readouterr()
     assert "compiling the rollout for 2 envs on " in err
     assert "compiled in " in err
     assert "games finished" in err  # the progress bar
     assert err.index("compiling") < err.index("compiled in ") < err.index("games finished")
-    result = json.loads(proc.stdout.strip().splitlines()[-1])
-    assert result["games"] == 2 and "compile_seconds" in result
+    result = json.loads(out.strip().splitlines()[-1])
+    assert result == returned and result["games"] == 2 and "compile_seconds" in result
 
 
 def test_benchmark_sweep_quick_on_cpu_full_elsewhere():

@@ -432,20 +432,55 @@ def _bad_input_cases(tiny_run, tmp_path):
     ]
 
 
-def test_every_bad_input_is_one_line_with_no_traceback_and_leaves_nothing_behind(tiny_run, tmp_path):
+#: the cases also run as real processes (``python -m ...``: the exit status and stderr a user sees); the others
+#: call the same module's ``main(argv)`` in this process, which is what ``python -m`` runs, without paying a
+#: Python + JAX start-up each
+IN_SUBPROCESS = ("gymnax not installed", "run dir cannot be made", "more games than memory")
+
+
+def _in_process(argv, capfd):
+    """(exit status, stderr) of ``python -m MODULE ARGS`` run as ``MODULE.main(ARGS)`` here: a SystemExit's
+    code (0 when main returns), stderr with the warnings written as Python writes them, and "Traceback" for
+    any other exception (what the process would print)."""
+    import importlib
+    import traceback
+    import warnings
+
+    assert argv[0] == "-m", argv
+    capfd.readouterr()
+    code, printed = 0, ""
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("default")
+        try:
+            importlib.import_module(argv[1]).main(argv[2:])
+        except SystemExit as exit_:
+            code = exit_.code
+        except Exception:  # noqa: BLE001  (what the process would print and exit 1 with)
+            code, printed = 1, traceback.format_exc()
+    err = capfd.readouterr().err + printed
+    err += "".join(warnings.formatwarning(w.message, w.category, w.filename, w.lineno) for w in caught)
+    return code, err
+
+
+def test_every_bad_input_is_one_line_with_no_traceback_and_leaves_nothing_behind(tiny_run, tmp_path, capfd):
     import subprocess
     import sys
 
     cases = _bad_input_cases(tiny_run, tmp_path)
+    assert {name for name, *_ in cases} >= set(IN_SUBPROCESS)
     before = sorted(str(p) for p in tmp_path.rglob("*"))
-    procs = [subprocess.Popen([sys.executable, *argv], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-             for _, argv, _, _ in cases]
-    problems = []
-    for (name, _, needle, not_created), proc in zip(cases, procs):
+    procs = {name: subprocess.Popen([sys.executable, *argv], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+             for name, argv, _, _ in cases if name in IN_SUBPROCESS}
+    results = {name: _in_process(argv, capfd) for name, argv, _, _ in cases if name not in IN_SUBPROCESS}
+    for name, proc in procs.items():
         _, err = proc.communicate(timeout=300)
+        results[name] = proc.returncode, err
+    problems = []
+    for name, _, needle, not_created in cases:
+        code, err = results[name]
         lines = err.strip().splitlines()
-        if proc.returncode == 0 or "Traceback" in err or not 1 <= len(lines) <= 3 or needle not in err:
-            problems.append(f"{name}: exit {proc.returncode}, {len(lines)} lines: {err.strip()[-600:]}")
+        if code in (0, None) or "Traceback" in err or not 1 <= len(lines) <= 3 or needle not in err:
+            problems.append(f"{name}: exit {code}, {len(lines)} lines: {err.strip()[-600:]}")
         if not_created is not None and not_created.exists():
             problems.append(f"{name}: created {not_created}")
     assert not problems, "\n".join(problems)

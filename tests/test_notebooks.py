@@ -48,3 +48,14 @@ def test_notebook_runs(path, tmp_path, monkeypatch, fake_ipython):
         exec(compile(source, f"{path.name}[cell {i}]", "exec"), namespace)
     assert fake_ipython, "the notebook displayed nothing"
     assert (tmp_path / "fight.gif").stat().st_size > 0
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=[p.name for p in NOTEBOOKS])
+def test_notebook_is_committed_with_its_outputs(path):
+    """Each notebook reads without running: every code cell executed, in order, in one session (execution
+    counts 1..n), with the pictures (a PNG and the fight GIF) among the outputs."""
+    cells = [c for c in json.loads(path.read_text())["cells"] if c["cell_type"] == "code"]
+    assert [c["execution_count"] for c in cells] == list(range(1, len(cells) + 1))
+    kinds = {kind for c in cells for out in c["outputs"] for kind in out.get("data", {})}
+    assert {"image/png", "image/gif"} <= kinds, kinds
+    assert not [out for c in cells for out in c["outputs"] if out["output_type"] == "error"]

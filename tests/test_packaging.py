@@ -109,7 +109,9 @@ def test_wheel_holds_code_data_licences_and_scripts(wheel):
         entry_points = whl.read(f"{dist_info}/entry_points.txt").decode()
     for required in ("jaxgame/env.py", "jaxgame/py.typed", "agents/py.typed", "agents/export.py",
                      "agents/exported_policy_loader.py", "agents/baseline_policies/ppo_small-v1.json",
-                     "agents/baseline_policies/ppo_small-v1.msgpack", "experiments/train.py",
+                     "agents/baseline_policies/ppo_small-v1.msgpack",
+                     "agents/baseline_policies/ppo_small-v1/act_greedy.jaxexport",
+                     "agents/baseline_policies/ppo_small-v1/spec.json", "experiments/train.py",
                      "experiments/benchmark/purejaxrl_reference.py", f"{dist_info}/licenses/LICENSE",
                      f"{dist_info}/licenses/experiments/benchmark/PUREJAXRL_LICENSE"):
         assert required in names, f"{required} missing from the wheel"
@@ -122,7 +124,7 @@ def test_wheel_holds_code_data_licences_and_scripts(wheel):
     assert any(r.startswith("jax>=0.5.3") for r in core)
     assert any(r.startswith("optax") and 'extra == "train"' in r for r in requires)
     assert not any(r.startswith("chex") for r in requires)
-    for extra in ("train", "test", "gymnax", "gymnasium", "pettingzoo", "notebook", "cuda12", "cuda13"):
+    for extra in ("train", "test", "gymnax", "gymnasium", "pettingzoo", "notebook", "wandb", "cuda12", "cuda13"):
         assert re.search(rf"^Provides-Extra: {extra}$", metadata, re.MULTILINE), extra
     scripts = dict(re.findall(r"^(jaxgame-[a-z]+) = ([\w.:]+)$", entry_points, re.MULTILINE))
     assert set(scripts) >= {"jaxgame-train", "jaxgame-evaluate", "jaxgame-export", "jaxgame-sweep"}

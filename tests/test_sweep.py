@@ -17,6 +17,7 @@ from agents.trainers import make_train
 from experiments import sweep as sweep_cli
 from agents.checkpoints import CheckpointStore
 from experiments.presets import preset_config
+from agents.metrics import scalars
 from tests.jaxprs import cond_count
 
 SMOKE = preset_config("smoke")
@@ -156,8 +157,21 @@ def _sweep_and_compare(tmp_path, preset, sets, objective):
     return run_dir
 
 
-def test_sweep_cli_on_cartpole_logs_summarises_resumes_and_matches_standalone_runs(tmp_path):
-    _sweep_and_compare(tmp_path, "ppo_gymnax", CARTPOLE, "train/episode_return")
+def test_sweep_cli_on_cartpole_logs_summarises_resumes_and_matches_standalone_runs(tmp_path, fake_wandb):
+    """... with W&B on (a fake wandb module): one W&B run per member, grouped by the sweep, continued on resume."""
+    run_dir = _sweep_and_compare(tmp_path, "ppo_gymnax", {**CARTPOLE, "wandb_project": "sweeps"},
+                                 "train/episode_return")
+    first, resumed = fake_wandb.runs[:4], fake_wandb.runs[4:]
+    assert len(resumed) == 4 and all(run.finished for run in fake_wandb.runs)
+    for k, (a, b) in enumerate(zip(first, resumed)):
+        member = run_dir / "runs" / f"run_{k:03d}"
+        assert a.init["name"] == b.init["name"] == member.name and a.init["group"] == b.init["group"] == "sweep"
+        assert a.init["id"] == b.init["id"] == (member / "wandb_run_id").read_text().strip()
+        assert a.init["project"] == "sweeps" and a.init["config"]["seed"] == SEEDS[k % 2]
+        records = [json.loads(line) for line in (member / "metrics.jsonl").read_text().splitlines()[1:]]
+        sent = [{"env_steps": r["env_steps"], **scalars(r)} for r in records]
+        assert a.logged + b.logged == sent and len(a.logged) == len(b.logged) == 1
+    assert len({run.init["id"] for run in first}) == 4
 
 
 @pytest.mark.skipif(not os.environ.get("JAXGAME_SLOW_TESTS"), reason="slow (compiles the vmapped game): JAXGAME_SLOW_TESTS=1")

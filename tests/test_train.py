@@ -3,8 +3,10 @@ learning on CartPole, and the run directory (resume after a crash, corrupt check
 
 from __future__ import annotations
 
+import dataclasses
 import importlib.util
 import json
+import shutil
 from pathlib import Path
 
 import jax
@@ -37,6 +39,8 @@ from experiments.presets import PRESETS, preset_config
         ({"obs": "pixels"}, r"network must be 'cnn' or 'tiles' for obs='pixels'"),
         ({"opponents": "self,greedy"}, r"TrainConfig\.opponents must be one of"),
         ({"total_steps": "10"}, r"total_steps must be >= one update's env steps"),
+        ({"wandb_project": "team/proj"}, r"TrainConfig\.wandb_project must be a W&B project name: .*'team/proj'"),
+        ({"wandb_project": "x" * 129}, r"TrainConfig\.wandb_project must be a W&B project name: at most 128"),
     ],
 )
 def test_bad_overrides_name_the_field(overrides, message):
@@ -299,6 +303,7 @@ def test_evaluate_cli_on_a_checkpoint(smoke_run, capsys, monkeypatch):
 def test_a_frozen_baseline_plays_as_its_run_and_versions_are_never_overwritten(smoke_run, tmp_path, monkeypatch,
                                                                                 capsys):
     from agents import baselines
+    from agents.exported_policy_loader import ExportedPolicy
     from agents.policies import load_policy
     from experiments import baseline as baseline_cli
     from experiments import evaluate
@@ -307,6 +312,8 @@ def test_a_frozen_baseline_plays_as_its_run_and_versions_are_never_overwritten(s
     monkeypatch.setattr(baselines, "DIRECTORY", tmp_path / "shipped")
     baseline_cli.main(["freeze", f"{run_dir}:4", "--name", "smoke-v1"])
     assert baselines.available() == ["smoke-v1"] and baselines.describe("smoke-v1")["source"]["step"] == 4
+    exported = ExportedPolicy(tmp_path / "shipped" / "smoke-v1")  # the standalone export beside it
+    assert exported.spec["name"] == "baseline:smoke-v1" and exported.spec["source"]["step"] == 4
     frozen, saved = load_policy("baseline:smoke-v1"), load_policy(run_dir, 4)
     assert frozen.name == "baseline:smoke-v1" and frozen.config == saved.config.with_overrides({"num_devices": 1})
     for a, b in zip(jax.tree_util.tree_leaves(frozen.params), jax.tree_util.tree_leaves(saved.params), strict=True):
@@ -459,8 +466,33 @@ def test_the_library_runs_the_same_run_as_the_cli_and_prints_nothing(smoke_run, 
 
 
 @game_cli
+def test_wandb_offline_gets_the_runs_scalars_when_turned_on_at_a_resume(smoke_run, tmp_path, monkeypatch):
+    """A real W&B run in offline mode (agents.wandb_log; the calls themselves: tests/test_wandb.py): the finished
+    smoke run resumed with wandb_project set trains nothing, sends its whole history to a new W&B run under
+    RUN_DIR/wandb and keeps its records."""
+    pytest.importorskip("wandb")
+    from agents.run import load_config, train
+
+    monkeypatch.setenv("WANDB_MODE", "offline")
+    monkeypatch.setenv("WANDB_SILENT", "true")
+    run_dir = tmp_path / "run"
+    shutil.copytree(smoke_run[0], run_dir)
+    config = dataclasses.replace(load_config(run_dir), wandb_project="jaxgame-test")
+    summary = train(config, run_dir, resume=True)
+    assert summary["updates"] == 4 and summary["final_eval"] == smoke_run[1]["final_eval"]
+    assert _records(run_dir) == _records(smoke_run[0])
+    run_id = (run_dir / "wandb_run_id").read_text().strip()
+    (data,) = (run_dir / "wandb").glob(f"offline-run-*-{run_id}/run-{run_id}.wandb")
+    data = data.read_bytes()
+    names = {name for record in _records(run_dir) for name, value in record.items()
+             if "/" in name and isinstance(value, (int, float))}
+    assert {"loss/policy", "eval/placement_vs_greedy", "train/lr"} <= names
+    for name in sorted(names | {"env_steps"}):
+        assert name.encode() in data, name
+
+
+@game_cli
 def test_rating_all_checkpoints_skips_a_corrupt_one_with_one_warning(smoke_run, tmp_path):
-    import shutil
 
     from agents import tournament
 

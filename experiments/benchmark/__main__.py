@@ -10,6 +10,7 @@
     python -m experiments.benchmark --what sweep --presets smoke --runs 4
     python -m experiments.benchmark --what train --presets ppo_small --updates 4 --set update_epochs=2
     python -m experiments.benchmark --what learning --presets ppo_small --set hidden=128,128
+    python -m experiments.benchmark --what sb3 --budget-s 300
 
 The default sweep of ``--what env`` depends on the backend. On a GPU/TPU it is
 the full sweep: 1, 64, 1024 and 4096 envs, 1024 fights, fight-skip at 256 envs.
@@ -122,8 +123,15 @@ the evaluations. ``config`` in the JSON is the config trained.
 timed or trained, as ``experiments.train --set`` does (e.g. ``--set update_epochs=2 --set hidden=128,128``:
 how much faster an update gets, and whether the policy gets strong sooner); ``overrides`` in the JSON.
 
+``--what sb3`` (experiments/benchmark/sb3.py; needs ``pip install -e ".[sb3]"``) trains sb3-contrib's
+``MaskablePPO`` (default hyperparameters) on the Gymnasium single-seat env and our fused PPO at ``ppo_small``'s
+shapes against 7 of each ``--opponents`` bot, ``--budget-s`` seconds of training each, then evaluates both on
+``--eval-games`` seeds x 8 seat rotations: per opponent the env alone's and training's env steps/s of each side,
+``train_speedup`` (ours / sb3; the goal is >= 100) and the placements (``placement_better``: beyond both 95%
+half-widths). Four trainings of ``--budget-s`` plus compiling and evaluating: about 30 minutes at the default.
+
 The benchmarks live in experiments/benchmark/: ``env.py``, ``combat.py``,
-``render.py``, ``train.py``, ``sweep.py`` and ``learning.py`` (one per ``--what``), the shared
+``render.py``, ``train.py``, ``sweep.py``, ``learning.py`` and ``sb3.py`` (one per ``--what``), the shared
 timing helpers and default sizes in ``timing.py``; this module is the CLI.
 
 All modes also report ``sweep``: "quick" or "full", the default sizes used.
@@ -133,6 +141,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import platform
 import time
 
@@ -143,6 +152,9 @@ from experiments.benchmark.combat import bench_combat, bench_combat_vs_baseline
 from experiments.benchmark.env import bench_env_throughput, bench_fight_skip
 from experiments.benchmark.learning import TARGET, bench_learning
 from experiments.benchmark.render import bench_obs_kinds, bench_render
+from experiments.benchmark.sb3 import DEFAULT_OPPONENTS as SB3_OPPONENTS
+from experiments.benchmark.sb3 import bench_sb3
+from experiments.benchmark.sb3 import check_available as check_sb3
 from experiments.benchmark.sweep import bench_sweep
 from experiments.benchmark.timing import default_sweep
 from experiments.benchmark.train import GYMNAX_STEPS, OVERHEAD_GOAL, bench_gymnax, bench_train, train_updates
@@ -168,7 +180,8 @@ def _ints(text):
 def main(argv=None):
     parser = argparse.ArgumentParser(prog="python -m experiments.benchmark", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--what", choices=["env", "combat", "render", "train", "sweep", "learning"], default="env")
+    parser.add_argument("--what", choices=["env", "combat", "render", "train", "sweep", "learning", "sb3"],
+                        default="env")
     parser.add_argument(
         "--full", action="store_true",
         help="the full sweep even on a CPU (the default on a GPU; ~10 min for --what env on a 2-core CPU)",
@@ -210,6 +223,13 @@ def main(argv=None):
     parser.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
                         help="train, learning: override a config field of every preset timed or trained "
                              "(repeatable), as in experiments.train")
+    parser.add_argument("--budget-s", type=float, default=300.0,
+                        help="sb3: training seconds per side and opponent (default 300)")
+    parser.add_argument("--opponents", default=",".join(SB3_OPPONENTS),
+                        help="sb3: comma-separated bots, 7 of each at every table in turn (default random,greedy)")
+    parser.add_argument("--eval-games", type=int, default=16,
+                        help="sb3: evaluation game seeds per side and opponent, each played in 8 seat rotations "
+                             "(default 16: 128 games)")
     parser.add_argument("--quiet", action="store_true", help="no progress lines on stderr")
     args = parser.parse_args(argv)
     sets = parse_overrides(parser, args.set)
@@ -221,6 +241,24 @@ def main(argv=None):
             return apply_sets(preset_config(name), sets)
         except ValueError as err:
             parser.error(f"--set: {err}")
+    if args.what == "sb3":
+        bots = [b.strip() for b in args.opponents.split(",") if b.strip()]
+        if not bots or any(b not in ("random", "greedy", "expert") for b in bots):
+            parser.error(f"--opponents must be comma-separated bots among random, greedy, expert; "
+                         f"got {args.opponents!r}")
+        if args.budget_s <= 0 or args.eval_games < 2:
+            parser.error("--budget-s must be positive and --eval-games at least 2")
+        try:
+            check_sb3()
+        except RuntimeError as err:
+            parser.error(str(err))
+        status(f"benchmark --what sb3: {args.budget_s:.0f} s of training per side vs 7 of each of {', '.join(bots)}",
+               not args.quiet)
+        result = {"what": "sb3", "backend": jax.default_backend(), "device": str(jax.devices()[0]),
+                  "machine": platform.machine(), "cpus": os.cpu_count(),
+                  **bench_sb3(tuple(bots), args.budget_s, args.eval_games, progress=not args.quiet)}
+        print(json.dumps(result))
+        return result
     if args.what == "learning":
         names = _train_presets(args.presets or "ppo_small", parser)
         if len(names) != 1:
