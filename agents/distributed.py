@@ -159,7 +159,10 @@ def make_mesh(num_devices: int, num_envs: int) -> Mesh | None:
         raise ValueError(
             f"TrainConfig.num_envs must be divisible by the number of devices ({len(devices)}), got {num_envs}"
         )
-    return Mesh(np.asarray(devices), (DATA_AXIS,), axis_types=(AxisType.Auto,))
+    # jax.make_mesh orders the devices for the platform's topology (a ring on TPUs; on CPUs and GPUs the order
+    # given); only its device order is taken, so the axis type stays Auto whatever jax's make_mesh defaults to
+    order = jax.make_mesh((len(devices),), (DATA_AXIS,), devices=devices).devices
+    return Mesh(order, (DATA_AXIS,), axis_types=(AxisType.Auto,))
 
 
 def batch_spec(shape, num_envs: int) -> P:
