@@ -1,0 +1,47 @@
+"""The GPU path checked on the CPU (agents.lowering): the training chunks of the GPU presets and the env step at
+4096 games lower for CUDA at their full shapes (abstract arguments: nothing allocated), with no host callback,
+infeed/outfeed or float64; and the check finds each of those."""
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+import jaxgame
+from agents.envs import make_game
+from agents.lowering import lowering_problems, text_problems
+from agents.run import build
+from experiments.presets import preset_config
+
+
+@pytest.mark.parametrize("preset", ["ppo_large", "a2c_stream", "ppo_pixels"])
+def test_a_training_chunk_lowers_for_cuda_with_nothing_that_stalls_it(preset):
+    config = preset_config(preset)
+    trainer = build(config).trainer
+    runner = jax.eval_shape(trainer.init, jax.random.key(config.seed))
+    assert runner.obs.shape[0] == config.num_envs  # the preset's full shapes
+    assert lowering_problems(trainer.run, runner, 1, platform="cuda") == []
+
+
+def test_the_env_step_of_4096_games_lowers_for_cuda_with_nothing_that_stalls_it():
+    venv = jaxgame.VecEnv(make_game(preset_config("ppo_large")), 4096)
+    states, _ = jax.eval_shape(venv.reset, jax.random.key(0))
+    actions = jax.ShapeDtypeStruct((4096, 8), jnp.int32)
+    assert lowering_problems(jax.jit(venv.step), states, actions, platform="cuda") == []
+
+
+def test_the_check_finds_callbacks_host_transfers_and_float64():
+    def with_callback(x):
+        return jax.pure_callback(lambda a: a, jax.ShapeDtypeStruct(x.shape, x.dtype), x) + 1
+
+    (problem,) = lowering_problems(jax.jit(with_callback), jax.ShapeDtypeStruct((3,), np.float32))
+    assert problem.startswith("does not lower for cuda: ")  # a host callback cannot even be lowered from here
+    assert lowering_problems(jax.jit(lambda x: x + 1), jax.ShapeDtypeStruct((3,), np.float32)) == []
+    # what a lowering that did succeed might hold (StableHLO as jax.export writes it)
+    assert text_problems("%0 = stablehlo.custom_call @xla_ffi_python_gpu_callback(%arg0) : ...") == [
+        "host callback custom call xla_ffi_python_gpu_callback"]
+    assert text_problems("%1 = stablehlo.outfeed %0, %token : ...") == ["stablehlo.outfeed"]
+    assert text_problems("%2 = stablehlo.infeed %token : ...") == ["stablehlo.infeed"]
+    assert text_problems("func.func public @main(%arg0: tensor<3xf64>) -> tensor<3xf64>") == ["float64 values"]
+    assert text_problems("%cst = stablehlo.constant dense<2.0> : tensor<f64>") == ["float64 values"]
+    assert text_problems("%3 = stablehlo.custom_call @cu_threefry2x32(%a) : (tensor<3xf32>) -> tensor<3xf32>") == []
