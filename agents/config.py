@@ -156,8 +156,9 @@ class TrainConfig:
     update_epochs: int = 4
     """PPO epochs over each rollout, in [1, 1000]"""
     num_minibatches: int = 4
-    """PPO minibatches per epoch, in [1, 2^20]; must divide the rollout batch num_envs x num_steps x seats
-    (num_envs x num_steps, one learner's samples, with independent=True)"""
+    """PPO minibatches per epoch, in [1, 2^20]; must divide the rollout batch num_envs x num_steps x the seats
+    trained on (all 8 in self-play and a league, the "self" seats with bot opponents: trained_seats; num_envs x
+    num_steps, one learner's samples, with independent=True)"""
     max_grad_norm: float = 0.5
     """global gradient-norm clip in [0, 1e6]"""
 
@@ -299,9 +300,10 @@ class TrainConfig:
         if self.best_by == "rating" and not (self.league_size and self.eval_every):
             raise ValueError("TrainConfig.best_by='rating' needs a league (league_size > 0) that evaluates "
                              f"(eval_every > 0); got league_size={self.league_size}, eval_every={self.eval_every}")
-        batch = self.num_envs * self.num_steps * (1 if self.independent else self.num_seats)
+        batch = self.num_envs * self.num_steps * (1 if self.independent else self.trained_seats)
         if self.algo == "ppo" and batch % self.num_minibatches:
-            what = "num_envs x num_steps (one learner's samples)" if self.independent else "num_envs x num_steps x seats"
+            what = ("num_envs x num_steps (one learner's samples)" if self.independent
+                    else "num_envs x num_steps x learner seats")
             raise ValueError(
                 f"TrainConfig.num_minibatches must divide the rollout batch {what} = {batch}, got {self.num_minibatches}"
             )
@@ -315,6 +317,15 @@ class TrainConfig:
     def num_seats(self) -> int:
         """Seats per env: 8 for the game, 1 for a gymnax env."""
         return 1 if self.is_gymnax else NUM_SEATS
+
+    @property
+    def trained_seats(self) -> int:
+        """Seats per env whose samples a PPO update trains on: the "self" seats with bot opponents (the bots'
+        seats carry no training data and are left out of the update), every seat in self-play and in a league
+        (whose learner seats change from game to game)."""
+        if self.league_size:
+            return self.num_seats
+        return sum(kind == "self" for kind in self.seat_kinds)
 
     @property
     def seat_kinds(self) -> tuple:

@@ -39,6 +39,7 @@ from __future__ import annotations
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 
 from agents import distributed, losses
 from agents.config import HParams
@@ -159,10 +160,12 @@ class PPO(Trainer):
         """``update_epochs`` epochs of minibatch steps over ``batch`` = (transitions, advantages, targets), leaves
         [T, N, P, ...]. Returns (params, opt_state, per-minibatch metrics).
 
-        Shared parameters train on all T x N x P samples; independent learners (``config.independent``):
-        seat p's parameters and optimizer state train on seat p's T x N samples only, vmapped over seats."""
+        Shared parameters train on the T x N samples of each seat the learner plays (``learner_samples``: with
+        bot opponents, the bots' seats, whose samples carry weight 0, are left out, so an update costs what the
+        learner's own samples cost); independent learners (``config.independent``): seat p's parameters and
+        optimizer state train on seat p's T x N samples only, vmapped over seats."""
         if not self.config.independent:
-            flat = jax.tree_util.tree_map(lambda x: x.reshape((-1,) + x.shape[3:]), batch)
+            flat = jax.tree_util.tree_map(lambda x: x.reshape((-1,) + x.shape[3:]), self.learner_samples(batch))
             return self._epochs(self.network, params, opt_state, flat, shuffle_key, hp, update)
         per_seat = jax.tree_util.tree_map(
             lambda x: jnp.moveaxis(x, 2, 0).reshape((x.shape[2], -1) + x.shape[3:]), batch)
@@ -170,6 +173,14 @@ class PPO(Trainer):
         return jax.vmap(lambda p, o, b, k: self._epochs(self.network.base, p, o, b, k, hp, update))(
             params, opt_state, per_seat, keys
         )
+
+    def learner_samples(self, batch):
+        """``batch`` (leaves [T, N, P, ...]) on the seats whose samples are training data: the learner's fixed
+        seats (``self.learner``, static) when some seats are bots', else all P (self-play, a league)."""
+        seats = np.flatnonzero(self.learner)
+        if self.config.league_size or seats.size == self.learner.size:
+            return batch
+        return jax.tree_util.tree_map(lambda x: x[:, :, seats], batch)
 
     def _epochs(self, network, params, opt_state, flat, shuffle_key, hp: HParams, update):
         config = self.config

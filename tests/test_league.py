@@ -302,6 +302,37 @@ def test_bot_seats_carry_no_training_weight_against_greedy_bots():
     np.testing.assert_array_equal(weight[..., 0], decision[..., 0].astype(np.float32))
 
 
+def test_an_update_against_bots_trains_on_the_learners_seats_alone_as_on_all_eight():
+    """With bot opponents the PPO update leaves the bots' seats (weight 0) out of its batch: on one minibatch
+    and one epoch, the parameters it reaches equal those of the same update over all 8 seats' samples."""
+    from agents import trainers
+    from agents.envs import make_env
+
+    config = TrainConfig(opponents="greedy,greedy,self,greedy,random,greedy,self,greedy",
+                         **{k: v for k, v in TINY_LEAGUE.items() if not k.startswith("league")})
+    assert config.trained_seats == 2 and config.num_minibatches == 1 and config.update_epochs >= 1
+    config = config.with_overrides({"update_epochs": 1})
+    trainer = trainers.make_train(config, make_env(config))
+    runner = jax.jit(trainer.init)(jax.random.key(0))
+    _, traj, _ = jax.jit(trainer.rollout)(runner, jax.random.key(1))
+    rng = np.random.default_rng(0)
+    batch = (traj, rng.normal(size=traj.weight.shape).astype(np.float32),
+             rng.normal(size=traj.weight.shape).astype(np.float32))
+    sliced = trainer.learner_samples(batch)
+    assert sliced[1].shape == traj.weight.shape[:2] + (2,)
+    np.testing.assert_array_equal(sliced[1], batch[1][:, :, [2, 6]])
+    key, hp = jax.random.key(2), runner.hparams
+    learner_only, _, _ = jax.jit(lambda b: trainer.optimize(runner.params, runner.opt_state, b, key, hp, 0))(batch)
+    every_seat = jax.tree_util.tree_map(lambda x: x.reshape((-1,) + x.shape[3:]), batch)
+    all_eight, _, _ = jax.jit(lambda f: trainer._epochs(trainer.network, runner.params, runner.opt_state, f, key,
+                                                        hp, 0))(every_seat)
+    moved = False
+    for a, b, before in zip(*(jax.tree_util.tree_leaves(p) for p in (learner_only, all_eight, runner.params))):
+        np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-6)
+        moved |= not np.allclose(a, before)
+    assert moved, "the update changed nothing: the comparison would not test anything"
+
+
 # ---- a league run on the smoke preset's shapes ----
 SMALL = dict(league_size=3, league_learner_seats=1, league_groups=2, snapshot_every=1, num_steps=8)
 
