@@ -320,11 +320,9 @@ class TrainConfig:
 
     @property
     def trained_seats(self) -> int:
-        """Seats per env whose samples a PPO update trains on: the "self" seats with bot opponents (the bots'
-        seats carry no training data and are left out of the update), every seat in self-play and in a league
-        (whose learner seats change from game to game)."""
-        if self.league_size:
-            return self.num_seats
+        """Seats per env whose samples a PPO update trains on: the "self" seats (with bot opponents the bots'
+        seats carry no training data and are left out of the update; self-play and a league, which needs
+        opponents="self", train on every seat)."""
         return sum(kind == "self" for kind in self.seat_kinds)
 
     @property

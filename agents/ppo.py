@@ -176,9 +176,10 @@ class PPO(Trainer):
 
     def learner_samples(self, batch):
         """``batch`` (leaves [T, N, P, ...]) on the seats whose samples are training data: the learner's fixed
-        seats (``self.learner``, static) when some seats are bots', else all P (self-play, a league)."""
+        seats (``self.learner``, static) when some seats are bots', else all P (self-play; a league's env marks
+        every seat a learner seat, since its roles change from game to game)."""
         seats = np.flatnonzero(self.learner)
-        if self.config.league_size or seats.size == self.learner.size:
+        if seats.size == self.learner.size:
             return batch
         return jax.tree_util.tree_map(lambda x: x[:, :, seats], batch)
 

@@ -77,7 +77,7 @@ def _sb3_env_speed(env, steps: int, seed: int) -> float:
     rng = np.random.default_rng(seed)
     _, info = env.reset(seed=seed)
     env.step(int(rng.choice(np.flatnonzero(info["action_mask"]))))  # compiles the step
-    env.reset(seed=seed)
+    _, info = env.reset(seed=seed)
     game_steps, start = 0, time.perf_counter()
     for _ in range(steps):
         _, _, terminated, _, info = env.step(int(rng.choice(np.flatnonzero(info["action_mask"]))))
