@@ -93,7 +93,8 @@ _FLOAT_RANGES = {
 WANDB_FORBIDDEN = ("/", "\\", "#", "?", "%", ":")
 LEAGUE_BOTS = ("random", "greedy", "expert")
 LEAGUE_SAMPLING = ("uniform", "pfsp")
-_CHOICES = {"algo": ALGOS, "obs": OBS_KINDS, "network": NETWORKS, "activation": ACTIVATIONS,
+SHUFFLES = ("global", "local")
+_CHOICES = {"shuffle": SHUFFLES, "algo": ALGOS, "obs": OBS_KINDS, "network": NETWORKS, "activation": ACTIVATIONS,
             "league_bot": LEAGUE_BOTS, "league_sampling": LEAGUE_SAMPLING, "best_by": ("placement", "rating")}
 
 
@@ -161,6 +162,12 @@ class TrainConfig:
     num_steps, one learner's samples, with independent=True)"""
     max_grad_norm: float = 0.5
     """global gradient-norm clip in [0, 1e6]"""
+    shuffle: str = "global"
+    """how PPO's minibatches are drawn on several devices: "global" (the whole rollout is permuted, as on one
+    device: a run on D devices equals the one-device run, but every device holds the gathered rollout) or "local"
+    (each device permutes and minibatches its own share of the envs under shard_map and the gradients are averaged
+    over the devices: per-device memory stays flat as devices are added; num_minibatches must then divide each
+    device's share of the batch). The same program on one device"""
 
     # ---- the network ----
     network: str = "mlp"
@@ -300,6 +307,9 @@ class TrainConfig:
         if self.best_by == "rating" and not (self.league_size and self.eval_every):
             raise ValueError("TrainConfig.best_by='rating' needs a league (league_size > 0) that evaluates "
                              f"(eval_every > 0); got league_size={self.league_size}, eval_every={self.eval_every}")
+        if self.shuffle != "global" and self.algo != "ppo":
+            raise ValueError(f"TrainConfig.shuffle={self.shuffle!r} draws PPO's minibatches; algo={self.algo!r} has "
+                             "none (use shuffle='global', the default)")
         batch = self.num_envs * self.num_steps * (1 if self.independent else self.trained_seats)
         if self.algo == "ppo" and batch % self.num_minibatches:
             what = ("num_envs x num_steps (one learner's samples)" if self.independent

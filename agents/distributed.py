@@ -150,14 +150,16 @@ def resolve_devices(num_devices: int) -> list:
     return devices[:num_devices]
 
 
-def make_mesh(num_devices: int, num_envs: int) -> Mesh | None:
-    """The data-parallel mesh (axis ``"data"``) of a config, or None when it resolves to one device."""
+def make_mesh(num_devices: int, num_envs: int, what: str = "TrainConfig.num_envs") -> Mesh | None:
+    """The data-parallel mesh (axis ``"data"``) of a config, or None when it resolves to one device.
+    ``num_envs``: the size of the sharded axis (``what`` names it in the error when the devices do not divide it)."""
     devices = resolve_devices(num_devices)
     if len(devices) == 1:
         return None
     if num_envs % len(devices):
         raise ValueError(
-            f"TrainConfig.num_envs must be divisible by the number of devices ({len(devices)}), got {num_envs}"
+            f"{what} must be divisible by the number of devices ({len(devices)}), got {num_envs}; set "
+            f"TrainConfig.num_devices to a divisor of it"
         )
     # jax.make_mesh orders the devices for the platform's topology (a ring on TPUs; on CPUs and GPUs the order
     # given); only its device order is taken, so the axis type stays Auto whatever jax's make_mesh defaults to

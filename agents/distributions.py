@@ -7,6 +7,8 @@ Illegal logits are replaced by the finite ``MASKED_LOGIT``, so illegal
 actions get probability exactly 0 after the softmax while entropies and
 gradients stay NaN-free. A row with no legal action at all is treated as if
 action 0 were legal (it then becomes a deterministic choice of action 0).
+``mask=None`` means every action is legal (nothing is masked: the plain
+categorical, without the masking's operations in the compiled program).
 """
 
 from __future__ import annotations
@@ -27,6 +29,8 @@ def _legal(mask: jax.Array) -> jax.Array:
 
 def mask_logits(logits: jax.Array, mask: jax.Array) -> jax.Array:
     """float32[..., A], bool[..., A] -> float32[..., A] with illegal entries set to ``MASKED_LOGIT``."""
+    if mask is None:
+        return jnp.asarray(logits, jnp.float32)
     return jnp.where(_legal(mask), jnp.asarray(logits, jnp.float32), jnp.float32(MASKED_LOGIT))
 
 
@@ -50,7 +54,8 @@ def log_prob(logits: jax.Array, mask: jax.Array, actions: jax.Array) -> jax.Arra
 def entropy(logits: jax.Array, mask: jax.Array) -> jax.Array:
     """float32[...]: entropy of the masked softmax, summed over legal actions only."""
     logp = log_softmax_masked(logits, mask)
-    return -jnp.sum(jnp.where(_legal(mask), jnp.exp(logp) * logp, 0.0), axis=-1)
+    terms = jnp.exp(logp) * logp
+    return -jnp.sum(terms if mask is None else jnp.where(_legal(mask), terms, 0.0), axis=-1)
 
 
 def greedy(logits: jax.Array, mask: jax.Array) -> jax.Array:

@@ -72,6 +72,8 @@ class GymnaxVecEnv:
     """``num_envs`` copies of a gymnax env with a single seat each (see the module docstring)."""
 
     num_players = 1
+    #: the mask is all True on every step (``agents.env_api.BatchedEnv``): the trainers skip the masking
+    all_actions_legal = True
 
     def __init__(self, env_name: str, num_envs: int, **env_kwargs):
         if isinstance(num_envs, bool) or not isinstance(num_envs, int) or num_envs < 1:

@@ -4,6 +4,10 @@ Per-sample arrays share one leading shape [B]. ``weight`` float32[B] is 1 for
 decision samples and 0 for non-decision ones; every mean is the weighted
 mean ``sum(w x) / max(sum(w), 1)``, and samples with weight 0 have no effect
 on the losses, the metrics or the gradients (whatever their values).
+In ``ppo_loss``, ``weighted_mean`` and ``explained_variance``, ``weight=None``
+means every sample weighs 1 (plain means; PPO passes it when every sample is a
+decision, e.g. on gymnax envs), and ``mask=None`` that every action is legal
+(``agents.distributions``).
 Coefficients may be Python floats or traced scalars.
 """
 
@@ -16,14 +20,18 @@ from agents import distributions
 
 
 def _keep(x: jax.Array, weight: jax.Array) -> jax.Array:
-    """x with weight-0 entries replaced by 0 (so non-finite junk there cannot leak)."""
+    """x with weight-0 entries replaced by 0 (so non-finite junk there cannot leak); x itself for None."""
+    if weight is None:
+        return x
     return jnp.where(weight > 0, x, jnp.zeros_like(x))
 
 
 def weighted_mean(x: jax.Array, weight: jax.Array) -> jax.Array:
-    """float32[]: ``sum(w x) / max(sum(w), 1)`` over all entries of x, weight float32[B]."""
-    weight = jnp.asarray(weight, jnp.float32)
+    """float32[]: ``sum(w x) / max(sum(w), 1)`` over all entries of x, weight float32[B] (None: the mean)."""
     x = jnp.asarray(x, jnp.float32)
+    if weight is None:
+        return jnp.mean(x)
+    weight = jnp.asarray(weight, jnp.float32)
     return jnp.sum(_keep(weight * x, weight)) / jnp.maximum(jnp.sum(weight), 1.0)
 
 
@@ -70,7 +78,7 @@ def ppo_loss(
     decision samples only. With ``clip_value`` the value loss is the PPO2
     ``0.5 max((v - t)^2, (old_v + clip(v - old_v, -eps, eps) - t)^2)``.
     """
-    weight = jnp.asarray(weight, jnp.float32)
+    weight = None if weight is None else jnp.asarray(weight, jnp.float32)
     advantages = _keep(jnp.asarray(advantages, jnp.float32), weight)
     if normalize_advantages:
         advantages = _normalize(advantages, weight)
@@ -151,7 +159,7 @@ def a2c_loss(
 
 def explained_variance(values, targets, weight) -> jax.Array:
     """float32[]: weighted ``1 - var(targets - values) / var(targets)``; 0 when var(targets) == 0."""
-    weight = jnp.asarray(weight, jnp.float32)
+    weight = None if weight is None else jnp.asarray(weight, jnp.float32)
     values = _keep(jnp.asarray(values, jnp.float32), weight)
     targets = _keep(jnp.asarray(targets, jnp.float32), weight)
 

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import math
 import os
+import re
 
 import jax
 import numpy as np
@@ -73,6 +74,32 @@ def table_bytes(game, num_games: int) -> int:
     return num_games * 8 * (tree_bytes(state) + tree_bytes(ts))
 
 
+def compiled_bytes(compiled) -> dict:
+    """Per-device bytes of a compiled program (``jax.jit(f).lower(...).compile()``) from XLA's buffer assignment:
+    ``{"arguments", "outputs", "temporaries", "peak"}``; ``peak`` = arguments + outputs + temporaries - aliased
+    (donated) bytes, everything the program holds at once on one device: an upper bound of its live memory (XLA:CPU
+    reports no peak of its own; its temporaries are the GPU's up to the fusion choices of each backend)."""
+    stats = compiled.memory_analysis()
+    arguments, outputs = int(stats.argument_size_in_bytes), int(stats.output_size_in_bytes)
+    temporaries, aliased = int(stats.temp_size_in_bytes), int(stats.alias_size_in_bytes)
+    return {"arguments": arguments, "outputs": outputs, "temporaries": temporaries,
+            "peak": arguments + outputs + temporaries - aliased}
+
+
+_ALL_GATHER = re.compile(r"= ([a-z]+[0-9]*)\[([0-9,]*)\][^ ]* all-gather(?:-start)?\(")
+
+
+def all_gathers(compiled) -> list[int]:
+    """Bytes per device of every all-gather result in a compiled SPMD program (its optimized HLO), largest first:
+    what each device receives from the others."""
+    sizes = []
+    for dtype, dims in _ALL_GATHER.findall(compiled.as_text()):
+        bits = re.sub(r"[a-z]", "", dtype)  # HLO types name their width: f32, s8, bf16, c64 (pred: 1 byte)
+        itemsize = max(int(bits) // 8, 1) if bits else 1
+        sizes.append(itemsize * math.prod(int(d) for d in dims.split(",") if d))
+    return sorted(sizes, reverse=True)
+
+
 def check_fits(what: str, needed: int, device=None) -> None:
     """``MemoryError`` with the estimate when ``OVERHEAD x needed`` exceeds the available memory."""
     free = available_bytes(device)
@@ -84,4 +111,5 @@ def check_fits(what: str, needed: int, device=None) -> None:
         )
 
 
-__all__ = ["OVERHEAD", "available_bytes", "check_fits", "table_bytes", "train_bytes", "tree_bytes"]
+__all__ = ["OVERHEAD", "all_gathers", "available_bytes", "check_fits", "compiled_bytes", "table_bytes", "train_bytes",
+           "tree_bytes"]

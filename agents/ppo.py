@@ -37,13 +37,16 @@ sampling key and its minibatch shuffling key.
 
 from __future__ import annotations
 
+import functools
+
 import jax
 import jax.numpy as jnp
 import numpy as np
+from jax.sharding import PartitionSpec as P
 
 from agents import distributed, losses
 from agents.config import HParams
-from agents.gae import semi_mdp_gae
+from agents.gae import gae, semi_mdp_gae
 from agents.rollout import EPISODE_SUMS, Pending, Transition, act_and_step, select_seats, track_episodes
 from agents.trainer_base import Runner, Trainer, apply_gradients
 
@@ -91,10 +94,26 @@ def targets_with_pending(traj: Transition, pending: Pending, end_value, end_deci
     return traj, result.advantages, result.targets, pending
 
 
+#: What each minibatch step reports (``losses.ppo_loss``'s metrics, the gradient norm, the learning rate); an
+#: update logs their means over its minibatches.
+MINIBATCH_METRICS = ("policy_loss", "value_loss", "entropy", "approx_kl", "clip_frac", "grad_norm", "lr")
+
+
 class PPO(Trainer):
     """Clipped-surrogate PPO (see the module docstring)."""
 
     algo = "ppo"
+
+    def __init__(self, config, env):
+        super().__init__(config, env)
+        if config.shuffle == "local" and self.mesh is not None:
+            devices = self.mesh.devices.size
+            share = config.num_envs // devices * config.num_steps * (1 if config.independent else config.trained_seats)
+            if share % config.num_minibatches:
+                raise ValueError(
+                    f"TrainConfig.num_minibatches must divide each device's share of the rollout batch with "
+                    f"shuffle='local' (num_envs / {devices} devices x num_steps x learner seats = {share}), "
+                    f"got {config.num_minibatches}")
 
     # ---- one update ----
     def rollout(self, runner: Runner, key):
@@ -111,7 +130,7 @@ class PPO(Trainer):
             (env_state, obs, mask, tracker), stats = self._constrain_envs(carry[0]), carry[1]
             step_key, learner, others = players.seats(context, env_state, obs, mask, step_key)
             env_state, ts, transition = act_and_step(
-                self.network, runner.params, self.env, step_key, env_state, obs, mask, learner, others
+                self.network, runner.params, self.env, step_key, env_state, obs, mask, learner, others, self.dense
             )
             tracker, sums = track_episodes(tracker, ts, learner)
             stats = players.record(context, stats, ts)
@@ -133,8 +152,12 @@ class PPO(Trainer):
         runner, traj, sums = self.rollout(runner, act_key)
         _, end_value = self.network.apply(runner.params, runner.obs)
         decisions = traj.weight.sum()  # taken in this rollout (trained now or, if left open, in a later update)
-        traj, advantages, targets, pending = targets_with_pending(
-            traj, pending, end_value, runner.mask.sum(-1) > 1, hp.gamma, hp.gae_lambda)
+        if self.dense:  # every state is a decision: nothing is ever left open, the textbook GAE
+            advantages, targets = gae(traj.reward, traj.value, traj.terminal, jnp.ones_like(traj.terminal),
+                                      end_value, hp.gamma, hp.gae_lambda)
+        else:
+            traj, advantages, targets, pending = targets_with_pending(
+                traj, pending, end_value, runner.mask.sum(-1) > 1, hp.gamma, hp.gae_lambda)
         batch = (traj, advantages, targets)
         params, opt_state, mb_metrics = self.optimize(runner.params, runner.opt_state, batch, shuffle_key, hp,
                                                       runner.update)
@@ -146,7 +169,8 @@ class PPO(Trainer):
             "loss/approx_kl": mean["approx_kl"],
             "loss/clip_frac": mean["clip_frac"],
             "loss/grad_norm": mean["grad_norm"],
-            "loss/explained_variance": losses.explained_variance(traj.value, targets, traj.weight),
+            "loss/explained_variance": losses.explained_variance(traj.value, targets,
+                                                                 None if self.dense else traj.weight),
             "train/lr": mean["lr"],
             "train/decisions": decisions,
             **{f"sums/{k}": sums[k].sum() for k in EPISODE_SUMS},
@@ -158,19 +182,39 @@ class PPO(Trainer):
 
     def optimize(self, params, opt_state, batch, shuffle_key, hp: HParams, update):
         """``update_epochs`` epochs of minibatch steps over ``batch`` = (transitions, advantages, targets), leaves
-        [T, N, P, ...]. Returns (params, opt_state, per-minibatch metrics).
+        [T, N, P, ...]. Returns (params, opt_state, the means of ``MINIBATCH_METRICS`` over the minibatches).
 
         Shared parameters train on the T x N samples of each seat the learner plays (``learner_samples``: with
         bot opponents, the bots' seats, whose samples carry weight 0, are left out, so an update costs what the
         learner's own samples cost); independent learners (``config.independent``): seat p's parameters and
-        optimizer state train on seat p's T x N samples only, vmapped over seats."""
+        optimizer state train on seat p's T x N samples only, vmapped over seats.
+
+        ``config.shuffle == "local"`` on several devices: ``shard_map`` over the data axis, each device runs the
+        epochs on its own envs' samples ([T, N / D, P, ...]: nothing of the rollout is gathered) with its own
+        permutation (the shuffle key folded with its device index), and the gradients and metrics of every
+        minibatch are averaged over the devices (``jax.lax.pmean``) before the (replicated) optimizer step."""
+        batch = self.learner_samples(batch)
+        if self.config.shuffle == "global" or self.mesh is None:
+            return self._optimize(params, opt_state, batch, shuffle_key, hp, update, None)
+        sharded, replicated = P(None, distributed.DATA_AXIS), P()
+        local = jax.shard_map(
+            functools.partial(self._optimize, axis_name=distributed.DATA_AXIS), mesh=self.mesh,
+            in_specs=(replicated, replicated, sharded, replicated, replicated, replicated),
+            out_specs=(replicated, replicated, replicated),
+            check_vma=False,  # the gradients are averaged by hand (pmean); the outputs are equal on every device
+        )
+        return local(params, opt_state, batch, shuffle_key, hp, update)
+
+    def _optimize(self, params, opt_state, batch, shuffle_key, hp: HParams, update, axis_name):
+        if axis_name is not None:
+            shuffle_key = jax.random.fold_in(shuffle_key, jax.lax.axis_index(axis_name))
         if not self.config.independent:
-            flat = jax.tree_util.tree_map(lambda x: x.reshape((-1,) + x.shape[3:]), self.learner_samples(batch))
-            return self._epochs(self.network, params, opt_state, flat, shuffle_key, hp, update)
+            flat = jax.tree_util.tree_map(lambda x: x.reshape((-1,) + x.shape[3:]), batch)
+            return self._epochs(self.network, params, opt_state, flat, shuffle_key, hp, update, axis_name)
         per_seat = jax.tree_util.tree_map(
             lambda x: jnp.moveaxis(x, 2, 0).reshape((x.shape[2], -1) + x.shape[3:]), batch)
         keys = jax.random.split(shuffle_key, per_seat[1].shape[0])
-        return jax.vmap(lambda p, o, b, k: self._epochs(self.network.base, p, o, b, k, hp, update))(
+        return jax.vmap(lambda p, o, b, k: self._epochs(self.network.base, p, o, b, k, hp, update, axis_name))(
             params, opt_state, per_seat, keys
         )
 
@@ -183,7 +227,7 @@ class PPO(Trainer):
             return batch
         return jax.tree_util.tree_map(lambda x: x[:, :, seats], batch)
 
-    def _epochs(self, network, params, opt_state, flat, shuffle_key, hp: HParams, update):
+    def _epochs(self, network, params, opt_state, flat, shuffle_key, hp: HParams, update, axis_name=None):
         config = self.config
         num_samples = flat[1].shape[0]
 
@@ -193,27 +237,33 @@ class PPO(Trainer):
 
             def loss_fn(p):
                 logits, value = network.apply(p, mb_traj.obs)
+                mask, weight = (None, None) if self.dense else (mb_traj.mask, mb_traj.weight)  # all ones if dense
                 return losses.ppo_loss(
-                    logits, value, mb_traj.mask, mb_traj.action, mb_traj.log_prob, mb_traj.value,
-                    mb_adv, mb_targets, mb_traj.weight, hp.clip_eps, hp.vf_coef, hp.ent_coef,
+                    logits, value, mask, mb_traj.action, mb_traj.log_prob, mb_traj.value,
+                    mb_adv, mb_targets, weight, hp.clip_eps, hp.vf_coef, hp.ent_coef,
                     clip_value=config.clip_value, normalize_advantages=config.normalize_advantages,
                 )
 
             (_, metrics), grads = jax.value_and_grad(loss_fn, has_aux=True)(params)
+            if axis_name is not None:  # shuffle="local": every device's minibatch counts the same
+                grads, metrics = jax.lax.pmean((grads, metrics), axis_name)
             params, opt_state, grad_norm, lr = apply_gradients(config, hp, params, opt_state, grads, update)
-            return (params, opt_state), {**metrics, "grad_norm": grad_norm, "lr": lr}
+            metrics = {**metrics, "grad_norm": grad_norm, "lr": lr}
+            return (params, opt_state), jnp.stack([metrics[k] for k in MINIBATCH_METRICS])  # one output, not 7
 
         def epoch(carry, key):
             order = jax.random.permutation(key, num_samples)
             shuffled = jax.tree_util.tree_map(
                 lambda x: x[order].reshape((config.num_minibatches, -1) + x.shape[1:]), flat
             )
-            shuffled = distributed.constrain_axis(shuffled, self.mesh, 1)  # each device: a share of every minibatch
+            if axis_name is None:  # global shuffle: each device computes a share of every minibatch
+                shuffled = distributed.constrain_axis(shuffled, self.mesh, 1)
             return jax.lax.scan(minibatch_step, carry, shuffled)
 
         epoch_keys = jax.random.split(shuffle_key, config.update_epochs)
-        (params, opt_state), mb_metrics = jax.lax.scan(epoch, (params, opt_state), epoch_keys)
-        return params, opt_state, mb_metrics
+        (params, opt_state), stacked = jax.lax.scan(epoch, (params, opt_state), epoch_keys)  # [E, M, K]
+        means = stacked.mean(axis=(0, 1))
+        return params, opt_state, {k: means[i] for i, k in enumerate(MINIBATCH_METRICS)}
 
 
 __all__ = ["PPO", "targets_with_pending"]

@@ -124,16 +124,19 @@ def episode_metrics(sums: dict) -> dict:
     }
 
 
-def act_and_step(network, params, env, key, env_state, obs, mask, learner, others=None):
+def act_and_step(network, params, env, key, env_state, obs, mask, learner, others=None, dense=False):
     """Sample every seat's action from the policy and step the env.
 
     ``others``: optional (seats bool[N, P], actions int32[N, P]): those seats send those actions instead
-    (a league's pool seats). Returns (env_state, ts, transition) where ``transition`` holds the acting
-    step's obs/mask/action/log_prob/value and the env's reward and per-seat terminal.
+    (a league's pool seats). ``dense`` (static): every action is legal on every step (the env's
+    ``all_actions_legal``), so the policy is sampled unmasked. Returns (env_state, ts, transition) where
+    ``transition`` holds the acting step's obs/mask/action/log_prob/value and the env's reward and per-seat
+    terminal.
     """
     logits, value = network.apply(params, obs)
-    action = distributions.sample(key, logits, mask)
-    log_prob = distributions.log_prob(logits, mask, action)
+    policy_mask = None if dense else mask
+    action = distributions.sample(key, logits, policy_mask)
+    log_prob = distributions.log_prob(logits, policy_mask, action)
     sent = action if others is None else jnp.where(others[0], others[1], action)
     env_state, ts = env.step(env_state, sent)
     decision = mask.sum(-1) > 1

@@ -54,11 +54,11 @@ CONFIG_FILE = "config.json"
 CHECKPOINT_DIR = "checkpoints"
 
 #: Fields a resumed run may change: they do not change shapes, the algorithm or the data seen so far.
-#: ``num_devices`` too: a checkpoint holds global arrays, restored onto any number of devices; ``wandb_project``
-#: only says where the scalars also go.
+#: ``num_devices`` too: a checkpoint holds global arrays, restored onto any number of devices (and with it
+#: ``shuffle``, how the update splits its work over them); ``wandb_project`` only says where the scalars also go.
 RESUMABLE_CHANGES = frozenset(
     {"total_steps", "eval_every", "eval_games", "checkpoint_every", "keep_checkpoints", "updates_per_chunk",
-     "num_devices", "wandb_project"}
+     "num_devices", "shuffle", "wandb_project"}
 )
 
 
@@ -106,12 +106,23 @@ def check_env_available(config: TrainConfig) -> None:
         raise RunError(str(err)) from None
 
 
-def check_memory(config: TrainConfig, program: TrainProgram, num_devices: int = 1, runs: int = 1) -> None:
-    """``RunError`` with the estimate (``agents.memory``) when ``runs`` runs of ``config`` cannot fit the memory
-    of one of ``num_devices`` devices (the envs are split over them); nothing has been compiled or written."""
-    needed = memory.train_bytes(config, program.run_shapes)["total"] * runs // max(num_devices, 1)
+def memory_needed(config: TrainConfig, program: TrainProgram, num_devices: int = 1, runs: int = 1) -> int:
+    """Bytes ``runs`` runs of ``config`` need on each of ``num_devices`` devices (``agents.memory``'s estimate):
+    the envs are split over the devices; a PPO update with the global shuffle gathers the whole rollout on
+    every device, with the local one each device keeps its share."""
+    sizes = memory.train_bytes(config, program.run_shapes)
+    devices = max(num_devices, 1)
+    gathered = config.algo == "ppo" and config.shuffle == "global"
+    needed = (sizes["runner"] // devices + (sizes["update"] if gathered else sizes["update"] // devices)) * runs
     if program.evaluator is not None:
         needed += memory.table_bytes(make_game(config), config.eval_games) * runs
+    return needed
+
+
+def check_memory(config: TrainConfig, program: TrainProgram, num_devices: int = 1, runs: int = 1) -> None:
+    """``RunError`` with the estimate when ``runs`` runs of ``config`` cannot fit the memory of one of
+    ``num_devices`` devices (``memory_needed``); nothing has been compiled or written."""
+    needed = memory_needed(config, program, num_devices, runs)
     what = f"num_envs={config.num_envs} (num_steps={config.num_steps}, hidden={config.hidden})"
     try:
         memory.check_fits(f"{runs} runs of {what}" if runs > 1 else what, needed)

@@ -35,7 +35,10 @@ import math
 
 import jax
 import jax.numpy as jnp
+from jax.sharding import NamedSharding
+from jax.sharding import PartitionSpec as P
 
+from agents import distributed
 from agents.config import HPARAM_FIELDS, TrainConfig
 from agents.envs import make_env, make_game
 from agents.evaluation import make_evaluator
@@ -147,12 +150,15 @@ class Sweep:
     """
 
     def __init__(self, config: TrainConfig, spec: SweepSpec, share_branches: bool = True):
-        if config.num_devices > 1:
-            raise ValueError(
-                f"TrainConfig.num_devices={config.num_devices}: a sweep runs on one device (its runs are vmapped); "
-                "use num_devices=1"
-            )
-        config = dataclasses.replace(config, num_devices=1)
+        if config.shuffle != "global":
+            raise ValueError(f"TrainConfig.shuffle={config.shuffle!r}: a sweep shards its runs, not a run's envs, "
+                             "over the devices; use shuffle='global'")
+        #: the run axis sharded over config.num_devices devices (0: as many as divide the runs, at most all of
+        #: jax.devices()), or None on one device
+        devices = config.num_devices or max(d for d in range(1, jax.device_count() + 1) if spec.num_runs % d == 0)
+        self.mesh = distributed.make_mesh(devices, spec.num_runs,
+                                          what="a sweep's number of runs (len(seeds) x grid points)")
+        config = dataclasses.replace(config, num_devices=1)  # each run: the one-device program
         self.config = config
         self.spec = spec
         sync_axes = (SWEEP_AXIS,) if share_branches else ()
@@ -162,11 +168,14 @@ class Sweep:
         self.seeds = jnp.asarray([c.seed for c in configs], jnp.uint32)
         self.hparams = stack([c.hparams() for c in configs])
         self.run = jax.jit(self._run, static_argnums=1)
-        self._init = jax.jit(jax.vmap(self.trainer.init, axis_name=SWEEP_AXIS))
+        self._init = jax.jit(lambda keys, hp: self.constrain(
+            jax.vmap(self.trainer.init, axis_name=SWEEP_AXIS)(keys, hp)))
         self.evaluator = None
         if not config.is_gymnax and config.eval_every > 0:
             evaluator = make_evaluator(make_game(config), self.trainer.network, config.eval_games, sync_axes=sync_axes)
-            self.evaluator = jax.jit(jax.vmap(evaluator.run, in_axes=(0, 0, None), axis_name=SWEEP_AXIS))
+            run_all = jax.vmap(evaluator.run, in_axes=(0, 0, None), axis_name=SWEEP_AXIS)
+            self.evaluator = jax.jit(lambda params, keys, opponent: self.constrain(
+                run_all(self.constrain(params), self.constrain(keys), opponent)))
 
     @property
     def num_runs(self) -> int:
@@ -180,8 +189,23 @@ class Sweep:
         """The runners of all runs: a ``Runner`` with a leading [R] axis."""
         return self._init(self.master_keys(), self.hparams)
 
+    # ---- the run axis over the devices (identity on one device) ----
+    def constrain(self, tree):
+        """Inside jit: every leaf (leading axis [R]) sharded on its run axis."""
+        if self.mesh is None:
+            return tree
+        return jax.lax.with_sharding_constraint(tree, NamedSharding(self.mesh, P(distributed.DATA_AXIS)))
+
+    def place(self, tree):
+        """Host side: ``tree`` (e.g. runners restored from a checkpoint) onto the devices as ``constrain`` says."""
+        if self.mesh is None:
+            return tree
+        return jax.device_put(tree, NamedSharding(self.mesh, P(distributed.DATA_AXIS)))
+
     def _run(self, runners, num_updates: int):
-        return jax.vmap(lambda r: self.trainer._run(r, num_updates), axis_name=SWEEP_AXIS)(runners)
+        runners, metrics = jax.vmap(lambda r: self.trainer._run(r, num_updates), axis_name=SWEEP_AXIS)(
+            self.constrain(runners))
+        return self.constrain(runners), self.constrain(metrics)
 
     def __call__(self):
         """The whole sweep: (runners [R], metrics float32[R, num_updates] each)."""

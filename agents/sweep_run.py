@@ -95,7 +95,7 @@ class SweepProgram(ChunkProgram):
 
     def restore(self, store: CheckpointStore):
         step, runners, saved = store.restore(jax.eval_shape(self.sweep.init))
-        return step, fresh_arrays(runners), saved
+        return step, (fresh_arrays(runners) if self.sweep.mesh is None else self.sweep.place(runners)), saved
 
     def updates_done(self, runner) -> int:
         return int(runner.update[0])
@@ -148,7 +148,8 @@ def run_sweep(config: TrainConfig, spec: SweepSpec, run_dir, resume: bool = Fals
     run_dir = Path(run_dir)
     check_env_available(config)
     program = SweepProgram(config, spec)
-    check_memory(config, program, runs=spec.num_runs)
+    devices = 1 if program.sweep.mesh is None else program.sweep.mesh.devices.size
+    check_memory(config, program, runs=spec.num_runs // devices)  # each device holds its share of the runs
     identity = {**run_identity(config), "sweep": spec.to_dict()}
     if resume:
         run_dir_lib.check_owner(run_dir, "sweep", identity, SWEEP_FILE)
@@ -157,7 +158,7 @@ def run_sweep(config: TrainConfig, spec: SweepSpec, run_dir, resume: bool = Fals
     runs = spec.runs
     progress.status(f"sweep dir {run_dir}; {len(runs)} runs ({len(spec.points)} grid points x {len(spec.seeds)} "
                     f"seeds) of {config.algo} on {config.env} with {config.num_envs} envs each "
-                    f"({jax.default_backend()})")
+                    f"({devices} {jax.default_backend()} device(s))")
     store = CheckpointStore(run_dir / CHECKPOINT_DIR, keep=config.keep_checkpoints)
 
     if resume:
@@ -203,6 +204,7 @@ def run_sweep(config: TrainConfig, spec: SweepSpec, run_dir, resume: bool = Fals
         "run_dir": str(run_dir),
         "preset": preset,
         "runs": len(runs),
+        "devices": devices,
         "grid_points": len(spec.points),
         "seeds": list(spec.seeds),
         "updates": result.updates,

@@ -121,6 +121,11 @@ class Trainer:
         self.env = env
         self.network = make_network(config, env.num_actions)
         self.learner = np.asarray(env.learner_seats, bool)
+        #: static: every sample is a learner seat's decision with every action legal (an env that declares
+        #: ``all_actions_legal``, e.g. gymnax's, with every seat a learner's and A >= 2): the action masks
+        #: and decision weights are all ones, so the trainers leave them out of the compiled program
+        self.dense = (getattr(env, "all_actions_legal", False) is True and env.num_actions > 1
+                      and bool(self.learner.all()) and not config.league_size)
         #: who plays the seats that are not the learner's fixed ones: ``agents.league`` (a pool) or nobody
         self.players = league.make_players(config, self.learner, self.network)
         self.mesh = distributed.make_mesh(config.num_devices, config.num_envs)

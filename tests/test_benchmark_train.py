@@ -30,7 +30,8 @@ PRESET_KEYS = {
     "overhead_ratio", "rollout_ms", "rollout_share",
 }
 SIDE_KEYS = {"compile_s", "run_s", "sps", "final_return"}
-GYMNAX_KEYS = {"env", "steps", "num_updates", "final_return_updates", "ours", "purejaxrl", "ours_over_purejaxrl_sps"}
+GYMNAX_KEYS = {"steps", "num_updates", "final_return_updates", "ours", "cli", "purejaxrl", "ours_over_purejaxrl_sps",
+               "cli_over_purejaxrl_sps"}
 REFERENCE_KEYS = {"metrics", "compile_s", "run_s", "num_updates", "steps", "sps", "final_return"}
 METRIC_KEYS = {"returned_episode_returns", "returned_episode_lengths", "returned_episode", "timestep", "discount"}
 
@@ -66,6 +67,8 @@ def test_default_updates_per_chunk():
     ["--presets", "nope"],
     ["--updates", "0"],
     ["--gymnax-steps", "100"],  # less than one update
+    ["--gymnax-envs", "NoSuchEnv-v0"],
+    ["--gymnax-reps", "0"],
     ["--set", "nope=1"],
     ["--set", "update_epochs=0"],
     ["--set", "update_epochs"],
@@ -85,31 +88,28 @@ def test_train_with_nothing_to_time(capsys):
     assert result["overhead_goal"] == 0.8
 
 
-def test_gymnax_section_and_reference(capsys, monkeypatch):
-    """One benchmark run of the gymnax section (both trainers compiled once) checks the reference's run() too."""
-    calls = []
-
-    def spy(**kwargs):
-        calls.append(purejaxrl_reference_run(**kwargs))
-        return calls[-1]
-
-    purejaxrl_reference_run = purejaxrl_reference.run
-    monkeypatch.setattr(purejaxrl_reference, "run", spy)
-    result = benchmark_main(["--what", "train", "--presets", "none", "--gymnax-steps", "512"])
+def test_gymnax_section_and_reference(capsys):
+    """One benchmark run of the gymnax section (both trainers compiled once, and our CLI) checks the reference's
+    run() too."""
+    result = benchmark_main(["--what", "train", "--presets", "none", "--gymnax-steps", "512",
+                             "--gymnax-envs", "CartPole-v1", "--gymnax-reps", "1"])
     out, err = capsys.readouterr()
     assert _last_json(out) == result
-    assert "[gymnax 1/2]" in err and "[gymnax 2/2]" in err and "done in" in err
+    assert "[gymnax 1/1] CartPole-v1" in err and "the CLI" in err and "done in" in err
 
-    gym = result["gymnax"]
+    section = result["gymnax"]
+    assert set(section) == {"steps", "reps", "envs", "min_ratio"} and list(section["envs"]) == ["CartPole-v1"]
+    gym = section["envs"]["CartPole-v1"]
     assert set(gym) == GYMNAX_KEYS
     assert gym["steps"] == 512 and gym["num_updates"] == 1 and gym["final_return_updates"] == 1
     for side in ("ours", "purejaxrl"):
         assert set(gym[side]) == SIDE_KEYS
         assert gym[side]["sps"] > 0 and gym[side]["compile_s"] > 0 and gym[side]["run_s"] > 0
         assert gym[side]["final_return"] >= 1  # random CartPole episodes last ~20 steps: some finished
-    assert gym["ours_over_purejaxrl_sps"] > 0
-
-    (ref,) = calls
+    assert set(gym["cli"]) == {"compile_s", "train_s", "sps", "final_return"} and gym["cli"]["sps"] > 0
+    assert gym["cli"]["final_return"] >= 1
+    assert section["min_ratio"] == min(gym["ours_over_purejaxrl_sps"], gym["cli_over_purejaxrl_sps"]) > 0
+    ref = purejaxrl_reference.run(seed=0, total_timesteps=512)  # the same compiled program as the section's
     assert set(ref) == REFERENCE_KEYS
     assert ref["num_updates"] == 1 and ref["steps"] == 512 and ref["sps"] > 0
     assert ref["compile_s"] > 0 and ref["run_s"] > 0 and math.isfinite(ref["final_return"])

@@ -48,6 +48,8 @@ class Broken:
             value = attrs.get(name, getattr(self.env, name))
             if value is not MISSING:
                 setattr(self, name, value)
+        if "all_actions_legal" in attrs:
+            self.all_actions_legal = attrs["all_actions_legal"]
 
     def __repr__(self):
         return f"Broken({self.label})"
@@ -96,6 +98,9 @@ BROKEN = {
     "roles": (Broken("float roles", lambda ts: info(ts, roles=jnp.zeros((2, 1)))), 'info["roles"] is float32[2, 1]'),
     "legal_action": (Broken("empty mask row", lambda ts: ts.replace(action_mask=ts.action_mask.at[1, 0].set(False))),
                      "the first at reset, env 1, seat 0"),
+    "all_actions_legal": (Broken("declared legal, one masked", lambda ts: ts.replace(
+        action_mask=ts.action_mask.at[1, 0, 1].set(False)), all_actions_legal=True),
+        "1 masked (env, seat, action) entries, the first at reset, env 1, seat 0, action 1"),
     "reset.done": (Broken("done at reset", reset_fix=lambda ts: ts.replace(done=jnp.ones(2, bool))), "done = [True"),
     "finite": (Broken("nan reward", lambda ts: ts.replace(reward=ts.reward.at[0, 0].set(jnp.nan)), lambda ts: ts),
                "step: reward has 24 non-finite values"),

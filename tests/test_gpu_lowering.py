@@ -1,6 +1,7 @@
 """The GPU path checked on the CPU (agents.lowering): the training chunks of the GPU presets and the env step at
 4096 games lower for CUDA at their full shapes (abstract arguments: nothing allocated), with no host callback,
-infeed/outfeed or float64; and the check finds each of those."""
+infeed/outfeed or float64; and the check finds each of those. A ``ppo_large`` update, compiled at its full
+shapes, fits a 60 GB device (agents.memory.compiled_bytes)."""
 
 import jax
 import jax.numpy as jnp
@@ -10,6 +11,7 @@ import pytest
 import jaxgame
 from agents.envs import make_game
 from agents.lowering import lowering_problems, text_problems
+from agents.memory import compiled_bytes
 from agents.run import build
 from experiments.presets import preset_config
 
@@ -21,6 +23,19 @@ def test_a_training_chunk_lowers_for_cuda_with_nothing_that_stalls_it(preset):
     runner = jax.eval_shape(trainer.init, jax.random.key(config.seed))
     assert runner.obs.shape[0] == config.num_envs  # the preset's full shapes
     assert lowering_problems(trainer.run, runner, 1, platform="cuda") == []
+
+
+def test_a_ppo_large_update_fits_60_gb_on_one_device():
+    """XLA's buffer assignment of one ``ppo_large`` update (rollout of 4096 games x 32 steps, 2 epochs of 16
+    minibatches) compiled for the CPU: everything it holds at once on one device. (About 9 GiB at 2026-11; the
+    per-device figures on several devices are in docs/benchmarks.md, ``benchmark --what memory``.)"""
+    config = preset_config("ppo_large")
+    trainer = build(config).trainer
+    runner = jax.eval_shape(trainer.init, jax.random.key(config.seed))
+    sizes = compiled_bytes(trainer.run.lower(runner, 1).compile())
+    rollout_obs = config.num_steps * config.num_envs * 8 * runner.obs.shape[-1] * 4
+    assert sizes["temporaries"] >= rollout_obs  # the rollout is among them: the analysis sees the update
+    assert sizes["peak"] <= 60e9, sizes
 
 
 def test_the_env_step_of_4096_games_lowers_for_cuda_with_nothing_that_stalls_it():

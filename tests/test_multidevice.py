@@ -206,6 +206,132 @@ def test_num_devices_is_validated():
     assert TrainConfig(num_envs=6, num_devices=3).num_devices == 3
 
 
+# ------------------------------------------- shuffle="local": each device minibatches its own envs
+
+LOCAL_DRIVER = textwrap.dedent(
+    """
+    import json, sys
+    import jax, numpy as np
+    from agents import memory, trainers
+    from agents.config import TrainConfig
+    from agents.envs import make_env
+    assert jax.device_count() == 4, jax.devices()
+    out = {}
+
+    def make(**fields):
+        config = TrainConfig(env="gymnax:CartPole-v1", **fields)
+        return trainers.make_train(config, make_env(config))
+
+    # one minibatch (all samples) and no advantage normalisation: the mean of the devices' gradients is the
+    # gradient of the whole batch, so the local shuffle must equal the global one and one device
+    full = dict(num_envs=16, num_steps=8, hidden=(8,), update_epochs=2, num_minibatches=1, anneal_lr=False,
+                normalize_advantages=False, total_steps=16 * 8 * 3)
+    for name, fields in {"one": dict(num_devices=1), "global": dict(num_devices=4),
+                         "local": dict(num_devices=4, shuffle="local")}.items():
+        trainer = make(**full, **fields)
+        runner, metrics = trainer.run(trainer.init(jax.random.key(0)), 3)
+        out[name] = {"metrics": {k: np.asarray(v).tolist() for k, v in metrics.items()},
+                     "params": [np.asarray(x).ravel().tolist() for x in jax.tree_util.tree_leaves(runner.params)]}
+    try:
+        make(**dict(full, num_minibatches=64), num_devices=4, shuffle="local")
+        out["indivisible"] = None
+    except ValueError as err:
+        out["indivisible"] = str(err)
+
+    # the update's compiled program at 64 envs per device on 2 and 4 devices
+    for shuffle in ("global", "local"):
+        for devices in (2, 4):
+            trainer = make(num_envs=64 * devices, num_steps=128, hidden=(64, 64), num_minibatches=4,
+                           num_devices=devices, shuffle=shuffle, total_steps=64 * devices * 128)
+            compiled = trainer.run.lower(trainer.init(jax.random.key(0)), 1).compile()
+            out[f"{shuffle}/{devices}"] = {"bytes": memory.compiled_bytes(compiled),
+                                          "gathers": memory.all_gathers(compiled)}
+
+    # a sweep of 4 runs, sharded over the 4 devices through the CLI (2 updates, resumed to 4), and on one device
+    from agents.checkpoints import CheckpointStore
+    from agents.sweep import Sweep, SweepSpec
+    from experiments import sweep as sweep_cli
+    sets = ["--set", "num_envs=8", "--set", "num_steps=8", "--set", "hidden=8", "--set", "num_minibatches=2",
+            "--set", "update_epochs=2", "--set", "lr=1e-3,3e-4", "--set", "updates_per_chunk=2",
+            "--set", "anneal_lr=false"]
+    args = ["--env", "gymnax:CartPole-v1", "--preset", "ppo_gymnax", "--seeds", "0,1", *sets, "--quiet",
+            "--run-dir", f"{sys.argv[1]}/sweep"]
+    out["sweep_first"] = sweep_cli.main([*args, "--set", "total_steps=128"])
+    out["sweep"] = sweep_cli.main(["--run-dir", f"{sys.argv[1]}/sweep", "--resume", "--quiet",
+                                   "--set", "total_steps=256"])
+    from experiments.presets import preset_config
+    base, spec = sweep_cli.spec_from_sets(preset_config("ppo_gymnax").with_overrides(dict(
+        num_envs=8, num_steps=8, hidden=(8,), num_minibatches=2, update_epochs=2, updates_per_chunk=2,
+        anneal_lr=False, total_steps=256)), {"lr": "1e-3,3e-4"}, [0, 1])
+    sharded = Sweep(base, spec)
+    out["sweep_devices"] = len(sharded.init().obs.sharding.device_set)
+    with CheckpointStore(f"{sys.argv[1]}/sweep/checkpoints", keep=3) as store:
+        _, restored, _ = store.restore(jax.eval_shape(sharded.init))
+    one = Sweep(base.with_overrides({"num_devices": 1}), spec)
+    alone, _ = one.run(one.init(), 4)
+    out["sweep_params"] = [[np.asarray(x).ravel().tolist() for x in jax.tree_util.tree_leaves(r.params)]
+                           for r in (restored, alone)]
+    try:
+        Sweep(base.with_overrides({"num_devices": 4}), SweepSpec.make((0, 1, 2), {}))
+        out["sweep_indivisible"] = None
+    except ValueError as err:
+        out["sweep_indivisible"] = str(err)
+    out["sweep_three"] = Sweep(base, SweepSpec.make((0, 1, 2), {})).mesh.devices.size
+    print(json.dumps(out))
+    """
+)
+
+
+@pytest.fixture(scope="session")
+def local_shuffle(tmp_path_factory):
+    out = tmp_path_factory.mktemp("local_shuffle")
+    proc = subprocess.run([sys.executable, "-c", LOCAL_DRIVER, str(out)], cwd=ROOT, env=_env(4), capture_output=True,
+                          text=True, timeout=900, check=False)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    return json.loads(proc.stdout.strip().splitlines()[-1])
+
+
+def test_local_shuffle_averages_the_devices_gradients(local_shuffle):
+    """With one minibatch of all samples, the devices' averaged gradients are the whole batch's: the local
+    shuffle on 4 devices reaches the parameters and metrics of the global shuffle and of one device (a sum
+    instead of a mean, or a device left out, would not)."""
+    one = local_shuffle["one"]
+    for name in ("global", "local"):
+        for got, want in zip(local_shuffle[name]["params"], one["params"]):
+            np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6, err_msg=name)
+        for metric, values in one["metrics"].items():
+            np.testing.assert_allclose(local_shuffle[name]["metrics"][metric], values, rtol=1e-4, atol=1e-6,
+                                       err_msg=f"{name} {metric}")
+    assert "each device's share" in local_shuffle["indivisible"] and "= 32), got 64" in local_shuffle["indivisible"]
+
+
+def test_local_shuffle_keeps_per_device_memory_flat(local_shuffle):
+    """64 envs per device, 2 then 4 devices: the global shuffle all-gathers the rollout (each device receives
+    the others' shares, so its peak grows with the devices); the local shuffle gathers nothing of rollout size
+    and its per-device peak stays the same."""
+    share = 64 * 128 * (4 + 2 + 1) * 4  # one device's obs, mask, action, log-prob, value, reward, weight (float32)
+    gl2, gl4, lo2, lo4 = (local_shuffle[k] for k in ("global/2", "global/4", "local/2", "local/4"))
+    assert gl4["gathers"][0] >= 3 * 64 * 128 * 4 * 4  # the other 3 devices' observations
+    assert gl4["bytes"]["peak"] - gl2["bytes"]["peak"] >= share
+    for local in (lo2, lo4):
+        assert not local["gathers"] or local["gathers"][0] < 64 * 128 * 4, local["gathers"][:3]
+    assert abs(lo4["bytes"]["peak"] - lo2["bytes"]["peak"]) <= 0.02 * lo2["bytes"]["peak"]
+    assert lo4["bytes"]["peak"] < gl4["bytes"]["peak"] - share
+
+
+def test_a_sweep_shards_its_runs_over_the_devices(local_shuffle):
+    """4 runs on 4 devices (num_devices=0: as many devices as divide the runs): the CLI sweep, stopped after 2
+    updates and resumed to 4, ends with the parameters of the same sweep on one device; 3 runs on 4 devices:
+    an error naming the runs with num_devices=4, 3 of the devices with num_devices=0."""
+    assert local_shuffle["sweep_first"]["devices"] == 4 and local_shuffle["sweep"]["updates"] == 4
+    assert local_shuffle["sweep_devices"] == 4
+    for got, want in zip(*local_shuffle["sweep_params"]):
+        np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-6)
+    assert "a sweep's number of runs" in local_shuffle["sweep_indivisible"] and "got 3" in local_shuffle[
+        "sweep_indivisible"]
+    assert local_shuffle["sweep_three"] == 3
+
+
 # ------------------------------------------- streaming A2C and the game (opt-in: minutes of compiling)
 
 SLOW_DRIVER = textwrap.dedent(
@@ -252,6 +378,33 @@ def test_a2c_and_the_game_on_four_devices_equal_one_device():
         for metric, value in out[f"{name}/1"].items():
             assert all(math.isfinite(v) for v in value)
             np.testing.assert_allclose(out[f"{name}/4"][metric], value, rtol=1e-4, atol=1e-6, err_msg=f"{name} {metric}")
+
+
+LEARN_DRIVER = textwrap.dedent(
+    """
+    import json
+    import jax
+    from agents import trainers
+    from experiments.presets import preset_config
+    from agents.envs import make_env
+    config = preset_config("ppo_gymnax").with_overrides({"num_devices": 4, "shuffle": "local"})
+    trainer = trainers.make_train(config, make_env(config))
+    _, metrics = jax.jit(trainer)(jax.random.key(0))
+    last = slice(-config.num_updates // 10, None)
+    print(json.dumps(float(metrics["sums/return_sum"][last].sum() / metrics["sums/episodes"][last].sum())))
+    """
+)
+
+
+@pytest.mark.skipif(os.environ.get("JAXGAME_SLOW_TESTS") != "1", reason="set JAXGAME_SLOW_TESTS=1 (~1 min)")
+def test_local_shuffle_learns_cartpole_on_four_devices():
+    """PureJaxRL's CartPole settings (``ppo_gymnax``, 1 env per device), the local shuffle on 4 devices: the
+    bar of the one-device test (``test_train.test_ppo_gymnax_learns_cartpole``), mean return >= 475 over the
+    last 10% of 5e5 env steps. (The default suite's check of the same update: the gradient averaging above.)"""
+    proc = subprocess.run([sys.executable, "-c", LEARN_DRIVER], cwd=ROOT, env=_env(4), capture_output=True,
+                          text=True, timeout=900, check=False)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert json.loads(proc.stdout.strip().splitlines()[-1]) >= 475
 
 
 # ------------------------------------------- signals in a 2-process run

@@ -11,6 +11,7 @@
     python -m experiments.benchmark --what train --presets ppo_small --updates 4 --set update_epochs=2
     python -m experiments.benchmark --what learning --presets ppo_small --set hidden=128,128
     python -m experiments.benchmark --what sb3 --budget-s 300
+    python -m experiments.benchmark --what memory --presets ppo_large,a2c_stream --devices 1,4,8
 
 The default sweep of ``--what env`` depends on the backend. On a GPU/TPU it is
 the full sweep: 1, 64, 1024 and 4096 envs, 1024 fights, fight-skip at 256 envs.
@@ -89,18 +90,21 @@ a GPU/TPU or with ``--full``), under ``train[preset]``:
   With ``--presets ...,ppo_small,league_small`` it adds ``league_over_self_play``:
   the league's training seat-steps/s over plain self-play's at the same shape
   (the cost of the pool seats' forward passes; the goal is >= 0.7).
-It also reports ``gymnax``: our ``ppo_gymnax`` preset, the whole run as one
-jitted call (``jax.jit(make_train(cfg, make_env(cfg)))(key)``), vs the
-PureJaxRL reference (``experiments/benchmark/purejaxrl_reference.py``) on CartPole-v1,
-both for ``--gymnax-steps`` env steps (default 500,000, PureJaxRL's, on every
-backend; 0 skips it): per side ``compile_s``, ``run_s``, ``sps`` (env steps/s
-after compilation) and ``final_return`` (mean return of the episodes that
-finished in the last 5% of the updates), and ``ours_over_purejaxrl_sps``.
+It also reports ``gymnax``: our ``ppo_gymnax`` preset vs the PureJaxRL
+reference (``experiments/benchmark/purejaxrl_reference.py``) on each
+``--gymnax-envs`` env (default CartPole-v1, Acrobot-v1, MountainCar-v0: gymnax's
+discrete-action classic control), for ``--gymnax-steps`` env steps each (default
+500,000, PureJaxRL's, on every backend; 0 skips it): the whole run as one jitted
+call on both sides (the best of ``--gymnax-reps`` runs, default 3, in turn) and
+one run of our training CLI; per env ``compile_s``, ``run_s``, ``sps`` (env steps/s
+after compilation) and ``final_return`` per side, ``ours_over_purejaxrl_sps``,
+``cli_over_purejaxrl_sps``, and ``min_ratio`` over all of them (the goal: >= 1.0).
 Compile times are honest: the benchmark does not turn JAX's persistent
 compilation cache on (``compilation_cache`` says whether the environment did).
-The CPU default takes about 3 minutes on a 2-core CPU, most of it XLA compiling
-the game (the trainer and the env-only rollout of each preset) and the two
-CartPole trainers; ``--presets none`` times only the gymnax section.
+The CPU default takes about 6 minutes on a 2-core CPU: XLA compiling the game
+(the trainer and the env-only rollout of each preset), then the gymnax section
+(about a minute per env: two compiles, 3 + 3 whole runs and a CLI run);
+``--presets none`` times only the gymnax section.
 
 ``--what sweep`` reports, per preset shape (``--presets``, default ``smoke``
 and ``ppo_small``; experiments/benchmark/sweep.py): the best time of a jitted
@@ -130,8 +134,14 @@ shapes against 7 of each ``--opponents`` bot, ``--budget-s`` seconds of training
 ``train_speedup`` (ours / sb3; the goal is >= 100) and the placements (``placement_better``: beyond both 95%
 half-widths). Four trainings of ``--budget-s`` plus compiling and evaluating: about 30 minutes at the default.
 
-The benchmarks live in experiments/benchmark/: ``env.py``, ``combat.py``,
-``render.py``, ``train.py``, ``sweep.py``, ``learning.py`` and ``sb3.py`` (one per ``--what``), the shared
+``--what memory`` (experiments/benchmark/memory.py) compiles one training update of each ``--presets`` preset
+(default ``ppo_large,a2c_stream``) at its full shapes on each ``--devices`` count (default 1,4,8; on a CPU forced
+host devices, one child process per count) and reports per device, from XLA's buffer assignment, the arguments,
+outputs, temporaries and peak (their sum) in GiB and the largest all-gather, for PPO with ``shuffle`` "global"
+and "local" (on one device they are the same program); nothing is run. About 5 minutes on a 2-core CPU at the
+default, all of it compiling.
+The benchmarks live in experiments/benchmark/: ``env.py``, ``combat.py``, ``render.py``, ``train.py``,
+``sweep.py``, ``learning.py``, ``sb3.py`` and ``memory.py`` (one per ``--what``), the shared
 timing helpers and default sizes in ``timing.py``; this module is the CLI.
 
 All modes also report ``sweep``: "quick" or "full", the default sizes used.
@@ -151,13 +161,21 @@ import jaxgame
 from experiments.benchmark.combat import bench_combat, bench_combat_vs_baseline
 from experiments.benchmark.env import bench_env_throughput, bench_fight_skip
 from experiments.benchmark.learning import TARGET, bench_learning
+from experiments.benchmark.memory import bench_memory
 from experiments.benchmark.render import bench_obs_kinds, bench_render
 from experiments.benchmark.sb3 import DEFAULT_OPPONENTS as SB3_OPPONENTS
 from experiments.benchmark.sb3 import bench_sb3
 from experiments.benchmark.sb3 import check_available as check_sb3
 from experiments.benchmark.sweep import bench_sweep
 from experiments.benchmark.timing import default_sweep
-from experiments.benchmark.train import GYMNAX_STEPS, OVERHEAD_GOAL, bench_gymnax, bench_train, train_updates
+from experiments.benchmark.train import (
+    GYMNAX_ENVS,
+    GYMNAX_STEPS,
+    OVERHEAD_GOAL,
+    bench_gymnax,
+    bench_train,
+    train_updates,
+)
 from experiments.common import apply_sets, parse_overrides, status
 from experiments.presets import PRESETS, preset_config
 
@@ -180,7 +198,7 @@ def _ints(text):
 def main(argv=None):
     parser = argparse.ArgumentParser(prog="python -m experiments.benchmark", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--what", choices=["env", "combat", "render", "train", "sweep", "learning", "sb3"],
+    parser.add_argument("--what", choices=["env", "combat", "render", "train", "sweep", "learning", "sb3", "memory"],
                         default="env")
     parser.add_argument(
         "--full", action="store_true",
@@ -206,8 +224,13 @@ def main(argv=None):
                         help="train: updates per timed chunk (default: 64 steps of every env on CPU, 128 with --full "
                              "or on GPU, e.g. 2 PPO updates of ppo_small on CPU)")
     parser.add_argument("--gymnax-steps", type=int, default=GYMNAX_STEPS,
-                        help=f"train: CartPole env steps of the gymnax section, ours and PureJaxRL's (default "
+                        help=f"train: env steps per gymnax env of the gymnax section, ours and PureJaxRL's (default "
                              f"{GYMNAX_STEPS:,}, PureJaxRL's; 0 skips it)")
+    parser.add_argument("--gymnax-envs", default=",".join(GYMNAX_ENVS),
+                        help=f"train: comma-separated gymnax envs of the gymnax section (default "
+                             f"{','.join(GYMNAX_ENVS)})")
+    parser.add_argument("--gymnax-reps", type=int, default=3,
+                        help="train: runs of each side per gymnax env, in turn, the best one timed (default 3)")
     parser.add_argument("--runs", type=int, default=None,
                         help="sweep: runs in the vmapped sweep (default 4 on CPU, 16 with --full or on GPU)")
     parser.add_argument("--combat-batch", default="64,1024",
@@ -230,6 +253,8 @@ def main(argv=None):
     parser.add_argument("--eval-games", type=int, default=16,
                         help="sb3: evaluation game seeds per side and opponent, each played in 8 seat rotations "
                              "(default 16: 128 games)")
+    parser.add_argument("--devices", default="1,4,8",
+                        help="memory: comma-separated device counts (default 1,4,8; forced host devices on a CPU)")
     parser.add_argument("--quiet", action="store_true", help="no progress lines on stderr")
     args = parser.parse_args(argv)
     sets = parse_overrides(parser, args.set)
@@ -257,6 +282,27 @@ def main(argv=None):
         result = {"what": "sb3", "backend": jax.default_backend(), "device": str(jax.devices()[0]),
                   "machine": platform.machine(), "cpus": os.cpu_count(),
                   **bench_sb3(tuple(bots), args.budget_s, args.eval_games, progress=not args.quiet)}
+        print(json.dumps(result))
+        return result
+    if args.what == "memory":
+        names = _train_presets(args.presets or "ppo_large,a2c_stream", parser)
+        try:
+            device_counts = _ints(args.devices)
+        except ValueError:
+            parser.error(f"--devices must be comma-separated ints, got {args.devices!r}")
+        if not names or any(not 1 <= d <= 256 for d in device_counts):
+            parser.error("--what memory needs at least one preset and device counts in [1, 256]")
+        for name in names:
+            if any(preset_config(name).num_envs % d for d in device_counts):
+                parser.error(f"--devices: every count must divide {name}'s num_envs={preset_config(name).num_envs}")
+        status(f"benchmark --what memory: one update of {', '.join(names)} compiled on {args.devices} device(s)",
+               not args.quiet)
+        try:
+            measured = bench_memory(names, device_counts, progress=not args.quiet)
+        except (ValueError, RuntimeError) as err:
+            parser.error(str(err))
+        result = {"what": "memory", "backend": jax.default_backend(), "device": str(jax.devices()[0]),
+                  "machine": platform.machine(), **measured}
         print(json.dumps(result))
         return result
     if args.what == "learning":
@@ -299,6 +345,16 @@ def main(argv=None):
             parser.error("--updates must be positive")
         if args.gymnax_steps and args.gymnax_steps < 512:
             parser.error("--gymnax-steps must be 0 (skip) or >= 512 (one update of 4 envs x 128 steps)")
+        gymnax_envs = tuple(e.strip() for e in args.gymnax_envs.split(",") if e.strip())
+        if not gymnax_envs or args.gymnax_reps < 1:
+            parser.error("--gymnax-envs needs at least one env and --gymnax-reps must be positive")
+        if args.gymnax_steps:
+            from agents.gymnax_env import check_spec
+            for name in gymnax_envs:
+                try:
+                    check_spec(f"gymnax:{name}")
+                except ValueError as err:
+                    parser.error(f"--gymnax-envs: {err}")
     progress = not args.quiet
     start = time.perf_counter()
     if args.what == "render":
@@ -346,7 +402,8 @@ def main(argv=None):
             result["league_over_self_play"] = round(trained["league_small"]["train_seat_steps_per_s"]
                                                     / trained["ppo_small"]["train_seat_steps_per_s"], 3)
         skipped = {"skipped": "--gymnax-steps 0"}
-        result["gymnax"] = bench_gymnax(args.gymnax_steps, progress) if args.gymnax_steps else skipped
+        result["gymnax"] = (bench_gymnax(args.gymnax_steps, progress, gymnax_envs, args.gymnax_reps)
+                            if args.gymnax_steps else skipped)
     elif args.what == "sweep":
         result["sweep_vs_separate"] = {
             name: bench_sweep(name, runs, train_updates(preset_config(name), sweep["train_steps"], args.updates),

@@ -7,7 +7,7 @@
 # distributed under the License is distributed on an "AS IS" BASIS, WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND,
 # either express or implied. See the License for the specific language governing permissions and limitations under
 # the License.
-"""A plain PureJaxRL-style PPO for gymnax CartPole-v1, kept only as a timing reference.
+"""A plain PureJaxRL-style PPO for gymnax envs (CartPole-v1 by default), kept only as a timing reference.
 
 This file exists so that ``python -m experiments.benchmark --what train`` can
 time our trainer (``agents.trainers.make_train`` with the ``ppo_gymnax``
@@ -405,16 +405,8 @@ def final_return(metrics, fraction: float = 0.05) -> float:
     return float(returns[done].mean()) if done.any() else float("nan")
 
 
-def run(seed: int = 0, total_timesteps: int | None = None) -> dict:
-    """Compile and run the whole training once, timing both.
-
-    Returns ``metrics`` (the LogWrapper info as numpy arrays [NUM_UPDATES, NUM_STEPS, NUM_ENVS]:
-    ``returned_episode_returns``, ``returned_episode_lengths``, ``returned_episode``, ``timestep``,
-    ``discount``), ``compile_s`` (``jax.jit(train).lower(rng).compile()``), ``run_s`` (the compiled
-    call until ready), ``num_updates``, ``steps`` (env steps run: NUM_UPDATES x NUM_STEPS x NUM_ENVS),
-    ``sps`` (steps / run_s) and ``final_return`` (see ``final_return``).
-    """
-    config = dict(CONFIG)
+def _config(total_timesteps, env_name):
+    config = dict(CONFIG, ENV_NAME=env_name)
     if total_timesteps is not None:
         config["TOTAL_TIMESTEPS"] = total_timesteps
     num_updates = int(config["TOTAL_TIMESTEPS"] // config["NUM_STEPS"] // config["NUM_ENVS"])
@@ -423,10 +415,31 @@ def run(seed: int = 0, total_timesteps: int | None = None) -> dict:
             f"total_timesteps must be >= NUM_STEPS x NUM_ENVS = {config['NUM_STEPS'] * config['NUM_ENVS']}, "
             f"got {config['TOTAL_TIMESTEPS']}"
         )
-    rng = jax.random.PRNGKey(seed)
+    return config, num_updates
+
+
+def compiled(seed: int = 0, total_timesteps: int | None = None, env_name: str = "CartPole-v1"):
+    """``(train, compile_s)``: the whole training compiled (``jax.jit(make_train(config)).lower(rng).compile()``),
+    called as ``train(jax.random.PRNGKey(seed))``, and the seconds that took."""
+    config, _ = _config(total_timesteps, env_name)
     start = time.perf_counter()
-    train = jax.jit(make_train(config)).lower(rng).compile()
-    compile_s = time.perf_counter() - start
+    train = jax.jit(make_train(config)).lower(jax.random.PRNGKey(seed)).compile()
+    return train, time.perf_counter() - start
+
+
+def run(seed: int = 0, total_timesteps: int | None = None, env_name: str = "CartPole-v1") -> dict:
+    """Compile and run the whole training once, timing both, on the gymnax env ``env_name`` (PureJaxRL's
+    CartPole config, as ``ppo.py`` runs any gymnax env by its ``ENV_NAME``).
+
+    Returns ``metrics`` (the LogWrapper info as numpy arrays [NUM_UPDATES, NUM_STEPS, NUM_ENVS]:
+    ``returned_episode_returns``, ``returned_episode_lengths``, ``returned_episode``, ``timestep``,
+    ``discount``), ``compile_s`` (``jax.jit(train).lower(rng).compile()``), ``run_s`` (the compiled
+    call until ready), ``num_updates``, ``steps`` (env steps run: NUM_UPDATES x NUM_STEPS x NUM_ENVS),
+    ``sps`` (steps / run_s) and ``final_return`` (see ``final_return``).
+    """
+    config, num_updates = _config(total_timesteps, env_name)
+    rng = jax.random.PRNGKey(seed)
+    train, compile_s = compiled(seed, total_timesteps, env_name)
     start = time.perf_counter()
     out = jax.block_until_ready(train(rng))
     run_s = time.perf_counter() - start

@@ -22,13 +22,21 @@ With ``--presets ...,ppo_small,league_small`` the CLI adds ``league_over_self_pl
 seat-steps/s over plain self-play's at the same shape (the cost of the pool seats' forward passes; the goal
 is >= 0.7).
 
-``gymnax`` (``bench_gymnax``): our ``ppo_gymnax`` preset, the whole run as one jitted call
-(``jax.jit(make_train(cfg, make_env(cfg)))(key)``), vs the PureJaxRL reference
-(``experiments/benchmark/purejaxrl_reference.py``) on CartPole-v1, both for ``--gymnax-steps`` env steps (default
-500,000, PureJaxRL's, on every backend; 0 skips it): ``env``, ``steps``, ``num_updates``,
-``final_return_updates``, per side (``ours``, ``purejaxrl``) ``compile_s``, ``run_s``, ``sps`` (env steps/s
-after compilation) and ``final_return`` (mean return of the episodes that finished in the last 5% of the
-updates), and ``ours_over_purejaxrl_sps``; ``{"skipped": ...}`` without gymnax or with ``--gymnax-steps 0``.
+``gymnax`` (``bench_gymnax``): our ``ppo_gymnax`` preset vs the PureJaxRL reference
+(``experiments/benchmark/purejaxrl_reference.py``, PureJaxRL's ``ppo.py`` with its CartPole config) on each
+``--gymnax-envs`` env (default gymnax's discrete-action classic control: CartPole-v1, Acrobot-v1,
+MountainCar-v0), both for ``--gymnax-steps`` env steps (default 500,000, PureJaxRL's, on every backend; 0 skips
+it). Per env, under ``envs[name]``: ``steps``, ``num_updates``, ``final_return_updates``; ``ours`` (the whole run
+as one jitted call, ``jax.jit(make_train(cfg, make_env(cfg)))(key)``) and ``purejaxrl``, each ``compile_s``,
+``run_s`` (the best of ``--gymnax-reps`` runs, default 3, the two sides run in turn so both see the same machine
+load), ``sps`` (env steps/s after compilation) and ``final_return`` (mean return of the episodes that finished
+in the last 5% of the updates); ``cli``: one run of what ``python -m experiments.train --env gymnax:NAME
+--preset=ppo_gymnax`` runs (``agents.run.train``, in a temporary run directory; the CLI's compilation cache is
+not used): chunks of 61 updates with logs and checkpoints between them,
+its ``compile_s``, ``train_s``, ``sps`` (steps over ``train_s``: the chunks, logging and checkpoints, not the
+compile) and ``final_return`` (the last chunk's); ``ours_over_purejaxrl_sps`` and ``cli_over_purejaxrl_sps``.
+``min_ratio`` is the smallest of those ratios over the envs (the goal: >= 1.0). ``{"skipped": ...}`` without
+gymnax or with ``--gymnax-steps 0``.
 Compile times are honest: the benchmark does not turn JAX's persistent compilation cache on
 (``compilation_cache`` says whether the environment did).
 """
@@ -36,12 +44,15 @@ Compile times are honest: the benchmark does not turn JAX's persistent compilati
 from __future__ import annotations
 
 import importlib.util
+import tempfile
 import time
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 
 import jaxgame
+from agents import run as run_lib
 from agents.envs import make_env, make_game
 from agents.trainers import make_train
 from experiments.benchmark import purejaxrl_reference as reference
@@ -57,6 +68,8 @@ OVERHEAD_GOAL = 0.8
 FINAL_FRACTION = 0.05
 #: ``--what train``: the gymnax section's default run length, PureJaxRL's CartPole TOTAL_TIMESTEPS.
 GYMNAX_STEPS = 500_000
+#: ``--what train``: the gymnax section's envs by default, gymnax's discrete-action classic-control tasks.
+GYMNAX_ENVS = ("CartPole-v1", "Acrobot-v1", "MountainCar-v0")
 
 
 def train_updates(config, steps_per_env: int, updates: int | None = None) -> int:
@@ -131,44 +144,59 @@ def bench_train(name, steps_per_env, updates, progress, label, config=None):
     }
 
 
-def bench_gymnax(total_steps, progress):
-    """Our ``ppo_gymnax`` preset, the whole run jitted, vs the PureJaxRL reference on CartPole-v1."""
+def bench_gymnax(total_steps, progress, envs=GYMNAX_ENVS, reps: int = 3):
+    """Our ``ppo_gymnax`` preset vs the PureJaxRL reference on each gymnax env of ``envs``, side by side."""
     if importlib.util.find_spec("gymnax") is None:
         status("[gymnax] skipped: gymnax is not installed", progress)
         return {"skipped": "gymnax is not installed (pip install -e '.[gymnax]')"}
-    config = preset_config("ppo_gymnax").with_overrides({"total_steps": total_steps})
+    out = {}
+    for i, name in enumerate(envs):
+        out[name] = _gymnax_one(name, total_steps, reps, progress, f"[gymnax {i + 1}/{len(envs)}] {name}")
+    ratios = [out[name][key] for name in envs for key in ("ours_over_purejaxrl_sps", "cli_over_purejaxrl_sps")]
+    return {"steps": out[envs[0]]["steps"], "reps": reps, "envs": out, "min_ratio": min(ratios)}
+
+
+def _gymnax_one(name, total_steps, reps, progress, label):
+    """One env: both whole runs compiled, then run ``reps`` times in turn (best time each, so both see the same
+    machine load), and one run of the training CLI's run loop (its training seconds, compile excluded)."""
+    config = preset_config("ppo_gymnax").with_overrides({"env": f"gymnax:{name}", "total_steps": total_steps})
     num_updates, steps = config.num_updates, config.num_updates * config.steps_per_update
     last = max(1, round(num_updates * FINAL_FRACTION))
-    status(f"[gymnax 1/2] ours (ppo_gymnax on {config.env}), {num_updates} updates = {steps} steps: ",
-           progress, end="")
-    key = jax.random.key(config.seed)
+    status(f"{label}: {num_updates} updates = {steps} steps; compiling ours and PureJaxRL's ...", progress, end="")
+    key, rng = jax.random.key(config.seed), jax.random.PRNGKey(config.seed)
     start = time.perf_counter()
-    train = aot_compile(jax.jit(make_train(config, make_env(config))), key, progress=progress, then="; running ...")
-    compile_s = time.perf_counter() - start
-    start = time.perf_counter()
-    _, metrics = jax.block_until_ready(train(key))
-    run_s = time.perf_counter() - start
+    ours_fn = jax.jit(make_train(config, make_env(config))).lower(key).compile()
+    ours_compile = time.perf_counter() - start
+    ref_fn, ref_compile = reference.compiled(seed=config.seed, total_timesteps=total_steps, env_name=name)
+    ours_times, ref_times = [], []
+    for _ in range(reps):
+        start = time.perf_counter()
+        _, metrics = jax.block_until_ready(ours_fn(key))
+        ours_times.append(time.perf_counter() - start)
+        start = time.perf_counter()
+        ref_out = jax.block_until_ready(ref_fn(rng))
+        ref_times.append(time.perf_counter() - start)
     episodes = float(jnp.sum(metrics["sums/episodes"][-last:]))
     ours_return = float(jnp.sum(metrics["sums/return_sum"][-last:])) / episodes if episodes else float("nan")
-    ours = {"compile_s": round(compile_s, 2), "run_s": round(run_s, 3), "sps": round(steps / run_s, 1),
-            "final_return": rounded(ours_return)}
-    status(f" {run_s:.1f} s, {ours['sps']:,.0f} steps/s, final return {ours_return:.1f}", progress)
-
-    status("[gymnax 2/2] PureJaxRL reference (experiments/benchmark/purejaxrl_reference.py): compiling and running ...",
-           progress, end="")
-    out = reference.run(seed=config.seed, total_timesteps=total_steps)
-    assert out["steps"] == steps, (out["steps"], steps)
-    ref_return = reference.final_return(out["metrics"], FINAL_FRACTION)
-    ref = {"compile_s": round(out["compile_s"], 2), "run_s": round(out["run_s"], 3), "sps": round(out["sps"], 1),
-           "final_return": rounded(ref_return)}
-    status(f" compile {out['compile_s']:.1f} s, run {out['run_s']:.1f} s, {ref['sps']:,.0f} steps/s, "
-           f"final return {ref_return:.1f}", progress)
+    ref_metrics = {k: np.asarray(v) for k, v in ref_out["metrics"].items()}
+    ref_return = reference.final_return(ref_metrics, FINAL_FRACTION)
+    ours = {"compile_s": round(ours_compile, 2), "run_s": round(min(ours_times), 3),
+            "sps": round(steps / min(ours_times), 1), "final_return": rounded(ours_return)}
+    ref = {"compile_s": round(ref_compile, 2), "run_s": round(min(ref_times), 3),
+           "sps": round(steps / min(ref_times), 1), "final_return": rounded(ref_return)}
+    with tempfile.TemporaryDirectory() as tmp:  # the run loop of python -m experiments.train, its summary
+        summary = run_lib.train(config, f"{tmp}/run", preset="ppo_gymnax")
+    cli = {"compile_s": summary["compile_s"], "train_s": summary["train_s"], "sps": summary["sps"],
+           "final_return": rounded(summary["episode_return"])}
+    status(f" ours {ours['sps']:,.0f} steps/s (return {ours_return:.1f}), PureJaxRL {ref['sps']:,.0f} "
+           f"(return {ref_return:.1f}), the CLI {cli['sps']:,.0f}", progress)
     return {
-        "env": config.env,
         "steps": steps,
         "num_updates": num_updates,
         "final_return_updates": last,
         "ours": ours,
+        "cli": cli,
         "purejaxrl": ref,
         "ours_over_purejaxrl_sps": round(ours["sps"] / ref["sps"], 3),
+        "cli_over_purejaxrl_sps": round(cli["sps"] / ref["sps"], 3),
     }
