@@ -24,6 +24,10 @@ the seat decides again (that round's fight, a knock-out's placement) and
 bootstraps from that decision's value. Every reward lands in exactly one
 target. Its log-probability and value are those of the parameters that took
 it, one update older (the clipped ratio bounds the step, as for any sample).
+On an env where every sample is a decision with every action legal
+(``Trainer.dense``: it declares ``all_actions_legal``, e.g. gymnax's) nothing is
+ever left open: the update takes the textbook GAE, unmasked log-probabilities
+and plain means, the same numbers with fewer operations.
 
 Hyperparameters in ``agents.config.HPARAM_FIELDS`` are traced: ``trainer(key,
 hparams)`` and ``trainer.init(key, hparams)`` take an ``HParams`` pytree

@@ -541,21 +541,36 @@ def test_rating_all_checkpoints_skips_a_corrupt_one_with_one_warning(smoke_run, 
     assert names == [f"{run_dir}:4", "greedy"] and policies[0].step == 4
 
 
-@pytest.mark.skipif(os.environ.get("JAXGAME_SLOW_TESTS") != "1", reason="set JAXGAME_SLOW_TESTS=1 (~15 min, 12 GB)")
+@pytest.mark.skipif(os.environ.get("JAXGAME_SLOW_TESTS") != "1",
+                    reason="set JAXGAME_SLOW_TESTS=1 (a GPU, or an hour or more of a 2-core CPU; 12 GB)")
 def test_ppo_large_at_full_shapes_runs_checkpoints_and_resumes_through_the_cli(tmp_path):
-    """The main command's code path at its real shapes on the CPU: ``--preset=ppo_large`` (4096 games x 32 steps,
-    hidden 512x512, 2 epochs of 16 minibatches, 64-game evaluations) for one update, checkpointed and evaluated,
-    then resumed for a second. Only the length changes (and ``anneal_lr``, whose schedule would otherwise tie the
-    first run's learning rate to its length)."""
+    """The main command's code path at its real shapes: ``python -m experiments.train --preset=ppo_large``
+    (4096 games x 32 steps, hidden 512x512, 2 epochs of 16 minibatches, 64-game evaluations) for one update,
+    checkpointed and evaluated, then resumed for a second. Only the length changes (and ``anneal_lr``, whose
+    schedule would otherwise tie the first run's learning rate to its length). Real processes, compiled as a
+    user's are (without the suite's -O0 flags, tests/xla_flags.py, which would make the run several times
+    slower)."""
+    import subprocess
+    import sys
+
+    from tests.xla_flags import TEST_XLA_FLAGS
+
+    flags = " ".join(f for f in os.environ.get("XLA_FLAGS", "").split() if f not in TEST_XLA_FLAGS)
+    env = {**os.environ, "XLA_FLAGS": flags}
     run_dir = tmp_path / "large"
     steps = preset_config("ppo_large").steps_per_update
-    args = ["--preset=ppo_large", "--run-dir", str(run_dir), "--quiet", "--cache-dir", str(tmp_path / "cache"),
-            "--set", "anneal_lr=false", "--set", "updates_per_chunk=1", "--set", "eval_every=1",
-            "--set", "checkpoint_every=1"]
-    first = train_cli.main([*args, "--set", f"total_steps={steps}"])
+
+    def cli(*args):
+        proc = subprocess.run([sys.executable, "-m", "experiments.train", "--run-dir", str(run_dir), "--quiet",
+                               "--cache-dir", str(tmp_path / "cache"), *args], env=env, capture_output=True,
+                              text=True, check=False, cwd=Path(__file__).resolve().parent.parent)
+        assert proc.returncode == 0, proc.stderr[-3000:]
+        return json.loads(proc.stdout.strip().splitlines()[-1])
+
+    first = cli("--preset=ppo_large", "--set", "anneal_lr=false", "--set", "updates_per_chunk=1",
+                "--set", "eval_every=1", "--set", "checkpoint_every=1", "--set", f"total_steps={steps}")
     assert first["updates"] == 1 and first["env_steps"] == steps == 4096 * 32
-    second = train_cli.main(["--run-dir", str(run_dir), "--resume", "--quiet", "--cache-dir", str(tmp_path / "cache"),
-                             "--set", f"total_steps={2 * steps}"])
+    second = cli("--resume", "--set", f"total_steps={2 * steps}")
     assert second["updates"] == 2
     records = _records(run_dir)
     assert [r["update"] for r in records] == [1, 2]
