@@ -542,7 +542,7 @@ def test_rating_all_checkpoints_skips_a_corrupt_one_with_one_warning(smoke_run, 
 
 
 @pytest.mark.skipif(os.environ.get("JAXGAME_SLOW_TESTS") != "1",
-                    reason="set JAXGAME_SLOW_TESTS=1 (a GPU, or an hour or more of a 2-core CPU; 12 GB)")
+                    reason="set JAXGAME_SLOW_TESTS=1 (sized for a GPU: over half an hour on a 2-core CPU; 12 GB)")
 def test_ppo_large_at_full_shapes_runs_checkpoints_and_resumes_through_the_cli(tmp_path):
     """The main command's code path at its real shapes: ``python -m experiments.train --preset=ppo_large``
     (4096 games x 32 steps, hidden 512x512, 2 epochs of 16 minibatches, 64-game evaluations) for one update,
