@@ -310,7 +310,7 @@ class TrainConfig:
         if self.shuffle != "global" and self.algo != "ppo":
             raise ValueError(f"TrainConfig.shuffle={self.shuffle!r} draws PPO's minibatches; algo={self.algo!r} has "
                              "none (use shuffle='global', the default)")
-        batch = self.num_envs * self.num_steps * (1 if self.independent else self.trained_seats)
+        batch = self.ppo_batch
         if self.algo == "ppo" and batch % self.num_minibatches:
             what = ("num_envs x num_steps (one learner's samples)" if self.independent
                     else "num_envs x num_steps x learner seats")
@@ -334,6 +334,12 @@ class TrainConfig:
         seats carry no training data and are left out of the update; self-play and a league, which needs
         opponents="self", train on every seat)."""
         return sum(kind == "self" for kind in self.seat_kinds)
+
+    @property
+    def ppo_batch(self) -> int:
+        """Samples a PPO update minibatches, all devices together: num_envs x num_steps x trained_seats (one
+        learner's num_envs x num_steps with independent=True)."""
+        return self.num_envs * self.num_steps * (1 if self.independent else self.trained_seats)
 
     @property
     def seat_kinds(self) -> tuple:

@@ -112,7 +112,7 @@ class PPO(Trainer):
         super().__init__(config, env)
         if config.shuffle == "local" and self.mesh is not None:
             devices = self.mesh.devices.size
-            share = config.num_envs // devices * config.num_steps * (1 if config.independent else config.trained_seats)
+            share = config.ppo_batch // devices  # the envs are split evenly (make_mesh checks it)
             if share % config.num_minibatches:
                 raise ValueError(
                     f"TrainConfig.num_minibatches must divide each device's share of the rollout batch with "

@@ -18,3 +18,13 @@ def with_flags(flags: str, *defaults: str) -> str:
 def set_default_flags(*defaults: str) -> None:
     """Add ``defaults`` to this process's XLA_FLAGS (subprocesses inherit it)."""
     os.environ["XLA_FLAGS"] = with_flags(os.environ.get("XLA_FLAGS", ""), *defaults)
+
+
+FORCE_HOST_DEVICES = "--xla_force_host_platform_device_count"
+
+
+def with_host_devices(flags: str, devices: int) -> str:
+    """``flags`` (an XLA_FLAGS value) with the CPU backend forced to ``devices`` host devices (any earlier
+    count replaced): for a child process that runs a multi-device program on a CPU."""
+    kept = [f for f in flags.split() if not f.startswith(FORCE_HOST_DEVICES)]
+    return " ".join([*kept, f"{FORCE_HOST_DEVICES}={devices}"])

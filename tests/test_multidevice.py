@@ -25,6 +25,7 @@ import numpy as np
 import pytest
 
 from agents.config import TrainConfig
+from jaxgame.xla_flags import with_host_devices
 
 ROOT = Path(__file__).resolve().parent.parent
 pytestmark = [
@@ -88,10 +89,8 @@ DRIVER = textwrap.dedent(
 
 
 def _env(devices: int) -> dict:
-    flags = os.environ.get("XLA_FLAGS", "")
-    flags = " ".join(f for f in flags.split() if not f.startswith("--xla_force_host_platform_device_count"))
     return {**os.environ, "JAX_PLATFORMS": "cpu", "PYTHONUNBUFFERED": "1",
-            "XLA_FLAGS": f"{flags} --xla_force_host_platform_device_count={devices}".strip()}
+            "XLA_FLAGS": with_host_devices(os.environ.get("XLA_FLAGS", ""), devices)}
 
 
 def _free_port() -> int:

@@ -22,6 +22,7 @@ import jax
 from agents import memory
 from agents.run import build
 from experiments.presets import preset_config
+from jaxgame.xla_flags import with_host_devices
 
 GIB = float(1 << 30)
 
@@ -55,10 +56,8 @@ def _measure_all(cases) -> dict:
 
 
 def _in_child(devices: int, cases) -> dict:
-    flags = " ".join(f for f in os.environ.get("XLA_FLAGS", "").split()
-                     if not f.startswith("--xla_force_host_platform_device_count"))
     env = {**os.environ, "JAX_PLATFORMS": "cpu",
-           "XLA_FLAGS": f"{flags} --xla_force_host_platform_device_count={devices}".strip()}
+           "XLA_FLAGS": with_host_devices(os.environ.get("XLA_FLAGS", ""), devices)}
     code = "import json, sys; from experiments.benchmark.memory import _measure_all; " \
            "print(json.dumps(_measure_all(json.loads(sys.argv[1]))))"
     proc = subprocess.run([sys.executable, "-c", code, json.dumps(cases)], env=env, capture_output=True, text=True,
