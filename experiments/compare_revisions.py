@@ -1,6 +1,8 @@
 """Whole-game env throughput of this tree against an earlier git revision, timed in turn.
 
     python -m experiments.compare_revisions --baseline 3661beb --num-envs 64 --rounds 1
+    python -m experiments.compare_revisions --baseline d768e84 --workload midgame
+
 
 ``benchmark --what combat --baseline REV`` swaps in only the baseline's combat
 (``combat.py`` and ``rounds.py``); this swaps in the baseline's whole
@@ -9,10 +11,19 @@ is the one a user upgrading from REV would see. Each side runs in its own
 worker process (``jaxgame`` imported from a ``git archive`` of REV, or from
 this tree), both compile a VecEnv rollout of ``--rounds`` rounds from the
 start of a game, then the parent times them in turn, ``--repeats`` calls each,
-and keeps the best. Both sides play the same random bot, defined here (one
-uniform draw per seat picks the k-th legal action), so the bot's cost is the
-same on both. Prints JSON: seat-steps/s (steps x envs x 8 seats per second)
+and keeps the best. Prints JSON: seat-steps/s (steps x envs x 8 seats per second)
 of each side and the speed-up, per batch size.
+
+Workloads (``--workload``):
+  * ``opening`` (the default): the random bot, defined here (one uniform draw
+    per seat picks the k-th legal action, so the bot's cost is the same on
+    both sides), ``--rounds`` rounds from the start of the game: small boards,
+    short fights, the first 3 rounds PvE;
+  * ``midgame``: where the fights dominate. Every seat plays each side's own
+    ``jaxgame.bots.greedy_policy`` (its time counts on both sides); the first
+    ``MIDGAME_SKIP`` (10) rounds fill the boards untimed (compiled and run
+    once, before the timing), then ``--rounds`` rounds (default 4: rounds
+    11-14) are timed from that state.
 """
 
 from __future__ import annotations
@@ -29,8 +40,13 @@ import time
 
 REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
+#: Rounds of greedy play that fill the boards before the ``midgame`` workload's timed rounds.
+MIDGAME_SKIP = 10
+#: ``--rounds`` when not given, per workload.
+DEFAULT_ROUNDS = {"opening": 1, "midgame": 4}
 
-def _worker(num_envs: int, rounds: int) -> None:
+
+def _worker(num_envs: int, rounds: int, workload: str) -> None:
     """Compile a rollout with whatever ``jaxgame`` is importable, then time it on each 'time' line of stdin."""
     # imported here, not at the top: the worker imports jaxgame from the sys.path its parent set up (this
     # tree's or a git archive of the baseline revision), which the parent process never imports itself
@@ -38,6 +54,8 @@ def _worker(num_envs: int, rounds: int) -> None:
     import jax.numpy as jnp
 
     import jaxgame
+    from jaxgame import bots
+    from jaxgame import constants as C
 
     def random_policy(key, mask):  # mask bool[8, A] -> int32[8]
         counts = jnp.sum(mask, axis=-1, dtype=jnp.int32)
@@ -47,22 +65,35 @@ def _worker(num_envs: int, rounds: int) -> None:
     env = jaxgame.make("autochess")
     venv = jaxgame.VecEnv(env, num_envs)
     steps = rounds * env.config.steps_per_round
+    if workload == "midgame":
+        def policy(keys, states, mask):
+            return jax.vmap(bots.greedy_policy)(keys, states, mask)
+    else:
+        def policy(keys, states, mask):
+            return jax.vmap(random_policy)(keys, mask)
 
-    @jax.jit
-    def rollout(states, ts, key):
+    def play(states, ts, key, num_steps):
         def body(carry, k):
             states, ts = carry
-            actions = jax.vmap(random_policy)(jax.random.split(k, num_envs), ts.action_mask)
+            actions = policy(jax.random.split(k, num_envs), states, ts.action_mask)
             return venv.step(states, actions), None
 
-        (states, ts), _ = jax.lax.scan(body, (states, ts), jax.random.split(key, steps))
+        (states, ts), _ = jax.lax.scan(body, (states, ts), jax.random.split(key, num_steps))
         return states, ts
 
+    rollout = jax.jit(lambda states, ts, key: play(states, ts, key, steps))
     start = time.perf_counter()
     states, ts = jax.jit(venv.reset)(jax.random.key(0))
+    skip = MIDGAME_SKIP if workload == "midgame" else 0
+    if skip:  # fill the boards: untimed, each side with its own game and bot
+        states, ts = jax.jit(lambda s, t, k: play(s, t, k, skip * env.config.steps_per_round))(
+            states, ts, jax.random.key(2))
     args = (states, ts, jax.random.key(1))
     jax.block_until_ready(rollout(*args))
-    print(json.dumps({"ready": round(time.perf_counter() - start, 1), "steps": steps,
+    board = jnp.sum(states.players.species[..., C.BENCH_SIZE:] >= 0, axis=-1)  # [E, 8]: units on each board
+    board_units = float(jnp.sum(jnp.where(states.players.alive, board, 0)) / jnp.sum(states.players.alive))
+    print(json.dumps({"ready": round(time.perf_counter() - start, 1), "steps": steps, "start_round": skip + 1,
+                      "mean_board_units": round(board_units, 2),
                       "jaxgame": os.path.dirname(jaxgame.__file__)}), flush=True)
     for line in sys.stdin:
         if line.strip() != "time":
@@ -72,10 +103,11 @@ def _worker(num_envs: int, rounds: int) -> None:
         print(json.dumps({"seconds": time.perf_counter() - start}), flush=True)
 
 
-def _spawn(tree: str, num_envs: int, rounds: int) -> subprocess.Popen:
+def _spawn(tree: str, num_envs: int, rounds: int, workload: str) -> subprocess.Popen:
     env = dict(os.environ, PYTHONPATH=os.pathsep.join([tree, os.environ.get("PYTHONPATH", "")]).rstrip(os.pathsep))
     return subprocess.Popen(
-        [sys.executable, os.path.abspath(__file__), "--worker", "--num-envs", str(num_envs), "--rounds", str(rounds)],
+        [sys.executable, os.path.abspath(__file__), "--worker", "--num-envs", str(num_envs), "--rounds", str(rounds),
+         "--workload", workload],
         stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, env=env,
     )
 
@@ -100,10 +132,11 @@ def _export(rev: str, into: str) -> str:
     return into
 
 
-def compare(rev: str, num_envs: int, rounds: int, repeats: int, progress: bool = True) -> dict:
+def compare(rev: str, num_envs: int, rounds: int, repeats: int, progress: bool = True,
+            workload: str = "opening") -> dict:
     with tempfile.TemporaryDirectory() as tmp:
         trees = {"baseline": _export(rev, tmp), "current": REPO_ROOT}
-        workers = {side: _spawn(tree, num_envs, rounds) for side, tree in trees.items()}
+        workers = {side: _spawn(tree, num_envs, rounds, workload) for side, tree in trees.items()}
         try:
             ready = {side: _read(w, side) for side, w in workers.items()}
             if progress:
@@ -124,7 +157,8 @@ def compare(rev: str, num_envs: int, rounds: int, repeats: int, progress: bool =
     steps = ready["current"]["steps"]
     rate = {side: round(steps * num_envs * 8 / best[side], 1) for side in best}
     return {**rate, "speedup": round(rate["current"] / rate["baseline"], 2),
-            "compile_s": {side: r["ready"] for side, r in ready.items()}}
+            "compile_s": {side: r["ready"] for side, r in ready.items()},
+            "mean_board_units": {side: r["mean_board_units"] for side, r in ready.items()}}
 
 
 def _positive(text: str) -> int:
@@ -138,13 +172,18 @@ def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--baseline", help="git revision whose jaxgame/ is the baseline (required)")
     parser.add_argument("--num-envs", default="64", help="comma-separated batch sizes (default 64)")
-    parser.add_argument("--rounds", type=_positive, default=1, help="rounds per timed rollout, from the game start (default 1)")
+    parser.add_argument("--workload", choices=sorted(DEFAULT_ROUNDS), default="opening",
+                        help="opening: random bots from the game start; midgame: greedy bots, timed after "
+                             f"{MIDGAME_SKIP} rounds (default opening)")
+    parser.add_argument("--rounds", type=_positive, default=None,
+                        help="rounds per timed rollout (default: 1 for opening, 4 for midgame)")
     parser.add_argument("--repeats", type=_positive, default=5, help="timed calls per side, in turn; the best counts (default 5)")
     parser.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--quiet", action="store_true", help="no progress lines on stderr")
     args = parser.parse_args(argv)
+    rounds = DEFAULT_ROUNDS[args.workload] if args.rounds is None else args.rounds
     if args.worker:
-        return _worker(int(args.num_envs), args.rounds)
+        return _worker(int(args.num_envs), rounds, args.workload)
     if not args.baseline:
         parser.error("--baseline REV is required")
     try:
@@ -154,9 +193,10 @@ def main(argv=None):
     current = subprocess.run(["git", "describe", "--always", "--dirty"], cwd=REPO_ROOT, capture_output=True,
                              text=True).stdout.strip()
     out = {"what": "compare_revisions", "baseline": args.baseline, "current": current, "machine": platform.machine(),
-           "cpus": os.cpu_count(), "rounds": args.rounds, "repeats": args.repeats, "seat_steps_per_s": {}}
+           "cpus": os.cpu_count(), "workload": args.workload, "rounds": rounds, "repeats": args.repeats,
+           "seat_steps_per_s": {}}
     for n in sizes:
-        out["seat_steps_per_s"][str(n)] = compare(args.baseline, n, args.rounds, args.repeats, not args.quiet)
+        out["seat_steps_per_s"][str(n)] = compare(args.baseline, n, rounds, args.repeats, not args.quiet, args.workload)
     print(json.dumps(out))
 
 

@@ -583,8 +583,8 @@ def _cast_abilities(w: _Tick) -> _Tick:
     ratio_key = jnp.where(s.alive, _div(s.hp * 1000, jnp.maximum(f.max_hp, 1)) * 64 + w.idx, _NO_KEY)
     heal = jnp.zeros_like(s.hp)
     for allies, _ in w.sides:
-        lowest = jnp.min(ratio_key[allies], axis=0) & 63
-        heal = heal + jnp.where(w.idx == lowest, jnp.sum(heal_on[allies], axis=0), 0)
+        lowest = _reduce_rows("min", ratio_key[allies]) & 63
+        heal = heal + jnp.where(w.idx == lowest, _reduce_rows("add", heal_on[allies]), 0)
     return w._replace(
         direct=direct,
         direct_tgt=direct_tgt,
@@ -610,8 +610,8 @@ def _move_units(w: _Tick) -> _Tick:
     u32 = jnp.uint32
     x, y, ex, ey, cell, idx = w.s.x, w.s.y, w.ex, w.ey, w.cell, w.idx
     bit = jnp.where(w.s.alive, jnp.left_shift(u32(1), (cell & 31).astype(u32)), u32(0))
-    occ_lo = jnp.sum(jnp.where(cell < 32, bit, u32(0)), axis=0, dtype=u32)
-    occ_hi = jnp.sum(jnp.where(cell >= 32, bit, u32(0)), axis=0, dtype=u32)
+    occ_lo = _reduce_rows("add", jnp.where(cell < 32, bit, u32(0)))
+    occ_hi = _reduce_rows("add", jnp.where(cell >= 32, bit, u32(0)))
     scores = []
     for dx, dy in zip(NEIGHBOUR_DX.tolist(), NEIGHBOUR_DY.tolist()):
         nx, ny = x + dx, y + dy
@@ -656,7 +656,7 @@ def _collect_hits(w: _Tick) -> _Tick:
     for side, (victims, attackers) in enumerate(w.sides):
         dmg, attacker = hits[side], idx[attackers.start : attackers.stop, None]
         incoming.append(_reduce_rows("add", dmg))
-        mana_hit.append(_reduce_rows("add", jax.lax.div(dmg + (MANA_PER_DAMAGE - 1), MANA_PER_DAMAGE)))
+        mana_hit.append(_reduce_rows("add", _div(dmg + (MANA_PER_DAMAGE - 1), jnp.int32(MANA_PER_DAMAGE))))
         killer.append(_reduce_rows("min", jnp.where(dmg > 0, attacker, n)))
         stun_hit.append(_over("or", attackers, lambda pick, a, v=victims: pick(w.stun_tgt) == idx[v]))
     incoming, mana_hit, killer, stun_hit = (jnp.concatenate(v) for v in (incoming, mana_hit, killer, stun_hit))
@@ -723,8 +723,8 @@ def _end_tick(w: _Tick) -> FightState:
         stun=jnp.where(alive, w.stun, 0),
         target=jnp.where(alive, w.target, -1),
         alive=alive,
-        home_damage=w.s.home_damage + jnp.sum(w.incoming[h:], axis=0),
-        away_damage=w.s.away_damage + jnp.sum(w.incoming[:h], axis=0),
+        home_damage=w.s.home_damage + _reduce_rows("add", w.incoming[h:]),
+        away_damage=w.s.away_damage + _reduce_rows("add", w.incoming[:h]),
     )
 
 
@@ -756,8 +756,8 @@ def tick(f: Fighters, s: FightState, t, keys, clock=None) -> FightState:
 # ---------------- whole fights ----------------
 def _counts(s: FightState):
     h = s.alive.shape[0] // 2
-    home = jnp.sum(s.alive[:h], axis=0, dtype=jnp.int32)
-    away = jnp.sum(s.alive[h:], axis=0, dtype=jnp.int32)
+    home = _reduce_rows("add", s.alive[:h].astype(jnp.int32))
+    away = _reduce_rows("add", s.alive[h:].astype(jnp.int32))
     return home, away
 
 
@@ -789,11 +789,39 @@ def _typed_keys(keys) -> jax.Array:
 #: With a lane queue (``lanes`` < the number of fights) finished lanes take the next pending fight every
 #: this many ticks: often enough that a lane is rarely idle, rarely enough that the gathers stay cheap.
 REFILL_EVERY = 8
+#: Once the queue is empty and at most half the lanes are busy, the busy ones are packed into half as many
+#: lanes (a second, smaller copy of the loop), down to this many lanes...
+MIN_STAGE_LANES = 64
+#: ... and in at most this many loops. A tick costs about its lanes' work (on a CPU), and fights' lengths
+#: spread widely (mid-game: a median near 200 ticks, some at ``max_ticks``), so the tail of a batch runs
+#: in a half or a quarter of the lanes; each loop is one more copy of the tick to compile.
+MAX_STAGES = 3
 
 
 def _take_fights(tree, ids):
     """Columns ``ids`` int32[L] of every ``[..., N]`` leaf (batch last) of ``tree``."""
     return jax.tree.map(lambda a: jnp.take(a, ids, axis=-1, mode="clip"), tree)
+
+
+def lane_stages(lanes: int) -> tuple[int, ...]:
+    """The lane counts of the fight loop's copies, in order: ``lanes``, then halves while they are at
+    least :data:`MIN_STAGE_LANES`, at most :data:`MAX_STAGES` in all."""
+    stages = [lanes]
+    while len(stages) < MAX_STAGES and stages[-1] // 2 >= MIN_STAGE_LANES:
+        stages.append(stages[-1] // 2)
+    return tuple(stages)
+
+
+class _Lanes(NamedTuple):
+    """The fight loop's carry: per lane (``[L]``, batch last for the fights) and per fight (``out``)."""
+
+    t: jax.Array  # int32 scalar: the loop's tick counter (every stage's)
+    ptr: jax.Array  # int32 scalar: the queue's next position
+    ids: jax.Array  # int32[L]: the fight in each lane
+    busy: jax.Array  # bool[L]: the lane's fight is still running
+    lt: jax.Array  # int32[L]: the lane's fight's own tick count
+    lane: tuple  # (Fighters, FightState, keys[L]) of the lanes' fights
+    out: FightResult  # int32[N] fields: every fight's result, written on the tick it ends
 
 
 def _run_fights(f: Fighters, s0: FightState, keys, max_ticks: int, lanes: int | None = None,
@@ -805,7 +833,8 @@ def _run_fights(f: Fighters, s0: FightState, keys, max_ticks: int, lanes: int | 
     lanes whose fight has ended take the next ones. A fight ends when a side is wiped or after
     ``max_ticks`` of its own ticks; its random draws use its own tick count, so the outcome of every fight
     is the same whatever the lanes (a test). Fewer lanes than fights waste less work on ended fights (the
-    loop no longer runs every fight as long as the longest one) but vectorise less.
+    loop no longer runs every fight as long as the longest one) but vectorise less. Once the queue is
+    empty and few lanes are busy, the loop goes on in fewer lanes (:func:`lane_stages`).
     ``sync_axes``: vmapped axes that share the loop's trip count (``jaxgame.batching``).
     """
     n_fights = s0.alive.shape[-1]
@@ -813,39 +842,53 @@ def _run_fights(f: Fighters, s0: FightState, keys, max_ticks: int, lanes: int | 
     done0 = _decided(s0)
     pending = jnp.sum(~done0, dtype=jnp.int32)
     queue = jnp.argsort(done0, stable=True).astype(jnp.int32)  # undecided fights first, in index order
-    out = _result(s0, jnp.zeros(n_fights, jnp.int32))  # decided at tick 0: no ticks
-    lane_ids = queue[:lanes]
-    busy = jnp.arange(lanes) < pending
     i32 = jnp.int32
 
-    def refill(carry):  # lanes' fighters, state and keys change only here
-        ptr, ids, busy, lt, lane = carry
-        free = ~busy
-        pos = ptr + jnp.cumsum(free, dtype=i32) - 1
+    def refill(c: _Lanes) -> _Lanes:  # lanes' fighters, state and keys change only here and in pack
+        free = ~c.busy
+        pos = c.ptr + jnp.cumsum(free, dtype=i32) - 1
         load = free & (pos < pending)
-        new_ids = jnp.where(load, queue[jnp.minimum(pos, n_fights - 1)], ids)
-        lane = jax.tree.map(lambda new, old: jnp.where(load, new, old), _take_fights((f, s0, keys), new_ids), lane)
-        return ptr + jnp.sum(load, dtype=i32), new_ids, busy | load, jnp.where(load, 0, lt), lane
+        ids = jnp.where(load, queue[jnp.minimum(pos, n_fights - 1)], c.ids)
+        lane = jax.tree.map(lambda new, old: jnp.where(load, new, old), _take_fights((f, s0, keys), ids), c.lane)
+        return c._replace(ptr=c.ptr + jnp.sum(load, dtype=i32), ids=ids, busy=c.busy | load,
+                          lt=jnp.where(load, 0, c.lt), lane=lane)
 
-    def cond(carry):
-        _, (ptr, _, busy, *_), _ = carry
-        return any_in_batch((ptr < pending) | jnp.any(busy), sync_axes)
+    def pack(c: _Lanes, size: int) -> _Lanes:  # the busy lanes (at most ``size``) first, then cut to size
+        order = jnp.argsort(~c.busy, stable=True)[:size]
+        return c._replace(ids=c.ids[order], busy=c.busy[order], lt=c.lt[order], lane=_take_fights(c.lane, order))
 
-    def body(carry):
-        t, lane_carry, out = carry
-        lane_carry = jax.lax.cond((t % REFILL_EVERY == 0) & (t > 0), refill, lambda c: c, lane_carry)
-        ptr, ids, busy, lt, (fl, sl, kl) = lane_carry
-        sl = tick(fl, sl, lt, kl, t)
-        lt = lt + 1
-        ended = busy & (_decided(sl) | (lt >= max_ticks))
-        target = jnp.where(ended, ids, n_fights)  # out of range: dropped
-        out = jax.tree.map(lambda o, r: o.at[target].set(r, mode="drop"), out, _result(sl, lt))
-        return t + 1, (ptr, ids, busy & ~ended, lt, (fl, sl, kl)), out
+    def tick_lanes(c: _Lanes) -> _Lanes:
+        fl, sl, kl = c.lane
+        sl = tick(fl, sl, c.lt, kl, c.t)
+        lt = c.lt + 1
+        ended = c.busy & (_decided(sl) | (lt >= max_ticks))
+        target = jnp.where(ended, c.ids, n_fights)  # out of range: dropped
+        out = jax.tree.map(lambda o, r: o.at[target].set(r, mode="drop"), c.out, _result(sl, lt))
+        return c._replace(t=c.t + 1, busy=c.busy & ~ended, lt=lt, lane=(fl, sl, kl), out=out)
 
-    start = (jnp.minimum(i32(lanes), pending), lane_ids, busy, jnp.zeros(lanes, i32),
-             _take_fights((f, s0, keys), lane_ids))
-    _, _, out = jax.lax.while_loop(cond, body, (jnp.int32(0), start, out))
-    return out
+    def run_stage(c: _Lanes, queued: bool, next_size: int) -> _Lanes:
+        def cond(c):  # go on while the queue has fights or more lanes are busy than the next stage has
+            more = jnp.sum(c.busy, dtype=i32) > next_size
+            return any_in_batch((c.ptr < pending) | more if queued else more, sync_axes)
+
+        def body(c):
+            if queued:
+                c = jax.lax.cond((c.t % REFILL_EVERY == 0) & (c.t > 0), refill, lambda c: c, c)
+            return tick_lanes(c)
+
+        return jax.lax.while_loop(cond, body, c)
+
+    lane_ids = queue[:lanes]
+    c = _Lanes(t=i32(0), ptr=jnp.minimum(i32(lanes), pending), ids=lane_ids, busy=jnp.arange(lanes) < pending,
+               lt=jnp.zeros(lanes, i32), lane=_take_fights((f, s0, keys), lane_ids),
+               out=_result(s0, jnp.zeros(n_fights, i32)))  # decided at tick 0: no ticks
+    stages = lane_stages(lanes)
+    for i, size in enumerate(stages):
+        if i:
+            c = pack(c, size)
+        # only the first stage has a queue: the next starts once it is empty
+        c = run_stage(c, queued=i == 0 and lanes < n_fights, next_size=stages[i + 1] if i + 1 < len(stages) else 0)
+    return c.out
 
 
 def simulate_fights(

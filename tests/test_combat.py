@@ -156,6 +156,8 @@ def test_conformance_with_reference():
     winners = np.bincount(res.winner, minlength=3)
     assert np.all(winners > 0), winners
     assert np.any(res.ticks == 0) and np.any(res.ticks == MAX_TICKS)
+    # the batch runs in 256 lanes, then the fights still going in 128, then 64: the timeouts run in all three
+    assert combat.lane_stages(N_RANDOM) == (256, 128, 64)
 
 
 def test_conformance_short_fights_and_typed_keys():
@@ -368,10 +370,14 @@ def test_fight_lanes_do_not_change_outcomes():
     expected = {field: getattr(res, field)[small] for field in FIELDS}
     for field, value in zip(FIELDS, (2, 0, 0, 0, 0, 0)):
         expected[field][empty] = value
-    lanes = 13  # a lane runs ~8 fights one after the other
-    fight = jax.jit(functools.partial(combat.simulate_fights, max_ticks=MAX_TICKS, max_units=combat.C.MAX_LEVEL,
-                                      lanes=lanes))
-    got = jax.tree.map(np.asarray, fight(*boards, keys[small]))
-    for field in FIELDS:
-        np.testing.assert_array_equal(getattr(got, field), expected[field], err_msg=field)
-    assert np.any(got.ticks == MAX_TICKS) and np.all(got.ticks[empty] == 0)
+    # 13 lanes: a lane runs ~8 fights one after the other; 128 lanes for the fights twice over: a queue, then
+    # the busy lanes packed into 64 (combat.lane_stages) while the longest fights go on
+    assert combat.lane_stages(13) == (13,) and combat.lane_stages(128) == (128, 64)
+    for lanes, copies in ((13, 1), (128, 2)):
+        fight = jax.jit(functools.partial(combat.simulate_fights, max_ticks=MAX_TICKS,
+                                          max_units=combat.C.MAX_LEVEL, lanes=lanes))
+        got = jax.tree.map(np.asarray, fight(*(np.concatenate([b] * copies) for b in boards),
+                                             np.concatenate([keys[small]] * copies)))
+        for field in FIELDS:
+            np.testing.assert_array_equal(getattr(got, field), np.tile(expected[field], copies), err_msg=field)
+        assert np.any(got.ticks == MAX_TICKS) and np.all(got.ticks[empty] == 0)
