@@ -4,8 +4,9 @@ Under a plain ``jax.vmap`` the per-game ``lax.cond`` around the fight becomes a
 select that runs the combat on every step. ``step_batch`` instead vmaps the
 cheap pieces and branches ONCE for the whole batch: the fight phase runs only
 when at least one game is on its fight step (with fixed-length rounds all games
-are phase aligned, so that is every ``steps_per_round``-th step), and the reset
-only when some game ended; within the fight phase the fight loop runs only the
+are phase aligned, so that is every ``steps_per_round``-th step), the new
+shops of rerolling seats only when some seat rerolled, and the reset only when
+some game ended; within the fight phase the fight loop runs only the
 fights actually played (``rounds.run_fights``). ``sync_axes`` names vmapped
 axes around the batch (e.g. a sweep's) over which these decisions are shared
 too (see ``jaxgame.batching``).
@@ -26,6 +27,7 @@ import jax.numpy as jnp
 from jax.custom_batching import custom_vmap
 
 from jaxgame import constants as C
+from jaxgame import game
 from jaxgame.batching import any_in_batch
 
 
@@ -39,7 +41,10 @@ def step_batch(env, states, actions: jax.Array, sync_axes: tuple[str, ...] = ())
     (states, TimeStep), a leading [N] axis on both; leaf for leaf what ``jax.vmap`` of the per-game
     step computes. ``env`` is an ``AutoChessEnv``."""
     num_games = actions.shape[0]
-    states, fight_keys, reset_keys, due = jax.vmap(env.decision_step)(states, actions)
+    states, needs_refill, reroll_keys, fight_keys, reset_keys, due = jax.vmap(env.apply_actions)(states, actions)
+    # the new shops of rerolling seats: 48 draws one after another, skipped when no seat rerolled
+    states = jax.lax.cond(any_in_batch(needs_refill, sync_axes),
+                          lambda s: jax.vmap(game.reroll_shops)(s, needs_refill, reroll_keys), lambda s: s, states)
 
     def fight(states):
         plans = jax.vmap(env.prepare_fights)(states, fight_keys)

@@ -59,7 +59,7 @@ import numpy as np
 
 from jaxgame import constants as C
 from jaxgame import species as sp
-from jaxgame import synergy, units
+from jaxgame import random_bits, synergy, units
 from jaxgame.state import GameState, Players
 from jaxgame.validation import as_key
 
@@ -94,8 +94,6 @@ def greedy_scores(p: Players, round_: jnp.ndarray) -> jnp.ndarray:
     with spare gold, sell the weakest bench unit when the bench is full, and
     roll only when rich. End turn is the fallback (score 0).
     """
-    scores = jnp.full(C.NUM_ACTIONS, -1.0)
-    scores = scores.at[C.ACTION_END_TURN].set(0.0)
     strength = unit_strength(p.species, p.stars)  # [32]
     bench_strength = strength[units.BENCH]
     board_strength = strength[units.BOARD]
@@ -110,7 +108,6 @@ def greedy_scores(p: Players, round_: jnp.ndarray) -> jnp.ndarray:
     gain = bench_strength[:, None] - board_strength[None, :]
     place_swap = jnp.where(~cell_empty[None, :] & (gain > 0), 90.0 + gain, -1.0)
     place = jnp.where(p.species[units.BENCH][:, None] >= 0, jnp.maximum(place_empty, place_swap), -1.0)
-    scores = scores.at[C.ACTION_PLACE : C.ACTION_RECALL].set(place.reshape(-1))
 
     # buy: copies owned push toward merges; keep 10-gold interest steps when possible
     owned = units.owned_copies(p.species, p.stars)
@@ -121,25 +118,38 @@ def greedy_scores(p: Players, round_: jnp.ndarray) -> jnp.ndarray:
     keeps_interest = (gold_after // 10 >= jnp.minimum(p.gold // 10, 5)) | (round_ < 5)
     wanted = (copies_owned > 0) | keeps_interest | (bench_free > 2)
     buy = jnp.where(wanted, 50.0 + 8.0 * copies_owned + 2.0 * cost, -1.0)
-    scores = scores.at[C.ACTION_BUY : C.ACTION_REROLL].set(buy)
 
     # level: with gold above the 50 interest cap, or when the board is full and gold allows
     level_up = ((p.gold >= 54) | (board_full & (p.gold >= 14) & (round_ >= 4))) & (p.level < C.MAX_LEVEL)
-    scores = scores.at[C.ACTION_BUY_XP].set(jnp.where(level_up, 40.0, -1.0))
-    scores = scores.at[C.ACTION_REROLL].set(jnp.where(p.gold >= 52, 30.0, -1.0))
+    level_score = jnp.where(level_up, 40.0, -1.0)
+    roll_score = jnp.where(p.gold >= 52, 30.0, -1.0)
 
     # sell the weakest bench unit when the bench is full
     weakest = jnp.argmin(jnp.where(p.species[units.BENCH] >= 0, bench_strength, jnp.inf))
     sell_bench = jnp.where((bench_free == 0) & (jnp.arange(C.BENCH_SIZE) == weakest), 20.0, -1.0)
-    scores = scores.at[C.ACTION_SELL : C.ACTION_SELL + C.BENCH_SIZE].set(sell_bench)
-    return scores
+
+    def never(n):
+        return jnp.full(n, -1.0)
+
+    # in action order (one concatenation: a chain of .at[].set would be a chain of copies)
+    return jnp.concatenate([
+        jnp.zeros(1),  # end turn: the fallback
+        buy,  # ACTION_BUY
+        roll_score[None],  # ACTION_REROLL
+        level_score[None],  # ACTION_BUY_XP
+        never(1),  # ACTION_LOCK
+        sell_bench,  # ACTION_SELL: bench slots
+        never(C.NUM_SLOTS - C.BENCH_SIZE),  # ... board slots
+        place.reshape(-1),  # ACTION_PLACE
+        never(C.BOARD_CELLS),  # ACTION_RECALL
+    ])
 
 
 @jax.jit
 def greedy_policy(key: jax.Array, state: GameState, mask: jnp.ndarray) -> jnp.ndarray:
     """Best legal action by ``greedy_scores``; ties broken at random. Returns int32[8]."""
     scores = jax.vmap(greedy_scores, in_axes=(0, None))(state.players, state.round)
-    noise = jax.random.uniform(as_key(key, "greedy_policy key"), scores.shape, maxval=1e-3)
+    noise = random_bits.uniform(as_key(key, "greedy_policy key"), scores.shape, maxval=1e-3)
     return jnp.argmax(jnp.where(mask, scores + noise, -jnp.inf), axis=-1).astype(jnp.int32)
 
 
@@ -403,8 +413,6 @@ def expert_scores(p: Players, round_: jnp.ndarray, pool: jnp.ndarray) -> jnp.nda
     one, two = _copies_by_stars(p)
     merge = _merge_value(potential, one, two, pool)
     xp, roll = _level_and_roll_scores(p, round_, keep, roll_keep)
-    scores = jnp.full(C.NUM_ACTIONS, -1.0)
-    scores = scores.at[C.ACTION_END_TURN].set(0.0)
     scores = scores.at[C.ACTION_BUY : C.ACTION_REROLL].set(_buy_scores(p, keep, potential, merge, one))
     scores = scores.at[C.ACTION_REROLL].set(roll)
     scores = scores.at[C.ACTION_BUY_XP].set(xp)

@@ -42,7 +42,7 @@ from flax import struct
 
 from jaxgame import constants as C
 from jaxgame import species as sp
-from jaxgame import synergy
+from jaxgame import random_bits, synergy
 from jaxgame.batching import any_in_batch
 
 NUM_FIGHTERS = C.MAX_FIGHTERS  # 48
@@ -162,34 +162,13 @@ def tick_uniforms(key, tick) -> jax.Array:
 
 _TICK_UNIFORMS = tick_uniforms
 
+
 # ---------------- random draws ----------------
-_ROTATIONS = ((13, 15, 26, 6), (17, 29, 16, 24))
-
-
-def _threefry2x32(k0, k1, x0, x1):
-    """The Threefry-2x32 hash (20 rounds) of counters (x0, x1) under key (k0, k1), uint32 arrays that
-    broadcast; unrolled, so that XLA fuses it (jax's own CPU lowering is a rolled loop of small kernels)."""
-    ks = (k0, k1, k0 ^ k1 ^ jnp.uint32(0x1BD11BDA))
-    x0, x1 = x0 + ks[0], x1 + ks[1]
-    for i in range(5):
-        for r in _ROTATIONS[i % 2]:
-            x0 = x0 + x1
-            x1 = (x1 << jnp.uint32(r)) | (x1 >> jnp.uint32(32 - r))
-            x1 = x0 ^ x1
-        x0 = x0 + ks[(i + 1) % 3]
-        x1 = x1 + ks[(i + 2) % 3] + jnp.uint32(i + 1)
-    return x0, x1
-
-
 def _fast_draws(keys) -> bool:
     """Whether :func:`_unit_crits` may hash the units' draws itself: threefry keys with partitionable bits
     (jax's default), where draw i of ``jax.random.uniform(key, (48,))`` only depends on (key, i), and
     ``tick_uniforms`` is this module's own (a test may replace it)."""
-    return (
-        tick_uniforms is _TICK_UNIFORMS
-        and bool(jax.config.jax_threefry_partitionable)
-        and str(jax.random.key_impl(keys)) == "threefry2x32"
-    )
+    return tick_uniforms is _TICK_UNIFORMS and random_bits.hashable(keys)
 
 
 def _unit_crits(keys, t, index) -> jax.Array:
@@ -198,8 +177,8 @@ def _unit_crits(keys, t, index) -> jax.Array:
     if _fast_draws(keys):
         data = jax.random.key_data(keys)  # uint32[B, 2]
         zero = jnp.uint32(0)
-        k0, k1 = _threefry2x32(data[:, 0], data[:, 1], zero, jnp.asarray(t).astype(jnp.uint32))  # fold_in(key, t)
-        b0, b1 = _threefry2x32(k0, k1, zero, index.astype(jnp.uint32))
+        k0, k1 = random_bits.threefry2x32(data[:, 0], data[:, 1], zero, jnp.asarray(t).astype(jnp.uint32))  # fold_in
+        b0, b1 = random_bits.threefry2x32(k0, k1, zero, index.astype(jnp.uint32))
         return ((b0 ^ b1) >> jnp.uint32(9)) < jnp.uint32(CRIT_BELOW)
     draws = jax.vmap(tick_uniforms)(keys, jnp.broadcast_to(t, keys.shape))  # float32[B, 48]
     return jnp.take_along_axis(draws.T, index, axis=0) < jnp.float32(CRIT_CHANCE)

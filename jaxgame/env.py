@@ -88,10 +88,17 @@ class AutoChessEnv:
 
     def decision_step(self, state: GameState, actions):
         """Actions of one step. Returns (state, fight_key, reset_key, fight_due bool[])."""
+        state, needs_refill, reroll_key, fight_key, reset_key, due = self.apply_actions(state, actions)
+        return game.reroll_shops(state, needs_refill, reroll_key), fight_key, reset_key, due
+
+    def apply_actions(self, state: GameState, actions):
+        """``decision_step`` before the rerolled shops are drawn: (state, needs_refill bool[8], reroll_key,
+        fight_key, reset_key, fight_due bool[]); ``game.reroll_shops(state, needs_refill, reroll_key)``
+        finishes it (VecEnv draws them only when some seat of the batch rerolled)."""
         due = game.fight_due(state, self.config)
         next_key, act_key, fight_key, reset_key = jax.random.split(state.key, 4)
-        state = game.decision_phase(state.replace(key=next_key), actions, act_key)
-        return state, fight_key, reset_key, due
+        state, needs_refill = game.apply_actions(state.replace(key=next_key), actions)
+        return state, needs_refill, act_key, fight_key, reset_key, due
 
     def fight_step(self, state: GameState, fight_key: jax.Array):
         """Returns (state, reward float32[8])."""

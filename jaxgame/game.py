@@ -70,15 +70,26 @@ def decision_phase(state: GameState, actions: jnp.ndarray, key: jax.Array) -> Ga
 
     Per-seat effects are independent except through the shared pool: sold
     copies go back first, then rerolling seats draw their new shops one
-    after another in a random order.
+    after another in a random order (``apply_actions`` then ``reroll_shops``).
     """
+    state, needs_refill = apply_actions(state, actions)
+    return reroll_shops(state, needs_refill, key)
+
+
+def apply_actions(state: GameState, actions: jnp.ndarray) -> tuple[GameState, jnp.ndarray]:
+    """The actions (int32[8]) without the new shops: (state, needs_refill bool[8]), the rerolling seats'
+    shops emptied and their copies back in the pool."""
     actions = jnp.asarray(actions, jnp.int32)
     players, pool_delta, needs_refill = jax.vmap(actions_lib.apply_action)(state.players, actions)
     pool = state.pool + pool_delta.sum(axis=0)
-    shops, pool = shop_lib.refill_shops(players.shop, players.level, pool, needs_refill, key)
-    return state.replace(
-        players=players.replace(shop=shops), pool=pool, step_in_round=state.step_in_round + 1
-    )
+    return state.replace(players=players, pool=pool, step_in_round=state.step_in_round + 1), needs_refill
+
+
+def reroll_shops(state: GameState, needs_refill: jnp.ndarray, key: jax.Array) -> GameState:
+    """New shops for the seats in ``needs_refill`` (bool[8]); the state unchanged where none is."""
+    players = state.players
+    shops, pool = shop_lib.refill_shops(players.shop, players.level, state.pool, needs_refill, key)
+    return state.replace(players=players.replace(shop=shops), pool=pool)
 
 
 # rank 1 -> +1 ... rank 8 -> -1, linear, as float32 arithmetic gives it; a table, so that every backend and
