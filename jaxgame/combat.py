@@ -41,8 +41,8 @@ import numpy as np
 from flax import struct
 
 from jaxgame import constants as C
-from jaxgame import species as sp
 from jaxgame import random_bits, synergy
+from jaxgame import species as sp
 from jaxgame.batching import any_in_batch
 
 NUM_FIGHTERS = C.MAX_FIGHTERS  # 48
