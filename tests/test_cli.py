@@ -64,3 +64,6 @@ def test_compare_revisions_refuses_bad_input():
         compare_revisions.main(["--baseline", "no-such-revision", "--quiet"])
     with pytest.raises(SystemExit):  # argparse: --num-envs must be positive ints
         compare_revisions.main(["--baseline", "HEAD", "--num-envs", "64,0"])
+    with pytest.raises(SystemExit):  # argparse: an unknown workload
+        compare_revisions.main(["--baseline", "HEAD", "--workload", "lategame"])
+    assert compare_revisions.DEFAULT_ROUNDS == {"opening": 1, "midgame": 4} and compare_revisions.MIDGAME_SKIP == 10
