@@ -58,8 +58,8 @@ import jax.numpy as jnp
 import numpy as np
 
 from jaxgame import constants as C
-from jaxgame import random_bits, synergy, units
 from jaxgame import species as sp
+from jaxgame import synergy, units
 from jaxgame.state import GameState, Players
 from jaxgame.validation import as_key
 
@@ -73,7 +73,7 @@ def random_policy(key: jax.Array, state: GameState, mask: jnp.ndarray) -> jnp.nd
     One uniform draw per seat picks the k-th legal action (``jax.random.categorical`` would draw one
     Gumbel per action: 258 draws a seat, most of a non-fight step's time at 64 envs on a CPU)."""
     counts = jnp.sum(mask, axis=-1, dtype=jnp.int32)
-    u = random_bits.uniform(as_key(key, "random_policy key"), counts.shape)
+    u = jax.random.uniform(as_key(key, "random_policy key"), counts.shape)
     k = jnp.minimum((u * counts).astype(jnp.int32), counts - 1)  # which legal action, 0-based
     return jnp.argmax(jnp.cumsum(mask, axis=-1, dtype=jnp.int32) > k[..., None], axis=-1).astype(jnp.int32)
 
@@ -149,7 +149,7 @@ def greedy_scores(p: Players, round_: jnp.ndarray) -> jnp.ndarray:
 def greedy_policy(key: jax.Array, state: GameState, mask: jnp.ndarray) -> jnp.ndarray:
     """Best legal action by ``greedy_scores``; ties broken at random. Returns int32[8]."""
     scores = jax.vmap(greedy_scores, in_axes=(0, None))(state.players, state.round)
-    noise = random_bits.uniform(as_key(key, "greedy_policy key"), scores.shape, maxval=1e-3)
+    noise = jax.random.uniform(as_key(key, "greedy_policy key"), scores.shape, maxval=1e-3)
     return jnp.argmax(jnp.where(mask, scores + noise, -jnp.inf), axis=-1).astype(jnp.int32)
 
 
@@ -428,7 +428,7 @@ def expert_scores(p: Players, round_: jnp.ndarray, pool: jnp.ndarray) -> jnp.nda
 def expert_policy(key: jax.Array, state: GameState, mask: jnp.ndarray) -> jnp.ndarray:
     """Best legal action by ``expert_scores``; ties broken at random. Returns int32[8]."""
     scores = jax.vmap(expert_scores, in_axes=(0, None, None))(state.players, state.round, state.pool)
-    noise = random_bits.uniform(as_key(key, "expert_policy key"), scores.shape, maxval=1e-3)
+    noise = jax.random.uniform(as_key(key, "expert_policy key"), scores.shape, maxval=1e-3)
     return jnp.argmax(jnp.where(mask, scores + noise, -jnp.inf), axis=-1).astype(jnp.int32)
 
 
