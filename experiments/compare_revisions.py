@@ -3,7 +3,6 @@
     python -m experiments.compare_revisions --baseline 3661beb --num-envs 64 --rounds 1
     python -m experiments.compare_revisions --baseline d768e84 --workload midgame
 
-
 ``benchmark --what combat --baseline REV`` swaps in only the baseline's combat
 (``combat.py`` and ``rounds.py``); this swaps in the baseline's whole
 ``jaxgame`` package (shop, actions, observations, env, combat), so the ratio
@@ -54,8 +53,7 @@ def _worker(num_envs: int, rounds: int, workload: str) -> None:
     import jax.numpy as jnp
 
     import jaxgame
-    from jaxgame import bots
-    from jaxgame import constants as C
+    from jaxgame import bots, units
 
     def random_policy(key, mask):  # mask bool[8, A] -> int32[8]
         counts = jnp.sum(mask, axis=-1, dtype=jnp.int32)
@@ -90,7 +88,7 @@ def _worker(num_envs: int, rounds: int, workload: str) -> None:
             states, ts, jax.random.key(2))
     args = (states, ts, jax.random.key(1))
     jax.block_until_ready(rollout(*args))
-    board = jnp.sum(states.players.species[..., C.BENCH_SIZE:] >= 0, axis=-1)  # [E, 8]: units on each board
+    board = units.board_count(states.players.species)  # [E, 8]
     board_units = float(jnp.sum(jnp.where(states.players.alive, board, 0)) / jnp.sum(states.players.alive))
     print(json.dumps({"ready": round(time.perf_counter() - start, 1), "steps": steps, "start_round": skip + 1,
                       "mean_board_units": round(board_units, 2),

@@ -1,9 +1,10 @@
 """The game's state transitions as pure functions of (state, inputs, config).
 
-``step`` = ``decision_phase`` (every step) then ``fight_phase`` (only on the
-last decision step of a round). The env API in ``jaxgame.env`` composes them;
-``jaxgame.vec_env.VecEnv`` composes them so that a batch skips the fight
-phase entirely on steps where no env fights.
+``step`` = ``apply_actions`` then ``reroll_shops`` (every step), then
+``fight_phase`` (only on the last decision step of a round). The env API in
+``jaxgame.env`` composes them; ``jaxgame.vec_env.VecEnv`` composes them so that
+a batch skips the rerolls and the fight phase entirely on steps where no env
+needs them.
 """
 
 from __future__ import annotations
@@ -65,20 +66,13 @@ def fight_due(state: GameState, config: GameConfig) -> jnp.ndarray:
     return state.step_in_round == config.steps_per_round - 1
 
 
-def decision_phase(state: GameState, actions: jnp.ndarray, key: jax.Array) -> GameState:
-    """Apply every seat's action (int32[8]) 'simultaneously'.
-
-    Per-seat effects are independent except through the shared pool: sold
-    copies go back first, then rerolling seats draw their new shops one
-    after another in a random order (``apply_actions`` then ``reroll_shops``).
-    """
-    state, needs_refill = apply_actions(state, actions)
-    return reroll_shops(state, needs_refill, key)
-
-
 def apply_actions(state: GameState, actions: jnp.ndarray) -> tuple[GameState, jnp.ndarray]:
-    """The actions (int32[8]) without the new shops: (state, needs_refill bool[8]), the rerolling seats'
-    shops emptied and their copies back in the pool."""
+    """Apply every seat's action (int32[8]) 'simultaneously', all but the new shops: (state, needs_refill
+    bool[8]), the rerolling seats' shops emptied and their copies back in the pool.
+
+    Per-seat effects are independent except through the shared pool: sold copies go back first, then
+    ``reroll_shops`` draws the rerolling seats' new shops one after another in a random order.
+    """
     actions = jnp.asarray(actions, jnp.int32)
     players, pool_delta, needs_refill = jax.vmap(actions_lib.apply_action)(state.players, actions)
     pool = state.pool + pool_delta.sum(axis=0)
