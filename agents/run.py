@@ -286,10 +286,11 @@ class LoopResult:
     runner: object
     updates: int
     trained_updates: int
-    train_s: float
+    train_s: float  # the chunks: each one's run and the fetch and check of its metrics
     records: list  # the last chunk's records, one per log ([] when no chunk ran)
     evaluation: list  # the latest evaluation, one dict per log
     stopped: str | None = None  # the signal that stopped the run early ("SIGTERM", "SIGINT"), else None
+    loop_s: float = 0.0  # the whole loop: the chunks and the host work between them (logs, evaluations, saves)
 
 
 class StopSignals:
@@ -339,6 +340,12 @@ class ChunkLoop:
     The chunk count is taken from the run's start, so a resumed run keeps the schedule. ``before_chunk`` runs
     before each chunk (a multi-process barrier). A chunk whose parameters or metrics are not finite raises
     ``agents.health.NonFiniteError`` before anything of it is logged or saved.
+
+    A checkpoint in the middle of a run is written by a background thread while the next chunk trains (in a
+    one-process run): the chunk does not consume its input, so the saved runner stays valid. At most one save
+    is in flight; the next save, the end of the loop, a stop and an error each wait for it first, so the last
+    good checkpoint is complete on disk whenever the loop returns or raises. The last save and a stop's are
+    written before the loop returns. A failed background save raises its error at the next of those waits.
     """
 
     def __init__(self, program: ChunkProgram, store: CheckpointStore | None, logs, progress: Progress,
@@ -349,6 +356,8 @@ class ChunkLoop:
         self.progress = progress
         self.wall_before = wall_before
         self.before_chunk = before_chunk or (lambda: None)
+        self._saver: concurrent.futures.ThreadPoolExecutor | None = None  # while ``run`` runs
+        self._saving: concurrent.futures.Future | None = None
 
     def run(self, runner, compiled_chunk, stop: StopSignals | None = None) -> LoopResult:
         """Chunks until the run is done, or until ``stop`` says a signal asked it to stop: then it checkpoints
@@ -358,6 +367,10 @@ class ChunkLoop:
         done = self.program.updates_done(runner)
         self.progress.start(total, done)
         result = LoopResult(runner, done, 0, 0.0, [], [{} for _ in self.logs])
+        # orbax synchronises the processes of a multi-process save: those stay in the loop's own thread
+        if self.store is not None and jax.process_count() == 1:
+            self._saver = concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="checkpoint")
+        start = time.perf_counter()
         try:
             while result.updates < total:
                 n = min(chunk, total - result.updates)
@@ -368,15 +381,38 @@ class ChunkLoop:
                     if not saved and self.store is not None:
                         self._save(result)
                     break
+        except BaseException:
+            self._wait_for_save(raise_error=False)  # the error in flight is the one to report
+            raise
+        else:
+            self._wait_for_save()
         finally:
+            if self._saver is not None:
+                self._saver.shutdown()
+                self._saver = None
             self.progress.close()
+        result.loop_s = time.perf_counter() - start
         return result
 
-    def _save(self, result: LoopResult) -> None:
+    def _wait_for_save(self, raise_error: bool = True) -> None:
+        """Wait for the background save in flight (if any); its error is raised here with ``raise_error``."""
+        saving, self._saving = self._saving, None
+        if saving is not None:
+            error = saving.exception()
+            if error is not None and raise_error:
+                raise error
+
+    def _save(self, result: LoopResult, background: bool = False) -> None:
+        """Checkpoint ``result``'s runner; with ``background`` (and a one-process run) in the saver thread."""
         for log in self.logs:
             log.sync()  # the records a checkpoint follows are on disk before it
-        payload = self.program.checkpoint_payload(self.wall_before + result.train_s)
-        self.store.save(result.updates, result.runner, payload, self.program.checkpoint_metrics(result.records))
+        self._wait_for_save()
+        args = (result.updates, result.runner, self.program.checkpoint_payload(self.wall_before + result.train_s),
+                self.program.checkpoint_metrics(result.records))
+        if background and self._saver is not None:
+            self._saving = self._saver.submit(self.store.save, *args)
+        else:
+            self.store.save(*args)
 
     def _chunk(self, result: LoopResult, run, n: int) -> bool:
         """One chunk of ``n`` updates, then its records, evaluation, logs and checkpoint; updates ``result``.
@@ -406,7 +442,7 @@ class ChunkLoop:
         save = self.store is not None and (
             finished or (config.checkpoint_every and chunks_done % config.checkpoint_every == 0))
         if save:
-            self._save(result)
+            self._save(result, background=not finished)
         self.progress.chunk(n, program.progress_text(result.records, result.evaluation))
         return bool(save)
 
@@ -610,7 +646,11 @@ def train(config: TrainConfig, run_dir, resume: bool = False, preset: str | None
         "wall_s": round(time.perf_counter() - start_wall, 2),
         "compile_s": round(compile_s, 2),
         "train_s": round(result.train_s, 2),
+        "loop_s": round(result.loop_s, 2),
         "sps": round(result.trained_updates * steps_per_update / result.train_s, 1) if result.train_s else None,
+        # what a user waits for: the chunks and the logs, evaluations and checkpoints between them
+        "loop_sps": (round(result.trained_updates * steps_per_update / result.loop_s, 1)
+                     if result.trained_updates and result.loop_s else None),
         "final_eval": evaluation,
         "episode_return": finite_or_none(record.get("train/episode_return")),  # None: no episode finished
         "devices": num_devices,

@@ -31,7 +31,7 @@ PRESET_KEYS = {
 }
 SIDE_KEYS = {"compile_s", "run_s", "sps", "final_return"}
 GYMNAX_KEYS = {"steps", "num_updates", "final_return_updates", "ours", "cli", "purejaxrl", "ours_over_purejaxrl_sps",
-               "cli_over_purejaxrl_sps"}
+               "cli_over_purejaxrl_sps", "cli_chunks_over_purejaxrl_sps"}
 REFERENCE_KEYS = {"metrics", "compile_s", "run_s", "num_updates", "steps", "sps", "final_return"}
 METRIC_KEYS = {"returned_episode_returns", "returned_episode_lengths", "returned_episode", "timestep", "discount"}
 
@@ -106,7 +106,10 @@ def test_gymnax_section_and_reference(capsys):
         assert set(gym[side]) == SIDE_KEYS
         assert gym[side]["sps"] > 0 and gym[side]["compile_s"] > 0 and gym[side]["run_s"] > 0
         assert gym[side]["final_return"] >= 1  # random CartPole episodes last ~20 steps: some finished
-    assert set(gym["cli"]) == {"compile_s", "train_s", "sps", "final_return"} and gym["cli"]["sps"] > 0
+    assert set(gym["cli"]) == {"compile_s", "train_s", "sps", "loop_s", "loop_sps", "final_return"}
+    assert gym["cli"]["loop_s"] >= gym["cli"]["train_s"] > 0  # the loop holds the chunks and the work between
+    assert gym["cli"]["sps"] >= gym["cli"]["loop_sps"] > 0
+    assert gym["cli_over_purejaxrl_sps"] == round(gym["cli"]["loop_sps"] / gym["purejaxrl"]["sps"], 3)
     assert gym["cli"]["final_return"] >= 1
     assert section["min_ratio"] == min(gym["ours_over_purejaxrl_sps"], gym["cli_over_purejaxrl_sps"]) > 0
     ref = purejaxrl_reference.run(seed=0, total_timesteps=512)  # the same compiled program as the section's

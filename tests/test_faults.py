@@ -7,6 +7,7 @@ from __future__ import annotations
 import importlib.util
 import json
 import shutil
+import time
 
 import jax
 import jax.numpy as jnp
@@ -97,10 +98,29 @@ def _poison_chunk(monkeypatch, at_call: int):
     monkeypatch.setattr(run.TrainProgram, "compile_all", compile_all)
 
 
+def _slow_saves(monkeypatch, seconds: float, events: list | None = None, fail_at: int | None = None):
+    """``CheckpointStore.save`` sleeps ``seconds`` first (and raises at step ``fail_at``); ``events`` gets
+    ("save start", step), ("save end", step) in order."""
+    real = CheckpointStore.save
+
+    def save(self, step, *args, **kwargs):
+        if events is not None:
+            events.append(("save start", step))
+        time.sleep(seconds)
+        if step == fail_at:
+            raise OSError(f"disk full at step {step}")
+        real(self, step, *args, **kwargs)
+        if events is not None:
+            events.append(("save end", step))
+
+    monkeypatch.setattr(CheckpointStore, "save", save)
+
+
 def test_nan_stops_the_run_before_it_logs_or_saves_and_resume_goes_on_from_the_last_good_update(
     tiny_run, tmp_path, monkeypatch
 ):
     _poison_chunk(monkeypatch, at_call=2)  # the third chunk: update 3
+    _slow_saves(monkeypatch, 0.5)  # update 2's save is still in flight when update 3 turns out bad
     with pytest.raises(health.NonFiniteError, match=r"^update 3: (loss|train|sums)/\S+ is not finite") as err:
         run.train(TINY, tmp_path / "nan")
     assert err.value.update == 3
@@ -111,6 +131,36 @@ def test_nan_stops_the_run_before_it_logs_or_saves_and_resume_goes_on_from_the_l
     resumed = run.train(TINY, tmp_path / "nan", resume=True)
     assert resumed["updates"] == 4
     assert _records(tmp_path / "nan") == _records(tiny_run)
+
+
+def test_a_checkpoint_is_written_while_the_next_chunk_trains_and_the_run_returns_only_once_it_is_on_disk(
+    tiny_run, tmp_path, monkeypatch
+):
+    events = []
+    _slow_saves(monkeypatch, 0.3, events)
+    real_run = run.ChunkLoop._chunk
+
+    def chunk(self, result, *args):
+        events.append(("chunk", result.updates + 1))
+        return real_run(self, result, *args)
+
+    monkeypatch.setattr(run.ChunkLoop, "_chunk", chunk)
+    summary = run.train(TINY, tmp_path / "overlap")
+    assert summary["updates"] == 4 and summary["loop_s"] >= summary["train_s"] > 0
+    # update 1's save starts, update 2's chunk starts before it ends; the last save is waited for
+    assert events.index(("chunk", 2)) < events.index(("save end", 1))
+    assert events[-1] == ("save end", 4)
+    assert _steps(tmp_path / "overlap") == [1, 2, 3, 4]
+    assert _records(tmp_path / "overlap") == _records(tiny_run)
+
+
+def test_a_failed_background_save_stops_the_run_with_its_error(tmp_path, monkeypatch):
+    _slow_saves(monkeypatch, 0.0, fail_at=2)
+    with pytest.raises(OSError, match="disk full at step 2"):
+        run.train(TINY, tmp_path / "full")
+    assert _steps(tmp_path / "full") == [1]  # the error surfaced at the next save: step 3 was never written
+    monkeypatch.undo()
+    assert run.train(TINY, tmp_path / "full", resume=True)["updates"] == 4
 
 
 def test_the_cli_exits_non_zero_with_one_line_naming_the_update(tmp_path, monkeypatch, capsys):

@@ -95,10 +95,12 @@ reference (``experiments/benchmark/purejaxrl_reference.py``) on each
 ``--gymnax-envs`` env (default CartPole-v1, Acrobot-v1, MountainCar-v0: gymnax's
 discrete-action classic control), for ``--gymnax-steps`` env steps each (default
 500,000, PureJaxRL's, on every backend; 0 skips it): the whole run as one jitted
-call on both sides (the best of ``--gymnax-reps`` runs, default 3, in turn) and
-one run of our training CLI; per env ``compile_s``, ``run_s``, ``sps`` (env steps/s
-after compilation) and ``final_return`` per side, ``ours_over_purejaxrl_sps``,
-``cli_over_purejaxrl_sps``, and ``min_ratio`` over all of them (the goal: >= 1.0).
+call on both sides and a run of our training CLI's loop, the three in turn
+``--gymnax-reps`` times (default 3, the best of each); per env ``compile_s``, ``run_s``,
+``sps`` (env steps/s after compilation) and ``final_return`` per side,
+``ours_over_purejaxrl_sps``, ``cli_over_purejaxrl_sps`` (the whole chunk loop with
+its logs and checkpoints), ``cli_chunks_over_purejaxrl_sps`` (its chunks alone), and
+``min_ratio`` over the first two (the goal: >= 1.0).
 Compile times are honest: the benchmark does not turn JAX's persistent
 compilation cache on (``compilation_cache`` says whether the environment did).
 The CPU default takes about 6 minutes on a 2-core CPU: XLA compiling the game
