@@ -1,7 +1,9 @@
 """Saved policies at seat-rotated tables: a checkpoint's placements against lineups of bots and other checkpoints
-(``evaluate_checkpoint``), and a rating tournament of checkpoints and bots (``rate_checkpoints``).
+(``evaluate_checkpoint``), two players compared with significance tests (``compare_players``), and a rating
+tournament of checkpoints and bots (``rate_checkpoints``).
 
     result = evaluate_checkpoint("runs/a", None, {"greedy": ["greedy"] * 7}, games=16)  # vs 7 greedy bots
+    result = compare_players("runs/a", "runs/b", {"greedy": ["greedy"] * 7}, games=64)   # p-values, per setting
     result = rate_checkpoints(["runs/a", "runs/b:120"], "runs/ratings-ab", games=16)   # writes ratings.*
 
 The tournament:
@@ -37,7 +39,8 @@ import numpy as np
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 
-from agents import memory
+import jaxgame
+from agents import memory, significance
 from agents.envs import make_game
 from agents.evaluation import placement_summary
 from agents.policies import (
@@ -54,6 +57,7 @@ from agents.progress import NoProgress, Progress
 from agents.ratings import Ratings
 from agents.run_dir import write_csv, write_json
 from agents.tables import DEFAULT_BOTS, TABLE_BOTS, draw_lineups, make_table_runner
+from jaxgame import constants as C
 
 
 def rate_checkpoints(specs, out_dir, games: int = 16, bots=DEFAULT_BOTS, all_checkpoints: bool = False,
@@ -132,6 +136,136 @@ def evaluate_checkpoint(run_dir, step: int | None, lineups: dict, games: int, se
             summary["per_seat_mean_placement"] = [round(float(m), 3) for m in ranks.mean(0)]
     result["seconds"] = round(time.perf_counter() - start, 2)
     return result
+
+
+#: Head-to-head tables of ``compare_players``: which lineup positions A holds (the others are B's).
+HEAD_TO_HEAD = {"1v7": (0,), "7v1": (0, 1, 2, 3, 4, 5, 6), "4v4": (0, 2, 4, 6)}
+
+
+def compare_players(spec_a: str, spec_b: str, lineups: dict, games: int, seed: int = 0, head_to_head: bool = True,
+                    rules: dict | None = None, points=significance.DEFAULT_RANK_POINTS,
+                    difference: float = significance.DEFAULT_DIFFERENCE, progress: Progress | None = None) -> dict:
+    """Is player A better than player B? Seat-rotated games, tested by game seed (``agents.significance``).
+
+    Players (``spec_a``, ``spec_b`` and the lineups' names): a bot, ``baseline:NAME`` or ``RUN_DIR[:STEP]``.
+    ``lineups``: name -> 7 players: A plays ``games`` game seeds against them (8 rotations each), then B the
+    same seeds against the same lineup (duplicate games: paired by seed). ``head_to_head``: also A and B at
+    one table (``HEAD_TO_HEAD``: 1 A and 7 B, 7 A and 1 B, 4 and 4), each seed's A seats against its B seats.
+    ``rules``: the game's rules when every player is a bot (policies play the rules they trained with).
+    The same policy as A and B is seated as two participants with the same parameters (a player against itself:
+    the head-to-head tables then test a true null); the same bot cannot be (no head-to-head tables, with a note).
+    ``difference``: the difference of mean placement to report the seeds needed for (power 0.8, level 0.05).
+    Returns ``{"a", "b", "games_per_rotation", "seed", "settings": {name: {"placement": compare(...) +
+    "games_needed", "points": {"mean_a", "mean_b", "difference", "p_value"}, "per_seed_a", "per_seed_b" (the mean
+    placements tested, float[games])}}, "rank_points", "difference", "seconds"}``; setting names are ``"vs NAME"``
+    and ``HEAD_TO_HEAD``'s; placements are 1..8 (lower is better), points higher is better. ``ValueError`` for
+    fewer than 2 games or a bad points table, ``PolicyError`` for players that cannot play, ``MemoryError``
+    (with the estimate) when ``games`` cannot fit.
+    """
+    progress = progress or NoProgress()
+    if not isinstance(games, int) or games < 2:
+        raise ValueError(f"a comparison needs games >= 2 game seeds (a test needs a spread), got {games!r}")
+    points = significance.check_rank_points(points)
+    specs = [spec_a, spec_b] + [n for names in lineups.values() for n in names]
+    policies, player_of = {}, {}
+    for name in dict.fromkeys(specs):
+        parsed = parse_spec(name)
+        if isinstance(parsed, str):
+            player_of[name] = parsed
+        else:
+            policy = load_policy(*parsed)
+            policies.setdefault(policy.name, policy)
+            player_of[name] = policy.name
+    policies = list(policies.values())
+    if policies:
+        if rules:
+            raise PolicyError("rules apply to games of bots only; a policy plays with the rules it trained with")
+        check_same_observations(policies)
+        for note in rule_differences(policies):
+            progress.status(f"note: {note}")
+        game = make_game(policies[0].config)
+    else:
+        game = jaxgame.make("autochess", **(rules or {}))
+    seated = list(policies)
+    same_policy = player_of[spec_a] == player_of[spec_b] and player_of[spec_a] not in TABLE_BOTS
+    if same_policy:  # B is a second participant with A's parameters, so that at one table its seats are told
+        seated.append(next(p for p in policies if p.name == player_of[spec_a]))  # from A's: the null, tested
+    table_bots = tuple(bot for bot in TABLE_BOTS if bot in player_of.values())
+    index = {p.name: i for i, p in enumerate(policies)}
+    index.update({bot: len(seated) + i for i, bot in enumerate(table_bots)})
+    a = index[player_of[spec_a]]
+    b = len(seated) - 1 if same_policy else index[player_of[spec_b]]
+    if head_to_head and a == b:
+        progress.status(f"note: A and B are the same bot ({spec_a}): no head-to-head tables (one bot per table)")
+        head_to_head = False
+
+    memory.check_fits(f"games={games} (x 8 rotations)", memory.table_bytes(game, games))
+    progress.status(f"comparing {spec_a} with {spec_b}: compiling ...")
+    start = time.perf_counter()
+    run = make_table_runner(game, [p.network for p in seated], games, bot_names=table_bots)
+    params = tuple(p.params for p in seated)
+    key = jax.random.key(seed)
+
+    def play_lineup(lineup):  # int[games, 8 rotations, 8 positions]
+        return np.asarray(run(params, np.tile(lineup, (games, 1)), key))
+
+    lineups = {name: [index[player_of[n]] for n in names] for name, names in lineups.items()}
+    settings = compare_tables(play_lineup, a, b, lineups, head_to_head, points, difference)
+    return {"a": spec_a, "b": spec_b, "games_per_rotation": games, "seed": seed, "settings": settings,
+            "rank_points": list(points), "difference": difference,
+            "seconds": round(time.perf_counter() - start, 2)}
+
+
+def compare_tables(play, a: int, b: int, lineups: dict, head_to_head: bool = True,
+                   points=significance.DEFAULT_RANK_POINTS, difference: float = significance.DEFAULT_DIFFERENCE):
+    """The settings of ``compare_players`` from ``play(lineup) -> int ranks[S seeds, 8 rotations, 8 positions]``
+    (``lineup``: 8 participant indices; every call plays the same S seeds), participants ``a`` and ``b`` and
+    ``lineups``: name -> 7 participant indices. Returns ``{setting: {"placement", "points", "per_seed_a",
+    "per_seed_b"}}`` (``compare_players`` says what they hold)."""
+
+    def ranks(lineup):
+        out = np.asarray(play(lineup))
+        if not (out >= 1).all():
+            raise RuntimeError(f"{int((out < 1).sum())} placements of unfinished games (the step limit)")
+        return out
+
+    def setting(ranks_a, ranks_b):
+        """From A's and B's positions: (ranks_a, ranks_b) int[S, 8, n]; per-seed means, paired by seed."""
+        per_seed_a, per_seed_b = ranks_a.mean((1, 2)), ranks_b.mean((1, 2))
+        placement = significance.compare(per_seed_a, per_seed_b, paired=True)
+        placement["games_needed"] = significance.games_needed(placement["sd"], difference)
+        pa, pb = (significance.rank_points(r, points).mean((1, 2)) for r in (ranks_a, ranks_b))
+        test = significance.compare(pa, pb, paired=True)
+        return {"placement": placement,
+                "points": {k: test[k] for k in ("mean_a", "mean_b", "difference", "p_value")},
+                "per_seed_a": per_seed_a.tolist(), "per_seed_b": per_seed_b.tolist()}
+
+    settings = {}
+    for name, others in lineups.items():
+        settings[f"vs {name}"] = setting(ranks([a, *others])[:, :, :1], ranks([b, *others])[:, :, :1])
+    if head_to_head:
+        for name, seats_a in HEAD_TO_HEAD.items():
+            table = ranks([a if j in seats_a else b for j in range(C.NUM_PLAYERS)])
+            seats_b = [j for j in range(C.NUM_PLAYERS) if j not in seats_a]
+            settings[name] = setting(table[:, :, list(seats_a)], table[:, :, seats_b])
+    return settings
+
+
+def comparison_table(result: dict) -> str:
+    """A human table of ``compare_players``'s result: one row per setting."""
+    rows = result["settings"]
+    width = max(len("setting"), *(len(n) for n in rows))
+    head = (f"A = {result['a']}, B = {result['b']}: {result['games_per_rotation']} game seeds x 8 rotations a "
+            f"setting, paired t-test by seed; points {result['rank_points']}")
+    lines = [head, f"{'setting':<{width}}  A place  B place  A - B (95% CI)    p-value  A points  B points  "
+                   f"seeds for {result['difference']:g}"]
+    for name, r in rows.items():
+        pl, pt = r["placement"], r["points"]
+        needed = "-" if pl["games_needed"] is None else str(pl["games_needed"])
+        lines.append(f"{name:<{width}}  {pl['mean_a']:7.2f}  {pl['mean_b']:7.2f}  "
+                     f"{pl['difference']:+6.2f} +- {pl['ci95']:<6.2f}  {pl['p_value']:7.2g}  {pt['mean_a']:8.1f}  "
+                     f"{pt['mean_b']:8.1f}  {needed:>5}")
+    return "\n".join(lines)
 
 
 def placement_table(rows) -> str:
@@ -260,4 +394,5 @@ def format_table(table) -> str:
     return "\n".join(lines)
 
 
-__all__ = ["evaluate_checkpoint", "format_table", "load_players", "placement_table", "play", "rate", "rate_checkpoints", "write_outputs"]
+__all__ = ["HEAD_TO_HEAD", "compare_players", "compare_tables", "comparison_table", "evaluate_checkpoint",
+           "format_table", "load_players", "placement_table", "play", "rate", "rate_checkpoints", "write_outputs"]

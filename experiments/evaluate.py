@@ -6,6 +6,8 @@
     python -m experiments.evaluate --checkpoint runs/mine --vs greedy --games 16
     python -m experiments.evaluate --checkpoint runs/mine --vs baseline:ppo_small-v1 --games 32
     python -m experiments.evaluate --checkpoint runs/mine --vs runs/other:120 --vs greedy,greedy,random,runs/other,greedy,random,random
+    python -m experiments.evaluate --compare runs/mine runs/other --games 64
+    python -m experiments.evaluate --compare runs/mine baseline:ppo_small-v1 --vs greedy --games 64
 
 With ``--checkpoint RUN_DIR`` it evaluates the trained policy of a run (its
 latest good checkpoint, or ``--step``) in one seat against 7 opponents, the
@@ -17,6 +19,17 @@ baseline policy ``baseline:NAME`` (``python -m experiments.baseline list``), or 
 ``RUN_DIR[:STEP]`` (its latest good checkpoint, or checkpoint STEP). JSON
 with, per ``--vs``, the mean placement, a 95% interval over the seeds, top-1
 and top-4 rates; a table of the same on stderr.
+
+With ``--compare A B`` (two players: bots, ``baseline:NAME`` or ``RUN_DIR[:STEP]``)
+it tests whether A places better than B (``agents.tournament.compare_players``):
+A against each ``--vs`` lineup (default: random, then greedy), then B against the
+same lineup on the same game seeds, and (unless ``--no-head-to-head``) A and B at
+one table: 1 A and 7 B, 7 A and 1 B, 4 and 4; every game seed in 8 rotations.
+Per setting: both mean placements, A - B with its 95% interval, the p-value of a
+paired t-test over the game seeds, the mean rank points (``--rank-points``,
+default 90,45,0,-135 over places 1-2, 3-4, 5-6, 7-8) and the game seeds a
+difference of ``--difference`` places needs (power 0.8 at p < 0.05). The table on
+stderr, the JSON (per-seed placements included) on stdout.
 
 Tells stderr what it is doing (compiling the rollout, ~20-30 s on a 2-core CPU; then
 the compile time and a progress bar while playing), then prints one JSON object
@@ -32,7 +45,7 @@ import json
 import jax
 
 import jaxgame
-from agents import memory, tournament
+from agents import memory, significance, tournament
 from agents.checkpoints import CheckpointMismatchError, NoGoodCheckpointError
 from agents.policies import PolicyError
 from agents.progress import ConsoleProgress
@@ -67,9 +80,30 @@ def parse_args(argv=None):
                         help="with --checkpoint: the opponents, random / greedy / expert / baseline:NAME / "
                              "RUN_DIR[:STEP], one for all 7 seats or 7 comma-separated (repeatable; default: random, "
                              "then greedy)")
+    parser.add_argument("--compare", nargs=2, metavar=("A", "B"),
+                        help="test whether player A places better than player B (bots, baseline:NAME, RUN_DIR[:STEP])")
+    parser.add_argument("--no-head-to-head", action="store_true",
+                        help="with --compare: only the --vs lineups, not A and B at one table")
+    parser.add_argument("--difference", type=float, default=significance.DEFAULT_DIFFERENCE,
+                        help="with --compare: the difference of mean placement to size a test for "
+                             f"(default {significance.DEFAULT_DIFFERENCE})")
+    parser.add_argument("--rank-points", default=",".join(f"{v:g}" for v in significance.DEFAULT_RANK_POINTS),
+                        help="with --compare: points per place, 1, 2, 4 or 8 comma-separated values spread over the 8 "
+                             "places (default %(default)s)")
     args = parser.parse_args(argv)
-    if not args.checkpoint and (args.step is not None or args.vs):
-        fail(parser, "--step and --vs need --checkpoint RUN_DIR (the policy they evaluate)")
+    if args.compare and (args.checkpoint or args.step is not None):
+        fail(parser, "--compare takes its two players as A B (RUN_DIR:STEP for a step), not --checkpoint/--step")
+    if not args.checkpoint and not args.compare and (args.step is not None or args.vs):
+        fail(parser, "--step and --vs need --checkpoint RUN_DIR (the policy they evaluate) or --compare A B")
+    if args.compare:
+        if args.games < 2:
+            fail(parser, f"--compare needs --games >= 2 game seeds (a test needs a spread), got {args.games}")
+        if not (args.difference > 0):
+            fail(parser, f"--difference must be > 0 places, got {args.difference}")
+        try:
+            args.rank_points = significance.check_rank_points(float(v) for v in args.rank_points.split(","))
+        except ValueError as err:
+            fail(parser, f"--rank-points {args.rank_points!r}: {err}")
     seats = tuple(s.strip() for s in args.seats.split(","))
     if len(seats) != 8 or any(s not in BOTS for s in seats):
         fail(parser, f"--seats needs 8 names from {sorted(BOTS)}, got {args.seats!r}")
@@ -105,10 +139,29 @@ def evaluate_checkpoint(args) -> dict:
     return result
 
 
+def compare(args, rules) -> dict:
+    """``--compare A B``: the significance tests of ``agents.tournament.compare_players``, as a table and JSON."""
+    lineups = {spec: _opponents(spec) for spec in (args.vs or ["random", "greedy"])}
+    result = tournament.compare_players(*args.compare, lineups, args.games, args.seed,
+                                        head_to_head=not args.no_head_to_head, rules=rules,
+                                        points=args.rank_points, difference=args.difference,
+                                        progress=None if args.quiet else ConsoleProgress())
+    status(tournament.comparison_table(result), not args.quiet)
+    print(json.dumps(result))
+    return result
+
+
 def main(argv=None):
     quiet_logs()
     parser, args, seats, rules = parse_args(argv)
     enable_compilation_cache(None if args.no_cache else args.cache_dir)
+    if args.compare:
+        try:
+            return compare(args, rules)
+        except (NoGoodCheckpointError, CheckpointMismatchError) as err:
+            fail(parser, err, status=1)
+        except (PolicyError, FileNotFoundError, MemoryError, ValueError) as err:
+            fail(parser, err)
     if args.checkpoint:
         if rules:
             fail(parser, "--rule applies to bot games; a checkpoint plays with the rules it trained with")

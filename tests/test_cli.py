@@ -67,3 +67,36 @@ def test_compare_revisions_refuses_bad_input():
     with pytest.raises(SystemExit):  # argparse: an unknown workload
         compare_revisions.main(["--baseline", "HEAD", "--workload", "lategame"])
     assert compare_revisions.DEFAULT_ROUNDS == {"opening": 1, "midgame": 4} and compare_revisions.MIDGAME_SKIP == 10
+
+
+def test_compare_cli_tests_two_bots_on_tiny_games(capsys):
+    """``--compare random greedy``: each against 7 random bots on the same 2 game seeds; the table on stderr, the
+    JSON (with the per-seed placements it tested) on stdout."""
+    result = evaluate.main(["--compare", "random", "greedy", "--vs", "random", "--no-head-to-head", *TINY])
+    out, err = capsys.readouterr()
+    assert json.loads(out.strip().splitlines()[-1]) == result
+    assert "A = random, B = greedy: 2 game seeds x 8 rotations" in err and "vs random" in err
+    assert list(result["settings"]) == ["vs random"] and result["games_per_rotation"] == 2
+    setting = result["settings"]["vs random"]
+    # random in every seat plays one game per seed whatever the rotation: its 8 positions take places 1..8
+    assert setting["per_seed_a"] == [4.5, 4.5]
+    assert setting["placement"]["mean_b"] == pytest.approx(sum(setting["per_seed_b"]) / 2)
+    assert setting["placement"]["mean_b"] < 4.5
+    assert setting["placement"]["test"] == "paired t-test" and setting["placement"]["df"] == 1
+    assert result["rank_points"] == [90.0, 45.0, 0.0, -135.0] and setting["points"]["mean_a"] == 0.0
+
+
+@pytest.mark.parametrize("args, message", [
+    (["--compare", "random", "greedy", "--games", "1"], "--games >= 2"),
+    (["--compare", "random", "greedy", "--rank-points", "3,2,1"], "1, 2, 4 or 8 finite values"),
+    (["--compare", "random", "greedy", "--difference", "0"], "--difference must be > 0"),
+    (["--compare", "random", "greedy", "--checkpoint", "runs/x"], "not --checkpoint"),
+    (["--compare", "random", "no/such/run"], "no/such/run"),
+    (["--compare", "baseline:ppo_small-v1", "random", "--rule", "max_rounds=3"], "rules apply to games of bots"),
+])
+def test_compare_cli_bad_input_is_one_line(args, message, capsys):
+    with pytest.raises(SystemExit) as exit_info:
+        evaluate.main([*args, "--quiet"])
+    err = capsys.readouterr().err
+    assert exit_info.value.code == 2 and message in err, err
+    assert len([line for line in err.strip().splitlines() if not line.startswith("usage:")]) == 1, err

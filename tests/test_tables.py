@@ -31,10 +31,15 @@ GREEDY = 1 + tables.TABLE_BOTS.index("greedy")  # participant index with one pol
 
 
 @functools.cache
+def short_runner():
+    """The table runner of 3 SHORT games, the passive policy and the default bots (one compile for the tests)."""
+    return tables.make_table_runner(jaxgame.make("autochess", **SHORT), (PassivePolicy(),), num_games=3)
+
+
+@functools.cache
 def played():
     """Game 0: 8 greedy bots; games 1 and 2: the passive policy in position 0 (resp. 5), greedy elsewhere."""
-    game = jaxgame.make("autochess", **SHORT)
-    run = tables.make_table_runner(game, (PassivePolicy(),), num_games=3)
+    run = short_runner()
     lineups = np.full((3, C.NUM_PLAYERS), GREEDY)
     lineups[1, 0] = lineups[2, 5] = 0
     return np.asarray(run((jnp.float32(1.0),), lineups, jax.random.key(0)))
@@ -69,6 +74,39 @@ def test_the_policy_plays_its_own_position(game, position):
     # would spread over the positions)
     mean_rank = played()[game].mean(axis=0)
     assert np.argmax(mean_rank) == position and mean_rank[position] >= 7.0
+
+
+def test_compare_tables_tests_the_per_seed_results_of_real_games():
+    """agents.tournament.compare_tables on the runner ``played`` uses (one compile): the passive policy (A) against
+    the greedy bot (B), each against 7 greedy bots on the same 3 game seeds, and at one table. Per setting the
+    tested numbers are each seed's mean placement of A's and of B's positions over the 8 rotations, and a
+    player that never fields a unit places far worse than greedy: p < 0.01 with 3 seeds."""
+    from agents import significance, tournament
+
+    run = short_runner()
+    played_tables = {}
+
+    def play(lineup):
+        ranks = np.asarray(run((jnp.float32(1.0),), np.tile(lineup, (3, 1)), jax.random.key(0)))
+        played_tables[tuple(lineup)] = ranks
+        return ranks
+
+    settings = tournament.compare_tables(play, 0, GREEDY, {"greedy": [GREEDY] * 7})
+    assert list(settings) == ["vs greedy", "1v7", "7v1", "4v4"]
+    alone_a = played_tables[(0,) + (GREEDY,) * 7]
+    np.testing.assert_array_equal(alone_a[1], played()[1])  # game seed 1 is played()'s game 1: the same lineup
+    vs = settings["vs greedy"]
+    np.testing.assert_allclose(vs["per_seed_a"], alone_a[:, :, 0].mean(1))
+    np.testing.assert_allclose(vs["per_seed_b"], played_tables[(GREEDY,) * 8][:, :, 0].mean(1))
+    four = played_tables[(0, GREEDY) * 4]
+    np.testing.assert_allclose(settings["4v4"]["per_seed_a"], four[:, :, 0::2].mean((1, 2)))
+    np.testing.assert_allclose(settings["4v4"]["per_seed_b"], four[:, :, 1::2].mean((1, 2)))
+    for name, setting in settings.items():
+        placement = setting["placement"]
+        assert placement == {**significance.compare(setting["per_seed_a"], setting["per_seed_b"], paired=True),
+                             "games_needed": placement["games_needed"]}
+        assert placement["difference"] > 2 and placement["p_value"] < 0.01, (name, placement)
+        assert setting["points"]["mean_a"] < setting["points"]["mean_b"]
 
 
 def test_bad_lineups_are_refused():

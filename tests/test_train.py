@@ -335,6 +335,60 @@ def test_evaluate_cli_on_a_checkpoint(smoke_run, capsys, monkeypatch):
         assert exit_info.value.code == 2 and message in err and len(err.strip().splitlines()) == 1
 
 
+SLOW = pytest.mark.skipif(os.environ.get("JAXGAME_SLOW_TESTS") != "1", reason="set JAXGAME_SLOW_TESTS=1")
+
+
+@SLOW
+@game_cli
+def test_a_policy_compared_with_itself_is_rarely_significant_over_many_evaluation_seeds(smoke_run, capsys):
+    """``evaluate --compare RUN RUN``: the smoke policy against itself, seated as two participants (their own
+    sampling keys), against 7 random bots on the same 160 game seeds and at one table (1 vs 7, 7 vs 1, 4 vs 4).
+    Split into 20 evaluations of 8 seeds each, the 80 paired tests reject at p < 0.05 about as often as a true
+    null does (5%, 4 of 80; at most 12 allowed), and their p-values are spread, not piled at 1.
+
+    Opt-in: 5,120 games compiled at the suite's -O0 (9 min on the 2-core CPU; it rejected 5 of 80). The default
+    suite checks the tests' error rates on 10,000 simulated tests each (tests/test_significance.py) and what is
+    tested at real tables (tests/test_tables.py::test_compare_tables_tests_the_per_seed_results_of_real_games)."""
+    from agents import significance
+    from experiments import evaluate
+
+    run_dir, _ = smoke_run
+    result = evaluate.main(["--compare", str(run_dir), str(run_dir), "--vs", "random", "--games", "160",
+                            "--quiet"])
+    assert json.loads(capsys.readouterr().out.strip().splitlines()[-1]) == result
+    settings = result["settings"]
+    assert list(settings) == ["vs random", "1v7", "7v1", "4v4"]
+    p_values = []
+    for name, setting in settings.items():
+        a, b = (np.asarray(setting[f"per_seed_{side}"]) for side in "ab")
+        assert a.shape == b.shape == (160,) and np.ptp(a - b) > 0  # the tests are not degenerate
+        assert setting["placement"]["mean_a"] == pytest.approx(a.mean())
+        if name != "vs random":  # one table: its 8 positions share 36 places a rotation
+            seats_a = {"1v7": 1, "7v1": 7, "4v4": 4}[name]
+            np.testing.assert_allclose(seats_a * a + (8 - seats_a) * b, 36.0)
+        p_values += [significance.compare(x, y, paired=True)["p_value"]
+                     for x, y in zip(a.reshape(20, 8), b.reshape(20, 8))]
+    assert sum(p < 0.05 for p in p_values) <= 12, sorted(p_values)[:16]
+    assert 0.2 < np.median(p_values) < 0.8
+
+
+@SLOW
+def test_a_trained_policy_is_significantly_better_than_random(capsys):
+    """``evaluate --compare baseline:ppo_small-v1 random --vs greedy``: the shipped policy and the random bot each
+    against 7 greedy bots on the same 8 game seeds (full games): p < 0.001 (it gave 1.83 against 8.0, p = 1e-9).
+    Opt-in (full-rules games at -O0: 2.5 min); the default suite's real-table check is the passive policy against
+    greedy (tests/test_tables.py)."""
+    from experiments import evaluate
+
+    result = evaluate.main(["--compare", "baseline:ppo_small-v1", "random", "--vs", "greedy", "--no-head-to-head",
+                            "--games", "8", "--quiet"])
+    placement = result["settings"]["vs greedy"]["placement"]
+    assert placement["mean_a"] < 4.0 < 6.0 < placement["mean_b"], placement
+    assert placement["sd"] > 0 and placement["p_value"] < 0.001, placement
+    points = result["settings"]["vs greedy"]["points"]
+    assert points["mean_a"] > points["mean_b"] and points["p_value"] < 0.001
+
+
 @game_cli
 def test_a_frozen_baseline_plays_as_its_run_and_versions_are_never_overwritten(smoke_run, tmp_path, monkeypatch,
                                                                                 capsys):
@@ -542,7 +596,7 @@ def test_rating_all_checkpoints_skips_a_corrupt_one_with_one_warning(smoke_run, 
 
 
 @pytest.mark.skipif(os.environ.get("JAXGAME_SLOW_TESTS") != "1",
-                    reason="set JAXGAME_SLOW_TESTS=1 (sized for a GPU: over half an hour on a 2-core CPU; 12 GB)")
+                    reason="set JAXGAME_SLOW_TESTS=1 (sized for a GPU: 25 min on a 2-core CPU; 12.7 GB)")
 def test_ppo_large_at_full_shapes_runs_checkpoints_and_resumes_through_the_cli(tmp_path):
     """The main command's code path at its real shapes: ``python -m experiments.train --preset=ppo_large``
     (4096 games x 32 steps, hidden 512x512, 2 epochs of 16 minibatches, 64-game evaluations) for one update,
