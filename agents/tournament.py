@@ -103,17 +103,7 @@ def evaluate_checkpoint(run_dir, step: int | None, lineups: dict, games: int, se
     ``MemoryError`` (with the estimate) when ``games`` cannot fit."""
     progress = progress or NoProgress()
     candidate = load_policy(run_dir, step)
-    policies = {candidate.name: candidate}
-    player_of = {}  # opponent spec -> loaded policy name or bot name
-    for name in sorted({n for names in lineups.values() for n in names}):
-        parsed = parse_spec(name)
-        if isinstance(parsed, str):
-            player_of[name] = parsed
-        else:
-            policy = load_policy(*parsed)
-            policies.setdefault(policy.name, policy)
-            player_of[name] = policy.name
-    policies = list(policies.values())
+    policies, player_of = _resolve_players(sorted({n for names in lineups.values() for n in names}), [candidate])
     check_same_observations(policies)
     for note in rule_differences(policies):
         progress.status(f"note: {note}")
@@ -136,6 +126,22 @@ def evaluate_checkpoint(run_dir, step: int | None, lineups: dict, games: int, se
             summary["per_seat_mean_placement"] = [round(float(m), 3) for m in ranks.mean(0)]
     result["seconds"] = round(time.perf_counter() - start, 2)
     return result
+
+
+def _resolve_players(specs, policies=()):
+    """``(policies, player_of)``: ``policies`` (those given first, then each one ``specs`` loads, once per name) and
+    ``player_of``: each spec -> its loaded policy's name or its bot's name."""
+    loaded = {p.name: p for p in policies}
+    player_of = {}
+    for name in specs:
+        parsed = parse_spec(name)
+        if isinstance(parsed, str):
+            player_of[name] = parsed
+        else:
+            policy = load_policy(*parsed)
+            loaded.setdefault(policy.name, policy)
+            player_of[name] = policy.name
+    return list(loaded.values()), player_of
 
 
 #: Head-to-head tables of ``compare_players``: which lineup positions A holds (the others are B's).
@@ -167,16 +173,7 @@ def compare_players(spec_a: str, spec_b: str, lineups: dict, games: int, seed: i
         raise ValueError(f"a comparison needs games >= 2 game seeds (a test needs a spread), got {games!r}")
     points = significance.check_rank_points(points)
     specs = [spec_a, spec_b] + [n for names in lineups.values() for n in names]
-    policies, player_of = {}, {}
-    for name in dict.fromkeys(specs):
-        parsed = parse_spec(name)
-        if isinstance(parsed, str):
-            player_of[name] = parsed
-        else:
-            policy = load_policy(*parsed)
-            policies.setdefault(policy.name, policy)
-            player_of[name] = policy.name
-    policies = list(policies.values())
+    policies, player_of = _resolve_players(dict.fromkeys(specs))
     if policies:
         if rules:
             raise PolicyError("rules apply to games of bots only; a policy plays with the rules it trained with")
