@@ -15,8 +15,8 @@ Layout of a dataset directory::
 Guarantees:
 
 * **Atomic, finished writes.** Every file is written under a temporary name in the directory and renamed into place
-  with ``os.replace``; ``manifest.json`` is written last, so a directory without it is an unfinished write and
-  ``open_dataset`` refuses it.
+  (``agents.run_dir.atomic_write``); ``manifest.json`` is written last, so a directory without it is an unfinished
+  write and ``open_dataset`` refuses it.
 * **Verification.** ``Dataset.shard(i)`` checks the file's size and sha256 against the manifest before loading it
   (``np.load(allow_pickle=False)``), then its field names, dtypes, per-sample shapes and sample count. A corrupt,
   truncated or missing shard raises ``DatasetError`` (a ``ValueError`` with a one-line message naming the file); it is
@@ -24,12 +24,13 @@ Guarantees:
 """
 import hashlib
 import json
-import os
 from datetime import datetime, timezone
 from importlib import metadata
 from pathlib import Path
 
 import numpy as np
+
+from agents.run_dir import atomic_write, write_json
 
 __all__ = ["FORMAT", "MANIFEST", "DatasetError", "write_dataset", "open_dataset", "Dataset"]
 
@@ -95,19 +96,6 @@ def _check_shard(index: int, shard, fields: dict | None) -> tuple[dict[str, np.n
     return arrays, lengths.pop()
 
 
-def _replace_into(path: Path, write) -> None:
-    """Call ``write(fh)`` on a temporary file next to ``path``, then rename it to ``path`` (``os.replace``)."""
-    tmp = path.with_name(f".{path.name}.tmp")
-    try:
-        with open(tmp, "wb") as fh:
-            write(fh)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, path)
-    finally:
-        tmp.unlink(missing_ok=True)
-
-
 def write_dataset(directory, shards, meta: dict | None = None) -> dict:
     """Write ``shards`` to ``directory`` and return the manifest dict.
 
@@ -136,7 +124,7 @@ def write_dataset(directory, shards, meta: dict | None = None) -> dict:
         if fields is None:
             fields = {name: {"dtype": arr.dtype.str, "shape": list(arr.shape[1:])} for name, arr in arrays.items()}
         path = directory / _shard_name(index)
-        _replace_into(path, lambda fh: np.savez(fh, **arrays))
+        atomic_write(path, lambda fh: np.savez(fh, **arrays))
         entries.append({"file": path.name, "samples": samples, "bytes": path.stat().st_size, "sha256": _sha256(path)})
     if not entries:
         raise DatasetError(f"{directory}: no shards to write (a dataset needs at least one)")
@@ -150,7 +138,7 @@ def write_dataset(directory, shards, meta: dict | None = None) -> dict:
         "shards": entries,
         "meta": meta,
     }
-    _replace_into(directory / MANIFEST, lambda fh: fh.write(json.dumps(manifest, indent=1).encode()))
+    write_json(directory / MANIFEST, manifest)
     return manifest
 
 

@@ -13,8 +13,8 @@ resume may not change), and refuses a directory that holds anything else:
 (same identity hash). Directories written before ``run.json`` existed are adopted on resume when they hold
 ``config.json``.
 
-``atomic_write_text`` writes a file to a temporary name in the same directory, flushes and fsyncs it, then
-renames it over the target: readers see the old or the new file, never a part of one.
+``atomic_write`` (bytes) and ``atomic_write_text`` write a file to a temporary name in the same directory, flush and
+fsync it, then rename it over the target: readers see the old or the new file, never a part of one.
 """
 
 from __future__ import annotations
@@ -36,15 +36,24 @@ class RunError(ValueError):
     """A run cannot start or continue as asked (a one-line message saying what is there and what to do)."""
 
 
-def atomic_write_text(path, text: str) -> None:
-    """Write ``text`` to ``path`` all at once: a temporary file beside it, fsynced, then renamed over it."""
+def atomic_write(path, write) -> None:
+    """Write ``path`` all at once: ``write(f)`` fills a binary file at a temporary name beside it, which is
+    fsynced, then renamed over ``path``; the temporary file is removed when ``write`` fails."""
     path = Path(path)
     tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
-    with open(tmp, "w") as f:
-        f.write(text)
-        f.flush()
-        os.fsync(f.fileno())
-    os.replace(tmp, path)
+    try:
+        with open(tmp, "wb") as f:
+            write(f)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    finally:
+        tmp.unlink(missing_ok=True)
+
+
+def atomic_write_text(path, text: str) -> None:
+    """Write ``text`` (UTF-8) to ``path`` all at once (``atomic_write``)."""
+    atomic_write(path, lambda f: f.write(text.encode("utf-8")))
 
 
 def write_json(path, data) -> None:
@@ -140,5 +149,5 @@ def check_owner(run_dir, tool: str, identity: dict, marker: str) -> dict:
     return owner
 
 
-__all__ = ["OWNER_FILE", "RunError", "atomic_write_text", "check_owner", "claim", "identity_hash", "read_owner",
-           "write_csv", "write_json"]
+__all__ = ["OWNER_FILE", "RunError", "atomic_write", "atomic_write_text", "check_owner", "claim", "identity_hash",
+           "read_owner", "write_csv", "write_json"]
