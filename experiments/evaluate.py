@@ -129,9 +129,14 @@ def _opponents(spec: str) -> list[str]:
     return names
 
 
+def _lineups(args) -> dict:
+    """``--vs`` spec -> its 7 opponents, for each ``--vs`` (default: random, then greedy)."""
+    return {spec: _opponents(spec) for spec in (args.vs or ["random", "greedy"])}
+
+
 def evaluate_checkpoint(args) -> dict:
     """Seat-rotated evaluation of a run's saved policy against each ``--vs`` lineup (see the module docstring)."""
-    lineups = {spec: _opponents(spec) for spec in (args.vs or ["random", "greedy"])}
+    lineups = _lineups(args)
     result = tournament.evaluate_checkpoint(args.checkpoint, args.step, lineups, args.games, args.seed,
                                             progress=None if args.quiet else ConsoleProgress())
     status(tournament.placement_table([(spec, result[f"vs_{spec}"]) for spec in lineups]), not args.quiet)
@@ -141,7 +146,7 @@ def evaluate_checkpoint(args) -> dict:
 
 def compare(args, rules) -> dict:
     """``--compare A B``: the significance tests of ``agents.tournament.compare_players``, as a table and JSON."""
-    lineups = {spec: _opponents(spec) for spec in (args.vs or ["random", "greedy"])}
+    lineups = _lineups(args)
     result = tournament.compare_players(*args.compare, lineups, args.games, args.seed,
                                         head_to_head=not args.no_head_to_head, rules=rules,
                                         points=args.rank_points, difference=args.difference,
