@@ -34,13 +34,12 @@ in the last 5% of the updates); ``cli``: what ``python -m experiments.train --en
 --preset=ppo_gymnax`` runs (``agents.run.train``, in a temporary run directory; the CLI's compilation cache is
 not used), run after each rep of the two sides (``--gymnax-reps`` runs; the one with the smallest ``loop_s`` is
 reported): chunks of 61 updates with logs and checkpoints between them, its ``compile_s`` (the smallest),
-``train_s`` (the chunks' seconds: each chunk's run and the fetch and check of its metrics), ``sps`` (steps
-over ``train_s``), ``loop_s`` and ``loop_sps`` (the whole chunk loop: the chunks plus the logging and checkpoints between them) and ``final_return`` (the last
-chunk's); ``ours_over_purejaxrl_sps``, ``cli_over_purejaxrl_sps`` (the CLI's ``loop_sps``: what a user
-waits for) and ``cli_chunks_over_purejaxrl_sps`` (its chunks alone, ``sps``).
+``train_s`` (the chunks' seconds: each chunk's run and the fetch and check of its metrics), ``sps`` (steps over
+``train_s``), ``loop_s`` and ``loop_sps`` (the whole chunk loop: the chunks plus the logging and checkpoints
+between them) and ``final_return`` (the last chunk's); ``ours_over_purejaxrl_sps``, ``cli_over_purejaxrl_sps`` (the
+CLI's ``loop_sps``: what a user waits for) and ``cli_chunks_over_purejaxrl_sps`` (its chunks alone, ``sps``).
 ``min_ratio`` is the smallest ``ours_over_purejaxrl_sps`` or ``cli_over_purejaxrl_sps`` over the envs (the goal:
->= 1.0). ``{"skipped": ...}`` without
-gymnax or with ``--gymnax-steps 0``.
+>= 1.0). ``{"skipped": ...}`` without gymnax or with ``--gymnax-steps 0``.
 Compile times are honest: the benchmark does not turn JAX's persistent compilation cache on
 (``compilation_cache`` says whether the environment did).
 """
