@@ -76,26 +76,21 @@ def compare(a, b, paired: bool, alpha: float = 0.05) -> dict:
     if paired:
         if a.shape != b.shape:
             raise ValueError(f"paired results need as many seeds on each side, got {a.size} and {b.size}")
-        d = a - b
-        sd = float(d.std(ddof=1))
-        df = float(a.size - 1)
+        sd = float((a - b).std(ddof=1))
         se = sd / math.sqrt(a.size)
-        test = "paired t-test"
+        test, df = "paired t-test", float(a.size - 1)
     else:
-        var_a, var_b = a.var(ddof=1) / a.size, b.var(ddof=1) / b.size
-        se = float(math.sqrt(var_a + var_b))
-        df = float((var_a + var_b) ** 2 / (var_a**2 / (a.size - 1) + var_b**2 / (b.size - 1))) if se else float(
-            a.size + b.size - 2)
+        se = float(math.sqrt(a.var(ddof=1) / a.size + b.var(ddof=1) / b.size))
         sd = float(math.sqrt((a.var(ddof=1) + b.var(ddof=1)) / 2))
-        test = "Welch's t-test"
+        test, df = "Welch's t-test", float(a.size + b.size - 2)  # scipy's Welch-Satterthwaite df replaces it below
     if se <= 1e-12 * max(1.0, abs(float(a.mean())), abs(float(b.mean()))):  # no spread (up to rounding)
-        se = 0.0
         t = 0.0 if difference == 0.0 else math.copysign(math.inf, difference)
-        p = 1.0 if difference == 0.0 else 0.0
+        p, half = (1.0 if difference == 0.0 else 0.0), 0.0
     else:
         result = stats.ttest_rel(a, b) if paired else stats.ttest_ind(a, b, equal_var=False)
-        t, p = float(result.statistic), float(result.pvalue)
-    half = float(stats.t.ppf(1 - alpha / 2, df) * se) if se else 0.0
+        t, p, df = float(result.statistic), float(result.pvalue), float(result.df)
+        interval = result.confidence_interval(1 - alpha)
+        half = float(interval.high - interval.low) / 2
     return {"test": test, "seeds_a": int(a.size), "seeds_b": int(b.size), "mean_a": float(a.mean()),
             "mean_b": float(b.mean()), "difference": difference, "ci95": half, "t": t, "df": df, "p_value": p,
             "sd": sd}
