@@ -157,6 +157,33 @@ def a2c_loss(
     return total, {"policy_loss": policy_loss, "value_loss": value_loss, "entropy": ent}
 
 
+def bc_loss(logits, value, mask, actions, targets, weight, vf_coef) -> tuple[jax.Array, dict[str, jax.Array]]:
+    """Behaviour cloning: the recorded action's cross-entropy over the legal actions plus the value's squared error.
+
+    Args:
+      logits: float32[B, A]; value: float32[B]; mask: bool[B, A] (the legal actions: the softmax is over them, as the
+      policy acts); actions: int32[B], the recorded (teacher's) actions, legal; targets: float32[B], the value's
+      target (a recording's final outcome, ``agents.recording``'s ``outcome``); weight: float32[B] (1 for the
+      samples trained on, e.g. decisions; None: all); vf_coef: the value loss's weight.
+
+    Returns:
+      (total float32[], metrics) with ``total = cross_entropy + vf_coef * value_loss``, ``cross_entropy =
+      mean(-log p(action | legal))``, ``value_loss = mean(0.5 (v - target)^2)``, and the metrics "cross_entropy",
+      "value_loss", "accuracy" (the policy's most likely legal action is the recorded one; ties: the first) and
+      "entropy" of the masked policy; no gradient flows through ``targets``.
+    """
+    nll = -distributions.log_prob(logits, mask, actions)
+    value_error = 0.5 * jnp.square(value - jax.lax.stop_gradient(jnp.asarray(targets, jnp.float32)))
+    hit = (distributions.greedy(logits, mask) == actions).astype(jnp.float32)
+    metrics = {
+        "cross_entropy": weighted_mean(nll, weight),
+        "value_loss": weighted_mean(value_error, weight),
+        "accuracy": weighted_mean(hit, weight),
+        "entropy": weighted_mean(distributions.entropy(logits, mask), weight),
+    }
+    return metrics["cross_entropy"] + vf_coef * metrics["value_loss"], metrics
+
+
 def explained_variance(values, targets, weight) -> jax.Array:
     """float32[]: weighted ``1 - var(targets - values) / var(targets)``; 0 when var(targets) == 0."""
     weight = None if weight is None else jnp.asarray(weight, jnp.float32)

@@ -37,11 +37,11 @@ TABLE_BOTS = ("random", "greedy", "expert")
 DEFAULT_BOTS = ("random", "greedy")
 
 
-def rotation_seats(num_games: int, shift: int = -1) -> np.ndarray:
-    """int32[num_games * 8, 8]: env ``e`` is game ``e // 8`` in rotation ``r = e % 8``; entry ``[e, i]`` is
-    ``(i + shift * r) % 8``: with ``shift=-1`` the lineup position playing seat ``i``, with ``shift=1`` the
-    seat of lineup position ``i``."""
-    r = np.arange(num_games * C.NUM_PLAYERS) % C.NUM_PLAYERS
+def rotation_seats(num_games: int, shift: int = -1, rotations: int = C.NUM_PLAYERS) -> np.ndarray:
+    """int32[num_games * rotations, 8]: env ``e`` is game ``e // rotations`` in rotation ``r = e % rotations``;
+    entry ``[e, i]`` is ``(i + shift * r) % 8``: with ``shift=-1`` the lineup position playing seat ``i``, with
+    ``shift=1`` the seat of lineup position ``i``."""
+    r = np.arange(num_games * rotations) % rotations
     return ((np.arange(C.NUM_PLAYERS)[None, :] + shift * r[:, None]) % C.NUM_PLAYERS).astype(np.int32)
 
 
@@ -62,6 +62,44 @@ def draw_lineups(num_players: int, num_games: int, rng: np.random.Generator, sea
     return out
 
 
+def make_seat_actions(networks, bot_names: tuple[str, ...], greedy_policy: bool, num_games: int,
+                      rotations: int = C.NUM_PLAYERS):
+    """``(actions, per_game)`` for games of participants (policies, then bots), shared by the table runner and
+    ``agents.recording``. Envs are ``num_games x rotations``, game-major.
+
+    ``actions(params, player, states, ts, policy_key, bot_key) -> int32[E, 8]``: ``player`` int32[E, 8] names
+    each seat's participant; every policy acts on every seat (sampled, or its most likely legal action with
+    ``greedy_policy``) and every bot on every seat, with one bot key per game (shared by its rotations), and
+    each seat sends its participant's action. ``per_game(key) -> keys[E]``: ``num_games`` keys, each repeated
+    for the game's rotations."""
+    networks = tuple(networks)
+
+    def per_game(key):
+        return jnp.repeat(jax.random.split(key, num_games), rotations, axis=0)
+
+    def policy_actions(network, params, key, obs, mask):
+        logits, _ = network.apply(params, obs)
+        return distributions.greedy(logits, mask) if greedy_policy else distributions.sample(key, logits, mask)
+
+    def actions(params, player, states, ts, policy_key, bot_key):
+        bot_keys = per_game(bot_key)
+        by_participant = [
+            policy_actions(net, p, k, ts.observation, ts.action_mask)
+            for net, p, k in zip(networks, params, jax.random.split(policy_key, len(networks)))
+        ] + [jax.vmap(bots.BOTS[name])(bot_keys, states, ts.action_mask) for name in bot_names]
+        return jnp.take_along_axis(jnp.stack(by_participant), player[None], axis=0)[0].astype(jnp.int32)
+
+    return actions, per_game
+
+
+def check_bot_names(bot_names) -> tuple[str, ...]:
+    """``bot_names`` as a tuple; ``ValueError`` unless they are distinct names from ``TABLE_BOTS``."""
+    bot_names = tuple(bot_names)
+    if any(b not in TABLE_BOTS for b in bot_names) or len(set(bot_names)) != len(bot_names):
+        raise ValueError(f"bot_names must be distinct names from {TABLE_BOTS}, got {bot_names!r}")
+    return bot_names
+
+
 def make_table_runner(
     game: jaxgame.AutoChessEnv, networks, num_games: int, greedy_policy: bool = False,
     sync_axes: tuple[str, ...] = (), bot_names: tuple[str, ...] = DEFAULT_BOTS,
@@ -77,9 +115,7 @@ def make_table_runner(
     """
     if isinstance(num_games, bool) or not isinstance(num_games, int) or num_games < 1:
         raise ValueError(f"num_games must be a positive int, got {num_games!r}")
-    bot_names = tuple(bot_names)
-    if any(b not in TABLE_BOTS for b in bot_names) or len(set(bot_names)) != len(bot_names):
-        raise ValueError(f"bot_names must be distinct names from {TABLE_BOTS}, got {bot_names!r}")
+    bot_names = check_bot_names(bot_names)
     networks = tuple(networks)
     num_policies = len(networks)
     num_participants = num_policies + len(bot_names)
@@ -90,13 +126,7 @@ def make_table_runner(
     seat_of_position = jnp.asarray(rotation_seats(num_games, shift=1))  # [E, 8]: the seat of each position
     max_steps = game.config.max_rounds * game.config.steps_per_round + 1
 
-    def per_game(key):
-        """num_games keys, each repeated for the game's 8 rotations."""
-        return jnp.repeat(jax.random.split(key, num_games), seats, axis=0)
-
-    def policy_actions(network, params, key, obs, mask):
-        logits, _ = network.apply(params, obs)
-        return distributions.greedy(logits, mask) if greedy_policy else distributions.sample(key, logits, mask)
+    seat_actions, per_game = make_seat_actions(networks, bot_names, greedy_policy, num_games)
 
     @jax.jit
     def run(params, lineups, key):
@@ -111,13 +141,7 @@ def make_table_runner(
         def body(carry):
             states, ts, finished, rank, t, key = carry
             key, policy_key, bot_key = jax.random.split(key, 3)
-            bot_keys = per_game(bot_key)
-            by_participant = [
-                policy_actions(net, p, k, ts.observation, ts.action_mask)
-                for net, p, k in zip(networks, params, jax.random.split(policy_key, num_policies))
-            ] + [jax.vmap(bots.BOTS[name])(bot_keys, states, ts.action_mask) for name in bot_names]
-            actions = jnp.take_along_axis(jnp.stack(by_participant), player[None], axis=0)[0].astype(jnp.int32)
-            states, ts = venv.step(states, actions)
+            states, ts = venv.step(states, seat_actions(params, player, states, ts, policy_key, bot_key))
             new = ts.done & ~finished
             return states, ts, finished | new, jnp.where(new[:, None], ts.info["rank"], rank), t + 1, key
 

@@ -103,7 +103,7 @@ def evaluate_checkpoint(run_dir, step: int | None, lineups: dict, games: int, se
     ``MemoryError`` (with the estimate) when ``games`` cannot fit."""
     progress = progress or NoProgress()
     candidate = load_policy(run_dir, step)
-    policies, player_of = _resolve_players(sorted({n for names in lineups.values() for n in names}), [candidate])
+    policies, player_of = resolve_players(sorted({n for names in lineups.values() for n in names}), [candidate])
     check_same_observations(policies)
     for note in rule_differences(policies):
         progress.status(f"note: {note}")
@@ -128,7 +128,7 @@ def evaluate_checkpoint(run_dir, step: int | None, lineups: dict, games: int, se
     return result
 
 
-def _resolve_players(specs, policies=()):
+def resolve_players(specs, policies=()):
     """``(policies, player_of)``: ``policies`` (those given first, then each one ``specs`` loads, once per name) and
     ``player_of``: each spec -> its loaded policy's name or its bot's name."""
     loaded = {p.name: p for p in policies}
@@ -173,7 +173,7 @@ def compare_players(spec_a: str, spec_b: str, lineups: dict, games: int, seed: i
         raise ValueError(f"a comparison needs games >= 2 game seeds (a test needs a spread), got {games!r}")
     points = significance.check_rank_points(points)
     specs = [spec_a, spec_b] + [n for names in lineups.values() for n in names]
-    policies, player_of = _resolve_players(dict.fromkeys(specs))
+    policies, player_of = resolve_players(dict.fromkeys(specs))
     if policies:
         if rules:
             raise PolicyError("rules apply to games of bots only; a policy plays with the rules it trained with")
@@ -392,4 +392,5 @@ def format_table(table) -> str:
 
 
 __all__ = ["HEAD_TO_HEAD", "compare_players", "compare_tables", "comparison_table", "evaluate_checkpoint",
-           "format_table", "load_players", "placement_table", "play", "rate", "rate_checkpoints", "write_outputs"]
+           "format_table", "load_players", "placement_table", "play", "rate", "rate_checkpoints", "resolve_players",
+           "write_outputs"]

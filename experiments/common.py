@@ -101,6 +101,19 @@ def parse_overrides(parser, items, env=None) -> dict:
     return overrides
 
 
+def parse_rules(parser, items) -> dict:
+    """``--rule NAME=INT`` strings -> {name: int}; a malformed item is a parser error (the names are checked by
+    ``jaxgame.make``)."""
+    rules = {}
+    for item in items:
+        name, _, value = item.partition("=")
+        try:
+            rules[name] = int(value)
+        except ValueError:
+            fail(parser, f"--rule {item!r}: expected NAME=INT")
+    return rules
+
+
 def status(message: str, enabled: bool = True, end: str = "\n") -> None:
     """Print a progress message to stderr at once (stdout stays for the CLIs' JSON)."""
     if enabled:

@@ -53,6 +53,7 @@ from experiments.common import (
     DEFAULT_CACHE,
     enable_compilation_cache,
     fail,
+    parse_rules,
     placement_by_bot,
     play_games,
     quiet_logs,
@@ -109,14 +110,7 @@ def parse_args(argv=None):
         fail(parser, f"--seats needs 8 names from {sorted(BOTS)}, got {args.seats!r}")
     if args.games < 1:
         fail(parser, f"--games must be >= 1, got {args.games}")
-    rules = {}
-    for item in args.rule:
-        name, _, value = item.partition("=")
-        try:
-            rules[name] = int(value)
-        except ValueError:
-            fail(parser, f"--rule {item!r}: expected NAME=INT")
-    return parser, args, seats, rules
+    return parser, args, seats, parse_rules(parser, args.rule)
 
 
 def _opponents(spec: str) -> list[str]:

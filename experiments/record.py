@@ -1,0 +1,85 @@
+"""Record games for behaviour cloning: seat-rotated games of bots and policies written as a dataset.
+
+    python -m experiments.record --players expert --games 64 --out data/expert
+    python -m experiments.record --players expert,greedy,greedy,greedy,greedy,greedy,greedy,greedy --out data/e1
+    python -m experiments.record --players runs/mine,greedy,random,greedy,random,greedy,random,expert --positions 0,7 \
+        --games 32 --out data/mine
+    python -m experiments.record --players greedy --obs pixels --rule max_rounds=20 --games 16 --out data/pixels
+
+``--players``: one player for all 8 lineup positions or 8 comma-separated; a player is a bot (random, greedy,
+expert), a shipped baseline policy ``baseline:NAME`` or a training run ``RUN_DIR[:STEP]``. Each game seed is
+played in ``--rotations`` rotations (default 8, every player in every seat; 1 when all 8 are the same player,
+whose rotations would be the same game). The steps of the lineup positions in ``--positions`` (default 0) go to
+the dataset directory ``--out`` (new or empty): observation (packed pixels stay packed), legal-action mask, action,
+reward, return-to-go, final placement, decision flag and the game/rotation/position/seat/step of each sample, in
+sharded ``.npz`` files with a manifest (shapes, dtypes, players, rules, jaxgame version, a sha256 per shard;
+``agents.recording``, ``agents.dataset``). ``--rule``/``--obs`` apply to games of bots; policies play with the
+rules and observations they trained with.
+
+Tells stderr what it is doing (a progress bar over the games), then prints one JSON object (the dataset's
+directory, samples, shards, bytes, the recorded positions' mean placements, seconds) as the last line of stdout.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+
+from agents import recording
+from agents.checkpoints import CheckpointMismatchError, NoGoodCheckpointError
+from agents.progress import ConsoleProgress, NoProgress
+from experiments.common import DEFAULT_CACHE, enable_compilation_cache, fail, parse_rules, quiet_logs
+
+
+def parse_args(argv=None):
+    parser = argparse.ArgumentParser(prog="python -m experiments.record", description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--players", required=True, metavar="PLAYER[,PLAYER x7]",
+                        help="one player for all 8 positions or 8 comma-separated: random / greedy / expert / "
+                             "baseline:NAME / RUN_DIR[:STEP]")
+    parser.add_argument("--out", required=True, metavar="DATA_DIR", help="the dataset directory (new or empty)")
+    parser.add_argument("--games", type=int, default=64, help="game seeds to record (default 64)")
+    parser.add_argument("--positions", default="0", help="comma-separated lineup positions to record (default 0)")
+    parser.add_argument("--rotations", type=int, help="rotations per game seed, 1..8 (default: 8; 1 for one player)")
+    parser.add_argument("--batch-games", type=int, default=8,
+                        help="game seeds played at once, one shard each (default 8)")
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--obs", choices=("vector", "pixels"), default="vector", help="games of bots: observations")
+    parser.add_argument("--rule", action="append", default=[], metavar="NAME=INT",
+                        help="games of bots: a rule override, e.g. --rule max_rounds=20 (repeatable)")
+    parser.add_argument("--greedy-policy", action="store_true",
+                        help="policies take their most likely legal action instead of sampling")
+    parser.add_argument("--quiet", action="store_true", help="no progress messages or bar on stderr")
+    parser.add_argument("--cache-dir", default=DEFAULT_CACHE, help=f"JAX compilation cache (default {DEFAULT_CACHE})")
+    parser.add_argument("--no-cache", action="store_true", help="do not use the persistent compilation cache")
+    args = parser.parse_args(argv)
+    if args.games < 1:
+        fail(parser, f"--games must be >= 1, got {args.games}")
+    try:
+        args.positions = [int(p) for p in args.positions.split(",")]
+    except ValueError:
+        fail(parser, f"--positions {args.positions!r}: expected comma-separated ints in 0..7")
+    args.players = [p.strip() for p in args.players.split(",")]
+    if len(args.players) not in (1, 8) or not all(args.players):
+        fail(parser, f"--players needs 1 or 8 comma-separated players, got {len(args.players)}")
+    return parser, args, parse_rules(parser, args.rule)
+
+
+def main(argv=None):
+    quiet_logs()
+    parser, args, rules = parse_args(argv)
+    enable_compilation_cache(None if args.no_cache else args.cache_dir)
+    try:
+        result = recording.record(args.players, args.out, args.games, args.positions, args.seed, args.rotations,
+                                  args.batch_games, rules, args.obs, args.greedy_policy,
+                                  NoProgress() if args.quiet else ConsoleProgress())
+    except (NoGoodCheckpointError, CheckpointMismatchError) as err:
+        fail(parser, err, status=1)
+    except (ValueError, TypeError, FileNotFoundError, MemoryError) as err:  # PolicyError, DatasetError: ValueErrors
+        fail(parser, err)
+    print(json.dumps(result))
+    return result
+
+
+if __name__ == "__main__":
+    main()

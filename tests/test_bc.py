@@ -1,0 +1,103 @@
+"""Behaviour cloning's loss on hand-checked batches (agents.losses.bc_loss), the split by game and the warmup-cosine
+AdamW (agents.bc)."""
+
+import math
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import optax
+import pytest
+
+from agents import bc, losses
+
+# two samples, four actions; sample 0 may play 0, 1 or 3, sample 1 only 2 and 3
+LOGITS = jnp.array([[0.0, math.log(2.0), 5.0, math.log(5.0)], [1.0, -1.0, math.log(3.0), 0.0]])
+MASK = jnp.array([[True, True, False, True], [False, False, True, True]])
+ACTIONS = jnp.array([1, 2])
+VALUE = jnp.array([0.5, -1.0])
+TARGETS = jnp.array([1.5, 1.0])
+# legal probabilities: sample 0 (1, 2, 5)/8 over actions 0, 1, 3; sample 1 (3, 1)/4 over actions 2, 3
+NLL = [-math.log(2 / 8), -math.log(3 / 4)]
+SQ = [0.5 * 1.0**2, 0.5 * 2.0**2]
+
+
+def entropy(p):
+    return -sum(x * math.log(x) for x in p)
+
+
+def test_bc_loss_by_hand():
+    total, m = losses.bc_loss(LOGITS, VALUE, MASK, ACTIONS, TARGETS, None, vf_coef=0.5)
+    assert float(m["cross_entropy"]) == pytest.approx(np.mean(NLL), rel=1e-6)
+    assert float(m["value_loss"]) == pytest.approx(np.mean(SQ), rel=1e-6)
+    assert float(total) == pytest.approx(np.mean(NLL) + 0.5 * np.mean(SQ), rel=1e-6)
+    # the most likely legal actions are 3 (5/8; the illegal action 2 has the largest logit), a miss, and 2, a hit
+    assert float(m["accuracy"]) == 0.5
+    assert float(m["entropy"]) == pytest.approx((entropy([1 / 8, 2 / 8, 5 / 8]) + entropy([3 / 4, 1 / 4])) / 2,
+                                                rel=1e-6)
+
+
+def test_bc_loss_weights_drop_samples_and_targets_carry_no_gradient():
+    total, m = losses.bc_loss(LOGITS, VALUE, MASK, ACTIONS, TARGETS, jnp.array([0.0, 1.0]), vf_coef=1.0)
+    assert float(m["cross_entropy"]) == pytest.approx(NLL[1], rel=1e-6)
+    assert float(total) == pytest.approx(NLL[1] + SQ[1], rel=1e-6)
+    assert float(m["accuracy"]) == 1.0
+    grads = jax.grad(lambda t: losses.bc_loss(LOGITS, VALUE, MASK, ACTIONS, t, None, 1.0)[0])(TARGETS)
+    assert not np.asarray(grads).any()
+    # d/dv of mean(0.5 (v - t)^2) = (v - t) / B; d/dlogits of the cross-entropy = (p - onehot) / B on legal actions
+    gv = jax.grad(lambda v: losses.bc_loss(LOGITS, v, MASK, ACTIONS, TARGETS, None, 1.0)[0])(VALUE)
+    np.testing.assert_allclose(gv, (VALUE - TARGETS) / 2, rtol=1e-6)
+    gl = jax.grad(lambda x: losses.bc_loss(x, VALUE, MASK, ACTIONS, TARGETS, None, 1.0)[0])(LOGITS)
+    expected = np.array([[1 / 8, 2 / 8 - 1, 0, 5 / 8], [0, 0, 3 / 4 - 1, 1 / 4]]) / 2
+    np.testing.assert_allclose(gl, expected, atol=1e-6)
+
+
+def test_the_split_holds_out_whole_games():
+    game = np.repeat(np.arange(10), np.arange(1, 11))  # game g has g + 1 samples
+    train, val = bc.split_by_game(game, 0.2, seed=3)
+    assert np.array_equal(np.sort(np.concatenate([train, val])), np.arange(game.size))
+    assert len(np.unique(game[val])) == 2 and not set(game[val]) & set(game[train])
+    again = bc.split_by_game(game, 0.2, seed=3)
+    assert np.array_equal(again[1], val)
+    other = [set(game[bc.split_by_game(game, 0.2, seed=s)[1]]) for s in range(20)]
+    assert len({frozenset(o) for o in other}) > 5  # the seed picks the games
+    train, val = bc.split_by_game(game, 0.0, seed=0)
+    assert val.size == 0 and train.size == game.size
+    assert len(np.unique(game[bc.split_by_game(game, 0.01, seed=0)[1]])) == 1  # at least one game when > 0
+
+
+@pytest.mark.parametrize("game, fraction, message", [
+    (np.zeros(5, np.int32), 0.5, "leaves none to train on"),
+    (np.arange(4), 1.0, "val_fraction must be in"),
+    (np.arange(4), -0.1, "val_fraction must be in"),
+    (np.arange(4.0), 0.5, "1-d int array"),
+])
+def test_a_bad_split_is_refused(game, fraction, message):
+    with pytest.raises(ValueError, match=message):
+        bc.split_by_game(game, fraction, 0)
+
+
+def test_the_learning_rate_warms_up_then_decays_along_a_cosine():
+    lr = bc.learning_rate(1e-3, warmup_steps=10, total_steps=110)
+    assert float(lr(0)) == 0.0 and float(lr(5)) == pytest.approx(5e-4)
+    assert float(lr(10)) == pytest.approx(1e-3)
+    assert float(lr(60)) == pytest.approx(5e-4, rel=1e-5)  # half way along the cosine
+    assert float(lr(110)) == pytest.approx(0.0, abs=1e-12) and float(lr(200)) == pytest.approx(0.0, abs=1e-12)
+    with pytest.raises(ValueError, match="warmup_steps"):
+        bc.learning_rate(1e-3, 10, 10)
+
+
+def test_the_optimizer_is_adamw_after_a_clip():
+    """One step from a fresh state at the warmup's first nonzero rate: Adam's first step moves each parameter by
+    lr (sign of its clipped gradient) and the decoupled decay by lr * wd * p."""
+    opt = bc.make_optimizer(1e-2, warmup_steps=1, total_steps=3, weight_decay=0.1, max_grad_norm=1.0)
+    params = {"w": jnp.array([1.0, -2.0])}
+    state = opt.init(params)
+    grads = {"w": jnp.array([3.0, 4.0])}  # norm 5: clipped to (0.6, 0.8)
+    updates, state = opt.update(grads, state, params)
+    assert float(jnp.abs(updates["w"]).sum()) == 0.0  # step 0: lr 0 (warmup from 0)
+    updates, state = opt.update(grads, state, params)
+    lr = 1e-2  # step 1: the end of the warmup
+    expected = -lr * (np.sign([0.6, 0.8]) * 1.0 + 0.1 * np.array([1.0, -2.0]))
+    np.testing.assert_allclose(updates["w"], expected, rtol=1e-3)
+    assert isinstance(opt, optax.GradientTransformation)
