@@ -1,6 +1,14 @@
-"""Behaviour cloning's pieces that are not the trainer: the split of a recording by game and the optimizer.
+"""Behaviour cloning from recorded samples: the split by game, the optimizer, the compiled training chunk and the
+validation pass, and early stopping.
+
+    data = device_samples(dataset.open_dataset(d).load(), train_index)   # obs, mask, action, outcome, weight
+    train_chunk = make_train_chunk(network, optimizer, batch_size=256, vf_coef=0.5)
+    state = init_state(network, optimizer, data["obs"][:1], jax.random.key(0))
+    state, metrics = train_chunk(state, data, 100)                      # 100 minibatch steps in one lax.scan
+    val = make_validation(network, batch_size=1024)(state.params, val_data)
 
 The loss is ``agents.losses.bc_loss``; the samples come from ``agents.recording`` (``agents.dataset`` on disk).
+The trainer that runs these in the run library (``--preset=bc_small``: checkpoints, resume, logs) is not written yet.
 
 * ``split_by_game``: validation samples are whole games (every rotation, position and step of a game seed), never
   steps of a game that is also trained on: the steps of one game are strongly correlated, so a split by step would
@@ -11,8 +19,13 @@ The loss is ``agents.losses.bc_loss``; the samples come from ``agents.recording`
 
 from __future__ import annotations
 
+import jax
+import jax.numpy as jnp
 import numpy as np
 import optax
+from flax import struct
+
+from agents import losses
 
 
 def split_by_game(game: np.ndarray, val_fraction: float, seed: int) -> tuple[np.ndarray, np.ndarray]:
@@ -51,4 +64,102 @@ def make_optimizer(peak_lr: float, warmup_steps: int, total_steps: int, weight_d
     )
 
 
-__all__ = ["learning_rate", "make_optimizer", "split_by_game"]
+@struct.dataclass
+class BCState:
+    """What behaviour cloning carries from step to step (a checkpoint's content)."""
+
+    params: dict
+    opt_state: object
+    step: jax.Array  # int32[]: optimizer steps done
+    key: jax.Array  # typed key: the minibatch stream
+
+
+def init_state(network, optimizer, sample_obs, key) -> BCState:
+    """Fresh parameters (``fold_in(key, 0)``) and optimizer state; the minibatch stream is ``fold_in(key, 1)``."""
+    params = network.init(jax.random.fold_in(key, 0), sample_obs)
+    return BCState(params, optimizer.init(params), jnp.int32(0), jax.random.fold_in(key, 1))
+
+
+def device_samples(samples: dict, index=None) -> dict:
+    """The fields a BC step reads, from a recording's samples (``agents.recording.FIELDS``), rows ``index`` (default
+    all): ``obs`` as stored, ``mask`` bool[n, A], ``action`` int32[n], ``outcome`` float32[n] and ``weight``
+    float32[n] (1 on decisions: a step with one legal action teaches nothing)."""
+    index = slice(None) if index is None else index
+    return {
+        "obs": jnp.asarray(samples["obs"][index]),
+        "mask": jnp.asarray(samples["mask"][index]),
+        "action": jnp.asarray(samples["action"][index], jnp.int32),
+        "outcome": jnp.asarray(samples["outcome"][index], jnp.float32),
+        "weight": jnp.asarray(samples["decision"][index], jnp.float32),
+    }
+
+
+def _loss(network, params, batch, vf_coef):
+    logits, value = network.apply(params, batch["obs"])
+    return losses.bc_loss(logits, value, batch["mask"], batch["action"], batch["outcome"], batch["weight"], vf_coef)
+
+
+def make_train_chunk(network, optimizer, batch_size: int, vf_coef: float):
+    """``train_chunk(state, data, num_steps) -> (state, metrics)``, jitted (``num_steps`` static): ``num_steps``
+    optimizer steps in one ``lax.scan``, each on ``batch_size`` samples of ``data`` (``device_samples``) drawn
+    uniformly with replacement from the state's key; metrics are ``bc_loss``'s plus "grad_norm", float32[num_steps]
+    each."""
+
+    def chunk(state: BCState, data: dict, num_steps: int):
+        size = data["action"].shape[0]
+
+        def step(state: BCState, _):
+            key, draw = jax.random.split(state.key)
+            batch = jax.tree_util.tree_map(lambda x: x[jax.random.randint(draw, (batch_size,), 0, size)], data)
+            (_, metrics), grads = jax.value_and_grad(lambda p: _loss(network, p, batch, vf_coef), has_aux=True)(
+                state.params)
+            updates, opt_state = optimizer.update(grads, state.opt_state, state.params)
+            state = BCState(optax.apply_updates(state.params, updates), opt_state, state.step + 1, key)
+            return state, {**metrics, "grad_norm": optax.tree.norm(grads)}
+
+        return jax.lax.scan(step, state, None, length=num_steps)
+
+    return jax.jit(chunk, static_argnums=2)
+
+
+#: what ``make_validation`` reports
+VALIDATION_METRICS = ("cross_entropy", "accuracy", "value_loss")
+
+
+def make_validation(network, batch_size: int):
+    """``validate(params, data) -> {"cross_entropy", "accuracy", "value_loss"}``, jitted: weighted means over every
+    sample of ``data`` (``device_samples``), in batches of ``batch_size`` (the last one padded with weight 0)."""
+
+    def validate(params, data):
+        size = data["action"].shape[0]
+        batches = -(-size // batch_size)
+        pad = batches * batch_size - size
+
+        def padded(x):
+            x = jnp.concatenate([x, jnp.zeros((pad,) + x.shape[1:], x.dtype)])
+            return x.reshape((batches, batch_size) + x.shape[1:])
+
+        def sums(batch):
+            _, metrics = _loss(network, params, batch, 0.0)
+            n = batch["weight"].sum()
+            return jnp.stack([metrics[k] * jnp.maximum(n, 1.0) for k in VALIDATION_METRICS] + [n])
+
+        total = jax.lax.map(sums, jax.tree_util.tree_map(padded, data)).sum(0)
+        count = jnp.maximum(total[-1], 1.0)
+        return {k: total[i] / count for i, k in enumerate(VALIDATION_METRICS)}
+
+    return jax.jit(validate)
+
+
+def early_stopping(best: float, since_best: int, value: float, patience: int) -> tuple[float, int, bool]:
+    """One validation's verdict: ``(best, evaluations since the best, stop)``. ``value`` (lower is better, e.g. the
+    validation cross-entropy) becomes the best when it is below it; the run stops once ``patience`` evaluations in a
+    row did not improve (``patience`` 0: never). A non-finite value never improves."""
+    if np.isfinite(value) and value < best:
+        return float(value), 0, False
+    since_best += 1
+    return best, since_best, bool(patience) and since_best >= patience
+
+
+__all__ = ["BCState", "VALIDATION_METRICS", "device_samples", "early_stopping", "init_state", "learning_rate",
+           "make_optimizer", "make_train_chunk", "make_validation", "split_by_game"]

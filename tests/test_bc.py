@@ -101,3 +101,58 @@ def test_the_optimizer_is_adamw_after_a_clip():
     expected = -lr * (np.sign([0.6, 0.8]) * 1.0 + 0.1 * np.array([1.0, -2.0]))
     np.testing.assert_allclose(updates["w"], expected, rtol=1e-3)
     assert isinstance(opt, optax.GradientTransformation)
+
+
+def synthetic(n, seed):
+    """A teacher that plays the legal action with the largest ``obs @ W`` (W fixed), 6 actions, some illegal;
+    the outcome is linear in the observation; every fourth sample is not a decision (weight 0: its recorded action
+    is junk)."""
+    rng = np.random.default_rng(seed)
+    w = np.random.default_rng(99).normal(size=(8, 6))
+    obs = rng.normal(size=(n, 8)).astype(np.float32)
+    mask = rng.random((n, 6)) < 0.7
+    mask[np.arange(n), rng.integers(0, 6, n)] = True
+    action = np.where(mask, obs @ w, -np.inf).argmax(1)
+    decision = np.arange(n) % 4 != 0
+    action = np.where(decision, action, (action + 1) % 6)
+    return {"obs": obs, "mask": mask, "action": action.astype(np.int16), "decision": decision,
+            "outcome": (obs[:, 0] - obs[:, 1]).astype(np.float32)}
+
+
+def test_cloning_learns_a_teacher_and_validation_sees_held_out_samples():
+    from agents.networks import make_network
+
+    network = make_network("mlp", 6, (64,), "tanh")
+    optimizer = bc.make_optimizer(3e-3, warmup_steps=20, total_steps=600, weight_decay=1e-4, max_grad_norm=1.0)
+    train, val = bc.device_samples(synthetic(4096, 0)), bc.device_samples(synthetic(1000, 1))
+    chunk = bc.make_train_chunk(network, optimizer, batch_size=128, vf_coef=0.5)
+    validate = bc.make_validation(network, batch_size=256)  # 1000 samples: the last batch is padded
+    state = bc.init_state(network, optimizer, train["obs"][:1], jax.random.key(0))
+    before = validate(state.params, val)
+    state, metrics = chunk(state, train, 600)
+    after = validate(state.params, val)
+    assert int(state.step) == 600 and metrics["cross_entropy"].shape == (600,)
+    assert float(before["accuracy"]) < 0.5 and float(after["accuracy"]) > 0.85, (before, after)
+    assert float(after["cross_entropy"]) < 0.5 * float(before["cross_entropy"])
+    assert float(after["value_loss"]) < 0.2 * float(before["value_loss"])
+    # validation is the weighted mean over every decision sample, as one full batch computes it
+    _, full = losses.bc_loss(*network.apply(state.params, val["obs"]), val["mask"], val["action"], val["outcome"],
+                             val["weight"], 0.0)
+    for name in bc.VALIDATION_METRICS:
+        assert float(after[name]) == pytest.approx(float(full[name]), rel=1e-5)
+    # the same key, the same run
+    again, _ = chunk(bc.init_state(network, optimizer, train["obs"][:1], jax.random.key(0)), train, 600)
+    jax.tree_util.tree_map(np.testing.assert_array_equal, again.params, state.params)
+
+
+def test_early_stopping_waits_patience_evaluations_without_improvement():
+    best, since, stop = bc.early_stopping(float("inf"), 0, 2.0, patience=2)
+    assert (best, since, stop) == (2.0, 0, False)
+    best, since, stop = bc.early_stopping(best, since, 2.0, patience=2)  # equal is no improvement
+    assert (best, since, stop) == (2.0, 1, False)
+    best, since, stop = bc.early_stopping(best, since, 1.5, patience=2)
+    assert (best, since, stop) == (1.5, 0, False)
+    best, since, stop = bc.early_stopping(best, since, float("nan"), patience=2)
+    assert (best, since, stop) == (1.5, 1, False)
+    assert bc.early_stopping(best, since, 1.6, patience=2) == (1.5, 2, True)
+    assert bc.early_stopping(1.5, 50, 1.6, patience=0) == (1.5, 51, False)
