@@ -1,5 +1,16 @@
-"""Behaviour cloning from recorded samples: the split by game, the optimizer, the compiled training chunk and the
-validation pass, and early stopping.
+"""Behaviour cloning: the trainer on games generated inside the compiled program (``algo="bc"``), and the pieces
+for recorded samples (the split by game, the optimizer, the compiled training chunk, validation, early stopping).
+
+``BehaviourCloning`` (``TrainConfig(algo="bc")``, ``--preset=bc_small``) is PPO's rollout and minibatch machinery
+with the teacher bot ``config.bc_teacher`` acting in the learner's ("self") seats: each update plays ``num_steps``
+steps of ``num_envs`` games (no disk), then ``update_epochs`` epochs of minibatches of the learner seats' decisions
+with ``losses.bc_loss``: the teacher's action's cross-entropy over the legal actions, and the value's error to the
+semi-MDP GAE targets of the teacher's play (``gamma``, ``gae_lambda``; with ``gae_lambda=1`` the discounted outcome,
+bootstrapped only at rollout edges). Every game is new, so the training metrics are held-out ones (``loss/accuracy``:
+the policy's most likely legal action is the teacher's). The policy's own forward pass still runs at every step (its
+value is the GAE's baseline). Checkpoints, resume, logs and evaluations are the run library's, as for PPO.
+
+From a dataset on disk:
 
     data = device_samples(dataset.open_dataset(d).load(), train_index)   # obs, mask, action, outcome, weight
     train_chunk = make_train_chunk(network, optimizer, batch_size=256, vf_coef=0.5)
@@ -8,7 +19,7 @@ validation pass, and early stopping.
     val = make_validation(network, batch_size=1024)(state.params, val_data)
 
 The loss is ``agents.losses.bc_loss``; the samples come from ``agents.recording`` (``agents.dataset`` on disk).
-The trainer that runs these in the run library (``--preset=bc_small``: checkpoints, resume, logs) is not written yet.
+These are not in the run library yet (training from a dataset directory through ``experiments.train``).
 
 * ``split_by_game``: validation samples are whole games (every rotation, position and step of a game seed), never
   steps of a game that is also trained on: the steps of one game are strongly correlated, so a split by step would
@@ -26,6 +37,8 @@ import optax
 from flax import struct
 
 from agents import losses
+from agents.ppo import PPO
+from jaxgame import bots
 
 
 def split_by_game(game: np.ndarray, val_fraction: float, seed: int) -> tuple[np.ndarray, np.ndarray]:
@@ -161,5 +174,38 @@ def early_stopping(best: float, since_best: int, value: float, patience: int) ->
     return best, since_best, bool(patience) and since_best >= patience
 
 
-__all__ = ["BCState", "VALIDATION_METRICS", "device_samples", "early_stopping", "init_state", "learning_rate",
+class BehaviourCloning(PPO):
+    """``algo="bc"``: PPO's rollouts with the teacher acting in the learner's seats, ``losses.bc_loss`` (see the
+    module docstring)."""
+
+    algo = "bc"
+    minibatch_metrics = ("cross_entropy", "value_loss", "accuracy", "entropy", "grad_norm", "lr")
+
+    def act(self, params, key, env_state, obs, mask, learner, others):
+        """The teacher's action in the learner's seats, sent and recorded as the sample's action; the policy's
+        value for the GAE (its sampled action and log-probability are not used)."""
+        policy_key, teacher_key = jax.random.split(key)
+        teacher = jax.vmap(bots.BOTS[self.config.bc_teacher])(
+            jax.random.split(teacher_key, self.env.num_envs), env_state.games, mask).astype(jnp.int32)
+        seats = jnp.broadcast_to(jnp.asarray(learner), teacher.shape)
+        env_state, ts, transition = super().act(params, policy_key, env_state, obs, mask, learner, (seats, teacher))
+        return env_state, ts, transition.replace(action=teacher)
+
+    def minibatch_loss(self, network, params, traj, advantages, targets, hp):
+        logits, value = network.apply(params, traj.obs)
+        return losses.bc_loss(logits, value, traj.mask, traj.action, targets, traj.weight, hp.vf_coef)
+
+    def update_metrics(self, mean, traj, targets):
+        return {
+            "loss/cross_entropy": mean["cross_entropy"],
+            "loss/accuracy": mean["accuracy"],
+            "loss/value": mean["value_loss"],
+            "loss/entropy": mean["entropy"],
+            "loss/grad_norm": mean["grad_norm"],
+            "loss/explained_variance": losses.explained_variance(traj.value, targets, traj.weight),
+            "train/lr": mean["lr"],
+        }
+
+
+__all__ = ["BCState", "BehaviourCloning", "VALIDATION_METRICS", "device_samples", "early_stopping", "init_state", "learning_rate",
            "make_optimizer", "make_train_chunk", "make_validation", "split_by_game"]

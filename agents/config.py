@@ -30,7 +30,7 @@ from agents.networks import NETWORK_KINDS as NETWORKS
 from agents.networks import PIXEL_NETWORKS
 from jaxgame.config import FLOAT_RULE_RANGES, INT_RULE_RANGES, GameConfig, check_float, check_int
 
-ALGOS = ("ppo", "a2c")
+ALGOS = ("ppo", "a2c", "bc")
 OBS_KINDS = ("vector", "pixels")
 ACTIVATIONS = ("tanh", "relu")
 SEAT_KINDS = ("self", "random", "greedy", "expert")
@@ -76,6 +76,7 @@ _INT_RANGES = {
     "league_learner_seats": (1, NUM_SEATS - 1),
     "league_groups": (1, 1024),
     "snapshot_every": (1, 1 << 20),
+    "warmup_updates": (0, 1 << 20),
     **{name: INT_RULE_RANGES[name] for name in RULE_FIELDS if name in INT_RULE_RANGES},
 }
 _FLOAT_RANGES = {
@@ -87,15 +88,18 @@ _FLOAT_RANGES = {
     "vf_coef": (0.0, 100.0),
     "max_grad_norm": (0.0, 1e6),
     "league_pool_prob": (0.0, 1.0),
+    "weight_decay": (0.0, 1.0),
     **{name: FLOAT_RULE_RANGES[name] for name in RULE_FIELDS if name in FLOAT_RULE_RANGES},
 }
 #: characters a Weights & Biases project name may not hold
 WANDB_FORBIDDEN = ("/", "\\", "#", "?", "%", ":")
 LEAGUE_BOTS = ("random", "greedy", "expert")
 LEAGUE_SAMPLING = ("uniform", "pfsp")
+BC_TEACHERS = ("random", "greedy", "expert")
 SHUFFLES = ("global", "local")
 _CHOICES = {"shuffle": SHUFFLES, "algo": ALGOS, "obs": OBS_KINDS, "network": NETWORKS, "activation": ACTIVATIONS,
-            "league_bot": LEAGUE_BOTS, "league_sampling": LEAGUE_SAMPLING, "best_by": ("placement", "rating")}
+            "league_bot": LEAGUE_BOTS, "bc_teacher": BC_TEACHERS, "league_sampling": LEAGUE_SAMPLING,
+            "best_by": ("placement", "rating")}
 
 
 @dataclasses.dataclass(frozen=True)
@@ -120,7 +124,10 @@ class TrainConfig:
 
     # ---- the algorithm, run size and devices ----
     algo: str = "ppo"
-    """"ppo" (rollout + clipped surrogate) or "a2c" (streaming TD(0), no rollout buffer)"""
+    """"ppo" (rollout + clipped surrogate), "a2c" (streaming TD(0), no rollout buffer) or "bc" (behaviour cloning
+    of the bot bc_teacher on games generated inside the compiled program: PPO's rollouts with the teacher acting in
+    the "self" seats, its actions' cross-entropy over the legal actions and the value's error to the GAE targets;
+    agents.bc; game only)"""
     seed: int = 0
     """master seed in [0, 2^31 - 1]; every random stream derives from it (docs/training.md)"""
     num_envs: int = 16
@@ -140,6 +147,14 @@ class TrainConfig:
     """Adam learning rate in [0, 1]"""
     anneal_lr: bool = False
     """decay the learning rate linearly to 0 over the run"""
+    cosine_lr: bool = False
+    """decay the learning rate along a cosine to 0 over the run (not with anneal_lr)"""
+    warmup_updates: int = 0
+    """warm the learning rate up linearly over the first this many updates, in [0, 2^20], fewer than the run's:
+    update u (from 0) uses lr x min((u + 1) / warmup_updates, 1) (times the decay); 0 = none"""
+    weight_decay: float = 0.0
+    """decoupled weight decay (AdamW's) in [0, 1]: each optimizer step also subtracts lr x weight_decay x the
+    parameter; 0 = plain Adam"""
     gamma: float = 0.995
     """discount in [0, 1]"""
     gae_lambda: float = 0.95
@@ -168,6 +183,10 @@ class TrainConfig:
     (each device permutes and minibatches its own share of the envs under shard_map and the gradients are averaged
     over the devices: per-device memory stays flat as devices are added; num_minibatches must then divide each
     device's share of the batch). The same program on one device"""
+
+    # ---- behaviour cloning (algo="bc") ----
+    bc_teacher: str = "expert"
+    """the bot whose actions the "self" seats play and the policy learns: "random", "greedy" or "expert\""""
 
     # ---- the network ----
     network: str = "mlp"
@@ -250,7 +269,7 @@ class TrainConfig:
         for name, choices in _CHOICES.items():
             if getattr(self, name) not in choices:
                 raise ValueError(f"TrainConfig.{name} must be one of {choices}, got {getattr(self, name)!r}")
-        for name in ("anneal_lr", "clip_value", "normalize_advantages", "shared_torso", "independent"):
+        for name in ("anneal_lr", "cosine_lr", "clip_value", "normalize_advantages", "shared_torso", "independent"):
             if not isinstance(getattr(self, name), bool):
                 raise ValueError(f"TrainConfig.{name} must be a bool, got {getattr(self, name)!r}")
         if not isinstance(self.wandb_project, str) or len(self.wandb_project) > 128 or any(
@@ -279,7 +298,7 @@ class TrainConfig:
         if self.total_steps < self.steps_per_update:
             raise ValueError(
                 f"TrainConfig.total_steps must be >= one update's env steps ({self.steps_per_update} = "
-                f"num_envs x {'num_steps' if self.algo == 'ppo' else 'update_every'}), got {self.total_steps}"
+                f"num_envs x {'num_steps' if self.has_rollout else 'update_every'}), got {self.total_steps}"
             )
         if self.num_devices and self.num_envs % self.num_devices:
             raise ValueError(
@@ -304,14 +323,21 @@ class TrainConfig:
                 f"and no league; got algo={self.algo!r}, env={self.env!r}, opponents={self.opponents!r}, "
                 f"league_size={self.league_size}"
             )
+        if self.anneal_lr and self.cosine_lr:
+            raise ValueError("TrainConfig.anneal_lr (linear) and cosine_lr decay the learning rate two ways: set one")
+        if self.warmup_updates and self.warmup_updates >= self.num_updates:
+            raise ValueError(f"TrainConfig.warmup_updates must be fewer than the run's {self.num_updates} updates, got "
+                             f"{self.warmup_updates}")
+        if self.algo == "bc" and self.is_gymnax:
+            raise ValueError(f"TrainConfig.algo='bc' clones a bot of the game; env={self.env!r} has none")
         if self.best_by == "rating" and not (self.league_size and self.eval_every):
             raise ValueError("TrainConfig.best_by='rating' needs a league (league_size > 0) that evaluates "
                              f"(eval_every > 0); got league_size={self.league_size}, eval_every={self.eval_every}")
         if self.shuffle != "global" and self.algo != "ppo":
-            raise ValueError(f"TrainConfig.shuffle={self.shuffle!r} draws PPO's minibatches; algo={self.algo!r} has "
-                             "none (use shuffle='global', the default)")
+            raise ValueError(f"TrainConfig.shuffle={self.shuffle!r} is PPO's (algo='ppo'); algo={self.algo!r} "
+                             "needs shuffle='global', the default")
         batch = self.ppo_batch
-        if self.algo == "ppo" and batch % self.num_minibatches:
+        if self.has_rollout and batch % self.num_minibatches:
             what = ("num_envs x num_steps (one learner's samples)" if self.independent
                     else "num_envs x num_steps x learner seats")
             raise ValueError(
@@ -322,6 +348,11 @@ class TrainConfig:
     @property
     def is_gymnax(self) -> bool:
         return self.env.startswith("gymnax:")
+
+    @property
+    def has_rollout(self) -> bool:
+        """PPO's rollouts and minibatches: "ppo" and "bc"."""
+        return self.algo in ("ppo", "bc")
 
     @property
     def num_seats(self) -> int:
@@ -359,7 +390,7 @@ class TrainConfig:
     @property
     def steps_per_update(self) -> int:
         """Env steps (all envs together) consumed by one update."""
-        return self.num_envs * (self.num_steps if self.algo == "ppo" else self.update_every)
+        return self.num_envs * (self.num_steps if self.has_rollout else self.update_every)
 
     @property
     def num_updates(self) -> int:

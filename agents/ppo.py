@@ -133,9 +133,7 @@ class PPO(Trainer):
         def step(carry, step_key):
             (env_state, obs, mask, tracker), stats = self._constrain_envs(carry[0]), carry[1]
             step_key, learner, others = players.seats(context, env_state, obs, mask, step_key)
-            env_state, ts, transition = act_and_step(
-                self.network, runner.params, self.env, step_key, env_state, obs, mask, learner, others, self.dense
-            )
+            env_state, ts, transition = self.act(runner.params, step_key, env_state, obs, mask, learner, others)
             tracker, sums = track_episodes(tracker, ts, learner)
             stats = players.record(context, stats, ts)
             carry = (self._constrain_envs((env_state, ts.observation, ts.action_mask, tracker)), stats)
@@ -147,6 +145,37 @@ class PPO(Trainer):
         runner = runner.replace(env_state=env_state, obs=obs, mask=mask, tracker=tracker,
                                 league=players.finish(runner.league, stats))
         return runner, traj, sums
+
+    def act(self, params, key, env_state, obs, mask, learner, others):
+        """One rollout step: ``agents.rollout.act_and_step`` with the learner's policy (``agents.bc`` overrides it)."""
+        return act_and_step(self.network, params, self.env, key, env_state, obs, mask, learner, others, self.dense)
+
+    #: what ``minibatch_loss`` reports, then the gradient norm and the learning rate: each minibatch step's metrics
+    minibatch_metrics = MINIBATCH_METRICS
+
+    def minibatch_loss(self, network, params, traj: Transition, advantages, targets, hp: HParams):
+        """``(loss, metrics)`` of one minibatch (leaves [B, ...]): ``losses.ppo_loss``."""
+        logits, value = network.apply(params, traj.obs)
+        mask, weight = (None, None) if self.dense else (traj.mask, traj.weight)  # all ones if dense
+        return losses.ppo_loss(
+            logits, value, mask, traj.action, traj.log_prob, traj.value, advantages, targets, weight, hp.clip_eps,
+            hp.vf_coef, hp.ent_coef, clip_value=self.config.clip_value,
+            normalize_advantages=self.config.normalize_advantages,
+        )
+
+    def update_metrics(self, mean: dict, traj: Transition, targets) -> dict:
+        """An update's logged losses from the means of its minibatch metrics (``minibatch_metrics``)."""
+        return {
+            "loss/policy": mean["policy_loss"],
+            "loss/value": mean["value_loss"],
+            "loss/entropy": mean["entropy"],
+            "loss/approx_kl": mean["approx_kl"],
+            "loss/clip_frac": mean["clip_frac"],
+            "loss/grad_norm": mean["grad_norm"],
+            "loss/explained_variance": losses.explained_variance(traj.value, targets,
+                                                                 None if self.dense else traj.weight),
+            "train/lr": mean["lr"],
+        }
 
     def update(self, runner: Runner):
         hp = runner.hparams
@@ -167,15 +196,7 @@ class PPO(Trainer):
                                                       runner.update)
         mean = {k: v.mean() for k, v in mb_metrics.items()}
         metrics = {
-            "loss/policy": mean["policy_loss"],
-            "loss/value": mean["value_loss"],
-            "loss/entropy": mean["entropy"],
-            "loss/approx_kl": mean["approx_kl"],
-            "loss/clip_frac": mean["clip_frac"],
-            "loss/grad_norm": mean["grad_norm"],
-            "loss/explained_variance": losses.explained_variance(traj.value, targets,
-                                                                 None if self.dense else traj.weight),
-            "train/lr": mean["lr"],
+            **self.update_metrics(mean, traj, targets),
             "train/decisions": decisions,
             **{f"sums/{k}": sums[k].sum() for k in EPISODE_SUMS},
         }
@@ -239,21 +260,13 @@ class PPO(Trainer):
             params, opt_state = carry
             mb_traj, mb_adv, mb_targets = mb
 
-            def loss_fn(p):
-                logits, value = network.apply(p, mb_traj.obs)
-                mask, weight = (None, None) if self.dense else (mb_traj.mask, mb_traj.weight)  # all ones if dense
-                return losses.ppo_loss(
-                    logits, value, mask, mb_traj.action, mb_traj.log_prob, mb_traj.value,
-                    mb_adv, mb_targets, weight, hp.clip_eps, hp.vf_coef, hp.ent_coef,
-                    clip_value=config.clip_value, normalize_advantages=config.normalize_advantages,
-                )
-
-            (_, metrics), grads = jax.value_and_grad(loss_fn, has_aux=True)(params)
+            (_, metrics), grads = jax.value_and_grad(
+                lambda p: self.minibatch_loss(network, p, mb_traj, mb_adv, mb_targets, hp), has_aux=True)(params)
             if axis_name is not None:  # shuffle="local": every device's minibatch counts the same
                 grads, metrics = jax.lax.pmean((grads, metrics), axis_name)
             params, opt_state, grad_norm, lr = apply_gradients(config, hp, params, opt_state, grads, update)
             metrics = {**metrics, "grad_norm": grad_norm, "lr": lr}
-            return (params, opt_state), jnp.stack([metrics[k] for k in MINIBATCH_METRICS])  # one output, not 7
+            return (params, opt_state), jnp.stack([metrics[k] for k in self.minibatch_metrics])  # one output
 
         def epoch(carry, key):
             order = jax.random.permutation(key, num_samples)
@@ -267,7 +280,7 @@ class PPO(Trainer):
         epoch_keys = jax.random.split(shuffle_key, config.update_epochs)
         (params, opt_state), stacked = jax.lax.scan(epoch, (params, opt_state), epoch_keys)  # [E, M, K]
         means = stacked.mean(axis=(0, 1))
-        return params, opt_state, {k: means[i] for i, k in enumerate(MINIBATCH_METRICS)}
+        return params, opt_state, {k: means[i] for i, k in enumerate(self.minibatch_metrics)}
 
 
 __all__ = ["PPO", "targets_with_pending"]

@@ -112,7 +112,7 @@ def memory_needed(config: TrainConfig, program: TrainProgram, num_devices: int =
     every device, with the local one each device keeps its share."""
     sizes = memory.train_bytes(config, program.run_shapes)
     devices = max(num_devices, 1)
-    gathered = config.algo == "ppo" and config.shuffle == "global"
+    gathered = config.has_rollout and config.shuffle == "global"
     needed = (sizes["runner"] // devices + (sizes["update"] if gathered else sizes["update"] // devices)) * runs
     if program.evaluator is not None:
         needed += memory.table_bytes(make_game(config), config.eval_games) * runs

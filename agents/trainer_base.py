@@ -58,17 +58,30 @@ def make_optimizer(hp: HParams):
 
 
 def learning_rate(config: TrainConfig, hp: HParams, update) -> jax.Array:
-    """float32[]: the learning rate of update number ``update`` (0-based)."""
-    if not config.anneal_lr:
-        return hp.lr
-    return hp.lr * jnp.maximum(1.0 - update.astype(jnp.float32) / config.num_updates, 0.0)  # never negative
+    """float32[]: the learning rate of update number ``update`` (0-based): ``hp.lr``, decayed linearly
+    (``anneal_lr``) or along a cosine (``cosine_lr``) to 0 over the run, times the warmup's
+    ``min((update + 1) / warmup_updates, 1)``."""
+    progress = jnp.minimum(update.astype(jnp.float32) / config.num_updates, 1.0)
+    lr = hp.lr
+    if config.anneal_lr:
+        lr = lr * (1.0 - progress)
+    if config.cosine_lr:
+        lr = lr * 0.5 * (1.0 + jnp.cos(jnp.pi * progress))
+    if config.warmup_updates:
+        lr = lr * jnp.minimum((update.astype(jnp.float32) + 1.0) / config.warmup_updates, 1.0)
+    return lr
 
 
 def apply_gradients(config, hp, params, opt_state, grads, update):
-    """One optimizer step; returns (params, opt_state, grad_norm, lr)."""
+    """One optimizer step, with ``config.weight_decay``'s decoupled decay (AdamW's); returns (params, opt_state,
+    grad_norm, lr)."""
     updates, opt_state = make_optimizer(hp).update(grads, opt_state, params)
     lr = learning_rate(config, hp, update)
-    params = jax.tree_util.tree_map(lambda p, u: p - lr * u, params, updates)
+    decay = config.weight_decay
+    if decay:
+        params = jax.tree_util.tree_map(lambda p, u: p - lr * (u + decay * p), params, updates)
+    else:
+        params = jax.tree_util.tree_map(lambda p, u: p - lr * u, params, updates)
     return params, opt_state, optax.tree.norm(grads), lr
 
 

@@ -9,13 +9,14 @@ are dicts of float32[num_updates] arrays, turned into floats by ``summarize``.
 from __future__ import annotations
 
 from agents.a2c import StreamingA2C
+from agents.bc import BehaviourCloning
 from agents.config import TrainConfig
 from agents.ppo import PPO
 from agents.rollout import summarize
 from agents.trainer_base import Trainer
 
 #: ``config.algo`` -> its trainer class (each an ``agents.trainer_base.Trainer``).
-TRAINERS = {"ppo": PPO, "a2c": StreamingA2C}
+TRAINERS = {"ppo": PPO, "a2c": StreamingA2C, "bc": BehaviourCloning}
 
 
 def make_train(config: TrainConfig, env) -> Trainer:

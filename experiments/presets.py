@@ -79,6 +79,15 @@ PRESETS = {
 }
 
 
+PRESETS["bc_small"] = Preset(
+    "CPU (2 cores): behaviour cloning of the expert bot (phase 1) on games generated inside the compiled program: "
+    "the expert plays all 8 seats, the policy learns its actions; ppo_small's network, AdamW with warmup and cosine",
+    TrainConfig(
+        algo="bc", bc_teacher="expert", num_envs=64, num_steps=32, total_steps=327_680, hidden=(256, 256),
+        lr=1e-3, warmup_updates=10, cosine_lr=True, weight_decay=1e-4, gamma=0.995, update_epochs=2,
+        num_minibatches=8, updates_per_chunk=10, eval_every=4, eval_games=4, checkpoint_every=4,
+    ),
+)
 PRESETS["league_small"] = Preset(
     "CPU (2 cores), 30 minutes: ppo_small's PPO in a league: 4 learner seats a game, the others past snapshots "
     "(75%) or the greedy bot",

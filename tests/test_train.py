@@ -34,7 +34,7 @@ from experiments.presets import PRESETS, preset_config
         ({"num_envs": "0"}, r"TrainConfig\.num_envs must be an int in \[1, "),
         ({"num_envs": "abc"}, r"TrainConfig\.num_envs must be an int, got 'abc'"),
         ({"anneal_lr": "maybe"}, r"TrainConfig\.anneal_lr must be a bool"),
-        ({"algo": "dqn"}, r"TrainConfig\.algo must be one of \('ppo', 'a2c'\)"),
+        ({"algo": "dqn"}, r"TrainConfig\.algo must be one of \('ppo', 'a2c', 'bc'\)"),
         ({"nope": "1"}, r"unknown config key\(s\) \['nope'\]; valid keys: .*num_envs"),
         ({"num_minibatches": "7"}, r"num_minibatches must divide the rollout batch"),
         ({"obs": "pixels"}, r"network must be 'cnn' or 'tiles' for obs='pixels'"),
@@ -42,8 +42,13 @@ from experiments.presets import PRESETS, preset_config
         ({"total_steps": "10"}, r"total_steps must be >= one update's env steps"),
         ({"wandb_project": "team/proj"}, r"TrainConfig\.wandb_project must be a W&B project name: .*'team/proj'"),
         ({"shuffle": "random"}, r"TrainConfig\.shuffle must be one of \('global', 'local'\), got 'random'"),
-        ({"algo": "a2c", "shuffle": "local"}, r"TrainConfig\.shuffle='local' draws PPO's minibatches; algo='a2c'"),
+        ({"algo": "a2c", "shuffle": "local"}, r"TrainConfig\.shuffle='local' is PPO's \(algo='ppo'\); algo='a2c'"),
         ({"wandb_project": "x" * 129}, r"TrainConfig\.wandb_project must be a W&B project name: at most 128"),
+        ({"algo": "bc", "bc_teacher": "self"}, r"TrainConfig\.bc_teacher must be one of \('random', 'greedy', 'expert'\)"),
+        ({"algo": "bc", "env": "gymnax:CartPole-v1"}, r"TrainConfig\.algo='bc' clones a bot of the game"),
+        ({"anneal_lr": "true", "cosine_lr": "true"}, r"TrainConfig\.anneal_lr \(linear\) and cosine_lr"),
+        ({"warmup_updates": "195"}, r"TrainConfig\.warmup_updates must be fewer than the run's 195 updates"),
+        ({"weight_decay": "2"}, r"TrainConfig\.weight_decay must be a number in \[0\.0, 1\.0\]"),
     ],
 )
 def test_bad_overrides_name_the_field(overrides, message):
