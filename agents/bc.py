@@ -207,5 +207,6 @@ class BehaviourCloning(PPO):
         }
 
 
-__all__ = ["BCState", "BehaviourCloning", "VALIDATION_METRICS", "device_samples", "early_stopping", "init_state", "learning_rate",
+__all__ = ["BCState", "BehaviourCloning", "VALIDATION_METRICS", "device_samples", "early_stopping", "init_state",
+           "learning_rate",
            "make_optimizer", "make_train_chunk", "make_validation", "split_by_game"]

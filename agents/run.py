@@ -569,6 +569,9 @@ class TrainProgram(ChunkProgram):
                 parts.append(f"vs {name} {last_eval[f'eval/placement_vs_{name}']:.2f}")
         if "eval/rating" in last_eval:
             parts.append(f"rating {last_eval['eval/rating']:.1f}")
+        if "loss/accuracy" in record:  # behaviour cloning
+            parts.append(f"teacher's action {record['loss/accuracy']:.0%} | "
+                         f"cross-entropy {record['loss/cross_entropy']:.2f}")
         parts.append(f"entropy {record['loss/entropy']:.2f} | value loss {record['loss/value']:.3f}")
         return " | ".join(parts)
 
