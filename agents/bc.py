@@ -8,7 +8,10 @@ with ``losses.bc_loss``: the teacher's action's cross-entropy over the legal act
 semi-MDP GAE targets of the teacher's play (``gamma``, ``gae_lambda``; with ``gae_lambda=1`` the discounted outcome,
 bootstrapped only at rollout edges). Every game is new, so the training metrics are held-out ones (``loss/accuracy``:
 the policy's most likely legal action is the teacher's). The policy's own forward pass still runs at every step (its
-value is the GAE's baseline). Checkpoints, resume, logs and evaluations are the run library's, as for PPO.
+value is the GAE's baseline). With ``bc_teacher_prob < 1`` a learner seat sends the policy's own sample instead of
+the teacher's action on that share of its steps, still labelled with the teacher's action (DAgger-style: the teacher
+labels the states the policy's own mistakes lead to). Checkpoints, resume, logs and evaluations are the run
+library's, as for PPO.
 
 From a dataset on disk:
 
@@ -182,12 +185,15 @@ class BehaviourCloning(PPO):
     minibatch_metrics = ("cross_entropy", "value_loss", "accuracy", "entropy", "grad_norm", "lr")
 
     def act(self, params, key, env_state, obs, mask, learner, others):
-        """The teacher's action in the learner's seats, sent and recorded as the sample's action; the policy's
-        value for the GAE (its sampled action and log-probability are not used)."""
+        """The teacher's action in the learner's seats is the sample's label; it is also the action sent (with
+        ``bc_teacher_prob``, per seat and step; else the policy's sample is sent). The policy's value is the
+        GAE's baseline (its log-probability is not used)."""
         policy_key, teacher_key = jax.random.split(key)
         teacher = jax.vmap(bots.BOTS[self.config.bc_teacher])(
             jax.random.split(teacher_key, self.env.num_envs), env_state.games, mask).astype(jnp.int32)
         seats = jnp.broadcast_to(jnp.asarray(learner), teacher.shape)
+        if self.config.bc_teacher_prob < 1.0:
+            seats = seats & jax.random.bernoulli(jax.random.fold_in(key, 2), self.config.bc_teacher_prob, seats.shape)
         env_state, ts, transition = super().act(params, policy_key, env_state, obs, mask, learner, (seats, teacher))
         return env_state, ts, transition.replace(action=teacher)
 

@@ -89,6 +89,7 @@ _FLOAT_RANGES = {
     "max_grad_norm": (0.0, 1e6),
     "league_pool_prob": (0.0, 1.0),
     "weight_decay": (0.0, 1.0),
+    "bc_teacher_prob": (0.0, 1.0),
     **{name: FLOAT_RULE_RANGES[name] for name in RULE_FIELDS if name in FLOAT_RULE_RANGES},
 }
 #: characters a Weights & Biases project name may not hold
@@ -186,7 +187,11 @@ class TrainConfig:
 
     # ---- behaviour cloning (algo="bc") ----
     bc_teacher: str = "expert"
-    """the bot whose actions the "self" seats play and the policy learns: "random", "greedy" or "expert\""""
+    """the bot whose actions the policy learns in the "self" seats: "random", "greedy" or "expert\""""
+    bc_teacher_prob: float = 1.0
+    """probability in [0, 1] that a "self" seat's step sends the teacher's action, else the policy's own sample; the
+    label is the teacher's action either way: 1 = behaviour cloning on the teacher's games, below 1 = DAgger-style
+    data, the teacher labelling the states the policy's own moves lead to"""
 
     # ---- the network ----
     network: str = "mlp"

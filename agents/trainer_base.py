@@ -61,14 +61,15 @@ def learning_rate(config: TrainConfig, hp: HParams, update) -> jax.Array:
     """float32[]: the learning rate of update number ``update`` (0-based): ``hp.lr``, decayed linearly
     (``anneal_lr``) or along a cosine (``cosine_lr``) to 0 over the run, times the warmup's
     ``min((update + 1) / warmup_updates, 1)``."""
-    progress = jnp.minimum(update.astype(jnp.float32) / config.num_updates, 1.0)
+    update = jnp.asarray(update, jnp.float32)
+    progress = jnp.minimum(update / config.num_updates, 1.0)
     lr = hp.lr
     if config.anneal_lr:
         lr = lr * (1.0 - progress)
     if config.cosine_lr:
         lr = lr * 0.5 * (1.0 + jnp.cos(jnp.pi * progress))
     if config.warmup_updates:
-        lr = lr * jnp.minimum((update.astype(jnp.float32) + 1.0) / config.warmup_updates, 1.0)
+        lr = lr * jnp.minimum((update + 1.0) / config.warmup_updates, 1.0)
     return lr
 
 

@@ -246,3 +246,20 @@ def test_weight_decay_is_decoupled_and_the_warmup_scales_any_schedule():
     lr = [float(trainer_base.learning_rate(config, config.hparams(), jnp.int32(u))) for u in (0, 3, 97)]
     np.testing.assert_allclose(lr, [0.01 * 0.25 * (1 - 0 / 195), 0.01 * (1 - 3 / 195), 0.01 * (1 - 97 / 195)],
                                rtol=1e-5)
+
+
+@pytest.mark.skipif(os.environ.get("JAXGAME_SLOW_TESTS") != "1",
+                    reason="set JAXGAME_SLOW_TESTS=1 (~40 s: compiles a second bc chunk); the default suite checks "
+                           "bc_teacher_prob's range (tests/test_train.py)")
+def test_with_teacher_prob_0_the_policy_plays_and_the_teacher_still_labels():
+    """bc_teacher_prob=0 (DAgger-style): the untrained policy plays seat 0, so it places as an untrained policy does
+    (8.0 on these games; the expert in that seat places 3.5), while the loss still trains on the teacher's actions."""
+    from agents.run import build
+    from agents.trainers import summarize
+
+    trainer = build(tiny_bc_config(bc_teacher_prob=0.0, total_steps=8 * 8 * 6, updates_per_chunk=6,
+                                   warmup_updates=0)).trainer
+    runner, metrics = jax.jit(trainer.run, static_argnums=1)(jax.jit(trainer.init)(jax.random.key(0)), 6)
+    whole = summarize(jax.device_get(metrics))
+    assert whole["train/placement"] > 6.0, whole
+    assert whole["loss/cross_entropy"] > 1.0 and whole["loss/accuracy"] < 0.5, whole

@@ -49,6 +49,7 @@ from experiments.presets import PRESETS, preset_config
         ({"algo": "bc", "env": "gymnax:CartPole-v1"}, r"TrainConfig\.algo='bc' clones a bot of the game"),
         ({"anneal_lr": "true", "cosine_lr": "true"}, r"TrainConfig\.anneal_lr \(linear\) and cosine_lr"),
         ({"warmup_updates": "195"}, r"TrainConfig\.warmup_updates must be fewer than the run's 195 updates"),
+        ({"algo": "bc", "bc_teacher_prob": "1.5"}, r"TrainConfig\.bc_teacher_prob must be a number in \[0\.0, 1\.0\]"),
         ({"weight_decay": "2"}, r"TrainConfig\.weight_decay must be a number in \[0\.0, 1\.0\]"),
     ],
 )
