@@ -96,7 +96,7 @@ _FLOAT_RANGES = {
 WANDB_FORBIDDEN = ("/", "\\", "#", "?", "%", ":")
 LEAGUE_BOTS = ("random", "greedy", "expert")
 LEAGUE_SAMPLING = ("uniform", "pfsp")
-BC_TEACHERS = ("random", "greedy", "expert")
+BC_TEACHERS = LEAGUE_BOTS  # the scripted bots
 SHUFFLES = ("global", "local")
 _CHOICES = {"shuffle": SHUFFLES, "algo": ALGOS, "obs": OBS_KINDS, "network": NETWORKS, "activation": ACTIVATIONS,
             "league_bot": LEAGUE_BOTS, "bc_teacher": BC_TEACHERS, "league_sampling": LEAGUE_SAMPLING,

@@ -32,7 +32,7 @@ import numpy as np
 
 from agents.run_dir import atomic_write, write_json
 
-__all__ = ["FORMAT", "MANIFEST", "DatasetError", "write_dataset", "open_dataset", "Dataset"]
+__all__ = ["FORMAT", "MANIFEST", "DatasetError", "check_new_directory", "write_dataset", "open_dataset", "Dataset"]
 
 FORMAT = "jaxgame-dataset/1"
 MANIFEST = "manifest.json"
@@ -96,6 +96,13 @@ def _check_shard(index: int, shard, fields: dict | None) -> tuple[dict[str, np.n
     return arrays, lengths.pop()
 
 
+def check_new_directory(directory) -> None:
+    """``DatasetError`` unless ``directory`` is missing or an empty directory (where a dataset may be written)."""
+    directory = Path(directory)
+    if directory.exists() and (not directory.is_dir() or any(directory.iterdir())):
+        raise DatasetError(f"{directory} exists and is not empty (a dataset goes to a new or empty directory)")
+
+
 def write_dataset(directory, shards, meta: dict | None = None) -> dict:
     """Write ``shards`` to ``directory`` and return the manifest dict.
 
@@ -114,8 +121,7 @@ def write_dataset(directory, shards, meta: dict | None = None) -> dict:
         json.dumps(meta)
     except (TypeError, ValueError) as e:
         raise DatasetError(f"{directory}: meta is not JSON-serialisable ({e})") from None
-    if directory.exists() and (not directory.is_dir() or any(directory.iterdir())):
-        raise DatasetError(f"{directory} exists and is not empty")
+    check_new_directory(directory)
     directory.mkdir(parents=True, exist_ok=True)
 
     fields, entries = None, []

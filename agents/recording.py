@@ -46,14 +46,11 @@ from flax import struct
 
 import jaxgame
 from agents import memory
-from agents.dataset import DatasetError, write_dataset
-from agents.envs import make_game
-from agents.policies import PolicyError, check_same_observations
+from agents.dataset import check_new_directory, write_dataset
 from agents.progress import NoProgress, Progress
-from agents.tables import TABLE_BOTS, check_bot_names, make_seat_actions, rotation_seats
-from agents.tournament import resolve_players
+from agents.tables import check_bot_names, make_seat_actions, rotation_seats
+from agents.tournament import participant_index, resolve_players, table_game
 from jaxgame import constants as C
-from jaxgame.validation import as_key
 
 FIELDS = ("obs", "mask", "action", "reward", "outcome", "placement", "decision", "game", "rotation", "position",
           "seat", "step")
@@ -193,9 +190,10 @@ def samples(recorder: Recorder, rows: dict, rank: np.ndarray, first_game: int) -
 
 
 def record_shards(recorder: Recorder, params, lineup, games: int, seed: int, on_batch=None):
-    """Yield one ``FIELDS`` dict a batch of ``recorder.num_games`` game seeds until ``games`` are recorded (a last,
-    smaller batch plays a full batch and keeps its first games). ``lineup``: int[8] participants; ``params``: the
-    policies' parameter trees (a tuple, one per network); ``on_batch(games_done)`` after each batch."""
+    """An iterator of one ``FIELDS`` dict a batch of ``recorder.num_games`` game seeds until ``games`` are recorded
+    (a last, smaller batch plays a full batch and keeps its first games). ``lineup``: int[8] participants;
+    ``params``: the policies' parameter trees (a tuple, one per network); ``on_batch(games_done)`` after each batch.
+    The arguments are checked when it is called (``ValueError``), before any game is played."""
     lineup = np.asarray(lineup)
     if lineup.shape != (C.NUM_PLAYERS,) or not np.issubdtype(lineup.dtype, np.integer):
         raise ValueError(f"lineup must be {C.NUM_PLAYERS} ints, got {lineup!r}")
@@ -206,10 +204,13 @@ def record_shards(recorder: Recorder, params, lineup, games: int, seed: int, on_
         raise ValueError(f"params must hold {recorder.num_policies} parameter tree(s), got {len(tuple(params))}")
     if isinstance(games, bool) or not isinstance(games, int) or games < 1:
         raise ValueError(f"games must be a positive int, got {games!r}")
-    key = as_key(jax.random.key(seed), "record key")
-    lineups = np.tile(lineup, (recorder.num_games, 1))
+    return _batches(recorder, tuple(params), np.tile(lineup, (recorder.num_games, 1)), games, jax.random.key(seed),
+                    on_batch)
+
+
+def _batches(recorder: Recorder, params, lineups, games: int, key, on_batch):
     for batch, first in enumerate(range(0, games, recorder.num_games)):
-        rows, rank = recorder.play(tuple(params), lineups, jax.random.fold_in(key, batch))
+        rows, rank = recorder.play(params, lineups, jax.random.fold_in(key, batch))
         shard = samples(recorder, rows, rank, first)
         keep = shard["game"] < games
         if not keep.all():
@@ -244,21 +245,12 @@ def record(players, out_dir, games: int, positions=(0,), seed: int = 0, rotation
     if rotations is None:
         rotations = C.NUM_PLAYERS if len(set(players)) > 1 else 1
     out_dir = Path(out_dir)
-    if out_dir.exists() and (not out_dir.is_dir() or any(out_dir.iterdir())):
-        raise DatasetError(f"{out_dir} exists and is not empty (a dataset goes to a new or empty directory)")
+    check_new_directory(out_dir)  # before anything is compiled or played
     policies, player_of = resolve_players(dict.fromkeys(players))
-    if policies:
-        if rules:
-            raise PolicyError("rules apply to games of bots only; a policy plays with the rules it trained with")
-        check_same_observations(policies)
-        game = make_game(policies[0].config)
-    else:
-        if obs not in ("vector", "pixels"):
-            raise ValueError(f"obs must be 'vector' or 'pixels', got {obs!r}")
-        game = jaxgame.make("autochess", obs=obs, **(rules or {}))
-    bot_names = tuple(bot for bot in TABLE_BOTS if bot in player_of.values())
-    index = {p.name: i for i, p in enumerate(policies)}
-    index.update({bot: len(policies) + i for i, bot in enumerate(bot_names)})
+    if not policies and obs not in ("vector", "pixels"):  # a dataset field is one array: not "both"
+        raise ValueError(f"obs must be 'vector' or 'pixels', got {obs!r}")
+    game = table_game(policies, rules, obs)
+    index, bot_names = participant_index(policies, player_of)
     lineup = [index[player_of[p]] for p in players]
     recorder = make_recorder(game, [p.network for p in policies], batch_games, positions, bot_names, rotations,
                              greedy_policy)

@@ -104,14 +104,11 @@ def evaluate_checkpoint(run_dir, step: int | None, lineups: dict, games: int, se
     progress = progress or NoProgress()
     candidate = load_policy(run_dir, step)
     policies, player_of = resolve_players(sorted({n for names in lineups.values() for n in names}), [candidate])
-    check_same_observations(policies)
+    game = table_game(policies)  # the candidate's, given first
     for note in rule_differences(policies):
         progress.status(f"note: {note}")
-    index = {p.name: i for i, p in enumerate(policies)}
-    table_bots = tuple(bot for bot in TABLE_BOTS if bot in player_of.values())  # only the bots the lineups name
-    index.update({bot: len(policies) + i for i, bot in enumerate(table_bots)})
+    index, table_bots = participant_index(policies, player_of)
 
-    game = make_game(candidate.config)
     memory.check_fits(f"games={games} (x 8 rotations)", memory.table_bytes(game, games))
     progress.status(f"evaluating {candidate.name} against {len(lineups)} lineup(s): compiling ...")
     start = time.perf_counter()
@@ -126,6 +123,30 @@ def evaluate_checkpoint(run_dir, step: int | None, lineups: dict, games: int, se
             summary["per_seat_mean_placement"] = [round(float(m), 3) for m in ranks.mean(0)]
     result["seconds"] = round(time.perf_counter() - start, 2)
     return result
+
+
+def table_game(policies, rules: dict | None = None, obs: str = "vector") -> jaxgame.AutoChessEnv:
+    """The game players sit at: the first policy's (policies play the rules and observations they trained with, and
+    must share the observations: ``PolicyError`` otherwise, or when ``rules`` are given) or, with bots alone, the
+    game of ``rules`` (``GameConfig`` fields) and ``obs``."""
+    if policies:
+        if rules:
+            raise PolicyError("rules apply to games of bots only; a policy plays with the rules it trained with")
+        check_same_observations(policies)
+        return make_game(policies[0].config)
+    return jaxgame.make("autochess", obs=obs, **(rules or {}))
+
+
+def participant_index(policies, player_of: dict, num_seated: int | None = None) -> tuple[dict, tuple[str, ...]]:
+    """``(index, bots)`` for a table runner (``agents.tables``): ``bots`` are the bots ``player_of`` (spec -> policy
+    or bot name, ``resolve_players``) names, in ``TABLE_BOTS`` order, and ``index`` maps each policy's name to its
+    place in ``policies`` and each bot to its participant index, after the ``num_seated`` seated policies (default
+    ``len(policies)``)."""
+    bots = tuple(bot for bot in TABLE_BOTS if bot in player_of.values())
+    first_bot = len(policies) if num_seated is None else num_seated
+    index = {p.name: i for i, p in enumerate(policies)}
+    index.update({bot: first_bot + i for i, bot in enumerate(bots)})
+    return index, bots
 
 
 def resolve_players(specs, policies=()):
@@ -174,22 +195,14 @@ def compare_players(spec_a: str, spec_b: str, lineups: dict, games: int, seed: i
     points = significance.check_rank_points(points)
     specs = [spec_a, spec_b] + [n for names in lineups.values() for n in names]
     policies, player_of = resolve_players(dict.fromkeys(specs))
-    if policies:
-        if rules:
-            raise PolicyError("rules apply to games of bots only; a policy plays with the rules it trained with")
-        check_same_observations(policies)
-        for note in rule_differences(policies):
-            progress.status(f"note: {note}")
-        game = make_game(policies[0].config)
-    else:
-        game = jaxgame.make("autochess", **(rules or {}))
+    game = table_game(policies, rules)
+    for note in rule_differences(policies):
+        progress.status(f"note: {note}")
     seated = list(policies)
     same_policy = player_of[spec_a] == player_of[spec_b] and player_of[spec_a] not in TABLE_BOTS
     if same_policy:  # B is a second participant with A's parameters, so that at one table its seats are told
         seated.append(next(p for p in policies if p.name == player_of[spec_a]))  # from A's: the null, tested
-    table_bots = tuple(bot for bot in TABLE_BOTS if bot in player_of.values())
-    index = {p.name: i for i, p in enumerate(policies)}
-    index.update({bot: len(seated) + i for i, bot in enumerate(table_bots)})
+    index, table_bots = participant_index(policies, player_of, len(seated))
     a = index[player_of[spec_a]]
     b = len(seated) - 1 if same_policy else index[player_of[spec_b]]
     if head_to_head and a == b:
@@ -392,5 +405,5 @@ def format_table(table) -> str:
 
 
 __all__ = ["HEAD_TO_HEAD", "compare_players", "compare_tables", "comparison_table", "evaluate_checkpoint",
-           "format_table", "load_players", "placement_table", "play", "rate", "rate_checkpoints", "resolve_players",
-           "write_outputs"]
+           "format_table", "load_players", "placement_table", "play", "participant_index", "rate", "rate_checkpoints",
+           "resolve_players", "table_game", "write_outputs"]

@@ -78,11 +78,9 @@ def apply_gradients(config, hp, params, opt_state, grads, update):
     grad_norm, lr)."""
     updates, opt_state = make_optimizer(hp).update(grads, opt_state, params)
     lr = learning_rate(config, hp, update)
-    decay = config.weight_decay
-    if decay:
-        params = jax.tree_util.tree_map(lambda p, u: p - lr * (u + decay * p), params, updates)
-    else:
-        params = jax.tree_util.tree_map(lambda p, u: p - lr * u, params, updates)
+    if config.weight_decay:  # static: plain Adam's program has no decay term
+        updates = jax.tree_util.tree_map(lambda u, p: u + config.weight_decay * p, updates, params)
+    params = jax.tree_util.tree_map(lambda p, u: p - lr * u, params, updates)
     return params, opt_state, optax.tree.norm(grads), lr
 
 

@@ -125,6 +125,9 @@ def test_record_writes_a_dataset_that_loads_back_bit_for_bit_and_a_flipped_byte_
 
     with pytest.raises(dataset.DatasetError, match="not empty"):  # before anything is compiled or played
         recording.record(PLAYERS, out, games=1, rules=TINY)
+    with pytest.raises(ValueError, match="games must be a positive int"):  # checked before the directory is made
+        recording.record(PLAYERS, tmp_path / "none", games=0, rules=TINY)
+    assert not (tmp_path / "none").exists()
 
 
 @pytest.mark.parametrize("kwargs, message", [
