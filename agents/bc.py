@@ -13,35 +13,46 @@ the teacher's action on that share of its steps, still labelled with the teacher
 labels the states the policy's own mistakes lead to). Checkpoints, resume, logs and evaluations are the run
 library's, as for PPO.
 
-From a dataset on disk:
+From a dataset on disk (``TrainConfig(algo="bc", bc_dataset=DIR)``, ``--preset=bc_data``): ``DatasetCloning``
+trains on the samples a recording wrote (``agents.recording``, ``python -m experiments.record``). The run library
+drives it as any run (chunks, logs, checkpoints, resume, evaluations, ``load_policy``):
 
-    data = device_samples(dataset.open_dataset(d).load(), train_index)   # obs, mask, action, outcome, weight
-    train_chunk = make_train_chunk(network, optimizer, batch_size=256, vf_coef=0.5)
-    state = init_state(network, optimizer, data["obs"][:1], jax.random.key(0))
-    state, metrics = train_chunk(state, data, 100)                      # 100 minibatch steps in one lax.scan
-    val = make_validation(network, batch_size=1024)(state.params, val_data)
-
-The loss is ``agents.losses.bc_loss``; the samples come from ``agents.recording`` (``agents.dataset`` on disk).
-These are not in the run library yet (training from a dataset directory through ``experiments.train``).
-
-* ``split_by_game``: validation samples are whole games (every rotation, position and step of a game seed), never
-  steps of a game that is also trained on: the steps of one game are strongly correlated, so a split by step would
-  measure memory, not generalisation.
-* ``make_optimizer``: AdamW (decoupled weight decay) after a global-norm clip, its learning rate warmed up linearly
-  from 0 and decayed along a cosine to 0 (``learning_rate``): a fresh optimizer, as a phase starts.
+* **Samples.** The recorded seats' decisions (``decision``: more than one legal action; the other steps teach
+  nothing) with the recorded ``action`` as the label and ``outcome`` (the undiscounted return-to-go) as the value's
+  target. ``split_by_game`` holds out ``bc_val_fraction`` of the games, drawn with the run's seed: the steps of a
+  game are strongly correlated, so a split by step would measure memory, not generalisation. The recording's
+  observation kind, shapes, action count and rules must be the run's (``check_dataset``: a one-line error names
+  what differs); the dataset's shards are verified (sha256) when read.
+* **Updates.** One update is one optimizer step on ``bc_batch_size`` samples drawn uniformly with replacement from
+  the training games (``clone_chunk``), with the trainer's optimizer and schedule (``agents.trainer_base``:
+  Adam after a global-norm clip, ``warmup_updates``, ``cosine_lr``, decoupled ``weight_decay``).
+* **Validation and early stopping.** Every chunk ends with ``validate`` over every held-out sample inside the
+  compiled chunk (``val/cross_entropy``, ``val/accuracy``, ``val/value_loss``, logged with the chunk); the runner
+  keeps the lowest validation cross-entropy and the validations since it, so a resumed run stops where the
+  uninterrupted one would. With ``bc_patience`` the run ends after that many validations without improvement;
+  ``best_by="validation"`` keeps the checkpoint with the lowest validation cross-entropy as the best.
+* **Resume.** A checkpoint records the dataset's digest (its shards' sha256s); resuming on a changed dataset is an
+  error.
 """
 
 from __future__ import annotations
 
+import dataclasses
+import hashlib
+import json
+
 import jax
 import jax.numpy as jnp
 import numpy as np
-import optax
 from flax import struct
 
-from agents import losses
+from agents import dataset, health, losses, trainer_base
+from agents.config import HParams, TrainConfig
 from agents.ppo import PPO
+from agents.trainer_base import INIT_STREAM, TRAIN_STREAM, Trainer
 from jaxgame import bots
+from jaxgame.config import GameConfig
+from jaxgame.validation import as_key
 
 
 def split_by_game(game: np.ndarray, val_fraction: float, seed: int) -> tuple[np.ndarray, np.ndarray]:
@@ -63,37 +74,12 @@ def split_by_game(game: np.ndarray, val_fraction: float, seed: int) -> tuple[np.
     return np.flatnonzero(~val), np.flatnonzero(val)
 
 
-def learning_rate(peak: float, warmup_steps: int, total_steps: int):
-    """``step -> lr``: linear from 0 to ``peak`` over ``warmup_steps`` optimizer steps, then a cosine to 0 at
-    ``total_steps`` (which includes the warmup), 0 after."""
-    if not 0 <= warmup_steps < total_steps:
-        raise ValueError(f"warmup_steps must be in [0, total_steps={total_steps}), got {warmup_steps}")
-    return optax.warmup_cosine_decay_schedule(0.0, peak, warmup_steps, total_steps, end_value=0.0)
-
-
-def make_optimizer(peak_lr: float, warmup_steps: int, total_steps: int, weight_decay: float,
-                   max_grad_norm: float) -> optax.GradientTransformation:
-    """Global-norm clip, then AdamW with ``learning_rate``'s schedule and decoupled ``weight_decay``."""
-    return optax.chain(
-        optax.clip_by_global_norm(max_grad_norm),
-        optax.adamw(learning_rate(peak_lr, warmup_steps, total_steps), weight_decay=weight_decay),
-    )
-
-
-@struct.dataclass
-class BCState:
-    """What behaviour cloning carries from step to step (a checkpoint's content)."""
-
-    params: dict
-    opt_state: object
-    step: jax.Array  # int32[]: optimizer steps done
-    key: jax.Array  # typed key: the minibatch stream
-
-
-def init_state(network, optimizer, sample_obs, key) -> BCState:
-    """Fresh parameters (``fold_in(key, 0)``) and optimizer state; the minibatch stream is ``fold_in(key, 1)``."""
-    params = network.init(jax.random.fold_in(key, 0), sample_obs)
-    return BCState(params, optimizer.init(params), jnp.int32(0), jax.random.fold_in(key, 1))
+#: samples per batch of ``validate`` (a bound on its memory, not a hyperparameter: the result is a mean over all)
+VALIDATION_BATCH = 1024
+#: what ``validate`` reports, logged as ``val/<name>``
+VALIDATION_METRICS = ("cross_entropy", "accuracy", "value_loss")
+#: the recording's fields a dataset run reads
+DATASET_FIELDS = ("obs", "mask", "action", "outcome", "decision", "game")
 
 
 def device_samples(samples: dict, index=None) -> dict:
@@ -115,66 +101,183 @@ def _loss(network, params, batch, vf_coef):
     return losses.bc_loss(logits, value, batch["mask"], batch["action"], batch["outcome"], batch["weight"], vf_coef)
 
 
-def make_train_chunk(network, optimizer, batch_size: int, vf_coef: float):
-    """``train_chunk(state, data, num_steps) -> (state, metrics)``, jitted (``num_steps`` static): ``num_steps``
-    optimizer steps in one ``lax.scan``, each on ``batch_size`` samples of ``data`` (``device_samples``) drawn
-    uniformly with replacement from the state's key; metrics are ``bc_loss``'s plus "grad_norm", float32[num_steps]
-    each."""
+def validate(network, params, data: dict, batch_size: int = VALIDATION_BATCH) -> dict:
+    """``{"cross_entropy", "accuracy", "value_loss"}``, float32[] each: weighted means (``data["weight"]``) over
+    every sample of ``data`` (``device_samples``), computed in batches of ``batch_size`` (the last one padded with
+    weight 0), equal to one batch of all of them. Traceable."""
+    size = data["action"].shape[0]
+    batch_size = min(batch_size, size)
+    batches = -(-size // batch_size)
+    pad = batches * batch_size - size
 
-    def chunk(state: BCState, data: dict, num_steps: int):
-        size = data["action"].shape[0]
+    def padded(x):
+        x = jnp.concatenate([x, jnp.zeros((pad,) + x.shape[1:], x.dtype)])
+        return x.reshape((batches, batch_size) + x.shape[1:])
 
-        def step(state: BCState, _):
-            key, draw = jax.random.split(state.key)
-            batch = jax.tree_util.tree_map(lambda x: x[jax.random.randint(draw, (batch_size,), 0, size)], data)
-            (_, metrics), grads = jax.value_and_grad(lambda p: _loss(network, p, batch, vf_coef), has_aux=True)(
-                state.params)
-            updates, opt_state = optimizer.update(grads, state.opt_state, state.params)
-            state = BCState(optax.apply_updates(state.params, updates), opt_state, state.step + 1, key)
-            return state, {**metrics, "grad_norm": optax.tree.norm(grads)}
+    def sums(batch):
+        _, metrics = _loss(network, params, batch, 0.0)
+        n = batch["weight"].sum()
+        return jnp.stack([metrics[k] * jnp.maximum(n, 1.0) for k in VALIDATION_METRICS] + [n])
 
-        return jax.lax.scan(step, state, None, length=num_steps)
-
-    return jax.jit(chunk, static_argnums=2)
-
-
-#: what ``make_validation`` reports
-VALIDATION_METRICS = ("cross_entropy", "accuracy", "value_loss")
+    total = jax.lax.map(sums, jax.tree_util.tree_map(padded, data)).sum(0)
+    count = jnp.maximum(total[-1], 1.0)
+    return {k: total[i] / count for i, k in enumerate(VALIDATION_METRICS)}
 
 
-def make_validation(network, batch_size: int):
-    """``validate(params, data) -> {"cross_entropy", "accuracy", "value_loss"}``, jitted: weighted means over every
-    sample of ``data`` (``device_samples``), in batches of ``batch_size`` (the last one padded with weight 0)."""
+@struct.dataclass
+class DatasetRunner:
+    """A dataset run's whole state (its checkpoint)."""
 
-    def validate(params, data):
-        size = data["action"].shape[0]
-        batches = -(-size // batch_size)
-        pad = batches * batch_size - size
-
-        def padded(x):
-            x = jnp.concatenate([x, jnp.zeros((pad,) + x.shape[1:], x.dtype)])
-            return x.reshape((batches, batch_size) + x.shape[1:])
-
-        def sums(batch):
-            _, metrics = _loss(network, params, batch, 0.0)
-            n = batch["weight"].sum()
-            return jnp.stack([metrics[k] * jnp.maximum(n, 1.0) for k in VALIDATION_METRICS] + [n])
-
-        total = jax.lax.map(sums, jax.tree_util.tree_map(padded, data)).sum(0)
-        count = jnp.maximum(total[-1], 1.0)
-        return {k: total[i] / count for i, k in enumerate(VALIDATION_METRICS)}
-
-    return jax.jit(validate)
+    params: dict
+    opt_state: object
+    key: jax.Array  # typed key: the minibatch stream
+    update: jax.Array  # int32[]: optimizer steps done
+    hparams: HParams
+    best: jax.Array  # float32[]: the lowest validation cross-entropy so far (inf before the first validation)
+    since_best: jax.Array  # int32[]: validations since the best one
 
 
-def early_stopping(best: float, since_best: int, value: float, patience: int) -> tuple[float, int, bool]:
-    """One validation's verdict: ``(best, evaluations since the best, stop)``. ``value`` (lower is better, e.g. the
-    validation cross-entropy) becomes the best when it is below it; the run stops once ``patience`` evaluations in a
-    row did not improve (``patience`` 0: never). A non-finite value never improves."""
-    if np.isfinite(value) and value < best:
-        return float(value), 0, False
-    since_best += 1
-    return best, since_best, bool(patience) and since_best >= patience
+def init_dataset_runner(config: TrainConfig, network, sample_obs, key, hparams: HParams | None = None):
+    """Parameters from ``fold_in(key, INIT_STREAM)`` (``sample_obs``: one observation's shape and dtype, with a
+    leading batch axis), a fresh optimizer, the minibatch stream ``fold_in(key, TRAIN_STREAM)``."""
+    key = as_key(key, "train key")
+    hp = config.hparams() if hparams is None else hparams
+    params = network.init(jax.random.fold_in(key, INIT_STREAM), sample_obs)
+    return DatasetRunner(params, trainer_base.make_optimizer(hp).init(params), jax.random.fold_in(key, TRAIN_STREAM),
+                         jnp.int32(0), hp, jnp.float32(jnp.inf), jnp.int32(0))
+
+
+def clone_chunk(config: TrainConfig, network, runner: DatasetRunner, num_updates: int, train: dict,
+                val: dict | None):
+    """``num_updates`` optimizer steps in one ``lax.scan``, each on ``config.bc_batch_size`` samples of ``train``
+    (``device_samples``) drawn uniformly with replacement from the runner's key, then (``val`` not None) one
+    validation, which updates the runner's best and its count since. Returns ``(runner, metrics)``: float32
+    [num_updates] each, the validation's ``val/...`` repeated over the chunk's updates. Traceable."""
+    size = train["action"].shape[0]
+
+    def one_update(runner: DatasetRunner, _):
+        key, draw = jax.random.split(runner.key)
+        batch = jax.tree_util.tree_map(lambda x: x[jax.random.randint(draw, (config.bc_batch_size,), 0, size)], train)
+        hp = runner.hparams
+        (_, m), grads = jax.value_and_grad(lambda p: _loss(network, p, batch, hp.vf_coef), has_aux=True)(
+            runner.params)
+        params, opt_state, grad_norm, lr = trainer_base.apply_gradients(config, hp, runner.params, runner.opt_state,
+                                                                        grads, runner.update)
+        runner = runner.replace(params=params, opt_state=opt_state, key=key, update=runner.update + 1)
+        metrics = {
+            "loss/cross_entropy": m["cross_entropy"],
+            "loss/accuracy": m["accuracy"],
+            "loss/value": m["value_loss"],
+            "loss/entropy": m["entropy"],
+            "loss/grad_norm": grad_norm,
+            "train/lr": lr,
+            "train/decisions": batch["weight"].sum(),
+        }
+        return runner, {**metrics, health.FINITE: health.finite_flag(params, metrics)}
+
+    runner, metrics = jax.lax.scan(one_update, runner, None, length=num_updates)
+    if val is not None:
+        scores = validate(network, runner.params, val)
+        loss = scores["cross_entropy"]
+        improved = jnp.isfinite(loss) & (loss < runner.best)
+        runner = runner.replace(best=jnp.where(improved, loss, runner.best),
+                                since_best=jnp.where(improved, 0, runner.since_best + 1))
+        metrics.update({f"val/{k}": jnp.full(num_updates, v) for k, v in scores.items()})
+        metrics["val/best_cross_entropy"] = jnp.full(num_updates, runner.best)
+    return runner, metrics
+
+
+def dataset_digest(data: dataset.Dataset) -> str:
+    """sha256 over the shards' sha256s: equal digests, equal samples."""
+    return hashlib.sha256("".join(s["sha256"] for s in data.manifest["shards"]).encode()).hexdigest()
+
+
+def check_dataset(data: dataset.Dataset, config: TrainConfig, observation) -> None:
+    """``DatasetError`` (one line naming the directory) unless ``data`` holds a recording's fields
+    (``DATASET_FIELDS``) with ``observation``'s per-sample shape and dtype (``ShapeDtypeStruct`` of one seat's
+    observation), ``config``'s observation kind and game rules (every ``GameConfig`` field in the manifest's meta,
+    those a ``TrainConfig`` cannot set at their defaults)."""
+    where = config.bc_dataset
+    missing = [f for f in DATASET_FIELDS if f not in data.fields]
+    if missing:
+        raise dataset.DatasetError(f"{where}: no field(s) {missing}: not a recording of python -m experiments.record")
+    meta = data.manifest.get("meta") or {}
+    if meta.get("obs", config.obs) != config.obs:
+        raise dataset.DatasetError(f"{where} holds {meta['obs']!r} observations; the run has obs={config.obs!r}")
+    obs = data.fields["obs"]
+    if tuple(obs["shape"]) != tuple(observation.shape) or np.dtype(obs["dtype"]) != np.dtype(observation.dtype):
+        raise dataset.DatasetError(f"{where}: observations are {np.dtype(obs['dtype'])}{obs['shape']}, the run's "
+                                   f"{np.dtype(observation.dtype)}{list(observation.shape)}")
+    rules = meta.get("rules", {})
+    # every rule, those a TrainConfig leaves at their defaults too, as the manifest's JSON holds them
+    run_rules = json.loads(json.dumps(dataclasses.asdict(GameConfig(**config.rules()))))
+    differing = {k: (rules[k], v) for k, v in run_rules.items() if k in rules and rules[k] != v}
+    if differing:
+        raise dataset.DatasetError(
+            f"{where} was recorded with other rules: " + ", ".join(f"{k}={old!r} (the run has {new!r})"
+                                                                   for k, (old, new) in differing.items())
+            + "; set them with --set or record with the run's rules")
+
+
+def load_dataset(config: TrainConfig, observation, num_actions: int):
+    """``(train, val, digest)`` of ``config.bc_dataset``: ``device_samples`` of the training and held-out games
+    (``split_by_game`` with ``config.bc_val_fraction`` and ``config.seed``; ``val`` None when nothing is held
+    out) and ``dataset_digest``. Raises ``DatasetError`` with a one-line message."""
+    data = dataset.open_dataset(config.bc_dataset)
+    check_dataset(data, config, observation)
+    if data.fields["mask"]["shape"] != [num_actions]:
+        raise dataset.DatasetError(f"{config.bc_dataset}: action masks of {data.fields['mask']['shape']} actions, "
+                                   f"the run's game has {num_actions}")
+    samples = data.load()
+    try:
+        train, val = split_by_game(samples["game"], config.bc_val_fraction, config.seed)
+    except ValueError as err:
+        raise dataset.DatasetError(f"{config.bc_dataset}: {err}") from None
+    if not samples["decision"][train].any():
+        raise dataset.DatasetError(f"{config.bc_dataset}: no decision (a step with two or more legal actions) "
+                                   "to learn from in its training games")
+    return device_samples(samples, train), (device_samples(samples, val) if val.size else None), \
+        dataset_digest(data)
+
+
+class DatasetCloning(Trainer):
+    """``algo="bc"`` with ``bc_dataset``: cloning a recording (see the module docstring). ``run(runner,
+    num_updates, train, val)`` is the jitted chunk (``clone_chunk``); ``chunk_inputs()`` loads its data."""
+
+    algo = "bc"
+    env_fields = ()
+
+    def __init__(self, config: TrainConfig, env):
+        super().__init__(config, env)
+        self.mesh = None  # one device (TrainConfig refuses num_devices > 1)
+        _, ts = jax.eval_shape(env.reset, jax.random.key(0))
+        obs = ts.observation  # [N, P, *shape]
+        self.observation = jax.ShapeDtypeStruct(obs.shape[2:], obs.dtype)
+        self.digest = None  # set by chunk_inputs
+
+    def init(self, key, hparams: HParams | None = None) -> DatasetRunner:
+        sample = jnp.zeros((1,) + self.observation.shape, self.observation.dtype)
+        return init_dataset_runner(self.config, self.network, sample, key, hparams)
+
+    def chunk_inputs(self) -> tuple:
+        """``(train, val)``: the dataset's samples on the device (``load_dataset``)."""
+        train, val, self.digest = load_dataset(self.config, self.observation, self.env.num_actions)
+        return train, val
+
+    def data_bytes(self) -> int:
+        """The bytes of the samples a run keeps on its device (the manifest's sizes; nothing is read)."""
+        data = dataset.open_dataset(self.config.bc_dataset)
+        return data.num_samples * sum(int(np.dtype(data.fields[f]["dtype"]).itemsize * np.prod(data.fields[f]["shape"]))
+                                      for f in DATASET_FIELDS)
+
+    def finished_early(self, runner: DatasetRunner) -> bool:
+        return bool(self.config.bc_patience) and int(runner.since_best) >= self.config.bc_patience
+
+    def __call__(self, key, hparams: HParams | None = None):
+        return self._run(self.init(key, hparams), self.config.num_updates, *self.chunk_inputs())
+
+    def _run(self, runner: DatasetRunner, num_updates: int, train: dict, val: dict | None):
+        return clone_chunk(self.config, self.network, runner, num_updates, train, val)
 
 
 class BehaviourCloning(PPO):
@@ -213,6 +316,6 @@ class BehaviourCloning(PPO):
         }
 
 
-__all__ = ["BCState", "BehaviourCloning", "VALIDATION_METRICS", "device_samples", "early_stopping", "init_state",
-           "learning_rate",
-           "make_optimizer", "make_train_chunk", "make_validation", "split_by_game"]
+__all__ = ["DATASET_FIELDS", "DatasetCloning", "DatasetRunner", "BehaviourCloning", "VALIDATION_METRICS",
+           "check_dataset", "clone_chunk", "dataset_digest", "device_samples", "init_dataset_runner", "load_dataset",
+           "split_by_game", "validate"]

@@ -77,6 +77,8 @@ _INT_RANGES = {
     "league_groups": (1, 1024),
     "snapshot_every": (1, 1 << 20),
     "warmup_updates": (0, 1 << 20),
+    "bc_batch_size": (1, 1 << 20),
+    "bc_patience": (0, 1 << 20),
     **{name: INT_RULE_RANGES[name] for name in RULE_FIELDS if name in INT_RULE_RANGES},
 }
 _FLOAT_RANGES = {
@@ -90,6 +92,7 @@ _FLOAT_RANGES = {
     "league_pool_prob": (0.0, 1.0),
     "weight_decay": (0.0, 1.0),
     "bc_teacher_prob": (0.0, 1.0),
+    "bc_val_fraction": (0.0, 0.9),
     **{name: FLOAT_RULE_RANGES[name] for name in RULE_FIELDS if name in FLOAT_RULE_RANGES},
 }
 #: characters a Weights & Biases project name may not hold
@@ -100,7 +103,7 @@ BC_TEACHERS = LEAGUE_BOTS  # the scripted bots
 SHUFFLES = ("global", "local")
 _CHOICES = {"shuffle": SHUFFLES, "algo": ALGOS, "obs": OBS_KINDS, "network": NETWORKS, "activation": ACTIVATIONS,
             "league_bot": LEAGUE_BOTS, "bc_teacher": BC_TEACHERS, "league_sampling": LEAGUE_SAMPLING,
-            "best_by": ("placement", "rating")}
+            "best_by": ("placement", "rating", "validation")}
 
 
 @dataclasses.dataclass(frozen=True)
@@ -192,6 +195,21 @@ class TrainConfig:
     """probability in [0, 1] that a "self" seat's step sends the teacher's action, else the policy's own sample; the
     label is the teacher's action either way: 1 = behaviour cloning on the teacher's games, below 1 = DAgger-style
     data, the teacher labelling the states the policy's own moves lead to"""
+    bc_dataset: str = ""
+    """a dataset directory written by python -m experiments.record to clone instead of generating games ("" = games
+    generated inside the program, by bc_teacher); its observation kind, action count and rules must be the run's.
+    Each update is then one optimizer step on bc_batch_size samples drawn uniformly (with replacement) from its
+    training games, total_steps counts the samples drawn (env_steps in the logs), and every chunk ends with a
+    validation on its held-out games (val/cross_entropy, val/accuracy, val/value_loss); one device. A relative path
+    is read from the working directory (agents.bc.DatasetCloning)"""
+    bc_batch_size: int = 256
+    """samples per optimizer step of a bc_dataset run, in [1, 2^20]"""
+    bc_val_fraction: float = 0.1
+    """share of a bc_dataset's games (whole games, drawn with the seed) held out for validation, in [0, 0.9]; 0 = no
+    validation"""
+    bc_patience: int = 0
+    """early stopping of a bc_dataset run: it ends (with a checkpoint and the final evaluation) after this many
+    validations in a row, one a chunk, without a lower validation cross-entropy, in [0, 2^20]; 0 = never"""
 
     # ---- the network ----
     network: str = "mlp"
@@ -220,8 +238,9 @@ class TrainConfig:
     keep_checkpoints: int = 3
     """the last this many checkpoints are kept, in [1, 1000]"""
     best_by: str = "placement"
-    """the checkpoint kept as best: "placement" (lowest eval/placement_vs_greedy) or "rating" (highest
-    eval/rating; needs a league, league_size > 0, that evaluates, eval_every > 0)"""
+    """the checkpoint kept as best: "placement" (lowest eval/placement_vs_greedy), "rating" (highest
+    eval/rating; needs a league, league_size > 0, that evaluates, eval_every > 0) or "validation" (lowest
+    val/cross_entropy; needs a bc_dataset run with bc_val_fraction > 0)"""
 
     # ---- logging ----
     wandb_project: str = ""
@@ -300,10 +319,14 @@ class TrainConfig:
         if self.is_gymnax and (self.obs != "vector" or self.opponents != "self"):
             raise ValueError("TrainConfig.obs and .opponents are game options; gymnax envs need obs='vector', "
                              f"opponents='self' (got {self.obs!r}, {self.opponents!r})")
+        if not isinstance(self.bc_dataset, str):
+            raise ValueError(f"TrainConfig.bc_dataset must be a directory path string, got {self.bc_dataset!r}")
         if self.total_steps < self.steps_per_update:
             raise ValueError(
                 f"TrainConfig.total_steps must be >= one update's env steps ({self.steps_per_update} = "
-                f"num_envs x {'num_steps' if self.has_rollout else 'update_every'}), got {self.total_steps}"
+                f"{'bc_batch_size' if self.bc_dataset else 'num_envs x '}"
+                f"{'' if self.bc_dataset else 'num_steps' if self.has_rollout else 'update_every'}), "
+                f"got {self.total_steps}"
             )
         if self.num_devices and self.num_envs % self.num_devices:
             raise ValueError(
@@ -335,6 +358,19 @@ class TrainConfig:
                              f"{self.warmup_updates}")
         if self.algo == "bc" and self.is_gymnax:
             raise ValueError(f"TrainConfig.algo='bc' clones a bot of the game; env={self.env!r} has none")
+        if self.bc_dataset:
+            if self.algo != "bc":
+                raise ValueError(f"TrainConfig.bc_dataset is behaviour cloning's (algo='bc'); got algo={self.algo!r}")
+            if self.num_devices > 1:
+                raise ValueError(f"TrainConfig.bc_dataset runs train on one device: num_devices must be 0 or 1, got "
+                                 f"{self.num_devices}")
+        if self.bc_patience and not (self.bc_dataset and self.bc_val_fraction > 0):
+            raise ValueError("TrainConfig.bc_patience (early stopping on the validation cross-entropy) needs a "
+                             f"bc_dataset run with bc_val_fraction > 0; got bc_dataset={self.bc_dataset!r}, "
+                             f"bc_val_fraction={self.bc_val_fraction}")
+        if self.best_by == "validation" and not (self.bc_dataset and self.bc_val_fraction > 0):
+            raise ValueError("TrainConfig.best_by='validation' needs a bc_dataset run with bc_val_fraction > 0; got "
+                             f"bc_dataset={self.bc_dataset!r}, bc_val_fraction={self.bc_val_fraction}")
         if self.best_by == "rating" and not (self.league_size and self.eval_every):
             raise ValueError("TrainConfig.best_by='rating' needs a league (league_size > 0) that evaluates "
                              f"(eval_every > 0); got league_size={self.league_size}, eval_every={self.eval_every}")
@@ -356,8 +392,8 @@ class TrainConfig:
 
     @property
     def has_rollout(self) -> bool:
-        """PPO's rollouts and minibatches: "ppo" and "bc"."""
-        return self.algo in ("ppo", "bc")
+        """PPO's rollouts and minibatches: "ppo" and "bc" on generated games (not a bc_dataset run)."""
+        return self.algo in ("ppo", "bc") and not self.bc_dataset
 
     @property
     def num_seats(self) -> int:
@@ -394,7 +430,9 @@ class TrainConfig:
 
     @property
     def steps_per_update(self) -> int:
-        """Env steps (all envs together) consumed by one update."""
+        """Env steps (all envs together) consumed by one update; a bc_dataset run's samples drawn."""
+        if self.bc_dataset:
+            return self.bc_batch_size
         return self.num_envs * (self.num_steps if self.has_rollout else self.update_every)
 
     @property

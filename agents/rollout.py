@@ -163,6 +163,7 @@ def summarize(metrics: dict) -> dict:
     """
     sums = {k[len("sums/"):]: v for k, v in metrics.items() if k.startswith("sums/")}
     out = {k: float(np.mean(v)) for k, v in metrics.items() if not k.startswith(("sums/", "health/"))}
-    out.update(episode_metrics(sums))
+    if sums:  # a run of games (a dataset run has none)
+        out.update(episode_metrics(sums))
     out["train/decisions"] = float(np.sum(metrics["train/decisions"]))
     return out

@@ -39,7 +39,7 @@ import jax.numpy as jnp
 import numpy as np
 from jax.experimental import multihost_utils
 
-from agents import distributed, gymnax_env, health, memory, trainers, wandb_log
+from agents import dataset, distributed, gymnax_env, health, memory, trainers, wandb_log
 from agents import run_dir as run_dir_lib
 from agents.checkpoints import CheckpointStore
 from agents.config import TrainConfig
@@ -85,16 +85,17 @@ def check_resumable(saved: TrainConfig, config: TrainConfig) -> None:
             f"cannot resume with changed field(s) {differing}: they change shapes, the algorithm or the run; "
             f"only {sorted(RESUMABLE_CHANGES)} may change"
         )
-    if saved.anneal_lr and saved.num_updates != config.num_updates:
+    if (saved.anneal_lr or saved.cosine_lr) and saved.num_updates != config.num_updates:
         raise RunError(
-            f"cannot resume with total_steps={config.total_steps} (was {saved.total_steps}): with anneal_lr the "
+            f"cannot resume with total_steps={config.total_steps} (was {saved.total_steps}): with "
+            f"{'anneal_lr' if saved.anneal_lr else 'cosine_lr'} the "
             "learning-rate schedule depends on the run's length, so the resumed run would follow neither schedule"
         )
 
 
 def check_env_available(config: TrainConfig) -> None:
-    """``RunError`` (one line) when the config's env cannot be made here (gymnax missing, or no such env) or its
-    ``wandb_project`` needs the missing wandb package."""
+    """``RunError`` (one line) when the config's env cannot be made here (gymnax missing, or no such env), its
+    ``wandb_project`` needs the missing wandb package or its ``bc_dataset`` is not a finished dataset."""
     if config.is_gymnax:
         try:
             gymnax_env.check_spec(config.env)
@@ -104,13 +105,24 @@ def check_env_available(config: TrainConfig) -> None:
         wandb_log.check_available(config.wandb_project)
     except RuntimeError as err:
         raise RunError(str(err)) from None
+    if config.bc_dataset:
+        try:
+            dataset.open_dataset(config.bc_dataset)
+        except dataset.DatasetError as err:
+            raise RunError(str(err)) from None
 
 
 def memory_needed(config: TrainConfig, program: TrainProgram, num_devices: int = 1, runs: int = 1) -> int:
     """Bytes ``runs`` runs of ``config`` need on each of ``num_devices`` devices (``agents.memory``'s estimate):
     the envs are split over the devices; a PPO update with the global shuffle gathers the whole rollout on
     every device, with the local one each device keeps its share."""
-    sizes = memory.train_bytes(config, program.run_shapes)
+    if config.bc_dataset:  # one device: the runner, the samples, a batch's activations
+        needed = (memory.tree_bytes(program.run_shapes) + program.trainer.data_bytes()
+                  + 3 * config.bc_batch_size * (sum(config.hidden) + program.env.num_actions + 1) * 4) * runs
+        sizes = {"runner": needed, "update": 0}
+        num_devices = 1
+    else:
+        sizes = memory.train_bytes(config, program.run_shapes)
     devices = max(num_devices, 1)
     gathered = config.has_rollout and config.shuffle == "global"
     needed = (sizes["runner"] // devices + (sizes["update"] if gathered else sizes["update"] // devices)) * runs
@@ -275,6 +287,10 @@ class ChunkProgram:
     def checkpoint_metrics(self, records: list[dict]) -> dict | None:
         return None
 
+    def finished_early(self, runner) -> bool:
+        """Whether the run is done before ``config.num_updates`` (a dataset run's early stopping)."""
+        return False
+
     def progress_text(self, records: list[dict], evaluation: list[dict]) -> str:
         return ""
 
@@ -290,6 +306,7 @@ class LoopResult:
     records: list  # the last chunk's records, one per log ([] when no chunk ran)
     evaluation: list  # the latest evaluation, one dict per log
     stopped: str | None = None  # the signal that stopped the run early ("SIGTERM", "SIGINT"), else None
+    early_stopped: bool = False  # the program ended the run before its last update (``finished_early``)
     loop_s: float = 0.0  # the whole loop: the chunks and the host work between them (logs, evaluations, saves)
 
 
@@ -372,7 +389,7 @@ class ChunkLoop:
             self._saver = concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="checkpoint")
         start = time.perf_counter()
         try:
-            while result.updates < total:
+            while result.updates < total and not self.program.finished_early(result.runner):
                 n = min(chunk, total - result.updates)
                 run = compiled_chunk if n == chunk else self.program.compile(result.runner, n)  # a last, shorter one
                 saved = self._chunk(result, run, n)
@@ -392,6 +409,7 @@ class ChunkLoop:
                 self._saver = None
             self.progress.close()
         result.loop_s = time.perf_counter() - start
+        result.early_stopped = result.updates < total and self.program.finished_early(result.runner)
         return result
 
     def _wait_for_save(self, raise_error: bool = True) -> None:
@@ -427,7 +445,7 @@ class ChunkLoop:
         result.trained_updates += n
         done = result.updates = program.updates_done(runner)
         chunks_done = -(-done // config.updates_per_chunk)  # from the run's start: a resume keeps the schedule
-        finished = done >= config.num_updates
+        finished = done >= config.num_updates or program.finished_early(runner)
         steps = done * config.steps_per_update
         base = {"update": done, "env_steps": steps, "seat_steps": steps * program.num_players,
                 "wall_s": round(self.wall_before + result.train_s, 3)}
@@ -471,7 +489,9 @@ class TrainProgram(ChunkProgram):
         self.config = config
         built = build(config)
         self.env, self.trainer, self.evaluator = built.env, built.trainer, built.evaluator
-        self.num_players = self.env.num_players
+        # a dataset run's samples are one seat's steps each
+        self.num_players = 1 if config.bc_dataset else self.env.num_players
+        self.inputs = None  # the chunk's data (``trainer.chunk_inputs()``), read when first compiled
         self.has_eval = self.evaluator is not None
         self.eval_key = jax.random.fold_in(jax.random.key(config.seed), EVAL_STREAM)
         self.compiled_eval = None
@@ -483,6 +503,8 @@ class TrainProgram(ChunkProgram):
         """(metric, "min" or "max") that ranks the run's checkpoints."""
         if self.config.best_by == "rating":
             return "eval/rating", "max"
+        if self.config.best_by == "validation":
+            return "val/cross_entropy", "min"
         return ("eval/placement_vs_greedy", "min") if self.evaluator else ("train/episode_return", "max")
 
     def init(self):
@@ -497,18 +519,41 @@ class TrainProgram(ChunkProgram):
                 lambda a, s: jax.ShapeDtypeStruct(a.shape, a.dtype, sharding=s), abstract, shardings
             )
         step, runner, saved = store.restore(abstract)
+        digest = saved.get("bc_dataset_digest")
+        if digest is not None:
+            self.chunk_inputs()  # reads the dataset and its digest (once)
+        if digest is not None and digest != self.trainer.digest:
+            raise RunError(f"the dataset {self.config.bc_dataset} is not the one this run's checkpoints trained on "
+                           "(its shards' sha256s differ): a resume would not continue the same run")
         runner = fresh_arrays(runner) if self.trainer.mesh is None else self.trainer.place(runner)
         return step, runner, saved
 
     def updates_done(self, runner) -> int:
         return int(runner.update)
 
+    def finished_early(self, runner) -> bool:
+        return self.trainer.finished_early(runner)
+
+    def chunk_inputs(self) -> tuple:
+        """The chunk's arguments after the runner (a dataset run's samples), read once; a dataset that does not
+        fit the run is a ``RunError``."""
+        if self.inputs is None:
+            try:
+                self.inputs = self.trainer.chunk_inputs()
+            except dataset.DatasetError as err:
+                raise RunError(str(err)) from None
+        return self.inputs
+
+    def _with_inputs(self, compiled):
+        inputs = self.chunk_inputs()
+        return (lambda runner: compiled(runner, *inputs)) if inputs else compiled
+
     def _eval_params(self, params):
         """The evaluation runs on one device: replicated parameters are fetched to the host first."""
         return params if self.trainer.mesh is None else jax.device_get(params)
 
     def compile(self, runner, num_updates: int):
-        return self.trainer.run.lower(runner, num_updates).compile()
+        return self._with_inputs(self.trainer.run.lower(runner, num_updates, *self.chunk_inputs()).compile())
 
     def compile_all(self, runner):
         """The chunk and the evaluation, compiled in parallel; returns the chunk."""
@@ -516,9 +561,10 @@ class TrainProgram(ChunkProgram):
         eval_lowering = self.evaluator and (
             lambda: self.evaluator.run.lower(self._eval_params(runner.params), self.eval_key, np.int32(0))
         )
-        compiled_run, self.compiled_eval = compile_together(lambda: self.trainer.run.lower(runner, chunk),
+        inputs = self.chunk_inputs()
+        compiled_run, self.compiled_eval = compile_together(lambda: self.trainer.run.lower(runner, chunk, *inputs),
                                                             eval_lowering)
-        return compiled_run
+        return self._with_inputs(compiled_run)
 
     def records(self, base, metrics, num_updates, seconds):
         sps = num_updates * self.config.steps_per_update / seconds
@@ -556,10 +602,16 @@ class TrainProgram(ChunkProgram):
     def checkpoint_metrics(self, records):
         return {k: v for k, v in records[0].items() if isinstance(v, float) and math.isfinite(v)}
 
+    def checkpoint_payload(self, wall_s: float) -> dict:
+        payload = super().checkpoint_payload(wall_s)
+        if self.config.bc_dataset:
+            payload["bc_dataset_digest"] = self.trainer.digest
+        return payload
+
     def progress_text(self, records, evaluation):
         """Throughput, training placement (not under pure self-play), return, the latest evaluation, two losses."""
         record, last_eval = records[0], evaluation[0]
-        parts = [f"{record['perf/seat_sps']:.0f} seat-steps/s"]
+        parts = [f"{record['perf/seat_sps']:.0f} {'samples' if self.config.bc_dataset else 'seat-steps'}/s"]
         if not self.self_play and math.isfinite(record.get("train/placement", math.nan)):
             parts.append(f"place {record['train/placement']:.2f}")
         if math.isfinite(record.get("train/episode_return", math.nan)):
@@ -572,6 +624,9 @@ class TrainProgram(ChunkProgram):
         if "loss/accuracy" in record:  # behaviour cloning
             parts.append(f"teacher's action {record['loss/accuracy']:.0%} | "
                          f"cross-entropy {record['loss/cross_entropy']:.2f}")
+        if "val/cross_entropy" in record:
+            parts.append(f"validation: teacher's action {record['val/accuracy']:.0%}, cross-entropy "
+                         f"{record['val/cross_entropy']:.3f} (best {record['val/best_cross_entropy']:.3f})")
         parts.append(f"entropy {record['loss/entropy']:.2f} | value loss {record['loss/value']:.3f}")
         return " | ".join(parts)
 
@@ -597,6 +652,7 @@ def train(config: TrainConfig, run_dir, resume: bool = False, preset: str | None
     num_devices = len(distributed.resolve_devices(config.num_devices))
     program = TrainProgram(config)
     check_memory(config, program, num_devices)
+    program.chunk_inputs()  # a dataset that does not fit the run fails here, before the run directory is claimed
     if main_process:
         if resume:
             run_dir_lib.check_owner(run_dir, "train", run_identity(config), CONFIG_FILE)
@@ -659,6 +715,7 @@ def train(config: TrainConfig, run_dir, resume: bool = False, preset: str | None
         "devices": num_devices,
         "processes": jax.process_count(),
         "stopped": result.stopped,
+        "early_stopped": result.early_stopped,
     }
 
 

@@ -150,6 +150,9 @@ class Sweep:
     """
 
     def __init__(self, config: TrainConfig, spec: SweepSpec, share_branches: bool = True):
+        if config.bc_dataset:
+            raise ValueError("TrainConfig.bc_dataset: a sweep runs generated games; clone a dataset one run at a "
+                             "time (python -m experiments.train)")
         if config.shuffle != "global":
             raise ValueError(f"TrainConfig.shuffle={config.shuffle!r}: a sweep shards its runs, not a run's envs, "
                              "over the devices; use shuffle='global'")

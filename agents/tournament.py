@@ -95,12 +95,13 @@ def rate_checkpoints(specs, out_dir, games: int = 16, bots=DEFAULT_BOTS, all_che
 
 
 def evaluate_checkpoint(run_dir, step: int | None, lineups: dict, games: int, seed: int = 0,
-                        progress: Progress | None = None) -> dict:
+                        progress: Progress | None = None, greedy_policy: bool = False) -> dict:
     """Seat-rotated evaluation of a run's saved policy (``run_dir`` at ``step``, None: the latest good one)
     against each lineup of ``lineups`` (name -> 7 player specs: a bot, ``baseline:NAME`` or ``RUN_DIR[:STEP]``),
     ``games`` game seeds each played in 8 rotations. Returns ``{"checkpoint", "update", "games_per_rotation",
     "vs_<name>": placement_summary, ..., "seconds"}`` (per-seat placements too for independent learners).
-    ``MemoryError`` (with the estimate) when ``games`` cannot fit."""
+    ``MemoryError`` (with the estimate) when ``games`` cannot fit. ``greedy_policy``: the policies play their most
+    likely legal action instead of a sample (``"greedy_policy"`` in the result says which)."""
     progress = progress or NoProgress()
     candidate = load_policy(run_dir, step)
     policies, player_of = resolve_players(sorted({n for names in lineups.values() for n in names}), [candidate])
@@ -112,9 +113,10 @@ def evaluate_checkpoint(run_dir, step: int | None, lineups: dict, games: int, se
     memory.check_fits(f"games={games} (x 8 rotations)", memory.table_bytes(game, games))
     progress.status(f"evaluating {candidate.name} against {len(lineups)} lineup(s): compiling ...")
     start = time.perf_counter()
-    run = make_table_runner(game, [p.network for p in policies], games, bot_names=table_bots)
+    run = make_table_runner(game, [p.network for p in policies], games, greedy_policy, bot_names=table_bots)
     params = tuple(p.params for p in policies)
-    result = {"checkpoint": str(run_dir), "update": candidate.step, "games_per_rotation": games}
+    result = {"checkpoint": str(run_dir), "update": candidate.step, "games_per_rotation": games,
+              "greedy_policy": greedy_policy}
     for spec, names in lineups.items():
         lineup = [0] + [index[player_of[n]] for n in names]
         ranks = np.asarray(run(params, np.tile(lineup, (games, 1)), jax.random.key(seed)))[:, :, 0]

@@ -175,6 +175,15 @@ class Trainer:
         """Inside the scans: keep the leaves with a leading env axis sharded on it."""
         return distributed.constrain_batch(tree, self.mesh, self.config.num_envs)
 
+    def chunk_inputs(self) -> tuple:
+        """The arguments of ``run`` after ``(runner, num_updates)``: none here; a dataset run's samples
+        (``agents.bc.DatasetCloning``)."""
+        return ()
+
+    def finished_early(self, runner) -> bool:
+        """Whether the run ends before its ``num_updates`` (a dataset run's early stopping); never here."""
+        return False
+
     def init(self, key, hparams: HParams | None = None) -> Runner:
         return self.constrain(init_runner(self.config, self.env, self.network, key, hparams))
 

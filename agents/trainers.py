@@ -9,7 +9,7 @@ are dicts of float32[num_updates] arrays, turned into floats by ``summarize``.
 from __future__ import annotations
 
 from agents.a2c import StreamingA2C
-from agents.bc import BehaviourCloning
+from agents.bc import BehaviourCloning, DatasetCloning
 from agents.config import TrainConfig
 from agents.ppo import PPO
 from agents.rollout import summarize
@@ -20,9 +20,12 @@ TRAINERS = {"ppo": PPO, "a2c": StreamingA2C, "bc": BehaviourCloning}
 
 
 def make_train(config: TrainConfig, env) -> Trainer:
-    """The trainer of ``config.algo`` on ``env`` (an ``agents.env_api.BatchedEnv``)."""
+    """The trainer of ``config.algo`` on ``env`` (an ``agents.env_api.BatchedEnv``); behaviour cloning of a
+    recording (``config.bc_dataset``) is ``agents.bc.DatasetCloning``."""
     if config.algo not in TRAINERS:
         raise ValueError(f"unknown algo {config.algo!r}; choose from {sorted(TRAINERS)}")
+    if config.bc_dataset:
+        return DatasetCloning(config, env)
     return TRAINERS[config.algo](config, env)
 
 

@@ -4,6 +4,7 @@
     python -m experiments.evaluate --seats greedy,random,random,random,random,random,random,random
     python -m experiments.evaluate --seats expert,greedy,greedy,greedy,greedy,greedy,greedy,greedy --games 32
     python -m experiments.evaluate --checkpoint runs/mine --vs greedy --games 16
+    python -m experiments.evaluate --checkpoint runs/clone --vs greedy --games 32 --greedy-policy   # argmax play
     python -m experiments.evaluate --checkpoint runs/mine --vs baseline:ppo_small-v1 --games 32
     python -m experiments.evaluate --checkpoint runs/mine --vs runs/other:120 --vs greedy,greedy,random,runs/other,greedy,random,random
     python -m experiments.evaluate --compare runs/mine runs/other --games 64
@@ -16,7 +17,9 @@ during training: ``agents.tables``). Each ``--vs`` (repeatable; default:
 random, then greedy) names the opponents: one player for all 7 seats, or 7
 comma-separated players; a player is a bot (``random``, ``greedy``, ``expert``), a shipped
 baseline policy ``baseline:NAME`` (``python -m experiments.baseline list``), or another run
-``RUN_DIR[:STEP]`` (its latest good checkpoint, or checkpoint STEP). JSON
+``RUN_DIR[:STEP]`` (its latest good checkpoint, or checkpoint STEP). The policies
+sample their actions, as in training; ``--greedy-policy`` makes them play their most
+likely legal action (a behaviour-cloned policy is meant to be played so). JSON
 with, per ``--vs``, the mean placement, a 95% interval over the seeds, top-1
 and top-4 rates; a table of the same on stderr.
 
@@ -77,6 +80,8 @@ def parse_args(argv=None):
     parser.add_argument("--no-cache", action="store_true", help="do not use the persistent compilation cache")
     parser.add_argument("--checkpoint", metavar="RUN_DIR", help="evaluate the policy of a training run")
     parser.add_argument("--step", type=int, help="with --checkpoint: this checkpoint step (default: latest good)")
+    parser.add_argument("--greedy-policy", action="store_true",
+                        help="with --checkpoint: the policies play their most likely legal action, not a sample")
     parser.add_argument("--vs", action="append", metavar="PLAYER[,PLAYER x7]",
                         help="with --checkpoint: the opponents, random / greedy / expert / baseline:NAME / "
                              "RUN_DIR[:STEP], one for all 7 seats or 7 comma-separated (repeatable; default: random, "
@@ -96,6 +101,8 @@ def parse_args(argv=None):
         fail(parser, "--compare takes its two players as A B (RUN_DIR:STEP for a step), not --checkpoint/--step")
     if not args.checkpoint and not args.compare and (args.step is not None or args.vs):
         fail(parser, "--step and --vs need --checkpoint RUN_DIR (the policy they evaluate) or --compare A B")
+    if args.greedy_policy and not args.checkpoint:
+        fail(parser, "--greedy-policy needs --checkpoint RUN_DIR (the policy that plays its most likely action)")
     if args.compare:
         if args.games < 2:
             fail(parser, f"--compare needs --games >= 2 game seeds (a test needs a spread), got {args.games}")
@@ -132,7 +139,8 @@ def evaluate_checkpoint(args) -> dict:
     """Seat-rotated evaluation of a run's saved policy against each ``--vs`` lineup (see the module docstring)."""
     lineups = _lineups(args)
     result = tournament.evaluate_checkpoint(args.checkpoint, args.step, lineups, args.games, args.seed,
-                                            progress=None if args.quiet else ConsoleProgress())
+                                            progress=None if args.quiet else ConsoleProgress(),
+                                            greedy_policy=args.greedy_policy)
     status(tournament.placement_table([(spec, result[f"vs_{spec}"]) for spec in lineups]), not args.quiet)
     print(json.dumps(result))
     return result

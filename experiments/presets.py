@@ -88,6 +88,16 @@ PRESETS["bc_small"] = Preset(
         num_minibatches=8, updates_per_chunk=10, eval_every=4, eval_games=4, checkpoint_every=4,
     ),
 )
+PRESETS["bc_data"] = Preset(
+    "CPU (2 cores): behaviour cloning (phase 1) of a recording in data/expert (python -m experiments.record "
+    "--players expert,greedy,greedy,greedy,greedy,greedy,greedy,greedy --games 32 --out data/expert): AdamW with "
+    "warmup and cosine, validation on held-out games, early stopping, best checkpoint by validation cross-entropy",
+    TrainConfig(
+        algo="bc", bc_dataset="data/expert", bc_batch_size=256, bc_val_fraction=0.1, bc_patience=4,
+        best_by="validation", total_steps=256 * 20_000, hidden=(256, 256), lr=1e-3, warmup_updates=500,
+        cosine_lr=True, weight_decay=1e-4, updates_per_chunk=500, eval_every=4, eval_games=4, checkpoint_every=1,
+    ),
+)
 PRESETS["league_small"] = Preset(
     "CPU (2 cores), 30 minutes: ppo_small's PPO in a league: 4 learner seats a game, the others past snapshots "
     "(75%) or the greedy bot",

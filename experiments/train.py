@@ -162,6 +162,9 @@ def main(argv=None):
         if summary["stopped"]:
             print(f"stopped by {summary['stopped']} after update {summary['updates']} (checkpoint saved); continue with "
                   f"--run-dir {run_dir} --resume", file=sys.stderr)
+        elif summary["early_stopped"]:
+            print(f"early stopping after update {summary['updates']}: the validation cross-entropy did not fall for "
+                  f"{config.bc_patience} validations in a row", file=sys.stderr)
         print(json.dumps(summary))
     return summary
 

@@ -21,6 +21,7 @@ from agents.gae import gae
 from agents.ppo import PPO
 from agents.rollout import EPISODE_SUMS, Transition, act_and_step
 from agents.trainer_base import Runner
+from tests.xla_flags import compile_as_users_do
 
 CARTPOLE = "gymnax:CartPole-v1"
 
@@ -269,13 +270,14 @@ def test_learns_cartpole():
     """Streaming A2C (advantages normalised per update, the default) learns CartPole: from about a random
     policy's return (~22) in the first fifth of 1M steps to >= 150 in some later fifth.
 
-    It is not asserted that it stays there: a 500-step truncation ends an episode like a termination (as in
+    Compiled as users compile (``tests.xla_flags.compile_as_users_do``). It is not asserted that it stays there: a 500-step truncation ends an episode like a termination (as in
     PureJaxRL), and its TD error of about -V(s) can collapse the policy after it learned (docs/training.md,
     "Streaming A2C" has the last fifths of seeds 0-3)."""
     tr = _trainer(num_envs=64, update_every=4, hidden=(64, 64), lr=1e-3, gamma=0.99, ent_coef=0.01,
                   max_grad_norm=0.5, total_steps=1_000_000)
     assert tr.config.normalize_advantages
-    _, metrics = jax.jit(tr)(jax.random.key(0))
+    key = jax.random.key(0)
+    _, metrics = compile_as_users_do(jax.jit(tr), key)(key)  # run-bound: -O0 would run it 5x slower
     metrics = jax.device_get(metrics)
     fifth = tr.config.num_updates // 5
     returns = [trainers.summarize({k: v[i * fifth:(i + 1) * fifth] for k, v in metrics.items()})["train/episode_return"]

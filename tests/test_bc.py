@@ -1,13 +1,13 @@
-"""Behaviour cloning's loss on hand-checked batches (agents.losses.bc_loss), the split by game and the warmup-cosine
-AdamW (agents.bc)."""
+"""Behaviour cloning (agents.bc): the loss on hand-checked batches (agents.losses.bc_loss), the split by game, cloning
+a dataset's samples with validation and early stopping, and the trainer on generated games (algo="bc")."""
 
+import functools
 import math
 import os
 
 import jax
 import jax.numpy as jnp
 import numpy as np
-import optax
 import pytest
 
 from agents import bc, losses
@@ -78,32 +78,6 @@ def test_a_bad_split_is_refused(game, fraction, message):
         bc.split_by_game(game, fraction, 0)
 
 
-def test_the_learning_rate_warms_up_then_decays_along_a_cosine():
-    lr = bc.learning_rate(1e-3, warmup_steps=10, total_steps=110)
-    assert float(lr(0)) == 0.0 and float(lr(5)) == pytest.approx(5e-4)
-    assert float(lr(10)) == pytest.approx(1e-3)
-    assert float(lr(60)) == pytest.approx(5e-4, rel=1e-5)  # half way along the cosine
-    assert float(lr(110)) == pytest.approx(0.0, abs=1e-12) and float(lr(200)) == pytest.approx(0.0, abs=1e-12)
-    with pytest.raises(ValueError, match="warmup_steps"):
-        bc.learning_rate(1e-3, 10, 10)
-
-
-def test_the_optimizer_is_adamw_after_a_clip():
-    """One step from a fresh state at the warmup's first nonzero rate: Adam's first step moves each parameter by
-    lr (sign of its clipped gradient) and the decoupled decay by lr * wd * p."""
-    opt = bc.make_optimizer(1e-2, warmup_steps=1, total_steps=3, weight_decay=0.1, max_grad_norm=1.0)
-    params = {"w": jnp.array([1.0, -2.0])}
-    state = opt.init(params)
-    grads = {"w": jnp.array([3.0, 4.0])}  # norm 5: clipped to (0.6, 0.8)
-    updates, state = opt.update(grads, state, params)
-    assert float(jnp.abs(updates["w"]).sum()) == 0.0  # step 0: lr 0 (warmup from 0)
-    updates, state = opt.update(grads, state, params)
-    lr = 1e-2  # step 1: the end of the warmup
-    expected = -lr * (np.sign([0.6, 0.8]) * 1.0 + 0.1 * np.array([1.0, -2.0]))
-    np.testing.assert_allclose(updates["w"], expected, rtol=1e-3)
-    assert isinstance(opt, optax.GradientTransformation)
-
-
 def synthetic(n, seed):
     """A teacher that plays the legal action with the largest ``obs @ W`` (W fixed), 6 actions, some illegal;
     the outcome is linear in the observation; every fourth sample is not a decision (weight 0: its recorded action
@@ -120,43 +94,69 @@ def synthetic(n, seed):
             "outcome": (obs[:, 0] - obs[:, 1]).astype(np.float32)}
 
 
-def test_cloning_learns_a_teacher_and_validation_sees_held_out_samples():
+def synthetic_config(**overrides):
+    from agents.config import TrainConfig
+
+    fields = dict(algo="bc", bc_dataset="synthetic", bc_batch_size=128, total_steps=128 * 600, lr=3e-3,
+                  warmup_updates=20, cosine_lr=True, weight_decay=1e-4, max_grad_norm=1.0, vf_coef=0.5, eval_every=0)
+    return TrainConfig(**{**fields, **overrides})
+
+
+@functools.cache
+def synthetic_chunk(config):
     from agents.networks import make_network
 
     network = make_network("mlp", 6, (64,), "tanh")
-    optimizer = bc.make_optimizer(3e-3, warmup_steps=20, total_steps=600, weight_decay=1e-4, max_grad_norm=1.0)
+    chunk = jax.jit(functools.partial(bc.clone_chunk, config, network), static_argnums=1)
+    return network, chunk
+
+
+def test_cloning_learns_a_teacher_and_validation_sees_held_out_samples():
+    """600 optimizer steps on a synthetic teacher: held-out accuracy over 85%, the validation inside the chunk is the
+    one-batch mean over the held-out decisions, the runner keeps the best, the learning rate is the trainer's
+    warmup-cosine by hand, and the same key trains the same parameters."""
+    config = synthetic_config()
+    network, chunk = synthetic_chunk(config)
     train, val = bc.device_samples(synthetic(4096, 0)), bc.device_samples(synthetic(1000, 1))
-    chunk = bc.make_train_chunk(network, optimizer, batch_size=128, vf_coef=0.5)
-    validate = bc.make_validation(network, batch_size=256)  # 1000 samples: the last batch is padded
-    state = bc.init_state(network, optimizer, train["obs"][:1], jax.random.key(0))
-    before = validate(state.params, val)
-    state, metrics = chunk(state, train, 600)
-    after = validate(state.params, val)
-    assert int(state.step) == 600 and metrics["cross_entropy"].shape == (600,)
+    runner = bc.init_dataset_runner(config, network, train["obs"][:1], jax.random.key(0))
+    before = bc.validate(network, runner.params, val, batch_size=256)  # 1000 samples: the last batch is padded
+    runner, metrics = chunk(runner, 600, train, val)
+    after = bc.validate(network, runner.params, val, batch_size=256)
+    assert int(runner.update) == 600 and metrics["loss/cross_entropy"].shape == (600,)
     assert float(before["accuracy"]) < 0.5 and float(after["accuracy"]) > 0.85, (before, after)
     assert float(after["cross_entropy"]) < 0.5 * float(before["cross_entropy"])
     assert float(after["value_loss"]) < 0.2 * float(before["value_loss"])
     # validation is the weighted mean over every decision sample, as one full batch computes it
-    _, full = losses.bc_loss(*network.apply(state.params, val["obs"]), val["mask"], val["action"], val["outcome"],
+    _, full = losses.bc_loss(*network.apply(runner.params, val["obs"]), val["mask"], val["action"], val["outcome"],
                              val["weight"], 0.0)
     for name in bc.VALIDATION_METRICS:
         assert float(after[name]) == pytest.approx(float(full[name]), rel=1e-5)
+        np.testing.assert_allclose(metrics[f"val/{name}"], float(full[name]), rtol=1e-5)
+    assert float(runner.best) == pytest.approx(float(full["cross_entropy"]), rel=1e-5) and int(runner.since_best) == 0
+    lr = [3e-3 * min((u + 1) / 20, 1.0) * 0.5 * (1 + math.cos(math.pi * u / 600)) for u in range(600)]
+    np.testing.assert_allclose(metrics["train/lr"], lr, rtol=1e-4, atol=1e-9)
+    assert float(metrics["train/decisions"].mean()) == pytest.approx(0.75 * 128, rel=0.1)  # every 4th is no decision
     # the same key, the same run
-    again, _ = chunk(bc.init_state(network, optimizer, train["obs"][:1], jax.random.key(0)), train, 600)
-    jax.tree_util.tree_map(np.testing.assert_array_equal, again.params, state.params)
+    again, _ = chunk(bc.init_dataset_runner(config, network, train["obs"][:1], jax.random.key(0)), 600, train, val)
+    jax.tree_util.tree_map(np.testing.assert_array_equal, again.params, runner.params)
 
 
-def test_early_stopping_waits_patience_evaluations_without_improvement():
-    best, since, stop = bc.early_stopping(float("inf"), 0, 2.0, patience=2)
-    assert (best, since, stop) == (2.0, 0, False)
-    best, since, stop = bc.early_stopping(best, since, 2.0, patience=2)  # equal is no improvement
-    assert (best, since, stop) == (2.0, 1, False)
-    best, since, stop = bc.early_stopping(best, since, 1.5, patience=2)
-    assert (best, since, stop) == (1.5, 0, False)
-    best, since, stop = bc.early_stopping(best, since, float("nan"), patience=2)
-    assert (best, since, stop) == (1.5, 1, False)
-    assert bc.early_stopping(best, since, 1.6, patience=2) == (1.5, 2, True)
-    assert bc.early_stopping(1.5, 50, 1.6, patience=0) == (1.5, 51, False)
+def test_the_runner_counts_validations_without_improvement():
+    """With a learning rate of 0 the validation cross-entropy never falls below the first one: the best stays, and
+    each later validation adds one to the count that bc_patience ends the run at."""
+    config = synthetic_config(lr=0.0, total_steps=128 * 4, warmup_updates=0, bc_patience=2, best_by="validation")
+    network, chunk = synthetic_chunk(config)
+    train, val = bc.device_samples(synthetic(256, 0)), bc.device_samples(synthetic(100, 1))
+    runner = bc.init_dataset_runner(config, network, train["obs"][:1], jax.random.key(0))
+    assert float(runner.best) == np.inf
+    runner, metrics = chunk(runner, 2, train, val)
+    first = float(runner.best)
+    assert (first, int(runner.since_best)) == (float(metrics["val/cross_entropy"][0]), 0)
+    for since in (1, 2):
+        runner, metrics = chunk(runner, 2, train, val)
+        assert float(runner.best) == first and int(runner.since_best) == since
+    runner, _ = chunk(runner, 2, train, None)  # no validation: nothing counted
+    assert int(runner.since_best) == 2
 
 
 # ---------------------------------------------------------------- the trainer on generated games (algo="bc")

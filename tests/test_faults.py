@@ -546,13 +546,16 @@ def test_a_key_of_the_wrong_shape_is_the_projects_type_error():
             env.reset(bad)
 
 
-def test_an_annealed_run_refuses_a_new_length_on_resume_and_its_lr_never_goes_negative(tiny_run):
+def test_an_annealed_or_cosine_run_refuses_a_new_length_on_resume_and_its_lr_never_goes_negative(tiny_run):
     from agents.trainer_base import learning_rate
 
     annealed = TrainConfig(**{**TINY.to_dict(), "hidden": TINY.hidden, "anneal_lr": True})
     longer = TrainConfig(**{**annealed.to_dict(), "hidden": TINY.hidden, "total_steps": 2 * TINY.total_steps})
     with pytest.raises(run.RunError, match=r"total_steps=256 \(was 128\): with anneal_lr"):
         run.check_resumable(annealed, longer)
+    cosine = TrainConfig(**{**annealed.to_dict(), "hidden": TINY.hidden, "anneal_lr": False, "cosine_lr": True})
+    with pytest.raises(run.RunError, match=r"total_steps=256 \(was 128\): with cosine_lr"):
+        run.check_resumable(cosine, cosine.with_overrides({"total_steps": 256}))
     run.check_resumable(TINY, TrainConfig(**{**TINY.to_dict(), "hidden": TINY.hidden, "total_steps": 256}))  # fine
     hp = annealed.hparams()
     lrs = [float(learning_rate(annealed, hp, jnp.int32(u))) for u in (0, 2, 4, 6)]

@@ -16,13 +16,14 @@ import numpy as np
 import pytest
 
 from agents import losses, trainer_base
+from agents.checkpoints import CheckpointStore
 from agents.config import TrainConfig
 from agents.envs import make_env
 from agents.trainers import make_train
 from experiments import train as train_cli
 from experiments.common import apply_sets
-from agents.checkpoints import CheckpointStore
 from experiments.presets import PRESETS, preset_config
+from tests.xla_flags import compile_as_users_do
 
 # ---------------------------------------------------------------- config
 
@@ -191,8 +192,7 @@ def test_ppo_gymnax_learns_cartpole():
     config = preset_config("ppo_gymnax")
     trainer = make_train(config, make_env(config))
     key = jax.random.key(0)
-    compiled = jax.jit(trainer).lower(key).compile(
-        compiler_options={"xla_backend_optimization_level": 2, "xla_cpu_use_fusion_emitters": True})
+    compiled = compile_as_users_do(jax.jit(trainer), key)
     _, metrics = compiled(key)
     last = slice(-config.num_updates // 10, None)  # the last 10% of updates (~50k env steps)
     mean_return = metrics["sums/return_sum"][last].sum() / metrics["sums/episodes"][last].sum()

@@ -19,6 +19,16 @@ from jaxgame.xla_flags import set_default_flags, with_flags
 
 TEST_XLA_FLAGS = ("--xla_backend_optimization_level=0", "--xla_cpu_use_fusion_emitters=false")
 
+#: ``compiler_options`` that undo the test flags for one program: XLA's defaults, as users compile. For the tests
+#: whose time is the program's run, not its compile (long learning runs: -O0 runs them 3-6x slower), and whose
+#: float trajectory over many updates should be the one users get.
+USER_COMPILER_OPTIONS = {"xla_backend_optimization_level": 2, "xla_cpu_use_fusion_emitters": True}
+
+
+def compile_as_users_do(jitted, *args):
+    """``jitted`` (a ``jax.jit`` function) lowered for ``args`` and compiled with ``USER_COMPILER_OPTIONS``."""
+    return jitted.lower(*args).compile(compiler_options=USER_COMPILER_OPTIONS)
+
 
 def with_test_flags(flags: str) -> str:
     """``flags`` (an XLA_FLAGS value) plus each test flag it does not already set."""

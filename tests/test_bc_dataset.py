@@ -1,0 +1,169 @@
+"""Behaviour cloning of a dataset on disk through the run library (``TrainConfig(bc_dataset=DIR)``,
+``agents.bc.DatasetCloning``): validation logged every chunk, early stopping, the best checkpoint by validation
+cross-entropy, resume equal to the uninterrupted run, a changed dataset refused on resume, a dataset of other rules
+refused before anything is written, and ``load_policy`` on the run.
+
+The samples are drawn at random in the game's shapes (what is learned is checked on a synthetic teacher in
+tests/test_bc.py; these tests check the run around it), written with ``agents.dataset.write_dataset`` and the
+manifest meta ``agents.recording.record`` writes.
+"""
+
+import dataclasses
+import json
+import shutil
+
+import jax
+import numpy as np
+import pytest
+
+from agents import dataset
+from agents.config import TrainConfig
+from agents.envs import make_game
+from agents.policies import load_policy
+from agents.run import RunError, train
+
+pytestmark = pytest.mark.xdist_group("bc_dataset")
+
+RULES = dict(max_rounds=6, steps_per_round=4, max_combat_ticks=100)
+
+
+def config_for(data_dir, **overrides) -> TrainConfig:
+    fields = dict(algo="bc", bc_dataset=str(data_dir), bc_batch_size=32, bc_val_fraction=0.25, total_steps=32 * 20,
+                  updates_per_chunk=5, hidden=(32,), lr=3e-3, eval_every=0, checkpoint_every=1, keep_checkpoints=1,
+                  **RULES)
+    return TrainConfig(**{**fields, **overrides})
+
+
+def write_random_dataset(directory, seed: int, games: int = 8, steps: int = 30, **rules):
+    """``games`` games of ``steps`` samples each, in the game's observation and mask shapes: random observations,
+    random masks with the recorded action legal, two thirds of the steps decisions."""
+    game = make_game(config_for(directory, **{**RULES, **rules}))
+    _, ts = jax.eval_shape(game.reset, jax.random.key(0))
+    obs_size, actions = ts.observation.shape[-1], ts.action_mask.shape[-1]
+    rng = np.random.default_rng(seed)
+    n = games * steps
+    mask = rng.random((n, actions)) < 0.3
+    action = rng.integers(0, actions, n)
+    mask[np.arange(n), action] = True
+    samples = {
+        "obs": rng.normal(size=(n, obs_size)).astype(np.float32),
+        "mask": mask,
+        "action": action.astype(np.int16),
+        "outcome": rng.normal(size=n).astype(np.float32),
+        "decision": np.arange(n) % 3 != 0,
+        "game": np.repeat(np.arange(games, dtype=np.int32), steps),
+    }
+    meta = {"obs": "vector", "rules": json.loads(json.dumps(dataclasses.asdict(game.config)))}
+    dataset.write_dataset(directory, [samples], meta)
+
+
+def records(run_dir):
+    lines = [json.loads(line) for line in (run_dir / "metrics.jsonl").read_text().splitlines()]
+    return [r for r in lines if "meta" not in r]
+
+
+@pytest.fixture(scope="module")
+def data_dir(tmp_path_factory):
+    directory = tmp_path_factory.mktemp("bc") / "data"
+    write_random_dataset(directory, seed=0)
+    return directory
+
+
+TIMING = ("wall_s", "sps", "perf/sps", "perf/seat_sps")
+
+
+def without_timing(rows):
+    return [{k: v for k, v in r.items() if k not in TIMING} for r in rows]
+
+
+def checkpoint_steps(run_dir):
+    return sorted(int(p.name) for p in (run_dir / "checkpoints").iterdir() if p.name.isdigit())
+
+
+def test_a_dataset_run_validates_every_chunk_and_resumes_as_the_uninterrupted_run(data_dir, tmp_path):
+    data = tmp_path / "data"
+    shutil.copytree(data_dir, data)
+    config = config_for(data, best_by="validation")
+    whole = train(config, tmp_path / "whole")
+    assert whole["updates"] == 20 and not whole["early_stopped"] and whole["seat_steps"] == 32 * 20
+    logged = records(tmp_path / "whole")
+    assert [r["update"] for r in logged] == [5, 10, 15, 20]
+    for r in logged:
+        assert 0.0 <= r["val/accuracy"] <= 1.0 and np.isfinite(r["val/cross_entropy"])
+        assert r["val/best_cross_entropy"] == min(x["val/cross_entropy"] for x in logged if x["update"] <= r["update"])
+        assert r["train/decisions"] > 0 and np.isfinite(r["loss/cross_entropy"])
+    # keep_checkpoints=1: the last step, and the one of the lowest validation cross-entropy
+    best = min(logged, key=lambda r: r["val/cross_entropy"])["update"]
+    assert checkpoint_steps(tmp_path / "whole") == sorted({20, best})
+
+    # two chunks, then a resume to four: the same records and parameters, bit for bit
+    train(config.with_overrides({"total_steps": 32 * 10}), tmp_path / "split")
+    resumed = train(config, tmp_path / "split", resume=True)
+    assert resumed["updates"] == 20
+    assert without_timing(records(tmp_path / "split")) == without_timing(logged)
+    a, b = load_policy(tmp_path / "whole"), load_policy(tmp_path / "split")
+    jax.tree_util.tree_map(np.testing.assert_array_equal, a.params, b.params)
+    assert a.config.bc_dataset == str(data)
+
+    # a dataset whose samples changed is not the run's any more: a resume refuses it
+    other = tmp_path / "other"
+    write_random_dataset(other, seed=1)
+    for file in other.iterdir():
+        (data / file.name).write_bytes(file.read_bytes())
+    with pytest.raises(RunError, match="not the one this run's checkpoints trained on"):
+        train(config.with_overrides({"total_steps": 32 * 25}), tmp_path / "split", resume=True)
+
+
+def test_early_stopping_ends_the_run_and_keeps_the_best_checkpoint(data_dir, tmp_path, capsys):
+    """With a learning rate of 0 every validation equals the first, the best: two more without a lower
+    cross-entropy end the run (bc_patience=2) after 3 of its 4 chunks, with a checkpoint.
+    The CLI says so on stderr; a resume trains nothing more."""
+    from experiments import train as train_cli
+
+    run_dir = tmp_path / "stop"
+    sets = dict(bc_dataset=data_dir, bc_batch_size=32, bc_val_fraction=0.25, total_steps=32 * 20, updates_per_chunk=5,
+                hidden=32, lr=0.0, warmup_updates=0, bc_patience=2, eval_every=0, keep_checkpoints=1, **RULES)
+    summary = train_cli.main(["--preset", "bc_data", "--run-dir", str(run_dir), "--quiet", "--no-cache",
+                              *[f"--set={k}={v}" for k, v in sets.items()]])
+    assert summary["early_stopped"] and summary["updates"] == 15
+    assert "early stopping after update 15" in capsys.readouterr().err
+    logged = records(run_dir)
+    assert [r["update"] for r in logged] == [5, 10, 15]
+    assert len({r["val/cross_entropy"] for r in logged}) == 1 and logged[-1]["val/best_cross_entropy"] == \
+        logged[0]["val/cross_entropy"]
+    steps = checkpoint_steps(run_dir)
+    assert steps[-1] == 15 and len(steps) <= 2, steps  # the last, and a best of equal ones (it may be the last)
+    again = train(TrainConfig.from_dict(json.loads((run_dir / "config.json").read_text())), run_dir, resume=True)
+    assert again["updates"] == 15 and again["early_stopped"]
+    assert [r["update"] for r in records(run_dir)] == [5, 10, 15]
+
+
+@pytest.mark.parametrize("change, games, message", [
+    ({"max_rounds": 7}, None, "recorded with other rules: max_rounds=6"),
+    ({"obs": "pixels", "network": "tiles"}, None, "holds 'vector' observations"),
+    ({}, 1, "leaves none to train on"),  # one game, held out
+])
+def test_a_dataset_that_does_not_fit_the_run_is_refused_before_anything_is_written(data_dir, tmp_path, change, games,
+                                                                                    message):
+    if games is not None:
+        data_dir = tmp_path / "data"
+        write_random_dataset(data_dir, seed=0, games=games)
+    with pytest.raises(RunError, match=message):
+        train(config_for(data_dir, **change), tmp_path / "run")
+    assert not (tmp_path / "run").exists()
+
+
+def test_a_missing_dataset_and_bad_dataset_configs_are_one_line_errors(tmp_path):
+    with pytest.raises(RunError, match="manifest"):
+        train(config_for(tmp_path / "none"), tmp_path / "run")
+    assert not (tmp_path / "run").exists()
+    for fields, message in [
+        (dict(algo="ppo", bc_dataset="d"), "bc_dataset is behaviour cloning's"),
+        (dict(algo="bc", bc_dataset="d", num_devices=2, num_envs=16), "one device"),
+        (dict(algo="bc", bc_patience=3), "bc_patience"),
+        (dict(algo="bc", best_by="validation"), "best_by='validation'"),
+        (dict(algo="bc", bc_dataset="d", bc_val_fraction=0.95), "bc_val_fraction"),
+        (dict(algo="bc", bc_dataset="d", bc_batch_size=64, total_steps=32), "bc_batch_size"),
+    ]:
+        with pytest.raises(ValueError, match=message):
+            TrainConfig(**fields)
