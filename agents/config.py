@@ -31,7 +31,7 @@ from agents.networks import PIXEL_NETWORKS
 from jaxgame.config import FLOAT_RULE_RANGES, INT_RULE_RANGES, GameConfig, check_float, check_int
 
 ALGOS = ("ppo", "a2c", "bc")
-OBS_KINDS = ("vector", "pixels")
+OBS_KINDS = ("vector", "pixels", "oracle")
 ACTIVATIONS = ("tanh", "relu")
 SEAT_KINDS = ("self", "random", "greedy", "expert")
 NUM_SEATS = 8
@@ -119,8 +119,9 @@ class TrainConfig:
     env: str = "autochess"
     """"autochess" or "gymnax:<EnvName>" (single agent, e.g. "gymnax:CartPole-v1")"""
     obs: str = "vector"
-    """"vector" or "pixels" (packed 2bpp frames; needs network="cnn" or "tiles"); game only: a gymnax env
-    needs "vector\""""
+    """"vector", "pixels" (packed 2bpp frames; needs network="cnn" or "tiles") or "oracle" (the vector followed by
+    what a seat may not know: the other seats' shops, benches, boards, gold, xp and the next PvP opponent,
+    jaxgame.observation.oracle_block; for an oracle teacher); game only: a gymnax env needs "vector\""""
     opponents: str = "self"
     """who plays the 8 seats: "self" (every seat is the learner: shared-parameter self-play), "random", "greedy" or
     "expert" (seat 0 learns, 7 bots), or 8 comma-separated names from self/random/greedy/expert with at least one
@@ -213,7 +214,7 @@ class TrainConfig:
 
     # ---- the network ----
     network: str = "mlp"
-    """"mlp" (needs obs="vector"); for obs="pixels": "cnn" (three strided convolutions, accelerator-sized) or
+    """"mlp" (needs obs="vector" or "oracle"); for obs="pixels": "cnn" (three strided convolutions, accelerator-sized) or
     "tiles" (one embedding per 8x8 tile of the frame, about an eighth of the cnn's work: CPU-sized)"""
     hidden: tuple = (256, 256)
     """hidden layer widths: a tuple of 1 to 8 ints, each in [1, 2^16]"""
@@ -313,7 +314,7 @@ class TrainConfig:
         if (self.obs == "pixels") != (self.network in PIXEL_NETWORKS):
             raise ValueError(
                 f"TrainConfig.network must be {' or '.join(map(repr, PIXEL_NETWORKS))} for obs='pixels' and 'mlp' for "
-                f"obs='vector', "
+                f"obs='vector' or 'oracle', "
                 f"got network={self.network!r} with obs={self.obs!r}"
             )
         if self.is_gymnax and (self.obs != "vector" or self.opponents != "self"):

@@ -56,7 +56,7 @@ def export_policy(policy: RunPolicy, out_dir, platforms=DEFAULT_PLATFORMS, seat:
         raise PolicyError(f"platforms must be among cpu, cuda, rocm, tpu; got {platforms!r}")
     game = make_game(policy.config)
     obs_shape = tuple(game.obs_shape)
-    obs_dtype = np.dtype(np.float32 if policy.config.obs == "vector" else np.uint8)
+    obs_dtype = np.dtype(np.uint8 if policy.config.obs == "pixels" else np.float32)
     network, params = policy.network, policy.params
 
     def greedy(obs, mask):

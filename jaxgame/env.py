@@ -31,7 +31,7 @@ from jaxgame.config import GameConfig
 from jaxgame.state import GameState
 from jaxgame.validation import as_key, check_actions
 
-OBS_KINDS = ("vector", "pixels", "both")
+OBS_KINDS = ("vector", "pixels", "both", "oracle")
 
 
 @struct.dataclass
@@ -66,7 +66,9 @@ class AutoChessEnv:
         self.obs_size = observation.OBS_SIZE  # the vector size, whatever the obs kind
         # per-seat observation shape: (obs_size,), (72, 20) (packed 2bpp) or a dict of both
         vector, pixels = (self.obs_size,), (packing.FRAME_H, packing.PACKED_W)
-        self.obs_shape = {"vector": vector, "pixels": pixels, "both": {"vector": vector, "pixels": pixels}}[obs]
+        oracle = (self.obs_size + observation.ORACLE_SIZE,)  # the vector, then the hidden information
+        self.obs_shape = {"vector": vector, "pixels": pixels, "both": {"vector": vector, "pixels": pixels},
+                          "oracle": oracle}[obs]
         # under jax.vmap (any depth) the step runs batched_step.step_batch: one fight-or-skip branch for the
         # whole batch instead of a per-game cond that vmap would turn into a select running every fight
         self._step_with_rule = with_batch_rule(self._step_impl, functools.partial(step_batch, self))
@@ -151,9 +153,12 @@ class AutoChessEnv:
 
     def observe(self, state: GameState):
         """float32[8, obs_size] ("vector"), packed uint8[8, 72, 20] ("pixels", see jaxgame.render),
-        or {"vector": ..., "pixels": ...} ("both")."""
+        {"vector": ..., "pixels": ...} ("both"), or float32[8, obs_size + ORACLE_SIZE] ("oracle": the vector,
+        then what the seat may not know, ``jaxgame.observation.oracle_block``; for an oracle teacher)."""
         if self.obs_kind == "pixels":
             return render.render_all(state)
+        if self.obs_kind == "oracle":
+            return observation.oracle_observation(state, self.config)
         vector = observation.vector_observation(state, self.config)
         if self.obs_kind == "both":
             return {"vector": vector, "pixels": render.render_all(state)}

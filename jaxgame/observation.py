@@ -28,7 +28,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from jaxgame import constants as C
-from jaxgame import economy
+from jaxgame import economy, rounds
 from jaxgame import species as sp
 from jaxgame import synergy, units
 from jaxgame.config import GameConfig
@@ -50,6 +50,10 @@ for _name, _size in [
     OBS_LAYOUT[_name] = (_offset, _offset + _size)
     _offset += _size
 OBS_SIZE = _offset
+
+#: the oracle block (``oracle_block``): per other seat gold, xp progress, next-opponent flag, shop and slots
+ORACLE_SEAT_FEATURES = 3 + (C.SHOP_SIZE + C.NUM_SLOTS) * UNIT_FEATURES
+ORACLE_SIZE = (C.NUM_PLAYERS - 1) * ORACLE_SEAT_FEATURES
 
 
 def unit_records(species: jnp.ndarray, stars: jnp.ndarray) -> jnp.ndarray:
@@ -135,6 +139,43 @@ def seat_observation(state: GameState, seat: jnp.ndarray, config: GameConfig) ->
 def vector_observation(state: GameState, config: GameConfig) -> jnp.ndarray:
     """float32[8, OBS_SIZE]: every seat's observation."""
     return jax.vmap(lambda seat: seat_observation(state, seat, config))(jnp.arange(C.NUM_PLAYERS))
+
+
+def next_pvp_opponents(state: GameState, config: GameConfig) -> jnp.ndarray:
+    """int32[8]: the seat each seat meets in the fight at the end of this round, -1 when there is none to know
+    (a PvE round, a ghost fight, an eliminated seat). The pairing is the round-robin of
+    ``jaxgame.rounds.pvp_pairing``, a function of the alive seats, the seat order and the PvP round: the fight
+    plan computes the same pairing (tests/test_oracle.py checks it against the plan)."""
+    opponent, _ = rounds.pvp_pairing(state.players.alive, state.seat_order, state.pvp_round, jax.random.key(0))
+    creep = jnp.asarray(rounds.pve_index_table(config))[jnp.minimum(state.round, config.max_rounds + 1)]
+    return jnp.where(creep >= 0, -1, opponent).astype(jnp.int32)
+
+
+def oracle_block(state: GameState, seat: jnp.ndarray, config: GameConfig) -> jnp.ndarray:
+    """float32[ORACLE_SIZE]: what ``seat`` may not know, per other seat in the order of the public opponents block
+    (seats p+1..p+7 mod 8), ``ORACLE_SEAT_FEATURES`` each: gold/50, xp progress, whether it is this seat's next
+    PvP opponent (``next_pvp_opponents``), its shop (6 unit records) and its bench and board (32 unit records)."""
+    players = state.players
+    others = (seat + jnp.arange(1, C.NUM_PLAYERS)) % C.NUM_PLAYERS
+    next_opponent = next_pvp_opponents(state, config)[seat]
+
+    def one(other):
+        p = jax.tree_util.tree_map(lambda x: x[other], players)
+        scalars = jnp.stack([p.gold / 50.0, economy.xp_fraction(p.level, p.xp), (other == next_opponent) * 1.0])
+        return jnp.concatenate([
+            scalars.astype(jnp.float32),
+            unit_records(p.shop, jnp.where(p.shop >= 0, 1, 0)).reshape(-1),
+            unit_records(p.species, p.stars).reshape(-1),
+        ])
+
+    return jax.vmap(one)(others).reshape(-1)
+
+
+def oracle_observation(state: GameState, config: GameConfig) -> jnp.ndarray:
+    """float32[8, OBS_SIZE + ORACLE_SIZE]: every seat's public observation (``vector_observation``) followed by
+    its ``oracle_block`` (the hidden information an oracle teacher sees; a student reads the first OBS_SIZE)."""
+    hidden = jax.vmap(lambda seat: oracle_block(state, seat, config))(jnp.arange(C.NUM_PLAYERS))
+    return jnp.concatenate([vector_observation(state, config), hidden], axis=1)
 
 
 def observation_bounds(config: GameConfig) -> tuple[np.ndarray, np.ndarray]:
