@@ -189,6 +189,13 @@ class TrainConfig:
     over the devices: per-device memory stays flat as devices are added; num_minibatches must then divide each
     device's share of the batch). The same program on one device"""
 
+    # ---- phases ----
+    init_from: str = ""
+    """start from a saved policy's parameters: "RUN_DIR" (its latest good checkpoint), "RUN_DIR:STEP" or
+    "baseline:NAME"; only the parameters carry over (a fresh optimizer, update count, envs and league pool; warm
+    the learning rate up again with warmup_updates); its network must be this run's, and a policy of obs="vector"
+    may start an obs="oracle" run (the oracle inputs' weights start at 0); agents.phases. "" = fresh parameters"""
+
     # ---- behaviour cloning (algo="bc") ----
     bc_teacher: str = "expert"
     """the bot whose actions the policy learns in the "self" seats: "random", "greedy" or "expert\""""
@@ -320,6 +327,9 @@ class TrainConfig:
         if self.is_gymnax and (self.obs != "vector" or self.opponents != "self"):
             raise ValueError("TrainConfig.obs and .opponents are game options; gymnax envs need obs='vector', "
                              f"opponents='self' (got {self.obs!r}, {self.opponents!r})")
+        if not isinstance(self.init_from, str):
+            raise ValueError(f"TrainConfig.init_from must be a saved policy's name (RUN_DIR[:STEP] or baseline:NAME) "
+                             f"or \"\", got {self.init_from!r}")
         if not isinstance(self.bc_dataset, str):
             raise ValueError(f"TrainConfig.bc_dataset must be a directory path string, got {self.bc_dataset!r}")
         if self.total_steps < self.steps_per_update:

@@ -39,7 +39,8 @@ import jax.numpy as jnp
 import numpy as np
 from jax.experimental import multihost_utils
 
-from agents import dataset, distributed, gymnax_env, health, memory, trainers, wandb_log
+from agents import dataset, distributed, gymnax_env, health, memory, phases, trainers, wandb_log
+from agents import league as league_lib
 from agents import run_dir as run_dir_lib
 from agents.checkpoints import CheckpointStore
 from agents.config import TrainConfig
@@ -492,6 +493,7 @@ class TrainProgram(ChunkProgram):
         # a dataset run's samples are one seat's steps each
         self.num_players = 1 if config.bc_dataset else self.env.num_players
         self.inputs = None  # the chunk's data (``trainer.chunk_inputs()``), read when first compiled
+        self.initial_params = None  # config.init_from's parameters (``start_params``), loaded once
         self.has_eval = self.evaluator is not None
         self.eval_key = jax.random.fold_in(jax.random.key(config.seed), EVAL_STREAM)
         self.compiled_eval = None
@@ -507,8 +509,26 @@ class TrainProgram(ChunkProgram):
             return "val/cross_entropy", "min"
         return ("eval/placement_vs_greedy", "min") if self.evaluator else ("train/episode_return", "max")
 
+    def start_params(self):
+        """The parameters ``config.init_from`` names, on this run's shapes (``agents.phases``), loaded once; None
+        without ``init_from``. A policy that cannot start the run is a ``RunError``."""
+        if self.config.init_from and self.initial_params is None:
+            try:
+                self.initial_params = phases.start_params(self.config, self.run_shapes.params)
+            except phases.PhaseError as err:
+                raise RunError(str(err)) from None
+        return self.initial_params
+
     def init(self):
-        return jax.jit(self.trainer.init)(jax.random.key(self.config.seed))
+        runner = jax.jit(self.trainer.init)(jax.random.key(self.config.seed))
+        params = self.start_params()
+        if params is None:
+            return runner
+        # only the parameters carry over: Adam's moments are zeros of the same shapes either way
+        runner = runner.replace(params=params)
+        if self.config.league_size:  # the pool's first snapshot is the policy the run starts from
+            runner = runner.replace(league=league_lib.pool_init(params, self.config.league_size, self.config.num_envs))
+        return self.trainer.place(fresh_arrays(runner))
 
     def restore(self, store: CheckpointStore):
         """``(step, runner, saved payload)`` of the newest good checkpoint, placed for this run's devices."""
@@ -653,6 +673,8 @@ def train(config: TrainConfig, run_dir, resume: bool = False, preset: str | None
     program = TrainProgram(config)
     check_memory(config, program, num_devices)
     program.chunk_inputs()  # a dataset that does not fit the run fails here, before the run directory is claimed
+    if not resume:
+        program.start_params()  # and so does a policy init_from cannot start from
     if main_process:
         if resume:
             run_dir_lib.check_owner(run_dir, "train", run_identity(config), CONFIG_FILE)

@@ -150,6 +150,9 @@ class Sweep:
     """
 
     def __init__(self, config: TrainConfig, spec: SweepSpec, share_branches: bool = True):
+        if config.init_from:
+            raise ValueError("TrainConfig.init_from: a sweep starts its runs from fresh parameters; start one run "
+                             "from a saved policy with python -m experiments.train")
         if config.bc_dataset:
             raise ValueError("TrainConfig.bc_dataset: a sweep runs generated games; clone a dataset one run at a "
                              "time (python -m experiments.train)")

@@ -223,6 +223,36 @@ def smoke_run(tmp_path_factory):
 
 
 @game_cli
+def test_a_run_init_from_a_saved_policy_starts_from_its_parameters_and_nothing_else(smoke_run, tmp_path):
+    """init_from=RUN_DIR:STEP (a phase transition): update 0's parameters are the checkpoint's, the optimizer,
+    update count and envs are a new run's; a policy that cannot start the run is one line, before anything is
+    written."""
+    from agents.policies import load_policy
+    from agents.run import RunError, TrainProgram, train
+
+    run_dir, _ = smoke_run
+    config = preset_config("smoke").with_overrides({"init_from": f"{run_dir}:2", "seed": 3})
+    program = TrainProgram(config)
+    runner = program.init()
+    saved = load_policy(run_dir, 2).params
+    jax.tree_util.tree_map(np.testing.assert_array_equal, runner.params, saved)
+    fresh = jax.jit(program.trainer.init)(jax.random.key(3))
+    assert int(runner.update) == 0
+    def data(x):
+        return jax.random.key_data(x) if jax.dtypes.issubdtype(x.dtype, jax.dtypes.prng_key) else x
+
+    for name in ("opt_state", "obs", "env_state", "key"):
+        jax.tree_util.tree_map(lambda a, b: np.testing.assert_array_equal(data(a), data(b)), getattr(runner, name),
+                               getattr(fresh, name))
+    for spec, message in [(str(tmp_path / "none"), "init_from"), ("greedy", "the bot 'greedy'")]:
+        with pytest.raises(RunError, match=message):
+            train(config.with_overrides({"init_from": spec}), tmp_path / "run")
+        assert not (tmp_path / "run").exists()
+    with pytest.raises(RunError, match=r"network differs from this run's in hidden"):
+        train(config.with_overrides({"hidden": (32,)}), tmp_path / "run")
+
+
+@game_cli
 def test_smoke_run_writes_every_artefact(smoke_run):
     run_dir, summary = smoke_run
     assert json.loads((run_dir / "config.json").read_text()) == preset_config("smoke").to_dict()

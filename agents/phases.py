@@ -1,0 +1,101 @@
+"""Phase transitions: a run that starts from a saved policy (``TrainConfig.init_from``).
+
+The design's pipeline trains in phases (behaviour cloning, then distillation and RL, then a league), each phase
+starting from the previous one's best policy. ``TrainConfig(init_from="RUN_DIR[:STEP]")`` (or ``baseline:NAME``)
+makes a new run start from that policy's parameters:
+
+* **Carried over:** the network's parameters (both heads and torsos), nothing else.
+* **Reset:** the optimizer state (Adam's moments), the learning-rate schedule (warm it up again with
+  ``warmup_updates``), the update count, the envs and their games, the random streams (from this run's seed),
+  a league's pool (its first snapshot is the loaded policy) and the metrics.
+* **Shapes:** the saved network must be this run's (kind, hidden sizes, activation, shared torso, independent
+  learners, actions). One widening is allowed: a policy trained on ``obs="vector"`` may start a run on
+  ``obs="oracle"`` (an oracle teacher from a public-observation policy): the input layers' weights of the oracle
+  block start at 0, so the new policy plays exactly as the saved one until it learns to use the block.
+
+A resumed run continues from its own checkpoints; ``init_from`` only decides update 0.
+"""
+
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+
+from agents.config import TrainConfig
+
+#: the config fields that fix a network's parameter shapes (besides the observation)
+NETWORK_FIELDS = ("network", "hidden", "activation", "shared_torso", "independent")
+
+
+class PhaseError(ValueError):
+    """A saved policy that cannot start this run; the message is one line."""
+
+
+def _path(key_path) -> str:
+    return "/".join(str(getattr(k, "key", k)) for k in key_path)
+
+
+def transfer_params(saved, fresh, widen_inputs: bool):
+    """``saved`` parameters shaped like ``fresh`` (this run's freshly initialised ones): equal shapes are taken as
+    saved; with ``widen_inputs``, a kernel whose first (input) axis is longer in ``fresh`` gets the saved rows
+    first and zeros after (the new inputs start with no effect). ``PhaseError`` naming the first parameter that
+    fits neither way, or when the two trees differ in structure. ``fresh``'s leaves may be arrays or
+    ``jax.ShapeDtypeStruct``s (only their shapes and dtypes are read)."""
+    saved_leaves = dict((_path(p), x) for p, x in jax.tree_util.tree_leaves_with_path(saved))
+    fresh_paths = [_path(p) for p, _ in jax.tree_util.tree_leaves_with_path(fresh)]
+    if sorted(saved_leaves) != sorted(fresh_paths):
+        missing = sorted(set(fresh_paths) - set(saved_leaves)) or sorted(set(saved_leaves) - set(fresh_paths))
+        raise PhaseError(f"the saved network's parameters are not this run's (e.g. {missing[0]})")
+
+    def one(key_path, new):
+        old = saved_leaves[_path(key_path)]
+        if old.shape == new.shape:
+            return jnp.asarray(old, new.dtype)
+        if (widen_inputs and old.ndim == 2 and new.ndim == 2 and old.shape[1] == new.shape[1]
+                and old.shape[0] < new.shape[0]):
+            return jnp.concatenate([jnp.asarray(old, new.dtype), jnp.zeros((new.shape[0] - old.shape[0],
+                                                                              new.shape[1]), new.dtype)])
+        raise PhaseError(f"parameter {_path(key_path)} is {list(old.shape)} in the saved network, "
+                         f"{list(new.shape)} in this run's")
+
+    return jax.tree_util.tree_map_with_path(one, fresh)
+
+
+def check_start(saved: TrainConfig, config: TrainConfig, name: str) -> bool:
+    """``PhaseError`` unless a policy of ``saved`` can start a run of ``config``; returns whether the inputs widen
+    (vector -> oracle)."""
+    differing = [f for f in NETWORK_FIELDS if getattr(saved, f) != getattr(config, f)]
+    if differing:
+        raise PhaseError(f"init_from {name}: its network differs from this run's in "
+                         + ", ".join(f"{f} ({getattr(saved, f)!r} vs {getattr(config, f)!r})" for f in differing))
+    if saved.env != config.env:
+        raise PhaseError(f"init_from {name}: it played {saved.env}, this run {config.env}")
+    widen = saved.obs == "vector" and config.obs == "oracle"
+    if saved.obs != config.obs and not widen:
+        raise PhaseError(f"init_from {name}: it saw obs={saved.obs!r}, this run obs={config.obs!r} (only a vector "
+                         "policy may start an oracle run)")
+    return widen
+
+
+def start_params(config: TrainConfig, fresh):
+    """The parameters a run of ``config`` starts from: ``fresh`` (this run's initial ones), or with
+    ``config.init_from`` the saved policy's, transferred onto ``fresh``'s shapes (``transfer_params``). Raises
+    ``PhaseError`` (one line) when the policy cannot be loaded or does not fit."""
+    if not config.init_from:
+        return fresh
+    # agents.policies builds runs through agents.run, which calls this module: imported when needed
+    from agents.policies import PolicyError, load_policy, parse_spec
+
+    spec = parse_spec(config.init_from)
+    if isinstance(spec, str):
+        raise PhaseError(f"init_from must name a saved policy (RUN_DIR[:STEP] or baseline:NAME), got the bot "
+                         f"{spec!r}")
+    try:
+        policy = load_policy(*spec, game_only=not config.is_gymnax)
+    except (PolicyError, FileNotFoundError) as err:
+        raise PhaseError(f"init_from {config.init_from}: {err}") from None
+    widen = check_start(policy.config, config, policy.name)
+    return transfer_params(jax.device_get(policy.params), fresh, widen)
+
+
+__all__ = ["NETWORK_FIELDS", "PhaseError", "check_start", "start_params", "transfer_params"]
