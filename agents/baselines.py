@@ -70,7 +70,7 @@ def load_baseline(name: str, directory: Path | None = None) -> Baseline:
     """Baseline ``name`` (e.g. ``ppo_small-v1``) on one device (``agents.policies.load_policy("baseline:NAME")``
     gives it as a ``RunPolicy``). ``BaselineError`` when it is not shipped or its parameters do not fit its
     network."""
-    from agents.run import build  # the trainer load_policy builds (cached per config); only when one is loaded
+    from agents.build import build  # the trainer load_policy builds (cached per config); only when one is loaded
 
     directory = Path(directory or DIRECTORY)
     meta = describe(name, directory)

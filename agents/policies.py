@@ -18,10 +18,10 @@ from pathlib import Path
 import jax
 
 from agents import baselines
+from agents.build import CHECKPOINT_DIR, build, fresh_arrays
 from agents.checkpoints import CheckpointStore
 from agents.config import TrainConfig
 from agents.networks import OneSeat
-from agents.run import CHECKPOINT_DIR, build, fresh_arrays
 from agents.run_dir import read_owner
 from agents.tables import TABLE_BOTS
 

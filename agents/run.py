@@ -35,24 +35,23 @@ import time
 from pathlib import Path
 
 import jax
-import jax.numpy as jnp
 import numpy as np
 from jax.experimental import multihost_utils
 
 from agents import dataset, distributed, gymnax_env, health, memory, phases, trainers, wandb_log
 from agents import league as league_lib
 from agents import run_dir as run_dir_lib
+from agents.build import CHECKPOINT_DIR, Built, build, fresh_arrays
 from agents.checkpoints import CheckpointStore
 from agents.config import TrainConfig
-from agents.envs import make_env, make_game
-from agents.evaluation import EVAL_STREAM, OPPONENTS, make_evaluator, make_rating_evaluator, placement_summary
+from agents.envs import make_game
+from agents.evaluation import EVAL_STREAM, OPPONENTS, placement_summary
 from agents.league import with_ratings
 from agents.metrics import MetricsLog, NullLog, finite_or_none
 from agents.progress import NoProgress, Progress
 from agents.run_dir import RunError
 
 CONFIG_FILE = "config.json"
-CHECKPOINT_DIR = "checkpoints"
 
 #: Fields a resumed run may change: they do not change shapes, the algorithm or the data seen so far.
 #: ``num_devices`` too: a checkpoint holds global arrays, restored onto any number of devices (and with it
@@ -187,54 +186,6 @@ def run_meta(config: TrainConfig, preset: str | None) -> dict:
         "git_commit": commit,
         "started": time.strftime("%Y-%m-%dT%H:%M:%S"),
     }
-
-
-def fresh_arrays(tree):
-    """``tree`` with every leaf copied into a new, uncommitted array (typed keys stay typed).
-
-    Restored (committed) arrays make jit lower a program with explicit shardings, which misses the
-    compilation cache; fresh arrays give exactly the program of a new run."""
-
-    def fresh(x):
-        if jax.dtypes.issubdtype(x.dtype, jax.dtypes.prng_key):
-            data = jnp.asarray(np.asarray(jax.random.key_data(x)))
-            return jax.random.wrap_key_data(data, impl=jax.random.key_impl(x))
-        return jnp.asarray(np.asarray(x))
-
-    return jax.tree_util.tree_map(fresh, tree)
-
-
-# ---------------------------------------------------------------- building
-
-
-@dataclasses.dataclass(frozen=True)
-class Built:
-    """What a config builds: the batched env, the trainer (``agents.trainers.make_train``) and the bot
-    evaluator (None for gymnax envs or ``eval_every=0``; with ``.rate`` for a league)."""
-
-    env: object
-    trainer: object
-    evaluator: object | None
-
-
-def build(config: TrainConfig) -> Built:
-    """The env, trainer and evaluator of ``config``; cached, so that runs of the same config in one process
-    (a resume after a crash, notebooks, tests, loading policies) reuse the jitted functions instead of retracing.
-    Configs that differ only in where they log (``wandb_project``) share them."""
-    return _build(dataclasses.replace(config, wandb_project=""))
-
-
-@functools.lru_cache(maxsize=4)
-def _build(config: TrainConfig) -> Built:
-    env = make_env(config)
-    trainer = trainers.make_train(config, env)
-    evaluator = None
-    if not config.is_gymnax and config.eval_every > 0:
-        evaluator = make_evaluator(make_game(config), trainer.network, config.eval_games)
-        if config.league_size:
-            evaluator.rate = make_rating_evaluator(make_game(config), trainer.network, config.eval_games,
-                                                   config.league_size)
-    return Built(env, trainer, evaluator)
 
 
 # ---------------------------------------------------------------- the chunk loop
