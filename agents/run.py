@@ -109,7 +109,7 @@ def check_env_available(config: TrainConfig) -> None:
         try:
             dataset.open_dataset(config.bc_dataset)
         except dataset.DatasetError as err:
-            raise RunError(str(err)) from None
+            raise RunError(f"bc_dataset {err} (record one with python -m experiments.record --out DIR)") from None
 
 
 def memory_needed(config: TrainConfig, program: TrainProgram, num_devices: int = 1, runs: int = 1) -> int:
