@@ -273,9 +273,6 @@ class DatasetCloning(Trainer):
     def finished_early(self, runner: DatasetRunner) -> bool:
         return bool(self.config.bc_patience) and int(runner.since_best) >= self.config.bc_patience
 
-    def __call__(self, key, hparams: HParams | None = None):
-        return self._run(self.init(key, hparams), self.config.num_updates, *self.chunk_inputs())
-
     def _run(self, runner: DatasetRunner, num_updates: int, train: dict, val: dict | None):
         return clone_chunk(self.config, self.network, runner, num_updates, train, val)
 

@@ -22,6 +22,7 @@ import jax
 import jax.numpy as jnp
 
 from agents.config import TrainConfig
+from agents.policies import PolicyError, load_policy, parse_spec
 
 #: the config fields that fix a network's parameter shapes (besides the observation)
 NETWORK_FIELDS = ("network", "hidden", "activation", "shared_torso", "independent")
@@ -83,9 +84,6 @@ def start_params(config: TrainConfig, fresh):
     ``PhaseError`` (one line) when the policy cannot be loaded or does not fit."""
     if not config.init_from:
         return fresh
-    # agents.policies builds runs through agents.run, which calls this module: imported when needed
-    from agents.policies import PolicyError, load_policy, parse_spec
-
     spec = parse_spec(config.init_from)
     if isinstance(spec, str):
         raise PhaseError(f"init_from must name a saved policy (RUN_DIR[:STEP] or baseline:NAME), got the bot "

@@ -479,7 +479,7 @@ class TrainProgram(ChunkProgram):
         runner = runner.replace(params=params)
         if self.config.league_size:  # the pool's first snapshot is the policy the run starts from
             runner = runner.replace(league=league_lib.pool_init(params, self.config.league_size, self.config.num_envs))
-        return self.trainer.place(fresh_arrays(runner))
+        return self.trainer.place(runner)  # the new parameters are uncommitted host-made arrays, like a new run's
 
     def restore(self, store: CheckpointStore):
         """``(step, runner, saved payload)`` of the newest good checkpoint, placed for this run's devices."""

@@ -189,7 +189,7 @@ class Trainer:
 
     def __call__(self, key, hparams: HParams | None = None):
         """The whole run: ``(runner, metrics)`` with metrics float32[num_updates] each."""
-        return self._run(self.init(key, hparams), self.config.num_updates)
+        return self._run(self.init(key, hparams), self.config.num_updates, *self.chunk_inputs())
 
     def _run(self, runner: Runner, num_updates: int):
         def one_update(runner, _):
