@@ -264,6 +264,9 @@ class DatasetCloning(Trainer):
         train, val, self.digest = load_dataset(self.config, self.observation, self.env.num_actions)
         return train, val
 
+    def input_identity(self) -> dict:
+        return {"bc_dataset_digest": self.digest}
+
     def data_bytes(self) -> int:
         """The bytes of the samples a run keeps on its device (the manifest's sizes; nothing is read)."""
         data = dataset.open_dataset(self.config.bc_dataset)
@@ -297,7 +300,7 @@ class BehaviourCloning(PPO):
         env_state, ts, transition = super().act(params, policy_key, env_state, obs, mask, learner, (seats, teacher))
         return env_state, ts, transition.replace(action=teacher)
 
-    def minibatch_loss(self, network, params, traj, advantages, targets, hp):
+    def minibatch_loss(self, network, params, traj, advantages, targets, extra, hp, update):
         logits, value = network.apply(params, traj.obs)
         return losses.bc_loss(logits, value, traj.mask, traj.action, targets, traj.weight, hp.vf_coef)
 

@@ -326,6 +326,15 @@ class CheckpointStore:
         steps = self.steps()
         return steps[-1] if steps else None
 
+    def best_step(self) -> int | None:
+        """The step whose ``metrics[best_metric]`` is best (ties: the newest), or None without a ``best_metric`` or
+        when no step has a value for it (not checked for corruption)."""
+        if self.best_metric is None:
+            return None
+        scored = [(self._score(self._mgr.metrics(step)), step) for step in self.steps()]
+        scored = [(score, step) for score, step in scored if score > -math.inf]
+        return max(scored)[1] if scored else None
+
     # ------------------------------------------------------------------ restore
 
     def _target(self, abstract_tree):

@@ -79,6 +79,9 @@ _INT_RANGES = {
     "warmup_updates": (0, 1 << 20),
     "bc_batch_size": (1, 1 << 20),
     "bc_patience": (0, 1 << 20),
+    "teacher_kl_updates": (0, 1 << 20),
+    "oracle_dropout_updates": (0, 1 << 20),
+    "anchor_kl_updates": (0, 1 << 20),
     **{name: INT_RULE_RANGES[name] for name in RULE_FIELDS if name in INT_RULE_RANGES},
 }
 _FLOAT_RANGES = {
@@ -90,9 +93,14 @@ _FLOAT_RANGES = {
     "vf_coef": (0.0, 100.0),
     "max_grad_norm": (0.0, 1e6),
     "league_pool_prob": (0.0, 1.0),
+    "league_self_share": (0.0, 1.0),
+    "league_anchor_share": (0.0, 1.0),
     "weight_decay": (0.0, 1.0),
     "bc_teacher_prob": (0.0, 1.0),
     "bc_val_fraction": (0.0, 0.9),
+    "teacher_kl": (0.0, 100.0),
+    "teacher_temperature": (0.01, 100.0),
+    "anchor_kl": (0.0, 100.0),
     **{name: FLOAT_RULE_RANGES[name] for name in RULE_FIELDS if name in FLOAT_RULE_RANGES},
 }
 #: characters a Weights & Biases project name may not hold
@@ -196,6 +204,35 @@ class TrainConfig:
     the learning rate up again with warmup_updates); its network must be this run's, and a policy of obs="vector"
     may start an obs="oracle" run (the oracle inputs' weights start at 0); agents.phases. "" = fresh parameters"""
 
+    # ---- distillation and anchors (PPO on the game; agents.distill) ----
+    teacher: str = ""
+    """a frozen policy the learner distils, RUN_DIR[:STEP] or baseline:NAME: each PPO minibatch loss adds
+    teacher_kl(u) x KL(student || teacher) over the legal actions of its decisions, both policies at
+    teacher_temperature. With a teacher the training env steps oracle observations and the learner (obs="vector")
+    reads their public part only; a teacher of obs="oracle" sees all of it (the hidden information), a vector
+    teacher the public part. Needs algo="ppo", obs="vector", network="mlp", no league, no independent learners.
+    "" = none"""
+    teacher_kl: float = 1.0
+    """lambda_kl at update 0, in [0, 100]"""
+    teacher_kl_updates: int = 0
+    """lambda_kl decays linearly to 0 over this many updates, in [0, 2^20]: teacher_kl x max(1 - u / this, 0) at
+    update u; 0 = constant"""
+    teacher_temperature: float = 1.0
+    """the fixed temperature T of both policies in the KL (logits / T), in [0.01, 100]"""
+    oracle_dropout_updates: int = 0
+    """feature dropout of an oracle teacher's hidden-information block: each of its features is kept with
+    probability max(1 - u / this, 0) at update u (not rescaled; dropped = 0), so the teacher sees all of it at the
+    start and none of it from this update on, in [0, 2^20]; 0 = never dropped"""
+    anchor: str = ""
+    """a frozen policy (RUN_DIR[:STEP] or baseline:NAME, obs="vector") the learner is held near: each PPO minibatch
+    loss adds anchor_kl(u) x KL(student || anchor) at temperature 1 (e.g. the BC policy, or the previous phase's);
+    in a league it also plays the league_anchor_share of the games; "" = none"""
+    anchor_kl: float = 0.1
+    """the anchor's KL coefficient at update 0, in [0, 100]; 0 (no KL term) only for an anchor that plays league
+    games"""
+    anchor_kl_updates: int = 0
+    """it decays linearly to 0 over this many updates, in [0, 2^20]; 0 = constant"""
+
     # ---- behaviour cloning (algo="bc") ----
     bc_teacher: str = "expert"
     """the bot whose actions the policy learns in the "self" seats: "random", "greedy" or "expert\""""
@@ -265,6 +302,13 @@ class TrainConfig:
     """seats per game played by the learner (training data), in [1, 7]; the roles are drawn at every game start"""
     league_pool_prob: float = 0.75
     """probability in [0, 1] that each other seat is a pool snapshot, else the bot league_bot"""
+    league_self_share: float = 0.0
+    """the share of games, in [0, 1], in which all 8 seats are the learner's (pure self-play); the other games have
+    league_learner_seats learner seats and the rest drawn as league_pool_prob says"""
+    league_anchor_share: float = 0.0
+    """the share of games, in [0, 1] (at most 1 - league_self_share), whose pool seats play the frozen anchor (the
+    policy anchor names; its network must be this run's) instead of a snapshot; the design's mix is
+    league_self_share=0.5, league_anchor_share=0.2, league_pool_prob=1 (50% self-play, 30% snapshots, 20% anchor)"""
     league_bot: str = "greedy"
     """the bot in the other seats that are not snapshots: "random", "greedy" or "expert\""""
     league_groups: int = 2
@@ -330,6 +374,8 @@ class TrainConfig:
         if not isinstance(self.init_from, str):
             raise ValueError(f"TrainConfig.init_from must be a saved policy's name (RUN_DIR[:STEP] or baseline:NAME) "
                              f"or \"\", got {self.init_from!r}")
+        self._check_references()
+        self._check_league_mix()
         if not isinstance(self.bc_dataset, str):
             raise ValueError(f"TrainConfig.bc_dataset must be a directory path string, got {self.bc_dataset!r}")
         if self.total_steps < self.steps_per_update:
@@ -396,7 +442,49 @@ class TrainConfig:
                 f"TrainConfig.num_minibatches must divide the rollout batch {what} = {batch}, got {self.num_minibatches}"
             )
 
+    def _check_league_mix(self):
+        if not self.league_size and (self.league_self_share or self.league_anchor_share):
+            raise ValueError("TrainConfig.league_self_share and league_anchor_share mix a league's games: set "
+                             "league_size > 0")
+        if self.league_self_share + self.league_anchor_share > 1.0:
+            raise ValueError(f"TrainConfig.league_self_share + league_anchor_share must be at most 1, got "
+                             f"{self.league_self_share} + {self.league_anchor_share}")
+        if self.league_anchor_share and not self.anchor:
+            raise ValueError("TrainConfig.league_anchor_share: the anchor's games need a frozen policy: set anchor")
+        if self.league_anchor_share and not self.league_pool_prob:
+            raise ValueError("TrainConfig.league_anchor_share: with league_pool_prob=0 no seat is a pool seat, so the "
+                             "anchor would play no game")
+
+    def _check_references(self):
+        for name in ("teacher", "anchor"):
+            if not isinstance(getattr(self, name), str):
+                raise ValueError(f"TrainConfig.{name} must be a saved policy's name (RUN_DIR[:STEP] or "
+                                 f"baseline:NAME) or \"\", got {getattr(self, name)!r}")
+        if not (self.teacher or self.anchor):
+            if self.oracle_dropout_updates:
+                raise ValueError("TrainConfig.oracle_dropout_updates fades an oracle teacher's inputs: set teacher")
+            return
+        what = "teacher" if self.teacher else "anchor"
+        if self.algo != "ppo" or self.is_gymnax or self.obs != "vector" or self.independent:
+            raise ValueError(f"TrainConfig.{what} (a KL term in PPO's loss) needs algo='ppo' on the game with "
+                             f"obs='vector' and no independent learners; got algo={self.algo!r}, env={self.env!r}, "
+                             f"obs={self.obs!r}, independent={self.independent}")
+        if self.teacher and self.league_size:
+            raise ValueError("TrainConfig.teacher: a league run cannot distil a teacher (its pool plays on the "
+                             "public observation); use anchor to hold a league near a policy")
+        if self.teacher and self.teacher_kl <= 0:
+            raise ValueError(f"TrainConfig.teacher_kl must be > 0 with a teacher, got {self.teacher_kl}")
+        if self.anchor and self.anchor_kl <= 0 and not self.league_anchor_share:
+            raise ValueError(f"TrainConfig.anchor_kl must be > 0 with an anchor that plays no league games "
+                             f"(league_anchor_share=0), got {self.anchor_kl}")
+
     # ---- derived values ----
+    @property
+    def env_obs(self) -> str:
+        """The observation the training env steps: "oracle" for a run with a teacher (the learner reads its public
+        part; agents.distill), else ``obs``."""
+        return "oracle" if self.teacher else self.obs
+
     @property
     def is_gymnax(self) -> bool:
         return self.env.startswith("gymnax:")

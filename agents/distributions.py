@@ -19,7 +19,7 @@ import jax.numpy as jnp
 MASKED_LOGIT = -1e9
 
 
-def _legal(mask: jax.Array) -> jax.Array:
+def legal(mask: jax.Array) -> jax.Array:
     """bool[..., A]: ``mask`` with action 0 made legal in rows that have no legal action."""
     mask = jnp.asarray(mask, dtype=bool)
     none_legal = ~jnp.any(mask, axis=-1, keepdims=True)
@@ -31,7 +31,7 @@ def mask_logits(logits: jax.Array, mask: jax.Array) -> jax.Array:
     """float32[..., A], bool[..., A] -> float32[..., A] with illegal entries set to ``MASKED_LOGIT``."""
     if mask is None:
         return jnp.asarray(logits, jnp.float32)
-    return jnp.where(_legal(mask), jnp.asarray(logits, jnp.float32), jnp.float32(MASKED_LOGIT))
+    return jnp.where(legal(mask), jnp.asarray(logits, jnp.float32), jnp.float32(MASKED_LOGIT))
 
 
 def log_softmax_masked(logits: jax.Array, mask: jax.Array) -> jax.Array:
@@ -55,7 +55,7 @@ def entropy(logits: jax.Array, mask: jax.Array) -> jax.Array:
     """float32[...]: entropy of the masked softmax, summed over legal actions only."""
     logp = log_softmax_masked(logits, mask)
     terms = jnp.exp(logp) * logp
-    return -jnp.sum(terms if mask is None else jnp.where(_legal(mask), terms, 0.0), axis=-1)
+    return -jnp.sum(terms if mask is None else jnp.where(legal(mask), terms, 0.0), axis=-1)
 
 
 def greedy(logits: jax.Array, mask: jax.Array) -> jax.Array:

@@ -118,19 +118,20 @@ class LeagueTask(_GameTask):
     games, so the league can tell which game an env is playing (the snapshot its pool seats play)."""
 
     def __init__(self, env: jaxgame.AutoChessEnv, num_envs: int, learner_seats: int, pool_prob: float, bot: str,
-                 sync_axes=()):
+                 sync_axes=(), self_share: float = 0.0):
         super().__init__(env, num_envs, sync_axes)
         self.num_learner_seats = learner_seats
         self.pool_prob = pool_prob
+        self.self_share = self_share
         self.bot = bot
         self.learner_seats = np.ones(env.num_players, bool)  # any seat may be the learner's: see state.roles
 
     def __repr__(self):
         return (f"LeagueTask(num_envs={self.num_envs}, learner_seats={self.num_learner_seats}, "
-                f"pool_prob={self.pool_prob}, bot={self.bot!r}, game={self.game!r})")
+                f"pool_prob={self.pool_prob}, self_share={self.self_share}, bot={self.bot!r}, game={self.game!r})")
 
     def roles(self, key):
-        return league.assign_roles(key, self.num_envs, self.num_learner_seats, self.pool_prob)
+        return league.assign_roles(key, self.num_envs, self.num_learner_seats, self.pool_prob, self.self_share)
 
     def reset(self, key):
         game_key, role_key, key = jax.random.split(as_key(key, "LeagueTask.reset key"), 3)
@@ -156,9 +157,9 @@ def _with_seat_done(ts, **extra):
     return ts.replace(info={**ts.info, "seat_done": done, **extra})
 
 
-def make_game(config: TrainConfig) -> jaxgame.AutoChessEnv:
-    """The game env of a config (observation kind and rules)."""
-    return jaxgame.make("autochess", obs=config.obs, **config.rules())
+def make_game(config: TrainConfig, obs: str | None = None) -> jaxgame.AutoChessEnv:
+    """The game env of a config (observation kind and rules); ``obs`` overrides the observation kind."""
+    return jaxgame.make("autochess", obs=config.obs if obs is None else obs, **config.rules())
 
 
 def make_env(config: TrainConfig, num_envs: int | None = None, sync_axes: tuple[str, ...] = ()):
@@ -169,8 +170,8 @@ def make_env(config: TrainConfig, num_envs: int | None = None, sync_axes: tuple[
         return make_gymnax(config.env, num_envs)
     if config.league_size:
         return LeagueTask(make_game(config), num_envs, config.league_learner_seats, config.league_pool_prob,
-                          config.league_bot, sync_axes)
-    return AutoChessTask(make_game(config), num_envs, config.seat_kinds, sync_axes)
+                          config.league_bot, sync_axes, config.league_self_share)
+    return AutoChessTask(make_game(config, config.env_obs), num_envs, config.seat_kinds, sync_axes)
 
 
 def learner_seats(env) -> np.ndarray:

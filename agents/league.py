@@ -133,13 +133,17 @@ def sample_snapshots(pool: Pool, key, shape, prioritized: bool = False) -> jax.A
     return jnp.minimum(jnp.searchsorted(cdf, u, side="right"), last).astype(jnp.int32)
 
 
-def assign_roles(key, num_envs: int, learner_seats: int, pool_prob) -> jax.Array:
-    """int32[N, 8] roles: per env, ``learner_seats`` random seats are ROLE_LEARNER; each other seat is
-    ROLE_POOL with probability ``pool_prob``, else ROLE_BOT."""
+def assign_roles(key, num_envs: int, learner_seats: int, pool_prob, self_share: float = 0.0) -> jax.Array:
+    """int32[N, 8] roles: per env, with probability ``self_share`` (static) every seat is ROLE_LEARNER (a
+    self-play game); otherwise ``learner_seats`` random seats are ROLE_LEARNER and each other seat is ROLE_POOL
+    with probability ``pool_prob``, else ROLE_BOT."""
     perm_key, pool_key = jax.random.split(key)
     order = jax.vmap(lambda k: jax.random.permutation(k, C.NUM_PLAYERS))(jax.random.split(perm_key, num_envs))
     learner = jnp.argsort(order, axis=-1) < learner_seats  # seat s is learner if it comes early in the order
     pool = jax.random.uniform(pool_key, (num_envs, C.NUM_PLAYERS)) < pool_prob
+    if self_share:  # static: a run without self-play games draws exactly what it always drew
+        self_play = jax.random.uniform(jax.random.fold_in(key, 1), (num_envs, 1)) < self_share
+        learner = learner | self_play
     return jnp.where(learner, ROLE_LEARNER, jnp.where(pool, ROLE_POOL, ROLE_BOT)).astype(jnp.int32)
 
 
@@ -219,8 +223,9 @@ class FixedSeats:
     def __init__(self, learner: np.ndarray):
         self.learner = learner
 
-    def start(self, pool, key):
-        """Before a rollout: ``(key, context)``; a league draws the snapshots of the games starting during it."""
+    def start(self, pool, key, *inputs):
+        """Before a rollout: ``(key, context)``; a league draws the snapshots of the games starting during it.
+        ``inputs``: the trainer's ``chunk_inputs()``."""
         return key, None
 
     def seats(self, context, env_state, obs, mask, key):
@@ -268,13 +273,25 @@ class LeaguePlayers(FixedSeats):
         self.others = C.NUM_PLAYERS - config.league_learner_seats  # non-learner seats per game
         self.prioritized = config.league_sampling == "pfsp"
         self.snapshot_every = config.snapshot_every
+        # a game's pool seats play the anchor (slot K, past the pool's) with this probability, given that the
+        # game is not a self-play one: the anchor's share of all games is league_anchor_share
+        not_self = 1.0 - config.league_self_share
+        self.anchor_prob = min(config.league_anchor_share / not_self, 1.0) if config.league_anchor_share else 0.0
 
-    def start(self, pool: Pool, key):
-        """Draw the snapshots of the games that will start during the rollout (with the weights of now)."""
-        key, draw_key = jax.random.split(key)
-        upcoming = sample_snapshots(pool, draw_key, (pool.env_slot.shape[0], self.num_steps),
-                                    prioritized=self.prioritized)
-        return key, Draws(pool.params, pool.env_slot, pool.env_game, upcoming)
+    def start(self, pool: Pool, key, *inputs):
+        """Draw the snapshots of the games that will start during the rollout (with the weights of now); with an
+        anchor (``inputs``: ``({"anchor": params, ...},)``, ``agents.distill``) its parameters join the snapshots
+        as slot K and a game draws it with probability ``anchor_prob``."""
+        key, draw_key, anchor_key = jax.random.split(key, 3)
+        shape = (pool.env_slot.shape[0], self.num_steps)
+        upcoming = sample_snapshots(pool, draw_key, shape, prioritized=self.prioritized)
+        params = pool.params
+        if self.anchor_prob:
+            capacity = pool.update.shape[0]
+            upcoming = jnp.where(jax.random.bernoulli(anchor_key, self.anchor_prob, shape), capacity, upcoming)
+            params = jax.tree_util.tree_map(lambda stack, x: jnp.concatenate([stack, x[None].astype(stack.dtype)]),
+                                            params, inputs[0]["anchor"])
+        return key, Draws(params, pool.env_slot, pool.env_game, upcoming)
 
     def _upcoming(self, draws: Draws, started):
         """int32[N]: the slot of game number ``started`` (0-based, int32[N]) to start in each env this rollout."""
@@ -305,12 +322,15 @@ class LeaguePlayers(FixedSeats):
     def record(self, context, stats, ts):
         """Credit the games that ended to the snapshot they played (if its slot still holds it); the new games
         that started in their envs play the next of the rollout's drawn snapshots."""
-        credit = stats.env_update == stats.update[stats.env_slot]
-        stats = record_results(stats, stats.env_slot, ts.info["roles"], ts.done, ts.info["rank"], credit)
+        capacity = stats.update.shape[0]  # slot ``capacity`` is the anchor's: never credited
+        snapshot = stats.env_slot < capacity
+        credit = snapshot & (stats.env_update == stats.update[jnp.minimum(stats.env_slot, capacity - 1)])
+        stats = record_results(stats, jnp.minimum(stats.env_slot, capacity - 1), ts.info["roles"], ts.done,
+                               ts.info["rank"], credit)
         new = self._upcoming(context, stats.env_game - context.game)
         return stats.replace(
             env_slot=jnp.where(ts.done, new, stats.env_slot),
-            env_update=jnp.where(ts.done, stats.update[new], stats.env_update),
+            env_update=jnp.where(ts.done, stats.update[jnp.minimum(new, capacity - 1)], stats.env_update),
             env_game=stats.env_game + ts.done.astype(jnp.int32),
         )
 

@@ -184,6 +184,20 @@ def bc_loss(logits, value, mask, actions, targets, weight, vf_coef) -> tuple[jax
     return metrics["cross_entropy"] + vf_coef * metrics["value_loss"], metrics
 
 
+def policy_kl(logits, reference_logits, mask, weight, temperature=1.0) -> jax.Array:
+    """float32[]: the weighted mean over samples of KL(student || reference) between the masked softmaxes of
+    ``logits / temperature`` and ``reference_logits / temperature`` (float32[B, A] each; mask bool[B, A]: both over
+    the legal actions; weight float32[B] or None), ``sum_a p(a) (log p(a) - log q(a))``. No gradient flows into
+    the reference. Distillation's and the anchors' term (``agents.distill``)."""
+    log_p = distributions.log_softmax_masked(jnp.asarray(logits, jnp.float32) / temperature, mask)
+    reference = jax.lax.stop_gradient(jnp.asarray(reference_logits, jnp.float32))
+    log_q = distributions.log_softmax_masked(reference / temperature, mask)
+    terms = jnp.exp(log_p) * (log_p - log_q)
+    if mask is not None:  # illegal actions have p = 0; where() keeps their junk out of the gradient
+        terms = jnp.where(distributions.legal(mask), terms, 0.0)
+    return weighted_mean(jnp.sum(terms, axis=-1), weight)
+
+
 def explained_variance(values, targets, weight) -> jax.Array:
     """float32[]: weighted ``1 - var(targets - values) / var(targets)``; 0 when var(targets) == 0."""
     weight = None if weight is None else jnp.asarray(weight, jnp.float32)

@@ -211,6 +211,22 @@ class PerSeat:
         return jax.vmap(self.base.apply, in_axes=(0, 1), out_axes=1)(params, obs)
 
 
+class PublicView:
+    """``base`` on the first ``width`` features of each observation: a vector-observation learner stepped on the
+    oracle env's observations (``agents.distill``), whose parameters are exactly a vector policy's.
+    ``init(key, obs)`` and ``apply(params, obs)`` as flax's, obs float32[..., >= width]."""
+
+    def __init__(self, base, width: int):
+        self.base = base
+        self.width = width
+
+    def init(self, key, obs):
+        return self.base.init(key, obs[..., :self.width])
+
+    def apply(self, params, obs):
+        return self.base.apply(params, obs[..., :self.width])
+
+
 class OneSeat:
     """Seat ``seat``'s learner of a ``PerSeat`` parameter stack, as a policy for any seat: ``apply(params,
     obs)`` runs the wrapped network with ``params[seat]`` on every observation (rating each seat's learner)."""

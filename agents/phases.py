@@ -21,8 +21,10 @@ from __future__ import annotations
 import jax
 import jax.numpy as jnp
 
+from agents import networks
 from agents.config import TrainConfig
 from agents.policies import PolicyError, load_policy, parse_spec
+from jaxgame.observation import OBS_SIZE
 
 #: the config fields that fix a network's parameter shapes (besides the observation)
 NETWORK_FIELDS = ("network", "hidden", "activation", "shared_torso", "independent")
@@ -96,4 +98,61 @@ def start_params(config: TrainConfig, fresh):
     return transfer_params(jax.device_get(policy.params), fresh, widen)
 
 
-__all__ = ["NETWORK_FIELDS", "PhaseError", "check_start", "start_params", "transfer_params"]
+class Reference:
+    """A frozen policy a run reads (``agents.distill``): ``role`` ("teacher"/"anchor"), ``name`` (``RUN_DIR:STEP``
+    or the baseline's), ``network`` on the training env's observations (a ``networks.PublicView`` unless it reads
+    the oracle's), ``oracle`` (it reads the hidden information) and ``params`` (host arrays)."""
+
+    def __init__(self, role: str, name: str, network, oracle: bool, params):
+        self.role, self.name, self.network, self.oracle, self.params = role, name, network, oracle, params
+
+
+def load_reference(config: TrainConfig, role: str) -> Reference:
+    """The frozen policy ``config.<role>`` names; ``PhaseError`` (one line) when it cannot be loaded or cannot
+    play this run's game: another game or rules, independent learners, pixels, or an oracle anchor."""
+    spec_text = getattr(config, role)
+    spec = parse_spec(spec_text)
+    if isinstance(spec, str):
+        raise PhaseError(f"{role} must name a saved policy (RUN_DIR[:STEP] or baseline:NAME), got the bot {spec!r}")
+    try:
+        policy = load_policy(*spec)
+    except (PolicyError, FileNotFoundError) as err:
+        raise PhaseError(f"{role} {spec_text}: {err}") from None
+    saved = policy.config
+    if saved.rules() != config.rules():
+        differing = sorted(k for k, v in config.rules().items() if saved.rules().get(k) != v)
+        raise PhaseError(f"{role} {policy.name} played other rules: " + ", ".join(
+            f"{k}={saved.rules().get(k)!r} (this run {config.rules()[k]!r})" for k in differing))
+    if saved.independent:
+        raise PhaseError(f"{role} {policy.name} is independent learners (one network per seat); name one policy")
+    allowed = ("vector", "oracle") if role == "teacher" else ("vector",)
+    if saved.obs not in allowed:
+        raise PhaseError(f"{role} {policy.name} saw obs={saved.obs!r}; a {role} must have seen "
+                         + " or ".join(map(repr, allowed)))
+    oracle = saved.obs == "oracle"
+    network = policy.network if oracle else networks.PublicView(policy.network, OBS_SIZE)
+    return Reference(role, policy.name, network, oracle, jax.device_get(policy.params))
+
+
+def load_references(config: TrainConfig, params=None) -> dict:
+    """``{role: Reference}`` of the frozen policies ``config`` names (``teacher``, ``anchor``), loaded once;
+    ``PhaseError`` (one line) when one cannot be used (``load_reference``), ``oracle_dropout_updates`` is set
+    for a teacher that did not see the oracle's observation, or an anchor that plays league games
+    (``league_anchor_share``) has other parameter shapes than ``params`` (this run's, arrays or
+    ``ShapeDtypeStruct``s; it plays with the learner's network)."""
+    references = {role: load_reference(config, role) for role in ("teacher", "anchor") if getattr(config, role)}
+    teacher = references.get("teacher")
+    if config.oracle_dropout_updates and not teacher.oracle:
+        raise PhaseError(f"oracle_dropout_updates fades an oracle teacher's hidden inputs; teacher {teacher.name} "
+                         "saw obs='vector'")
+    if config.league_anchor_share:
+        anchor = references["anchor"]
+        try:
+            anchor.params = jax.device_get(transfer_params(anchor.params, params, widen_inputs=False))
+        except PhaseError as err:
+            raise PhaseError(f"anchor {anchor.name} plays league games with this run's network: {err}") from None
+    return references
+
+
+__all__ = ["NETWORK_FIELDS", "PhaseError", "Reference", "check_start", "load_reference", "load_references",
+           "start_params", "transfer_params"]

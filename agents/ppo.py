@@ -120,7 +120,7 @@ class PPO(Trainer):
                     f"got {config.num_minibatches}")
 
     # ---- one update ----
-    def rollout(self, runner: Runner, key):
+    def rollout(self, runner: Runner, key, *inputs):
         """``num_steps`` env steps -> (runner, transitions [T, N, P], episode sums [T]).
 
         ``self.players`` (``agents.league``) says who plays which seat: without a league the learner plays its
@@ -128,7 +128,7 @@ class PPO(Trainer):
         snapshot their env's game drew when it started (one per game), and the games that end are credited to
         that snapshot in the pool's statistics."""
         config, players = self.config, self.players
-        key, context = players.start(runner.league, key)
+        key, context = players.start(runner.league, key, *inputs)
 
         def step(carry, step_key):
             (env_state, obs, mask, tracker), stats = self._constrain_envs(carry[0]), carry[1]
@@ -153,9 +153,20 @@ class PPO(Trainer):
     #: what ``minibatch_loss`` reports, then the gradient norm and the learning rate: each minibatch step's metrics
     minibatch_metrics = MINIBATCH_METRICS
 
-    def minibatch_loss(self, network, params, traj: Transition, advantages, targets, hp: HParams):
-        """``(loss, metrics)`` of one minibatch (leaves [B, ...]): ``losses.ppo_loss``."""
+    def training_batch(self, traj: Transition, advantages, targets, update, inputs):
+        """The update's samples, leaves [T, N, P, ...]: ``(traj, advantages, targets, extra)``; ``extra`` is what a
+        subclass computes once per sample for its loss (None here; ``agents.distill``: the frozen policies'
+        logits). ``update``: the updates done (int32[]); ``inputs``: ``chunk_inputs()``."""
+        return traj, advantages, targets, None
+
+    def minibatch_loss(self, network, params, traj: Transition, advantages, targets, extra, hp: HParams, update):
+        """``(loss, metrics)`` of one minibatch (leaves [B, ...]; ``extra``: ``training_batch``'s): the network's
+        outputs, then ``loss_terms``."""
         logits, value = network.apply(params, traj.obs)
+        return self.loss_terms(logits, value, traj, advantages, targets, extra, hp, update)
+
+    def loss_terms(self, logits, value, traj: Transition, advantages, targets, extra, hp: HParams, update):
+        """``losses.ppo_loss`` of a minibatch's outputs (``logits`` float32[B, A], ``value`` float32[B])."""
         mask, weight = (None, None) if self.dense else (traj.mask, traj.weight)  # all ones if dense
         return losses.ppo_loss(
             logits, value, mask, traj.action, traj.log_prob, traj.value, advantages, targets, weight, hp.clip_eps,
@@ -177,12 +188,12 @@ class PPO(Trainer):
             "train/lr": mean["lr"],
         }
 
-    def update(self, runner: Runner):
+    def update(self, runner: Runner, *inputs):
         hp = runner.hparams
         update_key = jax.random.fold_in(runner.key, runner.update)
         act_key, shuffle_key = jax.random.split(update_key)
         pending = runner.pending
-        runner, traj, sums = self.rollout(runner, act_key)
+        runner, traj, sums = self.rollout(runner, act_key, *inputs)
         _, end_value = self.network.apply(runner.params, runner.obs)
         decisions = traj.weight.sum()  # taken in this rollout (trained now or, if left open, in a later update)
         if self.dense:  # every state is a decision: nothing is ever left open, the textbook GAE
@@ -191,7 +202,7 @@ class PPO(Trainer):
         else:
             traj, advantages, targets, pending = targets_with_pending(
                 traj, pending, end_value, runner.mask.sum(-1) > 1, hp.gamma, hp.gae_lambda)
-        batch = (traj, advantages, targets)
+        batch = self.training_batch(traj, advantages, targets, runner.update, inputs)
         params, opt_state, mb_metrics = self.optimize(runner.params, runner.opt_state, batch, shuffle_key, hp,
                                                       runner.update)
         mean = {k: v.mean() for k, v in mb_metrics.items()}
@@ -206,8 +217,9 @@ class PPO(Trainer):
         return runner, {**metrics, **league_metrics}
 
     def optimize(self, params, opt_state, batch, shuffle_key, hp: HParams, update):
-        """``update_epochs`` epochs of minibatch steps over ``batch`` = (transitions, advantages, targets), leaves
-        [T, N, P, ...]. Returns (params, opt_state, the means of ``MINIBATCH_METRICS`` over the minibatches).
+        """``update_epochs`` epochs of minibatch steps over ``batch`` = (transitions, advantages, targets, extra)
+        (``training_batch``), leaves [T, N, P, ...]. Returns (params, opt_state, the means of ``minibatch_metrics``
+        over the minibatches).
 
         Shared parameters train on the T x N samples of each seat the learner plays (``learner_samples``: with
         bot opponents, the bots' seats, whose samples carry weight 0, are left out, so an update costs what the
@@ -258,10 +270,11 @@ class PPO(Trainer):
 
         def minibatch_step(carry, mb):
             params, opt_state = carry
-            mb_traj, mb_adv, mb_targets = mb
+            mb_traj, mb_adv, mb_targets, mb_extra = mb
 
             (_, metrics), grads = jax.value_and_grad(
-                lambda p: self.minibatch_loss(network, p, mb_traj, mb_adv, mb_targets, hp), has_aux=True)(params)
+                lambda p: self.minibatch_loss(network, p, mb_traj, mb_adv, mb_targets, mb_extra, hp, update),
+                has_aux=True)(params)
             if axis_name is not None:  # shuffle="local": every device's minibatch counts the same
                 grads, metrics = jax.lax.pmean((grads, metrics), axis_name)
             params, opt_state, grad_norm, lr = apply_gradients(config, hp, params, opt_state, grads, update)

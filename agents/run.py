@@ -430,6 +430,23 @@ def restore_or_init(program, store: CheckpointStore, resume: bool, progress: Pro
     return program.init(), 0.0, False
 
 
+def best_metric(config: TrainConfig) -> tuple[str, str]:
+    """(metric, "min" or "max") that ranks the checkpoints of a run of ``config`` (``TrainConfig.best_by``)."""
+    if config.best_by == "rating":
+        return "eval/rating", "max"
+    if config.best_by == "validation":
+        return "val/cross_entropy", "min"
+    has_eval = not config.is_gymnax and config.eval_every > 0  # agents.build's evaluator
+    return ("eval/placement_vs_greedy", "min") if has_eval else ("train/episode_return", "max")
+
+
+def best_checkpoint(run_dir) -> int | None:
+    """The step of a training run's best checkpoint by its ``best_metric`` (None when no step was ranked, e.g.
+    a run without evaluations; then the latest is the one to use). Not checked for corruption."""
+    metric, mode = best_metric(load_config(run_dir))
+    return CheckpointStore(Path(run_dir) / CHECKPOINT_DIR, keep=1, best_metric=metric, best_mode=mode).best_step()
+
+
 # ---------------------------------------------------------------- one training run
 
 
@@ -453,12 +470,8 @@ class TrainProgram(ChunkProgram):
 
     @property
     def best_metric(self) -> tuple[str, str]:
-        """(metric, "min" or "max") that ranks the run's checkpoints."""
-        if self.config.best_by == "rating":
-            return "eval/rating", "max"
-        if self.config.best_by == "validation":
-            return "val/cross_entropy", "min"
-        return ("eval/placement_vs_greedy", "min") if self.evaluator else ("train/episode_return", "max")
+        """(metric, "min" or "max") that ranks the run's checkpoints (``best_metric``)."""
+        return best_metric(self.config)
 
     def start_params(self):
         """The parameters ``config.init_from`` names, on this run's shapes (``agents.phases``), loaded once; None
@@ -490,12 +503,12 @@ class TrainProgram(ChunkProgram):
                 lambda a, s: jax.ShapeDtypeStruct(a.shape, a.dtype, sharding=s), abstract, shardings
             )
         step, runner, saved = store.restore(abstract)
-        digest = saved.get("bc_dataset_digest")
-        if digest is not None:
-            self.chunk_inputs()  # reads the dataset and its digest (once)
-        if digest is not None and digest != self.trainer.digest:
-            raise RunError(f"the dataset {self.config.bc_dataset} is not the one this run's checkpoints trained on "
-                           "(its shards' sha256s differ): a resume would not continue the same run")
+        self.chunk_inputs()  # reads a dataset's digest, a distillation's frozen policies (once)
+        for name, value in self.trainer.input_identity().items():
+            if name in saved and saved[name] != value:
+                raise RunError(f"this run's inputs are not those its checkpoints trained on ({name}: "
+                               f"{saved[name]} then, {value} now; a dataset's digest covers its shards' sha256s): "
+                               "a resume would not continue the same run")
         runner = fresh_arrays(runner) if self.trainer.mesh is None else self.trainer.place(runner)
         return step, runner, saved
 
@@ -510,8 +523,10 @@ class TrainProgram(ChunkProgram):
         fit the run is a ``RunError``."""
         if self.inputs is None:
             try:
+                if getattr(self.trainer, "roles", ()):  # agents.distill: loaded anew by each program
+                    self.trainer.use_references(phases.load_references(self.config, self.run_shapes.params))
                 self.inputs = self.trainer.chunk_inputs()
-            except dataset.DatasetError as err:
+            except (dataset.DatasetError, phases.PhaseError) as err:
                 raise RunError(str(err)) from None
         return self.inputs
 
@@ -574,10 +589,7 @@ class TrainProgram(ChunkProgram):
         return {k: v for k, v in records[0].items() if isinstance(v, float) and math.isfinite(v)}
 
     def checkpoint_payload(self, wall_s: float) -> dict:
-        payload = super().checkpoint_payload(wall_s)
-        if self.config.bc_dataset:
-            payload["bc_dataset_digest"] = self.trainer.digest
-        return payload
+        return {**super().checkpoint_payload(wall_s), **self.trainer.input_identity()}
 
     def progress_text(self, records, evaluation):
         """Throughput, training placement (not under pure self-play), return, the latest evaluation, two losses."""
@@ -694,7 +706,7 @@ def train(config: TrainConfig, run_dir, resume: bool = False, preset: str | None
 
 __all__ = [
     "RESUMABLE_CHANGES", "Built", "ChunkLoop", "ChunkProgram", "LoopResult", "RunError", "StopSignals", "TrainProgram",
-    "build",
-    "check_checkpoint_config", "check_env_available", "check_memory", "check_resumable", "compile_together", "fresh_arrays", "load_config",
-    "restore_or_init", "run_identity", "run_meta", "train",
+    "best_checkpoint", "best_metric", "build", "check_checkpoint_config", "check_env_available", "check_memory",
+    "check_resumable", "compile_together", "fresh_arrays", "load_config", "restore_or_init", "run_identity",
+    "run_meta", "train",
 ]

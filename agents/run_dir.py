@@ -29,7 +29,8 @@ import uuid
 from pathlib import Path
 
 OWNER_FILE = "run.json"
-TOOLS = {"train": "python -m experiments.train", "sweep": "python -m experiments.sweep"}
+TOOLS = {"train": "python -m experiments.train", "sweep": "python -m experiments.sweep",
+         "pipeline": "python -m experiments.pipeline"}
 
 
 class RunError(ValueError):

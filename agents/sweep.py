@@ -153,6 +153,9 @@ class Sweep:
         if config.init_from:
             raise ValueError("TrainConfig.init_from: a sweep starts its runs from fresh parameters; start one run "
                              "from a saved policy with python -m experiments.train")
+        if config.teacher or config.anchor:
+            raise ValueError("TrainConfig.teacher / anchor: a sweep does not read frozen policies; distil one run at "
+                             "a time (python -m experiments.train)")
         if config.bc_dataset:
             raise ValueError("TrainConfig.bc_dataset: a sweep runs generated games; clone a dataset one run at a "
                              "time (python -m experiments.train)")

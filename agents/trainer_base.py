@@ -180,6 +180,12 @@ class Trainer:
         (``agents.bc.DatasetCloning``)."""
         return ()
 
+    def input_identity(self) -> dict:
+        """JSON-able entries naming the inputs ``chunk_inputs()`` read (call it first), saved in every checkpoint:
+        a resume whose inputs differ is refused (``agents.run``). None here; a dataset's digest, the frozen policies
+        a distillation reads."""
+        return {}
+
     def finished_early(self, runner) -> bool:
         """Whether the run ends before its ``num_updates`` (a dataset run's early stopping); never here."""
         return False
@@ -191,9 +197,9 @@ class Trainer:
         """The whole run: ``(runner, metrics)`` with metrics float32[num_updates] each."""
         return self._run(self.init(key, hparams), self.config.num_updates, *self.chunk_inputs())
 
-    def _run(self, runner: Runner, num_updates: int):
+    def _run(self, runner: Runner, num_updates: int, *inputs):
         def one_update(runner, _):
-            runner, metrics = self.update(self.constrain(runner))
+            runner, metrics = self.update(self.constrain(runner), *inputs)
             metrics = {**metrics, health.FINITE: health.finite_flag(runner.params, metrics)}
             return self.constrain(runner), metrics
 
@@ -202,7 +208,8 @@ class Trainer:
             metrics = jax.lax.with_sharding_constraint(metrics, distributed.replicated(self.mesh))
         return runner, metrics
 
-    def update(self, runner: Runner):
+    def update(self, runner: Runner, *inputs):
+        """One update; ``inputs``: ``chunk_inputs()``."""
         raise NotImplementedError
 
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 from agents.a2c import StreamingA2C
 from agents.bc import BehaviourCloning, DatasetCloning
 from agents.config import TrainConfig
+from agents.distill import DistilledPPO
 from agents.ppo import PPO
 from agents.rollout import summarize
 from agents.trainer_base import Trainer
@@ -21,11 +22,14 @@ TRAINERS = {"ppo": PPO, "a2c": StreamingA2C, "bc": BehaviourCloning}
 
 def make_train(config: TrainConfig, env) -> Trainer:
     """The trainer of ``config.algo`` on ``env`` (an ``agents.env_api.BatchedEnv``); behaviour cloning of a
-    recording (``config.bc_dataset``) is ``agents.bc.DatasetCloning``."""
+    recording (``config.bc_dataset``) is ``agents.bc.DatasetCloning``; PPO with a teacher or an anchor is
+    ``agents.distill.DistilledPPO``."""
     if config.algo not in TRAINERS:
         raise ValueError(f"unknown algo {config.algo!r}; choose from {sorted(TRAINERS)}")
     if config.bc_dataset:
         return DatasetCloning(config, env)
+    if config.teacher or config.anchor:
+        return DistilledPPO(config, env)
     return TRAINERS[config.algo](config, env)
 
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 import dataclasses
 
 from agents.config import TrainConfig
+from agents.pipeline import PipelineSpec, RecordPhase, TrainPhase
 
 
 @dataclasses.dataclass(frozen=True)
@@ -130,3 +131,59 @@ def describe() -> str:
         lines.append(f"{name}: {preset.purpose}")
         lines.append("    " + ", ".join(f"{k}={v}" for k, v in values.items()))
     return "\n".join(lines)
+
+
+# ---------------------------------------------------------------- pipelines (python -m experiments.pipeline)
+_SMOKE_RULES = dict(max_rounds=6, steps_per_round=4, max_combat_ticks=100)
+_SMOKE = dataclasses.replace(PRESETS["smoke"].config, eval_every=0)
+_EXPERT_VS_GREEDY = ("expert",) + ("greedy",) * 7
+
+PIPELINES = {
+    "pipeline_small": PipelineSpec(
+        "CPU (2 cores), about 40 minutes: the design's phases end to end. Record 96 games of the expert against 7 "
+        "greedy bots; clone them (bc_data's settings); PPO on the oracle observation from the clone (the teacher); "
+        "PPO from the clone distilling the teacher (KL decaying over 150 updates, its hidden inputs faded out over "
+        "100) with a decaying KL anchor to the clone (the student); a league from the student (50% self-play, 30% "
+        "snapshots, 20% the student frozen as anchor, a small decaying KL to it)",
+        RecordPhase(players=_EXPERT_VS_GREEDY, games=96, batch_games=32),
+        (
+            TrainPhase("bc", dataclasses.replace(PRESETS["bc_data"].config, bc_dataset="@record", bc_patience=3,
+                                                 total_steps=256 * 12_000)),
+            TrainPhase("teacher", dataclasses.replace(
+                PRESETS["ppo_small"].config, obs="oracle", warmup_updates=10, total_steps=64 * 32 * 40,
+                eval_every=2, eval_games=8, checkpoint_every=1, init_from="@bc")),
+            TrainPhase("student", dataclasses.replace(
+                PRESETS["ppo_small"].config, warmup_updates=10, total_steps=64 * 32 * 150, teacher_kl=1.0,
+                teacher_kl_updates=150, oracle_dropout_updates=100, anchor_kl=0.1, anchor_kl_updates=100,
+                eval_every=5, eval_games=8, checkpoint_every=1, init_from="@bc", teacher="@teacher",
+                anchor="@bc")),
+            TrainPhase("league", dataclasses.replace(
+                PRESETS["league_small"].config, league_size=4, league_pool_prob=1.0, league_self_share=0.5,
+                league_anchor_share=0.2, anchor_kl=0.05, anchor_kl_updates=120, warmup_updates=10,
+                total_steps=64 * 32 * 120, eval_every=3, eval_games=8, checkpoint_every=1, init_from="@student",
+                anchor="@student")),
+        ),
+    ),
+    "pipeline_smoke": PipelineSpec(
+        "CPU, a few minutes: every phase of pipeline_small on the smoke preset's short games, a few updates each",
+        RecordPhase(players=_EXPERT_VS_GREEDY, games=2, batch_games=2, rules=tuple(_SMOKE_RULES.items())),
+        (
+            TrainPhase("bc", dataclasses.replace(
+                _SMOKE, algo="bc", bc_batch_size=32, bc_val_fraction=0.5, best_by="validation",
+                total_steps=32 * 4, updates_per_chunk=2, bc_dataset="@record")),
+            TrainPhase("teacher", dataclasses.replace(_SMOKE, obs="oracle", init_from="@bc")),
+            TrainPhase("student", dataclasses.replace(_SMOKE, teacher_kl_updates=4, oracle_dropout_updates=4,
+                                                      init_from="@bc", teacher="@teacher", anchor="@bc")),
+            TrainPhase("league", dataclasses.replace(
+                _SMOKE, league_size=2, league_groups=2, league_pool_prob=1.0, league_self_share=0.5,
+                league_anchor_share=0.25, anchor_kl=0.0, snapshot_every=1, init_from="@student",
+                anchor="@student")),
+        ),
+    ),
+}
+
+
+def pipeline_spec(name: str) -> PipelineSpec:
+    if name not in PIPELINES:
+        raise ValueError(f"unknown pipeline preset {name!r}; available: {', '.join(PIPELINES)}")
+    return PIPELINES[name]

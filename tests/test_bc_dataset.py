@@ -110,7 +110,7 @@ def test_a_dataset_run_validates_every_chunk_and_resumes_as_the_uninterrupted_ru
     write_random_dataset(other, seed=1)
     for file in other.iterdir():
         (data / file.name).write_bytes(file.read_bytes())
-    with pytest.raises(RunError, match="not the one this run's checkpoints trained on"):
+    with pytest.raises(RunError, match=r"not those its checkpoints trained on \(bc_dataset_digest"):
         train(config.with_overrides({"total_steps": 32 * 25}), tmp_path / "split", resume=True)
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import functools
 import os
+import types
 
 import jax
 import jax.numpy as jnp
@@ -68,6 +69,57 @@ def test_roles_give_each_game_its_learner_seats_and_the_configured_mix():
     per_seat = (roles == league.ROLE_LEARNER).mean(0)  # every seat is equally likely to be the learner's
     expected = learner_seats / 8
     assert np.all(np.abs(per_seat - expected) < 4 * np.sqrt(expected * (1 - expected) / num_envs))
+
+
+def test_the_opponent_mix_gives_self_play_snapshot_and_anchor_games_their_shares():
+    """The design's mix (league_self_share=0.5, league_anchor_share=0.2, league_pool_prob=1): half the games are
+    all-learner self-play, the others' pool seats play the anchor (slot K) in 0.2 / 0.5 of them, a snapshot in the
+    rest; the anchor's games play the anchor's parameters, the others their slot's."""
+    from agents.envs import LeagueTaskState
+
+    num_envs, steps = 2000, 4
+    roles = np.asarray(league.assign_roles(jax.random.key(1), num_envs, 3, 1.0, self_share=0.5))
+    self_play = (roles == league.ROLE_LEARNER).all(1)
+    assert abs(self_play.mean() - 0.5) < 4 * np.sqrt(0.25 / num_envs)
+    np.testing.assert_array_equal((roles[~self_play] == league.ROLE_LEARNER).sum(1), 3)
+    np.testing.assert_array_equal(roles[~self_play] != league.ROLE_BOT, True)  # pool_prob=1: no bot
+    unmixed = np.asarray(league.assign_roles(jax.random.key(1), num_envs, 3, 1.0))
+    np.testing.assert_array_equal(roles[~self_play], unmixed[~self_play])  # the mix only adds self-play games
+
+    config = TrainConfig(num_envs=num_envs, num_steps=steps, total_steps=num_envs * steps, league_size=3,
+                         league_learner_seats=3, league_pool_prob=1.0, league_self_share=0.5,
+                         league_anchor_share=0.2, anchor="some/run", anchor_kl=0.0, league_groups=num_envs // 8)
+    players = league.LeaguePlayers(config, PreferenceNetwork())
+    assert players.anchor_prob == pytest.approx(0.4)
+    pool = league.pool_init({"pref": jnp.zeros(5)}, 3, num_envs)
+    for slot in (1, 2):
+        pool = league.pool_insert(pool, {"pref": 1e4 * jnp.eye(5)[slot]}, slot)
+    pool = pool.replace(params={"pref": pool.params["pref"].at[0].set(1e4 * jnp.eye(5)[0])})
+    anchor = {"pref": 1e4 * jnp.eye(5)[3]}  # the anchor always picks action 3, slot k action k
+    _, draws = jax.jit(players.start)(pool, jax.random.key(2), {"anchor": anchor})
+    upcoming = np.asarray(draws.upcoming)
+    share = (upcoming == 3).mean()
+    assert abs(share - 0.4) < 4 * np.sqrt(0.24 / upcoming.size)
+    counts = np.bincount(upcoming[upcoming < 3], minlength=3)  # the rest uniformly over the 3 filled slots
+    assert np.all(np.abs(counts / counts.sum() - 1 / 3) < 0.03)
+    # every env's game started now (game count 1 past the rollout's start): it plays its first upcoming draw
+    env_state = LeagueTaskState(games=None, key=None, roles=jnp.asarray(unmixed),
+                                game=draws.game + 1)
+    obs, mask = jnp.zeros((num_envs, 8, 2)), jnp.ones((num_envs, 8, 5), bool)
+    _, _, (pool_seats, action) = jax.jit(players.seats)(draws, env_state, obs, mask, jax.random.key(0))
+    want = np.repeat(upcoming[:, :1], 8, 1)  # slot k (or the anchor, "slot" 3) picks action k (3)
+    pool_seats = np.asarray(pool_seats)
+    np.testing.assert_array_equal(np.asarray(action)[pool_seats], want[pool_seats])
+
+    # the anchor's games are never credited to a snapshot: a finished anchor game changes no slot's statistics
+    stats = players.stats(pool).replace(env_slot=jnp.full(num_envs, 3, jnp.int32))
+    ts = types.SimpleNamespace(done=jnp.ones(num_envs, bool), info={
+        "roles": jnp.asarray(unmixed), "rank": jnp.tile(jnp.arange(1, 9), (num_envs, 1))})
+    after = jax.jit(lambda d, s: players.record(d, s, ts))(draws, stats)
+    np.testing.assert_array_equal(after.games, pool.games)
+    np.testing.assert_array_equal(after.env_slot, upcoming[:, 0])  # the game starting now plays its first draw
+    np.testing.assert_array_equal(after.env_update[upcoming[:, 0] < 3], np.asarray(pool.update)[
+        upcoming[upcoming[:, 0] < 3, 0]])
 
 
 class ScaleNetwork:
@@ -317,7 +369,7 @@ def test_an_update_against_bots_trains_on_the_learners_seats_alone_as_on_all_eig
     _, traj, _ = jax.jit(trainer.rollout)(runner, jax.random.key(1))
     rng = np.random.default_rng(0)
     batch = (traj, rng.normal(size=traj.weight.shape).astype(np.float32),
-             rng.normal(size=traj.weight.shape).astype(np.float32))
+             rng.normal(size=traj.weight.shape).astype(np.float32), None)
     sliced = trainer.learner_samples(batch)
     assert sliced[1].shape == traj.weight.shape[:2] + (2,)
     np.testing.assert_array_equal(sliced[1], batch[1][:, :, [2, 6]])
@@ -381,6 +433,10 @@ def test_a_league_run_rates_the_learner_and_its_snapshots(tmp_path):
     (dict(league_groups=3), "league_groups must divide num_envs=8"),
     (dict(league_learner_seats=8), "league_learner_seats"),
     (dict(league_bot="nobody"), "league_bot"),
+    (dict(league_self_share=0.6, league_anchor_share=0.5, anchor="r"), "league_self_share \\+ league_anchor_share"),
+    (dict(league_anchor_share=0.2), "the anchor's games need a frozen policy: set anchor"),
+    (dict(league_anchor_share=0.2, anchor="r", league_pool_prob=0.0), "the anchor would play no game"),
+    (dict(anchor="r", anchor_kl=0.0), "anchor_kl must be > 0 with an anchor that plays no league games"),
 ])
 def test_league_config_errors_name_the_field(overrides, message):
     with pytest.raises(ValueError, match=message):
@@ -420,10 +476,10 @@ def test_independent_learners_changing_one_seats_data_leaves_every_other_seats_u
     targets = jax.random.normal(jax.random.key(3), traj.reward.shape)
     optimize = jax.jit(lambda batch: trainer.optimize(runner.params, runner.opt_state, batch, jax.random.key(4),
                                                       runner.hparams, runner.update)[0])
-    before = optimize((traj, advantages, targets))
+    before = optimize((traj, advantages, targets, None))
     j = 5  # seat j's advantages, targets and observations change
     changed = (traj.replace(obs=traj.obs.at[:, :, j].add(1.0)), advantages.at[:, :, j].mul(-3.0),
-               targets.at[:, :, j].add(2.0))
+               targets.at[:, :, j].add(2.0), None)
     after = optimize(changed)
     assert all(np.isfinite(np.asarray(leaf)).all() for leaf in jax.tree_util.tree_leaves(before))
     for b, a in zip(jax.tree_util.tree_leaves(before), jax.tree_util.tree_leaves(after)):

@@ -253,6 +253,50 @@ def test_a_run_init_from_a_saved_policy_starts_from_its_parameters_and_nothing_e
 
 
 @game_cli
+def test_a_distillation_run_reads_its_frozen_policies_and_resumes_only_with_the_same_ones(smoke_run, tmp_path):
+    """teacher= and anchor= through the run library: the KL terms are logged, a run split by a resume equals the
+    uninterrupted one bit for bit, the student's checkpoints load as a vector policy, a teacher whose checkpoint
+    changed under a resume is refused, and unusable frozen policies are one line before anything is written."""
+    from agents.policies import load_policy
+    from agents.run import RunError, train
+
+    run_dir, _ = smoke_run
+    teacher = tmp_path / "teacher"
+    shutil.copytree(run_dir, teacher)
+    config = preset_config("smoke").with_overrides({
+        "teacher": str(teacher), "teacher_kl_updates": 3, "anchor": f"{run_dir}:2", "anchor_kl": 0.5,
+        "init_from": f"{run_dir}:2", "eval_every": 0})
+    train(config, tmp_path / "whole")
+    records = _records(tmp_path / "whole")
+    assert [r["train/teacher_kl"] for r in records] == pytest.approx([0.5 * (1 + 2 / 3), 0.5 * (1 / 3 + 0)])
+    assert all(r["loss/teacher_kl"] > 0 and r["loss/anchor_kl"] >= 0 for r in records)
+    half = config.with_overrides({"total_steps": config.total_steps // 2})
+    train(half, tmp_path / "split")
+    train(config, tmp_path / "split", resume=True)
+    assert _records(tmp_path / "split") == records
+    student = load_policy(tmp_path / "split")
+    assert student.config.obs == "vector"
+    jax.tree_util.tree_map(np.testing.assert_array_equal, student.params, load_policy(tmp_path / "whole").params)
+    student.network.apply(student.params, np.zeros((1, 582), np.float32))  # a vector policy's input
+
+    train(half, tmp_path / "moved")
+    shutil.rmtree(teacher / "checkpoints" / "4")  # the teacher's latest checkpoint is now another one
+    with pytest.raises(RunError, match=r"frozen_policies: \{'teacher': '.*teacher:4'.* then"):
+        train(config, tmp_path / "moved", resume=True)
+    for change, message in [({"teacher": "greedy"}, "teacher must name a saved policy"),
+                            ({"anchor": str(tmp_path / "none")}, "anchor .*none"),
+                            ({"max_rounds": 7, "init_from": ""}, "teacher .* played other rules: max_rounds=6"),
+                            ({"oracle_dropout_updates": 2}, "teacher .* saw obs='vector'"),
+                            ({"teacher": "", "init_from": "", "hidden": (32, 32), "league_size": 2,
+                              "league_anchor_share": 0.5},
+                             r"anchor .*:2 plays league games with this run's network: parameter .* is \[64"),
+                            ]:
+        with pytest.raises(RunError, match=message):
+            train(config.with_overrides(change), tmp_path / "refused")
+        assert not (tmp_path / "refused").exists()
+
+
+@game_cli
 def test_smoke_run_writes_every_artefact(smoke_run):
     run_dir, summary = smoke_run
     assert json.loads((run_dir / "config.json").read_text()) == preset_config("smoke").to_dict()

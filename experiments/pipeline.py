@@ -1,0 +1,142 @@
+"""Run the design's training pipeline end to end: record -> behaviour cloning -> oracle teacher -> distilled student
+-> anchored league, each phase in its own run directory under ``--dir``.
+
+    python -m experiments.pipeline --preset=pipeline_small --dir runs/pipe        # CPU (2 cores), about 40 min
+    python -m experiments.pipeline --dir runs/pipe --resume                          # continue where it stopped
+    python -m experiments.pipeline --preset=pipeline_small --set student.total_steps=409600 --dir runs/pipe2
+    python -m experiments.pipeline --preset=pipeline_smoke --dir /tmp/pipe --stop-after bc
+    python -m experiments.pipeline --list-presets
+
+The pipeline is the library's ``agents.pipeline.run_pipeline`` (docs/training.md, "The pipeline"): each phase's
+config links to the earlier phases' results (``"@PHASE"``: the recording's directory, or a training phase's best
+checkpoint ``RUN_DIR:STEP``). ``--set PHASE.FIELD=VALUE`` changes one phase's config field (``record.games=64``
+for the recording). ``DIR/pipeline.json`` lists the phases, their directories, configs, results and wall times;
+``--resume`` skips the finished phases and continues the unfinished one from its checkpoints (the preset, seed and
+``--set`` values are read back from it). Ctrl-C or SIGTERM during a training phase saves its checkpoint and stops
+the pipeline (exit 0, resumable). Progress goes to stderr; the last line on stdout is the JSON summary.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import json
+import time
+from pathlib import Path
+
+from agents.checkpoints import CheckpointMismatchError, NoGoodCheckpointError
+from agents.config import TrainConfig
+from agents.health import NonFiniteError
+from agents.pipeline import PIPELINE_FILE, RECORD, RecordPhase, run_pipeline
+from agents.progress import ConsoleProgress, NoProgress
+from agents.run import RunError
+from experiments.common import DEFAULT_CACHE, enable_compilation_cache, fail, parse_value, quiet_logs
+from experiments.presets import PIPELINES, pipeline_spec
+
+
+def parse_args(argv=None):
+    parser = argparse.ArgumentParser(prog="python -m experiments.pipeline", description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--preset", default="pipeline_small", help="a pipeline preset (--list-presets)")
+    parser.add_argument("--dir", help="the pipeline's directory (default runs/<preset>-<timestamp>)")
+    parser.add_argument("--seed", type=int, default=0, help="the recording's seed; phase i trains with seed + i")
+    parser.add_argument("--set", action="append", default=[], metavar="PHASE.FIELD=VALUE",
+                        help="override one phase's config field (repeatable)")
+    parser.add_argument("--resume", action="store_true", help="continue the pipeline in --dir")
+    parser.add_argument("--stop-after", metavar="PHASE", help="stop after this phase (resume later)")
+    parser.add_argument("--list-presets", action="store_true", help="print the pipeline presets and exit")
+    parser.add_argument("--quiet", action="store_true", help="no progress messages or bars on stderr")
+    parser.add_argument("--cache-dir", default=DEFAULT_CACHE, help=f"JAX compilation cache (default {DEFAULT_CACHE})")
+    parser.add_argument("--no-cache", action="store_true", help="do not use the persistent compilation cache")
+    args = parser.parse_args(argv)
+    if not 0 <= args.seed < 2**31 - 16:
+        fail(parser, f"--seed must be in [0, 2^31 - 16), got {args.seed}")
+    return parser, args
+
+
+def parse_sets(parser, items) -> dict:
+    """``--set PHASE.FIELD=VALUE`` strings -> {phase: {field: text}}; malformed ones are parser errors."""
+    sets: dict = {}
+    for item in items:
+        key, sep, value = item.partition("=")
+        phase, dot, field = key.strip().partition(".")
+        if not sep or not dot or not phase or not field:
+            fail(parser, f"--set {item!r}: expected PHASE.FIELD=VALUE (e.g. student.total_steps=409600)")
+        sets.setdefault(phase, {})[field] = value
+    return sets
+
+
+def typed_overrides(sets: dict) -> dict:
+    """{phase: {field: text}} -> {phase: {field: value}} parsed by the field's type (``record``: ``RecordPhase``'s
+    int fields; the others ``TrainConfig``'s); a ``ValueError`` names the field."""
+    types = TrainConfig.field_types()
+    record_fields = {f.name for f in dataclasses.fields(RecordPhase)}
+    out = {}
+    for phase, fields in sets.items():
+        if phase == RECORD:
+            bad = sorted(set(fields) - {"games", "batch_games"})
+            if bad:
+                raise ValueError(f"--set record.{bad[0]}: only record.games and record.batch_games can be set "
+                                 f"(RecordPhase fields: {', '.join(sorted(record_fields))})")
+            out[phase] = {k: parse_value(f"record.{k}", int, v) for k, v in fields.items()}
+            continue
+        unknown = sorted(set(fields) - set(types))
+        if unknown:
+            raise ValueError(f"--set {phase}.{unknown[0]}: unknown config field")
+        out[phase] = {k: parse_value(f"{phase}.{k}", types[k], v) for k, v in fields.items()}
+    return out
+
+
+def main(argv=None):
+    quiet_logs()
+    parser, args = parse_args(argv)
+    if args.list_presets:
+        for name, spec in PIPELINES.items():
+            print(f"{name}: {spec.description}")
+            print(f"    record: {spec.record.games} games of {','.join(spec.record.players)}")
+            for phase in spec.phases:
+                links = ", ".join(f"{f}=@{p}" for f, p in phase.links)
+                print(f"    {phase.name}: {phase.config.algo}, {phase.config.num_updates} updates ({links})")
+        return None
+    sets = parse_sets(parser, args.set)
+    if args.resume:
+        if not args.dir:
+            fail(parser, "--resume needs --dir")
+        if sets:
+            fail(parser, "--resume continues the pipeline as it started; --set is not allowed")
+        try:
+            state = json.loads((Path(args.dir) / PIPELINE_FILE).read_text())
+        except (OSError, json.JSONDecodeError) as err:
+            fail(parser, f"{Path(args.dir) / PIPELINE_FILE} cannot be read ({err}); is --dir a pipeline directory?")
+        preset, seed, overrides = state["pipeline"], state["seed"], state.get("overrides") or {}
+    else:
+        preset, seed = args.preset, args.seed
+        try:
+            overrides = typed_overrides(sets)
+        except ValueError as err:
+            fail(parser, err)
+    try:
+        spec = pipeline_spec(preset)
+    except ValueError as err:
+        fail(parser, err)
+    out_dir = args.dir or f"runs/{preset}-{time.strftime('%Y%m%d-%H%M%S')}"
+    enable_compilation_cache(None if args.no_cache else args.cache_dir)
+    try:
+        summary = run_pipeline(spec, out_dir, preset, seed, args.resume,
+                               NoProgress() if args.quiet else ConsoleProgress(), args.stop_after, overrides)
+    except NonFiniteError as err:
+        fail(parser, err, status=1)
+    except (NoGoodCheckpointError, CheckpointMismatchError) as err:
+        fail(parser, err, status=1)
+    except (RunError, ValueError, TypeError, FileNotFoundError, MemoryError) as err:
+        fail(parser, err)
+    result = {"dir": str(out_dir), "pipeline": preset, "final": summary["final"], "wall_s": summary["wall_s"],
+              "stopped": summary["stopped"],
+              "phases": {k: {"dir": v["dir"], "result": v["result"], "wall_s": v["wall_s"]}
+                         for k, v in summary["phases"].items()}}
+    print(json.dumps(result))
+    return result
+
+
+if __name__ == "__main__":
+    main()
