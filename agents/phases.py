@@ -80,20 +80,26 @@ def check_start(saved: TrainConfig, config: TrainConfig, name: str) -> bool:
     return widen
 
 
+def load_saved(config: TrainConfig, field: str):
+    """The saved policy (``agents.policies.RunPolicy``) that ``config.<field>`` names (``init_from``, ``teacher``,
+    ``anchor``); ``PhaseError`` (one line) for a bot's name or a policy that cannot be loaded."""
+    text = getattr(config, field)
+    spec = parse_spec(text)
+    if isinstance(spec, str):
+        raise PhaseError(f"{field} must name a saved policy (RUN_DIR[:STEP] or baseline:NAME), got the bot {spec!r}")
+    try:
+        return load_policy(*spec, game_only=not config.is_gymnax)
+    except (PolicyError, FileNotFoundError) as err:
+        raise PhaseError(f"{field} {text}: {err}") from None
+
+
 def start_params(config: TrainConfig, fresh):
     """The parameters a run of ``config`` starts from: ``fresh`` (this run's initial ones), or with
     ``config.init_from`` the saved policy's, transferred onto ``fresh``'s shapes (``transfer_params``). Raises
     ``PhaseError`` (one line) when the policy cannot be loaded or does not fit."""
     if not config.init_from:
         return fresh
-    spec = parse_spec(config.init_from)
-    if isinstance(spec, str):
-        raise PhaseError(f"init_from must name a saved policy (RUN_DIR[:STEP] or baseline:NAME), got the bot "
-                         f"{spec!r}")
-    try:
-        policy = load_policy(*spec, game_only=not config.is_gymnax)
-    except (PolicyError, FileNotFoundError) as err:
-        raise PhaseError(f"init_from {config.init_from}: {err}") from None
+    policy = load_saved(config, "init_from")
     widen = check_start(policy.config, config, policy.name)
     return transfer_params(jax.device_get(policy.params), fresh, widen)
 
@@ -110,14 +116,7 @@ class Reference:
 def load_reference(config: TrainConfig, role: str) -> Reference:
     """The frozen policy ``config.<role>`` names; ``PhaseError`` (one line) when it cannot be loaded or cannot
     play this run's game: another game or rules, independent learners, pixels, or an oracle anchor."""
-    spec_text = getattr(config, role)
-    spec = parse_spec(spec_text)
-    if isinstance(spec, str):
-        raise PhaseError(f"{role} must name a saved policy (RUN_DIR[:STEP] or baseline:NAME), got the bot {spec!r}")
-    try:
-        policy = load_policy(*spec)
-    except (PolicyError, FileNotFoundError) as err:
-        raise PhaseError(f"{role} {spec_text}: {err}") from None
+    policy = load_saved(config, role)
     saved = policy.config
     if saved.rules() != config.rules():
         differing = sorted(k for k, v in config.rules().items() if saved.rules().get(k) != v)
@@ -155,4 +154,4 @@ def load_references(config: TrainConfig, params=None) -> dict:
 
 
 __all__ = ["NETWORK_FIELDS", "PhaseError", "Reference", "check_start", "load_reference", "load_references",
-           "start_params", "transfer_params"]
+           "load_saved", "start_params", "transfer_params"]

@@ -134,7 +134,6 @@ def describe() -> str:
 
 
 # ---------------------------------------------------------------- pipelines (python -m experiments.pipeline)
-_SMOKE_RULES = dict(max_rounds=6, steps_per_round=4, max_combat_ticks=100)
 _SMOKE = dataclasses.replace(PRESETS["smoke"].config, eval_every=0)
 _EXPERT_VS_GREEDY = ("expert",) + ("greedy",) * 7
 
@@ -166,7 +165,7 @@ PIPELINES = {
     ),
     "pipeline_smoke": PipelineSpec(
         "CPU, a few minutes: every phase of pipeline_small on the smoke preset's short games, a few updates each",
-        RecordPhase(players=_EXPERT_VS_GREEDY, games=2, batch_games=2, rules=tuple(_SMOKE_RULES.items())),
+        RecordPhase(players=_EXPERT_VS_GREEDY, games=2, batch_games=2, rules=tuple(_SMOKE.rules().items())),
         (
             TrainPhase("bc", dataclasses.replace(
                 _SMOKE, algo="bc", bc_batch_size=32, bc_val_fraction=0.5, best_by="validation",
