@@ -114,6 +114,10 @@ _CHOICES = {"shuffle": SHUFFLES, "algo": ALGOS, "obs": OBS_KINDS, "network": NET
             "best_by": ("placement", "rating", "validation")}
 
 
+#: The config fields that name a frozen policy a run reads (``agents.distill``; ``agents.phases.load_references``).
+REFERENCE_ROLES = ("teacher", "anchor")
+
+
 @dataclasses.dataclass(frozen=True)
 class TrainConfig:
     """A training run. Defaults are a CPU-sized self-play PPO on the game.
@@ -456,7 +460,7 @@ class TrainConfig:
                              "anchor would play no game")
 
     def _check_references(self):
-        for name in ("teacher", "anchor"):
+        for name in REFERENCE_ROLES:
             if not isinstance(getattr(self, name), str):
                 raise ValueError(f"TrainConfig.{name} must be a saved policy's name (RUN_DIR[:STEP] or "
                                  f"baseline:NAME) or \"\", got {getattr(self, name)!r}")

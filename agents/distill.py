@@ -39,12 +39,10 @@ import jax
 import jax.numpy as jnp
 
 from agents import losses, networks
-from agents.config import TrainConfig
+from agents.config import REFERENCE_ROLES, TrainConfig
 from agents.ppo import MINIBATCH_METRICS, PPO
 from jaxgame.observation import OBS_SIZE
 
-#: the frozen policies a run may read, in this order (``TrainConfig`` fields of the same names)
-ROLES = ("teacher", "anchor")
 #: ``fold_in`` of a rollout's key that draws the feature-dropout mask
 DROPOUT_STREAM = 3
 
@@ -74,7 +72,7 @@ class DistilledPPO(PPO):
         super().__init__(config, env)
         if config.teacher:  # the env steps oracle observations; the student reads their public part
             self.network = networks.PublicView(self.network, OBS_SIZE)
-        self.roles = tuple(r for r in ROLES if getattr(config, r))  # the frozen policies it reads
+        self.roles = tuple(r for r in REFERENCE_ROLES if getattr(config, r))  # the frozen policies it reads
         # those with a KL term (a league's anchor may only play games: anchor_kl=0)
         self.kl_roles = tuple(r for r in self.roles if getattr(config, f"{r}_kl") > 0)
         self.references = None  # {role: Reference}, given by use_references
@@ -145,4 +143,4 @@ class DistilledPPO(PPO):
                 **{names[k]: mean[k] for k in self.minibatch_metrics if k in names}}
 
 
-__all__ = ["DROPOUT_STREAM", "DistilledPPO", "ROLES", "drop_features", "linear_decay"]
+__all__ = ["DROPOUT_STREAM", "DistilledPPO", "drop_features", "linear_decay"]

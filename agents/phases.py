@@ -22,7 +22,7 @@ import jax
 import jax.numpy as jnp
 
 from agents import networks
-from agents.config import TrainConfig
+from agents.config import REFERENCE_ROLES, TrainConfig
 from agents.policies import PolicyError, load_policy, parse_spec
 from jaxgame.observation import OBS_SIZE
 
@@ -139,7 +139,7 @@ def load_references(config: TrainConfig, params=None) -> dict:
     for a teacher that did not see the oracle's observation, or an anchor that plays league games
     (``league_anchor_share``) has other parameter shapes than ``params`` (this run's, arrays or
     ``ShapeDtypeStruct``s; it plays with the learner's network)."""
-    references = {role: load_reference(config, role) for role in ("teacher", "anchor") if getattr(config, role)}
+    references = {role: load_reference(config, role) for role in REFERENCE_ROLES if getattr(config, role)}
     teacher = references.get("teacher")
     if config.oracle_dropout_updates and not teacher.oracle:
         raise PhaseError(f"oracle_dropout_updates fades an oracle teacher's hidden inputs; teacher {teacher.name} "

@@ -523,7 +523,7 @@ class TrainProgram(ChunkProgram):
         fit the run is a ``RunError``."""
         if self.inputs is None:
             try:
-                if getattr(self.trainer, "roles", ()):  # agents.distill: loaded anew by each program
+                if self.trainer.roles:  # agents.distill: loaded anew by each program
                     self.trainer.use_references(phases.load_references(self.config, self.run_shapes.params))
                 self.inputs = self.trainer.chunk_inputs()
             except (dataset.DatasetError, phases.PhaseError) as err:

@@ -118,6 +118,9 @@ class Trainer:
     """
 
     algo = ""
+    #: the frozen policies (``agents.config.REFERENCE_ROLES``) the trainer reads; the run library loads them
+    #: (``agents.phases.load_references``) and hands them to ``use_references`` before the first chunk
+    roles: tuple[str, ...] = ()
     #: Runner fields whose leaves have a leading env axis (sharded over the devices).
     env_fields = ("env_state", "obs", "mask", "tracker", "pending")
 
