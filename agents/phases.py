@@ -153,5 +153,14 @@ def load_references(config: TrainConfig, params=None) -> dict:
     return references
 
 
+def trainer_inputs(trainer, config: TrainConfig, params) -> tuple:
+    """The arguments a trainer's ``run`` / ``update`` / ``rollout`` take after the runner: its frozen policies
+    (``trainer.roles``) loaded and handed to it first (``load_references``; ``params``: this run's, arrays or
+    ``ShapeDtypeStruct``s), then ``trainer.chunk_inputs()`` (a dataset run's samples). Each call loads them anew."""
+    if trainer.roles:
+        trainer.use_references(load_references(config, params))
+    return trainer.chunk_inputs()
+
+
 __all__ = ["NETWORK_FIELDS", "PhaseError", "Reference", "check_start", "load_reference", "load_references",
-           "load_saved", "start_params", "transfer_params"]
+           "load_saved", "start_params", "trainer_inputs", "transfer_params"]

@@ -523,9 +523,7 @@ class TrainProgram(ChunkProgram):
         fit the run is a ``RunError``."""
         if self.inputs is None:
             try:
-                if self.trainer.roles:  # agents.distill: loaded anew by each program
-                    self.trainer.use_references(phases.load_references(self.config, self.run_shapes.params))
-                self.inputs = self.trainer.chunk_inputs()
+                self.inputs = phases.trainer_inputs(self.trainer, self.config, self.run_shapes.params)
             except (dataset.DatasetError, phases.PhaseError) as err:
                 raise RunError(str(err)) from None
         return self.inputs

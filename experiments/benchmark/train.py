@@ -55,6 +55,7 @@ import jax.numpy as jnp
 import numpy as np
 
 import jaxgame
+from agents import phases
 from agents import run as run_lib
 from agents.envs import make_env, make_game
 from agents.trainers import make_train
@@ -95,17 +96,18 @@ def bench_train(name, steps_per_env, updates, progress, label, config=None):
     runner = jax.block_until_ready(jax.jit(trainer.init)(jax.random.key(config.seed)))
     init_s = time.perf_counter() - start
     start = time.perf_counter()
-    chunk = aot_compile(trainer.run, runner, updates, progress=progress)
+    inputs = phases.trainer_inputs(trainer, config, runner.params)  # a league's anchor, say
+    compiled = aot_compile(trainer.run, runner, updates, *inputs, progress=progress)
     compile_s = time.perf_counter() - start
-    seconds, runner = time_chunks(chunk, runner, return_runner=True)
+    seconds, runner = time_chunks(lambda r: compiled(r, *inputs), runner, return_runner=True)
     train_sps = seat_steps / seconds
     status(f" {train_sps:,.0f} seat-steps/s ({seconds * 1e3 / updates:,.1f} ms per update)", progress)
     split = {}
     if config.algo == "ppo":  # where an update's time goes: the rollout alone, from where the timed chunks ended
         key = jax.random.key(0)
-        rollout = aot_compile(jax.jit(lambda r, k: trainer.rollout(r, k)[1:]), runner, key, progress=progress,
-                              what=f"{label} {name} rollout alone: ")
-        rollout_ms = best_time(rollout, runner, key, repeats=2) * 1e3
+        rollout = aot_compile(jax.jit(lambda r, k, *i: trainer.rollout(r, k, *i)[1:]), runner, key, *inputs,
+                              progress=progress, what=f"{label} {name} rollout alone: ")
+        rollout_ms = best_time(rollout, runner, key, *inputs, repeats=2) * 1e3
         share = rollout_ms / (seconds * 1e3 / updates)
         status(f" {rollout_ms:,.1f} ms per rollout, {share:.0%} of an update", progress)
         split = {"rollout_ms": round(rollout_ms, 2), "rollout_share": round(share, 3)}
