@@ -95,8 +95,8 @@ def bench_train(name, steps_per_env, updates, progress, label, config=None):
     start = time.perf_counter()
     runner = jax.block_until_ready(jax.jit(trainer.init)(jax.random.key(config.seed)))
     init_s = time.perf_counter() - start
+    inputs = phases.trainer_inputs(trainer, config, runner.params)  # a league's anchor, say (not in compile_s)
     start = time.perf_counter()
-    inputs = phases.trainer_inputs(trainer, config, runner.params)  # a league's anchor, say
     compiled = aot_compile(trainer.run, runner, updates, *inputs, progress=progress)
     compile_s = time.perf_counter() - start
     seconds, runner = time_chunks(lambda r: compiled(r, *inputs), runner, return_runner=True)
