@@ -157,8 +157,10 @@ def run_pipeline(spec: PipelineSpec, out_dir, name: str = "custom", seed: int = 
                  overrides: dict | None = None) -> dict:
     """Run (or with ``resume`` continue) the pipeline ``spec`` with ``overrides`` (``PipelineSpec.with_overrides``)
     in ``out_dir``; returns its summary (also the last state of ``pipeline.json``): ``phases`` (name -> directory,
-    config or recording arguments, result, summary, wall_s of the call that finished it), ``final`` (the last
-    finished phase's result), ``wall_s`` (those wall times added up), ``stopped``. A resume needs the same spec,
+    config or recording arguments, result, summary, wall_s: a training phase's calls added up, those a signal
+    stopped included; the recording's call that finished it), ``final`` (the last finished phase's result),
+    ``wall_s`` (the phases' wall times added up), ``stopped``, ``unfinished_wall_s`` (phase -> the seconds of
+    its stopped calls, until a call finishes it). A resume needs the same spec,
     name, seed and overrides (``pipeline.json`` holds the name, seed and overrides)."""
     progress = progress or NoProgress()
     out_dir = Path(out_dir)
@@ -174,7 +176,7 @@ def run_pipeline(spec: PipelineSpec, out_dir, name: str = "custom", seed: int = 
     else:
         run_dir_lib.claim(out_dir, "pipeline", identity)
         state = {"pipeline": name, "description": spec.description, "seed": seed, "overrides": overrides,
-                 "phases": {}, "final": None, "wall_s": 0.0, "stopped": None}
+                 "phases": {}, "final": None, "wall_s": 0.0, "stopped": None, "unfinished_wall_s": {}}
         run_dir_lib.write_json(out_dir / PIPELINE_FILE, state)
 
     def finish(phase_name, entry):
@@ -211,8 +213,10 @@ def run_pipeline(spec: PipelineSpec, out_dir, name: str = "custom", seed: int = 
         start = time.perf_counter()
         again = (phase_dir / CONFIG_FILE).exists()  # it started before: continue from its checkpoints
         summary = train(config, phase_dir, resume=again, progress=progress, stop_on_signals=True)
-        wall = round(time.perf_counter() - start, 2)
+        earlier = state.setdefault("unfinished_wall_s", {})  # the calls of this phase that a signal stopped
+        wall = round(earlier.pop(phase.name, 0.0) + time.perf_counter() - start, 2)
         if summary.get("stopped"):
+            earlier[phase.name] = wall
             state["stopped"] = f"{summary['stopped']} during {phase.name}"
             run_dir_lib.write_json(out_dir / PIPELINE_FILE, state)
             return state

@@ -111,6 +111,28 @@ def test_stopping_at_every_boundary_and_resuming_runs_each_phase_once_with_the_s
     assert len(split.calls) == 6 and again["final"] == state["final"]
 
 
+def test_a_phase_stopped_by_a_signal_counts_the_wall_time_of_every_call(monkeypatch, tmp_path):
+    fake = StandIns(monkeypatch)
+    clock = {"now": 0.0}
+    monkeypatch.setattr(pipeline.time, "perf_counter", lambda: clock["now"])
+    train = fake.train
+
+    def slow_train(config, run_dir, resume, progress, stop_on_signals):
+        clock["now"] += 5.0 if not resume else 3.0  # the stopped call, then the one that finishes the phase
+        return train(config, run_dir, resume, progress, stop_on_signals)
+
+    monkeypatch.setattr(pipeline, "train", slow_train)
+    fake.stop_in = "student"
+    d = tmp_path / "p"
+    state = pipeline.run_pipeline(SPEC, d, "pipeline_smoke", seed=1)
+    assert state["stopped"] == "SIGTERM during student" and state["unfinished_wall_s"] == {"student": 5.0}
+    assert json.loads((d / "pipeline.json").read_text())["unfinished_wall_s"] == {"student": 5.0}
+    state = pipeline.run_pipeline(SPEC, d, "pipeline_smoke", seed=1, resume=True)
+    walls = {name: phase["wall_s"] for name, phase in state["phases"].items()}
+    assert walls == {"record": 0.0, "bc": 5.0, "teacher": 5.0, "student": 8.0, "league": 5.0}
+    assert state["unfinished_wall_s"] == {} and state["wall_s"] == 23.0
+
+
 def test_an_unfinished_recording_is_recorded_again(monkeypatch, tmp_path):
     fake = StandIns(monkeypatch)
     d = tmp_path / "p"
