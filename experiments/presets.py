@@ -164,30 +164,6 @@ PIPELINES = {
                 anchor="@student")),
         ),
     ),
-    "pipeline_short": PipelineSpec(
-        "CPU (2 cores), about 20 minutes: pipeline_small's phases with their minutes moved to PPO from the clone. "
-        "The same recording; a clone of 8,000 updates; 12 teacher updates; a student of 40 updates (the teacher's "
-        "KL decaying over 40, the hidden inputs faded out over 30); a league of 160 updates; evaluations only at "
-        "each phase's end",
-        RecordPhase(players=_EXPERT_VS_GREEDY, games=96, batch_games=32),
-        (
-            TrainPhase("bc", dataclasses.replace(PRESETS["bc_data"].config, bc_dataset="@record", bc_patience=3,
-                                                 total_steps=256 * 8_000)),
-            TrainPhase("teacher", dataclasses.replace(
-                PRESETS["ppo_small"].config, obs="oracle", warmup_updates=4, total_steps=64 * 32 * 12,
-                updates_per_chunk=12, eval_every=1_000, eval_games=4, checkpoint_every=1, init_from="@bc")),
-            TrainPhase("student", dataclasses.replace(
-                PRESETS["ppo_small"].config, warmup_updates=10, total_steps=64 * 32 * 40, teacher_kl=1.0,
-                teacher_kl_updates=40, oracle_dropout_updates=30, anchor_kl=0.1, anchor_kl_updates=30,
-                eval_every=1_000, eval_games=4, checkpoint_every=1, init_from="@bc", teacher="@teacher",
-                anchor="@bc")),
-            TrainPhase("league", dataclasses.replace(
-                PRESETS["league_small"].config, league_size=4, league_pool_prob=1.0, league_self_share=0.5,
-                league_anchor_share=0.2, anchor_kl=0.05, anchor_kl_updates=100, warmup_updates=10,
-                total_steps=64 * 32 * 160, eval_every=1_000, eval_games=4, checkpoint_every=1,
-                init_from="@student", anchor="@student")),
-        ),
-    ),
     "pipeline_smoke": PipelineSpec(
         "CPU, a few minutes: every phase of pipeline_small on the smoke preset's short games, a few updates each",
         RecordPhase(players=_EXPERT_VS_GREEDY, games=2, batch_games=2, rules=tuple(_SMOKE.rules().items())),
@@ -205,6 +181,21 @@ PIPELINES = {
         ),
     ),
 }
+
+PIPELINES["pipeline_short"] = dataclasses.replace(
+    PIPELINES["pipeline_small"].with_overrides({
+        "bc": {"total_steps": 256 * 8_000},
+        "teacher": {"warmup_updates": 4, "total_steps": 64 * 32 * 12, "updates_per_chunk": 12, "eval_every": 1_000,
+                    "eval_games": 4},
+        "student": {"total_steps": 64 * 32 * 40, "teacher_kl_updates": 40, "oracle_dropout_updates": 30,
+                    "anchor_kl_updates": 30, "eval_every": 1_000, "eval_games": 4},
+        "league": {"total_steps": 64 * 32 * 160, "anchor_kl_updates": 100, "eval_every": 1_000, "eval_games": 4},
+    }),
+    description="CPU (2 cores), about 20 minutes: pipeline_small's phases with their minutes moved to PPO from the "
+    "clone. The same recording; a clone of 8,000 updates; 12 teacher updates; a student of 40 updates (the "
+    "teacher's KL decaying over 40, the hidden inputs faded out over 30, the clone's KL over 30); a league of 160 "
+    "updates; evaluations only at each phase's end",
+)
 
 
 def pipeline_spec(name: str) -> PipelineSpec:
