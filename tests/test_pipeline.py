@@ -118,7 +118,7 @@ def test_a_phase_stopped_by_a_signal_counts_the_wall_time_of_every_call(monkeypa
     train = fake.train
 
     def slow_train(config, run_dir, resume, progress, stop_on_signals):
-        clock["now"] += 5.0 if not resume else 3.0  # the stopped call, then the one that finishes the phase
+        clock["now"] += 5.0 if not resume else 3.0  # a phase's first call takes 5 s, a resumed one 3 s
         return train(config, run_dir, resume, progress, stop_on_signals)
 
     monkeypatch.setattr(pipeline, "train", slow_train)
