@@ -26,8 +26,8 @@ import typing
 import jax.numpy as jnp
 from flax import struct
 
-from agents.networks import NETWORK_KINDS as NETWORKS
-from agents.networks import PIXEL_NETWORKS
+from agents.core.networks import NETWORK_KINDS as NETWORKS
+from agents.core.networks import PIXEL_NETWORKS
 from jaxgame.config import FLOAT_RULE_RANGES, INT_RULE_RANGES, GameConfig, check_float, check_int
 
 ALGOS = ("ppo", "a2c", "bc")
@@ -114,7 +114,8 @@ _CHOICES = {"shuffle": SHUFFLES, "algo": ALGOS, "obs": OBS_KINDS, "network": NET
             "best_by": ("placement", "rating", "validation")}
 
 
-#: The config fields that name a frozen policy a run reads (``agents.distill``; ``agents.phases.load_references``).
+#: The config fields that name a frozen policy a run reads (``agents.algorithms.distill``;
+#: ``agents.policies.frozen.load_references``).
 REFERENCE_ROLES = ("teacher", "anchor")
 
 
@@ -144,14 +145,14 @@ class TrainConfig:
     """"ppo" (rollout + clipped surrogate), "a2c" (streaming TD(0), no rollout buffer) or "bc" (behaviour cloning
     of the bot bc_teacher on games generated inside the compiled program: PPO's rollouts with the teacher acting in
     the "self" seats, its actions' cross-entropy over the legal actions and the value's error to the GAE targets;
-    agents.bc; game only)"""
+    agents.algorithms.bc; game only)"""
     seed: int = 0
     """master seed in [0, 2^31 - 1]; every random stream derives from it (docs/training.md)"""
     num_envs: int = 16
     """games (or gymnax envs) stepped together, all devices together, in [1, 2^20]"""
     num_devices: int = 0
     """data-parallel devices in [0, 2^16]: 0 = all of jax.devices() (every host's in a multi-host run), else the
-    first that many; must divide num_envs, which are sharded over them (agents.distributed). A run equals the
+    first that many; must divide num_envs, which are sharded over them (agents.utils.distributed). A run equals the
     one-device run up to float rounding, and a checkpoint resumes on any number of devices"""
     num_steps: int = 64
     """PPO rollout length T per update, in [1, 2^16]"""
@@ -206,9 +207,10 @@ class TrainConfig:
     """start from a saved policy's parameters: "RUN_DIR" (its latest good checkpoint), "RUN_DIR:STEP" or
     "baseline:NAME"; only the parameters carry over (a fresh optimizer, update count, envs and league pool; warm
     the learning rate up again with warmup_updates); its network must be this run's, and a policy of obs="vector"
-    may start an obs="oracle" run (the oracle inputs' weights start at 0); agents.phases. "" = fresh parameters"""
+    may start an obs="oracle" run (the oracle inputs' weights start at 0); agents.policies.frozen. "" = fresh
+    parameters"""
 
-    # ---- distillation and anchors (PPO on the game; agents.distill) ----
+    # ---- distillation and anchors (PPO on the game; agents.algorithms.distill) ----
     teacher: str = ""
     """a frozen policy the learner distils, RUN_DIR[:STEP] or baseline:NAME: each PPO minibatch loss adds
     teacher_kl(u) x KL(student || teacher) over the legal actions of its decisions, both policies at
@@ -250,7 +252,7 @@ class TrainConfig:
     Each update is then one optimizer step on bc_batch_size samples drawn uniformly (with replacement) from its
     training games, total_steps counts the samples drawn (env_steps in the logs), and every chunk ends with a
     validation on its held-out games (val/cross_entropy, val/accuracy, val/value_loss); one device. A relative path
-    is read from the working directory (agents.bc.DatasetCloning)"""
+    is read from the working directory (agents.algorithms.bc.DatasetCloning)"""
     bc_batch_size: int = 256
     """samples per optimizer step of a bc_dataset run, in [1, 2^20]"""
     bc_val_fraction: float = 0.1
@@ -262,7 +264,8 @@ class TrainConfig:
 
     # ---- the network ----
     network: str = "mlp"
-    """"mlp" (needs obs="vector" or "oracle"); for obs="pixels": "cnn" (three strided convolutions, accelerator-sized) or
+    """"mlp" (needs obs="vector" or "oracle"); for obs="pixels": "cnn" (three strided convolutions, accelerator-sized)
+    or
     "tiles" (one embedding per 8x8 tile of the frame, about an eighth of the cnn's work: CPU-sized)"""
     hidden: tuple = (256, 256)
     """hidden layer widths: a tuple of 1 to 8 ints, each in [1, 2^16]"""
@@ -295,9 +298,9 @@ class TrainConfig:
     wandb_project: str = ""
     """also log the scalars to this Weights & Biases project (process 0 only, the names of tensorboard, plotted
     against env_steps; needs the wandb package, pip install "jaxgame[wandb]"; WANDB_MODE=offline needs no account;
-    agents.wandb_log); "" = no W&B. At most 128 characters, none of / \\ # ? % :"""
+    agents.run.wandb_log); "" = no W&B. At most 128 characters, none of / \\ # ? % :"""
 
-    # ---- the self-play league (agents.league) ----
+    # ---- the self-play league (agents.league.pool) ----
     league_size: int = 0
     """a self-play league of K pool slots of frozen snapshots, in [0, 1024]; 0 = no league (every seat is the
     learner); K > 0 needs algo="ppo" on the game with opponents="self". Its evaluations also rate the learner
@@ -443,50 +446,64 @@ class TrainConfig:
             what = ("num_envs x num_steps (one learner's samples)" if self.independent
                     else "num_envs x num_steps x learner seats")
             raise ValueError(
-                f"TrainConfig.num_minibatches must divide the rollout batch {what} = {batch}, got {self.num_minibatches}"
+                f"TrainConfig.num_minibatches must divide the rollout batch {what} = {batch}, "
+                f"got {self.num_minibatches}"
             )
 
     def _check_league_mix(self):
         if not self.league_size and (self.league_self_share or self.league_anchor_share):
-            raise ValueError("TrainConfig.league_self_share and league_anchor_share mix a league's games: set "
-                             "league_size > 0")
+            raise ValueError(
+                "TrainConfig.league_self_share and league_anchor_share mix a league's games: set league_size > 0"
+            )
         if self.league_self_share + self.league_anchor_share > 1.0:
-            raise ValueError(f"TrainConfig.league_self_share + league_anchor_share must be at most 1, got "
-                             f"{self.league_self_share} + {self.league_anchor_share}")
+            raise ValueError(
+                f"TrainConfig.league_self_share + league_anchor_share must be at most 1, got "
+                f"{self.league_self_share} + {self.league_anchor_share}"
+            )
         if self.league_anchor_share and not self.anchor:
             raise ValueError("TrainConfig.league_anchor_share: the anchor's games need a frozen policy: set anchor")
         if self.league_anchor_share and not self.league_pool_prob:
-            raise ValueError("TrainConfig.league_anchor_share: with league_pool_prob=0 no seat is a pool seat, so the "
-                             "anchor would play no game")
+            raise ValueError(
+                "TrainConfig.league_anchor_share: with league_pool_prob=0 no seat is a pool seat, so the "
+                "anchor would play no game"
+            )
 
     def _check_references(self):
         for name in REFERENCE_ROLES:
             if not isinstance(getattr(self, name), str):
-                raise ValueError(f"TrainConfig.{name} must be a saved policy's name (RUN_DIR[:STEP] or "
-                                 f"baseline:NAME) or \"\", got {getattr(self, name)!r}")
+                raise ValueError(
+                    f"TrainConfig.{name} must be a saved policy's name (RUN_DIR[:STEP] or "
+                    f'baseline:NAME) or "", got {getattr(self, name)!r}'
+                )
         if not (self.teacher or self.anchor):
             if self.oracle_dropout_updates:
                 raise ValueError("TrainConfig.oracle_dropout_updates fades an oracle teacher's inputs: set teacher")
             return
         what = "teacher" if self.teacher else "anchor"
         if self.algo != "ppo" or self.is_gymnax or self.obs != "vector" or self.independent:
-            raise ValueError(f"TrainConfig.{what} (a KL term in PPO's loss) needs algo='ppo' on the game with "
-                             f"obs='vector' and no independent learners; got algo={self.algo!r}, env={self.env!r}, "
-                             f"obs={self.obs!r}, independent={self.independent}")
+            raise ValueError(
+                f"TrainConfig.{what} (a KL term in PPO's loss) needs algo='ppo' on the game with "
+                f"obs='vector' and no independent learners; got algo={self.algo!r}, env={self.env!r}, "
+                f"obs={self.obs!r}, independent={self.independent}"
+            )
         if self.teacher and self.league_size:
-            raise ValueError("TrainConfig.teacher: a league run cannot distil a teacher (its pool plays on the "
-                             "public observation); use anchor to hold a league near a policy")
+            raise ValueError(
+                "TrainConfig.teacher: a league run cannot distil a teacher (its pool plays on the "
+                "public observation); use anchor to hold a league near a policy"
+            )
         if self.teacher and self.teacher_kl <= 0:
             raise ValueError(f"TrainConfig.teacher_kl must be > 0 with a teacher, got {self.teacher_kl}")
         if self.anchor and self.anchor_kl <= 0 and not self.league_anchor_share:
-            raise ValueError(f"TrainConfig.anchor_kl must be > 0 with an anchor that plays no league games "
-                             f"(league_anchor_share=0), got {self.anchor_kl}")
+            raise ValueError(
+                f"TrainConfig.anchor_kl must be > 0 with an anchor that plays no league games "
+                f"(league_anchor_share=0), got {self.anchor_kl}"
+            )
 
     # ---- derived values ----
     @property
     def env_obs(self) -> str:
         """The observation the training env steps: "oracle" for a run with a teacher (the learner reads its public
-        part; agents.distill), else ``obs``."""
+        part; agents.algorithms.distill), else ``obs``."""
         return "oracle" if self.teacher else self.obs
 
     @property
@@ -598,7 +615,12 @@ def _field_docs(cls) -> tuple:
     (tree,) = ast.parse(textwrap.dedent(inspect.getsource(cls))).body
     docs = []
     for stmt, after in zip(tree.body, tree.body[1:]):
-        if (isinstance(stmt, ast.AnnAssign) and isinstance(stmt.target, ast.Name) and isinstance(after, ast.Expr)
-                and isinstance(after.value, ast.Constant) and isinstance(after.value.value, str)):
+        if (
+            isinstance(stmt, ast.AnnAssign)
+            and isinstance(stmt.target, ast.Name)
+            and isinstance(after, ast.Expr)
+            and isinstance(after.value, ast.Constant)
+            and isinstance(after.value.value, str)
+        ):
             docs.append((stmt.target.id, " ".join(after.value.value.split())))
     return tuple(docs)

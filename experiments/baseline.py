@@ -1,11 +1,11 @@
-"""The shipped baseline policies (``agents.baselines``): ``python -m experiments.baseline``.
+"""The shipped baseline policies (``agents.policies.baselines``): ``python -m experiments.baseline``.
 
     python -m experiments.baseline list                       # the versions, where they came from, their results
     python -m experiments.baseline freeze runs/mine:120 --name ppo_small-v2 --results eval.json
 
 ``freeze`` writes a run's policy (``RUN_DIR`` for its latest good checkpoint, ``RUN_DIR:STEP``) into
-``agents/baseline_policies/`` as a new version (``NAME.msgpack``, ``NAME.json`` and its standalone export
-``NAME/``: ``agents.export.freeze_baseline``); ``--results`` is a JSON file of what it measured (e.g. the
+``agents/policies/baseline_policies/`` as a new version (``NAME.msgpack``, ``NAME.json`` and its standalone export
+``NAME/``: ``agents.policies.export.freeze_baseline``); ``--results`` is a JSON file of what it measured (e.g. the
 output of ``experiments.evaluate --checkpoint``), kept beside it. Versions are never overwritten. Anywhere a
 player is named (``experiments.evaluate --vs``, ``experiments.rate``), ``baseline:NAME`` plays it.
 """
@@ -16,10 +16,10 @@ import argparse
 import json
 from pathlib import Path
 
-from agents import baselines
-from agents.checkpoints import NoGoodCheckpointError
-from agents.export import freeze_baseline
-from agents.policies import PolicyError, load_policy, parse_spec
+from agents.policies import baselines
+from agents.policies.export import freeze_baseline
+from agents.policies.load import PolicyError, load_policy, parse_spec
+from agents.storage.checkpoints import NoGoodCheckpointError
 from experiments.common import fail, quiet_logs
 
 

@@ -175,7 +175,8 @@ def main(argv=None):
                              f"{MIDGAME_SKIP} rounds (default opening)")
     parser.add_argument("--rounds", type=_positive, default=None,
                         help="rounds per timed rollout (default: 1 for opening, 4 for midgame)")
-    parser.add_argument("--repeats", type=_positive, default=5, help="timed calls per side, in turn; the best counts (default 5)")
+    parser.add_argument("--repeats", type=_positive, default=5,
+                        help="timed calls per side, in turn; the best counts (default 5)")
     parser.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--quiet", action="store_true", help="no progress lines on stderr")
     args = parser.parse_args(argv)
@@ -188,11 +189,20 @@ def main(argv=None):
         sizes = [_positive(n) for n in args.num_envs.split(",")]
     except (ValueError, argparse.ArgumentTypeError) as err:
         parser.error(f"--num-envs: comma-separated positive ints, got {args.num_envs!r} ({err})")
-    current = subprocess.run(["git", "describe", "--always", "--dirty"], cwd=REPO_ROOT, capture_output=True,
-                             text=True).stdout.strip()
-    out = {"what": "compare_revisions", "baseline": args.baseline, "current": current, "machine": platform.machine(),
-           "cpus": os.cpu_count(), "workload": args.workload, "rounds": rounds, "repeats": args.repeats,
-           "seat_steps_per_s": {}}
+    current = subprocess.run(
+        ["git", "describe", "--always", "--dirty"], cwd=REPO_ROOT, capture_output=True, text=True
+    ).stdout.strip()
+    out = {
+        "what": "compare_revisions",
+        "baseline": args.baseline,
+        "current": current,
+        "machine": platform.machine(),
+        "cpus": os.cpu_count(),
+        "workload": args.workload,
+        "rounds": rounds,
+        "repeats": args.repeats,
+        "seat_steps_per_s": {},
+    }
     for n in sizes:
         out["seat_steps_per_s"][str(n)] = compare(args.baseline, n, rounds, args.repeats, not args.quiet, args.workload)
     print(json.dumps(out))

@@ -6,14 +6,15 @@
     python -m experiments.evaluate --checkpoint runs/mine --vs greedy --games 16
     python -m experiments.evaluate --checkpoint runs/clone --vs greedy --games 32 --greedy-policy   # argmax play
     python -m experiments.evaluate --checkpoint runs/mine --vs baseline:ppo_small-v1 --games 32
-    python -m experiments.evaluate --checkpoint runs/mine --vs runs/other:120 --vs greedy,greedy,random,runs/other,greedy,random,random
+    python -m experiments.evaluate --checkpoint runs/mine --vs runs/other:120 --vs
+    greedy,greedy,random,runs/other,greedy,random,random
     python -m experiments.evaluate --compare runs/mine runs/other --games 64
     python -m experiments.evaluate --compare runs/mine baseline:ppo_small-v1 --vs greedy --games 64
 
 With ``--checkpoint RUN_DIR`` it evaluates the trained policy of a run (its
 latest good checkpoint, or ``--step``) in one seat against 7 opponents, the
 policy rotated over all 8 seats for each game seed (duplicate evaluation, as
-during training: ``agents.tables``). Each ``--vs`` (repeatable; default:
+during training: ``agents.arena.tables``). Each ``--vs`` (repeatable; default:
 random, then greedy) names the opponents: one player for all 7 seats, or 7
 comma-separated players; a player is a bot (``random``, ``greedy``, ``expert``), a shipped
 baseline policy ``baseline:NAME`` (``python -m experiments.baseline list``), or another run
@@ -24,7 +25,7 @@ with, per ``--vs``, the mean placement, a 95% interval over the seeds, top-1
 and top-4 rates; a table of the same on stderr.
 
 With ``--compare A B`` (two players: bots, ``baseline:NAME`` or ``RUN_DIR[:STEP]``)
-it tests whether A places better than B (``agents.tournament.compare_players``):
+it tests whether A places better than B (``agents.arena.tournament.compare_players``):
 A against each ``--vs`` lineup (default: random, then greedy), then B against the
 same lineup on the same game seeds, and (unless ``--no-head-to-head``) A and B at
 one table: 1 A and 7 B, 7 A and 1 B, 4 and 4; every game seed in 8 rotations.
@@ -48,10 +49,11 @@ import json
 import jax
 
 import jaxgame
-from agents import memory, significance, tournament
-from agents.checkpoints import CheckpointMismatchError, NoGoodCheckpointError
-from agents.policies import PolicyError
-from agents.progress import ConsoleProgress
+from agents.arena import significance, tournament
+from agents.policies.load import PolicyError
+from agents.storage.checkpoints import CheckpointMismatchError, NoGoodCheckpointError
+from agents.utils import memory
+from agents.utils.progress import ConsoleProgress
 from experiments.common import (
     DEFAULT_CACHE,
     enable_compilation_cache,
@@ -147,7 +149,7 @@ def evaluate_checkpoint(args) -> dict:
 
 
 def compare(args, rules) -> dict:
-    """``--compare A B``: the significance tests of ``agents.tournament.compare_players``, as a table and JSON."""
+    """``--compare A B``: the significance tests of ``agents.arena.tournament.compare_players``, as a table and JSON."""
     lineups = _lineups(args)
     result = tournament.compare_players(*args.compare, lineups, args.games, args.seed,
                                         head_to_head=not args.no_head_to_head, rules=rules,

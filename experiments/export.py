@@ -17,9 +17,9 @@ import argparse
 import json
 from pathlib import Path
 
-from agents.checkpoints import NoGoodCheckpointError
-from agents.export import DEFAULT_PLATFORMS, export_policy
-from agents.policies import PolicyError, load_policy, parse_spec
+from agents.policies.export import DEFAULT_PLATFORMS, export_policy
+from agents.policies.load import PolicyError, load_policy, parse_spec
+from agents.storage.checkpoints import NoGoodCheckpointError
 from experiments.common import fail, quiet_logs
 
 

@@ -7,7 +7,7 @@
     python -m experiments.pipeline --preset=pipeline_smoke --dir /tmp/pipe --stop-after bc
     python -m experiments.pipeline --list-presets
 
-The pipeline is the library's ``agents.pipeline.run_pipeline`` (docs/training.md, "The pipeline"): each phase's
+The pipeline is the library's ``agents.pipeline.runner.run_pipeline`` (docs/training.md, "The pipeline"): each phase's
 config links to the earlier phases' results (``"@PHASE"``: the recording's directory, or a training phase's best
 checkpoint ``RUN_DIR:STEP``). ``--set PHASE.FIELD=VALUE`` changes one phase's config field (``record.games=64``
 for the recording). ``DIR/pipeline.json`` lists the phases, their directories, configs, results and wall times;
@@ -24,14 +24,14 @@ import json
 import time
 from pathlib import Path
 
-from agents.checkpoints import CheckpointMismatchError, NoGoodCheckpointError
 from agents.config import TrainConfig
-from agents.health import NonFiniteError
-from agents.pipeline import PIPELINE_FILE, RECORD, RecordPhase, run_pipeline
-from agents.progress import ConsoleProgress, NoProgress
-from agents.run import RunError
+from agents.pipeline.runner import PIPELINE_FILE, RECORD, RecordPhase, run_pipeline
+from agents.presets import PIPELINES, pipeline_spec
+from agents.run.loop import RunError
+from agents.storage.checkpoints import CheckpointMismatchError, NoGoodCheckpointError
+from agents.utils.health import NonFiniteError
+from agents.utils.progress import ConsoleProgress, NoProgress
 from experiments.common import DEFAULT_CACHE, enable_compilation_cache, fail, parse_value, quiet_logs
-from experiments.presets import PIPELINES, pipeline_spec
 
 
 def parse_args(argv=None):

@@ -4,7 +4,7 @@
     python -m experiments.plot runs/ppo_s0 runs/ppo_s1 --out plots/curves.png --x wall_s
     python -m experiments.plot runs/ppo_s0 --out kl.png --metrics loss/approx_kl,loss/clip_frac
 
-Each RUN_DIR holds the ``metrics.jsonl`` a trainer writes (``agents.metrics``): a first line
+Each RUN_DIR holds the ``metrics.jsonl`` a trainer writes (``agents.storage.metrics``): a first line
 ``{"meta": {...}}`` (config, seed, versions), then one JSON record per training
 chunk (``update``, ``env_steps``, ``seat_steps``, ``wall_s``, ``train/...``,
 ``loss/...``, ``perf/...`` and, on evaluation chunks only, ``eval/...``). A
@@ -25,8 +25,8 @@ do not parse (a run killed mid-write can leave a partial last line) are skipped
 with a warning on stderr. The PNG's parent directories are created; one JSON line goes to stdout:
 ``{"out": ..., "runs": [...], "metrics": [...], "points": {metric: count}}``.
 
-From a notebook: ``agents.metrics.load_metrics(run_dir) -> (meta, records)`` and
-``agents.plotting.plot_runs(run_dirs, out, x="env_steps", metrics=None) -> dict`` (the same
+From a notebook: ``agents.storage.metrics.load_metrics(run_dir) -> (meta, records)`` and
+``agents.run.plotting.plot_runs(run_dirs, out, x="env_steps", metrics=None) -> dict`` (the same
 summary as the JSON line).
 """
 
@@ -38,8 +38,8 @@ import os
 import sys
 import warnings
 
-from agents.metrics import METRICS_FILE, metrics_path
-from agents.plotting import X_FIELDS, plot_runs
+from agents.run.plotting import X_FIELDS, plot_runs
+from agents.storage.metrics import METRICS_FILE, metrics_path
 from experiments.common import fail
 
 

@@ -12,11 +12,11 @@ for seat P's learner) and the scripted bots (``--bots``, default ``random,greedy
 8 different players drawn at random when there are at least 8, else every
 player takes 8 // P seats and the other seats go to different players drawn
 at random. Every lineup is played 8 times, rotated one seat further each time
-(duplicate evaluation, ``agents.tables``), and each of those games is rated:
-OpenSkill's Plackett-Luce model from the full placements (``agents.ratings``:
+(duplicate evaluation, ``agents.arena.tables``), and each of those games is rated:
+OpenSkill's Plackett-Luce model from the full placements (``agents.arena.ratings``:
 a player holding several seats of a game is ranked by their mean placement).
 Games run ``--batch`` lineups at a time in one compiled program. The work is
-the library's ``agents.tournament.rate_checkpoints``.
+the library's ``agents.arena.tournament.rate_checkpoints``.
 
 Writes to ``--out`` (default ``runs/ratings-<timestamp>``): ``ratings.json``
 (the table, the players and the settings), ``ratings.csv`` (name, ordinal,
@@ -33,11 +33,11 @@ import sys
 import time
 from pathlib import Path
 
-from agents.checkpoints import CheckpointMismatchError, NoGoodCheckpointError
-from agents.policies import PolicyError
-from agents.progress import ConsoleProgress
-from agents.tables import DEFAULT_BOTS, TABLE_BOTS
-from agents.tournament import rate_checkpoints
+from agents.arena.tables import DEFAULT_BOTS, TABLE_BOTS
+from agents.arena.tournament import rate_checkpoints
+from agents.policies.load import PolicyError
+from agents.storage.checkpoints import CheckpointMismatchError, NoGoodCheckpointError
+from agents.utils.progress import ConsoleProgress
 from experiments.common import DEFAULT_CACHE, enable_compilation_cache, fail, quiet_logs
 
 
@@ -49,7 +49,9 @@ def parse_args(argv=None):
     parser.add_argument("--bots", default=",".join(DEFAULT_BOTS),
                         help=f"comma-separated scripted bots that join, from {','.join(TABLE_BOTS)}, or none "
                              f"(default {','.join(DEFAULT_BOTS)})")
-    parser.add_argument("--all-checkpoints", action="store_true", help="every checkpoint each RUN_DIR kept, not the latest")
+    parser.add_argument(
+        "--all-checkpoints", action="store_true", help="every checkpoint each RUN_DIR kept, not the latest"
+    )
     parser.add_argument("--batch", type=int, default=8, help="lineups played together in one program (default 8)")
     parser.add_argument("--seed", type=int, default=0, help="lineups and game seeds (default 0)")
     parser.add_argument("--out", help="output directory (default runs/ratings-<timestamp>)")
@@ -76,9 +78,16 @@ def main(argv=None) -> dict:
     if Path(out).exists() and not Path(out).is_dir():
         fail(parser, f"--out {out} is a file, not a directory")
     try:
-        result = rate_checkpoints(args.runs, out, games=args.games, bots=args.bots,
-                                  all_checkpoints=args.all_checkpoints, batch=args.batch, seed=args.seed,
-                                  progress=None if args.quiet else ConsoleProgress())
+        result = rate_checkpoints(
+            args.runs,
+            out,
+            games=args.games,
+            bots=args.bots,
+            all_checkpoints=args.all_checkpoints,
+            batch=args.batch,
+            seed=args.seed,
+            progress=None if args.quiet else ConsoleProgress(),
+        )
     except (PolicyError, FileNotFoundError, MemoryError) as err:
         fail(parser, err)
     except (NoGoodCheckpointError, CheckpointMismatchError) as err:

@@ -13,7 +13,8 @@ whose rotations would be the same game). The steps of the lineup positions in ``
 the dataset directory ``--out`` (new or empty): observation (packed pixels stay packed), legal-action mask, action,
 reward, return-to-go, final placement, decision flag and the game/rotation/position/seat/step of each sample, in
 sharded ``.npz`` files with a manifest (shapes, dtypes, players, rules, jaxgame version, a sha256 per shard;
-``agents.recording``, ``agents.dataset``). ``--rule``/``--obs`` apply to games of bots; policies play with the
+``agents.pipeline.recording``, ``agents.storage.datasets``). ``--rule``/``--obs`` apply to games of bots; policies play
+with the
 rules and observations they trained with.
 
 Tells stderr what it is doing (a progress bar over the games), then prints one JSON object (the dataset's
@@ -25,9 +26,9 @@ from __future__ import annotations
 import argparse
 import json
 
-from agents import recording
-from agents.checkpoints import CheckpointMismatchError, NoGoodCheckpointError
-from agents.progress import ConsoleProgress, NoProgress
+from agents.pipeline import recording
+from agents.storage.checkpoints import CheckpointMismatchError, NoGoodCheckpointError
+from agents.utils.progress import ConsoleProgress, NoProgress
 from experiments.common import DEFAULT_CACHE, enable_compilation_cache, fail, parse_rules, quiet_logs
 
 

@@ -28,9 +28,10 @@ import numpy as np
 from tqdm import tqdm
 
 import jaxgame
-from experiments.common import fail, random_board
+from experiments.common import fail
 from jaxgame import bots, combat, render
 from jaxgame import constants as C
+from jaxgame.play import random_board
 
 
 def _log(msg: str, quiet: bool) -> None:

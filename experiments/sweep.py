@@ -9,8 +9,8 @@ hyperparameters (lr, gamma, gae_lambda, clip_eps, ent_coef, vf_coef,
 max_grad_norm) can be swept, other fields take one value. ``--seeds N`` runs
 seeds ``seed .. seed + N - 1`` (``seed`` from the preset or ``--set seed=``);
 ``--seeds 0,5,7`` names them. Every grid point runs with every seed: R =
-points x seeds runs, vmapped (``agents.sweep``), chunk by chunk with the
-training run's loop (``agents.sweep_run.run_sweep``, which this calls).
+points x seeds runs, vmapped (``agents.run.sweep``), chunk by chunk with the
+training run's loop (``agents.run.sweep_loop.run_sweep``, which this calls).
 
 The sweep directory (default ``runs/sweep-<preset>-<timestamp>``) holds
 ``config.json`` (the shared config), ``sweep.json`` (seeds, grid and the runs:
@@ -31,15 +31,15 @@ import sys
 import time
 from pathlib import Path
 
-from agents.checkpoints import CheckpointMismatchError, NoGoodCheckpointError
 from agents.config import HPARAM_FIELDS, TrainConfig
-from agents.health import NonFiniteError
-from agents.progress import ConsoleProgress
-from agents.run import RunError, check_resumable
-from agents.sweep import SweepSpec, unsweepable
-from agents.sweep_run import load_sweep, run_sweep
+from agents.presets import PRESETS, preset_config
+from agents.run.loop import RunError, check_resumable
+from agents.run.sweep import SweepSpec, unsweepable
+from agents.run.sweep_loop import load_sweep, run_sweep
+from agents.storage.checkpoints import CheckpointMismatchError, NoGoodCheckpointError
+from agents.utils.health import NonFiniteError
+from agents.utils.progress import ConsoleProgress
 from experiments.common import DEFAULT_CACHE, apply_sets, enable_compilation_cache, fail, parse_overrides, quiet_logs
-from experiments.presets import PRESETS, preset_config
 
 #: Fields whose ``--set`` value contains commas as part of ONE value.
 LIST_VALUED = ("hidden", "opponents")
@@ -84,13 +84,22 @@ def parse_args(argv=None):
     parser = argparse.ArgumentParser(
         prog="python -m experiments.sweep", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
-    parser.add_argument("--preset", choices=sorted(PRESETS), help="named config (python -m experiments.train --list-presets)")
-    parser.add_argument("--set", action="append", default=[], metavar="KEY=V[,V...]",
-                        help="override a config field; a comma-separated list sweeps a hyperparameter (repeatable)")
+    parser.add_argument(
+        "--preset", choices=sorted(PRESETS), help="named config (python -m experiments.train --list-presets)"
+    )
+    parser.add_argument(
+        "--set",
+        action="append",
+        default=[],
+        metavar="KEY=V[,V...]",
+        help="override a config field; a comma-separated list sweeps a hyperparameter (repeatable)",
+    )
     parser.add_argument("--seeds", default="1", help="a count N (seeds seed..seed+N-1) or a comma-separated list")
     parser.add_argument("--env", help="env override: 'autochess' or 'gymnax:<EnvName>'")
     parser.add_argument("--run-dir", help="sweep directory (default runs/sweep-<preset>-<timestamp>)")
-    parser.add_argument("--resume", action="store_true", help="continue the sweep in --run-dir from its latest checkpoint")
+    parser.add_argument(
+        "--resume", action="store_true", help="continue the sweep in --run-dir from its latest checkpoint"
+    )
     parser.add_argument("--cache-dir", default=DEFAULT_CACHE, help=f"JAX compilation cache (default {DEFAULT_CACHE})")
     parser.add_argument("--no-cache", action="store_true", help="do not use the persistent compilation cache")
     parser.add_argument("--quiet", action="store_true", help="no progress on stderr")
@@ -130,16 +139,26 @@ def main(argv=None):
     run_dir = Path(args.run_dir or f"runs/sweep-{args.preset}-{time.strftime('%Y%m%d-%H%M%S')}")
     cache = enable_compilation_cache(None if args.no_cache else args.cache_dir)
     try:
-        summary = run_sweep(config, spec, run_dir, resume=args.resume, preset=args.preset,
-                            progress=None if args.quiet else ConsoleProgress(), stop_on_signals=True)
+        summary = run_sweep(
+            config,
+            spec,
+            run_dir,
+            resume=args.resume,
+            preset=args.preset,
+            progress=None if args.quiet else ConsoleProgress(),
+            stop_on_signals=True,
+        )
     except RunError as err:
         fail(parser, err)
     except (NonFiniteError, NoGoodCheckpointError, CheckpointMismatchError) as err:
         fail(parser, err, status=1)
     print(summary.pop("table"))
     if summary["stopped"]:
-        print(f"stopped by {summary['stopped']} after update {summary['updates']} (checkpoint saved); continue with "
-              f"--run-dir {run_dir} --resume", file=sys.stderr)
+        print(
+            f"stopped by {summary['stopped']} after update {summary['updates']} (checkpoint saved); continue with "
+            f"--run-dir {run_dir} --resume",
+            file=sys.stderr,
+        )
     summary["cache_dir"] = cache
     print(json.dumps(summary))
     return summary

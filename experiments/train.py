@@ -10,7 +10,7 @@
     python -m experiments.train --preset=ppo_large --set num_devices=4   # data parallel over 4 devices (0: all)
     python -m experiments.train --preset=ppo_large --coordinator=host0:1234 --num-processes=2 --process-id=0
 
-The run itself is the library's ``agents.run.train`` (docs/training.md): this module parses the command
+The run itself is the library's ``agents.run.loop.train`` (docs/training.md): this module parses the command
 line, calls it with a ``ConsoleProgress`` and prints its summary. The run directory (default
 ``runs/<preset>-<timestamp>``) gets ``config.json``, ``metrics.jsonl`` (a ``{"meta": ...}`` line, then one
 record per chunk), tensorboardX event files and ``checkpoints/`` (orbax). Training runs in jitted chunks of
@@ -21,7 +21,7 @@ being finite exits 1 with a one-line error naming the update. Progress goes to s
 stdout is a JSON summary. JAX's persistent compilation cache is on (``--cache-dir``, default
 ``~/.cache/jaxgame/jax``; ``--no-cache``).
 
-Devices and hosts (``agents.distributed``, docs/training.md): the envs are sharded over
+Devices and hosts (``agents.utils.distributed``, docs/training.md): the envs are sharded over
 ``num_devices`` devices (0 = all). For several hosts, run the same command once per host with
 ``--coordinator HOST:PORT --num-processes N --process-id I`` (or ``$JAXGAME_COORDINATOR``,
 ``$JAXGAME_NUM_PROCESSES``, ``$JAXGAME_PROCESS_ID``; ``--distributed`` lets JAX detect a SLURM or Open
@@ -36,17 +36,18 @@ import sys
 import time
 from pathlib import Path
 
+from agents.config import TrainConfig
+from agents.presets import PRESETS, describe, preset_config
+from agents.run.loop import RunError, check_resumable, load_config, train
+from agents.storage.checkpoints import CheckpointMismatchError, NoGoodCheckpointError
+from agents.storage.run_dir import read_owner
+
 # Importing these starts no JAX computation (tests/test_layering.py checks it), so ``main`` can still
 # initialise jax.distributed first, as a multi-host run must.
-from agents import distributed
-from agents.checkpoints import CheckpointMismatchError, NoGoodCheckpointError
-from agents.config import TrainConfig
-from agents.health import NonFiniteError
-from agents.progress import ConsoleProgress
-from agents.run import RunError, check_resumable, load_config, train
-from agents.run_dir import read_owner
+from agents.utils import distributed
+from agents.utils.health import NonFiniteError
+from agents.utils.progress import ConsoleProgress
 from experiments.common import DEFAULT_CACHE, apply_sets, enable_compilation_cache, fail, parse_overrides, quiet_logs
-from experiments.presets import PRESETS, describe, preset_config
 
 
 def add_host_args(parser):
@@ -61,7 +62,7 @@ def add_host_args(parser):
 
 
 def start_distributed(argv=None) -> bool:
-    """``agents.distributed.initialize`` from the multi-host flags of ``argv`` (or the environment); True when
+    """``agents.utils.distributed.initialize`` from the multi-host flags of ``argv`` (or the environment); True when
     this process is part of a multi-process run. Runs before any JAX computation."""
     parser = argparse.ArgumentParser(add_help=False)
     add_host_args(parser)
@@ -80,10 +81,15 @@ def parse_args(argv=None):
                         help="override a config field (repeatable), e.g. --set lr=1e-4; see --list-fields")
     parser.add_argument("--env", help="env override: 'autochess' or 'gymnax:<EnvName>'")
     parser.add_argument("--run-dir", help="run directory (default runs/<preset>-<timestamp>)")
-    parser.add_argument("--resume", action="store_true", help="continue the run in --run-dir from its latest checkpoint")
-    parser.add_argument("--auto-resume", action="store_true",
-                        help="with --preset and --run-dir: continue the run there if it holds this run, else start it "
-                             "(a requeued cluster job runs the same command again)")
+    parser.add_argument(
+        "--resume", action="store_true", help="continue the run in --run-dir from its latest checkpoint"
+    )
+    parser.add_argument(
+        "--auto-resume",
+        action="store_true",
+        help="with --preset and --run-dir: continue the run there if it holds this run, else start it "
+        "(a requeued cluster job runs the same command again)",
+    )
     parser.add_argument("--list-presets", action="store_true", help="print the presets and exit")
     parser.add_argument("--list-fields", action="store_true", help="print every config field with its doc and exit")
     parser.add_argument("--cache-dir", default=DEFAULT_CACHE, help=f"JAX compilation cache (default {DEFAULT_CACHE})")
@@ -96,8 +102,11 @@ def parse_args(argv=None):
     if args.resume and not args.run_dir:
         fail(parser, "--resume needs --run-dir")
     if args.resume and args.preset:
-        fail(parser, "--resume continues the run's saved config: give --run-dir and --set changes, not --preset "
-                     "(or --auto-resume with --preset to start the run when there is none yet)")
+        fail(
+            parser,
+            "--resume continues the run's saved config: give --run-dir and --set changes, not --preset "
+            "(or --auto-resume with --preset to start the run when there is none yet)",
+        )
     if args.auto_resume and not (args.run_dir and args.preset) or args.auto_resume and args.resume:
         fail(parser, "--auto-resume needs --preset and --run-dir (and no --resume)")
     if args.auto_resume:  # the directory holds this run: continue it; otherwise start it
@@ -151,8 +160,14 @@ def main(argv=None):
     run_dir = Path(args.run_dir or f"runs/{args.preset}-{time.strftime('%Y%m%d-%H%M%S')}")
     cache = enable_compilation_cache(None if args.no_cache else args.cache_dir)
     try:
-        summary = train(config, run_dir, resume=args.resume, preset=args.preset,
-                        progress=None if args.quiet else ConsoleProgress(), stop_on_signals=True)
+        summary = train(
+            config,
+            run_dir,
+            resume=args.resume,
+            preset=args.preset,
+            progress=None if args.quiet else ConsoleProgress(),
+            stop_on_signals=True,
+        )
     except RunError as err:
         fail(parser, err)
     except (NonFiniteError, NoGoodCheckpointError, CheckpointMismatchError) as err:
@@ -160,11 +175,17 @@ def main(argv=None):
     summary["cache_dir"] = cache
     if distributed.is_main_process():
         if summary["stopped"]:
-            print(f"stopped by {summary['stopped']} after update {summary['updates']} (checkpoint saved); continue with "
-                  f"--run-dir {run_dir} --resume", file=sys.stderr)
+            print(
+                f"stopped by {summary['stopped']} after update {summary['updates']} (checkpoint saved); continue with "
+                f"--run-dir {run_dir} --resume",
+                file=sys.stderr,
+            )
         elif summary["early_stopped"]:
-            print(f"early stopping after update {summary['updates']}: the validation cross-entropy did not fall for "
-                  f"{config.bc_patience} validations in a row", file=sys.stderr)
+            print(
+                f"early stopping after update {summary['updates']}: the validation cross-entropy did not fall for "
+                f"{config.bc_patience} validations in a row",
+                file=sys.stderr,
+            )
         print(json.dumps(summary))
     return summary
 

@@ -24,10 +24,9 @@ import jax.numpy as jnp
 import numpy as np
 
 from jaxgame import constants as C
-from jaxgame import economy
+from jaxgame import economy, units
 from jaxgame import shop as shop_lib
 from jaxgame import species as sp
-from jaxgame import units
 from jaxgame.state import Players
 
 # numpy, not jnp: ``import jaxgame`` must not start JAX's backend (a multi-host run initialises it first);

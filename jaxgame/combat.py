@@ -269,7 +269,9 @@ def _init_one(home_species, home_stars, away_species, away_stars, max_units):
     return f, state
 
 
-def init_fights(home_species, home_stars, away_species, away_stars, max_units: int = HALF) -> tuple[Fighters, FightState]:
+def init_fights(
+    home_species, home_stars, away_species, away_stars, max_units: int = HALF
+) -> tuple[Fighters, FightState]:
     """Fighter constants and the state at tick 0 of B fights, batch last (``[2K, B]`` fields).
 
     Boards are int32[B, 24] (species, -1 empty; stars, 0 empty). ``max_units`` (static) is K, the units
@@ -343,9 +345,7 @@ def _over(op: str, others: range, term) -> jax.Array:
     if len(others) <= UNROLL_MAX:
         return functools.reduce(combine, [term(lambda a, j=j: a[j], j) for j in others])
     first = term(lambda a: a[others.start], others.start)
-    return jax.lax.fori_loop(
-        others.start + 1, others.stop, lambda j, acc: combine(acc, term(lambda a: a[j], j)), first
-    )
+    return jax.lax.fori_loop(others.start + 1, others.stop, lambda j, acc: combine(acc, term(lambda a: a[j], j)), first)
 
 
 #: A coordinate far off the grid: the area centre of an attacker that casts no area, the x of a dead victim
@@ -470,8 +470,7 @@ def _pick_targets(w: _Tick) -> _Tick:
     min is the kept target if any, else the nearest alive enemy (ties lowest index), with its stats.
     """
     f, x, y = w.f, w.s.x, w.s.y
-    code = jnp.where(w.s.alive, (w.idx << 21) | (w.cell << 15) | (f.block << 9) | (f.spdef << 5) | f.defense,
-                     _NO_KEY)
+    code = jnp.where(w.s.alive, (w.idx << 21) | (w.cell << 15) | (f.block << 9) | (f.spdef << 5) | f.defense, _NO_KEY)
     keys_of_side = []
     for units, enemies in w.sides:
 
@@ -655,8 +654,10 @@ def _apply_damage(w: _Tick) -> _Tick:
     died = alive0 & ~alive
     (credit,) = _materialize(w.opaque, jnp.where(died, w.killer, -1))
     kills = jnp.concatenate(
-        [_over("add", enemies, lambda pick, e, u=u: (pick(credit) == idx[u]).astype(jnp.int32))
-         for u, enemies in w.sides]
+        [
+            _over("add", enemies, lambda pick, e, u=u: (pick(credit) == idx[u]).astype(jnp.int32))
+            for u, enemies in w.sides
+        ]
     )
     return w._replace(shield=shield, hp=hp, alive=alive, kills=kills)
 
@@ -803,8 +804,9 @@ class _Lanes(NamedTuple):
     out: FightResult  # int32[N] fields: every fight's result, written on the tick it ends
 
 
-def _run_fights(f: Fighters, s0: FightState, keys, max_ticks: int, lanes: int | None = None,
-                sync_axes: tuple[str, ...] = ()) -> FightResult:
+def _run_fights(
+    f: Fighters, s0: FightState, keys, max_ticks: int, lanes: int | None = None, sync_axes: tuple[str, ...] = ()
+) -> FightResult:
     """The batched fight loop over N fights (``[2K, N]`` fighters and state, typed keys[N]).
 
     ``lanes`` (static, default N) fights are simulated side by side in a ``lax.while_loop``; the fights
@@ -829,8 +831,9 @@ def _run_fights(f: Fighters, s0: FightState, keys, max_ticks: int, lanes: int | 
         load = free & (pos < pending)
         ids = jnp.where(load, queue[jnp.minimum(pos, n_fights - 1)], c.ids)
         lane = jax.tree.map(lambda new, old: jnp.where(load, new, old), _take_fights((f, s0, keys), ids), c.lane)
-        return c._replace(ptr=c.ptr + jnp.sum(load, dtype=i32), ids=ids, busy=c.busy | load,
-                          lt=jnp.where(load, 0, c.lt), lane=lane)
+        return c._replace(
+            ptr=c.ptr + jnp.sum(load, dtype=i32), ids=ids, busy=c.busy | load, lt=jnp.where(load, 0, c.lt), lane=lane
+        )
 
     def pack(c: _Lanes, size: int) -> _Lanes:  # the busy lanes (at most ``size``) first, then cut to size
         order = jnp.argsort(~c.busy, stable=True)[:size]
@@ -858,9 +861,15 @@ def _run_fights(f: Fighters, s0: FightState, keys, max_ticks: int, lanes: int | 
         return jax.lax.while_loop(cond, body, c)
 
     lane_ids = queue[:lanes]
-    c = _Lanes(t=i32(0), ptr=jnp.minimum(i32(lanes), pending), ids=lane_ids, busy=jnp.arange(lanes) < pending,
-               lt=jnp.zeros(lanes, i32), lane=_take_fights((f, s0, keys), lane_ids),
-               out=_result(s0, jnp.zeros(n_fights, i32)))  # decided at tick 0: no ticks
+    c = _Lanes(
+        t=i32(0),
+        ptr=jnp.minimum(i32(lanes), pending),
+        ids=lane_ids,
+        busy=jnp.arange(lanes) < pending,
+        lt=jnp.zeros(lanes, i32),
+        lane=_take_fights((f, s0, keys), lane_ids),
+        out=_result(s0, jnp.zeros(n_fights, i32)),
+    )  # decided at tick 0: no ticks
     stages = lane_stages(lanes)
     for i, size in enumerate(stages):
         if i:
@@ -871,8 +880,15 @@ def _run_fights(f: Fighters, s0: FightState, keys, max_ticks: int, lanes: int | 
 
 
 def simulate_fights(
-    home_species, home_stars, away_species, away_stars, keys, max_ticks: int = 400, max_units: int = HALF,
-    lanes: int | None = None, sync_axes: tuple[str, ...] = (),
+    home_species,
+    home_stars,
+    away_species,
+    away_stars,
+    keys,
+    max_ticks: int = 400,
+    max_units: int = HALF,
+    lanes: int | None = None,
+    sync_axes: tuple[str, ...] = (),
 ) -> FightResult:
     """B fights at once: boards int32[B, 24] (species, -1 empty; stars), keys[B] (typed, or uint32[B, 2])
     -> FightResult of int32[B] fields. ``max_ticks``, ``max_units`` (K, see :func:`init_fights`) and

@@ -90,7 +90,7 @@ def _make_units(home_species, home_stars, away_species, away_stars):
             types = _TYPES[s]
 
             def v(ty):
-                return syn[ty] if ty in types else 0
+                return syn[ty] if ty in types else 0  # noqa: B023 (called in this iteration)
 
             u.shield = v(sp.NORMAL)
             u.fire, u.water, u.grass = v(sp.FIRE), v(sp.WATER), v(sp.GRASS)
@@ -184,7 +184,7 @@ def _tick(units, t, u_draw, totals, stats):
                 amount = u.power * (100 + u.ap) // 100
 
                 def spell(v):
-                    d = max(1, u.power * (100 + u.ap) // (100 + 5 * v.spdef))
+                    d = max(1, u.power * (100 + u.ap) // (100 + 5 * v.spdef))  # noqa: B023 (called in this iteration)
                     return max(1, d - v.block)
 
                 if u.ability == NUKE or u.ability == STUN:

@@ -28,9 +28,8 @@ import jax.numpy as jnp
 import numpy as np
 
 from jaxgame import constants as C
-from jaxgame import economy, rounds
+from jaxgame import economy, rounds, synergy, units
 from jaxgame import species as sp
-from jaxgame import synergy, units
 from jaxgame.config import GameConfig
 from jaxgame.state import GameState
 

@@ -51,7 +51,9 @@ _SHIFTS = np.array([0, 2, 4, 6], dtype=np.uint8)
 UNPACK_LUT = ((np.arange(256, dtype=np.uint8)[:, None] >> _SHIFTS[None, :]) & 3).astype(np.uint8)
 
 #: uint8[256, 256]: DIFF_LUT[a, b] = sum_i |pixel_i(a) - pixel_i(b)| (0..12).
-DIFF_LUT = np.abs(UNPACK_LUT[:, None, :].astype(np.int16) - UNPACK_LUT[None, :, :].astype(np.int16)).sum(-1).astype(np.uint8)
+DIFF_LUT = (
+    np.abs(UNPACK_LUT[:, None, :].astype(np.int16) - UNPACK_LUT[None, :, :].astype(np.int16)).sum(-1).astype(np.uint8)
+)
 
 #: uint8[256]: for each byte, 0b11 over every non-zero (opaque) pixel.
 OPAQUE_MASK_LUT = ((UNPACK_LUT != 0).astype(np.uint8) * 3 << _SHIFTS[None, :]).sum(-1).astype(np.uint8)

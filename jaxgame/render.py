@@ -27,9 +27,8 @@ import jax.numpy as jnp
 import numpy as np
 
 from jaxgame import constants as C
-from jaxgame import packing
+from jaxgame import packing, synergy
 from jaxgame import species as sp
-from jaxgame import synergy
 from jaxgame import tiles as T
 from jaxgame.state import RESULT_DRAW, RESULT_LOSS, RESULT_WIN, GameState
 
@@ -45,7 +44,10 @@ def _overlay_np(base: np.ndarray, over: np.ndarray) -> np.ndarray:
 
 
 _PADLOCK = np.array(
-    [[int(c) for c in row] for row in ["00333000", "03000300", "03000300", "33333330", "32222230", "32232230", "32222230", "33333330"]],
+    [
+        [int(c) for c in row]
+        for row in ["00333000", "03000300", "03000300", "33333330", "32222230", "32232230", "32222230", "33333330"]
+    ],
     dtype=np.uint8,
 )
 

@@ -9,11 +9,9 @@ import jax.numpy as jnp
 import numpy as np
 from flax import struct
 
-from jaxgame import combat
+from jaxgame import combat, economy, units
 from jaxgame import constants as C
-from jaxgame import economy
 from jaxgame import shop as shop_lib
-from jaxgame import units
 from jaxgame.config import GameConfig
 from jaxgame.state import RESULT_DRAW, RESULT_LOSS, RESULT_NONE, RESULT_WIN, GameState
 
@@ -164,12 +162,17 @@ def run_fights(plan: FightPlan, max_ticks: int, sync_axes: tuple[str, ...] = ())
     n = C.NUM_PLAYERS
     flat = jax.tree_util.tree_map(lambda x: x.reshape((-1,) + x.shape[len(batch) :]), plan)
     games = flat.active.shape[0]
-    slot_keys = jax.vmap(lambda key: jax.vmap(lambda s: jax.random.fold_in(key, s))(jnp.arange(n)))(flat.key.reshape(-1))
+    slot_keys = jax.vmap(lambda key: jax.vmap(lambda s: jax.random.fold_in(key, s))(jnp.arange(n)))(
+        flat.key.reshape(-1))
     boards = [flat.home_species, flat.home_stars, flat.away_species, flat.away_stars]
     boards = [jnp.where(flat.active[..., None], b, -1 if i % 2 == 0 else 0) for i, b in enumerate(boards)]
     result = combat.simulate_fights(
-        *[b.reshape(-1, C.BOARD_CELLS) for b in boards], slot_keys.reshape(-1), max_ticks, C.MAX_LEVEL,
-        lanes=LANES_PER_GAME * games, sync_axes=sync_axes,
+        *[b.reshape(-1, C.BOARD_CELLS) for b in boards],
+        slot_keys.reshape(-1),
+        max_ticks,
+        C.MAX_LEVEL,
+        lanes=LANES_PER_GAME * games,
+        sync_axes=sync_axes,
     )
     return jax.tree_util.tree_map(lambda x: x.reshape(batch + (n,)), result)
 

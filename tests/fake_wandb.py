@@ -1,4 +1,4 @@
-"""A fake ``wandb`` module that records the calls ``agents.wandb_log`` makes (the ``fake_wandb`` fixture)."""
+"""A fake ``wandb`` module that records the calls ``agents.run.wandb_log`` makes (the ``fake_wandb`` fixture)."""
 
 import importlib.machinery
 import sys

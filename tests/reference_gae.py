@@ -51,7 +51,7 @@ def _seat_gae(reward, value, terminal, decision, last_value, gamma, lam):
 
 
 def gae_reference(reward, value, terminal, decision, last_value, gamma, lam):
-    """Same contract as ``agents.gae.gae`` on numpy arrays [T, ...]; returns float64 (advantages, targets)."""
+    """Same contract as ``agents.core.gae.gae`` on numpy arrays [T, ...]; returns float64 (advantages, targets)."""
     reward = np.asarray(reward, np.float64)
     value = np.asarray(value, np.float64)
     terminal = np.asarray(terminal, bool)

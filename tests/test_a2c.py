@@ -1,4 +1,4 @@
-"""Streaming A2C (agents.a2c): semi-MDP TD(0) targets, one update by hand, chunking, determinism,
+"""Streaming A2C (agents.algorithms.a2c): semi-MDP TD(0) targets, one update by hand, chunking, determinism,
 O(N) memory, a CartPole learning check and a short run on the game itself.
 
 The game run (``game_run``: one compiled program, ~20-25 s on a 2-core CPU) is in the default suite;
@@ -13,14 +13,16 @@ import numpy as np
 import optax
 import pytest
 
-from agents import health, losses, trainers
-from agents.a2c import Pending, StreamingA2C, td_step
+from agents.algorithms import registry as trainers
+from agents.algorithms.a2c import Pending, StreamingA2C, td_step
+from agents.algorithms.base import Runner
+from agents.algorithms.ppo import PPO
 from agents.config import TrainConfig
-from agents.envs import learner_seats, make_env
-from agents.gae import gae
-from agents.ppo import PPO
-from agents.rollout import EPISODE_SUMS, Transition, act_and_step
-from agents.trainer_base import Runner
+from agents.core import losses
+from agents.core.gae import gae
+from agents.core.rollout import EPISODE_SUMS, Transition, act_and_step
+from agents.envs.make import learner_seats, make_env
+from agents.utils import health
 from tests.xla_flags import compile_as_users_do
 
 CARTPOLE = "gymnax:CartPole-v1"
@@ -270,7 +272,8 @@ def test_learns_cartpole():
     """Streaming A2C (advantages normalised per update, the default) learns CartPole: from about a random
     policy's return (~22) in the first fifth of 1M steps to >= 150 in some later fifth.
 
-    Compiled as users compile (``tests.xla_flags.compile_as_users_do``). It is not asserted that it stays there: a 500-step truncation ends an episode like a termination (as in
+    Compiled as users compile (``tests.xla_flags.compile_as_users_do``). It is not asserted that it stays there: a
+    500-step truncation ends an episode like a termination (as in
     PureJaxRL), and its TD error of about -V(s) can collapse the policy after it learned (docs/training.md,
     "Streaming A2C" has the last fifths of seeds 0-3)."""
     tr = _trainer(num_envs=64, update_every=4, hidden=(64, 64), lr=1e-3, gamma=0.99, ent_coef=0.01,

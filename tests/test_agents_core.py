@@ -7,10 +7,10 @@ import numpy as np
 import optax
 import pytest
 
-from agents import distributions as D
-from agents import gae as G
-from agents import losses as L
-from agents import networks as N
+from agents.core import distributions as D
+from agents.core import gae as G
+from agents.core import losses as L
+from agents.core import networks as N
 from jaxgame import packing
 from tests.reference_gae import gae_reference, split_rollouts_reference
 
@@ -213,7 +213,7 @@ def _game_like_sequence(seed, T, N=8, P=8):
 
 
 def _transitions(reward, value, terminal, decision):
-    from agents.rollout import Transition
+    from agents.core.rollout import Transition
 
     t = np.arange(reward.shape[0], dtype=np.float32)[:, None, None, None]
     obs = np.broadcast_to(t, reward.shape + (1,)).copy()  # obs = the step's time index: where a sample came from
@@ -225,12 +225,12 @@ def _transitions(reward, value, terminal, decision):
 
 @pytest.mark.parametrize("gamma, lam", [(0.9, 0.0), (0.95, 0.9), (1.0, 1.0)])
 def test_two_rollouts_train_every_decision_once_with_the_joined_rollouts_gae(gamma, lam):
-    """``agents.ppo.targets_with_pending`` over two consecutive rollouts, the first's open decisions carried
+    """``agents.algorithms.ppo.targets_with_pending`` over two consecutive rollouts, the first's open decisions carried
     into the second, against the plain-Python definition over the joined sequence
     (``split_rollouts_reference``): every decision is trained by the rollout that shows how it continues,
     exactly once, with the joined sequence's rewards and bootstrap; the carried ones on row 0 of the second."""
-    from agents.ppo import targets_with_pending
-    from agents.rollout import Pending
+    from agents.algorithms.ppo import targets_with_pending
+    from agents.core.rollout import Pending
 
     T = 12
     reward, value, terminal, decision = _game_like_sequence(3, T)

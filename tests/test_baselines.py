@@ -1,4 +1,5 @@
-"""The shipped baseline policies (agents/baseline_policies/, ``agents.baselines``): each loads, builds its network
+"""The shipped baseline policies (agents/policies/baseline_policies/, ``agents.policies.baselines``): each loads, builds
+its network
 from its own config and plays legal actions on the game; a damaged one is a one-line error. (Freezing a run
 and playing the baseline at a table: tests/test_train.py, on the smoke run.)"""
 
@@ -12,8 +13,9 @@ import numpy as np
 import pytest
 
 import jaxgame
-from agents import baselines, distributions
-from agents.policies import PolicyError, load_policy
+from agents.core import distributions
+from agents.policies import baselines
+from agents.policies.load import PolicyError, load_policy
 
 
 def test_ppo_small_v1_is_shipped():
@@ -38,9 +40,9 @@ def test_every_shipped_baseline_loads_and_plays_legally(name):
 
 @pytest.mark.parametrize("name", baselines.available())
 def test_every_shipped_baseline_ships_its_standalone_export_acting_as_it(name):
-    """NAME/ beside NAME.msgpack is the same policy in the export format (agents.export; how it runs with only
+    """NAME/ beside NAME.msgpack is the same policy in the export format (agents.policies.export; how it runs with only
     jax and numpy, in a subprocess: tests/test_export.py): same logits, values and greedy actions."""
-    from agents.exported_policy_loader import ExportedPolicy
+    from agents.policies.exported_loader import ExportedPolicy
 
     exported = ExportedPolicy(baselines.DIRECTORY / name)
     policy = load_policy(f"{baselines.PREFIX}{name}")

@@ -1,4 +1,5 @@
-"""Behaviour cloning (agents.bc): the loss on hand-checked batches (agents.losses.bc_loss), the split by game, cloning
+"""Behaviour cloning (agents.algorithms.bc): the loss on hand-checked batches (agents.core.losses.bc_loss), the split by
+game, cloning
 a dataset's samples with validation and early stopping, and the trainer on generated games (algo="bc")."""
 
 import functools
@@ -10,7 +11,8 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from agents import bc, losses
+from agents.algorithms import bc
+from agents.core import losses
 
 # two samples, four actions; sample 0 may play 0, 1 or 3, sample 1 only 2 and 3
 LOGITS = jnp.array([[0.0, math.log(2.0), 5.0, math.log(5.0)], [1.0, -1.0, math.log(3.0), 0.0]])
@@ -104,7 +106,7 @@ def synthetic_config(**overrides):
 
 @functools.cache
 def synthetic_chunk(config):
-    from agents.networks import make_network
+    from agents.core.networks import make_network
 
     network = make_network("mlp", 6, (64,), "tanh")
     chunk = jax.jit(functools.partial(bc.clone_chunk, config, network), static_argnums=1)
@@ -179,7 +181,7 @@ def tiny_bc_config(**overrides):
 def test_the_teacher_plays_the_learner_seats_and_its_actions_are_the_samples():
     """The rollout's sample actions are the ones the games were played with (replaying them from the same states
     gives the same observations), legal, and the greedy teacher's choices on those states with the rollout's keys."""
-    from agents.run import build
+    from agents.run.loop import build
     from jaxgame import bots as game_bots
 
     trainer = build(tiny_bc_config(opponents="self", bc_teacher="greedy", num_envs=4)).trainer
@@ -208,8 +210,8 @@ def test_bc_training_learns_the_teacher_with_the_warmup_and_cosine_schedule():
     """12 updates on tiny games, the expert teaching in seat 0 against 7 greedy bots: the teacher plays that seat
     (its training placement is the expert's, not an untrained policy's), the teacher's actions' cross-entropy falls
     and the policy grows more certain; the logged learning rate is the warmup then the cosine, by hand."""
-    from agents.run import build
-    from agents.trainers import summarize
+    from agents.algorithms.registry import summarize
+    from agents.run.loop import build
 
     config = tiny_bc_config()
     trainer = build(config).trainer
@@ -229,7 +231,7 @@ def test_bc_training_learns_the_teacher_with_the_warmup_and_cosine_schedule():
 def test_weight_decay_is_decoupled_and_the_warmup_scales_any_schedule():
     """``apply_gradients`` with weight_decay subtracts lr x wd x p beside Adam's step (AdamW), for any algo; the
     warmup multiplies the linear decay too."""
-    from agents import trainer_base
+    from agents.algorithms import base as trainer_base
     from agents.config import TrainConfig
 
     params = {"w": jnp.array([1.0, -2.0, 0.5])}
@@ -254,8 +256,8 @@ def test_weight_decay_is_decoupled_and_the_warmup_scales_any_schedule():
 def test_with_teacher_prob_0_the_policy_plays_and_the_teacher_still_labels():
     """bc_teacher_prob=0 (DAgger-style): the untrained policy plays seat 0, so it places as an untrained policy does
     (8.0 on these games; the expert in that seat places 3.5), while the loss still trains on the teacher's actions."""
-    from agents.run import build
-    from agents.trainers import summarize
+    from agents.algorithms.registry import summarize
+    from agents.run.loop import build
 
     trainer = build(tiny_bc_config(bc_teacher_prob=0.0, total_steps=8 * 8 * 6, updates_per_chunk=6,
                                    warmup_updates=0)).trainer

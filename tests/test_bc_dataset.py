@@ -1,11 +1,12 @@
 """Behaviour cloning of a dataset on disk through the run library (``TrainConfig(bc_dataset=DIR)``,
-``agents.bc.DatasetCloning``): validation logged every chunk, early stopping, the best checkpoint by validation
+``agents.algorithms.bc.DatasetCloning``): validation logged every chunk, early stopping, the best checkpoint by
+validation
 cross-entropy, resume equal to the uninterrupted run, a changed dataset refused on resume, a dataset of other rules
 refused before anything is written, and ``load_policy`` on the run.
 
 The samples are drawn at random in the game's shapes (what is learned is checked on a synthetic teacher in
-tests/test_bc.py; these tests check the run around it), written with ``agents.dataset.write_dataset`` and the
-manifest meta ``agents.recording.record`` writes.
+tests/test_bc.py; these tests check the run around it), written with ``agents.storage.datasets.write_dataset`` and the
+manifest meta ``agents.pipeline.recording.record`` writes.
 """
 
 import dataclasses
@@ -16,11 +17,11 @@ import jax
 import numpy as np
 import pytest
 
-from agents import dataset
 from agents.config import TrainConfig
-from agents.envs import make_game
-from agents.policies import load_policy
-from agents.run import RunError, train
+from agents.envs.make import make_game
+from agents.policies.load import load_policy
+from agents.run.loop import RunError, train
+from agents.storage import datasets as dataset
 
 pytestmark = pytest.mark.xdist_group("bc_dataset")
 

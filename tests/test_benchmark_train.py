@@ -18,11 +18,11 @@ import pytest
 
 pytest.importorskip("gymnax")
 
+from agents.presets import preset_config
 from experiments.benchmark import purejaxrl_reference
 from experiments.benchmark.__main__ import main as benchmark_main
 from experiments.benchmark.timing import default_sweep
 from experiments.benchmark.train import train_updates
-from experiments.presets import preset_config
 
 PRESET_KEYS = {
     "algo", "num_envs", "steps_per_update", "seats", "hidden", "obs", "updates", "seat_steps_per_chunk", "init_s",

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 import jaxgame
-from experiments.common import placement_by_bot, play_games
+from agents.arena.bot_games import placement_by_bot, play_games
 from jaxgame import actions, bots
 from jaxgame import constants as C
 from jaxgame import species as sp

@@ -1,4 +1,4 @@
-"""Tests of agents.checkpoints.CheckpointStore (orbax-backed atomic checkpoint store); CPU, small pytrees."""
+"""Tests of agents.storage.checkpoints.CheckpointStore (orbax-backed atomic checkpoint store); CPU, small pytrees."""
 
 import math
 import os
@@ -16,7 +16,7 @@ import numpy as np
 import pytest
 from flax import struct
 
-from agents.checkpoints import CheckpointMismatchError, CheckpointStore, NoGoodCheckpointError
+from agents.storage.checkpoints import CheckpointMismatchError, CheckpointStore, NoGoodCheckpointError
 
 # When a read of a corrupt checkpoint fails, orbax closes its asyncio loop while other tensorstore reads are still in
 # flight; their completion callbacks then hit the closed loop ("RuntimeError: Event loop is closed" in a tensorstore
@@ -192,7 +192,7 @@ def test_kill_9_right_after_save_keeps_checkpoint(tmp_path):
     child = textwrap.dedent(
         f"""
         import os, signal, jax
-        from agents.checkpoints import CheckpointStore
+        from agents.storage.checkpoints import CheckpointStore
         store = CheckpointStore({str(tmp_path)!r}, keep=2)
         store.save(5, {{"x": jax.numpy.arange(6.0), "k": jax.random.key(1)}}, {{"ok": True}})
         os.kill(os.getpid(), signal.SIGKILL)

@@ -1,11 +1,12 @@
-"""agents.dataset: sharded on-disk sample datasets with a verified manifest (numpy only, no JAX compilation)."""
+"""agents.storage.datasets: sharded on-disk sample datasets with a verified manifest (numpy only, no JAX
+compilation)."""
 import hashlib
 import json
 
 import numpy as np
 import pytest
 
-from agents.dataset import FORMAT, MANIFEST, DatasetError, open_dataset, write_dataset
+from agents.storage.datasets import FORMAT, MANIFEST, DatasetError, open_dataset, write_dataset
 
 META = {"players": 8, "rules": {"max_rounds": 25}, "seed": 7}
 

@@ -1,4 +1,4 @@
-"""Distillation and anchors (agents.distill): the KL term on hand-checked values, the decays and the feature
+"""Distillation and anchors (agents.algorithms.distill): the KL term on hand-checked values, the decays and the feature
 dropout, the loss of ``DistilledPPO`` = PPO's + the decaying KL terms, and the rollout that fades the hidden
 information for the teacher only. The run library's side (loading, resume, refusals) is in tests/test_train.py."""
 
@@ -9,11 +9,13 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from agents import distill, losses, networks, phases
+from agents.algorithms import distill
+from agents.algorithms.registry import make_train
 from agents.config import TrainConfig
-from agents.envs import make_env
-from agents.rollout import Transition
-from agents.trainers import make_train
+from agents.core import losses, networks
+from agents.core.rollout import Transition
+from agents.envs.make import make_env
+from agents.policies import frozen as phases
 from jaxgame import constants as C
 from jaxgame.observation import OBS_SIZE, ORACLE_SIZE
 
@@ -171,7 +173,7 @@ def test_the_rollout_fades_the_hidden_block_for_the_teacher_only():
 
 
 def test_a_sweep_refuses_frozen_policies_and_a_teacher_steps_oracle_observations():
-    from agents.sweep import Sweep, SweepSpec
+    from agents.run.sweep import Sweep, SweepSpec
 
     config = TrainConfig(**SMALL, teacher="t")
     with pytest.raises(ValueError, match="a sweep does not read frozen policies"):

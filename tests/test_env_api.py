@@ -1,4 +1,4 @@
-"""agents.env_api: every adapter keeps the trainers' batched-env contract, and check_env catches broken envs."""
+"""agents.envs.api: every adapter keeps the trainers' batched-env contract, and check_env catches broken envs."""
 
 import re
 
@@ -10,9 +10,9 @@ import pytest
 pytest.importorskip("gymnax")
 
 from agents.config import TrainConfig
-from agents.env_api import RULES, BatchedEnv, check_env
-from agents.envs import AutoChessTask, LeagueTask, learner_seats, make_env
-from agents.gymnax_env import GymnaxVecEnv
+from agents.envs.api import RULES, BatchedEnv, check_env
+from agents.envs.gymnax_env import GymnaxVecEnv
+from agents.envs.make import AutoChessTask, LeagueTask, learner_seats, make_env
 
 # short games: an episode ends every 9 steps, so check_env's 24 steps see episode ends
 SMALL = {"num_envs": 2, "max_rounds": 3, "steps_per_round": 3, "max_combat_ticks": 50}

@@ -1,4 +1,4 @@
-"""Exported policies (agents.export, experiments.export): the serialized act functions run in a process that
+"""Exported policies (agents.policies.export, experiments.export): the serialized act functions run in a process that
 imports only jax and numpy, act as the checkpoint does at any batch size, never pick an illegal action, and
 bad directories or input are one-line errors."""
 
@@ -11,9 +11,9 @@ import jax
 import numpy as np
 import pytest
 
-from agents import distributions
-from agents.export import FILES, LOADER_FILE, export_policy
-from agents.policies import PolicyError, load_policy
+from agents.core import distributions
+from agents.policies.export import FILES, LOADER_FILE, export_policy
+from agents.policies.load import PolicyError, load_policy
 from experiments import export as export_cli
 
 BASELINE = "baseline:ppo_small-v1"

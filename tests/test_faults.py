@@ -14,9 +14,10 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from agents import health, run
-from agents.checkpoints import CheckpointStore
 from agents.config import TrainConfig
+from agents.run import loop as run
+from agents.storage.checkpoints import CheckpointStore
+from agents.utils import health
 from experiments import train as train_cli
 
 pytestmark = [
@@ -223,8 +224,8 @@ def test_a_kill_while_saving_a_step_again_leaves_the_old_copy_restorable(tmp_pat
 
 
 def test_a_run_directory_belongs_to_one_run_of_one_tool(tiny_run, tmp_path):
-    from agents.sweep import SweepSpec
-    from agents.sweep_run import run_sweep
+    from agents.run.sweep import SweepSpec
+    from agents.run.sweep_loop import run_sweep
 
     trained = _copy(tiny_run, tmp_path / "trained")
     before = sorted(p.name for p in trained.iterdir())
@@ -364,7 +365,7 @@ def test_sigterm_saves_at_the_chunk_boundary_exits_0_and_auto_resume_finishes_th
 
 SECOND_SIGNAL = """
 import os, signal, sys, time
-from agents.run import StopSignals
+from agents.run.loop import StopSignals
 which = getattr(signal, sys.argv[1])
 with StopSignals() as stop:
     os.kill(os.getpid(), which)          # the first: remembered, the process goes on
@@ -396,7 +397,7 @@ def test_a_second_signal_ends_the_process_at_once(name):
 def test_stop_signals_agree_over_the_processes(monkeypatch):
     """In a multi-process run every process asks the same question after each chunk: a signal in any of
     them stops all at that chunk (the 2-process end-to-end run is the opt-in test in test_multidevice.py)."""
-    from agents.run import StopSignals
+    from agents.run.loop import StopSignals
 
     gathered = []
 
@@ -417,7 +418,7 @@ def test_stop_signals_agree_over_the_processes(monkeypatch):
 def test_stop_signals_restores_the_handlers_it_replaced():
     import signal
 
-    from agents.run import StopSignals
+    from agents.run.loop import StopSignals
 
     before = {s: signal.getsignal(s) for s in StopSignals.SIGNALS}
     with StopSignals() as stop:
@@ -547,7 +548,7 @@ def test_a_key_of_the_wrong_shape_is_the_projects_type_error():
 
 
 def test_an_annealed_or_cosine_run_refuses_a_new_length_on_resume_and_its_lr_never_goes_negative(tiny_run):
-    from agents.trainer_base import learning_rate
+    from agents.algorithms.base import learning_rate
 
     annealed = TrainConfig(**{**TINY.to_dict(), "hidden": TINY.hidden, "anneal_lr": True})
     longer = TrainConfig(**{**annealed.to_dict(), "hidden": TINY.hidden, "total_steps": 2 * TINY.total_steps})
@@ -563,7 +564,7 @@ def test_an_annealed_or_cosine_run_refuses_a_new_length_on_resume_and_its_lr_nev
 
 
 def test_an_unfinished_game_never_counts_as_a_placement():
-    from agents.evaluation import placement_summary
+    from agents.arena.evaluation import placement_summary
 
     finished = np.array([[1, 8, 3, 4, 5, 6, 7, 2], [2, 1, 3, 4, 5, 6, 7, 8]])
     assert placement_summary(finished)["mean_placement"] == 4.5

@@ -1,7 +1,7 @@
-"""The GPU path checked on the CPU (agents.lowering): the training chunks of the GPU presets and the env step at
+"""The GPU path checked on the CPU (agents.utils.lowering): the training chunks of the GPU presets and the env step at
 4096 games lower for CUDA at their full shapes (abstract arguments: nothing allocated), with no host callback,
 infeed/outfeed or float64; and the check finds each of those. A ``ppo_large`` update, compiled at its full
-shapes, fits a 60 GB device (agents.memory.compiled_bytes)."""
+shapes, fits a 60 GB device (agents.utils.memory.compiled_bytes)."""
 
 import jax
 import jax.numpy as jnp
@@ -9,11 +9,11 @@ import numpy as np
 import pytest
 
 import jaxgame
-from agents.envs import make_game
-from agents.lowering import lowering_problems, text_problems
-from agents.memory import compiled_bytes
-from agents.run import build
-from experiments.presets import preset_config
+from agents.envs.make import make_game
+from agents.presets import preset_config
+from agents.run.loop import build
+from agents.utils.lowering import lowering_problems, text_problems
+from agents.utils.memory import compiled_bytes
 
 
 @pytest.mark.parametrize("preset", ["ppo_large", "a2c_stream", "ppo_pixels"])

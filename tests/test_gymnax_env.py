@@ -9,7 +9,7 @@ import pytest
 
 pytest.importorskip("gymnax")
 
-from agents.gymnax_env import GymnaxVecEnv, GymnaxVecState, make_env
+from agents.envs.gymnax_env import GymnaxVecEnv, GymnaxVecState, make_env
 from jaxgame.env import TimeStep
 
 N = 4

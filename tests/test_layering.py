@@ -1,6 +1,7 @@
 """The project's layers, read from the source (no JAX work): ``jaxgame`` (the game) imports nothing above it,
-``agents`` (the library) nothing from ``experiments`` (the CLIs), a CLI nothing from another CLI, no import
-cycles, and importing the packages starts no JAX computation (a multi-host run initialises JAX first)."""
+``agents`` (the library) nothing from ``experiments`` (the CLIs), each of ``agents``' sub-packages only the ones
+below it (``AGENTS_LAYERS``, docs/architecture.md), a CLI nothing from another CLI, no import cycles, and
+importing the packages starts no JAX computation (a multi-host run initialises JAX first)."""
 
 from __future__ import annotations
 
@@ -12,7 +13,12 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 PACKAGES = ("jaxgame", "agents", "experiments")
 #: experiments modules every CLI may import (shared helpers, not commands)
-CLI_SHARED = ("experiments.common", "experiments.presets")
+CLI_SHARED = ("experiments.common",)
+#: ``agents``' sub-packages and root modules, lowest first: each may import only itself and the ones before it
+AGENTS_LAYERS = ("core", "config", "utils", "storage", "league", "envs", "algorithms", "policies", "arena", "run",
+                 "pipeline", "presets", "interop", "")  # "": agents/__init__.py, the public API on top
+#: at most this many modules at the ``agents`` root (the rest live in sub-packages)
+MAX_ROOT_MODULES = 6
 
 
 def _module_name(path: Path) -> str:
@@ -20,12 +26,14 @@ def _module_name(path: Path) -> str:
     return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
 
 
-def _project_imports(path: Path) -> set[str]:
+def _project_imports(path: Path, name: str | None = None) -> set[str]:
     """The project modules ``path`` imports anywhere in its body (module level or inside functions):
-    ``from pkg import mod`` counts as ``pkg.mod`` when that is a module, else as ``pkg``."""
+    ``from pkg import mod`` counts as ``pkg.mod`` when that is a module, else as ``pkg``. ``name``: the module's
+    dotted name (default: from its place in the tree)."""
     modules = _modules()
     tree = ast.parse(path.read_text(), str(path))
-    package = _module_name(path) if path.name == "__init__.py" else _module_name(path).rpartition(".")[0]
+    name = name or _module_name(path)
+    package = name if path.name == "__init__.py" else name.rpartition(".")[0]
     found = set()
     for node in ast.walk(tree):
         if isinstance(node, ast.Import):
@@ -77,6 +85,30 @@ def test_each_layer_imports_only_below_it():
     assert not problems, "\n".join(sorted(problems))
 
 
+def _agents_layer(module: str) -> int:
+    parts = module.split(".")
+    return AGENTS_LAYERS.index(parts[1] if len(parts) > 1 else "")
+
+
+def test_agents_subpackages_import_only_layers_below():
+    assert {_agents_layer(m) >= 0 for m in _modules() if m.startswith("agents")}  # every module has a layer
+    problems = []
+    for module, imports in _graph().items():
+        if not module.startswith("agents"):
+            continue
+        for imported in imports:
+            if imported.startswith("agents") and _agents_layer(imported) > _agents_layer(module):
+                problems.append(f"{module} imports {imported}, a layer above it")
+    assert not problems, "\n".join(sorted(problems))
+
+
+def test_few_modules_at_the_agents_root():
+    root = sorted(p.name for p in (ROOT / "agents").glob("*.py"))
+    assert len(root) <= MAX_ROOT_MODULES, root
+    subpackages = {p.parent.name for p in (ROOT / "agents").glob("*/__init__.py")}
+    assert subpackages | {p[:-3] for p in root} | {""} >= set(AGENTS_LAYERS) - {""}, "a layer with no code"
+
+
 def test_no_import_cycles():
     graph = _graph()
     state: dict[str, int] = {}  # 1: on the stack, 2: done
@@ -97,17 +129,16 @@ def test_no_import_cycles():
     assert not cycles, "\n".join(cycles)
 
 
-def test_the_layering_check_sees_violations():
-    """The checker itself: relative, function-local and from-package imports are all found."""
-    path = ROOT / "agents" / "_probe_for_layering_test.py"
-    assert not path.exists()
-    source = "from . import run\nfrom jaxgame import constants as C\n\ndef f():\n    from experiments import train\n"
-    try:
-        path.write_text(source)
-        found = _project_imports(path)
-    finally:
-        path.unlink()
-    assert found == {"agents.run", "jaxgame.constants", "experiments.train"}
+def test_the_layering_check_sees_violations(tmp_path):
+    """The checker itself: relative, function-local and from-package imports are all found (the probe module
+    lives in a temporary directory, read as if it were ``agents/core/_probe.py``), and its layer is core's."""
+    path = tmp_path / "_probe.py"
+    source = ("from .. import run\nfrom . import gae\nfrom jaxgame import constants as C\n\n"
+              "def f():\n    from experiments import train\n")
+    path.write_text(source)
+    found = _project_imports(path, "agents.core._probe")
+    assert found == {"agents.run", "agents.core.gae", "jaxgame.constants", "experiments.train"}
+    assert _agents_layer("agents.run.loop") > _agents_layer("agents.core._probe")
 
 
 def test_importing_starts_no_jax_computation():

@@ -1,4 +1,4 @@
-"""The self-play league (agents.league): the pool ring buffer, snapshot sampling, seat roles, the batched
+"""The self-play league (agents.league.pool): the pool ring buffer, snapshot sampling, seat roles, the batched
 pool forward pass, the loss bookkeeping, and a league run's rollout, checkpoint and config checks."""
 
 from __future__ import annotations
@@ -12,9 +12,9 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from agents import league
 from agents.config import TrainConfig
-from experiments.presets import preset_config
+from agents.league import pool as league
+from agents.presets import preset_config
 
 
 def tiny_params(value):
@@ -75,7 +75,7 @@ def test_the_opponent_mix_gives_self_play_snapshot_and_anchor_games_their_shares
     """The design's mix (league_self_share=0.5, league_anchor_share=0.2, league_pool_prob=1): half the games are
     all-learner self-play, the others' pool seats play the anchor (slot K) in 0.2 / 0.5 of them, a snapshot in the
     rest; the anchor's games play the anchor's parameters, the others their slot's."""
-    from agents.envs import LeagueTaskState
+    from agents.envs.make import LeagueTaskState
 
     num_envs, steps = 2000, 4
     roles = np.asarray(league.assign_roles(jax.random.key(1), num_envs, 3, 1.0, self_share=0.5))
@@ -156,7 +156,7 @@ class PreferenceNetwork:
 def test_pool_seats_act_with_the_snapshot_of_the_game_their_env_plays():
     """A game carried over from the last rollout plays its carried slot; the j-th game started in this rollout
     plays the rollout's j-th draw for its env. Snapshot k always picks action k, so the actions show it."""
-    from agents.envs import LeagueTaskState
+    from agents.envs.make import LeagueTaskState
 
     config = TrainConfig(num_envs=6, num_steps=4, total_steps=24, league_size=3, league_learner_seats=2,
                          league_groups=3)
@@ -240,8 +240,8 @@ class LoggingPlayers(league.LeaguePlayers):
 def league_rollouts():
     """Two rollouts of a league with 3 different snapshots, slot 0 overwritten by a 4th between them (one
     compiled rollout program): the per-step logs [2T, ...], the transitions, the runners before and after."""
-    from agents import trainers
-    from agents.envs import make_env
+    from agents.algorithms import registry as trainers
+    from agents.envs.make import make_env
 
     config = TrainConfig(**TINY_LEAGUE)
     trainer = trainers.make_train(config, make_env(config))
@@ -341,8 +341,8 @@ def test_only_the_learners_seats_carry_training_weight_in_a_league(league_rollou
 
 def test_bot_seats_carry_no_training_weight_against_greedy_bots():
     """opponents="greedy" (no league): seat 0 is the learner's, the bots' seats 1..7 have weight 0."""
-    from agents import trainers
-    from agents.envs import make_env
+    from agents.algorithms import registry as trainers
+    from agents.envs.make import make_env
 
     config = TrainConfig(opponents="greedy", **{k: v for k, v in TINY_LEAGUE.items() if not k.startswith("league")})
     trainer = trainers.make_train(config, make_env(config))
@@ -357,8 +357,8 @@ def test_bot_seats_carry_no_training_weight_against_greedy_bots():
 def test_an_update_against_bots_trains_on_the_learners_seats_alone_as_on_all_eight():
     """With bot opponents the PPO update leaves the bots' seats (weight 0) out of its batch: on one minibatch
     and one epoch, the parameters it reaches equal those of the same update over all 8 seats' samples."""
-    from agents import trainers
-    from agents.envs import make_env
+    from agents.algorithms import registry as trainers
+    from agents.envs.make import make_env
 
     config = TrainConfig(opponents="greedy,greedy,self,greedy,random,greedy,self,greedy",
                          **{k: v for k, v in TINY_LEAGUE.items() if not k.startswith("league")})
@@ -395,9 +395,9 @@ def test_a_league_run_rates_the_learner_and_its_snapshots(tmp_path):
     restores the pool exactly, with each snapshot's rating from the last evaluation."""
     import json
 
-    from agents import trainers
-    from agents.checkpoints import CheckpointStore
-    from agents.envs import make_env
+    from agents.algorithms import registry as trainers
+    from agents.envs.make import make_env
+    from agents.storage.checkpoints import CheckpointStore
     from experiments import train as train_cli
 
     run_dir = tmp_path / "run"
@@ -446,8 +446,8 @@ def test_league_config_errors_name_the_field(overrides, message):
 # ---- independent learners: one parameter set per seat ----
 @functools.cache
 def independent_trainer():
-    from agents import trainers
-    from agents.envs import make_env
+    from agents.algorithms import registry as trainers
+    from agents.envs.make import make_env
 
     config = preset_config("smoke").with_overrides(dict(independent=True, num_steps=8))
     return trainers.make_train(config, make_env(config))
@@ -506,7 +506,7 @@ def test_independent_config_errors_name_the_field():
 
 
 def test_one_seat_of_a_per_seat_stack_plays_as_its_own_policy():
-    from agents.networks import OneSeat, PerSeat
+    from agents.core.networks import OneSeat, PerSeat
 
     stacked = {"scale": jnp.arange(8.0)}
     obs = jnp.ones((3, 8, 5))

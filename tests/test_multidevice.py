@@ -1,4 +1,4 @@
-"""Data-parallel training over devices and hosts (``agents.distributed``), on CPU.
+"""Data-parallel training over devices and hosts (``agents.utils.distributed``), on CPU.
 
 Forced host devices (``--xla_force_host_platform_device_count``) must be set before JAX starts, so
 the runs happen in subprocesses, all through the training CLI on a tiny CartPole PPO config: a
@@ -61,7 +61,8 @@ DRIVER = textwrap.dedent(
         shutil.rmtree(f"{out}/{name}/checkpoints/4")
 
     for name, devices in (("ref", 1), ("four", 4)):
-        summaries[name] = cli.main([*args, "--run-dir", f"{out}/{name}", "--set", total, "--set", f"num_devices={devices}"])
+        summaries[name] = cli.main([*args, "--run-dir", f"{out}/{name}", "--set", total,
+                                    "--set", f"num_devices={devices}"])
     from_update_2("four", "four_on_one")
     resume("four_on_one", "--set", "num_devices=1")
     from_update_2("ref", "one_on_all")
@@ -74,9 +75,9 @@ DRIVER = textwrap.dedent(
     shutil.copytree(multi, f"{out}/multi_on_one")
     resume("multi_on_one", "--set", "num_devices=1", "--set", total)
 
-    from agents import trainers
+    from agents.algorithms import registry as trainers
     from agents.config import TrainConfig
-    from agents.envs import make_env
+    from agents.envs.make import make_env
     config = TrainConfig(env="gymnax:CartPole-v1", num_envs=8)
     try:
         trainers.make_train(config.with_overrides({"num_devices": 8}), make_env(config))
@@ -89,8 +90,12 @@ DRIVER = textwrap.dedent(
 
 
 def _env(devices: int) -> dict:
-    return {**os.environ, "JAX_PLATFORMS": "cpu", "PYTHONUNBUFFERED": "1",
-            "XLA_FLAGS": with_host_devices(os.environ.get("XLA_FLAGS", ""), devices)}
+    return {
+        **os.environ,
+        "JAX_PLATFORMS": "cpu",
+        "PYTHONUNBUFFERED": "1",
+        "XLA_FLAGS": with_host_devices(os.environ.get("XLA_FLAGS", ""), devices),
+    }
 
 
 def _free_port() -> int:
@@ -131,8 +136,20 @@ def runs(tmp_path_factory):
     one process and with it the other's collectives)."""
     out = tmp_path_factory.mktemp("multidevice")
     multi = out / "multi"
-    cmd = [sys.executable, "-m", "experiments.train", *CLI_ARGS, "--run-dir", str(multi),
-           "--set", f"total_steps={2 * STEPS}", "--coordinator", f"localhost:{_free_port()}", "--num-processes", "2"]
+    cmd = [
+        sys.executable,
+        "-m",
+        "experiments.train",
+        *CLI_ARGS,
+        "--run-dir",
+        str(multi),
+        "--set",
+        f"total_steps={2 * STEPS}",
+        "--coordinator",
+        f"localhost:{_free_port()}",
+        "--num-processes",
+        "2",
+    ]
 
     def start(args, devices, name):
         with open(out / f"{name}.out", "w") as stdout, open(out / f"{name}.err", "w") as stderr:
@@ -211,9 +228,10 @@ LOCAL_DRIVER = textwrap.dedent(
     """
     import json, sys
     import jax, numpy as np
-    from agents import memory, trainers
+    from agents.utils import memory
+    from agents.algorithms import registry as trainers
     from agents.config import TrainConfig
-    from agents.envs import make_env
+    from agents.envs.make import make_env
     assert jax.device_count() == 4, jax.devices()
     out = {}
 
@@ -247,8 +265,8 @@ LOCAL_DRIVER = textwrap.dedent(
                                           "gathers": memory.all_gathers(compiled)}
 
     # a sweep of 4 runs, sharded over the 4 devices through the CLI (2 updates, resumed to 4), and on one device
-    from agents.checkpoints import CheckpointStore
-    from agents.sweep import Sweep, SweepSpec
+    from agents.storage.checkpoints import CheckpointStore
+    from agents.run.sweep import Sweep, SweepSpec
     from experiments import sweep as sweep_cli
     sets = ["--set", "num_envs=8", "--set", "num_steps=8", "--set", "hidden=8", "--set", "num_minibatches=2",
             "--set", "update_epochs=2", "--set", "lr=1e-3,3e-4", "--set", "updates_per_chunk=2",
@@ -258,7 +276,7 @@ LOCAL_DRIVER = textwrap.dedent(
     out["sweep_first"] = sweep_cli.main([*args, "--set", "total_steps=128"])
     out["sweep"] = sweep_cli.main(["--run-dir", f"{sys.argv[1]}/sweep", "--resume", "--quiet",
                                    "--set", "total_steps=256"])
-    from experiments.presets import preset_config
+    from agents.presets import preset_config
     base, spec = sweep_cli.spec_from_sets(preset_config("ppo_gymnax").with_overrides(dict(
         num_envs=8, num_steps=8, hidden=(8,), num_minibatches=2, update_epochs=2, updates_per_chunk=2,
         anneal_lr=False, total_steps=256)), {"lr": "1e-3,3e-4"}, [0, 1])
@@ -284,8 +302,15 @@ LOCAL_DRIVER = textwrap.dedent(
 @pytest.fixture(scope="session")
 def local_shuffle(tmp_path_factory):
     out = tmp_path_factory.mktemp("local_shuffle")
-    proc = subprocess.run([sys.executable, "-c", LOCAL_DRIVER, str(out)], cwd=ROOT, env=_env(4), capture_output=True,
-                          text=True, timeout=900, check=False)
+    proc = subprocess.run(
+        [sys.executable, "-c", LOCAL_DRIVER, str(out)],
+        cwd=ROOT,
+        env=_env(4),
+        capture_output=True,
+        text=True,
+        timeout=900,
+        check=False,
+    )
     assert proc.returncode == 0, proc.stderr[-3000:]
     return json.loads(proc.stdout.strip().splitlines()[-1])
 
@@ -299,8 +324,9 @@ def test_local_shuffle_averages_the_devices_gradients(local_shuffle):
         for got, want in zip(local_shuffle[name]["params"], one["params"]):
             np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6, err_msg=name)
         for metric, values in one["metrics"].items():
-            np.testing.assert_allclose(local_shuffle[name]["metrics"][metric], values, rtol=1e-4, atol=1e-6,
-                                       err_msg=f"{name} {metric}")
+            np.testing.assert_allclose(
+                local_shuffle[name]["metrics"][metric], values, rtol=1e-4, atol=1e-6, err_msg=f"{name} {metric}"
+            )
     assert "each device's share" in local_shuffle["indivisible"] and "= 32), got 64" in local_shuffle["indivisible"]
 
 
@@ -326,8 +352,10 @@ def test_a_sweep_shards_its_runs_over_the_devices(local_shuffle):
     assert local_shuffle["sweep_devices"] == 4
     for got, want in zip(*local_shuffle["sweep_params"]):
         np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-6)
-    assert "a sweep's number of runs" in local_shuffle["sweep_indivisible"] and "got 3" in local_shuffle[
-        "sweep_indivisible"]
+    assert (
+        "a sweep's number of runs" in local_shuffle["sweep_indivisible"]
+        and "got 3" in local_shuffle["sweep_indivisible"]
+    )
     assert local_shuffle["sweep_three"] == 3
 
 
@@ -337,9 +365,9 @@ SLOW_DRIVER = textwrap.dedent(
     """
     import json
     import jax, numpy as np
-    from agents import trainers
+    from agents.algorithms import registry as trainers
     from agents.config import TrainConfig
-    from agents.envs import make_env
+    from agents.envs.make import make_env
     game = dict(num_envs=4, num_steps=4, update_every=2, total_steps=32, hidden=(16,), num_minibatches=2,
                 update_epochs=2, max_rounds=4, steps_per_round=3, max_combat_ticks=60)
     cases = {
@@ -367,8 +395,15 @@ SLOW_DRIVER = textwrap.dedent(
 def test_a2c_and_the_game_on_four_devices_equal_one_device():
     """Streaming A2C (its pending decisions are sharded too) and the game, whose batch-wide fight and
     reset branches (``jaxgame.VecEnv``) then take an all-reduced predicate: PPO and A2C."""
-    proc = subprocess.run([sys.executable, "-c", SLOW_DRIVER], cwd=ROOT, env=_env(4), capture_output=True,
-                          text=True, timeout=1500, check=False)
+    proc = subprocess.run(
+        [sys.executable, "-c", SLOW_DRIVER],
+        cwd=ROOT,
+        env=_env(4),
+        capture_output=True,
+        text=True,
+        timeout=1500,
+        check=False,
+    )
     assert proc.returncode == 0, proc.stderr[-3000:]
     out = json.loads(proc.stdout.strip().splitlines()[-1])
     for name in ("a2c_cartpole", "ppo_game", "a2c_game"):
@@ -376,16 +411,18 @@ def test_a2c_and_the_game_on_four_devices_equal_one_device():
         assert out[f"{name}/4"]["sums/episodes"] == out[f"{name}/1"]["sums/episodes"]
         for metric, value in out[f"{name}/1"].items():
             assert all(math.isfinite(v) for v in value)
-            np.testing.assert_allclose(out[f"{name}/4"][metric], value, rtol=1e-4, atol=1e-6, err_msg=f"{name} {metric}")
+            np.testing.assert_allclose(
+                out[f"{name}/4"][metric], value, rtol=1e-4, atol=1e-6, err_msg=f"{name} {metric}"
+            )
 
 
 LEARN_DRIVER = textwrap.dedent(
     """
     import json
     import jax
-    from agents import trainers
-    from experiments.presets import preset_config
-    from agents.envs import make_env
+    from agents.algorithms import registry as trainers
+    from agents.presets import preset_config
+    from agents.envs.make import make_env
     config = preset_config("ppo_gymnax").with_overrides({"num_devices": 4, "shuffle": "local"})
     trainer = trainers.make_train(config, make_env(config))
     _, metrics = jax.jit(trainer)(jax.random.key(0))
@@ -400,8 +437,15 @@ def test_local_shuffle_learns_cartpole_on_four_devices():
     """PureJaxRL's CartPole settings (``ppo_gymnax``, 1 env per device), the local shuffle on 4 devices: the
     bar of the one-device test (``test_train.test_ppo_gymnax_learns_cartpole``), mean return >= 475 over the
     last 10% of 5e5 env steps. (The default suite's check of the same update: the gradient averaging above.)"""
-    proc = subprocess.run([sys.executable, "-c", LEARN_DRIVER], cwd=ROOT, env=_env(4), capture_output=True,
-                          text=True, timeout=900, check=False)
+    proc = subprocess.run(
+        [sys.executable, "-c", LEARN_DRIVER],
+        cwd=ROOT,
+        env=_env(4),
+        capture_output=True,
+        text=True,
+        timeout=900,
+        check=False,
+    )
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert json.loads(proc.stdout.strip().splitlines()[-1]) >= 475
 
@@ -423,23 +467,47 @@ def signalled(tmp_path_factory):
     out = tmp_path_factory.mktemp("signals")
 
     def command(name, port):
-        return [sys.executable, "-m", "experiments.train", *CLI_ARGS, "--run-dir", str(out / name), "--auto-resume",
-                "--set", f"total_steps={SIGNAL_UPDATES * STEPS}", "--set", "checkpoint_every=0",
-                "--coordinator", f"localhost:{port}", "--num-processes", "2"]
+        return [
+            sys.executable,
+            "-m",
+            "experiments.train",
+            *CLI_ARGS,
+            "--run-dir",
+            str(out / name),
+            "--auto-resume",
+            "--set",
+            f"total_steps={SIGNAL_UPDATES * STEPS}",
+            "--set",
+            "checkpoint_every=0",
+            "--coordinator",
+            f"localhost:{port}",
+            "--num-processes",
+            "2",
+        ]
 
     def start(name, port, tag):
         procs = []
         for i in range(2):
             with open(out / f"{tag}{i}.out", "w") as stdout, open(out / f"{tag}{i}.err", "w") as stderr:
-                procs.append(subprocess.Popen([*command(name, port), "--process-id", str(i)], cwd=ROOT, env=_env(2),
-                                              stdout=stdout, stderr=stderr, text=True))
+                procs.append(
+                    subprocess.Popen(
+                        [*command(name, port), "--process-id", str(i)],
+                        cwd=ROOT,
+                        env=_env(2),
+                        stdout=stdout,
+                        stderr=stderr,
+                        text=True,
+                    )
+                )
         return procs
 
     def finish(procs, tag, timeout=400):
         for p in procs:
             _wait(p, timeout)
-        return [(p.returncode, (out / f"{tag}{i}.out").read_text(), (out / f"{tag}{i}.err").read_text())
-                for i, p in enumerate(procs)]
+        return [
+            (p.returncode, (out / f"{tag}{i}.out").read_text(), (out / f"{tag}{i}.err").read_text())
+            for i, p in enumerate(procs)
+        ]
 
     clean = start("clean", _free_port(), "clean")
     stopped = start("signalled", _free_port(), "stop")
@@ -463,8 +531,11 @@ def signalled(tmp_path_factory):
     return out, stopped_outputs, saved, resumed
 
 
-@pytest.mark.skipif(os.environ.get("JAXGAME_SLOW_TESTS") != "1", reason="set JAXGAME_SLOW_TESTS=1 (~2 min: three "
-                    "2-process runs); the default suite checks the agreement (tests/test_faults.py) and one process")
+@pytest.mark.skipif(
+    os.environ.get("JAXGAME_SLOW_TESTS") != "1",
+    reason="set JAXGAME_SLOW_TESTS=1 (~2 min: three "
+    "2-process runs); the default suite checks the agreement (tests/test_faults.py) and one process",
+)
 def test_sigterm_stops_both_processes_at_one_step_and_auto_resume_equals_the_uninterrupted_run(signalled):
     out, stopped, saved, resumed = signalled
     for rc, _, err in stopped:

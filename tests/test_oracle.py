@@ -23,7 +23,13 @@ def reference_records(species, stars):
     out = np.zeros((species.size, observation.UNIT_FEATURES), np.float32)
     for i, (s, st) in enumerate(zip(species, stars)):
         if s >= 0:
-            out[i] = [1.0, st / sp.MAX_STARS, sp.SPECIES_COST[s] / 5.0, *sp.SPECIES_TYPE_MASK[s], (s + 1) / sp.NUM_SPECIES]
+            out[i] = [
+                1.0,
+                st / sp.MAX_STARS,
+                sp.SPECIES_COST[s] / 5.0,
+                *sp.SPECIES_TYPE_MASK[s],
+                (s + 1) / sp.NUM_SPECIES,
+            ]
     return out
 
 
@@ -35,11 +41,15 @@ def reference_oracle_block(players, seat, next_opponent):
         need = economy.XP_TO_NEXT[players.level[other]]
         xp = players.xp[other] / max(need, 1) if need > 0 else 1.0
         shop = players.shop[other]
-        rows.append(np.concatenate([
-            [players.gold[other] / 50.0, xp, float(other == next_opponent)],
-            reference_records(shop, np.where(shop >= 0, 1, 0)).ravel(),
-            reference_records(players.species[other], players.stars[other]).ravel(),
-        ]))
+        rows.append(
+            np.concatenate(
+                [
+                    [players.gold[other] / 50.0, xp, float(other == next_opponent)],
+                    reference_records(shop, np.where(shop >= 0, 1, 0)).ravel(),
+                    reference_records(players.species[other], players.stars[other]).ravel(),
+                ]
+            )
+        )
     return np.concatenate(rows).astype(np.float32)
 
 
@@ -61,24 +71,27 @@ def test_the_oracle_observation_is_the_vector_then_the_hidden_block_of_the_refer
             state = state_at(states, t, e)
             got = np.asarray(oracle(state, env.config))
             assert got.shape == (C.NUM_PLAYERS, observation.OBS_SIZE + observation.ORACLE_SIZE)
-            np.testing.assert_array_equal(got[:, :observation.OBS_SIZE], ts.observation[t, e])
+            np.testing.assert_array_equal(got[:, : observation.OBS_SIZE], ts.observation[t, e])
             opponents = np.asarray(next_opponents(state, env.config))
             # the pairing the fight plan makes at the end of this round: ghosts, PvE rounds and the dead are -1
             np.testing.assert_array_equal(opponents, np.asarray(plan(state, env.config, jax.random.key(t)).opponent))
             pvp += int((opponents >= 0).any())
             players = jax.tree_util.tree_map(np.asarray, state.players)
             for seat in range(C.NUM_PLAYERS):
-                np.testing.assert_allclose(got[seat, observation.OBS_SIZE:],
-                                           reference_oracle_block(players, seat, opponents[seat]), rtol=1e-6,
-                                           err_msg=f"step {t} env {e} seat {seat}")
+                np.testing.assert_allclose(
+                    got[seat, observation.OBS_SIZE :],
+                    reference_oracle_block(players, seat, opponents[seat]),
+                    rtol=1e-6,
+                    err_msg=f"step {t} env {e} seat {seat}",
+                )
             checked += 1
     assert checked == NUM_ENVS * len(range(0, STEPS, 3)) and pvp > 0  # some states before a PvP fight
 
 
 def test_the_env_and_a_training_config_take_oracle_observations():
+    from agents.algorithms.registry import make_train
     from agents.config import TrainConfig
-    from agents.envs import make_env
-    from agents.trainers import make_train
+    from agents.envs.make import make_env
 
     env = jaxgame.make("autochess", obs="oracle")
     assert env.obs_shape == (observation.OBS_SIZE + observation.ORACLE_SIZE,)

@@ -76,7 +76,7 @@ def test_jax_floor_covers_the_jax_apis_the_code_uses():
 def test_every_direct_dependency_is_imported():
     """No unused dependency of the package or its train extra (chex was one): each is imported somewhere."""
     modules = {"orbax-checkpoint": "orbax", "pillow": "PIL", "tensorboardx": "tensorboardX"}
-    used_by_jax = {"flatbuffers"}  # jax.export's serialization imports it (agents.export needs it)
+    used_by_jax = {"flatbuffers"}  # jax.export's serialization imports it (agents.policies.export needs it)
     sources = _sources()
     unused = [name for name in _direct_dependencies(("train",)) if name not in used_by_jax
               and not re.search(rf"^\s*(import|from)\s+{re.escape(modules.get(name, name))}\b", sources, re.MULTILINE)]
@@ -107,11 +107,11 @@ def test_wheel_holds_code_data_licences_and_scripts(wheel):
         (dist_info,) = {n.split("/")[0] for n in names if n.split("/")[0].endswith(".dist-info")}
         metadata = whl.read(f"{dist_info}/METADATA").decode()
         entry_points = whl.read(f"{dist_info}/entry_points.txt").decode()
-    for required in ("jaxgame/env.py", "jaxgame/py.typed", "agents/py.typed", "agents/export.py",
-                     "agents/exported_policy_loader.py", "agents/baseline_policies/ppo_small-v1.json",
-                     "agents/baseline_policies/ppo_small-v1.msgpack",
-                     "agents/baseline_policies/ppo_small-v1/act_greedy.jaxexport",
-                     "agents/baseline_policies/ppo_small-v1/spec.json", "experiments/train.py",
+    for required in ("jaxgame/env.py", "jaxgame/py.typed", "agents/py.typed", "agents/policies/export.py",
+                     "agents/policies/exported_loader.py", "agents/policies/baseline_policies/ppo_small-v1.json",
+                     "agents/policies/baseline_policies/ppo_small-v1.msgpack",
+                     "agents/policies/baseline_policies/ppo_small-v1/act_greedy.jaxexport",
+                     "agents/policies/baseline_policies/ppo_small-v1/spec.json", "experiments/train.py",
                      "experiments/benchmark/purejaxrl_reference.py", f"{dist_info}/licenses/LICENSE",
                      f"{dist_info}/licenses/experiments/benchmark/PUREJAXRL_LICENSE"):
         assert required in names, f"{required} missing from the wheel"

@@ -79,7 +79,9 @@ def test_jit_and_vmap():
     np.testing.assert_array_equal(np.asarray(jax.jit(P.pack)(px)), ref)
     np.testing.assert_array_equal(np.asarray(jax.vmap(jax.vmap(P.pack))(px)), ref)
     np.testing.assert_array_equal(np.asarray(jax.jit(P.unpack)(ref)), px)
-    np.testing.assert_array_equal(np.asarray(jax.vmap(P.unpack)(ref.reshape(6, P.FRAME_H, P.PACKED_W))), px.reshape(6, P.FRAME_H, P.FRAME_W))
+    np.testing.assert_array_equal(
+        np.asarray(jax.vmap(P.unpack)(ref.reshape(6, P.FRAME_H, P.PACKED_W))), px.reshape(6, P.FRAME_H, P.FRAME_W)
+    )
 
 
 def test_unpack_lut():
@@ -115,7 +117,9 @@ def test_packed_l1_matches_unpacked():
     assert int(P.packed_l1(pa[0], pa[0])) == 0
     zeros = np.zeros((P.FRAME_H, P.PACKED_W), np.uint8)
     assert int(P.packed_l1(zeros, np.full_like(zeros, 255))) == 3 * P.FRAME_H * P.FRAME_W
-    np.testing.assert_array_equal(np.asarray(P.packed_l1(pa[0], pb)), np.abs(a[0].astype(int) - b.astype(int)).sum(axis=(-2, -1)))
+    np.testing.assert_array_equal(
+        np.asarray(P.packed_l1(pa[0], pb)), np.abs(a[0].astype(int) - b.astype(int)).sum(axis=(-2, -1))
+    )
 
 
 def test_overlay_packed():

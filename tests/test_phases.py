@@ -1,4 +1,5 @@
-"""Phase transitions (agents.phases): which saved parameters start a run, and the vector -> oracle widening that
+"""Phase transitions (agents.policies.frozen): which saved parameters start a run, and the vector -> oracle widening
+that
 leaves the policy unchanged."""
 
 import dataclasses
@@ -7,9 +8,9 @@ import jax
 import numpy as np
 import pytest
 
-from agents import phases
 from agents.config import TrainConfig
-from agents.networks import make_network
+from agents.core.networks import make_network
+from agents.policies import frozen as phases
 from jaxgame import constants as C
 from jaxgame import observation
 

@@ -1,4 +1,4 @@
-"""The pipeline (agents.pipeline, experiments.pipeline): links between phases, seeds, pipeline.json, stopping and
+"""The pipeline (agents.pipeline.runner, experiments.pipeline): links between phases, seeds, pipeline.json, stopping and
 resuming at every phase boundary, a stopped phase resumed from its checkpoints, an unfinished recording redone,
 and refusals. The default suite runs the orchestration with stand-in phases (each real phase has its own tests:
 tests/test_bc_dataset.py, tests/test_train.py's distillation run, tests/test_league.py); the opt-in test
@@ -15,10 +15,10 @@ import jax
 import numpy as np
 import pytest
 
-from agents import pipeline
-from agents.run import RunError
+from agents.pipeline import runner as pipeline
+from agents.presets import PIPELINES
+from agents.run.loop import RunError
 from experiments import pipeline as pipeline_cli
-from experiments.presets import PIPELINES
 
 SPEC = PIPELINES["pipeline_smoke"]
 PHASES = ["record", "bc", "teacher", "student", "league"]
@@ -203,7 +203,7 @@ def test_the_cli_lists_its_presets_and_refuses_bad_flags(capsys, tmp_path):
                     reason="set JAXGAME_SLOW_TESTS=1 (about 5 min on 2 cores: every phase compiled); the default "
                            "suite checks the orchestration with stand-in phases above")
 def test_pipeline_smoke_stopped_at_every_boundary_equals_the_uninterrupted_pipeline(tmp_path):
-    from agents.policies import load_policy, parse_spec
+    from agents.policies.load import load_policy, parse_spec
 
     whole = pipeline.run_pipeline(SPEC, tmp_path / "whole", "pipeline_smoke")
     d = tmp_path / "split"

@@ -6,7 +6,8 @@ import math
 import pytest
 from PIL import Image
 
-from agents import metrics, plotting
+from agents.run import plotting
+from agents.storage import metrics
 from experiments import plot
 
 

@@ -1,11 +1,11 @@
-"""OpenSkill ratings from 8-player placements (agents.ratings) against the package's own updates."""
+"""OpenSkill ratings from 8-player placements (agents.arena.ratings) against the package's own updates."""
 
 from __future__ import annotations
 
 import pytest
 from openskill.models import PlackettLuce
 
-from agents.ratings import Ratings, competitors
+from agents.arena.ratings import Ratings, competitors
 
 GAMES = [
     (["a", "b", "c", "d", "greedy", "greedy", "random", "random"], [1, 2, 3, 4, 5, 6, 7, 8]),

@@ -1,4 +1,5 @@
-"""Recorded games (agents.recording, experiments.record): the recorder plays the table runner's games, every sample
+"""Recorded games (agents.pipeline.recording, experiments.record): the recorder plays the table runner's games, every
+sample
 belongs to the seat and step it names, and the dataset round-trips and detects a flipped byte.
 
 One recorder (2 game seeds x 8 rotations, positions 0 and 3, short games) is compiled once and shared; the
@@ -15,7 +16,9 @@ import numpy as np
 import pytest
 
 import jaxgame
-from agents import dataset, recording, tables
+from agents.arena import tables
+from agents.pipeline import recording
+from agents.storage import datasets as dataset
 from jaxgame.game import placement_reward
 from tests.tiny_games import TINY
 

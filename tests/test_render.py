@@ -67,7 +67,14 @@ def crafted(played):
     p.species[3, C.BENCH_SIZE + 2], p.stars[3, C.BENCH_SIZE + 2] = 23, 3  # opponent row 0, col 2
     p.species[3, C.BENCH_SIZE + 17], p.stars[3, C.BENCH_SIZE + 17] = 9, 1  # opponent row 2, col 1
     p.life[3], p.level[3] = 100, 6
-    p.life[1], p.streak[1], p.rank[1], p.alive[1], p.last_opponent[1], p.last_result[1] = 105, 2, 5, False, -1, RESULT_DRAW
+    p.life[1], p.streak[1], p.rank[1], p.alive[1], p.last_opponent[1], p.last_result[1] = (
+        105,
+        2,
+        5,
+        False,
+        -1,
+        RESULT_DRAW,
+    )
     p.gold[1] = 250
     p.life[2], p.last_result[2] = 0, RESULT_LOSS
     return state.replace(players=jax.tree_util.tree_map(jnp.asarray, p))
@@ -182,7 +189,9 @@ def test_matches_reference_composition(played, crafted):
     for state in states:
         frames = np.asarray(render_all(state))
         for seat in range(C.NUM_PLAYERS):
-            np.testing.assert_array_equal(packing.unpack_np(frames[seat]), reference_view(state, seat), err_msg=f"seat {seat}")
+            np.testing.assert_array_equal(
+                packing.unpack_np(frames[seat]), reference_view(state, seat), err_msg=f"seat {seat}"
+            )
 
 
 def test_spot_checks(crafted):

@@ -134,7 +134,8 @@ def test_round_income(gold, streak, expected):
 
 
 def test_streak_update():
-    f = lambda s, w, l: int(economy.update_streak(jnp.int32(s), jnp.bool_(w), jnp.bool_(l)))
+    def f(s, w, lost):
+        return int(economy.update_streak(jnp.int32(s), jnp.bool_(w), jnp.bool_(lost)))
     assert f(2, True, False) == 3 and f(-2, True, False) == 1
     assert f(2, False, True) == -1 and f(-2, False, True) == -3
     assert f(4, False, False) == 0
@@ -194,7 +195,8 @@ def test_sell_price_and_pool_return(species, star):
 def test_place_respects_level_cap_and_swaps():
     p = fresh_player(level=jnp.int32(1))
     p = give(give(p, 0, 1, 1), 1, 2, 1)
-    place = lambda b, c: jnp.int32(C.ACTION_PLACE + b * C.BOARD_CELLS + c)
+    def place(b, c):
+        return jnp.int32(C.ACTION_PLACE + b * C.BOARD_CELLS + c)
     p, _, _ = apply_action(p, place(0, 5))
     assert int(p.species[C.BENCH_SIZE + 5]) == 1
     mask = np.asarray(legal_mask(p))

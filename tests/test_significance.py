@@ -1,4 +1,4 @@
-"""agents.significance: the tests on hand-computed values, their error rates by simulation, the sample size
+"""agents.arena.significance: the tests on hand-computed values, their error rates by simulation, the sample size
 against G*Power's tables, rank points."""
 
 from __future__ import annotations
@@ -9,8 +9,8 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from agents import significance
-from agents.significance import compare, games_needed, rank_points
+from agents.arena import significance
+from agents.arena.significance import compare, games_needed, rank_points
 
 A = np.array([3.0, 4.5, 2.25, 5.0, 3.5, 4.0])
 B = np.array([4.0, 4.75, 3.0, 5.5, 3.0, 5.25, 4.5, 6.0])

@@ -1,4 +1,5 @@
-"""Vmapped sweeps (agents/sweep.py, experiments/sweep.py): the grid spec, the combat conds survive the vmap, and the CLI's outputs and resume, and run k == the standalone run."""
+"""Vmapped sweeps (agents/run/sweep.py, experiments/sweep.py): the grid spec, the combat conds survive the vmap, and the
+CLI's outputs and resume, and run k == the standalone run."""
 
 from __future__ import annotations
 
@@ -11,13 +12,13 @@ import jax.extend
 import numpy as np
 import pytest
 
-from agents.envs import make_env
-from agents.sweep import Sweep, SweepSpec
-from agents.trainers import make_train
+from agents.algorithms.registry import make_train
+from agents.envs.make import make_env
+from agents.presets import preset_config
+from agents.run.sweep import Sweep, SweepSpec
+from agents.storage.checkpoints import CheckpointStore
+from agents.storage.metrics import scalars
 from experiments import sweep as sweep_cli
-from agents.checkpoints import CheckpointStore
-from experiments.presets import preset_config
-from agents.metrics import scalars
 from tests.jaxprs import cond_count
 
 SMOKE = preset_config("smoke")
@@ -80,7 +81,9 @@ def test_the_fight_and_reset_branches_stay_conds_under_the_sweep_vmap():
     without them vmap turns them into selects that run the combat on every step (the trap)."""
     _, spec = sweep_cli.spec_from_sets(SMOKE, SWEEP_SETS, list(SEEDS))
     trainer = make_train(SMOKE, make_env(SMOKE))
-    single = cond_count(jax.make_jaxpr(lambda r: trainer._run(r, 1))(jax.eval_shape(trainer.init, jax.random.key(0))).jaxpr)
+    single = cond_count(
+        jax.make_jaxpr(lambda r: trainer._run(r, 1))(jax.eval_shape(trainer.init, jax.random.key(0))).jaxpr
+    )
     assert single >= 3  # at least: fight or not, PvE slots or not, reset or not
     for share, expected in ((True, single), (False, 0)):
         sw = Sweep(SMOKE, spec, share_branches=share)
@@ -93,13 +96,20 @@ def test_the_fight_and_reset_branches_stay_conds_under_the_sweep_vmap():
 
 # A tiny CartPole PPO (cheap to compile) for the CLI, resume and run k == standalone; the same on the
 # game (with the vmapped evaluation) is opt-in: JAXGAME_SLOW_TESTS=1.
-CARTPOLE = {"num_envs": "4", "num_steps": "16", "hidden": "8", "num_minibatches": "2", "updates_per_chunk": "2",
-            "checkpoint_every": "1", "anneal_lr": "false"}
+CARTPOLE = {
+    "num_envs": "4",
+    "num_steps": "16",
+    "hidden": "8",
+    "num_minibatches": "2",
+    "updates_per_chunk": "2",
+    "checkpoint_every": "1",
+    "anneal_lr": "false",
+}
 
 
 def _sweep_and_compare(tmp_path, preset, sets, objective):
     """CLI sweep of 2 updates, resumed to 4; checks the files, then run k (k = 0, 3) against the standalone run."""
-    from agents.trainers import summarize
+    from agents.algorithms.registry import summarize
 
     run_dir = tmp_path / "sweep"
     set_args = [arg for k, v in {**sets, **SWEEP_SETS}.items() for arg in ("--set", f"{k}={v}")]
@@ -114,7 +124,11 @@ def _sweep_and_compare(tmp_path, preset, sets, objective):
     described = json.loads((run_dir / "sweep.json").read_text())
     assert described["seeds"] == list(SEEDS) and described["grid"] == {"lr": [1e-3, 2e-4]}
     assert [(r["seed"], r["values"]) for r in described["runs"]] == [
-        (3, {"lr": 1e-3}), (4, {"lr": 1e-3}), (3, {"lr": 2e-4}), (4, {"lr": 2e-4})]
+        (3, {"lr": 1e-3}),
+        (4, {"lr": 1e-3}),
+        (3, {"lr": 2e-4}),
+        (4, {"lr": 2e-4}),
+    ]
     for r in described["runs"]:
         lines = (run_dir / "runs" / f"run_{r['index']:03d}" / "metrics.jsonl").read_text().splitlines()
         meta = json.loads(lines[0])["meta"]
@@ -159,8 +173,9 @@ def _sweep_and_compare(tmp_path, preset, sets, objective):
 
 def test_sweep_cli_on_cartpole_logs_summarises_resumes_and_matches_standalone_runs(tmp_path, fake_wandb):
     """... with W&B on (a fake wandb module): one W&B run per member, grouped by the sweep, continued on resume."""
-    run_dir = _sweep_and_compare(tmp_path, "ppo_gymnax", {**CARTPOLE, "wandb_project": "sweeps"},
-                                 "train/episode_return")
+    run_dir = _sweep_and_compare(
+        tmp_path, "ppo_gymnax", {**CARTPOLE, "wandb_project": "sweeps"}, "train/episode_return"
+    )
     first, resumed = fake_wandb.runs[:4], fake_wandb.runs[4:]
     assert len(resumed) == 4 and all(run.finished for run in fake_wandb.runs)
     for k, (a, b) in enumerate(zip(first, resumed)):
@@ -174,7 +189,9 @@ def test_sweep_cli_on_cartpole_logs_summarises_resumes_and_matches_standalone_ru
     assert len({run.init["id"] for run in first}) == 4
 
 
-@pytest.mark.skipif(not os.environ.get("JAXGAME_SLOW_TESTS"), reason="slow (compiles the vmapped game): JAXGAME_SLOW_TESTS=1")
+@pytest.mark.skipif(
+    not os.environ.get("JAXGAME_SLOW_TESTS"), reason="slow (compiles the vmapped game): JAXGAME_SLOW_TESTS=1"
+)
 def test_sweep_cli_on_the_game_with_evaluation(tmp_path):
     run_dir = _sweep_and_compare(tmp_path, "smoke", {}, "eval/placement_vs_greedy")
     paths = sorted((run_dir / "runs").glob("run_*/metrics.jsonl"))

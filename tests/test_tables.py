@@ -1,4 +1,4 @@
-"""Seat-rotated tables of policies and bots (agents.tables): the rotation bookkeeping and who plays where."""
+"""Seat-rotated tables of policies and bots (agents.arena.tables): the rotation bookkeeping and who plays where."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 import jaxgame
-from agents import tables
+from agents.arena import tables
 from jaxgame import constants as C
 
 SHORT = dict(steps_per_round=2, max_rounds=6, starting_life=12, max_combat_ticks=150)
@@ -77,11 +77,12 @@ def test_the_policy_plays_its_own_position(game, position):
 
 
 def test_compare_tables_tests_the_per_seed_results_of_real_games():
-    """agents.tournament.compare_tables on the runner ``played`` uses (one compile): the passive policy (A) against
+    """agents.arena.tournament.compare_tables on the runner ``played`` uses (one compile): the passive policy (A)
+    against
     the greedy bot (B), each against 7 greedy bots on the same 3 game seeds, and at one table. Per setting the
     tested numbers are each seed's mean placement of A's and of B's positions over the 8 rotations, and a
     player that never fields a unit places far worse than greedy: p < 0.01 with 3 seeds."""
-    from agents import significance, tournament
+    from agents.arena import significance, tournament
 
     run = short_runner()
     played_tables = {}

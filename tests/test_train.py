@@ -15,14 +15,15 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from agents import losses, trainer_base
-from agents.checkpoints import CheckpointStore
+from agents.algorithms import base as trainer_base
+from agents.algorithms.registry import make_train
 from agents.config import TrainConfig
-from agents.envs import make_env
-from agents.trainers import make_train
+from agents.core import losses
+from agents.envs.make import make_env
+from agents.presets import PRESETS, preset_config
+from agents.storage.checkpoints import CheckpointStore
 from experiments import train as train_cli
 from experiments.common import apply_sets
-from experiments.presets import PRESETS, preset_config
 from tests.xla_flags import compile_as_users_do
 
 # ---------------------------------------------------------------- config
@@ -87,8 +88,22 @@ def test_list_presets(capsys):
 
 def test_ppo_gymnax_preset_matches_purejaxrl():
     c = preset_config("ppo_gymnax")
-    assert (c.num_envs, c.num_steps, c.update_epochs, c.num_minibatches, c.lr, c.anneal_lr) == (4, 128, 4, 4, 2.5e-4, True)
-    assert (c.gamma, c.gae_lambda, c.clip_eps, c.ent_coef, c.vf_coef, c.max_grad_norm) == (0.99, 0.95, 0.2, 0.01, 0.5, 0.5)
+    assert (c.num_envs, c.num_steps, c.update_epochs, c.num_minibatches, c.lr, c.anneal_lr) == (
+        4,
+        128,
+        4,
+        4,
+        2.5e-4,
+        True,
+    )
+    assert (c.gamma, c.gae_lambda, c.clip_eps, c.ent_coef, c.vf_coef, c.max_grad_norm) == (
+        0.99,
+        0.95,
+        0.2,
+        0.01,
+        0.5,
+        0.5,
+    )
     assert (c.hidden, c.activation, c.total_steps) == ((64, 64), "tanh", 500_000)
 
 
@@ -104,7 +119,7 @@ def test_ppo_update_on_a_fixed_batch_lowers_the_loss():
     params = network.init(jax.random.fold_in(key, 2), obs)
     logits, value = network.apply(params, obs)
     actions = jax.random.categorical(jax.random.fold_in(key, 3), jnp.where(mask, logits, -1e9))
-    from agents import distributions
+    from agents.core import distributions
 
     old_log_prob = distributions.log_prob(logits, mask, actions)
     advantages = jax.random.normal(jax.random.fold_in(key, 4), (64,))
@@ -114,8 +129,22 @@ def test_ppo_update_on_a_fixed_batch_lowers_the_loss():
 
     def loss(p):
         new_logits, new_value = network.apply(p, obs)
-        return losses.ppo_loss(new_logits, new_value, mask, actions, old_log_prob, value, advantages, targets,
-                               weight, hp.clip_eps, hp.vf_coef, hp.ent_coef, True, True)[0]
+        return losses.ppo_loss(
+            new_logits,
+            new_value,
+            mask,
+            actions,
+            old_log_prob,
+            value,
+            advantages,
+            targets,
+            weight,
+            hp.clip_eps,
+            hp.vf_coef,
+            hp.ent_coef,
+            True,
+            True,
+        )[0]
 
     opt_state = trainer_base.make_optimizer(hp).init(params)
     before = jax.jit(loss)(params)
@@ -149,8 +178,9 @@ def test_whole_jitted_run_equals_chunks_and_keys_agree():
     runner, first = trainer.run(runner, 2)
     runner, second = trainer.run(runner, 2)
     for name, values in whole.items():
-        np.testing.assert_allclose(values, np.concatenate([first[name], second[name]]), rtol=1e-5, atol=1e-6,
-                                   err_msg=name)
+        np.testing.assert_allclose(
+            values, np.concatenate([first[name], second[name]]), rtol=1e-5, atol=1e-6, err_msg=name
+        )
     for a, b in zip(jax.tree_util.tree_leaves(whole_runner.params), jax.tree_util.tree_leaves(runner.params)):
         np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-6)
     assert int(runner.update) == config.num_updates == 4
@@ -162,8 +192,15 @@ def test_ppo_without_masks_and_weights_on_a_dense_env_equals_the_general_program
     open decisions out (``Trainer.dense``); the same env without the declaration takes the general path. Both
     reach the same parameters and metrics after 3 updates (episodes end inside the rollouts: CartPole's first
     ones last ~20 steps)."""
-    config = TrainConfig(env="gymnax:CartPole-v1", num_envs=4, num_steps=32, hidden=(8,), num_minibatches=4,
-                         update_epochs=2, total_steps=4 * 32 * 3)
+    config = TrainConfig(
+        env="gymnax:CartPole-v1",
+        num_envs=4,
+        num_steps=32,
+        hidden=(8,),
+        num_minibatches=4,
+        update_epochs=2,
+        total_steps=4 * 32 * 3,
+    )
     env = make_env(config)
 
     class General(type(env)):
@@ -173,7 +210,8 @@ def test_ppo_without_masks_and_weights_on_a_dense_env_equals_the_general_program
     fast, slow = make_train(config, env), make_train(config, general)
     assert fast.dense and not slow.dense
     (fast_runner, fast_metrics), (slow_runner, slow_metrics) = (
-        jax.jit(trainer)(jax.random.key(0)) for trainer in (fast, slow))
+        jax.jit(trainer)(jax.random.key(0)) for trainer in (fast, slow)
+    )
     assert float(fast_metrics["sums/episodes"].sum()) > 3
     for name, values in slow_metrics.items():
         np.testing.assert_allclose(fast_metrics[name], values, rtol=2e-5, atol=1e-6, err_msg=name)
@@ -227,8 +265,8 @@ def test_a_run_init_from_a_saved_policy_starts_from_its_parameters_and_nothing_e
     """init_from=RUN_DIR:STEP (a phase transition): update 0's parameters are the checkpoint's, the optimizer,
     update count and envs are a new run's; a policy that cannot start the run is one line, before anything is
     written."""
-    from agents.policies import load_policy
-    from agents.run import RunError, TrainProgram, train
+    from agents.policies.load import load_policy
+    from agents.run.loop import RunError, TrainProgram, train
 
     run_dir, _ = smoke_run
     config = preset_config("smoke").with_overrides({"init_from": f"{run_dir}:2", "seed": 3})
@@ -238,12 +276,14 @@ def test_a_run_init_from_a_saved_policy_starts_from_its_parameters_and_nothing_e
     jax.tree_util.tree_map(np.testing.assert_array_equal, runner.params, saved)
     fresh = jax.jit(program.trainer.init)(jax.random.key(3))
     assert int(runner.update) == 0
+
     def data(x):
         return jax.random.key_data(x) if jax.dtypes.issubdtype(x.dtype, jax.dtypes.prng_key) else x
 
     for name in ("opt_state", "obs", "env_state", "key"):
-        jax.tree_util.tree_map(lambda a, b: np.testing.assert_array_equal(data(a), data(b)), getattr(runner, name),
-                               getattr(fresh, name))
+        jax.tree_util.tree_map(
+            lambda a, b: np.testing.assert_array_equal(data(a), data(b)), getattr(runner, name), getattr(fresh, name)
+        )
     for spec, message in [(str(tmp_path / "none"), "init_from"), ("greedy", "the bot 'greedy'")]:
         with pytest.raises(RunError, match=message):
             train(config.with_overrides({"init_from": spec}), tmp_path / "run")
@@ -257,15 +297,22 @@ def test_a_distillation_run_reads_its_frozen_policies_and_resumes_only_with_the_
     """teacher= and anchor= through the run library: the KL terms are logged, a run split by a resume equals the
     uninterrupted one bit for bit, the student's checkpoints load as a vector policy, a teacher whose checkpoint
     changed under a resume is refused, and unusable frozen policies are one line before anything is written."""
-    from agents.policies import load_policy
-    from agents.run import RunError, train
+    from agents.policies.load import load_policy
+    from agents.run.loop import RunError, train
 
     run_dir, _ = smoke_run
     teacher = tmp_path / "teacher"
     shutil.copytree(run_dir, teacher)
-    config = preset_config("smoke").with_overrides({
-        "teacher": str(teacher), "teacher_kl_updates": 3, "anchor": f"{run_dir}:2", "anchor_kl": 0.5,
-        "init_from": f"{run_dir}:2", "eval_every": 0})
+    config = preset_config("smoke").with_overrides(
+        {
+            "teacher": str(teacher),
+            "teacher_kl_updates": 3,
+            "anchor": f"{run_dir}:2",
+            "anchor_kl": 0.5,
+            "init_from": f"{run_dir}:2",
+            "eval_every": 0,
+        }
+    )
     train(config, tmp_path / "whole")
     records = _records(tmp_path / "whole")
     assert [r["train/teacher_kl"] for r in records] == pytest.approx([0.5 * (1 + 2 / 3), 0.5 * (1 / 3 + 0)])
@@ -283,14 +330,16 @@ def test_a_distillation_run_reads_its_frozen_policies_and_resumes_only_with_the_
     shutil.rmtree(teacher / "checkpoints" / "4")  # the teacher's latest checkpoint is now another one
     with pytest.raises(RunError, match=r"frozen_policies: \{'teacher': '.*teacher:4'.* then"):
         train(config, tmp_path / "moved", resume=True)
-    for change, message in [({"teacher": "greedy"}, "teacher must name a saved policy"),
-                            ({"anchor": str(tmp_path / "none")}, "anchor .*none"),
-                            ({"max_rounds": 7, "init_from": ""}, "teacher .* played other rules: max_rounds=6"),
-                            ({"oracle_dropout_updates": 2}, "teacher .* saw obs='vector'"),
-                            ({"teacher": "", "init_from": "", "hidden": (32, 32), "league_size": 2,
-                              "league_anchor_share": 0.5},
-                             r"anchor .*:2 plays league games with this run's network: parameter .* is \[64"),
-                            ]:
+    for change, message in [
+        ({"teacher": "greedy"}, "teacher must name a saved policy"),
+        ({"anchor": str(tmp_path / "none")}, "anchor .*none"),
+        ({"max_rounds": 7, "init_from": ""}, "teacher .* played other rules: max_rounds=6"),
+        ({"oracle_dropout_updates": 2}, "teacher .* saw obs='vector'"),
+        (
+            {"teacher": "", "init_from": "", "hidden": (32, 32), "league_size": 2, "league_anchor_share": 0.5},
+            r"anchor .*:2 plays league games with this run's network: parameter .* is \[64",
+        ),
+    ]:
         with pytest.raises(RunError, match=message):
             train(config.with_overrides(change), tmp_path / "refused")
         assert not (tmp_path / "refused").exists()
@@ -304,9 +353,20 @@ def test_smoke_run_writes_every_artefact(smoke_run):
     assert [r["update"] for r in records] == [2, 4]
     assert [r["env_steps"] for r in records] == [256, 512]
     for r in records:
-        for name in ("loss/policy", "loss/value", "loss/entropy", "loss/approx_kl", "loss/clip_frac",
-                     "loss/explained_variance", "loss/grad_norm", "train/lr", "train/episodes",
-                     "eval/placement_vs_random", "eval/placement_vs_greedy", "eval/placement_vs_expert"):
+        for name in (
+            "loss/policy",
+            "loss/value",
+            "loss/entropy",
+            "loss/approx_kl",
+            "loss/clip_frac",
+            "loss/explained_variance",
+            "loss/grad_norm",
+            "train/lr",
+            "train/episodes",
+            "eval/placement_vs_random",
+            "eval/placement_vs_greedy",
+            "eval/placement_vs_expert",
+        ):
             assert name in r, name
         for name in ("eval/placement_vs_random", "eval/placement_vs_greedy", "eval/placement_vs_expert"):
             # eval_games=1: 8 rotated games of one seed, so no interval
@@ -358,9 +418,9 @@ def test_resume_after_a_crash_with_a_corrupt_checkpoint_equals_the_uninterrupted
 
 
 def _record_tables(monkeypatch) -> list:
-    """The rank tables int[games, 8 rotations, 8 positions] that agents.tournament's table runners return,
+    """The rank tables int[games, 8 rotations, 8 positions] that agents.arena.tournament's table runners return,
     in call order (nothing recompiled: the runner is wrapped, not rebuilt)."""
-    from agents import tournament
+    from agents.arena import tournament
 
     tables, make = [], tournament.make_table_runner
 
@@ -379,7 +439,7 @@ def _record_tables(monkeypatch) -> list:
 
 
 def _assert_summarises(summary, table):
-    """``summary`` (agents.evaluation.placement_summary) is of the evaluated policy's placements (lineup
+    """``summary`` (agents.arena.evaluation.placement_summary) is of the evaluated policy's placements (lineup
     position 0) in ``table``'s games, and every one of those games finished with the 8 positions placed 1..8."""
     assert np.all(np.sort(table, axis=-1) == np.arange(1, 9)), table
     mine = table[:, :, 0]
@@ -403,8 +463,9 @@ def test_evaluate_cli_on_a_checkpoint(smoke_run, capsys, monkeypatch):
 
     # against another checkpoint, and a mixed table of bots and checkpoints: one compiled program
     mixed = f"greedy,random,greedy,{run_dir}:2,random,greedy,{run_dir}"
-    result = evaluate.main(["--checkpoint", str(run_dir), "--games", "1", "--vs", f"{run_dir}:2", "--vs", mixed,
-                            "--quiet"])
+    result = evaluate.main(
+        ["--checkpoint", str(run_dir), "--games", "1", "--vs", f"{run_dir}:2", "--vs", mixed, "--quiet"]
+    )
     assert len(tables) == 3
     for spec, table in zip((f"{run_dir}:2", mixed), tables[1:]):
         _assert_summarises(result[f"vs_{spec}"], table)
@@ -430,12 +491,11 @@ def test_a_policy_compared_with_itself_is_rarely_significant_over_many_evaluatio
     Opt-in: 5,120 games compiled at the suite's -O0 (9 min on the 2-core CPU; it rejected 5 of 80). The default
     suite checks the tests' error rates on 10,000 simulated tests each (tests/test_significance.py) and what is
     tested at real tables (tests/test_tables.py::test_compare_tables_tests_the_per_seed_results_of_real_games)."""
-    from agents import significance
+    from agents.arena import significance
     from experiments import evaluate
 
     run_dir, _ = smoke_run
-    result = evaluate.main(["--compare", str(run_dir), str(run_dir), "--vs", "random", "--games", "160",
-                            "--quiet"])
+    result = evaluate.main(["--compare", str(run_dir), str(run_dir), "--vs", "random", "--games", "160", "--quiet"])
     assert json.loads(capsys.readouterr().out.strip().splitlines()[-1]) == result
     settings = result["settings"]
     assert list(settings) == ["vs random", "1v7", "7v1", "4v4"]
@@ -447,8 +507,9 @@ def test_a_policy_compared_with_itself_is_rarely_significant_over_many_evaluatio
         if name != "vs random":  # one table: its 8 positions share 36 places a rotation
             seats_a = {"1v7": 1, "7v1": 7, "4v4": 4}[name]
             np.testing.assert_allclose(seats_a * a + (8 - seats_a) * b, 36.0)
-        p_values += [significance.compare(x, y, paired=True)["p_value"]
-                     for x, y in zip(a.reshape(20, 8), b.reshape(20, 8))]
+        p_values += [
+            significance.compare(x, y, paired=True)["p_value"] for x, y in zip(a.reshape(20, 8), b.reshape(20, 8))
+        ]
     assert sum(p < 0.05 for p in p_values) <= 12, sorted(p_values)[:16]
     assert 0.2 < np.median(p_values) < 0.8
 
@@ -461,8 +522,19 @@ def test_a_trained_policy_is_significantly_better_than_random(capsys):
     greedy (tests/test_tables.py)."""
     from experiments import evaluate
 
-    result = evaluate.main(["--compare", "baseline:ppo_small-v1", "random", "--vs", "greedy", "--no-head-to-head",
-                            "--games", "8", "--quiet"])
+    result = evaluate.main(
+        [
+            "--compare",
+            "baseline:ppo_small-v1",
+            "random",
+            "--vs",
+            "greedy",
+            "--no-head-to-head",
+            "--games",
+            "8",
+            "--quiet",
+        ]
+    )
     placement = result["settings"]["vs greedy"]["placement"]
     assert placement["mean_a"] < 4.0 < 6.0 < placement["mean_b"], placement
     assert placement["sd"] > 0 and placement["p_value"] < 0.001, placement
@@ -471,11 +543,12 @@ def test_a_trained_policy_is_significantly_better_than_random(capsys):
 
 
 @game_cli
-def test_a_frozen_baseline_plays_as_its_run_and_versions_are_never_overwritten(smoke_run, tmp_path, monkeypatch,
-                                                                                capsys):
-    from agents import baselines
-    from agents.exported_policy_loader import ExportedPolicy
-    from agents.policies import load_policy
+def test_a_frozen_baseline_plays_as_its_run_and_versions_are_never_overwritten(
+    smoke_run, tmp_path, monkeypatch, capsys
+):
+    from agents.policies import baselines
+    from agents.policies.exported_loader import ExportedPolicy
+    from agents.policies.load import load_policy
     from experiments import baseline as baseline_cli
     from experiments import evaluate
 
@@ -490,8 +563,10 @@ def test_a_frozen_baseline_plays_as_its_run_and_versions_are_never_overwritten(s
     for a, b in zip(jax.tree_util.tree_leaves(frozen.params), jax.tree_util.tree_leaves(saved.params), strict=True):
         np.testing.assert_array_equal(np.asarray(a), np.asarray(b))  # bitwise the checkpoint's parameters
     # both lower as a new run's parameters do (no device-committed shardings): one program, one compile, per table
-    lowered = [jax.jit(lambda p: sum(jnp.sum(x) for x in jax.tree_util.tree_leaves(p))).lower(params).as_text()
-               for params in (frozen.params, saved.params, jax.tree_util.tree_map(np.asarray, saved.params))]
+    lowered = [
+        jax.jit(lambda p: sum(jnp.sum(x) for x in jax.tree_util.tree_leaves(p))).lower(params).as_text()
+        for params in (frozen.params, saved.params, jax.tree_util.tree_map(np.asarray, saved.params))
+    ]
     assert lowered[0] == lowered[1] == lowered[2] and "sharding" not in lowered[1]
 
     # at a table beside its run (the program of test_evaluate_cli_on_a_checkpoint's mixed lineup: 2 policies, 2 bots)
@@ -501,9 +576,11 @@ def test_a_frozen_baseline_plays_as_its_run_and_versions_are_never_overwritten(s
     assert len(tables) == 1 and tables[0].shape == (1, 8, 8)
     _assert_summarises(result[f"vs_{mixed}"], tables[0])
     capsys.readouterr()
-    for argv, message in [(["freeze", f"{run_dir}:4", "--name", "smoke-v1"], "never overwritten"),
-                          (["freeze", str(run_dir), "--name", "Smoke"], "-v<N>"),
-                          (["freeze", "baseline:smoke-v1", "--name", "smoke-v2"], "not a training run")]:
+    for argv, message in [
+        (["freeze", f"{run_dir}:4", "--name", "smoke-v1"], "never overwritten"),
+        (["freeze", str(run_dir), "--name", "Smoke"], "-v<N>"),
+        (["freeze", "baseline:smoke-v1", "--name", "smoke-v2"], "not a training run"),
+    ]:
         with pytest.raises(SystemExit) as exit_info:
             baseline_cli.main(argv)
         err = capsys.readouterr().err
@@ -521,8 +598,9 @@ def test_rate_cli_rates_checkpoints_and_bots(smoke_run, tmp_path, capsys):
 
     run_dir, _ = smoke_run
     out = tmp_path / "ratings"
-    result = rate.main([str(run_dir), "--all-checkpoints", "--games", "3", "--batch", "2", "--out", str(out),
-                          "--quiet"])
+    result = rate.main(
+        [str(run_dir), "--all-checkpoints", "--games", "3", "--batch", "2", "--out", str(out), "--quiet"]
+    )
     assert json.loads(capsys.readouterr().out.strip().splitlines()[-1])["out"] == str(out)
     names = {f"{run_dir}:2", f"{run_dir}:4", "random", "greedy"}
     table = result["ratings"]
@@ -542,7 +620,7 @@ def test_rate_cli_rates_checkpoints_and_bots(smoke_run, tmp_path, capsys):
 
 def test_bot_seats_replace_the_learners_actions():
     """opponents="greedy": seat 0 keeps the learner's action, seats 1..7 take the greedy bot's."""
-    from agents.envs import AutoChessTask
+    from agents.envs.make import AutoChessTask
     from jaxgame import bots
 
     config = TrainConfig(opponents="greedy", num_envs=3)
@@ -585,7 +663,7 @@ def _assert_pinned(records):
 
 @game_cli
 def test_smoke_run_logs_the_pinned_metrics(smoke_run):
-    """The run loop moved from the CLI into agents.run: the smoke preset logs what it logged before the move."""
+    """The run loop moved from the CLI into agents.run.loop: the smoke preset logs what it logged before the move."""
     run_dir, _ = smoke_run
     _assert_pinned(_records(run_dir))
 
@@ -611,10 +689,10 @@ class _Recorder:
 
 @game_cli
 def test_the_library_runs_the_same_run_as_the_cli_and_prints_nothing(smoke_run, tmp_path, capfd):
-    """What a notebook does: ``agents.run.train`` with a progress callback; same records as the CLI's run,
+    """What a notebook does: ``agents.run.loop.train`` with a progress callback; same records as the CLI's run,
     nothing on stdout/stderr, the progress told through the callback; then a resume of the finished run."""
-    from agents.progress import Progress
-    from agents.run import RunError, load_config, train
+    from agents.run.loop import RunError, load_config, train
+    from agents.utils.progress import Progress
 
     recorder = _Recorder()
     assert isinstance(recorder, Progress)
@@ -626,8 +704,12 @@ def test_the_library_runs_the_same_run_as_the_cli_and_prints_nothing(smoke_run, 
     assert summary["updates"] == 4 and summary["final_eval"] == smoke_run[1]["final_eval"]
     kinds = [e[0] for e in recorder.events]
     assert kinds[:3] == ["status"] * 3 and "compiled in" in recorder.events[2][1]
-    assert recorder.events[3:] == [("start", 4, 0, "upd"), ("chunk", 2, recorder.events[4][2]),
-                                   ("chunk", 2, recorder.events[5][2]), ("close",)]
+    assert recorder.events[3:] == [
+        ("start", 4, 0, "upd"),
+        ("chunk", 2, recorder.events[4][2]),
+        ("chunk", 2, recorder.events[5][2]),
+        ("close",),
+    ]
     assert "vs greedy" in recorder.events[5][2]
     with pytest.raises(RunError, match="holds a train run .*continue it with --resume"):
         train(preset_config("smoke"), tmp_path / "nb")
@@ -638,11 +720,11 @@ def test_the_library_runs_the_same_run_as_the_cli_and_prints_nothing(smoke_run, 
 
 @game_cli
 def test_wandb_offline_gets_the_runs_scalars_when_turned_on_at_a_resume(smoke_run, tmp_path, monkeypatch):
-    """A real W&B run in offline mode (agents.wandb_log; the calls themselves: tests/test_wandb.py): the finished
+    """A real W&B run in offline mode (agents.run.wandb_log; the calls themselves: tests/test_wandb.py): the finished
     smoke run resumed with wandb_project set trains nothing, sends its whole history to a new W&B run under
     RUN_DIR/wandb and keeps its records."""
     pytest.importorskip("wandb")
-    from agents.run import load_config, train
+    from agents.run.loop import load_config, train
 
     monkeypatch.setenv("WANDB_MODE", "offline")
     monkeypatch.setenv("WANDB_SILENT", "true")
@@ -655,12 +737,17 @@ def test_wandb_offline_gets_the_runs_scalars_when_turned_on_at_a_resume(smoke_ru
     # W&B's service may still hold the transaction log's buffer after run.finish() (a 7-byte file was read once);
     # a process exit waits for it (wandb's atexit teardown), which this does here
     import wandb
+
     wandb.teardown()
     run_id = (run_dir / "wandb_run_id").read_text().strip()
     (data,) = (run_dir / "wandb").glob(f"offline-run-*-{run_id}/run-{run_id}.wandb")
     data = data.read_bytes()
-    names = {name for record in _records(run_dir) for name, value in record.items()
-             if "/" in name and isinstance(value, (int, float))}
+    names = {
+        name
+        for record in _records(run_dir)
+        for name, value in record.items()
+        if "/" in name and isinstance(value, (int, float))
+    }
     assert {"loss/policy", "eval/placement_vs_greedy", "train/lr"} <= names
     for name in sorted(names | {"env_steps"}):
         assert name.encode() in data, name
@@ -669,7 +756,7 @@ def test_wandb_offline_gets_the_runs_scalars_when_turned_on_at_a_resume(smoke_ru
 @game_cli
 def test_rating_all_checkpoints_skips_a_corrupt_one_with_one_warning(smoke_run, tmp_path):
 
-    from agents import tournament
+    from agents.arena import tournament
 
     run_dir = tmp_path / "run"
     shutil.copytree(smoke_run[0], run_dir)
@@ -680,8 +767,10 @@ def test_rating_all_checkpoints_skips_a_corrupt_one_with_one_warning(smoke_run, 
     assert names == [f"{run_dir}:4", "greedy"] and policies[0].step == 4
 
 
-@pytest.mark.skipif(os.environ.get("JAXGAME_SLOW_TESTS") != "1",
-                    reason="set JAXGAME_SLOW_TESTS=1 (sized for a GPU: 25 min on a 2-core CPU; 12.7 GB)")
+@pytest.mark.skipif(
+    os.environ.get("JAXGAME_SLOW_TESTS") != "1",
+    reason="set JAXGAME_SLOW_TESTS=1 (sized for a GPU: 25 min on a 2-core CPU; 12.7 GB)",
+)
 def test_ppo_large_at_full_shapes_runs_checkpoints_and_resumes_through_the_cli(tmp_path):
     """The main command's code path at its real shapes: ``python -m experiments.train --preset=ppo_large``
     (4096 games x 32 steps, hidden 512x512, 2 epochs of 16 minibatches, 64-game evaluations) for one update,
@@ -700,14 +789,40 @@ def test_ppo_large_at_full_shapes_runs_checkpoints_and_resumes_through_the_cli(t
     steps = preset_config("ppo_large").steps_per_update
 
     def cli(*args):
-        proc = subprocess.run([sys.executable, "-m", "experiments.train", "--run-dir", str(run_dir), "--quiet",
-                               "--cache-dir", str(tmp_path / "cache"), *args], env=env, capture_output=True,
-                              text=True, check=False, cwd=Path(__file__).resolve().parent.parent)
+        proc = subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "experiments.train",
+                "--run-dir",
+                str(run_dir),
+                "--quiet",
+                "--cache-dir",
+                str(tmp_path / "cache"),
+                *args,
+            ],
+            env=env,
+            capture_output=True,
+            text=True,
+            check=False,
+            cwd=Path(__file__).resolve().parent.parent,
+        )
         assert proc.returncode == 0, proc.stderr[-3000:]
         return json.loads(proc.stdout.strip().splitlines()[-1])
 
-    first = cli("--preset=ppo_large", "--set", "anneal_lr=false", "--set", "updates_per_chunk=1",
-                "--set", "eval_every=1", "--set", "checkpoint_every=1", "--set", f"total_steps={steps}")
+    first = cli(
+        "--preset=ppo_large",
+        "--set",
+        "anneal_lr=false",
+        "--set",
+        "updates_per_chunk=1",
+        "--set",
+        "eval_every=1",
+        "--set",
+        "checkpoint_every=1",
+        "--set",
+        f"total_steps={steps}",
+    )
     assert first["updates"] == 1 and first["env_steps"] == steps == 4096 * 32
     second = cli("--resume", "--set", f"total_steps={2 * steps}")
     assert second["updates"] == 2

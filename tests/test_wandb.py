@@ -1,4 +1,4 @@
-"""The optional Weights & Biases sink (agents.wandb_log), with a fake ``wandb`` module that records its calls.
+"""The optional Weights & Biases sink (agents.run.wandb_log), with a fake ``wandb`` module that records its calls.
 
 A real offline W&B run is in tests/test_train.py (it reuses the smoke run's compiled programs).
 """
@@ -9,10 +9,10 @@ import sys
 
 import pytest
 
-from agents import wandb_log
 from agents.config import TrainConfig
-from agents.metrics import MetricsLog, TensorboardSink
-from agents.run import RunError, train
+from agents.run import wandb_log
+from agents.run.loop import RunError, train
+from agents.storage.metrics import MetricsLog, TensorboardSink
 
 
 @pytest.fixture

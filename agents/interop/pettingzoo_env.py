@@ -15,8 +15,6 @@ final place (1..8) of a terminated seat is ``infos[agent]["rank"]``. One jitted 
 
 from __future__ import annotations
 
-import functools
-
 import jax
 import numpy as np
 from gymnasium import spaces
@@ -55,16 +53,15 @@ class AutoChessParallelEnv(ParallelEnv):
             observation = spaces.Box(0, 255, (packing.FRAME_H, packing.PACKED_W), dtype=np.uint8)
         self._observation_space = spaces.Dict(
             {"observation": observation, "action_mask": spaces.Box(0, 1, (C.NUM_ACTIONS,), dtype=np.int8)})
+        self._action_space = spaces.Discrete(C.NUM_ACTIONS)
         self._rng = np.random.default_rng()
         self._state = self._final = None
 
-    @functools.lru_cache(maxsize=None)
-    def observation_space(self, agent):
+    def observation_space(self, agent):  # one space object for every agent, as PettingZoo's checks expect
         return self._observation_space
 
-    @functools.lru_cache(maxsize=None)
     def action_space(self, agent):
-        return spaces.Discrete(C.NUM_ACTIONS)
+        return self._action_space
 
     def _observations(self, observation, mask, agents):
         return {a: {"observation": observation[AGENTS.index(a)], "action_mask": mask[AGENTS.index(a)].astype(np.int8)}

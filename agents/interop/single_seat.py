@@ -1,6 +1,6 @@
 """One learning seat against 7 opponents, as two jitted functions of one game (no batch axis).
 
-The opponents are player specs (``agents.policies``): a scripted bot (``random``, ``greedy``, ``expert``),
+The opponents are player specs (``agents.policies.load``): a scripted bot (``random``, ``greedy``, ``expert``),
 ``baseline:NAME`` or ``RUN_DIR[:STEP]``. The learner only sees the steps where it has a choice: after its
 action, the game goes on (the opponents acting, the learner playing its only legal action) until the learner
 has two or more legal actions, is knocked out, or the game ends; the rewards of those steps are summed. One
@@ -24,9 +24,9 @@ import jax.numpy as jnp
 from flax import struct
 
 import jaxgame
-from agents import distributions
 from agents.config import RULE_FIELDS
-from agents.policies import load_policy, parse_spec, rule_differences, seat_policies
+from agents.core import distributions
+from agents.policies.load import load_policy, parse_spec, rule_differences, seat_policies
 from jaxgame import bots
 from jaxgame import constants as C
 from jaxgame.config import GameConfig

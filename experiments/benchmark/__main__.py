@@ -160,6 +160,7 @@ import time
 import jax
 
 import jaxgame
+from agents.presets import PRESETS, preset_config
 from experiments.benchmark.combat import bench_combat, bench_combat_vs_baseline
 from experiments.benchmark.env import bench_env_throughput, bench_fight_skip
 from experiments.benchmark.learning import TARGET, bench_learning
@@ -179,7 +180,6 @@ from experiments.benchmark.train import (
     train_updates,
 )
 from experiments.common import apply_sets, parse_overrides, status
-from experiments.presets import PRESETS, preset_config
 
 
 def _train_presets(text, parser):
@@ -351,7 +351,7 @@ def main(argv=None):
         if not gymnax_envs or args.gymnax_reps < 1:
             parser.error("--gymnax-envs needs at least one env and --gymnax-reps must be positive")
         if args.gymnax_steps:
-            from agents.gymnax_env import check_spec
+            from agents.envs.gymnax_env import check_spec
             for name in gymnax_envs:
                 try:
                     check_spec(f"gymnax:{name}")

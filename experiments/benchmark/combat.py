@@ -31,9 +31,10 @@ import jax.numpy as jnp
 import jaxgame
 from experiments.benchmark.env import bench_env_throughput, random_rollout
 from experiments.benchmark.timing import aot_compile, best_time, time_interleaved
-from experiments.common import random_boards, status
+from experiments.common import status
 from jaxgame import combat, rounds
 from jaxgame import constants as C
+from jaxgame.play import random_boards
 
 #: Timed calls of each side of an A/B env measurement, alternating (so both see the same machine load).
 AB_REPEATS = 5

@@ -24,9 +24,10 @@ import jax.numpy as jnp
 
 import jaxgame
 from experiments.benchmark.timing import aot_compile, best_time
-from experiments.common import rollout_fn, status
+from experiments.common import status
 from jaxgame import bots
 from jaxgame import constants as C
+from jaxgame.play import rollout_fn
 
 
 def random_rollout(env, num_envs: int, steps: int):

@@ -1,5 +1,5 @@
 """``--what memory``: the per-device memory of one training update at a preset's full shapes, from the compiled
-program (``agents.memory.compiled_bytes``: XLA's buffer assignment), on 1 or more devices, with PPO's global and
+program (``agents.utils.memory.compiled_bytes``: XLA's buffer assignment), on 1 or more devices, with PPO's global and
 local shuffle (``TrainConfig.shuffle``).
 
 Nothing runs: each update is compiled from abstract arguments (``jax.eval_shape`` of ``init``, placed as the
@@ -19,9 +19,9 @@ import time
 
 import jax
 
-from agents import memory
-from agents.run import build
-from experiments.presets import preset_config
+from agents.presets import preset_config
+from agents.run.loop import build
+from agents.utils import memory
 from jaxgame.xla_flags import with_host_devices
 
 GIB = float(1 << 30)

@@ -10,7 +10,7 @@
 """A plain PureJaxRL-style PPO for gymnax envs (CartPole-v1 by default), kept only as a timing reference.
 
 This file exists so that ``python -m experiments.benchmark --what train`` can
-time our trainer (``agents.trainers.make_train`` with the ``ppo_gymnax``
+time our trainer (``agents.algorithms.registry.make_train`` with the ``ppo_gymnax``
 preset) next to the single-file PPO it is modelled on. It is a self-contained
 transcription of ``purejaxrl/ppo.py`` from PureJaxRL by Chris Lu et al.
 (https://github.com/luchris429/purejaxrl, Apache License 2.0): the same

@@ -21,9 +21,10 @@ import jax.numpy as jnp
 import jaxgame
 from experiments.benchmark.env import bench_env_throughput
 from experiments.benchmark.timing import aot_compile, best_time
-from experiments.common import random_boards, status
+from experiments.common import status
 from jaxgame import constants as C
 from jaxgame import packing, render
+from jaxgame.play import random_boards
 
 
 def _batch_of_states(env, num_states):

@@ -14,7 +14,7 @@ Per opponent bot (``--opponents``, default ``random`` then ``greedy``: 7 of it a
   ``VecEnv`` with those bots, ``--what env``'s measure, whole rounds); ``train_env_steps_per_s``: game steps per
   second of training.
 * ``placement``: each trained policy's mean placement (1 best .. 8) over ``eval_games`` game seeds x 8 seat
-  rotations against 7 of the same bot, seeds never used in training (ours: ``agents.evaluation``, sampling from
+  rotations against 7 of the same bot, seeds never used in training (ours: ``agents.arena.evaluation``, sampling from
   the policy; sb3: the Gymnasium env with the seat set at each reset, ``predict(deterministic=False)`` with the
   mask), with its 95% half-width.
 * ``train_speedup``: ours / sb3 training env steps per second (the issue's goal: >= 100); ``placement_better``:
@@ -32,12 +32,13 @@ import jax
 import numpy as np
 
 import jaxgame
-from agents.envs import make_game
-from agents.run import build
+from agents.envs.make import make_game
+from agents.presets import preset_config
+from agents.run.loop import build
 from experiments.benchmark.timing import best_time
-from experiments.common import rollout_fn, status
-from experiments.presets import preset_config
+from experiments.common import status
 from jaxgame import bots
+from jaxgame.play import rollout_fn
 
 DEFAULT_OPPONENTS = ("random", "greedy")
 TRAIN_SEED, EVAL_SEED = 0, 1_000_003  # evaluation game seeds: a stream training never draws from

@@ -1,7 +1,7 @@
 """``--what sweep``: a vmapped sweep of R runs vs R separate runs.
 
 Per preset shape: the best wall time of one jitted chunk of ``updates``
-updates of a single run, of the sweep of R runs (``agents.sweep.Sweep``,
+updates of a single run, of the sweep of R runs (``agents.run.sweep.Sweep``,
 seeds 0..R-1, the game's branches shared over the sweep axis), and of the
 same sweep built without shared branches (``share_branches=False``: under
 ``vmap`` every fight/reset ``cond`` becomes a select, so the combat runs on
@@ -21,12 +21,12 @@ import time
 
 import jax
 
-from agents.envs import make_env
-from agents.sweep import Sweep, SweepSpec
-from agents.trainers import make_train
+from agents.algorithms.registry import make_train
+from agents.envs.make import make_env
+from agents.presets import preset_config
+from agents.run.sweep import Sweep, SweepSpec
 from experiments.benchmark.timing import aot_compile, time_chunks
 from experiments.common import status
-from experiments.presets import preset_config
 
 
 def bench_sweep(name: str, runs: int, updates: int, progress: bool, label: str, naive: bool = True) -> dict:

@@ -31,7 +31,7 @@ as one jitted call, ``jax.jit(make_train(cfg, make_env(cfg)))(key)``) and ``pure
 ``run_s`` (the best of ``--gymnax-reps`` runs, default 3, the two sides run in turn so both see the same machine
 load), ``sps`` (env steps/s after compilation) and ``final_return`` (mean return of the episodes that finished
 in the last 5% of the updates); ``cli``: what ``python -m experiments.train --env gymnax:NAME
---preset=ppo_gymnax`` runs (``agents.run.train``, in a temporary run directory; the CLI's compilation cache is
+--preset=ppo_gymnax`` runs (``agents.run.loop.train``, in a temporary run directory; the CLI's compilation cache is
 not used), run after each rep of the two sides (``--gymnax-reps`` runs; the one with the smallest ``loop_s`` is
 reported): chunks of 61 updates with logs and checkpoints between them, its ``compile_s`` (the smallest),
 ``train_s`` (the chunks' seconds: each chunk's run and the fetch and check of its metrics), ``sps`` (steps over
@@ -55,16 +55,17 @@ import jax.numpy as jnp
 import numpy as np
 
 import jaxgame
-from agents import phases
-from agents import run as run_lib
-from agents.envs import make_env, make_game
-from agents.trainers import make_train
+from agents.algorithms.registry import make_train
+from agents.envs.make import make_env, make_game
+from agents.policies import frozen as phases
+from agents.presets import preset_config
+from agents.run import loop as run_lib
 from experiments.benchmark import purejaxrl_reference as reference
 from experiments.benchmark.timing import aot_compile, best_time, rounded, time_chunks
-from experiments.common import rollout_fn, status
-from experiments.presets import preset_config
+from experiments.common import status
 from jaxgame import bots
 from jaxgame import constants as C
+from jaxgame.play import rollout_fn
 
 #: ``--what train``: the goal for ``overhead_ratio`` on a CPU (training at >= 80% of the env-only speed).
 OVERHEAD_GOAL = 0.8

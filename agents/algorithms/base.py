@@ -1,0 +1,224 @@
+"""What every trainer shares: the runner (a run's whole state), its initialisation from the master key, the
+optimizer step, and the ``Trainer`` shell (``init``, the jitted chunk ``run``, device placement).
+
+``agents.algorithms.ppo.PPO`` and ``agents.algorithms.a2c.StreamingA2C`` subclass ``Trainer`` and implement
+``update(runner) ->
+(runner, metrics)``; ``agents.algorithms.registry.make_train(config, env)`` picks one by ``config.algo``.
+
+Random streams from the master key: ``fold_in(key, 0)`` initialises the parameters, ``fold_in(key, 1)``
+resets the envs, ``fold_in(key, 2)`` is the training stream (docs/training.md, "Random streams").
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import optax
+from flax import struct
+from jax.sharding import NamedSharding
+from jax.sharding import PartitionSpec as P
+
+from agents.config import NUM_SEATS, HParams, TrainConfig
+from agents.core import networks
+from agents.core.rollout import EpisodeTracker, Pending
+from agents.envs.api import BatchedEnv
+from agents.league import pool as league
+from agents.utils import distributed, health
+from jaxgame.validation import as_key
+
+INIT_STREAM, ENV_STREAM, TRAIN_STREAM = 0, 1, 2
+
+
+@struct.dataclass
+class Runner:
+    """Everything a run needs to continue exactly (the checkpoint)."""
+
+    params: dict
+    opt_state: object
+    env_state: object
+    obs: object  # [N, P, *obs_shape], the observation to act on next
+    mask: jax.Array  # bool[N, P, A]
+    tracker: EpisodeTracker
+    key: jax.Array  # typed key: the training stream
+    update: jax.Array  # int32[]: updates done
+    hparams: HParams
+    league: object  # agents.league.pool.Pool of a league run (config.league_size > 0), else None
+    pending: Pending  # [N, P]: each seat's decision whose next decision has not been seen yet (agents.core.gae)
+
+
+def make_network(config: TrainConfig, num_actions: int):
+    """The actor-critic of a config; ``networks.PerSeat`` around it for independent learners."""
+    network = networks.make_network(config.network, num_actions, config.hidden, config.activation, config.shared_torso)
+    return networks.PerSeat(network, NUM_SEATS) if config.independent else network
+
+
+def make_optimizer(hp: HParams):
+    """Global-norm clip then Adam's scaling; the learning rate is applied by the trainer."""
+    return optax.chain(optax.clip_by_global_norm(hp.max_grad_norm), optax.scale_by_adam(eps=1e-5))
+
+
+def learning_rate(config: TrainConfig, hp: HParams, update) -> jax.Array:
+    """float32[]: the learning rate of update number ``update`` (0-based): ``hp.lr``, decayed linearly
+    (``anneal_lr``) or along a cosine (``cosine_lr``) to 0 over the run, times the warmup's
+    ``min((update + 1) / warmup_updates, 1)``."""
+    update = jnp.asarray(update, jnp.float32)
+    progress = jnp.minimum(update / config.num_updates, 1.0)
+    lr = hp.lr
+    if config.anneal_lr:
+        lr = lr * (1.0 - progress)
+    if config.cosine_lr:
+        lr = lr * 0.5 * (1.0 + jnp.cos(jnp.pi * progress))
+    if config.warmup_updates:
+        lr = lr * jnp.minimum((update + 1.0) / config.warmup_updates, 1.0)
+    return lr
+
+
+def apply_gradients(config, hp, params, opt_state, grads, update):
+    """One optimizer step, with ``config.weight_decay``'s decoupled decay (AdamW's); returns (params, opt_state,
+    grad_norm, lr)."""
+    updates, opt_state = make_optimizer(hp).update(grads, opt_state, params)
+    lr = learning_rate(config, hp, update)
+    if config.weight_decay:  # static: plain Adam's program has no decay term
+        updates = jax.tree_util.tree_map(lambda u, p: u + config.weight_decay * p, updates, params)
+    params = jax.tree_util.tree_map(lambda p, u: p - lr * u, params, updates)
+    return params, opt_state, optax.tree.norm(grads), lr
+
+
+def init_runner(config: TrainConfig, env, network, key, hparams: HParams | None = None) -> Runner:
+    """Parameters, optimizer state and the first env states from the master key."""
+    key = as_key(key, "train key")
+    hp = config.hparams() if hparams is None else hparams
+    env_state, ts = env.reset(jax.random.fold_in(key, ENV_STREAM))
+    sample_obs = jax.tree_util.tree_map(lambda x: x[:1, :1], ts.observation)
+    params = network.init(jax.random.fold_in(key, INIT_STREAM), sample_obs)
+    return Runner(
+        params=params,
+        opt_state=(jax.vmap(make_optimizer(hp).init) if config.independent else make_optimizer(hp).init)(params),
+        env_state=env_state,
+        obs=ts.observation,
+        mask=ts.action_mask,
+        tracker=EpisodeTracker.zeros(*ts.reward.shape),
+        key=jax.random.fold_in(key, TRAIN_STREAM),
+        update=jnp.int32(0),
+        hparams=hp,
+        league=league.pool_init(params, config.league_size, config.num_envs) if config.league_size else None,
+        pending=Pending.empty(ts.observation, ts.action_mask),
+    )
+
+
+class Trainer:
+    """Shared shell of the trainers: ``make_train``'s result, callable ``(key, hparams=None) ->
+    (runner, metrics)``, plus ``init`` and ``run`` (a jitted chunk of updates) for the chunked loop.
+    Subclasses set ``algo`` and implement ``update(runner) -> (runner, metrics)``.
+
+    Devices (``agents.utils.distributed``): ``self.mesh`` is the data-parallel mesh of ``config.num_devices``,
+    or None when that is one device (then nothing below constrains anything: the one-device program).
+    With a mesh, the runner's ``env_fields`` are sharded on their leading env axis and the rest is
+    replicated (``shardings``); ``init`` and ``run`` return runners placed so, and the metrics replicated.
+    """
+
+    algo = ""
+    #: the frozen policies (``agents.config.REFERENCE_ROLES``) the trainer reads; the run library loads them
+    #: (``agents.policies.frozen.load_references``) and hands them to ``use_references`` before the first chunk
+    roles: tuple[str, ...] = ()
+    #: Runner fields whose leaves have a leading env axis (sharded over the devices).
+    env_fields = ("env_state", "obs", "mask", "tracker", "pending")
+
+    def __init__(self, config: TrainConfig, env):
+        if config.algo != self.algo:
+            raise ValueError(f"{type(self).__name__} needs config.algo == {self.algo!r}, got {config.algo!r}")
+        if not isinstance(env, BatchedEnv):
+            raise TypeError(f"{type(env).__name__} does not have the batched-env interface the trainers step "
+                            "(agents.envs.api.BatchedEnv; check an adapter with agents.envs.api.check_env)")
+        if env.num_envs != config.num_envs:
+            raise ValueError(f"env has num_envs={env.num_envs} but config.num_envs={config.num_envs}")
+        self.config = config
+        self.env = env
+        self.network = make_network(config, env.num_actions)
+        self.learner = np.asarray(env.learner_seats, bool)
+        #: static: every sample is a learner seat's decision with every action legal (an env that declares
+        #: ``all_actions_legal``, e.g. gymnax's, with every seat a learner's and A >= 2): the action masks
+        #: and decision weights are all ones, so the trainers leave them out of the compiled program
+        self.dense = (getattr(env, "all_actions_legal", False) is True and env.num_actions > 1
+                      and bool(self.learner.all()) and not config.league_size)
+        #: who plays the seats that are not the learner's fixed ones: ``agents.league.pool`` (a pool) or nobody
+        self.players = league.make_players(config, self.learner, self.network)
+        self.mesh = distributed.make_mesh(config.num_devices, config.num_envs)
+        self.run = jax.jit(self._run, static_argnums=1)
+
+    # ---- placement over the devices (identity without a mesh) ----
+    def shardings(self, runner):
+        """A pytree like ``runner`` (arrays or ``ShapeDtypeStruct``s) of ``NamedSharding``s; None without a mesh."""
+        if self.mesh is None:
+            return None
+        num_envs = self.config.num_envs
+
+        def field(name, value):
+            batched = name in self.env_fields
+            return jax.tree_util.tree_map(
+                lambda x: NamedSharding(self.mesh, distributed.batch_spec(x.shape, num_envs) if batched else P()),
+                value,
+            )
+
+        return runner.replace(**{f.name: field(f.name, getattr(runner, f.name)) for f in dataclasses.fields(runner)})
+
+    def constrain(self, runner):
+        """The runner placed by ``shardings``: a constraint under jit, a transfer outside."""
+        if self.mesh is None:
+            return runner
+        return jax.lax.with_sharding_constraint(runner, self.shardings(runner))
+
+    def place(self, runner):
+        """Host side: move a runner (e.g. restored from a checkpoint) onto the devices as ``shardings`` says."""
+        if self.mesh is None:
+            return runner
+        return jax.device_put(runner, self.shardings(runner))
+
+    def _constrain_envs(self, tree):
+        """Inside the scans: keep the leaves with a leading env axis sharded on it."""
+        return distributed.constrain_batch(tree, self.mesh, self.config.num_envs)
+
+    def chunk_inputs(self) -> tuple:
+        """The arguments of ``run`` after ``(runner, num_updates)``: none here; a dataset run's samples
+        (``agents.algorithms.bc.DatasetCloning``)."""
+        return ()
+
+    def input_identity(self) -> dict:
+        """JSON-able entries naming the inputs ``chunk_inputs()`` read (call it first), saved in every checkpoint:
+        a resume whose inputs differ is refused (``agents.run.loop``). None here; a dataset's digest, the frozen
+        policies
+        a distillation reads."""
+        return {}
+
+    def finished_early(self, runner) -> bool:
+        """Whether the run ends before its ``num_updates`` (a dataset run's early stopping); never here."""
+        return False
+
+    def init(self, key, hparams: HParams | None = None) -> Runner:
+        return self.constrain(init_runner(self.config, self.env, self.network, key, hparams))
+
+    def __call__(self, key, hparams: HParams | None = None):
+        """The whole run: ``(runner, metrics)`` with metrics float32[num_updates] each."""
+        return self._run(self.init(key, hparams), self.config.num_updates, *self.chunk_inputs())
+
+    def _run(self, runner: Runner, num_updates: int, *inputs):
+        def one_update(runner, _):
+            runner, metrics = self.update(self.constrain(runner), *inputs)
+            metrics = {**metrics, health.FINITE: health.finite_flag(runner.params, metrics)}
+            return self.constrain(runner), metrics
+
+        runner, metrics = jax.lax.scan(one_update, self.constrain(runner), None, length=num_updates)
+        if self.mesh is not None:
+            metrics = jax.lax.with_sharding_constraint(metrics, distributed.replicated(self.mesh))
+        return runner, metrics
+
+    def update(self, runner: Runner, *inputs):
+        """One update; ``inputs``: ``chunk_inputs()``."""
+        raise NotImplementedError
+
+
+__all__ = ["ENV_STREAM", "INIT_STREAM", "TRAIN_STREAM", "Runner", "Trainer", "apply_gradients", "init_runner",
+           "learning_rate", "make_network", "make_optimizer"]

@@ -1,0 +1,326 @@
+"""Behaviour cloning: the trainer on games generated inside the compiled program (``algo="bc"``), and the pieces
+for recorded samples (the split by game, the optimizer, the compiled training chunk, validation, early stopping).
+
+``BehaviourCloning`` (``TrainConfig(algo="bc")``, ``--preset=bc_small``) is PPO's rollout and minibatch machinery
+with the teacher bot ``config.bc_teacher`` acting in the learner's ("self") seats: each update plays ``num_steps``
+steps of ``num_envs`` games (no disk), then ``update_epochs`` epochs of minibatches of the learner seats' decisions
+with ``losses.bc_loss``: the teacher's action's cross-entropy over the legal actions, and the value's error to the
+semi-MDP GAE targets of the teacher's play (``gamma``, ``gae_lambda``; with ``gae_lambda=1`` the discounted outcome,
+bootstrapped only at rollout edges). Every game is new, so the training metrics are held-out ones (``loss/accuracy``:
+the policy's most likely legal action is the teacher's). The policy's own forward pass still runs at every step (its
+value is the GAE's baseline). With ``bc_teacher_prob < 1`` a learner seat sends the policy's own sample instead of
+the teacher's action on that share of its steps, still labelled with the teacher's action (DAgger-style: the teacher
+labels the states the policy's own mistakes lead to). Checkpoints, resume, logs and evaluations are the run
+library's, as for PPO.
+
+From a dataset on disk (``TrainConfig(algo="bc", bc_dataset=DIR)``, ``--preset=bc_data``): ``DatasetCloning``
+trains on the samples a recording wrote (``agents.pipeline.recording``, ``python -m experiments.record``). The run
+library
+drives it as any run (chunks, logs, checkpoints, resume, evaluations, ``load_policy``):
+
+* **Samples.** The recorded seats' decisions (``decision``: more than one legal action; the other steps teach
+  nothing) with the recorded ``action`` as the label and ``outcome`` (the undiscounted return-to-go) as the value's
+  target. ``split_by_game`` holds out ``bc_val_fraction`` of the games, drawn with the run's seed: the steps of a
+  game are strongly correlated, so a split by step would measure memory, not generalisation. The recording's
+  observation kind, shapes, action count and rules must be the run's (``check_dataset``: a one-line error names
+  what differs); the dataset's shards are verified (sha256) when read.
+* **Updates.** One update is one optimizer step on ``bc_batch_size`` samples drawn uniformly with replacement from
+  the training games (``clone_chunk``), with the trainer's optimizer and schedule (``agents.algorithms.base``:
+  Adam after a global-norm clip, ``warmup_updates``, ``cosine_lr``, decoupled ``weight_decay``).
+* **Validation and early stopping.** Every chunk ends with ``validate`` over every held-out sample inside the
+  compiled chunk (``val/cross_entropy``, ``val/accuracy``, ``val/value_loss``, logged with the chunk); the runner
+  keeps the lowest validation cross-entropy and the validations since it, so a resumed run stops where the
+  uninterrupted one would. With ``bc_patience`` the run ends after that many validations without improvement;
+  ``best_by="validation"`` keeps the checkpoint with the lowest validation cross-entropy as the best.
+* **Resume.** A checkpoint records the dataset's digest (its shards' sha256s); resuming on a changed dataset is an
+  error.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+from flax import struct
+
+from agents.algorithms import base as trainer_base
+from agents.algorithms.base import INIT_STREAM, TRAIN_STREAM, Trainer
+from agents.algorithms.ppo import PPO
+from agents.config import HParams, TrainConfig
+from agents.core import losses
+from agents.storage import datasets as dataset
+from agents.utils import health
+from jaxgame import bots
+from jaxgame.config import GameConfig
+from jaxgame.validation import as_key
+
+
+def split_by_game(game: np.ndarray, val_fraction: float, seed: int) -> tuple[np.ndarray, np.ndarray]:
+    """(train, validation) sample indices, int64[...] each, ascending. ``game``: int[N], each sample's game;
+    ``val_fraction`` in [0, 1): the share of the games (rounded, at least one when > 0) whose samples are held out,
+    drawn with ``seed``. ``ValueError`` when no game would be left to train on."""
+    game = np.asarray(game)
+    if game.ndim != 1 or not np.issubdtype(game.dtype, np.integer):
+        raise ValueError(f"game must be a 1-d int array, got {game.dtype} {game.shape}")
+    if not 0.0 <= val_fraction < 1.0:
+        raise ValueError(f"val_fraction must be in [0, 1), got {val_fraction}")
+    games = np.unique(game)
+    held = 0 if val_fraction == 0 else max(1, int(round(val_fraction * games.size)))
+    if held >= games.size:
+        raise ValueError(f"val_fraction={val_fraction} of {games.size} game(s) leaves none to train on; record more "
+                         "games or hold out fewer")
+    val_games = np.random.default_rng(seed).choice(games, held, replace=False)
+    val = np.isin(game, val_games)
+    return np.flatnonzero(~val), np.flatnonzero(val)
+
+
+#: samples per batch of ``validate`` (a bound on its memory, not a hyperparameter: the result is a mean over all)
+VALIDATION_BATCH = 1024
+#: what ``validate`` reports, logged as ``val/<name>``
+VALIDATION_METRICS = ("cross_entropy", "accuracy", "value_loss")
+#: the recording's fields a dataset run reads
+DATASET_FIELDS = ("obs", "mask", "action", "outcome", "decision", "game")
+
+
+def device_samples(samples: dict, index=None) -> dict:
+    """The fields a BC step reads, from a recording's samples (``agents.pipeline.recording.FIELDS``), rows ``index``
+    (default
+    all): ``obs`` as stored, ``mask`` bool[n, A], ``action`` int32[n], ``outcome`` float32[n] and ``weight``
+    float32[n] (1 on decisions: a step with one legal action teaches nothing)."""
+    index = slice(None) if index is None else index
+    return {
+        "obs": jnp.asarray(samples["obs"][index]),
+        "mask": jnp.asarray(samples["mask"][index]),
+        "action": jnp.asarray(samples["action"][index], jnp.int32),
+        "outcome": jnp.asarray(samples["outcome"][index], jnp.float32),
+        "weight": jnp.asarray(samples["decision"][index], jnp.float32),
+    }
+
+
+def _loss(network, params, batch, vf_coef):
+    logits, value = network.apply(params, batch["obs"])
+    return losses.bc_loss(logits, value, batch["mask"], batch["action"], batch["outcome"], batch["weight"], vf_coef)
+
+
+def validate(network, params, data: dict, batch_size: int = VALIDATION_BATCH) -> dict:
+    """``{"cross_entropy", "accuracy", "value_loss"}``, float32[] each: weighted means (``data["weight"]``) over
+    every sample of ``data`` (``device_samples``), computed in batches of ``batch_size`` (the last one padded with
+    weight 0), equal to one batch of all of them. Traceable."""
+    size = data["action"].shape[0]
+    batch_size = min(batch_size, size)
+    batches = -(-size // batch_size)
+    pad = batches * batch_size - size
+
+    def padded(x):
+        x = jnp.concatenate([x, jnp.zeros((pad,) + x.shape[1:], x.dtype)])
+        return x.reshape((batches, batch_size) + x.shape[1:])
+
+    def sums(batch):
+        _, metrics = _loss(network, params, batch, 0.0)
+        n = batch["weight"].sum()
+        return jnp.stack([metrics[k] * jnp.maximum(n, 1.0) for k in VALIDATION_METRICS] + [n])
+
+    total = jax.lax.map(sums, jax.tree_util.tree_map(padded, data)).sum(0)
+    count = jnp.maximum(total[-1], 1.0)
+    return {k: total[i] / count for i, k in enumerate(VALIDATION_METRICS)}
+
+
+@struct.dataclass
+class DatasetRunner:
+    """A dataset run's whole state (its checkpoint)."""
+
+    params: dict
+    opt_state: object
+    key: jax.Array  # typed key: the minibatch stream
+    update: jax.Array  # int32[]: optimizer steps done
+    hparams: HParams
+    best: jax.Array  # float32[]: the lowest validation cross-entropy so far (inf before the first validation)
+    since_best: jax.Array  # int32[]: validations since the best one
+
+
+def init_dataset_runner(config: TrainConfig, network, sample_obs, key, hparams: HParams | None = None):
+    """Parameters from ``fold_in(key, INIT_STREAM)`` (``sample_obs``: one observation's shape and dtype, with a
+    leading batch axis), a fresh optimizer, the minibatch stream ``fold_in(key, TRAIN_STREAM)``."""
+    key = as_key(key, "train key")
+    hp = config.hparams() if hparams is None else hparams
+    params = network.init(jax.random.fold_in(key, INIT_STREAM), sample_obs)
+    return DatasetRunner(params, trainer_base.make_optimizer(hp).init(params), jax.random.fold_in(key, TRAIN_STREAM),
+                         jnp.int32(0), hp, jnp.float32(jnp.inf), jnp.int32(0))
+
+
+def clone_chunk(config: TrainConfig, network, runner: DatasetRunner, num_updates: int, train: dict,
+                val: dict | None):
+    """``num_updates`` optimizer steps in one ``lax.scan``, each on ``config.bc_batch_size`` samples of ``train``
+    (``device_samples``) drawn uniformly with replacement from the runner's key, then (``val`` not None) one
+    validation, which updates the runner's best and its count since. Returns ``(runner, metrics)``: float32
+    [num_updates] each, the validation's ``val/...`` repeated over the chunk's updates. Traceable."""
+    size = train["action"].shape[0]
+
+    def one_update(runner: DatasetRunner, _):
+        key, draw = jax.random.split(runner.key)
+        batch = jax.tree_util.tree_map(lambda x: x[jax.random.randint(draw, (config.bc_batch_size,), 0, size)], train)
+        hp = runner.hparams
+        (_, m), grads = jax.value_and_grad(lambda p: _loss(network, p, batch, hp.vf_coef), has_aux=True)(
+            runner.params)
+        params, opt_state, grad_norm, lr = trainer_base.apply_gradients(config, hp, runner.params, runner.opt_state,
+                                                                        grads, runner.update)
+        runner = runner.replace(params=params, opt_state=opt_state, key=key, update=runner.update + 1)
+        metrics = {
+            "loss/cross_entropy": m["cross_entropy"],
+            "loss/accuracy": m["accuracy"],
+            "loss/value": m["value_loss"],
+            "loss/entropy": m["entropy"],
+            "loss/grad_norm": grad_norm,
+            "train/lr": lr,
+            "train/decisions": batch["weight"].sum(),
+        }
+        return runner, {**metrics, health.FINITE: health.finite_flag(params, metrics)}
+
+    runner, metrics = jax.lax.scan(one_update, runner, None, length=num_updates)
+    if val is not None:
+        scores = validate(network, runner.params, val)
+        loss = scores["cross_entropy"]
+        improved = jnp.isfinite(loss) & (loss < runner.best)
+        runner = runner.replace(best=jnp.where(improved, loss, runner.best),
+                                since_best=jnp.where(improved, 0, runner.since_best + 1))
+        metrics.update({f"val/{k}": jnp.full(num_updates, v) for k, v in scores.items()})
+        metrics["val/best_cross_entropy"] = jnp.full(num_updates, runner.best)
+    return runner, metrics
+
+
+def dataset_digest(data: dataset.Dataset) -> str:
+    """sha256 over the shards' sha256s: equal digests, equal samples."""
+    return hashlib.sha256("".join(s["sha256"] for s in data.manifest["shards"]).encode()).hexdigest()
+
+
+def check_dataset(data: dataset.Dataset, config: TrainConfig, observation) -> None:
+    """``DatasetError`` (one line naming the directory) unless ``data`` holds a recording's fields
+    (``DATASET_FIELDS``) with ``observation``'s per-sample shape and dtype (``ShapeDtypeStruct`` of one seat's
+    observation), ``config``'s observation kind and game rules (every ``GameConfig`` field in the manifest's meta,
+    those a ``TrainConfig`` cannot set at their defaults)."""
+    where = config.bc_dataset
+    missing = [f for f in DATASET_FIELDS if f not in data.fields]
+    if missing:
+        raise dataset.DatasetError(f"{where}: no field(s) {missing}: not a recording of python -m experiments.record")
+    meta = data.manifest.get("meta") or {}
+    if meta.get("obs", config.obs) != config.obs:
+        raise dataset.DatasetError(f"{where} holds {meta['obs']!r} observations; the run has obs={config.obs!r}")
+    obs = data.fields["obs"]
+    if tuple(obs["shape"]) != tuple(observation.shape) or np.dtype(obs["dtype"]) != np.dtype(observation.dtype):
+        raise dataset.DatasetError(f"{where}: observations are {np.dtype(obs['dtype'])}{obs['shape']}, the run's "
+                                   f"{np.dtype(observation.dtype)}{list(observation.shape)}")
+    rules = meta.get("rules", {})
+    # every rule, those a TrainConfig leaves at their defaults too, as the manifest's JSON holds them
+    run_rules = json.loads(json.dumps(dataclasses.asdict(GameConfig(**config.rules()))))
+    differing = {k: (rules[k], v) for k, v in run_rules.items() if k in rules and rules[k] != v}
+    if differing:
+        raise dataset.DatasetError(
+            f"{where} was recorded with other rules: " + ", ".join(f"{k}={old!r} (the run has {new!r})"
+                                                                   for k, (old, new) in differing.items())
+            + "; set them with --set or record with the run's rules")
+
+
+def load_dataset(config: TrainConfig, observation, num_actions: int):
+    """``(train, val, digest)`` of ``config.bc_dataset``: ``device_samples`` of the training and held-out games
+    (``split_by_game`` with ``config.bc_val_fraction`` and ``config.seed``; ``val`` None when nothing is held
+    out) and ``dataset_digest``. Raises ``DatasetError`` with a one-line message."""
+    data = dataset.open_dataset(config.bc_dataset)
+    check_dataset(data, config, observation)
+    if data.fields["mask"]["shape"] != [num_actions]:
+        raise dataset.DatasetError(f"{config.bc_dataset}: action masks of {data.fields['mask']['shape']} actions, "
+                                   f"the run's game has {num_actions}")
+    samples = data.load()
+    try:
+        train, val = split_by_game(samples["game"], config.bc_val_fraction, config.seed)
+    except ValueError as err:
+        raise dataset.DatasetError(f"{config.bc_dataset}: {err}") from None
+    if not samples["decision"][train].any():
+        raise dataset.DatasetError(f"{config.bc_dataset}: no decision (a step with two or more legal actions) "
+                                   "to learn from in its training games")
+    return device_samples(samples, train), (device_samples(samples, val) if val.size else None), \
+        dataset_digest(data)
+
+
+class DatasetCloning(Trainer):
+    """``algo="bc"`` with ``bc_dataset``: cloning a recording (see the module docstring). ``run(runner,
+    num_updates, train, val)`` is the jitted chunk (``clone_chunk``); ``chunk_inputs()`` loads its data."""
+
+    algo = "bc"
+    env_fields = ()
+
+    def __init__(self, config: TrainConfig, env):
+        super().__init__(config, env)
+        self.mesh = None  # one device (TrainConfig refuses num_devices > 1)
+        _, ts = jax.eval_shape(env.reset, jax.random.key(0))
+        obs = ts.observation  # [N, P, *shape]
+        self.observation = jax.ShapeDtypeStruct(obs.shape[2:], obs.dtype)
+        self.digest = None  # set by chunk_inputs
+
+    def init(self, key, hparams: HParams | None = None) -> DatasetRunner:
+        sample = jnp.zeros((1,) + self.observation.shape, self.observation.dtype)
+        return init_dataset_runner(self.config, self.network, sample, key, hparams)
+
+    def chunk_inputs(self) -> tuple:
+        """``(train, val)``: the dataset's samples on the device (``load_dataset``)."""
+        train, val, self.digest = load_dataset(self.config, self.observation, self.env.num_actions)
+        return train, val
+
+    def input_identity(self) -> dict:
+        return {"bc_dataset_digest": self.digest}
+
+    def data_bytes(self) -> int:
+        """The bytes of the samples a run keeps on its device (the manifest's sizes; nothing is read)."""
+        data = dataset.open_dataset(self.config.bc_dataset)
+        return data.num_samples * sum(int(np.dtype(data.fields[f]["dtype"]).itemsize * np.prod(data.fields[f]["shape"]))
+                                      for f in DATASET_FIELDS)
+
+    def finished_early(self, runner: DatasetRunner) -> bool:
+        return bool(self.config.bc_patience) and int(runner.since_best) >= self.config.bc_patience
+
+    def _run(self, runner: DatasetRunner, num_updates: int, train: dict, val: dict | None):
+        return clone_chunk(self.config, self.network, runner, num_updates, train, val)
+
+
+class BehaviourCloning(PPO):
+    """``algo="bc"``: PPO's rollouts with the teacher acting in the learner's seats, ``losses.bc_loss`` (see the
+    module docstring)."""
+
+    algo = "bc"
+    minibatch_metrics = ("cross_entropy", "value_loss", "accuracy", "entropy", "grad_norm", "lr")
+
+    def act(self, params, key, env_state, obs, mask, learner, others):
+        """The teacher's action in the learner's seats is the sample's label; it is also the action sent (with
+        ``bc_teacher_prob``, per seat and step; else the policy's sample is sent). The policy's value is the
+        GAE's baseline (its log-probability is not used)."""
+        policy_key, teacher_key = jax.random.split(key)
+        teacher = jax.vmap(bots.BOTS[self.config.bc_teacher])(
+            jax.random.split(teacher_key, self.env.num_envs), env_state.games, mask).astype(jnp.int32)
+        seats = jnp.broadcast_to(jnp.asarray(learner), teacher.shape)
+        if self.config.bc_teacher_prob < 1.0:
+            seats = seats & jax.random.bernoulli(jax.random.fold_in(key, 2), self.config.bc_teacher_prob, seats.shape)
+        env_state, ts, transition = super().act(params, policy_key, env_state, obs, mask, learner, (seats, teacher))
+        return env_state, ts, transition.replace(action=teacher)
+
+    def minibatch_loss(self, network, params, traj, advantages, targets, extra, hp, update):
+        logits, value = network.apply(params, traj.obs)
+        return losses.bc_loss(logits, value, traj.mask, traj.action, targets, traj.weight, hp.vf_coef)
+
+    def update_metrics(self, mean, traj, targets):
+        return {
+            "loss/cross_entropy": mean["cross_entropy"],
+            "loss/accuracy": mean["accuracy"],
+            "loss/value": mean["value_loss"],
+            "loss/entropy": mean["entropy"],
+            "loss/grad_norm": mean["grad_norm"],
+            "loss/explained_variance": losses.explained_variance(traj.value, targets, traj.weight),
+            "train/lr": mean["lr"],
+        }
+
+
+__all__ = ["DATASET_FIELDS", "DatasetCloning", "DatasetRunner", "BehaviourCloning", "VALIDATION_METRICS",
+           "check_dataset", "clone_chunk", "dataset_digest", "device_samples", "init_dataset_runner", "load_dataset",
+           "split_by_game", "validate"]

@@ -1,0 +1,301 @@
+"""PPO for batched multi-seat envs, rollout and update fused in ``lax.scan`` (PureJaxRL style).
+
+    trainer = make_train(config, env)         # agents.algorithms.registry; env: agents.envs.api.BatchedEnv
+    runner, metrics = jax.jit(trainer)(key)   # the whole run as ONE compiled call
+    # or in chunks, with host work in between:
+    runner = trainer.init(key)
+    runner, metrics = trainer.run(runner, 10)  # jitted, 10 updates; metrics: dict of float32[10]
+
+One update: a rollout of ``num_steps`` steps of all ``num_envs`` envs x P
+seats (every seat acts with the same parameters; bot seats are replaced by
+the env), semi-MDP GAE over each learner seat's decisions (``targets_with_pending``), then
+``update_epochs`` epochs of ``num_minibatches`` shuffled minibatches of the
+flattened [T x N x P] samples with the clipped surrogate, value loss and
+entropy bonus; non-decision samples have weight 0. Adam (eps 1e-5) after a
+global grad-norm clip; the learning rate may anneal linearly to 0.
+
+Rollout edges: a seat whose state after the rollout is not a decision of its
+own (its turn ended, it waits for the fight) has no value there to bootstrap
+from, so its last decision stays open (``Runner.pending``, with the rewards
+collected since) and is trained in the update whose rollout shows its next
+decision or its episode's end: it goes back on row 0 of that rollout (a
+non-decision step of the seat by construction), collects the rewards before
+the seat decides again (that round's fight, a knock-out's placement) and
+bootstraps from that decision's value. Every reward lands in exactly one
+target. Its log-probability and value are those of the parameters that took
+it, one update older (the clipped ratio bounds the step, as for any sample).
+On an env where every sample is a decision with every action legal
+(``Trainer.dense``: it declares ``all_actions_legal``, e.g. gymnax's) nothing is
+ever left open: the update takes the textbook GAE, unmasked log-probabilities
+and plain means, the same numbers with fewer operations.
+
+Hyperparameters in ``agents.config.HPARAM_FIELDS`` are traced: ``trainer(key,
+hparams)`` and ``trainer.init(key, hparams)`` take an ``HParams`` pytree
+(default: the config's values), so sweeps can vmap over them.
+
+Random streams from the master key: ``fold_in(key, 0)`` initialises the
+parameters, ``fold_in(key, 1)`` resets the envs, ``fold_in(key, 2)`` is the
+training stream; update ``u`` uses ``fold_in(train, u)`` split into its action
+sampling key and its minibatch shuffling key.
+"""
+
+from __future__ import annotations
+
+import functools
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+from jax.sharding import PartitionSpec as P
+
+from agents.algorithms.base import Runner, Trainer, apply_gradients
+from agents.config import HParams
+from agents.core import losses
+from agents.core.gae import gae, semi_mdp_gae
+from agents.core.rollout import EPISODE_SUMS, Pending, Transition, act_and_step, select_seats, track_episodes
+from agents.utils import distributed
+
+
+def targets_with_pending(traj: Transition, pending: Pending, end_value, end_decision, gamma, lam):
+    """GAE targets of a rollout whose open decisions carry over (``agents.core.gae.semi_mdp_gae``).
+
+    ``pending``'s active seats (open decisions of the previous rollout) go back on row 0, a non-decision
+    step of theirs by construction (the state they ended on was not a decision); that row's reward and
+    discount follow on theirs. ``end_value`` float32[N, P] and ``end_decision`` bool[N, P] are the value
+    and decision flag of the state after the rollout.
+
+    Returns (traj, advantages, targets, pending): ``traj.weight`` is 1 on the decisions trained now (taken
+    in this rollout or carried in, their next decision seen or their episode over); ``pending`` holds the
+    decisions left open, with their rewards and discount so far."""
+    gamma = jnp.asarray(gamma, jnp.float32)
+    discount = gamma * (1.0 - traj.terminal.astype(jnp.float32))
+    carried = pending.active
+    first = jax.tree_util.tree_map(lambda x: x[0], traj)
+    first = first.replace(
+        obs=select_seats(carried, pending.obs, first.obs), mask=select_seats(carried, pending.mask, first.mask),
+        action=jnp.where(carried, pending.action, first.action),
+        log_prob=jnp.where(carried, pending.log_prob, first.log_prob),
+        value=jnp.where(carried, pending.value, first.value),
+        reward=jnp.where(carried, pending.ret + pending.discount * first.reward, first.reward),
+    )
+    traj = jax.tree_util.tree_map(lambda row, x: x.at[0].set(row), first, traj)
+    discount = discount.at[0].set(jnp.where(carried, pending.discount * discount[0], discount[0]))
+    decision = (traj.weight > 0).at[0].set(carried | (traj.weight[0] > 0))
+    result = semi_mdp_gae(traj.reward, traj.value, discount, decision, end_value, end_decision, lam)
+
+    is_open = result.open  # at most one per seat: its last decision
+    row = jnp.argmax(is_open, axis=0)  # [N, P]
+
+    def at_row(x):
+        index = row.reshape((1,) + row.shape + (1,) * (x.ndim - 1 - row.ndim))
+        return jnp.take_along_axis(x, index, axis=0)[0]
+
+    pending = Pending(
+        obs=jax.tree_util.tree_map(at_row, traj.obs), mask=at_row(traj.mask), action=at_row(traj.action),
+        log_prob=at_row(traj.log_prob), value=at_row(traj.value), ret=at_row(result.open_return),
+        discount=at_row(result.open_discount), active=is_open.any(axis=0),
+    )
+    traj = traj.replace(weight=result.trained.astype(jnp.float32))
+    return traj, result.advantages, result.targets, pending
+
+
+#: What each minibatch step reports (``losses.ppo_loss``'s metrics, the gradient norm, the learning rate); an
+#: update logs their means over its minibatches.
+MINIBATCH_METRICS = ("policy_loss", "value_loss", "entropy", "approx_kl", "clip_frac", "grad_norm", "lr")
+
+
+class PPO(Trainer):
+    """Clipped-surrogate PPO (see the module docstring)."""
+
+    algo = "ppo"
+
+    def __init__(self, config, env):
+        super().__init__(config, env)
+        if config.shuffle == "local" and self.mesh is not None:
+            devices = self.mesh.devices.size
+            share = config.ppo_batch // devices  # the envs are split evenly (make_mesh checks it)
+            if share % config.num_minibatches:
+                raise ValueError(
+                    f"TrainConfig.num_minibatches must divide each device's share of the rollout batch with "
+                    f"shuffle='local' (num_envs / {devices} devices x num_steps x learner seats = {share}), "
+                    f"got {config.num_minibatches}")
+
+    # ---- one update ----
+    def rollout(self, runner: Runner, key, *inputs):
+        """``num_steps`` env steps -> (runner, transitions [T, N, P], episode sums [T]).
+
+        ``self.players`` (``agents.league.pool``) says who plays which seat: without a league the learner plays its
+        fixed seats; in a league the learner's seats change from game to game, the pool seats act with the
+        snapshot their env's game drew when it started (one per game), and the games that end are credited to
+        that snapshot in the pool's statistics."""
+        config, players = self.config, self.players
+        key, context = players.start(runner.league, key, *inputs)
+
+        def step(carry, step_key):
+            (env_state, obs, mask, tracker), stats = self._constrain_envs(carry[0]), carry[1]
+            step_key, learner, others = players.seats(context, env_state, obs, mask, step_key)
+            env_state, ts, transition = self.act(runner.params, step_key, env_state, obs, mask, learner, others)
+            tracker, sums = track_episodes(tracker, ts, learner)
+            stats = players.record(context, stats, ts)
+            carry = (self._constrain_envs((env_state, ts.observation, ts.action_mask, tracker)), stats)
+            return carry, (self._constrain_envs(transition), sums)
+
+        carry = ((runner.env_state, runner.obs, runner.mask, runner.tracker), players.stats(runner.league))
+        keys = jax.random.split(key, config.num_steps)
+        ((env_state, obs, mask, tracker), stats), (traj, sums) = jax.lax.scan(step, carry, keys)
+        runner = runner.replace(env_state=env_state, obs=obs, mask=mask, tracker=tracker,
+                                league=players.finish(runner.league, stats))
+        return runner, traj, sums
+
+    def act(self, params, key, env_state, obs, mask, learner, others):
+        """One rollout step: ``agents.core.rollout.act_and_step`` with the learner's policy (``agents.algorithms.bc``
+        overrides it)."""
+        return act_and_step(self.network, params, self.env, key, env_state, obs, mask, learner, others, self.dense)
+
+    #: what ``minibatch_loss`` reports, then the gradient norm and the learning rate: each minibatch step's metrics
+    minibatch_metrics = MINIBATCH_METRICS
+
+    def training_batch(self, traj: Transition, advantages, targets, update, inputs):
+        """The update's samples, leaves [T, N, P, ...]: ``(traj, advantages, targets, extra)``; ``extra`` is what a
+        subclass computes once per sample for its loss (None here; ``agents.algorithms.distill``: the frozen policies'
+        logits). ``update``: the updates done (int32[]); ``inputs``: ``chunk_inputs()``."""
+        return traj, advantages, targets, None
+
+    def minibatch_loss(self, network, params, traj: Transition, advantages, targets, extra, hp: HParams, update):
+        """``(loss, metrics)`` of one minibatch (leaves [B, ...]; ``extra``: ``training_batch``'s): the network's
+        outputs, then ``loss_terms``."""
+        logits, value = network.apply(params, traj.obs)
+        return self.loss_terms(logits, value, traj, advantages, targets, extra, hp, update)
+
+    def loss_terms(self, logits, value, traj: Transition, advantages, targets, extra, hp: HParams, update):
+        """``losses.ppo_loss`` of a minibatch's outputs (``logits`` float32[B, A], ``value`` float32[B])."""
+        mask, weight = (None, None) if self.dense else (traj.mask, traj.weight)  # all ones if dense
+        return losses.ppo_loss(
+            logits, value, mask, traj.action, traj.log_prob, traj.value, advantages, targets, weight, hp.clip_eps,
+            hp.vf_coef, hp.ent_coef, clip_value=self.config.clip_value,
+            normalize_advantages=self.config.normalize_advantages,
+        )
+
+    def update_metrics(self, mean: dict, traj: Transition, targets) -> dict:
+        """An update's logged losses from the means of its minibatch metrics (``minibatch_metrics``)."""
+        return {
+            "loss/policy": mean["policy_loss"],
+            "loss/value": mean["value_loss"],
+            "loss/entropy": mean["entropy"],
+            "loss/approx_kl": mean["approx_kl"],
+            "loss/clip_frac": mean["clip_frac"],
+            "loss/grad_norm": mean["grad_norm"],
+            "loss/explained_variance": losses.explained_variance(traj.value, targets,
+                                                                 None if self.dense else traj.weight),
+            "train/lr": mean["lr"],
+        }
+
+    def update(self, runner: Runner, *inputs):
+        hp = runner.hparams
+        update_key = jax.random.fold_in(runner.key, runner.update)
+        act_key, shuffle_key = jax.random.split(update_key)
+        pending = runner.pending
+        runner, traj, sums = self.rollout(runner, act_key, *inputs)
+        _, end_value = self.network.apply(runner.params, runner.obs)
+        decisions = traj.weight.sum()  # taken in this rollout (trained now or, if left open, in a later update)
+        if self.dense:  # every state is a decision: nothing is ever left open, the textbook GAE
+            advantages, targets = gae(traj.reward, traj.value, traj.terminal, jnp.ones_like(traj.terminal),
+                                      end_value, hp.gamma, hp.gae_lambda)
+        else:
+            traj, advantages, targets, pending = targets_with_pending(
+                traj, pending, end_value, runner.mask.sum(-1) > 1, hp.gamma, hp.gae_lambda)
+        batch = self.training_batch(traj, advantages, targets, runner.update, inputs)
+        params, opt_state, mb_metrics = self.optimize(runner.params, runner.opt_state, batch, shuffle_key, hp,
+                                                      runner.update)
+        mean = {k: v.mean() for k, v in mb_metrics.items()}
+        metrics = {
+            **self.update_metrics(mean, traj, targets),
+            "train/decisions": decisions,
+            **{f"sums/{k}": sums[k].sum() for k in EPISODE_SUMS},
+        }
+        done = runner.update + 1
+        pool, league_metrics = self.players.after_update(runner.league, params, done)
+        runner = runner.replace(params=params, opt_state=opt_state, update=done, league=pool, pending=pending)
+        return runner, {**metrics, **league_metrics}
+
+    def optimize(self, params, opt_state, batch, shuffle_key, hp: HParams, update):
+        """``update_epochs`` epochs of minibatch steps over ``batch`` = (transitions, advantages, targets, extra)
+        (``training_batch``), leaves [T, N, P, ...]. Returns (params, opt_state, the means of ``minibatch_metrics``
+        over the minibatches).
+
+        Shared parameters train on the T x N samples of each seat the learner plays (``learner_samples``: with
+        bot opponents, the bots' seats, whose samples carry weight 0, are left out, so an update costs what the
+        learner's own samples cost); independent learners (``config.independent``): seat p's parameters and
+        optimizer state train on seat p's T x N samples only, vmapped over seats.
+
+        ``config.shuffle == "local"`` on several devices: ``shard_map`` over the data axis, each device runs the
+        epochs on its own envs' samples ([T, N / D, P, ...]: nothing of the rollout is gathered) with its own
+        permutation (the shuffle key folded with its device index), and the gradients and metrics of every
+        minibatch are averaged over the devices (``jax.lax.pmean``) before the (replicated) optimizer step."""
+        batch = self.learner_samples(batch)
+        if self.config.shuffle == "global" or self.mesh is None:
+            return self._optimize(params, opt_state, batch, shuffle_key, hp, update, None)
+        sharded, replicated = P(None, distributed.DATA_AXIS), P()
+        local = jax.shard_map(
+            functools.partial(self._optimize, axis_name=distributed.DATA_AXIS), mesh=self.mesh,
+            in_specs=(replicated, replicated, sharded, replicated, replicated, replicated),
+            out_specs=(replicated, replicated, replicated),
+            check_vma=False,  # the gradients are averaged by hand (pmean); the outputs are equal on every device
+        )
+        return local(params, opt_state, batch, shuffle_key, hp, update)
+
+    def _optimize(self, params, opt_state, batch, shuffle_key, hp: HParams, update, axis_name):
+        if axis_name is not None:
+            shuffle_key = jax.random.fold_in(shuffle_key, jax.lax.axis_index(axis_name))
+        if not self.config.independent:
+            flat = jax.tree_util.tree_map(lambda x: x.reshape((-1,) + x.shape[3:]), batch)
+            return self._epochs(self.network, params, opt_state, flat, shuffle_key, hp, update, axis_name)
+        per_seat = jax.tree_util.tree_map(
+            lambda x: jnp.moveaxis(x, 2, 0).reshape((x.shape[2], -1) + x.shape[3:]), batch)
+        keys = jax.random.split(shuffle_key, per_seat[1].shape[0])
+        return jax.vmap(lambda p, o, b, k: self._epochs(self.network.base, p, o, b, k, hp, update, axis_name))(
+            params, opt_state, per_seat, keys
+        )
+
+    def learner_samples(self, batch):
+        """``batch`` (leaves [T, N, P, ...]) on the seats whose samples are training data: the learner's fixed
+        seats (``self.learner``, static) when some seats are bots', else all P (self-play; a league's env marks
+        every seat a learner seat, since its roles change from game to game)."""
+        seats = np.flatnonzero(self.learner)
+        if seats.size == self.learner.size:
+            return batch
+        return jax.tree_util.tree_map(lambda x: x[:, :, seats], batch)
+
+    def _epochs(self, network, params, opt_state, flat, shuffle_key, hp: HParams, update, axis_name=None):
+        config = self.config
+        num_samples = flat[1].shape[0]
+
+        def minibatch_step(carry, mb):
+            params, opt_state = carry
+            mb_traj, mb_adv, mb_targets, mb_extra = mb
+
+            (_, metrics), grads = jax.value_and_grad(
+                lambda p: self.minibatch_loss(network, p, mb_traj, mb_adv, mb_targets, mb_extra, hp, update),
+                has_aux=True)(params)
+            if axis_name is not None:  # shuffle="local": every device's minibatch counts the same
+                grads, metrics = jax.lax.pmean((grads, metrics), axis_name)
+            params, opt_state, grad_norm, lr = apply_gradients(config, hp, params, opt_state, grads, update)
+            metrics = {**metrics, "grad_norm": grad_norm, "lr": lr}
+            return (params, opt_state), jnp.stack([metrics[k] for k in self.minibatch_metrics])  # one output
+
+        def epoch(carry, key):
+            order = jax.random.permutation(key, num_samples)
+            shuffled = jax.tree_util.tree_map(
+                lambda x: x[order].reshape((config.num_minibatches, -1) + x.shape[1:]), flat
+            )
+            if axis_name is None:  # global shuffle: each device computes a share of every minibatch
+                shuffled = distributed.constrain_axis(shuffled, self.mesh, 1)
+            return jax.lax.scan(minibatch_step, carry, shuffled)
+
+        epoch_keys = jax.random.split(shuffle_key, config.update_epochs)
+        (params, opt_state), stacked = jax.lax.scan(epoch, (params, opt_state), epoch_keys)  # [E, M, K]
+        means = stacked.mean(axis=(0, 1))
+        return params, opt_state, {k: means[i] for i, k in enumerate(self.minibatch_metrics)}
+
+
+__all__ = ["PPO", "targets_with_pending"]

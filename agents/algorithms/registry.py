@@ -1,0 +1,53 @@
+"""One entry point for every algorithm: ``make_train(config, env)`` by ``config.algo``.
+
+The result is callable as ``train(key, hparams=None) -> (runner, metrics)``
+(the whole run, one jittable call) and has ``init(key, hparams=None)`` and
+``run(runner, num_updates)`` (a jitted chunk) for the chunked loop; metrics
+are dicts of float32[num_updates] arrays, turned into floats by ``summarize``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+
+from agents.algorithms.a2c import StreamingA2C
+from agents.algorithms.base import Trainer
+from agents.algorithms.bc import BehaviourCloning, DatasetCloning
+from agents.algorithms.distill import DistilledPPO
+from agents.algorithms.ppo import PPO
+from agents.config import TrainConfig
+from agents.core.rollout import summarize
+from agents.envs.make import make_env
+
+#: ``config.algo`` -> its trainer class (each an ``agents.algorithms.base.Trainer``).
+TRAINERS = {"ppo": PPO, "a2c": StreamingA2C, "bc": BehaviourCloning}
+
+
+def make_train(config: TrainConfig, env) -> Trainer:
+    """The trainer of ``config.algo`` on ``env`` (an ``agents.envs.api.BatchedEnv``); behaviour cloning of a
+    recording (``config.bc_dataset``) is ``agents.algorithms.bc.DatasetCloning``; PPO with a teacher or an anchor is
+    ``agents.algorithms.distill.DistilledPPO``."""
+    if config.algo not in TRAINERS:
+        raise ValueError(f"unknown algo {config.algo!r}; choose from {sorted(TRAINERS)}")
+    if config.bc_dataset:
+        return DatasetCloning(config, env)
+    if config.teacher or config.anchor:
+        return DistilledPPO(config, env)
+    return TRAINERS[config.algo](config, env)
+
+
+def built_trainer(config: TrainConfig) -> tuple:
+    """``(env, trainer)`` of ``config``, cached: runs, loaded policies and baselines of one config in one process
+    share the jitted functions instead of retracing them. Configs that differ only in where they log
+    (``wandb_project``) share them."""
+    return _built_trainer(dataclasses.replace(config, wandb_project=""))
+
+
+@functools.lru_cache(maxsize=4)
+def _built_trainer(config: TrainConfig) -> tuple:
+    env = make_env(config)
+    return env, make_train(config, env)
+
+
+__all__ = ["TRAINERS", "built_trainer", "make_train", "summarize"]

@@ -1,0 +1,170 @@
+"""Games between any mix of trained policies and scripted bots, seat-rotated, in one batch.
+
+A *lineup* names the player of each of a game's 8 seats by *participant*
+index: ``0 .. K-1`` are the K policies (a network and its parameters),
+``K + i`` is the scripted bot ``bot_names[i]`` of the runner (by default
+``DEFAULT_BOTS``; any of ``TABLE_BOTS``). Every lineup is played 8
+times from the same game seed (same reset key, same bot and game randomness)
+with the lineup rotated one seat further each time, so every participant
+sits in every seat and the luck of the draw is shared: the *duplicate*
+scheme of seat-rotation tournaments. All ``8 x num_games`` games run as one
+batch in one jitted ``lax.while_loop`` that stops when every game has ended.
+
+    run = make_table_runner(game, (net_a, net_b), num_games=4)
+    ranks = run((params_a, params_b), lineups, key)   # lineups int32[4, 8] -> ranks int32[4, 8, 8]
+
+``ranks[g, r, j]`` is the final rank (1 = first) of lineup position ``j`` of
+game ``g`` in rotation ``r``, where it sat in seat ``(j + r) % 8``; 0 if the
+game did not end within the game's step limit.
+"""
+
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+import jaxgame
+from agents.core import distributions
+from agents.policies.load import TABLE_BOTS
+from jaxgame import bots
+from jaxgame import constants as C
+from jaxgame.validation import as_key
+
+#: The bots of a runner by default: the training evaluations' opponents (each bot a runner holds is computed at
+#: every step, so the others join only when asked for).
+DEFAULT_BOTS = ("random", "greedy")
+
+
+def rotation_seats(num_games: int, shift: int = -1, rotations: int = C.NUM_PLAYERS) -> np.ndarray:
+    """int32[num_games * rotations, 8]: env ``e`` is game ``e // rotations`` in rotation ``r = e % rotations``;
+    entry ``[e, i]`` is ``(i + shift * r) % 8``: with ``shift=-1`` the lineup position playing seat ``i``, with
+    ``shift=1`` the seat of lineup position ``i``."""
+    r = np.arange(num_games * rotations) % rotations
+    return ((np.arange(C.NUM_PLAYERS)[None, :] + shift * r[:, None]) % C.NUM_PLAYERS).astype(np.int32)
+
+
+def draw_lineups(num_players: int, num_games: int, rng: np.random.Generator, seats: int = C.NUM_PLAYERS):
+    """int[num_games, seats] player indices in [0, num_players): ``seats`` different players drawn at random
+    when there are that many, else every player takes ``seats // num_players`` seats and the other seats
+    go to different players drawn at random; seats shuffled."""
+    if num_players < 1:
+        raise ValueError(f"num_players must be >= 1, got {num_players}")
+    out = np.empty((num_games, seats), np.int64)
+    for g in range(num_games):
+        if num_players >= seats:
+            out[g] = rng.choice(num_players, seats, replace=False)
+        else:
+            base = np.repeat(np.arange(num_players), seats // num_players)
+            extra = rng.choice(num_players, seats - base.size, replace=False)
+            out[g] = rng.permutation(np.concatenate([base, extra]))
+    return out
+
+
+def make_seat_actions(networks, bot_names: tuple[str, ...], greedy_policy: bool, num_games: int,
+                      rotations: int = C.NUM_PLAYERS):
+    """``(actions, per_game)`` for games of participants (policies, then bots), shared by the table runner and
+    ``agents.pipeline.recording``. Envs are ``num_games x rotations``, game-major.
+
+    ``actions(params, player, states, ts, policy_key, bot_key) -> int32[E, 8]``: ``player`` int32[E, 8] names
+    each seat's participant; every policy acts on every seat (sampled, or its most likely legal action with
+    ``greedy_policy``) and every bot on every seat, with one bot key per game (shared by its rotations), and
+    each seat sends its participant's action. ``per_game(key) -> keys[E]``: ``num_games`` keys, each repeated
+    for the game's rotations."""
+    networks = tuple(networks)
+
+    def per_game(key):
+        return jnp.repeat(jax.random.split(key, num_games), rotations, axis=0)
+
+    def policy_actions(network, params, key, obs, mask):
+        logits, _ = network.apply(params, obs)
+        return distributions.greedy(logits, mask) if greedy_policy else distributions.sample(key, logits, mask)
+
+    def actions(params, player, states, ts, policy_key, bot_key):
+        bot_keys = per_game(bot_key)
+        by_participant = [
+            policy_actions(net, p, k, ts.observation, ts.action_mask)
+            for net, p, k in zip(networks, params, jax.random.split(policy_key, len(networks)))
+        ] + [jax.vmap(bots.BOTS[name])(bot_keys, states, ts.action_mask) for name in bot_names]
+        return jnp.take_along_axis(jnp.stack(by_participant), player[None], axis=0)[0].astype(jnp.int32)
+
+    return actions, per_game
+
+
+def check_bot_names(bot_names) -> tuple[str, ...]:
+    """``bot_names`` as a tuple; ``ValueError`` unless they are distinct names from ``TABLE_BOTS``."""
+    bot_names = tuple(bot_names)
+    if any(b not in TABLE_BOTS for b in bot_names) or len(set(bot_names)) != len(bot_names):
+        raise ValueError(f"bot_names must be distinct names from {TABLE_BOTS}, got {bot_names!r}")
+    return bot_names
+
+
+def make_table_runner(
+    game: jaxgame.AutoChessEnv, networks, num_games: int, greedy_policy: bool = False,
+    sync_axes: tuple[str, ...] = (), bot_names: tuple[str, ...] = DEFAULT_BOTS,
+):
+    """``run(params, lineups, key) -> int32[num_games, 8, 8]`` (see the module docstring).
+
+    ``networks``: the K policies' networks (``apply(params, obs) -> (logits, value)``; the same network
+    object may appear more than once); ``params``: a tuple of their K parameter trees. ``greedy_policy``:
+    the policies take their most likely legal action instead of sampling. ``sync_axes``: vmapped axes
+    around ``run`` (a sweep's) that share the game's branches. ``bot_names``: the scripted bots after the
+    policies (participant ``K + i`` is ``bot_names[i]``), distinct names from ``TABLE_BOTS``. ``run.jitted``
+    takes the same arguments without the host-side checks (for use inside another jitted function).
+    """
+    if isinstance(num_games, bool) or not isinstance(num_games, int) or num_games < 1:
+        raise ValueError(f"num_games must be a positive int, got {num_games!r}")
+    bot_names = check_bot_names(bot_names)
+    networks = tuple(networks)
+    num_policies = len(networks)
+    num_participants = num_policies + len(bot_names)
+    seats = C.NUM_PLAYERS
+    num_envs = num_games * seats
+    venv = jaxgame.VecEnv(game, num_envs, sync_axes)
+    position = jnp.asarray(rotation_seats(num_games))  # [E, 8]: the lineup position playing each seat
+    seat_of_position = jnp.asarray(rotation_seats(num_games, shift=1))  # [E, 8]: the seat of each position
+    max_steps = game.config.max_rounds * game.config.steps_per_round + 1
+
+    seat_actions, per_game = make_seat_actions(networks, bot_names, greedy_policy, num_games)
+
+    @jax.jit
+    def run(params, lineups, key):
+        player = jnp.take_along_axis(jnp.repeat(lineups, seats, axis=0), position, axis=1)  # [E, 8] participant
+        reset_key, loop_key = jax.random.split(key)
+        states, ts = jax.vmap(game.reset)(per_game(reset_key))
+
+        def cond(carry):
+            _, _, finished, _, t, _ = carry
+            return ~finished.all() & (t < max_steps)
+
+        def body(carry):
+            states, ts, finished, rank, t, key = carry
+            key, policy_key, bot_key = jax.random.split(key, 3)
+            states, ts = venv.step(states, seat_actions(params, player, states, ts, policy_key, bot_key))
+            new = ts.done & ~finished
+            return states, ts, finished | new, jnp.where(new[:, None], ts.info["rank"], rank), t + 1, key
+
+        init = (states, ts, jnp.zeros(num_envs, bool), jnp.zeros((num_envs, seats), jnp.int32), jnp.int32(0),
+                loop_key)
+        *_, finished, rank, _, _ = jax.lax.while_loop(cond, body, init)
+        rank = jnp.where(finished[:, None], rank, 0)
+        by_position = jnp.take_along_axis(rank, seat_of_position, axis=1)
+        return by_position.reshape(num_games, seats, seats)
+
+    def checked_run(params, lineups, key):
+        params = tuple(params)
+        if len(params) != num_policies:
+            raise ValueError(f"params must hold {num_policies} parameter tree(s), one per network; got {len(params)}")
+        lineups = np.asarray(lineups)
+        if lineups.shape != (num_games, seats) or not np.issubdtype(lineups.dtype, np.integer):
+            raise ValueError(f"lineups must be ints of shape ({num_games}, {seats}), got {lineups.dtype} "
+                             f"{lineups.shape}")
+        if lineups.min() < 0 or lineups.max() >= num_participants:
+            raise ValueError(f"lineups must name participants 0..{num_participants - 1} ({num_policies} policies, "
+                             f"then the bots {bot_names}); got values {lineups.min()}..{lineups.max()}")
+        return run(params, jnp.asarray(lineups, jnp.int32), as_key(key, "table key"))
+
+    checked_run.jitted = run
+    checked_run.num_games = num_games
+    checked_run.num_policies = num_policies
+    return checked_run

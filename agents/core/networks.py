@@ -1,0 +1,239 @@
+"""Actor-critic networks (flax.linen).
+
+Both networks map observations with any leading batch dims ``[...]`` to
+``(logits float32[..., A], value float32[...])``. Initialisation follows
+PureJaxRL: orthogonal kernels with scale sqrt(2) for hidden layers, 0.01 for
+the policy head and 1.0 for the value head; zero biases.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import flax.linen as nn
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from jaxgame.packing import FRAME_H, FRAME_W, PACKED_W, TILE, UNPACK_LUT
+
+_ACTIVATIONS = {"tanh": nn.tanh, "relu": nn.relu}
+_HIDDEN_SCALE = float(np.sqrt(2.0))
+
+
+def _activation(name: str):
+    if name not in _ACTIVATIONS:
+        raise ValueError(f"unknown activation {name!r}; expected one of {sorted(_ACTIVATIONS)}")
+    return _ACTIVATIONS[name]
+
+
+def _dense(features: int, scale: float, name: str | None = None) -> nn.Dense:
+    return nn.Dense(features, kernel_init=nn.initializers.orthogonal(scale), bias_init=nn.initializers.zeros, name=name)
+
+
+def unpack_frames(packed: jax.Array) -> jax.Array:
+    """Packed 2bpp frames uint8[..., 72, 20] -> float32[..., 72, 80] shades scaled to [0, 1].
+
+    Pixel ``i`` (0 = leftmost) of a byte lives in bits ``2i .. 2i+1``; the
+    unpacking is one gather from ``jaxgame.packing.UNPACK_LUT``.
+    """
+    packed = jnp.asarray(packed)
+    pixels = jnp.asarray(UNPACK_LUT)[packed.astype(jnp.int32)]
+    pixels = pixels.reshape(*packed.shape[:-1], packed.shape[-1] * 4)
+    return pixels.astype(jnp.float32) / 3.0
+
+
+class MLP(nn.Module):
+    """float32[..., D] -> float32[..., hidden[-1]]: dense layers with the given activation."""
+
+    hidden: Sequence[int] = (256, 256)
+    activation: str = "tanh"
+
+    @nn.compact
+    def __call__(self, x: jax.Array) -> jax.Array:
+        act = _activation(self.activation)
+        for features in self.hidden:
+            x = act(_dense(features, _HIDDEN_SCALE)(x))
+        return x
+
+
+class PixelTorso(nn.Module):
+    """float32[B, 72, 80] frames in [0, 1] -> float32[B, hidden[-1]] features.
+
+    conv 16 5x5/2, conv 32 3x3/2, conv 32 3x3/2 (relu, SAME padding), flatten,
+    then an ``MLP(hidden, activation)``.
+    """
+
+    hidden: Sequence[int] = (256,)
+    activation: str = "relu"
+
+    @nn.compact
+    def __call__(self, frames: jax.Array) -> jax.Array:
+        x = frames[..., None]
+        for features, kernel in ((16, 5), (32, 3), (32, 3)):
+            x = nn.Conv(
+                features,
+                (kernel, kernel),
+                strides=(2, 2),
+                padding="SAME",
+                kernel_init=nn.initializers.orthogonal(_HIDDEN_SCALE),
+                bias_init=nn.initializers.zeros,
+            )(x)
+            x = nn.relu(x)
+        x = x.reshape(x.shape[0], -1)
+        return MLP(self.hidden, self.activation)(x)
+
+
+class TileTorso(nn.Module):
+    """float32[B, 72, 80] frames in [0, 1] -> float32[B, hidden[-1]] features.
+
+    The frames are drawn from 8x8 tiles (docs/pixels.md), so the torso embeds each tile on its own: one
+    ``features``-wide dense layer per 8x8 patch (a convolution with an 8x8 kernel and stride 8, written as a
+    reshape and a matmul), relu, flatten the 9 x 10 tile grid, then an ``MLP(hidden, activation)``. With 16
+    features and 256 units about 0.47M multiply-adds a frame against ``PixelTorso``'s 3.8M: sized for a
+    2-core CPU (the ``ppo_pixels`` preset).
+    """
+
+    hidden: Sequence[int] = (256,)
+    activation: str = "relu"
+    features: int = 16
+
+    @nn.compact
+    def __call__(self, frames: jax.Array) -> jax.Array:
+        batch = frames.shape[0]
+        rows, cols = FRAME_H // TILE, FRAME_W // TILE
+        patches = frames.reshape(batch, rows, TILE, cols, TILE).transpose(0, 1, 3, 2, 4)
+        patches = patches.reshape(batch, rows, cols, TILE * TILE)
+        x = nn.relu(_dense(self.features, _HIDDEN_SCALE, name="tile_embed")(patches))
+        return MLP(self.hidden, self.activation)(x.reshape(batch, -1))
+
+
+#: the pixel networks (``TrainConfig.network`` for ``obs="pixels"``) and their frame torsos
+PIXEL_TORSOS = {"cnn": PixelTorso, "tiles": TileTorso}
+PIXEL_NETWORKS = tuple(PIXEL_TORSOS)
+NETWORK_KINDS = ("mlp", *PIXEL_NETWORKS)
+
+
+class ActorCritic(nn.Module):
+    """Vector observations float32[..., D] -> (logits float32[..., A], value float32[...]).
+
+    ``shared_torso``: one MLP torso feeding both heads; otherwise separate
+    actor and critic torsos.
+    """
+
+    num_actions: int
+    hidden: Sequence[int] = (256, 256)
+    activation: str = "tanh"
+    shared_torso: bool = False
+
+    @nn.compact
+    def __call__(self, obs: jax.Array) -> tuple[jax.Array, jax.Array]:
+        obs = jnp.asarray(obs, jnp.float32)
+        if self.shared_torso:
+            actor = critic = MLP(self.hidden, self.activation, name="torso")(obs)
+        else:
+            actor = MLP(self.hidden, self.activation, name="actor_torso")(obs)
+            critic = MLP(self.hidden, self.activation, name="critic_torso")(obs)
+        logits = _dense(self.num_actions, 0.01, name="policy_head")(actor)
+        value = _dense(1, 1.0, name="value_head")(critic)[..., 0]
+        return logits, value
+
+
+class PixelActorCritic(nn.Module):
+    """Packed frames uint8[..., 72, 20] -> (logits float32[..., A], value float32[...]).
+
+    Frames are unpacked on device (``unpack_frames``), then a ``PixelTorso`` (``torso="cnn"``) or a
+    ``TileTorso`` (``torso="tiles"``), shared by both heads, or one per head when ``shared_torso`` is False.
+    """
+
+    num_actions: int
+    hidden: Sequence[int] = (256,)
+    activation: str = "relu"
+    shared_torso: bool = True
+    torso: str = "cnn"
+
+    @nn.compact
+    def __call__(self, packed: jax.Array) -> tuple[jax.Array, jax.Array]:
+        if tuple(packed.shape[-2:]) != (FRAME_H, PACKED_W):
+            raise ValueError(f"expected packed frames [..., {FRAME_H}, {PACKED_W}], got {packed.shape}")
+        lead = packed.shape[:-2]
+        frames = unpack_frames(packed).reshape(-1, FRAME_H, FRAME_W)
+        torso = PIXEL_TORSOS[self.torso]
+        if self.shared_torso:
+            actor = critic = torso(self.hidden, self.activation, name="torso")(frames)
+        else:
+            actor = torso(self.hidden, self.activation, name="actor_torso")(frames)
+            critic = torso(self.hidden, self.activation, name="critic_torso")(frames)
+        logits = _dense(self.num_actions, 0.01, name="policy_head")(actor)
+        value = _dense(1, 1.0, name="value_head")(critic)[..., 0]
+        return logits.reshape(*lead, self.num_actions), value.reshape(lead)
+
+
+def make_network(
+    kind: str,
+    num_actions: int,
+    hidden: Sequence[int] = (256, 256),
+    activation: str = "tanh",
+    shared_torso: bool = False,
+) -> nn.Module:
+    """Build an actor-critic: ``"mlp"`` -> ``ActorCritic``; ``"cnn"`` (three convolutions) or ``"tiles"``
+    (one embedding per 8x8 tile) -> ``PixelActorCritic`` on packed frames.
+
+    For the pixel networks, ``hidden`` are the dense layers after the frame torso.
+    """
+    _activation(activation)
+    hidden = tuple(int(h) for h in hidden)
+    if kind == "mlp":
+        return ActorCritic(num_actions, hidden, activation, shared_torso)
+    if kind in PIXEL_NETWORKS:
+        return PixelActorCritic(num_actions, hidden, activation, shared_torso, torso=kind)
+    raise ValueError(f"unknown network kind {kind!r}; expected one of {NETWORK_KINDS}")
+
+
+class PerSeat:
+    """One parameter set per seat: independent learners (``TrainConfig.independent``).
+
+    ``init(key, obs)`` returns the wrapped network's parameters stacked over ``num_seats`` (leaves
+    [P, ...], each seat initialised from its own key); ``apply(params, obs)`` maps observations
+    [N, P, *obs_shape] to ``(logits [N, P, A], value [N, P])``, seat p's through ``params[p]``. The
+    trainer's update runs the wrapped network per seat (``network.base``), vmapped over seats.
+    """
+
+    def __init__(self, base, num_seats: int):
+        self.base = base
+        self.num_seats = num_seats
+
+    def init(self, key, obs):
+        keys = jax.random.split(key, self.num_seats)
+        return jax.vmap(lambda k: self.base.init(k, jax.tree_util.tree_map(lambda x: x[:, :1], obs)))(keys)
+
+    def apply(self, params, obs):
+        return jax.vmap(self.base.apply, in_axes=(0, 1), out_axes=1)(params, obs)
+
+
+class PublicView:
+    """``base`` on the first ``width`` features of each observation: a vector-observation learner stepped on the
+    oracle env's observations (``agents.algorithms.distill``), whose parameters are exactly a vector policy's.
+    ``init(key, obs)`` and ``apply(params, obs)`` as flax's, obs float32[..., >= width]."""
+
+    def __init__(self, base, width: int):
+        self.base = base
+        self.width = width
+
+    def init(self, key, obs):
+        return self.base.init(key, obs[..., :self.width])
+
+    def apply(self, params, obs):
+        return self.base.apply(params, obs[..., :self.width])
+
+
+class OneSeat:
+    """Seat ``seat``'s learner of a ``PerSeat`` parameter stack, as a policy for any seat: ``apply(params,
+    obs)`` runs the wrapped network with ``params[seat]`` on every observation (rating each seat's learner)."""
+
+    def __init__(self, base, seat: int):
+        self.base = base
+        self.seat = seat
+
+    def apply(self, params, obs):
+        return self.base.apply(jax.tree_util.tree_map(lambda x: x[self.seat], params), obs)

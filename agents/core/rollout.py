@@ -1,0 +1,170 @@
+"""Acting in a batched env and bookkeeping of finished episodes, shared by the trainers.
+
+Shapes: N envs, P seats, A actions. ``learner`` marks the seats whose steps
+are training data: a bool[P] constant, or bool[N, P] when it changes from
+game to game (a league's roles).
+"""
+
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+from flax import struct
+
+from agents.core import distributions
+
+
+@struct.dataclass
+class Transition:
+    """One env step of every seat; arrays [N, P] (a leading [T] in a rollout)."""
+
+    obs: object  # [N, P, *obs_shape]
+    mask: jax.Array  # bool[N, P, A]
+    action: jax.Array  # int32
+    log_prob: jax.Array  # float32
+    value: jax.Array  # float32
+    reward: jax.Array  # float32
+    terminal: jax.Array  # bool: the seat's episode ended on this step
+    weight: jax.Array  # float32: 1 for a learner seat's decision (more than one legal action), else 0
+
+
+@struct.dataclass
+class EpisodeTracker:
+    """Running totals of the unfinished episodes: return float32[N, P], length int32[N]."""
+
+    ret: jax.Array
+    length: jax.Array
+
+    @classmethod
+    def zeros(cls, num_envs: int, num_players: int) -> EpisodeTracker:
+        return cls(jnp.zeros((num_envs, num_players), jnp.float32), jnp.zeros(num_envs, jnp.int32))
+
+
+@struct.dataclass
+class Pending:
+    """Each seat's open decision: taken, its next decision not seen yet; arrays [N, P] (``obs`` [N, P,
+    *obs_shape], ``mask`` bool[N, P, A]). The streaming A2C (``agents.algorithms.a2c``) completes it step by step; PPO
+    (``agents.algorithms.ppo``) carries a rollout's open decisions to the next one
+    (``agents.core.gae.semi_mdp_gae``)."""
+
+    obs: object
+    mask: jax.Array
+    action: jax.Array  # int32
+    log_prob: jax.Array  # float32: of the action, under the parameters that took it
+    value: jax.Array  # float32: V(obs) under those parameters
+    ret: jax.Array  # float32: discounted reward since the decision
+    discount: jax.Array  # float32: product of the discounts since the decision; 0 once the seat's episode ended
+    active: jax.Array  # bool: a decision is open
+
+    @classmethod
+    def empty(cls, obs, mask) -> Pending:
+        batch = mask.shape[:-1]
+        zeros = jnp.zeros(batch, jnp.float32)
+        return cls(obs=jax.tree_util.tree_map(jnp.zeros_like, obs), mask=jnp.zeros_like(mask),
+                   action=jnp.zeros(batch, jnp.int32), log_prob=zeros, value=zeros, ret=zeros, discount=zeros,
+                   active=jnp.zeros(batch, bool))
+
+
+def select_seats(cond, new, old):
+    """Per-seat ``where`` over pytrees: ``cond`` bool[N, P]; leaves [N, P, ...] (any trailing dims)."""
+
+    def pick(a, b):
+        c = cond.reshape(cond.shape + (1,) * (a.ndim - cond.ndim))
+        return jnp.where(c, a, b)
+
+    return jax.tree_util.tree_map(pick, new, old)
+
+
+#: Sums over the episodes that finished, per update; ``episode_metrics`` turns them into means.
+EPISODE_SUMS = ("episodes", "return_sum", "length_sum", "placement_sum", "placement_count")
+
+
+def track_episodes(tracker: EpisodeTracker, ts, learner) -> tuple[EpisodeTracker, dict]:
+    """Add this step's reward; close the envs where ``ts.done``.
+
+    Returns (tracker, sums) with float32[] sums over the finished episodes:
+    ``episodes`` (envs whose game/episode ended), ``return_sum`` (their
+    learner seats' mean return, summed over envs), ``length_sum`` (steps),
+    ``placement_sum`` / ``placement_count`` (learner seats' final ranks, when
+    the env reports ``info["rank"]``).
+    """
+    ret = tracker.ret + ts.reward
+    learner = jnp.broadcast_to(jnp.asarray(learner, jnp.float32), ret.shape)
+    length = tracker.length + 1
+    done = ts.done.astype(jnp.float32)
+    per_env_return = (ret * learner).sum(-1) / jnp.maximum(learner.sum(-1), 1.0)
+    sums = {
+        "episodes": done.sum(),
+        "return_sum": (done * per_env_return).sum(),
+        "length_sum": (done * length).sum(),
+    }
+    if "rank" in ts.info:
+        ranked = done[:, None] * learner
+        sums["placement_sum"] = (ranked * ts.info["rank"]).sum()
+        sums["placement_count"] = ranked.sum()
+    else:
+        sums["placement_sum"] = sums["placement_count"] = jnp.float32(0.0)
+    tracker = EpisodeTracker(jnp.where(ts.done[:, None], 0.0, ret), jnp.where(ts.done, 0, length))
+    return tracker, sums
+
+
+def episode_metrics(sums: dict) -> dict:
+    """Means from summed episode bookkeeping (host-side numpy; any leading axes are summed);
+    NaN where nothing finished."""
+    total = {k: float(np.sum(v)) for k, v in sums.items()}
+
+    def mean(x, n):
+        return x / n if n > 0 else float("nan")
+
+    return {
+        "train/episodes": total["episodes"],
+        "train/episode_return": mean(total["return_sum"], total["episodes"]),
+        "train/episode_length": mean(total["length_sum"], total["episodes"]),
+        "train/placement": mean(total["placement_sum"], total["placement_count"]),
+    }
+
+
+def act_and_step(network, params, env, key, env_state, obs, mask, learner, others=None, dense=False):
+    """Sample every seat's action from the policy and step the env.
+
+    ``others``: optional (seats bool[N, P], actions int32[N, P]): those seats send those actions instead
+    (a league's pool seats). ``dense`` (static): every action is legal on every step (the env's
+    ``all_actions_legal``), so the policy is sampled unmasked. Returns (env_state, ts, transition) where
+    ``transition`` holds the acting step's obs/mask/action/log_prob/value and the env's reward and per-seat
+    terminal.
+    """
+    logits, value = network.apply(params, obs)
+    policy_mask = None if dense else mask
+    action = distributions.sample(key, logits, policy_mask)
+    log_prob = distributions.log_prob(logits, policy_mask, action)
+    sent = action if others is None else jnp.where(others[0], others[1], action)
+    env_state, ts = env.step(env_state, sent)
+    decision = mask.sum(-1) > 1
+    weight = (decision & jnp.broadcast_to(jnp.asarray(learner), decision.shape)).astype(jnp.float32)
+    transition = Transition(
+        obs=obs,
+        mask=mask,
+        action=action,
+        log_prob=log_prob,
+        value=value,
+        reward=ts.reward,
+        terminal=ts.info["seat_done"],
+        weight=weight,
+    )
+    return env_state, ts, transition
+
+
+def summarize(metrics: dict) -> dict:
+    """Host-side summary of stacked per-update metrics (e.g. one chunk): floats.
+
+    Losses are averaged over updates; episode statistics are pooled over all
+    episodes that finished (NaN when none did). ``health/...`` flags are not
+    summarised (``agents.utils.health.check_chunk`` reads them).
+    """
+    sums = {k[len("sums/"):]: v for k, v in metrics.items() if k.startswith("sums/")}
+    out = {k: float(np.mean(v)) for k, v in metrics.items() if not k.startswith(("sums/", "health/"))}
+    if sums:  # a run of games (a dataset run has none)
+        out.update(episode_metrics(sums))
+    out["train/decisions"] = float(np.sum(metrics["train/decisions"]))
+    return out

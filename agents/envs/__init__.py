@@ -1,0 +1,2 @@
+"""Training environments: the game (and gymnax envs) behind one batched-env protocol (``envs.api``), built by
+``envs.make``."""

@@ -1,0 +1,1 @@
+"""The league's opponent pool: snapshots, prioritised fictitious self-play sampling."""

@@ -1,0 +1,115 @@
+"""Write a trained policy as a standalone, serialized function (``python -m experiments.export``).
+
+    export_policy(load_policy("runs/mine"), "exported/")
+
+The directory holds ``act_greedy.jaxexport`` and ``act_sample.jaxexport`` (``jax.export`` serializations of
+``act(obs, mask[, key]) -> (action, logits, value)`` with a symbolic batch dimension, lowered for each of
+``platforms``), ``spec.json`` (observation kind and shape, rules, sizes, versions, where the parameters came
+from) and ``policy_loader.py`` (``agents.policies.exported_loader``: loads and runs them with only jax and
+numpy). The parameters are constants of the serialized functions.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import datetime
+import importlib.metadata
+import json
+import shutil
+from pathlib import Path
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from agents.core import distributions
+from agents.envs.make import make_game
+from agents.policies import baselines
+from agents.policies import exported_loader as exported_policy_loader
+from agents.policies.load import PolicyError, RunPolicy, seat_policies
+from jaxgame import constants as C
+
+DEFAULT_PLATFORMS = ("cpu", "cuda")
+FILES = {"greedy": "act_greedy.jaxexport", "sample": "act_sample.jaxexport"}
+LOADER_FILE = "policy_loader.py"
+
+
+def _one_seat(policy: RunPolicy, seat: int | None) -> RunPolicy:
+    if policy.config.independent:
+        if seat is None:
+            raise PolicyError(f"{policy.name} trained one learner per seat: choose one with seat=0..7 (--seat)")
+        return seat_policies(policy)[seat]
+    if seat is not None:
+        raise PolicyError(f"{policy.name} has one policy for every seat; seat={seat} applies to independent runs")
+    return policy
+
+
+def export_policy(policy: RunPolicy, out_dir, platforms=DEFAULT_PLATFORMS, seat: int | None = None,
+                  loader: bool = True) -> dict:
+    """Write ``policy`` to ``out_dir`` (which must not exist or be empty) and return the spec written.
+    ``loader=False`` leaves out the copy of the loader (the shipped baselines: the package has it as
+    ``agents.policies.exported_loader``)."""
+    policy = _one_seat(policy, seat)
+    out_dir = Path(out_dir)
+    if out_dir.exists() and (not out_dir.is_dir() or any(out_dir.iterdir())):
+        raise PolicyError(f"{out_dir} exists and is not an empty directory; give a new one")
+    platforms = tuple(platforms)
+    if not platforms or any(p not in ("cpu", "cuda", "rocm", "tpu") for p in platforms):
+        raise PolicyError(f"platforms must be among cpu, cuda, rocm, tpu; got {platforms!r}")
+    game = make_game(policy.config)
+    obs_shape = tuple(game.obs_shape)
+    obs_dtype = np.dtype(np.uint8 if policy.config.obs == "pixels" else np.float32)
+    network, params = policy.network, policy.params
+
+    def greedy(obs, mask):
+        logits, value = network.apply(params, obs)
+        return distributions.greedy(logits, mask), logits.astype(jnp.float32), value.astype(jnp.float32)
+
+    def sample(obs, mask, key_data):
+        logits, value = network.apply(params, obs)
+        key = jax.random.wrap_key_data(key_data, impl="threefry2x32")
+        return distributions.sample(key, logits, mask), logits.astype(jnp.float32), value.astype(jnp.float32)
+
+    (batch,) = jax.export.symbolic_shape("B")
+    obs = jax.ShapeDtypeStruct((batch, *obs_shape), obs_dtype)
+    mask = jax.ShapeDtypeStruct((batch, C.NUM_ACTIONS), np.bool_)
+    key = jax.ShapeDtypeStruct((2,), np.uint32)
+    serialized = {
+        "greedy": jax.export.export(jax.jit(greedy), platforms=platforms)(obs, mask).serialize(),
+        "sample": jax.export.export(jax.jit(sample), platforms=platforms)(obs, mask, key).serialize(),
+    }
+    spec = {
+        "format": exported_policy_loader.FORMAT,
+        "format_version": exported_policy_loader.FORMAT_VERSION,
+        "name": policy.name,
+        "source": {"run": policy.run_dir, "step": policy.step, "seat": seat},
+        "obs": policy.config.obs,
+        "obs_shape": list(obs_shape),
+        "obs_dtype": obs_dtype.name,
+        "num_actions": C.NUM_ACTIONS,
+        "num_players": C.NUM_PLAYERS,
+        "rules": policy.config.rules(),
+        "network": {"kind": policy.config.network, "hidden": list(policy.config.hidden)},
+        "platforms": list(platforms),
+        "signature": "act(obs[B, *obs_shape], mask bool[B, num_actions][, key uint32[2]]) -> "
+                     "(action int32[B], logits float32[B, num_actions], value float32[B])",
+        "files": dict(FILES),
+        "versions": {name: importlib.metadata.version(name) for name in ("jax", "jaxlib", "jaxgame")},
+        "exported": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+    }
+    out_dir.mkdir(parents=True, exist_ok=True)
+    for variant, data in serialized.items():
+        (out_dir / FILES[variant]).write_bytes(bytes(data))
+    if loader:
+        shutil.copyfile(exported_policy_loader.__file__, out_dir / LOADER_FILE)
+    (out_dir / exported_policy_loader.SPEC_FILE).write_text(json.dumps(spec, indent=2) + "\n")
+    return spec
+
+
+def freeze_baseline(policy: RunPolicy, name: str, results: dict | None = None, directory=None) -> Path:
+    """Ship ``policy`` as baseline ``name``: ``agents.policies.baselines.freeze`` (parameters and ``NAME.json``) and its
+    export in ``NAME/`` beside them (without the loader copy: ``agents.policies.exported_loader`` is in the
+    package). Returns the ``.json`` path."""
+    path = baselines.freeze(policy, name, results, directory)
+    export_policy(dataclasses.replace(policy, name=baselines.PREFIX + name), path.parent / name, loader=False)
+    return path

@@ -1,0 +1,143 @@
+"""Saved policies: load a training run's policy from its run directory, and name the players of a table.
+
+    policy = load_policy("runs/mine")            # the latest good checkpoint (or step=120)
+    logits, value = policy.network.apply(policy.params, obs)
+
+A player spec is a scripted bot (``agents.arena.tables.TABLE_BOTS``), ``baseline:NAME``
+(a shipped baseline policy, ``agents.policies.baselines``), or ``RUN_DIR`` /
+``RUN_DIR:STEP``: the policy of a training run at its latest good
+checkpoint, or at checkpoint STEP (an update number). Problems raise
+``PolicyError`` (a ``ValueError``) with a one-line message.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
+
+import jax
+
+from agents.algorithms.registry import built_trainer
+from agents.config import TrainConfig
+from agents.core.networks import OneSeat
+from agents.policies import baselines
+from agents.storage.checkpoints import CHECKPOINT_DIR, CheckpointStore, fresh_arrays
+from agents.storage.run_dir import read_owner
+
+#: the scripted bots a player spec may name (``jaxgame.bots``)
+TABLE_BOTS = ("random", "greedy", "expert")
+
+
+class PolicyError(ValueError):
+    """A policy cannot be loaded or cannot play as asked."""
+
+
+@dataclasses.dataclass(frozen=True)
+class RunPolicy:
+    """A trained policy restored from a run directory; ``name`` is ``RUN_DIR:STEP``."""
+
+    name: str
+    run_dir: str
+    step: int
+    config: object  # agents.config.TrainConfig
+    network: object
+    params: object
+
+
+def parse_spec(spec: str) -> tuple[str, int | None] | str:
+    """A bot name, or (run_dir, step or None) for ``RUN_DIR[:STEP]`` (``("baseline:NAME", None)`` for a
+    baseline: ``load_policy`` takes either)."""
+    spec = spec.strip()
+    if spec in TABLE_BOTS:
+        return spec
+    if spec.startswith(baselines.PREFIX):
+        return spec, None
+    head, sep, tail = spec.rpartition(":")
+    if sep and tail.isdigit():
+        return head, int(tail)
+    return spec, None
+
+
+def checkpoint_steps(run_dir) -> list[int]:
+    """The steps (updates) of a run's saved checkpoints, oldest first; ``PolicyError`` when ``run_dir`` is not
+    a training run directory (nothing is created)."""
+    return _store_steps(_checkpoints_of(run_dir))
+
+
+def _store_steps(directory: Path) -> list[int]:
+    with CheckpointStore(directory, keep=1) as store:
+        return store.steps()
+
+
+def _checkpoints_of(run_dir) -> Path:
+    """``run_dir/checkpoints`` of a training run; ``PolicyError`` for anything else (a file, a sweep, nothing)."""
+    run_dir = Path(run_dir)
+    owner = read_owner(run_dir) if run_dir.is_dir() else None
+    if owner is not None and owner["tool"] != "train":
+        raise PolicyError(f"{run_dir} is a {owner['tool']} directory (its checkpoints hold all its runs stacked); "
+                          "give a training run directory")
+    if not (run_dir / CHECKPOINT_DIR).is_dir():
+        raise PolicyError(f"{run_dir}: no checkpoints/ there (is it a training run directory?)")
+    return run_dir / CHECKPOINT_DIR
+
+
+def is_baseline(spec) -> bool:
+    return str(spec).startswith(baselines.PREFIX)
+
+
+def load_policy(run_dir, step: int | None = None, game_only: bool = True) -> RunPolicy:
+    """The policy (network, parameters, config) of a run at checkpoint ``step`` (default: the latest good one),
+    on one device; ``run_dir`` may be ``baseline:NAME`` (no step). ``game_only``: refuse a gymnax run (only
+    game policies can play at a table)."""
+    if is_baseline(run_dir):
+        if step is not None:
+            raise PolicyError(f"{run_dir}: a baseline has no checkpoint steps")
+        try:
+            b = baselines.load_baseline(str(run_dir)[len(baselines.PREFIX):])
+        except baselines.BaselineError as err:
+            raise PolicyError(str(err)) from None
+        return RunPolicy(b.name, b.name, b.step, b.config, b.network, b.params)
+    run_dir = Path(run_dir)
+    with CheckpointStore(_checkpoints_of(run_dir), keep=1) as store:
+        saved = store.read_config(step)
+        if "sweep" in saved:  # a sweep directory written before run.json existed
+            raise PolicyError(f"{run_dir} is a sweep directory (its checkpoints hold all its runs stacked); "
+                              "give a training run directory")
+        config = TrainConfig.from_dict(saved["config"])
+        if game_only and config.is_gymnax:
+            raise PolicyError(f"{run_dir} trained on {config.env}; only game policies can play at a table")
+        # one device, whatever the run trained on: the parameters are replicated
+        config = dataclasses.replace(config, num_devices=1)
+        _, trainer = built_trainer(config)  # shared with agents.run.loop.train (same process: no retracing)
+        step, runner, _ = store.restore(jax.eval_shape(trainer.init, jax.random.key(config.seed)), step)
+    # fresh (uncommitted) arrays, like a new run's and a baseline's: restored ones are committed to a device, and
+    # jit would lower each table they sit at as another program (explicit shardings), which misses the cache
+    return RunPolicy(f"{run_dir}:{step}", str(run_dir), step, config, trainer.network, fresh_arrays(runner.params))
+
+
+def seat_policies(policy: RunPolicy) -> list[RunPolicy]:
+    """An independent-learners run as 8 players, ``RUN_DIR:STEP#seatP`` (seat P's learner, in any seat);
+    any other run as itself."""
+    if not policy.config.independent:
+        return [policy]
+    return [dataclasses.replace(policy, name=f"{policy.name}#seat{p}", network=OneSeat(policy.network.base, p))
+            for p in range(policy.network.num_seats)]
+
+
+def check_same_observations(policies) -> None:
+    """Policies at one table see the same observations: their runs must share the obs kind."""
+    kinds = {p.config.obs for p in policies}
+    if len(kinds) > 1:
+        raise PolicyError("policies at one table must use the same observations; got "
+                         + ", ".join(f"{p.name}: {p.config.obs}" for p in policies))
+
+
+def rule_differences(policies, table_rules: dict | None = None) -> list[str]:
+    """Human-readable notes on runs whose game rules differ from the table's: ``table_rules`` (a
+    ``TrainConfig.rules()`` dict), by default the first policy's."""
+    if table_rules is None:
+        if not policies:
+            return []
+        table_rules, policies = policies[0].config.rules(), policies[1:]
+    return [f"{p.name} trained with {p.config.rules()}, plays at a table with {table_rules}"
+            for p in policies if p.config.rules() != table_rules]

@@ -1,0 +1,204 @@
+"""Training presets: named ``TrainConfig``s with a one-line purpose each.
+
+``python -m experiments.train --list-presets`` prints them with every value
+that differs from the ``TrainConfig`` defaults (agents/config.py).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+from agents.config import TrainConfig
+from agents.pipeline.runner import PipelineSpec, RecordPhase, TrainPhase
+
+
+@dataclasses.dataclass(frozen=True)
+class Preset:
+    purpose: str
+    config: TrainConfig
+
+
+PRESETS = {
+    "smoke": Preset(
+        "CPU, about a minute on a first run: a few tiny updates on short games; writes every artefact",
+        TrainConfig(
+            num_envs=8, num_steps=16, total_steps=8 * 16 * 4, hidden=(64, 64), num_minibatches=2,
+            updates_per_chunk=2, eval_every=1, eval_games=1, checkpoint_every=1,
+            max_rounds=6, steps_per_round=4, max_combat_ticks=100,
+        ),
+    ),
+    "ppo_small": Preset(
+        "CPU (2 cores), 30 minutes: shared-parameter self-play PPO on full games, evaluated vs the bots",
+        TrainConfig(
+            num_envs=64, num_steps=32, total_steps=1_000_000, hidden=(256, 256), lr=3e-4, gamma=0.995,
+            ent_coef=0.01, update_epochs=4, num_minibatches=4, updates_per_chunk=20, eval_every=5,
+            eval_games=4, checkpoint_every=5,
+        ),
+    ),
+    "ppo_large": Preset(
+        "one GPU: self-play PPO with 4096 games at once",
+        TrainConfig(
+            num_envs=4096, num_steps=32, total_steps=400_000_000, hidden=(512, 512), lr=3e-4, gamma=0.995,
+            ent_coef=0.01, update_epochs=2, num_minibatches=16, updates_per_chunk=10, eval_every=10,
+            eval_games=64, checkpoint_every=10, anneal_lr=True,
+        ),
+    ),
+    "a2c_stream": Preset(
+        "one GPU: streaming TD(0) actor-critic over 8192 games, no rollout buffer",
+        TrainConfig(
+            algo="a2c", num_envs=8192, update_every=1, total_steps=400_000_000, lr=1e-4, gamma=0.995,
+            ent_coef=0.01, max_grad_norm=1.0, hidden=(256, 256), updates_per_chunk=200, eval_every=10,
+            eval_games=64, checkpoint_every=10,
+        ),
+    ),
+    "a2c_small": Preset(
+        "CPU (2 cores), 30 minutes: streaming A2C over 64 games (no rollout buffer), evaluated vs the bots",
+        TrainConfig(
+            algo="a2c", num_envs=64, update_every=4, total_steps=1_500_000, lr=3e-4, gamma=0.995,
+            ent_coef=0.01, max_grad_norm=1.0, updates_per_chunk=100, eval_every=8, eval_games=4,
+            checkpoint_every=8,
+        ),
+    ),
+    "ppo_pixels": Preset(
+        "CPU (2 cores), 30 minutes: self-play PPO on packed 2bpp pixel observations (unpacked on device, "
+        "one embedding per 8x8 tile; --set network=cnn for the convolutional torso on an accelerator)",
+        TrainConfig(
+            obs="pixels", network="tiles", hidden=(256,), activation="relu", shared_torso=True,
+            num_envs=64, num_steps=32, total_steps=614_400, updates_per_chunk=20, eval_every=5,
+            eval_games=4, checkpoint_every=5,
+        ),
+    ),
+    "ppo_gymnax": Preset(
+        "PureJaxRL's CartPole PPO settings, for any gymnax env (--env gymnax:CartPole-v1)",
+        TrainConfig(
+            env="gymnax:CartPole-v1", num_envs=4, num_steps=128, total_steps=500_000, lr=2.5e-4, anneal_lr=True,
+            gamma=0.99, gae_lambda=0.95, clip_eps=0.2, ent_coef=0.01, vf_coef=0.5, max_grad_norm=0.5,
+            update_epochs=4, num_minibatches=4, hidden=(64, 64), activation="tanh", updates_per_chunk=61,
+            eval_every=0, checkpoint_every=4,
+        ),
+    ),
+}
+
+
+PRESETS["bc_small"] = Preset(
+    "CPU (2 cores): behaviour cloning of the expert bot (phase 1) on games generated inside the compiled program: "
+    "the expert plays all 8 seats, the policy learns its actions; ppo_small's network, AdamW with warmup and cosine",
+    TrainConfig(
+        algo="bc", bc_teacher="expert", num_envs=64, num_steps=32, total_steps=327_680, hidden=(256, 256),
+        lr=1e-3, warmup_updates=10, cosine_lr=True, weight_decay=1e-4, gamma=0.995, update_epochs=2,
+        num_minibatches=8, updates_per_chunk=10, eval_every=4, eval_games=4, checkpoint_every=4,
+    ),
+)
+PRESETS["bc_data"] = Preset(
+    "CPU (2 cores): behaviour cloning (phase 1) of a recording in data/expert (python -m experiments.record "
+    "--players expert,greedy,greedy,greedy,greedy,greedy,greedy,greedy --games 32 --out data/expert): AdamW with "
+    "warmup and cosine, validation on held-out games, early stopping, best checkpoint by validation cross-entropy",
+    TrainConfig(
+        algo="bc", bc_dataset="data/expert", bc_batch_size=256, bc_val_fraction=0.1, bc_patience=4,
+        best_by="validation", total_steps=256 * 20_000, hidden=(256, 256), lr=1e-3, warmup_updates=500,
+        cosine_lr=True, weight_decay=1e-4, updates_per_chunk=500, eval_every=4, eval_games=4, checkpoint_every=1,
+    ),
+)
+PRESETS["league_small"] = Preset(
+    "CPU (2 cores), 30 minutes: ppo_small's PPO in a league with the design's opponent mix: 50% of the games "
+    "self-play, 30% 4 learner seats against past snapshots, 20% against the frozen baseline ppo_small-v1",
+    # 430 updates took 29 min 29 s wall with the earlier mix (75% snapshots, 25% greedy bot) and 30 min 45 s with
+    # this one (2026-11-27; docs/training.md "Results")
+    dataclasses.replace(PRESETS["ppo_small"].config, league_size=8, league_learner_seats=4, league_pool_prob=1.0,
+                        league_self_share=0.5, league_anchor_share=0.2, anchor="baseline:ppo_small-v1", anchor_kl=0.0,
+                        league_bot="greedy", league_groups=8, snapshot_every=20, total_steps=880_640),
+)
+PRESETS["independent"] = Preset(
+    "CPU (2 cores), 30 minutes: ppo_small with one independent learner per seat (own parameters and optimizer, "
+    "own data)",
+    # 1.4x ppo_small's time per update (8 parameter sets, 8x smaller minibatches): 488 updates would take about
+    # 40 minutes; 320 took 21 min 36 s wall (docs/training.md "Results")
+    dataclasses.replace(PRESETS["ppo_small"].config, independent=True, total_steps=655_360),
+)
+
+
+def preset_config(name: str) -> TrainConfig:
+    if name not in PRESETS:
+        raise ValueError(f"unknown preset {name!r}; available: {', '.join(PRESETS)}")
+    return PRESETS[name].config
+
+
+def describe() -> str:
+    """Human-readable list of the presets and their non-default values."""
+    default = TrainConfig().to_dict()
+    lines = []
+    for name, preset in PRESETS.items():
+        values = {k: v for k, v in preset.config.to_dict().items() if v != default[k]}
+        lines.append(f"{name}: {preset.purpose}")
+        lines.append("    " + ", ".join(f"{k}={v}" for k, v in values.items()))
+    return "\n".join(lines)
+
+
+# ---------------------------------------------------------------- pipelines (python -m experiments.pipeline)
+_SMOKE = dataclasses.replace(PRESETS["smoke"].config, eval_every=0)
+_EXPERT_VS_GREEDY = ("expert",) + ("greedy",) * 7
+
+PIPELINES = {
+    "pipeline_small": PipelineSpec(
+        "CPU (2 cores), about 40 minutes: the design's phases end to end. Record 96 games of the expert against 7 "
+        "greedy bots; clone them (bc_data's settings); PPO on the oracle observation from the clone (the teacher); "
+        "PPO from the clone distilling the teacher (KL decaying over 150 updates, its hidden inputs faded out over "
+        "100) with a decaying KL anchor to the clone (the student); a league from the student (50% self-play, 30% "
+        "snapshots, 20% the student frozen as anchor, a small decaying KL to it)",
+        RecordPhase(players=_EXPERT_VS_GREEDY, games=96, batch_games=32),
+        (
+            TrainPhase("bc", dataclasses.replace(PRESETS["bc_data"].config, bc_dataset="@record", bc_patience=3,
+                                                 total_steps=256 * 12_000)),
+            TrainPhase("teacher", dataclasses.replace(
+                PRESETS["ppo_small"].config, obs="oracle", warmup_updates=10, total_steps=64 * 32 * 40,
+                eval_every=2, eval_games=8, checkpoint_every=1, init_from="@bc")),
+            TrainPhase("student", dataclasses.replace(
+                PRESETS["ppo_small"].config, warmup_updates=10, total_steps=64 * 32 * 150, teacher_kl=1.0,
+                teacher_kl_updates=150, oracle_dropout_updates=100, anchor_kl=0.1, anchor_kl_updates=100,
+                eval_every=5, eval_games=8, checkpoint_every=1, init_from="@bc", teacher="@teacher",
+                anchor="@bc")),
+            TrainPhase("league", dataclasses.replace(
+                PRESETS["league_small"].config, league_size=4, league_pool_prob=1.0, league_self_share=0.5,
+                league_anchor_share=0.2, anchor_kl=0.05, anchor_kl_updates=120, warmup_updates=10,
+                total_steps=64 * 32 * 120, eval_every=3, eval_games=8, checkpoint_every=1, init_from="@student",
+                anchor="@student")),
+        ),
+    ),
+    "pipeline_smoke": PipelineSpec(
+        "CPU, a few minutes: every phase of pipeline_small on the smoke preset's short games, a few updates each",
+        RecordPhase(players=_EXPERT_VS_GREEDY, games=2, batch_games=2, rules=tuple(_SMOKE.rules().items())),
+        (
+            TrainPhase("bc", dataclasses.replace(
+                _SMOKE, algo="bc", bc_batch_size=32, bc_val_fraction=0.5, best_by="validation",
+                total_steps=32 * 4, updates_per_chunk=2, bc_dataset="@record")),
+            TrainPhase("teacher", dataclasses.replace(_SMOKE, obs="oracle", init_from="@bc")),
+            TrainPhase("student", dataclasses.replace(_SMOKE, teacher_kl_updates=4, oracle_dropout_updates=4,
+                                                      init_from="@bc", teacher="@teacher", anchor="@bc")),
+            TrainPhase("league", dataclasses.replace(
+                _SMOKE, league_size=2, league_groups=2, league_pool_prob=1.0, league_self_share=0.5,
+                league_anchor_share=0.25, anchor_kl=0.0, snapshot_every=1, init_from="@student",
+                anchor="@student")),
+        ),
+    ),
+}
+
+PIPELINES["pipeline_short"] = dataclasses.replace(
+    PIPELINES["pipeline_small"].with_overrides({
+        "bc": {"total_steps": 256 * 8_000},
+        "teacher": {"warmup_updates": 4, "total_steps": 64 * 32 * 12, "updates_per_chunk": 12, "eval_every": 1_000,
+                    "eval_games": 4},
+        "student": {"total_steps": 64 * 32 * 40, "teacher_kl_updates": 40, "oracle_dropout_updates": 30,
+                    "anchor_kl_updates": 30, "eval_every": 1_000, "eval_games": 4},
+        "league": {"total_steps": 64 * 32 * 160, "anchor_kl_updates": 100, "eval_every": 1_000, "eval_games": 4},
+    }),
+    description="CPU (2 cores), about 20 minutes: pipeline_small's phases with their minutes moved to PPO from the "
+    "clone. The same recording; a clone of 8,000 updates; 12 teacher updates; a student of 40 updates (the "
+    "teacher's KL decaying over 40, the hidden inputs faded out over 30, the clone's KL over 30); a league of 160 "
+    "updates; evaluations only at each phase's end",
+)
+
+
+def pipeline_spec(name: str) -> PipelineSpec:
+    if name not in PIPELINES:
+        raise ValueError(f"unknown pipeline preset {name!r}; available: {', '.join(PIPELINES)}")
+    return PIPELINES[name]

@@ -1,0 +1,46 @@
+"""What a training config builds (the env, the trainer, the bot evaluator), cached per config, and the helpers a
+restored run or a loaded policy shares with a new run. Below ``agents.run.loop``, ``agents.policies.load`` and
+``agents.policies.baselines``, which all build runs (``agents.run.loop`` re-exports these names)."""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+
+from agents.algorithms.registry import built_trainer
+from agents.arena.evaluation import make_evaluator, make_rating_evaluator
+from agents.config import TrainConfig
+from agents.envs.make import make_game
+from agents.storage.checkpoints import CHECKPOINT_DIR, fresh_arrays
+
+
+@dataclasses.dataclass(frozen=True)
+class Built:
+    """What a config builds: the batched env, the trainer (``agents.algorithms.registry.make_train``) and the bot
+    evaluator (None for gymnax envs or ``eval_every=0``; with ``.rate`` for a league)."""
+
+    env: object
+    trainer: object
+    evaluator: object | None
+
+
+def build(config: TrainConfig) -> Built:
+    """The env, trainer and evaluator of ``config``; cached, so that runs of the same config in one process
+    (a resume after a crash, notebooks, tests, loading policies) reuse the jitted functions instead of retracing.
+    Configs that differ only in where they log (``wandb_project``) share them."""
+    return _build(dataclasses.replace(config, wandb_project=""))
+
+
+@functools.lru_cache(maxsize=4)
+def _build(config: TrainConfig) -> Built:
+    env, trainer = built_trainer(config)
+    evaluator = None
+    if not config.is_gymnax and config.eval_every > 0:
+        evaluator = make_evaluator(make_game(config), trainer.network, config.eval_games)
+        if config.league_size:
+            evaluator.rate = make_rating_evaluator(make_game(config), trainer.network, config.eval_games,
+                                                   config.league_size)
+    return Built(env, trainer, evaluator)
+
+
+__all__ = ["CHECKPOINT_DIR", "Built", "build", "fresh_arrays"]

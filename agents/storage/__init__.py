@@ -1,0 +1,1 @@
+"""What a run keeps on disk: the owned run directory, orbax checkpoints, metrics.jsonl and recorded datasets."""

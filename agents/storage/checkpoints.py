@@ -1,0 +1,560 @@
+"""Atomic checkpoint store for training runs, built on orbax-checkpoint.
+
+``CheckpointStore(directory, keep, best_metric=None, best_mode="min")`` manages one run's checkpoint directory::
+
+    store = CheckpointStore("runs/ppo/ckpt", keep=3, best_metric="loss", best_mode="min")
+    store.save(step, train_state, config={"lr": 3e-4}, metrics={"loss": 0.12})
+    ...
+    abstract = jax.eval_shape(init_fn, jax.random.key(0))  # same pytree structure, leaves ShapeDtypeStruct
+    step, train_state, config = store.restore(abstract)      # newest checkpoint that actually restores
+    store.close()
+
+Layout: one sub-directory per step (``<directory>/<step>/``) holding three orbax items: ``state`` (the pytree, via
+``StandardSave``: tensorstore/OCDBT array files), ``config`` (the JSON config) and ``meta`` (JSON: which leaves were
+typed PRNG keys and their implementation), plus orbax's ``metrics`` item when ``best_metric`` is set.
+
+Guarantees and behaviour:
+
+* **Atomic, finished saves.** Orbax writes a step into ``<directory>/<step>.orbax-checkpoint-tmp`` and renames it to
+  ``<directory>/<step>`` only once every item is written. Saving is synchronous (``enable_async_checkpointing=False``
+  plus ``wait_until_finished()``), so once ``save()`` returns the step is complete on disk and a ``kill -9`` cannot
+  lose it; a process killed *during* a save leaves only the tmp directory, which is never listed as a step (orbax
+  removes it when that step is saved again).
+* **Retention.** The last ``keep`` steps are kept, plus (if ``best_metric`` is given) the single best step by
+  ``metrics[best_metric]`` (smallest for ``best_mode="min"``, largest for ``"max"``); everything else is deleted after
+  each save, once the new step is in place. A step whose metrics lack ``best_metric`` or give ``None``/NaN is never the
+  best one. The metrics are stored in the step (orbax ``metrics`` item), so the best step survives restarts.
+* **Typed PRNG keys.** Leaves with a key dtype (``jax.random.key(...)``) are stored as ``jax.random.key_data`` (uint32)
+  and restored with ``jax.random.wrap_key_data`` using the saved implementation (e.g. ``threefry2x32``), which must
+  match the key dtype in the abstract tree. Legacy ``uint32[2]`` keys are ordinary arrays.
+* **Self-healing restore.** ``restore(abstract)`` tries the newest step first; if it cannot be read (corrupt or
+  partial files) it emits ``warnings.warn("checkpoint step S in DIR could not be restored (...); falling back to an
+  earlier one")`` and tries the next older step. A structure/shape mismatch between ``abstract`` and the saved tree is
+  a caller error: it raises ``CheckpointMismatchError`` (a ``ValueError``) at once, without falling back.
+  ``restore(abstract, step=s)`` restores exactly step ``s`` (no fallback). ``read_config()`` falls back the same way
+  but only checks that the config and the tree metadata are readable, not the array data.
+* Saving a step that already exists replaces it (e.g. when a run resumes from step 2 after step 3 turned out to be
+  corrupt and saves step 3 again). The old copy is renamed aside (``.replaced-<step>``) first and deleted only once
+  the new one is complete; a process killed in between leaves it aside, and the next store put on the directory
+  renames it back. Steps should otherwise be saved in increasing order; a step saved out of order
+  counts as the newest one for retention until the store is reopened.
+* A garbled per-step ``metrics`` file (which plain orbax would refuse at start-up) only warns: that step then has no
+  metrics, cannot be ranked, and is kept (never deleted by the retention). Expect orbax/absl log lines (and,
+  after a failed read, "Event loop is closed" reports from tensorstore threads) when corrupt steps are probed;
+  they are harmless (the CLIs turn the absl ones off).
+* Fallback warnings come once an older step was read: one per newer step that was not. When no step can be
+  read, ``NoGoodCheckpointError`` alone says so.
+
+Devices and hosts: the tree's arrays may be sharded over several devices (``agents.utils.distributed``); orbax saves
+global arrays, so a checkpoint restores onto any device layout: give the abstract leaves the target ``sharding``
+(``jax.ShapeDtypeStruct(shape, dtype, sharding=...)``) and each device reads its share (leaves without one go to the
+first local device, whole). In a multi-process run every process creates the store and calls ``save`` / ``restore``
+with the same arguments (orbax synchronises them; each process writes its own shards, process 0 the metadata), on a
+directory all processes share. Otherwise the store assumes a single writer process.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import shutil
+import warnings
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import orbax.checkpoint as ocp
+from orbax.checkpoint import checkpoint_managers as ocm
+
+_STATE = "state"
+_CONFIG = "config"
+_META = "meta"
+_FORMAT = 1
+_MAX_ERR_CHARS = 400
+_ASIDE = ".replaced-"  # a step being saved again: its old copy, until the new one is complete
+
+
+#: a run directory's checkpoints (``agents.storage.checkpoints``) live in this subdirectory
+CHECKPOINT_DIR = "checkpoints"
+
+
+def fresh_arrays(tree):
+    """``tree`` with every leaf copied into a new, uncommitted array (typed keys stay typed).
+
+    Restored (committed) arrays make jit lower a program with explicit shardings, which misses the
+    compilation cache; fresh arrays give exactly the program of a new run."""
+
+    def fresh(x):
+        if jax.dtypes.issubdtype(x.dtype, jax.dtypes.prng_key):
+            data = jnp.asarray(np.asarray(jax.random.key_data(x)))
+            return jax.random.wrap_key_data(data, impl=jax.random.key_impl(x))
+        return jnp.asarray(np.asarray(x))
+
+    return jax.tree_util.tree_map(fresh, tree)
+
+
+class CheckpointMismatchError(ValueError):
+    """The abstract tree given to ``restore`` does not match the saved tree (structure, shapes or key types)."""
+
+
+class NoGoodCheckpointError(RuntimeError):
+    """Checkpoints exist but none of them can be read."""
+
+
+class _UnreadableCheckpoint(RuntimeError):
+    """A step's files are missing or damaged (restore falls back to an older step)."""
+
+
+class _Manager(ocp.CheckpointManager):
+    """``ocp.CheckpointManager`` whose per-step metrics reading tolerates a corrupt ``metrics`` file.
+
+    Orbax reads every step's metrics when it (re)loads the step list and only tolerates a *missing* file, so one
+    garbled ``<step>/metrics/metrics`` JSON would make the whole directory unusable. Here such a step just has no
+    metrics (it can't be the best one) and stays listed; restoring it may still work or fall back.
+    """
+
+    def __init__(self, *args, **kwargs):
+        self._warned_metrics: set[int] = set()  # before super().__init__, which already reads the metrics
+        super().__init__(*args, **kwargs)
+
+    def _get_metrics(self, step: int):
+        try:
+            return super()._get_metrics(step)
+        except Exception as err:  # noqa: BLE001
+            if step in self._warned_metrics:
+                return None
+            self._warned_metrics.add(step)
+            warnings.warn(
+                f"metrics of checkpoint step {step} in {self.directory} could not be read ({_short(err)}); "
+                "treating it as having no metrics",
+                RuntimeWarning,
+                stacklevel=2,
+            )
+            return None
+
+
+def _key_name(entry) -> str:
+    """One key-path entry (dict key, attribute, sequence index) as a plain string."""
+    for attr in ("key", "name", "idx"):
+        if hasattr(entry, attr):
+            return str(getattr(entry, attr))
+    return str(entry)
+
+
+def _path(path) -> tuple[str, ...]:
+    """A jax key path as a tuple of strings; dict keys, dataclass fields and indices all map to their names."""
+    return tuple(_key_name(e) for e in path)
+
+
+def _path_str(path: tuple[str, ...]) -> str:
+    return "/".join(path) if path else "<root>"
+
+
+def _is_typed_key(x) -> bool:
+    dtype = getattr(x, "dtype", None)
+    return dtype is not None and jax.dtypes.issubdtype(dtype, jax.dtypes.prng_key)
+
+
+def _short(err: BaseException) -> str:
+    text = f"{type(err).__name__}: {err}"
+    return text if len(text) <= _MAX_ERR_CHARS else text[:_MAX_ERR_CHARS] + "..."
+
+
+class CheckpointStore:
+    """Keeps the last ``keep`` checkpoints of a run plus the best one; saves atomically, restores the newest good one.
+
+    Args:
+        directory: the run's checkpoint directory (created if missing); steps are its sub-directories.
+        keep: how many of the most recent steps to keep (int >= 1).
+        best_metric: name of the entry of ``save(..., metrics=)`` that ranks checkpoints; the best step is kept in
+            addition to the last ``keep``. ``None``: keep only the last ``keep`` (metrics are then not stored).
+        best_mode: ``"min"`` (smaller is better) or ``"max"``.
+
+    Raises:
+        ValueError: ``keep`` is not an int >= 1, ``best_mode`` is not "min"/"max" or ``best_metric`` is not a
+            non-empty string or None.
+    """
+
+    def __init__(self, directory, keep: int, best_metric: str | None = None, best_mode: str = "min"):
+        if isinstance(keep, bool) or not isinstance(keep, (int, np.integer)) or keep < 1:
+            raise ValueError(f"keep must be an int >= 1 (number of most recent checkpoints to keep), got {keep!r}")
+        if best_mode not in ("min", "max"):
+            raise ValueError(f"best_mode must be 'min' or 'max', got {best_mode!r}")
+        if best_metric is not None and (not isinstance(best_metric, str) or not best_metric):
+            raise ValueError(f"best_metric must be a non-empty metric name or None, got {best_metric!r}")
+        self.directory = Path(directory).expanduser().absolute()
+        self.keep = int(keep)
+        self.best_metric = best_metric
+        self.best_mode = best_mode
+
+        policies: list[Any] = [ocm.LatestN(n=self.keep)]
+        if best_metric is not None:
+            policies.append(
+                # a step whose metrics cannot be read (garbled file) cannot be ranked: it is kept, never deleted
+                ocm.BestN(get_metric_fn=self._score, reverse=False, n=1, keep_checkpoints_without_metrics=True)
+            )
+        options = ocp.CheckpointManagerOptions(
+            preservation_policy=ocm.AnyPreservationPolicy(policies),
+            # Orbax only writes/reads the per-step metrics when `best_fn` is set (it is ignored for retention once a
+            # preservation_policy is given); `_score` is "larger is better", hence best_mode="max".
+            best_fn=self._score if best_metric is not None else None,
+            best_mode="max",
+            enable_async_checkpointing=False,
+            create=True,
+        )
+        self._recover_set_aside()
+        self._mgr = _Manager(
+            self.directory,
+            options=options,
+            item_names=(_STATE, _CONFIG, _META),
+            item_handlers={
+                _STATE: ocp.StandardCheckpointHandler(),
+                _CONFIG: ocp.JsonCheckpointHandler(),
+                _META: ocp.JsonCheckpointHandler(),
+            },
+        )
+
+    # ------------------------------------------------------------------ metrics
+
+    def _metric_value(self, metrics) -> float | None:
+        """``metrics[best_metric]`` as a float, or None when missing/None/NaN (not a candidate for best)."""
+        if not isinstance(metrics, Mapping):
+            return None
+        value = metrics.get(self.best_metric)
+        if value is None:
+            return None
+        value = float(value)
+        return None if math.isnan(value) else value
+
+    def _score(self, metrics) -> float:
+        """Larger-is-better score of a checkpoint's metrics; -inf when it is not a candidate."""
+        value = self._metric_value(metrics)
+        if value is None:
+            return -math.inf
+        return -value if self.best_mode == "min" else value
+
+    @staticmethod
+    def _clean_metrics(metrics: Mapping | None) -> dict[str, float]:
+        """``{name: float}`` without None/NaN entries (JSON-safe)."""
+        clean: dict[str, float] = {}
+        for name, value in (metrics or {}).items():
+            if value is None:
+                continue
+            try:
+                value = float(value)
+            except (TypeError, ValueError) as err:
+                raise ValueError(f"metric {name!r} must be a float, got {value!r}") from err
+            if not math.isnan(value):
+                clean[str(name)] = value
+        return clean
+
+    # --------------------------------------------------------------------- save
+
+    def save(self, step: int, tree, config: dict, metrics: dict | None = None) -> None:
+        """Save ``tree`` and ``config`` as ``step``; returns once the step is completely on disk.
+
+        Args:
+            step: int >= 0. An existing step with that number is replaced.
+            tree: any pytree (dicts, lists, tuples, flax ``struct.dataclass``...) of jax/numpy arrays; leaves may be
+                typed PRNG keys (key dtype, any shape), stored as their uint32 ``key_data``.
+            config: JSON-serialisable dict stored beside the tree (round-trips through JSON: tuples come back as
+                lists).
+            metrics: ``{name: float}`` for ranking (``best_metric``); may lack ``best_metric``; None/NaN values are
+                dropped (that step is then not a candidate for best). Ignored when ``best_metric`` is None.
+        """
+        if isinstance(step, bool) or not isinstance(step, (int, np.integer)) or step < 0:
+            raise ValueError(f"step must be an int >= 0, got {step!r}")
+        step = int(step)
+        if not isinstance(config, Mapping):
+            raise TypeError(f"config must be a JSON-serialisable dict, got {type(config).__name__}")
+
+        leaves, treedef = jax.tree_util.tree_flatten_with_path(tree)
+        typed_keys: dict[str, str] = {}
+        stored = []
+        for path, leaf in leaves:
+            if _is_typed_key(leaf):
+                typed_keys[_path_str(_path(path))] = str(jax.random.key_impl(leaf))
+                leaf = jax.random.key_data(leaf)
+            stored.append(leaf)
+        state = jax.tree_util.tree_unflatten(treedef, stored)
+        meta = {"format": _FORMAT, "typed_keys": typed_keys}
+
+        # every saved step has metrics (``_step`` at least): only an unreadable metrics file makes a step
+        # "without metrics", which the retention keeps
+        step_metrics = {"_step": float(step), **self._clean_metrics(metrics)} if self.best_metric is not None else None
+        replaced = self._set_aside(step) if step in self._mgr.all_steps() else None
+        try:
+            saved = self._mgr.save(
+                step,
+                args=ocp.args.Composite(
+                    **{
+                        _STATE: ocp.args.StandardSave(state),
+                        _CONFIG: ocp.args.JsonSave(dict(config)),
+                        _META: ocp.args.JsonSave(meta),
+                    }
+                ),
+                metrics=step_metrics,
+                force=True,
+            )
+            self._mgr.wait_until_finished()
+        except BaseException:
+            if replaced is not None:
+                self._put_back(step, replaced)
+            raise
+        if replaced is not None:
+            shutil.rmtree(replaced, ignore_errors=True)
+        if not saved:  # only with read-only managers; never expected here
+            raise RuntimeError(f"orbax declined to save step {step} in {self.directory}")
+
+    def _set_aside(self, step: int) -> Path:
+        """Move an existing ``step`` out of the step list (renamed, not deleted) before it is saved again."""
+        aside = self.directory / f"{_ASIDE}{step}"
+        shutil.rmtree(aside, ignore_errors=True)
+        os.rename(self.directory / str(step), aside)
+        self._mgr.reload()
+        return aside
+
+    def _put_back(self, step: int, aside: Path) -> None:
+        target = self.directory / str(step)
+        if aside.exists() and not target.exists():
+            os.rename(aside, target)
+        self._mgr.reload()
+
+    def _recover_set_aside(self) -> None:
+        """A process killed while re-saving a step left the old copy aside: it is that step again."""
+        if not self.directory.is_dir():
+            return
+        for aside in self.directory.glob(f"{_ASIDE}*"):
+            step = aside.name[len(_ASIDE):]
+            if step.isdigit() and not (self.directory / step).exists():
+                os.rename(aside, self.directory / step)
+            else:
+                shutil.rmtree(aside, ignore_errors=True)
+
+    # -------------------------------------------------------------------- query
+
+    def steps(self) -> list[int]:
+        """All finalized steps on disk, ascending (orbax tmp directories of unfinished saves are not steps)."""
+        self._mgr.reload()
+        return sorted(int(s) for s in self._mgr.all_steps())
+
+    def latest_step(self) -> int | None:
+        """The newest finalized step, or None when there is none (not checked for corruption; see ``restore``)."""
+        steps = self.steps()
+        return steps[-1] if steps else None
+
+    def best_step(self) -> int | None:
+        """The step whose ``metrics[best_metric]`` is best (ties: the newest), or None without a ``best_metric`` or
+        when no step has a value for it (not checked for corruption)."""
+        if self.best_metric is None:
+            return None
+        scored = [(self._score(self._mgr.metrics(step)), step) for step in self.steps()]
+        scored = [(score, step) for score, step in scored if score > -math.inf]
+        return max(scored)[1] if scored else None
+
+    # ------------------------------------------------------------------ restore
+
+    def _target(self, abstract_tree):
+        """The orbax restore target for ``abstract_tree``: ``(target, typed_key_dtypes)``.
+
+        ``target`` has the structure of ``abstract_tree`` with every leaf a ``jax.ShapeDtypeStruct`` (typed keys
+        replaced by their uint32 key-data shape, missing shardings set to the first local device);
+        ``typed_key_dtypes`` maps the path string of each typed-key leaf to its key dtype.
+        """
+        default_sharding = jax.sharding.SingleDeviceSharding(jax.local_devices()[0])
+        leaves, treedef = jax.tree_util.tree_flatten_with_path(abstract_tree)
+        target, key_dtypes = [], {}
+        for path, leaf in leaves:
+            sharding = getattr(leaf, "sharding", None) or default_sharding
+            if _is_typed_key(leaf):
+                key_dtypes[_path_str(_path(path))] = leaf.dtype
+                data = jax.eval_shape(jax.random.key_data, jax.ShapeDtypeStruct(leaf.shape, leaf.dtype))
+                target.append(jax.ShapeDtypeStruct(data.shape, data.dtype, sharding=sharding))
+            else:
+                if not (hasattr(leaf, "shape") and hasattr(leaf, "dtype")):
+                    leaf = np.asarray(leaf)
+                target.append(jax.ShapeDtypeStruct(tuple(leaf.shape), leaf.dtype, sharding=sharding))
+        return jax.tree_util.tree_unflatten(treedef, target), key_dtypes
+
+    def _saved_tree_metadata(self, step: int):
+        """The saved tree's metadata (nested dicts/lists of orbax ``ArrayMetadata``); raises if unreadable."""
+        metadata = self._mgr.item_metadata(step)[_STATE]
+        if metadata is None:
+            # e.g. a missing `state/_METADATA`: orbax then reports no item rather than raising.
+            raise _UnreadableCheckpoint(f"no readable tree metadata in step {step} of {self.directory}")
+        return getattr(metadata, "tree", metadata)
+
+    def _check_structure(self, step: int, target) -> None:
+        """Compare ``target`` with the saved tree's metadata; raises CheckpointMismatchError on any difference.
+
+        Unreadable metadata (corrupt/missing files) raises orbax/tensorstore's error or ``_UnreadableCheckpoint``.
+        """
+        saved_tree = self._saved_tree_metadata(step)
+        saved = {_path(p): leaf for p, leaf in jax.tree_util.tree_flatten_with_path(saved_tree)[0]}
+        wanted = {_path(p): leaf for p, leaf in jax.tree_util.tree_flatten_with_path(target)[0]}
+        if wanted and not saved:
+            raise _UnreadableCheckpoint(f"no array metadata in step {step} of {self.directory}")
+        problems = []
+        missing = sorted(set(wanted) - set(saved))
+        extra = sorted(set(saved) - set(wanted))
+        if missing:
+            problems.append("not in the checkpoint: " + ", ".join(_path_str(p) for p in missing[:10]))
+        if extra:
+            problems.append(
+                "in the checkpoint but not in abstract_tree: " + ", ".join(_path_str(p) for p in extra[:10])
+            )
+        for p in sorted(set(saved) & set(wanted)):
+            shape = getattr(saved[p], "shape", None)
+            if shape is not None and tuple(shape) != tuple(wanted[p].shape):
+                problems.append(
+                    f"{_path_str(p)}: saved shape {tuple(shape)} != abstract shape {tuple(wanted[p].shape)}"
+                )
+        if problems:
+            raise CheckpointMismatchError(
+                f"the state saved at step {step} in {self.directory} does not have this trainer's layout (written "
+                "by another config or another version of agents?): " + "; ".join(problems)
+            )
+
+    def _restore_step(self, step: int, abstract_tree, target, key_dtypes) -> tuple[int, Any, dict]:
+        self._check_structure(step, target)
+        result = self._mgr.restore(
+            step,
+            args=ocp.args.Composite(
+                **{
+                    _STATE: ocp.args.StandardRestore(target),
+                    _CONFIG: ocp.args.JsonRestore(),
+                    _META: ocp.args.JsonRestore(),
+                }
+            ),
+        )
+        impls = (result[_META] or {}).get("typed_keys", {})
+        leaves = []
+        for path, leaf in jax.tree_util.tree_flatten_with_path(result[_STATE])[0]:
+            name = _path_str(_path(path))
+            if name in key_dtypes:
+                if name not in impls:
+                    raise CheckpointMismatchError(
+                        f"{name} is a typed PRNG key in abstract_tree but was saved as a plain array "
+                        f"(step {step} in {self.directory})"
+                    )
+                leaf = jax.random.wrap_key_data(leaf, impl=impls[name])
+                if leaf.dtype != key_dtypes[name]:
+                    raise CheckpointMismatchError(
+                        f"{name}: saved PRNG key implementation {impls[name]!r} gives dtype {leaf.dtype}, "
+                        f"abstract_tree expects {key_dtypes[name]} (step {step} in {self.directory})"
+                    )
+            leaves.append(leaf)
+        tree = jax.tree_util.tree_unflatten(jax.tree_util.tree_structure(abstract_tree), leaves)
+        return step, tree, dict(result[_CONFIG])
+
+    def _fallback_warnings(self, failed) -> None:
+        """One warning per newer step that could not be read, once an older one was (when none can be,
+        the error says it all)."""
+        for step, err in failed:
+            warnings.warn(
+                f"checkpoint step {step} in {self.directory} could not be restored ({_short(err)}); "
+                "falling back to an earlier one",
+                RuntimeWarning,
+                stacklevel=3,
+            )
+
+    def _require_step(self, step: int) -> None:
+        steps = self.steps()
+        if int(step) not in steps:
+            raise FileNotFoundError(f"no checkpoint for step {step} in {self.directory} (steps present: {steps})")
+
+    def _newest_first(self) -> list[int]:
+        steps = self.steps()
+        if not steps:
+            raise FileNotFoundError(f"no checkpoints in {self.directory}")
+        return steps[::-1]
+
+    def restore(self, abstract_tree, step: int | None = None) -> tuple[int, Any, dict]:
+        """Restore a checkpoint into the structure of ``abstract_tree``.
+
+        Args:
+            abstract_tree: pytree with the saved structure, e.g. ``jax.eval_shape(init_fn, ...)``: leaves
+                ``jax.ShapeDtypeStruct`` (or arrays) giving shape and dtype; typed-key leaves have a key dtype.
+                Leaves without a sharding are placed on the first local device.
+            step: the step to restore (no fallback); None: the newest step that restores, falling back to older
+                ones with a warning.
+
+        Returns:
+            ``(step, tree, config)``: ``tree`` has ``abstract_tree``'s structure, every leaf a ``jax.Array`` with the
+            abstract shape and dtype (typed keys re-wrapped with their saved implementation); ``config`` is the saved
+            dict.
+
+        Raises:
+            FileNotFoundError: no checkpoints (or no such ``step``) in the directory.
+            CheckpointMismatchError (ValueError): ``abstract_tree`` differs from the saved tree.
+            NoGoodCheckpointError (RuntimeError): checkpoints exist but none could be restored.
+        """
+        target, key_dtypes = self._target(abstract_tree)
+        if step is not None:
+            self._require_step(step)
+            return self._restore_step(int(step), abstract_tree, target, key_dtypes)
+        return self._newest_readable(
+            lambda s: self._restore_step(s, abstract_tree, target, key_dtypes),
+            "none of the checkpoints {steps} in {dir} could be restored",
+        )
+
+    def read_config(self, step: int | None = None) -> dict:
+        """The config dict saved with ``step``.
+
+        ``step=None``: the newest step whose config and tree metadata can be read (falling back to older ones with
+        the same warning as ``restore``). The array data is not read, so a step whose array files alone are corrupt
+        still counts here; use ``restore`` when the config must match the restored tree.
+        """
+        if step is not None:
+            self._require_step(step)
+            return dict(
+                self._mgr.restore(int(step), args=ocp.args.Composite(**{_CONFIG: ocp.args.JsonRestore()}))[_CONFIG]
+            )
+        def read(s):
+            self._saved_tree_metadata(s)
+            return dict(self._mgr.restore(s, args=ocp.args.Composite(**{_CONFIG: ocp.args.JsonRestore()}))[_CONFIG])
+
+        return self._newest_readable(read, "no readable config among checkpoints {steps} in {dir}")
+
+    def _newest_readable(self, read, failure: str):
+        """``read(step)`` of the newest step it succeeds on, with one fallback warning per newer step that
+        failed; ``NoGoodCheckpointError`` (``failure`` with ``{steps}`` and ``{dir}``) when it fails on all.
+        A ``CheckpointMismatchError`` is the caller's error: raised at once, no fallback."""
+        candidates = self._newest_first()
+        failed = []
+        for s in candidates:
+            try:
+                value = read(s)
+            except CheckpointMismatchError:
+                raise
+            except Exception as err:  # noqa: BLE001 - any read failure means "corrupt, try an older one"
+                failed.append((s, err))
+                continue
+            self._fallback_warnings(failed)
+            return value
+        newest, err = failed[0]
+        raise NoGoodCheckpointError(
+            failure.format(steps=candidates[::-1], dir=self.directory) + f" (newest: step {newest}: {_short(err)})"
+        )
+
+    # -------------------------------------------------------------------- close
+
+    def close(self) -> None:
+        """Wait for outstanding orbax work and release its resources."""
+        self._mgr.wait_until_finished()
+        self._mgr.close()
+
+    def __enter__(self):  # -> the store itself
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        return (
+            f"CheckpointStore({str(self.directory)!r}, keep={self.keep}, best_metric={self.best_metric!r}, "
+            f"best_mode={self.best_mode!r})"
+        )

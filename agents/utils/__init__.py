@@ -1,0 +1,2 @@
+"""Small helpers below everything else: console progress, memory reports, CUDA lowering, finiteness checks, device
+meshes."""
