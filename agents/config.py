@@ -1,7 +1,10 @@
-"""``TrainConfig``: every knob of a training run, validated at construction.
+"""``TrainConfig``: every knob of a training run, in groups by concern, validated at construction.
 
-A config is a frozen, hashable dataclass, so it can be a static argument of
-jitted functions. Fields split in two kinds:
+A config is a frozen, hashable dataclass of frozen groups (``TrainConfig.run``, ``.task``, ``.game``, ``.net``,
+``.optim``, ``.loss``, ``.ppo``, ``.a2c``, ``.bc``, ``.distill``, ``.league``, ``.log``), so it can be a static
+argument of jitted functions and an ``lru_cache`` key. Every field has a unique *short name* (``lr``, ``num_envs``):
+``TrainConfig(lr=1e-4)`` builds, ``config.lr`` reads and ``dataclasses.replace(config, lr=1e-4)`` replaces by it,
+as ``config.optim.lr`` and ``TrainConfig(optim=OptimConfig(lr=1e-4))`` do by group. Fields split in two kinds:
 
 - *shape* fields (``num_envs``, ``num_steps``, network sizes, the env, ...)
   fix the compiled program;
@@ -9,19 +12,25 @@ jitted functions. Fields split in two kinds:
   program as traced float32 scalars (``TrainConfig.hparams()``), so a sweep can
   vmap over them without recompiling.
 
-Every field is checked in ``__post_init__``; a bad value raises ``ValueError``
-naming the field and the allowed range, before anything is compiled.
-``TrainConfig.with_overrides({"lr": 1e-4})`` replaces fields; the CLIs parse ``--set`` strings (``experiments.common``).
+Each group checks its own fields in its ``__post_init__`` (a bad value raises ``ValueError`` naming
+``TrainConfig.<group>.<field>`` and the allowed range); ``TrainConfig.__post_init__`` checks the rules between
+groups; both before anything is compiled. ``config.with_overrides({"lr": 1e-4, "ppo.clip_eps": 0.1})`` replaces
+fields by short or dotted name, ``config.with_sets({"optim.lr": "3e-4"})`` parses the values from text first (what
+the CLIs' ``--set NAME=VALUE`` does); an unknown name is a ``ValueError`` that suggests the closest ones.
+``to_dict()`` writes the nested form, ``from_dict()`` reads it and the flat form of configs written before the groups.
 """
 
 from __future__ import annotations
 
 import ast
 import dataclasses
+import difflib
 import functools
 import inspect
+import operator
 import textwrap
 import typing
+from collections.abc import Mapping
 
 import jax.numpy as jnp
 from flax import struct
@@ -43,6 +52,19 @@ _GAME_DEFAULTS = GameConfig()
 #: Fields that enter the compiled program as traced scalars (sweepable).
 HPARAM_FIELDS = ("lr", "gamma", "gae_lambda", "clip_eps", "ent_coef", "vf_coef", "max_grad_norm")
 
+#: characters a Weights & Biases project name may not hold
+WANDB_FORBIDDEN = ("/", "\\", "#", "?", "%", ":")
+LEAGUE_BOTS = ("random", "greedy", "expert")
+LEAGUE_SAMPLING = ("uniform", "pfsp")
+BC_TEACHERS = LEAGUE_BOTS  # the scripted bots
+SHUFFLES = ("global", "local")
+BEST_BY = ("placement", "rating", "validation")
+
+#: The config fields that name a frozen policy a run reads (``agents.algorithms.distill``;
+#: ``agents.policies.frozen.load_references``).
+REFERENCE_ROLES = ("teacher", "anchor")
+_POLICY_NAME = 'a saved policy\'s name (RUN_DIR[:STEP] or baseline:NAME) or ""'
+
 
 @struct.dataclass
 class HParams:
@@ -57,90 +79,81 @@ class HParams:
     max_grad_norm: jnp.ndarray
 
 
-# name -> (low, high) for numbers; (choices,) for strings
-_INT_RANGES = {
-    "seed": (0, 2**31 - 1),
-    "num_envs": (1, 1 << 20),
-    "num_devices": (0, 1 << 16),
-    "num_steps": (1, 1 << 16),
-    "total_steps": (1, 1 << 50),
-    "update_epochs": (1, 1000),
-    "num_minibatches": (1, 1 << 20),
-    "update_every": (1, 1 << 16),
-    "updates_per_chunk": (1, 1 << 20),
-    "eval_every": (0, 1 << 20),
-    "eval_games": (1, 4096),
-    "checkpoint_every": (0, 1 << 20),
-    "keep_checkpoints": (1, 1000),
-    "league_size": (0, 1024),
-    "league_learner_seats": (1, NUM_SEATS - 1),
-    "league_groups": (1, 1024),
-    "snapshot_every": (1, 1 << 20),
-    "warmup_updates": (0, 1 << 20),
-    "bc_batch_size": (1, 1 << 20),
-    "bc_patience": (0, 1 << 20),
-    "teacher_kl_updates": (0, 1 << 20),
-    "oracle_dropout_updates": (0, 1 << 20),
-    "anchor_kl_updates": (0, 1 << 20),
-    **{name: INT_RULE_RANGES[name] for name in RULE_FIELDS if name in INT_RULE_RANGES},
-}
-_FLOAT_RANGES = {
-    "lr": (0.0, 1.0),
-    "gamma": (0.0, 1.0),
-    "gae_lambda": (0.0, 1.0),
-    "clip_eps": (0.0, 10.0),
-    "ent_coef": (0.0, 10.0),
-    "vf_coef": (0.0, 100.0),
-    "max_grad_norm": (0.0, 1e6),
-    "league_pool_prob": (0.0, 1.0),
-    "league_self_share": (0.0, 1.0),
-    "league_anchor_share": (0.0, 1.0),
-    "weight_decay": (0.0, 1.0),
-    "bc_teacher_prob": (0.0, 1.0),
-    "bc_val_fraction": (0.0, 0.9),
-    "teacher_kl": (0.0, 100.0),
-    "teacher_temperature": (0.01, 100.0),
-    "anchor_kl": (0.0, 100.0),
-    **{name: FLOAT_RULE_RANGES[name] for name in RULE_FIELDS if name in FLOAT_RULE_RANGES},
-}
-#: characters a Weights & Biases project name may not hold
-WANDB_FORBIDDEN = ("/", "\\", "#", "?", "%", ":")
-LEAGUE_BOTS = ("random", "greedy", "expert")
-LEAGUE_SAMPLING = ("uniform", "pfsp")
-BC_TEACHERS = LEAGUE_BOTS  # the scripted bots
-SHUFFLES = ("global", "local")
-_CHOICES = {"shuffle": SHUFFLES, "algo": ALGOS, "obs": OBS_KINDS, "network": NETWORKS, "activation": ACTIVATIONS,
-            "league_bot": LEAGUE_BOTS, "bc_teacher": BC_TEACHERS, "league_sampling": LEAGUE_SAMPLING,
-            "best_by": ("placement", "rating", "validation")}
+# ---------------------------------------------------------------- the groups
 
 
-#: The config fields that name a frozen policy a run reads (``agents.algorithms.distill``;
-#: ``agents.policies.frozen.load_references``).
-REFERENCE_ROLES = ("teacher", "anchor")
+class _Group:
+    """What every group shares: ``__post_init__`` checks each field by its declared type and the class tables
+    (``RANGES``: name -> (low, high) of an int or float field; ``CHOICES``: name -> the allowed strings;
+    ``STRINGS``: name -> what a free string field holds); a subclass adds its own rules after it."""
+
+    NAME = ""  # the group's name in TrainConfig (its messages say TrainConfig.NAME.field)
+    RANGES: typing.ClassVar[dict] = {}
+    CHOICES: typing.ClassVar[dict] = {}
+    STRINGS: typing.ClassVar[dict] = {}
+
+    def __post_init__(self):
+        self._check_fields()
+
+    def _fail(self, name: str, message: str) -> typing.NoReturn:
+        raise ValueError(f"TrainConfig.{self.NAME}.{name} {message}")
+
+    def _check_fields(self) -> None:
+        owner = f"TrainConfig.{self.NAME}"
+        for f in dataclasses.fields(self):
+            value = getattr(self, f.name)
+            if f.type == "bool":
+                if not isinstance(value, bool):
+                    self._fail(f.name, f"must be a bool, got {value!r}")
+            elif f.type == "int":
+                check_int(owner, f.name, value, *self.RANGES[f.name])
+            elif f.type == "float":  # NaN fails the range test too
+                check_float(owner, f.name, value, *self.RANGES[f.name])
+            elif f.name in self.CHOICES:
+                if not isinstance(value, str) or value not in self.CHOICES[f.name]:
+                    self._fail(f.name, f"must be one of {self.CHOICES[f.name]}, got {value!r}")
+            elif f.name in self.STRINGS and not isinstance(value, str):
+                self._fail(f.name, f"must be {self.STRINGS[f.name]}, got {value!r}")
+
+    @classmethod
+    def field_docs(cls) -> dict[str, str]:
+        """``{field: its doc}`` in declaration order: the string literal after each field, as one line."""
+        return dict(_field_docs(cls))
+
+    def to_dict(self) -> dict:
+        """``{field: value}``, tuples as lists (JSON's form)."""
+        return {f.name: list(v) if isinstance(v := getattr(self, f.name), tuple) else v
+                for f in dataclasses.fields(self)}
+
+    @classmethod
+    def coerce(cls, value):
+        """``value`` as this group: itself, or built from a dict of its fields (``from_dict``)."""
+        return value if isinstance(value, cls) else cls.from_dict(value)
+
+    @classmethod
+    def from_dict(cls, data: Mapping):
+        """The group from ``{field: value}`` (lists for tuple fields; missing fields take their defaults); an
+        unknown name is a ``ValueError`` with the closest ones."""
+        if not isinstance(data, Mapping):
+            raise ValueError(f"TrainConfig.{cls.NAME} must be {cls.__name__} or a dict of its fields, got {data!r}")
+        types = {f.name: f.type for f in dataclasses.fields(cls)}
+        unknown = [k for k in data if k not in types]
+        if unknown:
+            raise ValueError("; ".join(f"TrainConfig.{cls.NAME} has no field {k!r}{_did_you_mean(k, types)}"
+                                       for k in unknown))
+        return cls(**{k: tuple(v) if types[k] == "tuple" and isinstance(v, list) else v for k, v in data.items()})
 
 
 @dataclasses.dataclass(frozen=True)
-class TrainConfig:
-    """A training run. Defaults are a CPU-sized self-play PPO on the game.
+class RunConfig(_Group):
+    """The run: its algorithm, seed, size, devices, length, starting parameters and chunks."""
 
-    Every field is documented where it is declared, by the string literal after it (``TrainConfig.field_docs()``
-    returns them, one line each), grouped by concern. Ranges are inclusive. ``__post_init__`` checks every field
-    and the rules between fields; a bad value raises ``ValueError`` naming the field and what it allows.
-    """
+    NAME = "run"
+    RANGES = {"seed": (0, 2**31 - 1), "num_envs": (1, 1 << 20), "num_devices": (0, 1 << 16),
+              "total_steps": (1, 1 << 50), "updates_per_chunk": (1, 1 << 20)}
+    CHOICES = {"algo": ALGOS}
+    STRINGS = {"init_from": _POLICY_NAME}
 
-    # ---- the environment and its seats ----
-    env: str = "autochess"
-    """"autochess" or "gymnax:<EnvName>" (single agent, e.g. "gymnax:CartPole-v1")"""
-    obs: str = "vector"
-    """"vector", "pixels" (packed 2bpp frames; needs network="cnn" or "tiles") or "oracle" (the vector followed by
-    what a seat may not know: the other seats' shops, benches, boards, gold, xp and the next PvP opponent,
-    jaxgame.observation.oracle_block; for an oracle teacher); game only: a gymnax env needs "vector\""""
-    opponents: str = "self"
-    """who plays the 8 seats: "self" (every seat is the learner: shared-parameter self-play), "random", "greedy" or
-    "expert" (seat 0 learns, 7 bots), or 8 comma-separated names from self/random/greedy/expert with at least one
-    "self"; only "self" seats are training data; game only: a gymnax env needs "self\""""
-
-    # ---- the algorithm, run size and devices ----
     algo: str = "ppo"
     """"ppo" (rollout + clipped surrogate), "a2c" (streaming TD(0), no rollout buffer) or "bc" (behaviour cloning
     of the bot bc_teacher on games generated inside the compiled program: PPO's rollouts with the teacher acting in
@@ -154,13 +167,132 @@ class TrainConfig:
     """data-parallel devices in [0, 2^16]: 0 = all of jax.devices() (every host's in a multi-host run), else the
     first that many; must divide num_envs, which are sharded over them (agents.utils.distributed). A run equals the
     one-device run up to float rounding, and a checkpoint resumes on any number of devices"""
-    num_steps: int = 64
-    """PPO rollout length T per update, in [1, 2^16]"""
     total_steps: int = 200_000
     """env steps of the whole run, all envs together (a game step moves all 8 seats), in [1, 2^50]; at least one
     update's: num_envs x num_steps (PPO) or num_envs x update_every (A2C)"""
+    init_from: str = ""
+    """start from a saved policy's parameters: "RUN_DIR" (its latest good checkpoint), "RUN_DIR:STEP" or
+    "baseline:NAME"; only the parameters carry over (a fresh optimizer, update count, envs and league pool; warm
+    the learning rate up again with warmup_updates); its network must be this run's, and a policy of obs="vector"
+    may start an obs="oracle" run (the oracle inputs' weights start at 0); agents.policies.frozen. "" = fresh
+    parameters"""
+    updates_per_chunk: int = 10
+    """updates per jitted chunk, in [1, 2^20]; logging, evaluation and checkpoints happen between chunks"""
 
-    # ---- optimisation (PPO; A2C reads lr, anneal_lr, gamma, ent_coef, vf_coef and max_grad_norm) ----
+    def __post_init__(self):
+        super().__post_init__()
+        if self.num_devices and self.num_envs % self.num_devices:
+            self._fail("num_devices", f"must divide num_envs={self.num_envs} (each device steps an equal share of "
+                       f"the envs), or be 0 for all devices; got {self.num_devices}")
+
+
+@dataclasses.dataclass(frozen=True)
+class TaskConfig(_Group):
+    """What is played: the environment, the observation the learner reads and who plays the 8 seats."""
+
+    NAME = "task"
+    STRINGS = {"env": '"autochess" or "gymnax:<EnvName>"',
+               "opponents": f"one of {SEAT_KINDS} or {NUM_SEATS} comma-separated names from them"}
+    CHOICES = {"obs": OBS_KINDS}
+
+    env: str = "autochess"
+    """"autochess" or "gymnax:<EnvName>" (single agent, e.g. "gymnax:CartPole-v1")"""
+    obs: str = "vector"
+    """"vector", "pixels" (packed 2bpp frames; needs network="cnn" or "tiles") or "oracle" (the vector followed by
+    what a seat may not know: the other seats' shops, benches, boards, gold, xp and the next PvP opponent,
+    jaxgame.observation.oracle_block; for an oracle teacher); game only: a gymnax env needs "vector\""""
+    opponents: str = "self"
+    """who plays the 8 seats: "self" (every seat is the learner: shared-parameter self-play), "random", "greedy" or
+    "expert" (seat 0 learns, 7 bots), or 8 comma-separated names from self/random/greedy/expert with at least one
+    "self"; only "self" seats are training data; game only: a gymnax env needs "self\""""
+
+    def __post_init__(self):
+        super().__post_init__()
+        if not (self.env == "autochess" or self.env.startswith("gymnax:") and len(self.env) > len("gymnax:")):
+            self._fail("env", f"must be 'autochess' or 'gymnax:<EnvName>', got {self.env!r}")
+        _ = self.seat_kinds  # validates opponents
+        if self.is_gymnax and (self.obs != "vector" or self.opponents != "self"):
+            self._fail("obs", "and .opponents are game options; gymnax envs need obs='vector', opponents='self' "
+                       f"(got {self.obs!r}, {self.opponents!r})")
+
+    @property
+    def is_gymnax(self) -> bool:
+        return self.env.startswith("gymnax:")
+
+    @property
+    def seat_kinds(self) -> tuple:
+        """The 8 seats' players, e.g. ("self", "greedy", ...); ("self",) for a gymnax env."""
+        if self.is_gymnax:
+            return ("self",)
+        names = tuple(s.strip() for s in self.opponents.split(","))
+        if len(names) == 1 and names[0] in SEAT_KINDS:
+            names = names * NUM_SEATS if names[0] == "self" else ("self",) + names * (NUM_SEATS - 1)
+        if len(names) != NUM_SEATS or any(n not in SEAT_KINDS for n in names) or "self" not in names:
+            self._fail("opponents", f"must be one of {SEAT_KINDS} or {NUM_SEATS} comma-separated names from "
+                       f"{SEAT_KINDS} with at least one 'self', got {self.opponents!r}")
+        return names
+
+
+@dataclasses.dataclass(frozen=True)
+class RulesConfig(_Group):
+    """The game's rules (``jaxgame.config.GameConfig`` fields: same defaults and ranges); ``TrainConfig.rules()``
+    returns them as ``GameConfig`` overrides."""
+
+    NAME = "game"
+    RANGES = {**{n: INT_RULE_RANGES[n] for n in RULE_FIELDS if n in INT_RULE_RANGES},
+              **{n: FLOAT_RULE_RANGES[n] for n in RULE_FIELDS if n in FLOAT_RULE_RANGES}}
+
+    max_rounds: int = _GAME_DEFAULTS.max_rounds
+    """round cap, in [1, 200]; at its end the survivors are ranked by life, then level"""
+    steps_per_round: int = _GAME_DEFAULTS.steps_per_round
+    """decision steps in each shop phase (the fights run at the end of the last one), in [1, 64]"""
+    max_combat_ticks: int = _GAME_DEFAULTS.max_combat_ticks
+    """100 ms combat ticks before a fight is a draw, in [1, 2000]"""
+    reward_win: float = _GAME_DEFAULTS.reward_win
+    """shaping reward for each fight won (PvP or PvE), in [-10, 10]"""
+    reward_life: float = _GAME_DEFAULTS.reward_life
+    """shaping reward per life point lost (use a negative value to penalise), in [-1, 1]"""
+
+
+@dataclasses.dataclass(frozen=True)
+class NetConfig(_Group):
+    """The policy-value network and who owns its parameters."""
+
+    NAME = "net"
+    CHOICES = {"network": NETWORKS, "activation": ACTIVATIONS}
+
+    network: str = "mlp"
+    """"mlp" (needs obs="vector" or "oracle"); for obs="pixels": "cnn" (three strided convolutions, accelerator-sized)
+    or "tiles" (one embedding per 8x8 tile of the frame, about an eighth of the cnn's work: CPU-sized)"""
+    hidden: tuple = (256, 256)
+    """hidden layer widths: a tuple of 1 to 8 ints, each in [1, 2^16]"""
+    activation: str = "tanh"
+    """"tanh" or "relu\""""
+    shared_torso: bool = False
+    """one torso for both the policy and the value head"""
+    independent: bool = False
+    """one parameter set and optimizer state per seat, each trained only on its own seat's transitions (no
+    parameter or data sharing); needs algo="ppo" on the game with opponents="self" and no league"""
+
+    def __post_init__(self):
+        super().__post_init__()
+        hidden = self.hidden
+        if (
+            not isinstance(hidden, tuple)
+            or not 1 <= len(hidden) <= 8
+            or any(isinstance(h, bool) or not isinstance(h, int) or not 1 <= h <= 65536 for h in hidden)
+        ):
+            self._fail("hidden", f"must be a tuple of 1..8 ints in [1, 65536], got {hidden!r}")
+
+
+@dataclasses.dataclass(frozen=True)
+class OptimConfig(_Group):
+    """The optimizer every algorithm steps: Adam(W), its learning-rate schedule and the gradient clip."""
+
+    NAME = "optim"
+    RANGES = {"lr": (0.0, 1.0), "warmup_updates": (0, 1 << 20), "weight_decay": (0.0, 1.0),
+              "max_grad_norm": (0.0, 1e6)}
+
     lr: float = 3e-4
     """Adam learning rate in [0, 1]"""
     anneal_lr: bool = False
@@ -173,44 +305,130 @@ class TrainConfig:
     weight_decay: float = 0.0
     """decoupled weight decay (AdamW's) in [0, 1]: each optimizer step also subtracts lr x weight_decay x the
     parameter; 0 = plain Adam"""
+    max_grad_norm: float = 0.5
+    """global gradient-norm clip in [0, 1e6]"""
+
+    def __post_init__(self):
+        super().__post_init__()
+        if self.anneal_lr and self.cosine_lr:
+            self._fail("anneal_lr", "(linear) and cosine_lr decay the learning rate two ways: set one")
+
+
+@dataclasses.dataclass(frozen=True)
+class LossConfig(_Group):
+    """The actor-critic loss PPO and A2C share: the discount of the returns, the entropy and value weights and
+    advantage normalisation."""
+
+    NAME = "loss"
+    RANGES = {"gamma": (0.0, 1.0), "ent_coef": (0.0, 10.0), "vf_coef": (0.0, 100.0)}
+
     gamma: float = 0.995
     """discount in [0, 1]"""
-    gae_lambda: float = 0.95
-    """GAE lambda in [0, 1]"""
-    clip_eps: float = 0.2
-    """PPO ratio (and value) clip in [0, 10]"""
-    clip_value: bool = True
-    """PPO2 value clipping (by clip_eps)"""
     ent_coef: float = 0.01
     """entropy bonus coefficient in [0, 10]"""
     vf_coef: float = 0.5
     """value-loss weight in [0, 100]"""
     normalize_advantages: bool = True
     """normalise the advantages per minibatch, over decision samples only"""
+
+
+@dataclasses.dataclass(frozen=True)
+class PPOConfig(_Group):
+    """PPO's rollouts and update (behaviour cloning on generated games, algo="bc", uses them too)."""
+
+    NAME = "ppo"
+    RANGES = {"num_steps": (1, 1 << 16), "update_epochs": (1, 1000), "num_minibatches": (1, 1 << 20),
+              "gae_lambda": (0.0, 1.0), "clip_eps": (0.0, 10.0)}
+    CHOICES = {"shuffle": SHUFFLES}
+
+    num_steps: int = 64
+    """PPO rollout length T per update, in [1, 2^16]"""
     update_epochs: int = 4
     """PPO epochs over each rollout, in [1, 1000]"""
     num_minibatches: int = 4
     """PPO minibatches per epoch, in [1, 2^20]; must divide the rollout batch num_envs x num_steps x the seats
     trained on (all 8 in self-play and a league, the "self" seats with bot opponents: trained_seats; num_envs x
     num_steps, one learner's samples, with independent=True)"""
-    max_grad_norm: float = 0.5
-    """global gradient-norm clip in [0, 1e6]"""
     shuffle: str = "global"
     """how PPO's minibatches are drawn on several devices: "global" (the whole rollout is permuted, as on one
     device: a run on D devices equals the one-device run, but every device holds the gathered rollout) or "local"
     (each device permutes and minibatches its own share of the envs under shard_map and the gradients are averaged
     over the devices: per-device memory stays flat as devices are added; num_minibatches must then divide each
     device's share of the batch). The same program on one device"""
+    gae_lambda: float = 0.95
+    """GAE lambda in [0, 1]"""
+    clip_eps: float = 0.2
+    """PPO ratio (and value) clip in [0, 10]"""
+    clip_value: bool = True
+    """PPO2 value clipping (by clip_eps)"""
 
-    # ---- phases ----
-    init_from: str = ""
-    """start from a saved policy's parameters: "RUN_DIR" (its latest good checkpoint), "RUN_DIR:STEP" or
-    "baseline:NAME"; only the parameters carry over (a fresh optimizer, update count, envs and league pool; warm
-    the learning rate up again with warmup_updates); its network must be this run's, and a policy of obs="vector"
-    may start an obs="oracle" run (the oracle inputs' weights start at 0); agents.policies.frozen. "" = fresh
-    parameters"""
 
-    # ---- distillation and anchors (PPO on the game; agents.algorithms.distill) ----
+@dataclasses.dataclass(frozen=True)
+class A2CConfig(_Group):
+    """Streaming A2C (algo="a2c"): TD(0), no rollout buffer."""
+
+    NAME = "a2c"
+    RANGES = {"update_every": (1, 1 << 16)}
+
+    update_every: int = 1
+    """env steps per parameter update, in [1, 2^16]"""
+
+
+@dataclasses.dataclass(frozen=True)
+class BCConfig(_Group):
+    """Behaviour cloning (algo="bc"; agents.algorithms.bc): of a bot on generated games, or of a recorded
+    dataset."""
+
+    NAME = "bc"
+    RANGES = {"bc_teacher_prob": (0.0, 1.0), "bc_batch_size": (1, 1 << 20), "bc_val_fraction": (0.0, 0.9),
+              "bc_patience": (0, 1 << 20)}
+    CHOICES = {"bc_teacher": BC_TEACHERS}
+    STRINGS = {"bc_dataset": 'a directory path string (or "")'}
+
+    bc_teacher: str = "expert"
+    """the bot whose actions the policy learns in the "self" seats: "random", "greedy" or "expert\""""
+    bc_teacher_prob: float = 1.0
+    """probability in [0, 1] that a "self" seat's step sends the teacher's action, else the policy's own sample; the
+    label is the teacher's action either way: 1 = behaviour cloning on the teacher's games, below 1 = DAgger-style
+    data, the teacher labelling the states the policy's own moves lead to"""
+    bc_dataset: str = ""
+    """a dataset directory written by python -m experiments.record to clone instead of generating games ("" = games
+    generated inside the program, by bc_teacher); its observation kind, action count and rules must be the run's.
+    Each update is then one optimizer step on bc_batch_size samples drawn uniformly (with replacement) from its
+    training games, total_steps counts the samples drawn (env_steps in the logs), and every chunk ends with a
+    validation on its held-out games (val/cross_entropy, val/accuracy, val/value_loss); one device. A relative path
+    is read from the working directory (agents.algorithms.bc.DatasetCloning)"""
+    bc_batch_size: int = 256
+    """samples per optimizer step of a bc_dataset run, in [1, 2^20]"""
+    bc_val_fraction: float = 0.1
+    """share of a bc_dataset's games (whole games, drawn with the seed) held out for validation, in [0, 0.9]; 0 = no
+    validation"""
+    bc_patience: int = 0
+    """early stopping of a bc_dataset run: it ends (with a checkpoint and the final evaluation) after this many
+    validations in a row, one a chunk, without a lower validation cross-entropy, in [0, 2^20]; 0 = never"""
+
+    def __post_init__(self):
+        super().__post_init__()
+        if self.bc_patience and not self.validates:
+            self._fail("bc_patience", "(early stopping on the validation cross-entropy) needs a bc_dataset run "
+                       f"with bc_val_fraction > 0; got bc_dataset={self.bc_dataset!r}, "
+                       f"bc_val_fraction={self.bc_val_fraction}")
+
+    @property
+    def validates(self) -> bool:
+        """A bc_dataset run that holds games out for validation."""
+        return bool(self.bc_dataset) and self.bc_val_fraction > 0
+
+
+@dataclasses.dataclass(frozen=True)
+class DistillConfig(_Group):
+    """Distillation of a teacher and a KL anchor (PPO on the game; agents.algorithms.distill)."""
+
+    NAME = "distill"
+    RANGES = {"teacher_kl": (0.0, 100.0), "teacher_kl_updates": (0, 1 << 20), "teacher_temperature": (0.01, 100.0),
+              "oracle_dropout_updates": (0, 1 << 20), "anchor_kl": (0.0, 100.0), "anchor_kl_updates": (0, 1 << 20)}
+    STRINGS = {"teacher": _POLICY_NAME, "anchor": _POLICY_NAME}
+
     teacher: str = ""
     """a frozen policy the learner distils, RUN_DIR[:STEP] or baseline:NAME: each PPO minibatch loss adds
     teacher_kl(u) x KL(student || teacher) over the legal actions of its decisions, both policies at
@@ -239,68 +457,24 @@ class TrainConfig:
     anchor_kl_updates: int = 0
     """it decays linearly to 0 over this many updates, in [0, 2^20]; 0 = constant"""
 
-    # ---- behaviour cloning (algo="bc") ----
-    bc_teacher: str = "expert"
-    """the bot whose actions the policy learns in the "self" seats: "random", "greedy" or "expert\""""
-    bc_teacher_prob: float = 1.0
-    """probability in [0, 1] that a "self" seat's step sends the teacher's action, else the policy's own sample; the
-    label is the teacher's action either way: 1 = behaviour cloning on the teacher's games, below 1 = DAgger-style
-    data, the teacher labelling the states the policy's own moves lead to"""
-    bc_dataset: str = ""
-    """a dataset directory written by python -m experiments.record to clone instead of generating games ("" = games
-    generated inside the program, by bc_teacher); its observation kind, action count and rules must be the run's.
-    Each update is then one optimizer step on bc_batch_size samples drawn uniformly (with replacement) from its
-    training games, total_steps counts the samples drawn (env_steps in the logs), and every chunk ends with a
-    validation on its held-out games (val/cross_entropy, val/accuracy, val/value_loss); one device. A relative path
-    is read from the working directory (agents.algorithms.bc.DatasetCloning)"""
-    bc_batch_size: int = 256
-    """samples per optimizer step of a bc_dataset run, in [1, 2^20]"""
-    bc_val_fraction: float = 0.1
-    """share of a bc_dataset's games (whole games, drawn with the seed) held out for validation, in [0, 0.9]; 0 = no
-    validation"""
-    bc_patience: int = 0
-    """early stopping of a bc_dataset run: it ends (with a checkpoint and the final evaluation) after this many
-    validations in a row, one a chunk, without a lower validation cross-entropy, in [0, 2^20]; 0 = never"""
+    def __post_init__(self):
+        super().__post_init__()
+        if self.oracle_dropout_updates and not (self.teacher or self.anchor):
+            self._fail("oracle_dropout_updates", "fades an oracle teacher's inputs: set teacher")
+        if self.teacher and self.teacher_kl <= 0:
+            self._fail("teacher_kl", f"must be > 0 with a teacher, got {self.teacher_kl}")
 
-    # ---- the network ----
-    network: str = "mlp"
-    """"mlp" (needs obs="vector" or "oracle"); for obs="pixels": "cnn" (three strided convolutions, accelerator-sized)
-    or
-    "tiles" (one embedding per 8x8 tile of the frame, about an eighth of the cnn's work: CPU-sized)"""
-    hidden: tuple = (256, 256)
-    """hidden layer widths: a tuple of 1 to 8 ints, each in [1, 2^16]"""
-    activation: str = "tanh"
-    """"tanh" or "relu\""""
-    shared_torso: bool = False
-    """one torso for both the policy and the value head"""
 
-    # ---- streaming A2C ----
-    update_every: int = 1
-    """env steps per parameter update, in [1, 2^16]"""
+@dataclasses.dataclass(frozen=True)
+class LeagueConfig(_Group):
+    """The self-play league of frozen snapshots (agents.league.pool); league_size=0: none."""
 
-    # ---- chunks, evaluation and checkpoints ----
-    updates_per_chunk: int = 10
-    """updates per jitted chunk, in [1, 2^20]; logging, evaluation and checkpoints happen between chunks"""
-    eval_every: int = 1
-    """evaluate vs the bots every this many chunks, in [0, 2^20] (0 = never; game only)"""
-    eval_games: int = 8
-    """game seeds per evaluation, in [1, 4096]; each is played 8 times, the learner rotated over the seats"""
-    checkpoint_every: int = 1
-    """save a checkpoint every this many chunks, in [0, 2^20] (0 = only at the end)"""
-    keep_checkpoints: int = 3
-    """the last this many checkpoints are kept, in [1, 1000]"""
-    best_by: str = "placement"
-    """the checkpoint kept as best: "placement" (lowest eval/placement_vs_greedy), "rating" (highest
-    eval/rating; needs a league, league_size > 0, that evaluates, eval_every > 0) or "validation" (lowest
-    val/cross_entropy; needs a bc_dataset run with bc_val_fraction > 0)"""
+    NAME = "league"
+    RANGES = {"league_size": (0, 1024), "league_learner_seats": (1, NUM_SEATS - 1), "league_pool_prob": (0.0, 1.0),
+              "league_self_share": (0.0, 1.0), "league_anchor_share": (0.0, 1.0), "league_groups": (1, 1024),
+              "snapshot_every": (1, 1 << 20)}
+    CHOICES = {"league_bot": LEAGUE_BOTS, "league_sampling": LEAGUE_SAMPLING}
 
-    # ---- logging ----
-    wandb_project: str = ""
-    """also log the scalars to this Weights & Biases project (process 0 only, the names of tensorboard, plotted
-    against env_steps; needs the wandb package, pip install "jaxgame[wandb]"; WANDB_MODE=offline needs no account;
-    agents.run.wandb_log); "" = no W&B. At most 128 characters, none of / \\ # ? % :"""
-
-    # ---- the self-play league (agents.league.pool) ----
     league_size: int = 0
     """a self-play league of K pool slots of frozen snapshots, in [0, 1024]; 0 = no league (every seat is the
     learner); K > 0 needs algo="ppo" on the game with opponents="self". Its evaluations also rate the learner
@@ -327,177 +501,216 @@ class TrainConfig:
     snapshot_every: int = 10
     """updates between snapshots, in [1, 2^20]"""
 
-    # ---- independent learners ----
-    independent: bool = False
-    """one parameter set and optimizer state per seat, each trained only on its own seat's transitions (no
-    parameter or data sharing); needs algo="ppo" on the game with opponents="self" and no league"""
+    def __post_init__(self):
+        super().__post_init__()
+        if not self.league_size and (self.league_self_share or self.league_anchor_share):
+            self._fail("league_self_share", "and league_anchor_share mix a league's games: set league_size > 0")
+        if self.league_self_share + self.league_anchor_share > 1.0:
+            self._fail("league_self_share", f"+ league_anchor_share must be at most 1, got {self.league_self_share} "
+                       f"+ {self.league_anchor_share}")
+        if self.league_anchor_share and not self.league_pool_prob:
+            self._fail("league_anchor_share", "needs league_pool_prob > 0: with league_pool_prob=0 no seat is a pool "
+                       "seat, so the anchor would play no game")
 
-    # ---- game rules (jaxgame.config.GameConfig: same defaults and ranges) ----
-    max_rounds: int = _GAME_DEFAULTS.max_rounds
-    """round cap, in [1, 200]; at its end the survivors are ranked by life, then level"""
-    steps_per_round: int = _GAME_DEFAULTS.steps_per_round
-    """decision steps in each shop phase (the fights run at the end of the last one), in [1, 64]"""
-    max_combat_ticks: int = _GAME_DEFAULTS.max_combat_ticks
-    """100 ms combat ticks before a fight is a draw, in [1, 2000]"""
-    reward_win: float = _GAME_DEFAULTS.reward_win
-    """shaping reward for each fight won (PvP or PvE), in [-10, 10]"""
-    reward_life: float = _GAME_DEFAULTS.reward_life
-    """shaping reward per life point lost (use a negative value to penalise), in [-1, 1]"""
+
+@dataclasses.dataclass(frozen=True)
+class LogConfig(_Group):
+    """What a run writes between chunks: evaluations, checkpoints and W&B scalars."""
+
+    NAME = "log"
+    RANGES = {"eval_every": (0, 1 << 20), "eval_games": (1, 4096), "checkpoint_every": (0, 1 << 20),
+              "keep_checkpoints": (1, 1000)}
+    CHOICES = {"best_by": BEST_BY}
+    STRINGS = {"wandb_project": "a W&B project name"}
+
+    eval_every: int = 1
+    """evaluate vs the bots every this many chunks, in [0, 2^20] (0 = never; game only)"""
+    eval_games: int = 8
+    """game seeds per evaluation, in [1, 4096]; each is played 8 times, the learner rotated over the seats"""
+    checkpoint_every: int = 1
+    """save a checkpoint every this many chunks, in [0, 2^20] (0 = only at the end)"""
+    keep_checkpoints: int = 3
+    """the last this many checkpoints are kept, in [1, 1000]"""
+    best_by: str = "placement"
+    """the checkpoint kept as best: "placement" (lowest eval/placement_vs_greedy), "rating" (highest
+    eval/rating; needs a league, league_size > 0, that evaluates, eval_every > 0) or "validation" (lowest
+    val/cross_entropy; needs a bc_dataset run with bc_val_fraction > 0)"""
+    wandb_project: str = ""
+    """also log the scalars to this Weights & Biases project (process 0 only, the names of tensorboard, plotted
+    against env_steps; needs the wandb package, pip install "jaxgame[wandb]"; WANDB_MODE=offline needs no account;
+    agents.run.wandb_log); "" = no W&B. At most 128 characters, none of / \\ # ? % :"""
 
     def __post_init__(self):
-        for name, (low, high) in _INT_RANGES.items():
-            check_int("TrainConfig", name, getattr(self, name), low, high)
-        for name, (low, high) in _FLOAT_RANGES.items():  # NaN fails the range test too
-            check_float("TrainConfig", name, getattr(self, name), low, high)
-        for name, choices in _CHOICES.items():
-            if getattr(self, name) not in choices:
-                raise ValueError(f"TrainConfig.{name} must be one of {choices}, got {getattr(self, name)!r}")
-        for name in ("anneal_lr", "cosine_lr", "clip_value", "normalize_advantages", "shared_torso", "independent"):
-            if not isinstance(getattr(self, name), bool):
-                raise ValueError(f"TrainConfig.{name} must be a bool, got {getattr(self, name)!r}")
-        if not isinstance(self.wandb_project, str) or len(self.wandb_project) > 128 or any(
-                c in self.wandb_project for c in WANDB_FORBIDDEN):
-            raise ValueError(f"TrainConfig.wandb_project must be a W&B project name: at most 128 characters, none of "
-                             f"{' '.join(WANDB_FORBIDDEN)} (or \"\" for no W&B), got {self.wandb_project!r}")
-        hidden = self.hidden
-        if (
-            not isinstance(hidden, tuple)
-            or not 1 <= len(hidden) <= 8
-            or any(isinstance(h, bool) or not isinstance(h, int) or not 1 <= h <= 65536 for h in hidden)
-        ):
-            raise ValueError(f"TrainConfig.hidden must be a tuple of 1..8 ints in [1, 65536], got {hidden!r}")
-        if not (self.env == "autochess" or self.env.startswith("gymnax:") and len(self.env) > len("gymnax:")):
-            raise ValueError(f"TrainConfig.env must be 'autochess' or 'gymnax:<EnvName>', got {self.env!r}")
-        _ = self.seat_kinds  # validates opponents
+        super().__post_init__()
+        if len(self.wandb_project) > 128 or any(c in self.wandb_project for c in WANDB_FORBIDDEN):
+            self._fail("wandb_project", f"must be a W&B project name: at most 128 characters, none of "
+                       f"{' '.join(WANDB_FORBIDDEN)} (or \"\" for no W&B), got {self.wandb_project!r}")
+
+
+# ---------------------------------------------------------------- the config
+
+
+@dataclasses.dataclass(frozen=True, init=False)
+class TrainConfig:
+    """A training run. Defaults are a CPU-sized self-play PPO on the game.
+
+    The fields are groups by concern; every field of a group is documented where it is declared, by the string
+    literal after it (``TrainConfig.field_docs()`` returns them by dotted name, one line each). Ranges are inclusive.
+
+    Build with groups, dicts of their fields, or fields by their short (``lr``) or dotted (``optim.lr``) names, which
+    override the groups' fields: ``TrainConfig(num_envs=8, lr=1e-4)``, ``TrainConfig(optim=OptimConfig(lr=1e-4))``.
+    Every field is also read by its short name (``config.lr`` is ``config.optim.lr``), so
+    ``dataclasses.replace(config, lr=1e-4)`` works as well. Each group checks its own fields when it is built;
+    ``__post_init__`` checks the rules between groups. A bad value raises ``ValueError`` naming the field
+    (``TrainConfig.optim.lr``) and what it allows.
+    """
+
+    run: RunConfig = RunConfig()
+    """the algorithm, seed, size, devices and length of the run"""
+    task: TaskConfig = TaskConfig()
+    """what is played: the env, the observation and the seats' players"""
+    game: RulesConfig = RulesConfig()
+    """the game's rules"""
+    net: NetConfig = NetConfig()
+    """the network"""
+    optim: OptimConfig = OptimConfig()
+    """the optimizer and its learning-rate schedule"""
+    loss: LossConfig = LossConfig()
+    """the actor-critic loss (PPO and A2C)"""
+    ppo: PPOConfig = PPOConfig()
+    """PPO's rollouts and update"""
+    a2c: A2CConfig = A2CConfig()
+    """streaming A2C"""
+    bc: BCConfig = BCConfig()
+    """behaviour cloning"""
+    distill: DistillConfig = DistillConfig()
+    """a teacher to distil and an anchor to stay near"""
+    league: LeagueConfig = LeagueConfig()
+    """the self-play league"""
+    log: LogConfig = LogConfig()
+    """evaluations, checkpoints and W&B"""
+
+    def __init__(self, **fields):
+        groups = {f.name: f.default for f in dataclasses.fields(TrainConfig)}
+        changes: dict[str, dict] = {}
+        unknown = []
+        for key, value in fields.items():
+            if key in groups:
+                groups[key] = type(groups[key]).coerce(value)
+            elif (path := _field_path(key)) is None:
+                unknown.append(key)
+            elif path[1] in changes.setdefault(path[0], {}):
+                raise TypeError(f"TrainConfig() got TrainConfig.{path[0]}.{path[1]} twice (short and dotted name)")
+            else:
+                changes[path[0]][path[1]] = value
+        if unknown:
+            raise TypeError(f"TrainConfig() got {_unknown_message(unknown)}")
+        for name, group in groups.items():
+            object.__setattr__(self, name, dataclasses.replace(group, **changes[name]) if name in changes else group)
+        self.__post_init__()
+
+    # ---- the rules between groups (each group checks its own fields) ----
+    def __post_init__(self):
+        self._check_network_reads_obs()
+        self._check_references()
+        self._check_league()
+        self._check_independent()
+        self._check_run_length()
+        self._check_bc()
+        self._check_best_by()
+        self._check_minibatches()
+
+    def _check_network_reads_obs(self):
         if (self.obs == "pixels") != (self.network in PIXEL_NETWORKS):
             raise ValueError(
-                f"TrainConfig.network must be {' or '.join(map(repr, PIXEL_NETWORKS))} for obs='pixels' and 'mlp' for "
-                f"obs='vector' or 'oracle', "
-                f"got network={self.network!r} with obs={self.obs!r}"
+                f"TrainConfig.net.network must be {' or '.join(map(repr, PIXEL_NETWORKS))} for obs='pixels' and "
+                f"'mlp' for obs='vector' or 'oracle', got network={self.network!r} with obs={self.obs!r}"
             )
-        if self.is_gymnax and (self.obs != "vector" or self.opponents != "self"):
-            raise ValueError("TrainConfig.obs and .opponents are game options; gymnax envs need obs='vector', "
-                             f"opponents='self' (got {self.obs!r}, {self.opponents!r})")
-        if not isinstance(self.init_from, str):
-            raise ValueError(f"TrainConfig.init_from must be a saved policy's name (RUN_DIR[:STEP] or baseline:NAME) "
-                             f"or \"\", got {self.init_from!r}")
-        self._check_references()
-        self._check_league_mix()
-        if not isinstance(self.bc_dataset, str):
-            raise ValueError(f"TrainConfig.bc_dataset must be a directory path string, got {self.bc_dataset!r}")
+
+    def _check_references(self):
+        """A teacher or an anchor: a KL term in PPO's loss on the game's vector observation."""
+        if not (self.teacher or self.anchor):
+            return
+        what = "teacher" if self.teacher else "anchor"
+        if self.algo != "ppo" or self.is_gymnax or self.obs != "vector" or self.independent:
+            raise ValueError(
+                f"TrainConfig.distill.{what} (a KL term in PPO's loss) needs algo='ppo' on the game with "
+                f"obs='vector' and no independent learners; got algo={self.algo!r}, env={self.env!r}, "
+                f"obs={self.obs!r}, independent={self.independent}"
+            )
+        if self.teacher and self.league_size:
+            raise ValueError("TrainConfig.distill.teacher: a league run cannot distil a teacher (its pool plays on "
+                             "the public observation); use anchor to hold a league near a policy")
+        if self.anchor and self.anchor_kl <= 0 and not self.league_anchor_share:
+            raise ValueError(f"TrainConfig.distill.anchor_kl must be > 0 with an anchor that plays no league games "
+                             f"(league_anchor_share=0), got {self.anchor_kl}")
+
+    def _check_league(self):
+        if self.league_anchor_share and not self.anchor:
+            raise ValueError("TrainConfig.league.league_anchor_share: the anchor's games need a frozen policy: set "
+                             "anchor")
+        if not self.league_size:
+            return
+        if self.algo != "ppo" or self.is_gymnax or self.opponents != "self":
+            raise ValueError(
+                "TrainConfig.league.league_size > 0 (a league) needs algo='ppo' on the game with opponents='self' "
+                f"(the league assigns the seats); got algo={self.algo!r}, env={self.env!r}, "
+                f"opponents={self.opponents!r}"
+            )
+        if self.num_envs % self.league_groups:
+            raise ValueError(f"TrainConfig.league.league_groups must divide num_envs={self.num_envs} (the pool's "
+                             f"forward pass runs on batches of num_envs / league_groups envs), "
+                             f"got {self.league_groups}")
+
+    def _check_independent(self):
+        if self.independent and (self.algo != "ppo" or self.is_gymnax or self.opponents != "self"
+                                 or self.league_size):
+            raise ValueError(
+                "TrainConfig.net.independent (one learner per seat) needs algo='ppo' on the game with "
+                f"opponents='self' and no league; got algo={self.algo!r}, env={self.env!r}, "
+                f"opponents={self.opponents!r}, league_size={self.league_size}"
+            )
+
+    def _check_run_length(self):
+        """At least one update, and a warmup shorter than the run."""
         if self.total_steps < self.steps_per_update:
             raise ValueError(
-                f"TrainConfig.total_steps must be >= one update's env steps ({self.steps_per_update} = "
+                f"TrainConfig.run.total_steps must be >= one update's env steps ({self.steps_per_update} = "
                 f"{'bc_batch_size' if self.bc_dataset else 'num_envs x '}"
                 f"{'' if self.bc_dataset else 'num_steps' if self.has_rollout else 'update_every'}), "
                 f"got {self.total_steps}"
             )
-        if self.num_devices and self.num_envs % self.num_devices:
-            raise ValueError(
-                f"TrainConfig.num_devices must divide num_envs={self.num_envs} (each device steps an equal share "
-                f"of the envs), or be 0 for all devices; got {self.num_devices}"
-            )
-        if self.league_size:
-            if self.algo != "ppo" or self.is_gymnax or self.opponents != "self":
-                raise ValueError(
-                    "TrainConfig.league_size > 0 (a league) needs algo='ppo' on the game with opponents='self' "
-                    f"(the league assigns the seats); got algo={self.algo!r}, env={self.env!r}, "
-                    f"opponents={self.opponents!r}"
-                )
-            if self.num_envs % self.league_groups:
-                raise ValueError(f"TrainConfig.league_groups must divide num_envs={self.num_envs} (the pool's "
-                                 f"forward pass runs on batches of num_envs / league_groups envs), "
-                                 f"got {self.league_groups}")
-        if self.independent and (self.algo != "ppo" or self.is_gymnax or self.opponents != "self"
-                                 or self.league_size):
-            raise ValueError(
-                "TrainConfig.independent (one learner per seat) needs algo='ppo' on the game with opponents='self' "
-                f"and no league; got algo={self.algo!r}, env={self.env!r}, opponents={self.opponents!r}, "
-                f"league_size={self.league_size}"
-            )
-        if self.anneal_lr and self.cosine_lr:
-            raise ValueError("TrainConfig.anneal_lr (linear) and cosine_lr decay the learning rate two ways: set one")
         if self.warmup_updates and self.warmup_updates >= self.num_updates:
-            raise ValueError(f"TrainConfig.warmup_updates must be fewer than the run's {self.num_updates} updates, got "
-                             f"{self.warmup_updates}")
+            raise ValueError(f"TrainConfig.optim.warmup_updates must be fewer than the run's {self.num_updates} "
+                             f"updates, got {self.warmup_updates}")
+
+    def _check_bc(self):
         if self.algo == "bc" and self.is_gymnax:
-            raise ValueError(f"TrainConfig.algo='bc' clones a bot of the game; env={self.env!r} has none")
-        if self.bc_dataset:
-            if self.algo != "bc":
-                raise ValueError(f"TrainConfig.bc_dataset is behaviour cloning's (algo='bc'); got algo={self.algo!r}")
-            if self.num_devices > 1:
-                raise ValueError(f"TrainConfig.bc_dataset runs train on one device: num_devices must be 0 or 1, got "
-                                 f"{self.num_devices}")
-        if self.bc_patience and not (self.bc_dataset and self.bc_val_fraction > 0):
-            raise ValueError("TrainConfig.bc_patience (early stopping on the validation cross-entropy) needs a "
-                             f"bc_dataset run with bc_val_fraction > 0; got bc_dataset={self.bc_dataset!r}, "
-                             f"bc_val_fraction={self.bc_val_fraction}")
-        if self.best_by == "validation" and not (self.bc_dataset and self.bc_val_fraction > 0):
-            raise ValueError("TrainConfig.best_by='validation' needs a bc_dataset run with bc_val_fraction > 0; got "
-                             f"bc_dataset={self.bc_dataset!r}, bc_val_fraction={self.bc_val_fraction}")
+            raise ValueError(f"TrainConfig.run.algo='bc' clones a bot of the game; env={self.env!r} has none")
+        if self.bc_dataset and self.algo != "bc":
+            raise ValueError(f"TrainConfig.bc.bc_dataset is behaviour cloning's (algo='bc'); got algo={self.algo!r}")
+        if self.bc_dataset and self.num_devices > 1:
+            raise ValueError(f"TrainConfig.bc.bc_dataset runs train on one device: num_devices must be 0 or 1, got "
+                             f"{self.num_devices}")
+
+    def _check_best_by(self):
+        if self.best_by == "validation" and not self.bc.validates:
+            raise ValueError("TrainConfig.log.best_by='validation' needs a bc_dataset run with bc_val_fraction > 0; "
+                             f"got bc_dataset={self.bc_dataset!r}, bc_val_fraction={self.bc_val_fraction}")
         if self.best_by == "rating" and not (self.league_size and self.eval_every):
-            raise ValueError("TrainConfig.best_by='rating' needs a league (league_size > 0) that evaluates "
+            raise ValueError("TrainConfig.log.best_by='rating' needs a league (league_size > 0) that evaluates "
                              f"(eval_every > 0); got league_size={self.league_size}, eval_every={self.eval_every}")
+
+    def _check_minibatches(self):
         if self.shuffle != "global" and self.algo != "ppo":
-            raise ValueError(f"TrainConfig.shuffle={self.shuffle!r} is PPO's (algo='ppo'); algo={self.algo!r} "
+            raise ValueError(f"TrainConfig.ppo.shuffle={self.shuffle!r} is PPO's (algo='ppo'); algo={self.algo!r} "
                              "needs shuffle='global', the default")
         batch = self.ppo_batch
         if self.has_rollout and batch % self.num_minibatches:
             what = ("num_envs x num_steps (one learner's samples)" if self.independent
                     else "num_envs x num_steps x learner seats")
-            raise ValueError(
-                f"TrainConfig.num_minibatches must divide the rollout batch {what} = {batch}, "
-                f"got {self.num_minibatches}"
-            )
-
-    def _check_league_mix(self):
-        if not self.league_size and (self.league_self_share or self.league_anchor_share):
-            raise ValueError(
-                "TrainConfig.league_self_share and league_anchor_share mix a league's games: set league_size > 0"
-            )
-        if self.league_self_share + self.league_anchor_share > 1.0:
-            raise ValueError(
-                f"TrainConfig.league_self_share + league_anchor_share must be at most 1, got "
-                f"{self.league_self_share} + {self.league_anchor_share}"
-            )
-        if self.league_anchor_share and not self.anchor:
-            raise ValueError("TrainConfig.league_anchor_share: the anchor's games need a frozen policy: set anchor")
-        if self.league_anchor_share and not self.league_pool_prob:
-            raise ValueError(
-                "TrainConfig.league_anchor_share: with league_pool_prob=0 no seat is a pool seat, so the "
-                "anchor would play no game"
-            )
-
-    def _check_references(self):
-        for name in REFERENCE_ROLES:
-            if not isinstance(getattr(self, name), str):
-                raise ValueError(
-                    f"TrainConfig.{name} must be a saved policy's name (RUN_DIR[:STEP] or "
-                    f'baseline:NAME) or "", got {getattr(self, name)!r}'
-                )
-        if not (self.teacher or self.anchor):
-            if self.oracle_dropout_updates:
-                raise ValueError("TrainConfig.oracle_dropout_updates fades an oracle teacher's inputs: set teacher")
-            return
-        what = "teacher" if self.teacher else "anchor"
-        if self.algo != "ppo" or self.is_gymnax or self.obs != "vector" or self.independent:
-            raise ValueError(
-                f"TrainConfig.{what} (a KL term in PPO's loss) needs algo='ppo' on the game with "
-                f"obs='vector' and no independent learners; got algo={self.algo!r}, env={self.env!r}, "
-                f"obs={self.obs!r}, independent={self.independent}"
-            )
-        if self.teacher and self.league_size:
-            raise ValueError(
-                "TrainConfig.teacher: a league run cannot distil a teacher (its pool plays on the "
-                "public observation); use anchor to hold a league near a policy"
-            )
-        if self.teacher and self.teacher_kl <= 0:
-            raise ValueError(f"TrainConfig.teacher_kl must be > 0 with a teacher, got {self.teacher_kl}")
-        if self.anchor and self.anchor_kl <= 0 and not self.league_anchor_share:
-            raise ValueError(
-                f"TrainConfig.anchor_kl must be > 0 with an anchor that plays no league games "
-                f"(league_anchor_share=0), got {self.anchor_kl}"
-            )
+            raise ValueError(f"TrainConfig.ppo.num_minibatches must divide the rollout batch {what} = {batch}, "
+                             f"got {self.num_minibatches}")
 
     # ---- derived values ----
     @property
@@ -508,7 +721,7 @@ class TrainConfig:
 
     @property
     def is_gymnax(self) -> bool:
-        return self.env.startswith("gymnax:")
+        return self.task.is_gymnax
 
     @property
     def has_rollout(self) -> bool:
@@ -536,17 +749,7 @@ class TrainConfig:
     @property
     def seat_kinds(self) -> tuple:
         """The 8 seats' players, e.g. ("self", "greedy", ...); ("self",) for a gymnax env."""
-        if self.is_gymnax:
-            return ("self",)
-        names = tuple(s.strip() for s in self.opponents.split(","))
-        if len(names) == 1 and names[0] in SEAT_KINDS:
-            names = names * NUM_SEATS if names[0] == "self" else ("self",) + names * (NUM_SEATS - 1)
-        if len(names) != NUM_SEATS or any(n not in SEAT_KINDS for n in names) or "self" not in names:
-            raise ValueError(
-                f"TrainConfig.opponents must be one of {SEAT_KINDS} or {NUM_SEATS} comma-separated names from "
-                f"{SEAT_KINDS} with at least one 'self', got {self.opponents!r}"
-            )
-        return names
+        return self.task.seat_kinds
 
     @property
     def steps_per_update(self) -> int:
@@ -571,41 +774,178 @@ class TrainConfig:
         """The traced hyperparameters as float32[] arrays."""
         return HParams(**{n: jnp.float32(getattr(self, n)) for n in HPARAM_FIELDS})
 
+    # ---- the fields by name ----
     @classmethod
     def field_docs(cls) -> dict[str, str]:
-        """``{field: its doc}`` in declaration order: the string literal after each field, as one line."""
-        return dict(_field_docs(cls))
-
-    # ---- (de)serialisation ----
-    def to_dict(self) -> dict:
-        d = dataclasses.asdict(self)
-        d["hidden"] = list(self.hidden)
-        return d
-
-    @classmethod
-    def from_dict(cls, data: dict) -> TrainConfig:
-        known = {f.name for f in dataclasses.fields(cls)}
-        unknown = sorted(set(data) - known)
-        if unknown:
-            raise ValueError(f"unknown TrainConfig field(s) {unknown}; valid: {sorted(known)}")
-        data = dict(data)
-        if "hidden" in data:
-            data["hidden"] = tuple(data["hidden"])
-        return cls(**data)
-
-    def with_overrides(self, overrides: dict) -> TrainConfig:
-        """A copy with the fields of ``overrides`` (name -> value of the field's type) replaced and validated;
-        an unknown name is a ``ValueError`` listing the valid ones. (Command-line strings are parsed by the CLIs:
-        ``experiments.common.apply_sets``.)"""
-        unknown = sorted(set(overrides) - set(self.field_types()))
-        if unknown:
-            raise ValueError(f"unknown config key(s) {unknown}; valid keys: {', '.join(sorted(self.field_types()))}")
-        return dataclasses.replace(self, **overrides)
+        """``{"group.field": its doc}`` in declaration order: the string literal after each field, as one line."""
+        return {f"{group}.{name}": doc for group, kind in GROUPS.items() for name, doc in _field_docs(kind)}
 
     @classmethod
     def field_types(cls) -> dict:
-        """name -> the field's type (``bool``, ``int``, ``float``, ``str`` or ``tuple``)."""
-        return typing.get_type_hints(cls)
+        """short name -> the field's type (``bool``, ``int``, ``float``, ``str`` or ``tuple``)."""
+        return dict(_field_types())
+
+    @staticmethod
+    def field_path(name: str) -> str:
+        """The dotted name (``"optim.lr"``) of a field named short (``"lr"``) or dotted; a ``ValueError`` suggests
+        the closest names for an unknown one."""
+        path = _field_path(name)
+        if path is None:
+            raise ValueError(_unknown_message([name]))
+        return ".".join(path)
+
+    def with_overrides(self, overrides: Mapping) -> TrainConfig:
+        """A copy with the fields of ``overrides`` (short or dotted name -> a value of the field's type, or a group
+        name -> a group or a dict of its fields) replaced and validated; an unknown name is a ``ValueError`` that
+        suggests the closest ones. ``with_sets`` parses the values from text first."""
+        unknown = [k for k in overrides if k not in GROUPS and _field_path(k) is None]
+        if unknown:
+            raise ValueError(_unknown_message(unknown))
+        paths = [".".join(_field_path(k)) for k in overrides if k not in GROUPS]
+        twice = sorted({p for p in paths if paths.count(p) > 1})
+        if twice:
+            raise ValueError(f"TrainConfig.{twice[0]} is set twice, by its short and its dotted name")
+        return dataclasses.replace(self, **overrides)
+
+    def with_sets(self, sets: Mapping[str, str]) -> TrainConfig:
+        """A copy with ``{name: text}`` (``--set NAME=VALUE``'s form: ``{"lr": "3e-4", "ppo.clip_eps": "0.1"}``)
+        parsed by each field's type (``parse_sets``) and applied; a ``ValueError`` names the field (an unknown name
+        with the closest ones, unparsable text, or a value out of its range)."""
+        return self.with_overrides(parse_sets(sets))
+
+    # ---- (de)serialisation ----
+    def to_dict(self) -> dict:
+        """``{group: {field: value}}`` (JSON's form: tuples as lists); ``from_dict`` reads it back."""
+        return {f.name: getattr(self, f.name).to_dict() for f in dataclasses.fields(self)}
+
+    def to_flat_dict(self, dotted: bool = False) -> dict:
+        """``{short name: value}`` (or ``{"group.field": value}`` with ``dotted``) in declaration order, tuples as
+        lists: the form ``to_dict`` wrote before the groups (a run directory's identity is hashed from it)."""
+        return {(f"{group}.{name}" if dotted else name): value
+                for group, fields in self.to_dict().items() for name, value in fields.items()}
+
+    @classmethod
+    def from_dict(cls, data: Mapping) -> TrainConfig:
+        """The config of ``to_dict``'s nested form, or of the flat ``{short name: value}`` form every config written
+        before the groups has (both may mix; missing fields take their defaults); an unknown name is a
+        ``ValueError`` that suggests the closest ones."""
+        unknown = [k for k in data if k not in GROUPS and _field_path(k) is None]
+        if unknown:
+            raise ValueError(f"TrainConfig.from_dict: {_unknown_message(unknown)}")
+        types = cls.field_types()
+        fields = {}
+        for key, value in data.items():
+            if key in GROUPS:
+                fields[key] = GROUPS[key].from_dict(value)
+            else:
+                kind = types[_field_path(key)[1]]
+                fields[key] = tuple(value) if kind is tuple and isinstance(value, list) else value
+        return cls(**fields)
+
+
+#: group name -> its class, in TrainConfig's order
+GROUPS: dict[str, type] = {f.name: type(f.default) for f in dataclasses.fields(TrainConfig)}
+#: short name -> its group's name
+FIELD_GROUPS: dict[str, str] = {f.name: group for group, kind in GROUPS.items() for f in dataclasses.fields(kind)}
+
+for _name, _group in FIELD_GROUPS.items():  # config.lr reads config.optim.lr
+    setattr(TrainConfig, _name, property(operator.attrgetter(f"{_group}.{_name}"),
+                                         doc=f"``TrainConfig.{_group}.{_name}`` by its short name."))
+del _name, _group
+
+
+@functools.cache
+def _field_types() -> dict:
+    """short name -> type of every field, once."""
+    return {f.name: typing.get_type_hints(kind)[f.name] for kind in GROUPS.values() for f in dataclasses.fields(kind)}
+
+
+def _field_path(key: str) -> tuple[str, str] | None:
+    """(group, field) of a short (``"lr"``) or dotted (``"optim.lr"``) field name; None for an unknown one."""
+    if key in FIELD_GROUPS:
+        return FIELD_GROUPS[key], key
+    group, _, name = key.partition(".")
+    return (group, name) if FIELD_GROUPS.get(name, "") == group else None
+
+
+def _did_you_mean(key: str, names) -> str:
+    close = difflib.get_close_matches(key.lower(), list(names), n=3, cutoff=0.6)
+    return f" (did you mean {' or '.join(close)}?)" if close else ""
+
+
+def _suggest(key: str) -> list[str]:
+    """Up to 3 names close to the unknown ``key``: for a dotted one, its field under the group's prefix
+    (``league.size``: ``league.league_size``) or in its own group (``ppo.lr``: ``optim.lr``), then the closest dotted
+    names; for a short one, the closest short names (difflib)."""
+    group, dot, name = key.lower().rpartition(".")
+    first = []
+    if dot and FIELD_GROUPS.get(f"{group}_{name}") == group:
+        first.append(f"{group}.{group}_{name}")
+    if dot and name in FIELD_GROUPS:
+        first.append(f"{FIELD_GROUPS[name]}.{name}")
+    names = [f"{g}.{n}" for n, g in FIELD_GROUPS.items()] if dot else list(FIELD_GROUPS)
+    close = difflib.get_close_matches(key.lower(), names, n=3, cutoff=0.6)
+    return list(dict.fromkeys(first + close))[:3]
+
+
+def _unknown_message(keys) -> str:
+    """``unknown config key(s)`` with, for each, the closest names (``_suggest``), else how the names are made."""
+    parts = [f"{key!r} (did you mean {' or '.join(close)}?)" if (close := _suggest(str(key))) else repr(key)
+             for key in keys]
+    hint = ("" if all("did you mean" in p for p in parts) else
+            f"; a field is named by its short name (lr) or GROUP.NAME (optim.lr), GROUP one of {', '.join(GROUPS)}: "
+            "TrainConfig.field_docs() lists them")
+    return f"unknown config key(s) {', '.join(parts)}{hint}"
+
+
+def flat_dict(data: Mapping) -> dict:
+    """A saved config dict, nested (``to_dict``) or flat (written before the groups), as ``{short name: value}``,
+    not validated: for readers of JSON (metrics.jsonl's meta line, a config.json) that want a field or two."""
+    return {name: value for key, item in data.items()
+            for name, value in (item.items() if key in GROUPS and isinstance(item, Mapping) else [(key, item)])}
+
+
+# ---------------------------------------------------------------- NAME=VALUE text
+
+
+def parse_value(name: str, kind: type, text: str):
+    """One ``NAME=VALUE`` text parsed as ``kind`` (``bool``: true/false/1/0/yes/no; ``int``: also 1e6; ``float``;
+    ``tuple``: comma- or x-separated ints, "64,64" or "64x64"; anything else stays text); a ``ValueError`` names
+    ``TrainConfig.<name>``."""
+    text = text.strip()
+    try:
+        if kind is bool:
+            lowered = text.lower()
+            if lowered not in ("true", "false", "1", "0", "yes", "no"):
+                raise ValueError(text)
+            return lowered in ("true", "1", "yes")
+        if kind is int:
+            value = float(text)  # accepts 1e6
+            if not value.is_integer():
+                raise ValueError(text)
+            return int(value)
+        if kind is float:
+            return float(text)
+        if kind is tuple:
+            return tuple(int(x) for x in text.replace("x", ",").split(",") if x.strip())
+        return text
+    except ValueError:
+        kind_name = {bool: "a bool (true/false)", int: "an int", float: "a number", tuple: "comma-separated ints"}
+        raise ValueError(f"TrainConfig.{name} must be {kind_name.get(kind, kind)}, got {text!r}") from None
+
+
+def parse_sets(sets: Mapping[str, str]) -> dict:
+    """``{name: text}`` (short or dotted names) -> ``{name: value}`` parsed by each field's type (``parse_value``);
+    an unknown name is a ``ValueError`` that suggests the closest ones."""
+    unknown = [k for k in sets if _field_path(k) is None]
+    if unknown:
+        raise ValueError(_unknown_message(unknown))
+    types = TrainConfig.field_types()
+    out = {}
+    for key, text in sets.items():
+        group, name = _field_path(key)
+        out[key] = parse_value(f"{group}.{name}", types[name], text)
+    return out
 
 
 @functools.cache

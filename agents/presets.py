@@ -8,7 +8,19 @@ from __future__ import annotations
 
 import dataclasses
 
-from agents.config import TrainConfig
+from agents.config import (
+    A2CConfig,
+    BCConfig,
+    LogConfig,
+    LossConfig,
+    NetConfig,
+    OptimConfig,
+    PPOConfig,
+    RulesConfig,
+    RunConfig,
+    TaskConfig,
+    TrainConfig,
+)
 from agents.pipeline.runner import PipelineSpec, RecordPhase, TrainPhase
 
 
@@ -22,59 +34,77 @@ PRESETS = {
     "smoke": Preset(
         "CPU, about a minute on a first run: a few tiny updates on short games; writes every artefact",
         TrainConfig(
-            num_envs=8, num_steps=16, total_steps=8 * 16 * 4, hidden=(64, 64), num_minibatches=2,
-            updates_per_chunk=2, eval_every=1, eval_games=1, checkpoint_every=1,
-            max_rounds=6, steps_per_round=4, max_combat_ticks=100,
+            run=RunConfig(num_envs=8, total_steps=8 * 16 * 4, updates_per_chunk=2),
+            ppo=PPOConfig(num_steps=16, num_minibatches=2),
+            net=NetConfig(hidden=(64, 64)),
+            log=LogConfig(eval_every=1, eval_games=1, checkpoint_every=1),
+            game=RulesConfig(max_rounds=6, steps_per_round=4, max_combat_ticks=100),
         ),
     ),
     "ppo_small": Preset(
         "CPU (2 cores), 30 minutes: shared-parameter self-play PPO on full games, evaluated vs the bots",
         TrainConfig(
-            num_envs=64, num_steps=32, total_steps=1_000_000, hidden=(256, 256), lr=3e-4, gamma=0.995,
-            ent_coef=0.01, update_epochs=4, num_minibatches=4, updates_per_chunk=20, eval_every=5,
-            eval_games=4, checkpoint_every=5,
+            run=RunConfig(num_envs=64, total_steps=1_000_000, updates_per_chunk=20),
+            ppo=PPOConfig(num_steps=32, update_epochs=4, num_minibatches=4),
+            net=NetConfig(hidden=(256, 256)),
+            optim=OptimConfig(lr=3e-4),
+            loss=LossConfig(gamma=0.995, ent_coef=0.01),
+            log=LogConfig(eval_every=5, eval_games=4, checkpoint_every=5),
         ),
     ),
     "ppo_large": Preset(
         "one GPU: self-play PPO with 4096 games at once",
         TrainConfig(
-            num_envs=4096, num_steps=32, total_steps=400_000_000, hidden=(512, 512), lr=3e-4, gamma=0.995,
-            ent_coef=0.01, update_epochs=2, num_minibatches=16, updates_per_chunk=10, eval_every=10,
-            eval_games=64, checkpoint_every=10, anneal_lr=True,
+            run=RunConfig(num_envs=4096, total_steps=400_000_000, updates_per_chunk=10),
+            ppo=PPOConfig(num_steps=32, update_epochs=2, num_minibatches=16),
+            net=NetConfig(hidden=(512, 512)),
+            optim=OptimConfig(lr=3e-4, anneal_lr=True),
+            loss=LossConfig(gamma=0.995, ent_coef=0.01),
+            log=LogConfig(eval_every=10, eval_games=64, checkpoint_every=10),
         ),
     ),
     "a2c_stream": Preset(
         "one GPU: streaming TD(0) actor-critic over 8192 games, no rollout buffer",
         TrainConfig(
-            algo="a2c", num_envs=8192, update_every=1, total_steps=400_000_000, lr=1e-4, gamma=0.995,
-            ent_coef=0.01, max_grad_norm=1.0, hidden=(256, 256), updates_per_chunk=200, eval_every=10,
-            eval_games=64, checkpoint_every=10,
+            run=RunConfig(algo="a2c", num_envs=8192, total_steps=400_000_000, updates_per_chunk=200),
+            a2c=A2CConfig(update_every=1),
+            net=NetConfig(hidden=(256, 256)),
+            optim=OptimConfig(lr=1e-4, max_grad_norm=1.0),
+            loss=LossConfig(gamma=0.995, ent_coef=0.01),
+            log=LogConfig(eval_every=10, eval_games=64, checkpoint_every=10),
         ),
     ),
     "a2c_small": Preset(
         "CPU (2 cores), 30 minutes: streaming A2C over 64 games (no rollout buffer), evaluated vs the bots",
         TrainConfig(
-            algo="a2c", num_envs=64, update_every=4, total_steps=1_500_000, lr=3e-4, gamma=0.995,
-            ent_coef=0.01, max_grad_norm=1.0, updates_per_chunk=100, eval_every=8, eval_games=4,
-            checkpoint_every=8,
+            run=RunConfig(algo="a2c", num_envs=64, total_steps=1_500_000, updates_per_chunk=100),
+            a2c=A2CConfig(update_every=4),
+            optim=OptimConfig(lr=3e-4, max_grad_norm=1.0),
+            loss=LossConfig(gamma=0.995, ent_coef=0.01),
+            log=LogConfig(eval_every=8, eval_games=4, checkpoint_every=8),
         ),
     ),
     "ppo_pixels": Preset(
         "CPU (2 cores), 30 minutes: self-play PPO on packed 2bpp pixel observations (unpacked on device, "
         "one embedding per 8x8 tile; --set network=cnn for the convolutional torso on an accelerator)",
         TrainConfig(
-            obs="pixels", network="tiles", hidden=(256,), activation="relu", shared_torso=True,
-            num_envs=64, num_steps=32, total_steps=614_400, updates_per_chunk=20, eval_every=5,
-            eval_games=4, checkpoint_every=5,
+            task=TaskConfig(obs="pixels"),
+            run=RunConfig(num_envs=64, total_steps=614_400, updates_per_chunk=20),
+            ppo=PPOConfig(num_steps=32),
+            net=NetConfig(network="tiles", hidden=(256,), activation="relu", shared_torso=True),
+            log=LogConfig(eval_every=5, eval_games=4, checkpoint_every=5),
         ),
     ),
     "ppo_gymnax": Preset(
         "PureJaxRL's CartPole PPO settings, for any gymnax env (--env gymnax:CartPole-v1)",
         TrainConfig(
-            env="gymnax:CartPole-v1", num_envs=4, num_steps=128, total_steps=500_000, lr=2.5e-4, anneal_lr=True,
-            gamma=0.99, gae_lambda=0.95, clip_eps=0.2, ent_coef=0.01, vf_coef=0.5, max_grad_norm=0.5,
-            update_epochs=4, num_minibatches=4, hidden=(64, 64), activation="tanh", updates_per_chunk=61,
-            eval_every=0, checkpoint_every=4,
+            task=TaskConfig(env="gymnax:CartPole-v1"),
+            run=RunConfig(num_envs=4, total_steps=500_000, updates_per_chunk=61),
+            ppo=PPOConfig(num_steps=128, update_epochs=4, num_minibatches=4, gae_lambda=0.95, clip_eps=0.2),
+            net=NetConfig(hidden=(64, 64), activation="tanh"),
+            optim=OptimConfig(lr=2.5e-4, anneal_lr=True, max_grad_norm=0.5),
+            loss=LossConfig(gamma=0.99, ent_coef=0.01, vf_coef=0.5),
+            log=LogConfig(eval_every=0, checkpoint_every=4),
         ),
     ),
 }
@@ -84,9 +114,13 @@ PRESETS["bc_small"] = Preset(
     "CPU (2 cores): behaviour cloning of the expert bot (phase 1) on games generated inside the compiled program: "
     "the expert plays all 8 seats, the policy learns its actions; ppo_small's network, AdamW with warmup and cosine",
     TrainConfig(
-        algo="bc", bc_teacher="expert", num_envs=64, num_steps=32, total_steps=327_680, hidden=(256, 256),
-        lr=1e-3, warmup_updates=10, cosine_lr=True, weight_decay=1e-4, gamma=0.995, update_epochs=2,
-        num_minibatches=8, updates_per_chunk=10, eval_every=4, eval_games=4, checkpoint_every=4,
+        run=RunConfig(algo="bc", num_envs=64, total_steps=327_680, updates_per_chunk=10),
+        bc=BCConfig(bc_teacher="expert"),
+        ppo=PPOConfig(num_steps=32, update_epochs=2, num_minibatches=8),
+        net=NetConfig(hidden=(256, 256)),
+        optim=OptimConfig(lr=1e-3, warmup_updates=10, cosine_lr=True, weight_decay=1e-4),
+        loss=LossConfig(gamma=0.995),
+        log=LogConfig(eval_every=4, eval_games=4, checkpoint_every=4),
     ),
 )
 PRESETS["bc_data"] = Preset(
@@ -94,16 +128,18 @@ PRESETS["bc_data"] = Preset(
     "--players expert,greedy,greedy,greedy,greedy,greedy,greedy,greedy --games 32 --out data/expert): AdamW with "
     "warmup and cosine, validation on held-out games, early stopping, best checkpoint by validation cross-entropy",
     TrainConfig(
-        algo="bc", bc_dataset="data/expert", bc_batch_size=256, bc_val_fraction=0.1, bc_patience=4,
-        best_by="validation", total_steps=256 * 20_000, hidden=(256, 256), lr=1e-3, warmup_updates=500,
-        cosine_lr=True, weight_decay=1e-4, updates_per_chunk=500, eval_every=4, eval_games=4, checkpoint_every=1,
+        run=RunConfig(algo="bc", total_steps=256 * 20_000, updates_per_chunk=500),
+        bc=BCConfig(bc_dataset="data/expert", bc_batch_size=256, bc_val_fraction=0.1, bc_patience=4),
+        net=NetConfig(hidden=(256, 256)),
+        optim=OptimConfig(lr=1e-3, warmup_updates=500, cosine_lr=True, weight_decay=1e-4),
+        log=LogConfig(best_by="validation", eval_every=4, eval_games=4, checkpoint_every=1),
     ),
 )
 PRESETS["league_small"] = Preset(
     "CPU (2 cores), 30 minutes: ppo_small's PPO in a league with the design's opponent mix: 50% of the games "
     "self-play, 30% 4 learner seats against past snapshots, 20% against the frozen baseline ppo_small-v1",
     # 430 updates took 29 min 29 s wall with the earlier mix (75% snapshots, 25% greedy bot) and 30 min 45 s with
-    # this one (2026-11-27; docs/training.md "Results")
+    # this one (2026-11-27; docs/log-2026-11.md "Results")
     dataclasses.replace(PRESETS["ppo_small"].config, league_size=8, league_learner_seats=4, league_pool_prob=1.0,
                         league_self_share=0.5, league_anchor_share=0.2, anchor="baseline:ppo_small-v1", anchor_kl=0.0,
                         league_bot="greedy", league_groups=8, snapshot_every=20, total_steps=880_640),
@@ -112,7 +148,7 @@ PRESETS["independent"] = Preset(
     "CPU (2 cores), 30 minutes: ppo_small with one independent learner per seat (own parameters and optimizer, "
     "own data)",
     # 1.4x ppo_small's time per update (8 parameter sets, 8x smaller minibatches): 488 updates would take about
-    # 40 minutes; 320 took 21 min 36 s wall (docs/training.md "Results")
+    # 40 minutes; 320 took 21 min 36 s wall (docs/log-2026-11.md "Results")
     dataclasses.replace(PRESETS["ppo_small"].config, independent=True, total_steps=655_360),
 )
 
@@ -124,11 +160,11 @@ def preset_config(name: str) -> TrainConfig:
 
 
 def describe() -> str:
-    """Human-readable list of the presets and their non-default values."""
-    default = TrainConfig().to_dict()
+    """Human-readable list of the presets and their non-default values, by dotted name (what ``--set`` takes)."""
+    default = TrainConfig().to_flat_dict(dotted=True)
     lines = []
     for name, preset in PRESETS.items():
-        values = {k: v for k, v in preset.config.to_dict().items() if v != default[k]}
+        values = {k: v for k, v in preset.config.to_flat_dict(dotted=True).items() if v != default[k]}
         lines.append(f"{name}: {preset.purpose}")
         lines.append("    " + ", ".join(f"{k}={v}" for k, v in values.items()))
     return "\n".join(lines)

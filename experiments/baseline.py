@@ -2,17 +2,20 @@
 
     python -m experiments.baseline list                       # the versions, where they came from, their results
     python -m experiments.baseline freeze runs/mine:120 --name ppo_small-v2 --results eval.json
+    python -m experiments.baseline freeze runs/mine --name ppo_small-v2 --out /tmp/baselines
 
-``freeze`` writes a run's policy (``RUN_DIR`` for its latest good checkpoint, ``RUN_DIR:STEP``) into
-``agents/policies/baseline_policies/`` as a new version (``NAME.msgpack``, ``NAME.json`` and its standalone export
-``NAME/``: ``agents.policies.export.freeze_baseline``); ``--results`` is a JSON file of what it measured (e.g. the
-output of ``experiments.evaluate --checkpoint``), kept beside it. Versions are never overwritten. Anywhere a
-player is named (``experiments.evaluate --vs``, ``experiments.rate``), ``baseline:NAME`` plays it.
+``freeze`` writes a run's policy (``RUN_DIR`` for its latest good checkpoint, ``RUN_DIR:STEP``) into the directory
+``--out`` as a new version (``NAME.msgpack``, ``NAME.json`` and its standalone export ``NAME/``:
+``agents.policies.export.freeze_baseline``). Without ``--out`` it writes into the source tree's
+``agents/policies/baseline_policies/`` when the package is a checkout (an editable install inside a git work
+tree), and otherwise refuses: it never writes into an installed package (site-packages). ``--results`` is a JSON
+file of what it measured (e.g. the output of ``experiments.evaluate RUN_DIR``), kept beside it. Versions are never
+overwritten. Anywhere a player is named (``experiments.evaluate``, ``experiments.rate``), ``baseline:NAME`` plays a
+version of ``agents/policies/baseline_policies/``.
 """
 
 from __future__ import annotations
 
-import argparse
 import json
 from pathlib import Path
 
@@ -20,40 +23,64 @@ from agents.policies import baselines
 from agents.policies.export import freeze_baseline
 from agents.policies.load import PolicyError, load_policy, parse_spec
 from agents.storage.checkpoints import NoGoodCheckpointError
-from experiments.common import fail, quiet_logs
+from experiments.common import fail, make_parser, quiet_logs
 
 
-def main(argv=None):
-    quiet_logs()
-    parser = argparse.ArgumentParser(prog="python -m experiments.baseline", description=__doc__,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+def source_tree_directory(directory: Path | None = None) -> Path | None:
+    """``directory`` (default: the package's ``baseline_policies/``) when it lies in a git work tree outside any
+    ``site-packages``/``dist-packages`` (a checkout, installed editable or run from source), else None."""
+    directory = Path(directory or baselines.DIRECTORY).resolve()
+    if {"site-packages", "dist-packages"} & set(directory.parts):
+        return None
+    return directory if any((parent / ".git").exists() for parent in directory.parents) else None
+
+
+def parse_args(argv=None):
+    parser = make_parser("experiments.baseline", __doc__)
     commands = parser.add_subparsers(dest="command", required=True)
     commands.add_parser("list", help="the shipped versions")
     freeze = commands.add_parser("freeze", help="write a run's policy as a new version")
     freeze.add_argument("run", metavar="RUN_DIR[:STEP]")
     freeze.add_argument("--name", required=True, help="the new version, e.g. ppo_small-v2")
+    freeze.add_argument("--out", type=Path, metavar="DIR",
+                        help="the directory it goes to (default: the source tree's agents/policies/baseline_policies/ "
+                             "in a checkout; an installed package refuses)")
     freeze.add_argument("--results", type=Path, help="a JSON file of what the policy measured, kept beside it")
-    args = parser.parse_args(argv)
-    if args.command == "list":
-        out = {name: {k: v for k, v in baselines.describe(name).items() if k != "config"}
-               for name in baselines.available()}
-        print(json.dumps(out, indent=1))
-        return out
+    return parser, parser.parse_args(argv)
+
+
+def freeze(parser, args) -> Path:
+    """``freeze``: the run's policy as version ``--name`` in ``--out`` (or the source tree's directory)."""
     parsed = parse_spec(args.run)
     if isinstance(parsed, str) or parsed[0].startswith(baselines.PREFIX):
         fail(parser, f"{args.run!r} is not a training run (RUN_DIR or RUN_DIR:STEP)")
+    out = args.out or source_tree_directory()
+    if out is None:
+        fail(parser, f"give --out DIR: the package is installed ({baselines.DIRECTORY}), not a source checkout, and "
+                     "freeze never writes into an installed package")
     try:
         results = json.loads(args.results.read_text()) if args.results else None
     except (OSError, ValueError) as err:
         fail(parser, f"--results {args.results}: {err}")
     try:
-        path = freeze_baseline(load_policy(*parsed), args.name, results)
-    except (baselines.BaselineError, PolicyError, FileNotFoundError) as err:
+        path = freeze_baseline(load_policy(*parsed), args.name, results, out)
+    except (baselines.BaselineError, PolicyError, OSError) as err:  # OSError: --out cannot be written
         fail(parser, err)
     except NoGoodCheckpointError as err:
         fail(parser, err, status=1)
     print(json.dumps({"baseline": args.name, "json": str(path)}))
     return path
+
+
+def main(argv=None):
+    quiet_logs()
+    parser, args = parse_args(argv)
+    if args.command == "list":
+        out = {name: {k: v for k, v in baselines.describe(name).items() if k != "config"}
+               for name in baselines.available()}
+        print(json.dumps(out, indent=1))
+        return out
+    return freeze(parser, args)
 
 
 if __name__ == "__main__":

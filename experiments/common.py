@@ -1,7 +1,11 @@
-"""Shared helpers of the experiment CLIs: playing batches of bot games."""
+"""Shared helpers of the experiment CLIs: the command-line convention (the usage name, deprecated aliases, game
+rules as ``--set``, ``--games``), one-line errors, the compilation cache and ``--set`` config overrides."""
 
 from __future__ import annotations
 
+import argparse
+import dataclasses
+import difflib
 import logging
 import os
 import sys
@@ -11,7 +15,9 @@ from typing import NoReturn
 
 import jax
 
-from agents.config import TrainConfig
+from agents.config import TrainConfig, parse_value
+from agents.storage.run_dir import TOOLS
+from jaxgame.config import GameConfig
 
 #: JAX's persistent compilation cache of the CLIs: ``$JAXGAME_CACHE_DIR`` or ``~/.cache/jaxgame/jax``
 #: (``--cache-dir`` overrides, ``--no-cache`` disables).
@@ -34,43 +40,25 @@ def enable_compilation_cache(cache_dir: str | None) -> str | None:
 
 
 def apply_sets(config: TrainConfig, overrides: dict) -> TrainConfig:
-    """``config`` with ``--set`` strings (name -> text) parsed by each field's type and applied; a ``ValueError``
-    names the field (unknown name, unparsable text, or a value out of its range)."""
-    types = TrainConfig.field_types()
-    unknown = sorted(set(overrides) - set(types))
-    if unknown:
-        raise ValueError(f"unknown config key(s) {unknown}; valid keys: {', '.join(sorted(types))}")
-    return config.with_overrides({name: parse_value(name, types[name], text) for name, text in overrides.items()})
-
-
-def parse_value(name: str, kind, text: str):
-    """Parse one ``--set`` value by the field's type; errors name the field."""
-    text = text.strip()
-    try:
-        if kind is bool:
-            lowered = text.lower()
-            if lowered not in ("true", "false", "1", "0", "yes", "no"):
-                raise ValueError(text)
-            return lowered in ("true", "1", "yes")
-        if kind is int:
-            value = float(text)  # accepts 1e6
-            if not value.is_integer():
-                raise ValueError(text)
-            return int(value)
-        if kind is float:
-            return float(text)
-        if kind is tuple:
-            return tuple(int(x) for x in text.replace("x", ",").split(",") if x.strip())
-        return text
-    except ValueError:
-        kind_name = {bool: "a bool (true/false)", int: "an int", float: "a number", tuple: "comma-separated ints"}
-        raise ValueError(f"TrainConfig.{name} must be {kind_name.get(kind, kind)}, got {text!r}") from None
+    """``config`` with ``--set`` strings (short or dotted name -> text) parsed and applied:
+    ``TrainConfig.with_sets``; a ``ValueError`` names the field."""
+    return config.with_sets(overrides)
 
 
 def fail(parser, message: str, status: int = 2) -> NoReturn:
     """End a CLI with ONE line on stderr, ``PROG: error: MESSAGE`` (no usage, no traceback); exit ``status``
     (2: bad input, 1: the work failed)."""
     parser.exit(status, f"{parser.prog}: error: {' '.join(str(message).split())}\n")
+
+
+def resume_hint(err, out) -> str:
+    """``err``'s text (a ``RunError``), and where the library says how to continue a run (``FUNCTION(...,
+    resume=True)``, ``agents.storage.run_dir.TOOLS``), the command that does it."""
+    message = str(err)
+    for tool, function in TOOLS.items():
+        if f"{function}(..., resume=True)" in message:
+            return f"{message} (the command: {prog_name(f'experiments.{tool}')} --out {out} --resume)"
+    return message
 
 
 def quiet_logs() -> None:
@@ -94,15 +82,43 @@ def parse_overrides(parser, items, env=None) -> dict:
 
 
 def parse_rules(parser, items) -> dict:
-    """``--rule NAME=INT`` strings -> {name: int}; a malformed item is a parser error (the names are checked by
-    ``jaxgame.make``)."""
+    """``--set NAME=VALUE`` strings of game rules (``GameConfig`` fields; ``game.NAME``, the training config's
+    group, names them too) -> {name: value}, each parsed by the rule's type and the whole set validated by
+    ``GameConfig``; anything else (a training config field, a typo: with the closest rule names, a bad value) is a
+    parser error."""
+    defaults = {f.name: f.default for f in dataclasses.fields(GameConfig)}
     rules = {}
     for item in items:
-        name, _, value = item.partition("=")
+        key, sep, text = item.partition("=")
+        name = key.strip()
+        group, dot, field = name.partition(".")
+        if dot and group in ("game", "rules"):
+            name = field
+        if not sep or not name:
+            fail(parser, f"--set {item!r}: expected NAME=VALUE (a game rule, e.g. max_rounds=20)")
+        if name not in defaults:
+            close = difflib.get_close_matches(name, defaults, n=3)
+            hint = f"did you mean {' or '.join(close)}? " if close else ""
+            fail(parser, f"--set {key.strip()}: not a game rule ({hint}rules: {', '.join(defaults)}); this command "
+                         "takes game rules only, and a policy plays with the rules it trained with")
+        kind = type(defaults[name])
         try:
-            rules[name] = int(value)
+            if kind is tuple:
+                rules[name] = tuple(int(x) for x in text.split(",") if x.strip())
+            elif kind is int:
+                number = float(text)  # accepts 1e2
+                if not number.is_integer():
+                    raise ValueError(text)
+                rules[name] = int(number)
+            else:
+                rules[name] = kind(text)
         except ValueError:
-            fail(parser, f"--rule {item!r}: expected NAME=INT")
+            kinds = {int: "an int", float: "a number", tuple: "comma-separated ints"}
+            fail(parser, f"--set {item!r}: GameConfig.{name} must be {kinds.get(kind, kind.__name__)}")
+    try:
+        GameConfig.from_overrides(**rules)
+    except (TypeError, ValueError) as err:
+        fail(parser, f"--set: {err}")
     return rules
 
 
@@ -112,13 +128,99 @@ def status(message: str, enabled: bool = True, end: str = "\n") -> None:
         print(message, file=sys.stderr, end=end, flush=True)
 
 
+#: The console scripts (pyproject.toml's ``[project.scripts]``, tests/test_cli.py checks they agree) -> the module
+#: each one runs, as ``python -m MODULE``.
+SCRIPTS = {
+    "jaxgame-train": "experiments.train",
+    "jaxgame-sweep": "experiments.sweep",
+    "jaxgame-evaluate": "experiments.evaluate",
+    "jaxgame-rate": "experiments.rate",
+    "jaxgame-record": "experiments.record",
+    "jaxgame-plot": "experiments.plot",
+    "jaxgame-render": "experiments.render",
+    "jaxgame-export": "experiments.export",
+    "jaxgame-baseline": "experiments.baseline",
+    "jaxgame-benchmark": "experiments.benchmark",
+    "jaxgame-pipeline": "experiments.pipeline",
+}
+
+#: ``--games``' meaning in every command that seats players (its ``--help`` says it).
+GAMES_HELP = "game seeds; each is played in 8 seat rotations (N x 8 games)"
+
+
+def prog_name(module: str) -> str:
+    """The command a CLI's ``usage:`` line names: its console script (``jaxgame-train``) when this process runs as
+    that script, else ``python -m MODULE``."""
+    script = Path(sys.argv[0]).name if sys.argv and sys.argv[0] else ""
+    script = script.removesuffix(".exe").removesuffix("-script.py")
+    return script if SCRIPTS.get(script) == module else f"python -m {module}"
+
+
+def make_parser(module: str, doc: str | None) -> argparse.ArgumentParser:
+    """The ``ArgumentParser`` of the CLI ``module``: its own name in ``usage:`` (``prog_name``), ``doc`` as the
+    description (kept as written)."""
+    return argparse.ArgumentParser(prog=prog_name(module), description=doc,
+                                   formatter_class=argparse.RawDescriptionHelpFormatter)
+
+
+def add_cache_args(parser) -> None:
+    """``--cache-dir`` and ``--no-cache``: JAX's persistent compilation cache (``enable_compilation_cache``)."""
+    parser.add_argument("--cache-dir", default=DEFAULT_CACHE, help=f"JAX compilation cache (default {DEFAULT_CACHE})")
+    parser.add_argument("--no-cache", action="store_true", help="do not use the persistent compilation cache")
+
+
+def note_deprecated(old: str, new: str) -> None:
+    """The one line a deprecated alias prints on stderr: ``note: OLD is deprecated, use NEW``."""
+    print(f"note: {old} is deprecated, use {new}", file=sys.stderr, flush=True)
+
+
+class _DeprecatedAlias(argparse.Action):
+    """A hidden option that stores (``store``, ``append`` or ``store_true``) into the option it replaces and prints
+    ``note_deprecated`` once per parser, however often it is given."""
+
+    def __init__(self, option_strings, dest, use: str, kind: str = "store", **kwargs):
+        self.use, self.kind = use, kind
+        super().__init__(option_strings, dest, nargs=0 if kind == "store_true" else None, **kwargs)
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        noted = parser.__dict__.setdefault("_noted_aliases", set())
+        if self.option_strings[0] not in noted:
+            noted.add(self.option_strings[0])
+            note_deprecated(self.option_strings[0], self.use)
+        if self.kind == "append":
+            setattr(namespace, self.dest, [*(getattr(namespace, self.dest, None) or []), values])
+        else:
+            setattr(namespace, self.dest, True if self.kind == "store_true" else values)
+
+
+def deprecated_alias(parser, old: str, new: str, dest: str, kind: str = "store", **kwargs) -> None:
+    """Accept ``old`` (e.g. ``--run-dir``) for one release as an alias of the option ``new`` (``--out``), whose
+    value lives in ``dest``; hidden from ``--help``'s list of options (its epilog names it), and a use prints one
+    line on stderr, ``note: OLD is deprecated, use NEW``. ``kind``: how ``new`` stores (``store``, ``append``,
+    ``store_true``)."""
+    parser.add_argument(old, action=_DeprecatedAlias, dest=dest, use=new, kind=kind, help=argparse.SUPPRESS,
+                        **kwargs)
+    line = f"  {old} (use {new})"
+    head = "deprecated aliases, accepted for one release:"
+    parser.epilog = f"{parser.epilog}\n{line}" if parser.epilog else f"{head}\n{line}"
+
+
 __all__ = [
     "DEFAULT_CACHE",
+    "GAMES_HELP",
+    "SCRIPTS",
+    "add_cache_args",
     "apply_sets",
+    "deprecated_alias",
     "enable_compilation_cache",
     "fail",
-    "quiet_logs",
+    "make_parser",
+    "note_deprecated",
     "parse_overrides",
+    "parse_rules",
     "parse_value",
+    "prog_name",
+    "quiet_logs",
+    "resume_hint",
     "status",
 ]

@@ -1,95 +1,98 @@
-"""Play batches of games between scripted bots and report mean placements.
+"""Evaluate a player against lineups of opponents, compare two players, or play games of bots.
 
-    python -m experiments.evaluate --games 16
-    python -m experiments.evaluate --seats greedy,random,random,random,random,random,random,random
-    python -m experiments.evaluate --seats expert,greedy,greedy,greedy,greedy,greedy,greedy,greedy --games 32
-    python -m experiments.evaluate --checkpoint runs/mine --vs greedy --games 16
-    python -m experiments.evaluate --checkpoint runs/clone --vs greedy --games 32 --greedy-policy   # argmax play
-    python -m experiments.evaluate --checkpoint runs/mine --vs baseline:ppo_small-v1 --games 32
-    python -m experiments.evaluate --checkpoint runs/mine --vs runs/other:120 --vs
-    greedy,greedy,random,runs/other,greedy,random,random
+    python -m experiments.evaluate runs/mine --vs greedy --games 16            # its latest good checkpoint
+    python -m experiments.evaluate runs/mine:120 --vs random --vs greedy        # checkpoint 120
+    python -m experiments.evaluate runs/clone --vs greedy --games 32 --deterministic   # argmax play
+    python -m experiments.evaluate runs/mine --vs baseline:ppo_small-v1 --games 32
+    python -m experiments.evaluate runs/mine --vs runs/b:120 --vs greedy,greedy,random,runs/b,greedy,random,random
+    python -m experiments.evaluate expert --vs greedy --set max_rounds=20    # a bot is a player too
     python -m experiments.evaluate --compare runs/mine runs/other --games 64
     python -m experiments.evaluate --compare runs/mine baseline:ppo_small-v1 --vs greedy --games 64
+    python -m experiments.evaluate --games 16                                   # games of bots
+    python -m experiments.evaluate --seats expert,greedy,greedy,greedy,greedy,greedy,greedy,greedy --games 32
 
-With ``--checkpoint RUN_DIR`` it evaluates the trained policy of a run (its
-latest good checkpoint, or ``--step``) in one seat against 7 opponents, the
-policy rotated over all 8 seats for each game seed (duplicate evaluation, as
-during training: ``agents.arena.tables``). Each ``--vs`` (repeatable; default:
-random, then greedy) names the opponents: one player for all 7 seats, or 7
-comma-separated players; a player is a bot (``random``, ``greedy``, ``expert``), a shipped
-baseline policy ``baseline:NAME`` (``python -m experiments.baseline list``), or another run
-``RUN_DIR[:STEP]`` (its latest good checkpoint, or checkpoint STEP). The policies
-sample their actions, as in training; ``--greedy-policy`` makes them play their most
-likely legal action (a behaviour-cloned policy is meant to be played so). JSON
-with, per ``--vs``, the mean placement, a 95% interval over the seeds, top-1
-and top-4 rates; a table of the same on stderr.
+A player is a training run ``RUN_DIR[:STEP]`` (its latest good checkpoint, or checkpoint STEP), a shipped
+baseline policy ``baseline:NAME`` (``python -m experiments.baseline list``) or a bot (``random``, ``greedy``,
+``expert``). Every table is played duplicate (``agents.arena.tables``): ``--games N`` game seeds, each in 8 seat
+rotations, so N x 8 games per lineup, and every player sits in every seat on the same luck of the draw.
 
-With ``--compare A B`` (two players: bots, ``baseline:NAME`` or ``RUN_DIR[:STEP]``)
-it tests whether A places better than B (``agents.arena.tournament.compare_players``):
-A against each ``--vs`` lineup (default: random, then greedy), then B against the
-same lineup on the same game seeds, and (unless ``--no-head-to-head``) A and B at
-one table: 1 A and 7 B, 7 A and 1 B, 4 and 4; every game seed in 8 rotations.
-Per setting: both mean placements, A - B with its 95% interval, the p-value of a
-paired t-test over the game seeds, the mean rank points (``--rank-points``,
-default 90,45,0,-135 over places 1-2, 3-4, 5-6, 7-8) and the game seeds a
-difference of ``--difference`` places needs (power 0.8 at p < 0.05). The table on
-stderr, the JSON (per-seed placements included) on stdout.
+With PLAYER it evaluates that player in one seat against 7 opponents (``agents.arena.tournament``). Each
+``--vs`` (repeatable; default: random, then greedy) names the opponents: one player for all 7 seats, or 7
+comma-separated players. The policies sample their actions, as in training; ``--deterministic`` makes them play
+their most likely legal action (a behaviour-cloned policy is meant to be played so). JSON with, per ``--vs``, the
+mean placement, a 95% interval over the seeds, top-1 and top-4 rates; a table of the same on stderr.
 
-Tells stderr what it is doing (compiling the rollout, ~20-30 s on a 2-core CPU; then
-the compile time and a progress bar while playing), then prints one JSON object
-(the persistent compilation cache, as in ``experiments.train``, makes later runs start in seconds)
-as the last line of stdout. ``--quiet`` silences the messages and the bar.
+With ``--compare A B`` (two players) it tests whether A places better than B
+(``agents.arena.tournament.compare_players``): A against each ``--vs`` lineup (default: random, then greedy),
+then B against the same lineup on the same game seeds, and (unless ``--no-head-to-head``) A and B at one table:
+1 A and 7 B, 7 A and 1 B, 4 and 4. Per setting: both mean placements, A - B with its 95% interval, the p-value
+of a paired t-test over the game seeds, the mean rank points (``--rank-points``, default 90,45,0,-135 over
+places 1-2, 3-4, 5-6, 7-8) and the game seeds a difference of ``--difference`` places needs (power 0.8 at
+p < 0.05). The table on stderr, the JSON (per-seed placements included) on stdout.
+
+With neither, it plays the 8 bots of ``--seats`` (default greedy,random,... alternating): ``--games`` game seeds,
+the seat list rotated over the 8 seats for each; JSON with each bot's mean placement (and its interval) and the
+ranks int[games][8 rotations][8 positions of --seats].
+
+``--set NAME=VALUE`` (repeatable) changes a game rule (``jaxgame.GameConfig``, e.g. ``--set max_rounds=20``) of
+games of bots; a policy plays with the rules it trained with. Tells stderr what it is doing (compiling, ~20-30 s
+on a 2-core CPU; the persistent compilation cache, as in ``experiments.train``, makes later runs start in
+seconds), then prints one JSON object as the last line of stdout. ``--quiet`` silences the messages.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import time
 
 import jax
+import numpy as np
 
-import jaxgame
 from agents.arena import significance, tournament
-from agents.policies.load import PolicyError
+from agents.arena.evaluation import placement_summary
+from agents.arena.tables import make_table_runner
+from agents.policies.load import TABLE_BOTS, PolicyError, is_baseline, parse_spec
 from agents.storage.checkpoints import CheckpointMismatchError, NoGoodCheckpointError
 from agents.utils import memory
 from agents.utils.progress import ConsoleProgress
 from experiments.common import (
-    DEFAULT_CACHE,
+    GAMES_HELP,
+    add_cache_args,
+    deprecated_alias,
     enable_compilation_cache,
     fail,
+    make_parser,
+    note_deprecated,
     parse_rules,
-    placement_by_bot,
-    play_games,
     quiet_logs,
     status,
 )
-from jaxgame.bots import BOTS
 
 DEFAULT_SEATS = "greedy,random,greedy,random,greedy,random,greedy,random"
+DEFAULT_VS = ("random", "greedy")
+PLAYER = "RUN_DIR[:STEP] | baseline:NAME | random | greedy | expert"
 
 
 def parse_args(argv=None):
-    parser = argparse.ArgumentParser(prog="python -m experiments.evaluate", description=__doc__,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--games", type=int, default=16, help="games played in parallel (one per env); default 16")
-    parser.add_argument("--seats", default=DEFAULT_SEATS, help=f"8 comma-separated bots from {sorted(BOTS)}")
-    parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--rule", action="append", default=[], metavar="NAME=INT",
-                        help="rule override, e.g. --rule max_rounds=20 (repeatable)")
-    parser.add_argument("--quiet", action="store_true", help="no progress messages or bar on stderr")
-    parser.add_argument("--cache-dir", default=DEFAULT_CACHE, help=f"JAX compilation cache (default {DEFAULT_CACHE})")
-    parser.add_argument("--no-cache", action="store_true", help="do not use the persistent compilation cache")
-    parser.add_argument("--checkpoint", metavar="RUN_DIR", help="evaluate the policy of a training run")
-    parser.add_argument("--step", type=int, help="with --checkpoint: this checkpoint step (default: latest good)")
-    parser.add_argument("--greedy-policy", action="store_true",
-                        help="with --checkpoint: the policies play their most likely legal action, not a sample")
+    """``(parser, args, rules)``: ``args.player`` (None without one; the deprecated ``--checkpoint DIR --step N``
+    folded in as ``DIR:N``), ``args.lineups`` (``--vs`` spec -> its 7 opponents), ``args.seats`` (8 bot names) and
+    the game ``rules`` of ``--set``; bad input is a one-line parser error."""
+    parser = make_parser("experiments.evaluate", __doc__)
+    parser.add_argument("player", nargs="?", metavar="PLAYER", help=f"the player evaluated: {PLAYER}")
     parser.add_argument("--vs", action="append", metavar="PLAYER[,PLAYER x7]",
-                        help="with --checkpoint: the opponents, random / greedy / expert / baseline:NAME / "
-                             "RUN_DIR[:STEP], one for all 7 seats or 7 comma-separated (repeatable; default: random, "
-                             "then greedy)")
+                        help="the opponents of PLAYER (or of --compare's A and B): one player for all 7 seats or 7 "
+                             "comma-separated (repeatable; default: random, then greedy)")
+    parser.add_argument("--games", type=int, default=16, metavar="N", help=f"{GAMES_HELP} per lineup; default 16")
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--deterministic", action="store_true",
+                        help="policies play their most likely legal action instead of a sample")
+    parser.add_argument("--set", action="append", default=[], metavar="RULE=VALUE",
+                        help="a game rule of games of bots, e.g. --set max_rounds=20 (repeatable)")
+    parser.add_argument("--seats", default=None,
+                        help=f"without PLAYER: the 8 comma-separated bots of the bot games (default {DEFAULT_SEATS})")
     parser.add_argument("--compare", nargs=2, metavar=("A", "B"),
-                        help="test whether player A places better than player B (bots, baseline:NAME, RUN_DIR[:STEP])")
+                        help=f"test whether player A places better than player B ({PLAYER})")
     parser.add_argument("--no-head-to-head", action="store_true",
                         help="with --compare: only the --vs lineups, not A and B at one table")
     parser.add_argument("--difference", type=float, default=significance.DEFAULT_DIFFERENCE,
@@ -98,13 +101,51 @@ def parse_args(argv=None):
     parser.add_argument("--rank-points", default=",".join(f"{v:g}" for v in significance.DEFAULT_RANK_POINTS),
                         help="with --compare: points per place, 1, 2, 4 or 8 comma-separated values spread over the 8 "
                              "places (default %(default)s)")
+    parser.add_argument("--quiet", action="store_true", help="no progress messages on stderr")
+    add_cache_args(parser)
+    parser.add_argument("--checkpoint", help=argparse.SUPPRESS)  # deprecated: the positional PLAYER
+    parser.add_argument("--step", type=int, help=argparse.SUPPRESS)  # deprecated: PLAYER RUN_DIR:STEP
+    deprecated_alias(parser, "--greedy-policy", "--deterministic", "deterministic", kind="store_true")
+    deprecated_alias(parser, "--rule", "--set", "set", kind="append", metavar="NAME=VALUE")
+    parser.epilog += "\n  --checkpoint RUN_DIR [--step N] (use the player RUN_DIR[:N])"
     args = parser.parse_args(argv)
-    if args.compare and (args.checkpoint or args.step is not None):
-        fail(parser, "--compare takes its two players as A B (RUN_DIR:STEP for a step), not --checkpoint/--step")
-    if not args.checkpoint and not args.compare and (args.step is not None or args.vs):
-        fail(parser, "--step and --vs need --checkpoint RUN_DIR (the policy they evaluate) or --compare A B")
-    if args.greedy_policy and not args.checkpoint:
-        fail(parser, "--greedy-policy needs --checkpoint RUN_DIR (the policy that plays its most likely action)")
+    _fold_checkpoint(parser, args)
+    _check(parser, args)
+    return parser, args, parse_rules(parser, args.set)
+
+
+def _fold_checkpoint(parser, args) -> None:
+    """The deprecated ``--checkpoint DIR [--step N]`` as the player ``DIR[:N]``, with one note on stderr."""
+    if args.checkpoint is None and args.step is None:
+        return
+    old = " ".join(f"--{k} {v}" for k, v in (("checkpoint", args.checkpoint), ("step", args.step)) if v is not None)
+    if args.compare:
+        fail(parser, f"--compare takes its two players as A B (RUN_DIR:STEP for a step), not {old}")
+    if args.checkpoint is not None and args.player:
+        fail(parser, f"give the player once: {args.player} or {old}, not both")
+    run_dir = args.checkpoint if args.checkpoint is not None else args.player
+    if run_dir is None:
+        fail(parser, f"{old} needs a run: the player RUN_DIR:STEP ({parser.prog} RUN_DIR:{args.step} --vs greedy)")
+    parsed = parse_spec(run_dir)
+    if args.step is not None and not (isinstance(parsed, tuple) and parsed[1] is None and not is_baseline(run_dir)):
+        fail(parser, f"--step {args.step}: {run_dir!r} is not a RUN_DIR without a step")
+    args.player = run_dir if args.step is None else f"{run_dir}:{args.step}"
+    note_deprecated(old, f"the positional player: {parser.prog} {args.player}")
+
+
+def _check(parser, args) -> None:
+    """The combinations and ranges ``parse_args`` refuses; ``args.lineups`` and ``args.seats`` filled in."""
+    if args.games < 1:
+        fail(parser, f"--games must be >= 1, got {args.games}")
+    if args.compare and args.player:
+        fail(parser, f"--compare takes its two players as A B (RUN_DIR:STEP for a step), not a PLAYER ({args.player})")
+    if not args.player and not args.compare and args.vs:
+        fail(parser, f"--vs needs a PLAYER ({parser.prog} RUN_DIR[:STEP] --vs greedy) or --compare A B")
+    if args.deterministic and not args.player:
+        fail(parser, f"--deterministic needs a PLAYER (a policy that plays its most likely action): {parser.prog} "
+                     "RUN_DIR[:STEP] --deterministic")
+    if args.seats is not None and (args.player or args.compare):
+        fail(parser, "--seats names the bots of bot games (no PLAYER, no --compare); give opponents with --vs")
     if args.compare:
         if args.games < 2:
             fail(parser, f"--compare needs --games >= 2 game seeds (a test needs a spread), got {args.games}")
@@ -114,44 +155,57 @@ def parse_args(argv=None):
             args.rank_points = significance.check_rank_points(float(v) for v in args.rank_points.split(","))
         except ValueError as err:
             fail(parser, f"--rank-points {args.rank_points!r}: {err}")
-    seats = tuple(s.strip() for s in args.seats.split(","))
-    if len(seats) != 8 or any(s not in BOTS for s in seats):
-        fail(parser, f"--seats needs 8 names from {sorted(BOTS)}, got {args.seats!r}")
-    if args.games < 1:
-        fail(parser, f"--games must be >= 1, got {args.games}")
-    return parser, args, seats, parse_rules(parser, args.rule)
+    try:
+        args.lineups = {spec: tournament.lineup_of(spec) for spec in (args.vs or DEFAULT_VS)}
+    except PolicyError as err:
+        fail(parser, f"--vs: {err}")
+    seats = tuple(s.strip() for s in (args.seats or DEFAULT_SEATS).split(","))
+    if len(seats) != 8 or any(s not in TABLE_BOTS for s in seats):
+        fail(parser, f"--seats needs 8 names from {list(TABLE_BOTS)}, got {args.seats!r}")
+    args.seats = seats
 
 
-def _opponents(spec: str) -> list[str]:
-    """The 7 opponents of one ``--vs``."""
-    names = [n.strip() for n in spec.split(",")]
-    if len(names) == 1:
-        return names * 7
-    if len(names) != 7 or not all(names):
-        raise PolicyError(f"--vs {spec!r}: one player for all 7 seats or 7 comma-separated players")
-    return names
+def play_lineups(lineups: dict, games: int, seed: int, rules: dict, deterministic: bool = False) -> dict:
+    """``{name: ranks int[games, 8 rotations, 8 positions]}`` for each lineup (name -> 8 players: bots,
+    ``baseline:NAME`` or ``RUN_DIR[:STEP]``), every game seed in 8 seat rotations, all lineups on the same seeds in
+    one compiled program (``agents.arena.tables``); ``rules``: the game's, when every player is a bot."""
+    policies, player_of = tournament.resolve_players(dict.fromkeys(n for names in lineups.values() for n in names))
+    game = tournament.table_game(policies, rules)
+    index, bots = tournament.participant_index(policies, player_of)
+    memory.check_fits(f"--games {games}", memory.table_bytes(game, games))
+    run = make_table_runner(game, [p.network for p in policies], games, deterministic, bot_names=bots)
+    params, key = tuple(p.params for p in policies), jax.random.key(seed)
+    return {name: np.asarray(run(params, np.tile([index[player_of[n]] for n in names], (games, 1)), key))
+            for name, names in lineups.items()}
 
 
-def _lineups(args) -> dict:
-    """``--vs`` spec -> its 7 opponents, for each ``--vs`` (default: random, then greedy)."""
-    return {spec: _opponents(spec) for spec in (args.vs or ["random", "greedy"])}
-
-
-def evaluate_checkpoint(args) -> dict:
-    """Seat-rotated evaluation of a run's saved policy against each ``--vs`` lineup (see the module docstring)."""
-    lineups = _lineups(args)
-    result = tournament.evaluate_checkpoint(args.checkpoint, args.step, lineups, args.games, args.seed,
-                                            progress=None if args.quiet else ConsoleProgress(),
-                                            greedy_policy=args.greedy_policy)
-    status(tournament.placement_table([(spec, result[f"vs_{spec}"]) for spec in lineups]), not args.quiet)
+def evaluate_player(args, rules) -> dict:
+    """PLAYER against each ``--vs`` lineup: a policy through ``agents.arena.tournament.evaluate_checkpoint``, a bot
+    at tables of ``play_lineups``; the table on stderr, the JSON on stdout."""
+    parsed = parse_spec(args.player)
+    if isinstance(parsed, tuple):
+        if rules:
+            raise PolicyError("--set applies to games of bots; a policy plays with the rules it trained with")
+        result = {"player": args.player,
+                  **tournament.evaluate_checkpoint(*parsed, args.lineups, args.games, args.seed,
+                                                   progress=None if args.quiet else ConsoleProgress(),
+                                                   greedy_policy=args.deterministic)}
+    else:
+        status(f"evaluating {args.player} against {len(args.lineups)} lineup(s): compiling ...", not args.quiet)
+        start = time.perf_counter()
+        tables = play_lineups({spec: [args.player, *names] for spec, names in args.lineups.items()}, args.games,
+                              args.seed, rules, args.deterministic)
+        result = {"player": args.player, "games_per_rotation": args.games, "rules": rules,
+                  **{f"vs_{spec}": placement_summary(ranks[:, :, 0]) for spec, ranks in tables.items()},
+                  "seconds": round(time.perf_counter() - start, 2)}
+    status(tournament.placement_table([(spec, result[f"vs_{spec}"]) for spec in args.lineups]), not args.quiet)
     print(json.dumps(result))
     return result
 
 
 def compare(args, rules) -> dict:
     """``--compare A B``: the significance tests of ``agents.arena.tournament.compare_players``, as a table and JSON."""
-    lineups = _lineups(args)
-    result = tournament.compare_players(*args.compare, lineups, args.games, args.seed,
+    result = tournament.compare_players(*args.compare, args.lineups, args.games, args.seed,
                                         head_to_head=not args.no_head_to_head, rules=rules,
                                         points=args.rank_points, difference=args.difference,
                                         progress=None if args.quiet else ConsoleProgress())
@@ -160,45 +214,35 @@ def compare(args, rules) -> dict:
     return result
 
 
-def main(argv=None):
-    quiet_logs()
-    parser, args, seats, rules = parse_args(argv)
-    enable_compilation_cache(None if args.no_cache else args.cache_dir)
-    if args.compare:
-        try:
-            return compare(args, rules)
-        except (NoGoodCheckpointError, CheckpointMismatchError) as err:
-            fail(parser, err, status=1)
-        except (PolicyError, FileNotFoundError, MemoryError, ValueError) as err:
-            fail(parser, err)
-    if args.checkpoint:
-        if rules:
-            fail(parser, "--rule applies to bot games; a checkpoint plays with the rules it trained with")
-        try:
-            return evaluate_checkpoint(args)
-        except (PolicyError, FileNotFoundError, MemoryError) as err:
-            fail(parser, err)
-        except (NoGoodCheckpointError, CheckpointMismatchError) as err:
-            fail(parser, err, status=1)
-    try:
-        env = jaxgame.make("autochess", **rules)
-    except (TypeError, ValueError) as err:
-        fail(parser, f"--rule: {err}")
-    state_bytes = memory.tree_bytes(jax.eval_shape(env.reset, jax.random.key(0)))
-    try:
-        memory.check_fits(f"--games {args.games}", args.games * state_bytes)
-    except MemoryError as err:
-        fail(parser, err)
-    ranks, stats = play_games(env, seats, args.games, args.seed, progress=not args.quiet)
-    result = {
-        "games": args.games,
-        "seats": list(seats),
-        "mean_placement": placement_by_bot(ranks, seats),
-        "ranks": ranks.tolist(),
-        **{k: round(v, 2) if isinstance(v, float) else v for k, v in stats.items()},
-    }
+def play_bots(args, rules) -> dict:
+    """Games of the 8 bots of ``--seats``: ``--games`` seeds x 8 rotations; each bot's placements."""
+    seats = list(args.seats)
+    status(f"playing {args.games} game seeds x 8 rotations of {','.join(seats)}: compiling ...", not args.quiet)
+    start = time.perf_counter()
+    ranks = play_lineups({"seats": seats}, args.games, args.seed, rules)["seats"]
+    seconds = time.perf_counter() - start
+    status(f"played {args.games * 8} games in {seconds:.1f} s (compiling included)", not args.quiet)
+    placements = {bot: placement_summary(ranks[:, :, [i for i, s in enumerate(seats) if s == bot]].reshape(
+        args.games, -1)) for bot in sorted(set(seats))}
+    result = {"games": args.games, "rotations": 8, "seats": seats, "rules": rules, "seed": args.seed,
+              "mean_placement": {bot: p["mean_placement"] for bot, p in placements.items()},
+              "placements": placements, "ranks": ranks.tolist(), "seconds": round(seconds, 2)}
     print(json.dumps(result))
     return result
+
+
+def main(argv=None):
+    quiet_logs()
+    parser, args, rules = parse_args(argv)
+    enable_compilation_cache(None if args.no_cache else args.cache_dir)
+    try:
+        if args.compare:
+            return compare(args, rules)
+        return evaluate_player(args, rules) if args.player else play_bots(args, rules)
+    except (NoGoodCheckpointError, CheckpointMismatchError) as err:
+        fail(parser, err, status=1)
+    except (PolicyError, FileNotFoundError, MemoryError, ValueError) as err:
+        fail(parser, err)
 
 
 if __name__ == "__main__":

@@ -13,20 +13,18 @@ and ``policy_loader.py``, which loads them with only jax and numpy (docs/interop
 
 from __future__ import annotations
 
-import argparse
 import json
 from pathlib import Path
 
 from agents.policies.export import DEFAULT_PLATFORMS, export_policy
 from agents.policies.load import PolicyError, load_policy, parse_spec
 from agents.storage.checkpoints import NoGoodCheckpointError
-from experiments.common import fail, quiet_logs
+from experiments.common import fail, make_parser, quiet_logs
 
 
 def main(argv=None):
     quiet_logs()
-    parser = argparse.ArgumentParser(prog="python -m experiments.export", description=__doc__,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = make_parser("experiments.export", __doc__)
     parser.add_argument("policy", metavar="RUN_DIR[:STEP] | baseline:NAME")
     parser.add_argument("--out", type=Path, required=True, help="a new or empty directory")
     parser.add_argument("--platforms", default=",".join(DEFAULT_PLATFORMS),

@@ -1,10 +1,10 @@
 """Run the design's training pipeline end to end: record -> behaviour cloning -> oracle teacher -> distilled student
--> anchored league, each phase in its own run directory under ``--dir``.
+-> anchored league, each phase in its own run directory under ``--out`` (the console script: ``jaxgame-pipeline``).
 
-    python -m experiments.pipeline --preset=pipeline_small --dir runs/pipe        # CPU (2 cores), about 40 min
-    python -m experiments.pipeline --dir runs/pipe --resume                          # continue where it stopped
-    python -m experiments.pipeline --preset=pipeline_small --set student.total_steps=409600 --dir runs/pipe2
-    python -m experiments.pipeline --preset=pipeline_smoke --dir /tmp/pipe --stop-after bc
+    python -m experiments.pipeline --preset=pipeline_small --out runs/pipe        # CPU (2 cores), about 40 min
+    python -m experiments.pipeline --out runs/pipe --resume                          # continue where it stopped
+    python -m experiments.pipeline --preset=pipeline_small --set student.total_steps=409600 --out runs/pipe2
+    python -m experiments.pipeline --preset=pipeline_smoke --out /tmp/pipe --stop-after bc
     python -m experiments.pipeline --list-presets
 
 The pipeline is the library's ``agents.pipeline.runner.run_pipeline`` (docs/training.md, "The pipeline"): each phase's
@@ -18,36 +18,44 @@ the pipeline (exit 0, resumable). Progress goes to stderr; the last line on stdo
 
 from __future__ import annotations
 
-import argparse
 import dataclasses
 import json
 import time
 from pathlib import Path
 
 from agents.config import TrainConfig
+from agents.config import parse_sets as parse_config_sets
 from agents.pipeline.runner import PIPELINE_FILE, RECORD, RecordPhase, run_pipeline
 from agents.presets import PIPELINES, pipeline_spec
 from agents.run.loop import RunError
 from agents.storage.checkpoints import CheckpointMismatchError, NoGoodCheckpointError
 from agents.utils.health import NonFiniteError
 from agents.utils.progress import ConsoleProgress, NoProgress
-from experiments.common import DEFAULT_CACHE, enable_compilation_cache, fail, parse_value, quiet_logs
+from experiments.common import (
+    add_cache_args,
+    deprecated_alias,
+    enable_compilation_cache,
+    fail,
+    make_parser,
+    parse_value,
+    quiet_logs,
+    resume_hint,
+)
 
 
 def parse_args(argv=None):
-    parser = argparse.ArgumentParser(prog="python -m experiments.pipeline", description=__doc__,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = make_parser("experiments.pipeline", __doc__)
     parser.add_argument("--preset", default="pipeline_small", help="a pipeline preset (--list-presets)")
-    parser.add_argument("--dir", help="the pipeline's directory (default runs/<preset>-<timestamp>)")
+    parser.add_argument("--out", metavar="DIR", help="the pipeline's directory (default runs/<preset>-<timestamp>)")
     parser.add_argument("--seed", type=int, default=0, help="the recording's seed; phase i trains with seed + i")
     parser.add_argument("--set", action="append", default=[], metavar="PHASE.FIELD=VALUE",
                         help="override one phase's config field (repeatable)")
-    parser.add_argument("--resume", action="store_true", help="continue the pipeline in --dir")
+    parser.add_argument("--resume", action="store_true", help="continue the pipeline in --out")
     parser.add_argument("--stop-after", metavar="PHASE", help="stop after this phase (resume later)")
     parser.add_argument("--list-presets", action="store_true", help="print the pipeline presets and exit")
     parser.add_argument("--quiet", action="store_true", help="no progress messages or bars on stderr")
-    parser.add_argument("--cache-dir", default=DEFAULT_CACHE, help=f"JAX compilation cache (default {DEFAULT_CACHE})")
-    parser.add_argument("--no-cache", action="store_true", help="do not use the persistent compilation cache")
+    add_cache_args(parser)
+    deprecated_alias(parser, "--dir", "--out", "out")
     args = parser.parse_args(argv)
     if not 0 <= args.seed < 2**31 - 16:
         fail(parser, f"--seed must be in [0, 2^31 - 16), got {args.seed}")
@@ -68,8 +76,7 @@ def parse_sets(parser, items) -> dict:
 
 def typed_overrides(sets: dict) -> dict:
     """{phase: {field: text}} -> {phase: {field: value}} parsed by the field's type (``record``: ``RecordPhase``'s
-    int fields; the others ``TrainConfig``'s); a ``ValueError`` names the field."""
-    types = TrainConfig.field_types()
+    int fields; the others ``TrainConfig``'s, named short or GROUP.NAME); a ``ValueError`` names the field."""
     record_fields = {f.name for f in dataclasses.fields(RecordPhase)}
     out = {}
     for phase, fields in sets.items():
@@ -80,10 +87,16 @@ def typed_overrides(sets: dict) -> dict:
                                  f"(RecordPhase fields: {', '.join(sorted(record_fields))})")
             out[phase] = {k: parse_value(f"record.{k}", int, v) for k, v in fields.items()}
             continue
-        unknown = sorted(set(fields) - set(types))
-        if unknown:
-            raise ValueError(f"--set {phase}.{unknown[0]}: unknown config field")
-        out[phase] = {k: parse_value(f"{phase}.{k}", types[k], v) for k, v in fields.items()}
+        out[phase] = {}
+        for name, text in fields.items():  # a short (lr) or dotted (optim.lr) field name, as in experiments.train
+            try:
+                TrainConfig.field_path(name)
+            except ValueError as err:
+                raise ValueError(f"--set {phase}.{name}: unknown config field; {err}") from None
+            try:
+                out[phase].update(parse_config_sets({name: text}))
+            except ValueError as err:
+                raise ValueError(f"--set {phase}.{name}: {err}") from None
     return out
 
 
@@ -100,14 +113,14 @@ def main(argv=None):
         return None
     sets = parse_sets(parser, args.set)
     if args.resume:
-        if not args.dir:
-            fail(parser, "--resume needs --dir")
+        if not args.out:
+            fail(parser, "--resume needs --out DIR")
         if sets:
             fail(parser, "--resume continues the pipeline as it started; --set is not allowed")
         try:
-            state = json.loads((Path(args.dir) / PIPELINE_FILE).read_text())
+            state = json.loads((Path(args.out) / PIPELINE_FILE).read_text())
         except (OSError, json.JSONDecodeError) as err:
-            fail(parser, f"{Path(args.dir) / PIPELINE_FILE} cannot be read ({err}); is --dir a pipeline directory?")
+            fail(parser, f"{Path(args.out) / PIPELINE_FILE} cannot be read ({err}); is --out a pipeline directory?")
         preset, seed, overrides = state["pipeline"], state["seed"], state.get("overrides") or {}
     else:
         preset, seed = args.preset, args.seed
@@ -119,7 +132,7 @@ def main(argv=None):
         spec = pipeline_spec(preset)
     except ValueError as err:
         fail(parser, err)
-    out_dir = args.dir or f"runs/{preset}-{time.strftime('%Y%m%d-%H%M%S')}"
+    out_dir = args.out or f"runs/{preset}-{time.strftime('%Y%m%d-%H%M%S')}"
     enable_compilation_cache(None if args.no_cache else args.cache_dir)
     try:
         summary = run_pipeline(spec, out_dir, preset, seed, args.resume,
@@ -129,7 +142,7 @@ def main(argv=None):
     except (NoGoodCheckpointError, CheckpointMismatchError) as err:
         fail(parser, err, status=1)
     except (RunError, ValueError, TypeError, FileNotFoundError, MemoryError) as err:
-        fail(parser, err)
+        fail(parser, resume_hint(err, out_dir))
     result = {"dir": str(out_dir), "pipeline": preset, "final": summary["final"], "wall_s": summary["wall_s"],
               "stopped": summary["stopped"],
               "phases": {k: {"dir": v["dir"], "result": v["result"], "wall_s": v["wall_s"]}

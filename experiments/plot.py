@@ -32,7 +32,6 @@ summary as the JSON line).
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import sys
@@ -40,13 +39,11 @@ import warnings
 
 from agents.run.plotting import X_FIELDS, plot_runs
 from agents.storage.metrics import METRICS_FILE, metrics_path
-from experiments.common import fail
+from experiments.common import fail, make_parser
 
 
 def main(argv=None) -> dict:
-    parser = argparse.ArgumentParser(
-        prog="python -m experiments.plot", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
-    )
+    parser = make_parser("experiments.plot", __doc__)
     parser.add_argument("run_dirs", nargs="+", metavar="RUN_DIR", help=f"run directory holding {METRICS_FILE}")
     parser.add_argument("--out", required=True, help="PNG path (parent directories are created)")
     parser.add_argument("--x", default="env_steps", choices=X_FIELDS, help="x axis field (default: env_steps)")

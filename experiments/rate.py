@@ -27,7 +27,6 @@ lines). The table goes to stderr, one JSON summary line to stdout.
 
 from __future__ import annotations
 
-import argparse
 import json
 import sys
 import time
@@ -38,14 +37,14 @@ from agents.arena.tournament import rate_checkpoints
 from agents.policies.load import PolicyError
 from agents.storage.checkpoints import CheckpointMismatchError, NoGoodCheckpointError
 from agents.utils.progress import ConsoleProgress
-from experiments.common import DEFAULT_CACHE, enable_compilation_cache, fail, quiet_logs
+from experiments.common import GAMES_HELP, add_cache_args, enable_compilation_cache, fail, make_parser, quiet_logs
 
 
 def parse_args(argv=None):
-    parser = argparse.ArgumentParser(prog="python -m experiments.rate", description=__doc__,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = make_parser("experiments.rate", __doc__)
     parser.add_argument("runs", nargs="+", metavar="RUN_DIR[:STEP]", help="training runs (and checkpoints) to rate")
-    parser.add_argument("--games", type=int, default=16, help="game seeds (lineups), each played 8 times (default 16)")
+    parser.add_argument("--games", type=int, default=16, metavar="N",
+                        help=f"{GAMES_HELP}, one drawn lineup a seed; default 16")
     parser.add_argument("--bots", default=",".join(DEFAULT_BOTS),
                         help=f"comma-separated scripted bots that join, from {','.join(TABLE_BOTS)}, or none "
                              f"(default {','.join(DEFAULT_BOTS)})")
@@ -54,9 +53,8 @@ def parse_args(argv=None):
     )
     parser.add_argument("--batch", type=int, default=8, help="lineups played together in one program (default 8)")
     parser.add_argument("--seed", type=int, default=0, help="lineups and game seeds (default 0)")
-    parser.add_argument("--out", help="output directory (default runs/ratings-<timestamp>)")
-    parser.add_argument("--cache-dir", default=DEFAULT_CACHE, help=f"JAX compilation cache (default {DEFAULT_CACHE})")
-    parser.add_argument("--no-cache", action="store_true", help="do not use the persistent compilation cache")
+    parser.add_argument("--out", metavar="DIR", help="output directory (default runs/ratings-<timestamp>)")
+    add_cache_args(parser)
     parser.add_argument("--quiet", action="store_true", help="no progress or table on stderr")
     args = parser.parse_args(argv)
     for name in ("games", "batch"):

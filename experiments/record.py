@@ -4,7 +4,7 @@
     python -m experiments.record --players expert,greedy,greedy,greedy,greedy,greedy,greedy,greedy --out data/e1
     python -m experiments.record --players runs/mine,greedy,random,greedy,random,greedy,random,expert --positions 0,7 \
         --games 32 --out data/mine
-    python -m experiments.record --players greedy --obs pixels --rule max_rounds=20 --games 16 --out data/pixels
+    python -m experiments.record --players greedy --obs pixels --set max_rounds=20 --games 16 --out data/pixels
 
 ``--players``: one player for all 8 lineup positions or 8 comma-separated; a player is a bot (random, greedy,
 expert), a shipped baseline policy ``baseline:NAME`` or a training run ``RUN_DIR[:STEP]``. Each game seed is
@@ -13,9 +13,9 @@ whose rotations would be the same game). The steps of the lineup positions in ``
 the dataset directory ``--out`` (new or empty): observation (packed pixels stay packed), legal-action mask, action,
 reward, return-to-go, final placement, decision flag and the game/rotation/position/seat/step of each sample, in
 sharded ``.npz`` files with a manifest (shapes, dtypes, players, rules, jaxgame version, a sha256 per shard;
-``agents.pipeline.recording``, ``agents.storage.datasets``). ``--rule``/``--obs`` apply to games of bots; policies play
-with the
-rules and observations they trained with.
+``agents.pipeline.recording``, ``agents.storage.datasets``). ``--set`` (game rules) and ``--obs`` apply to games of
+bots; policies play with the rules and observations they trained with, sampling their actions (``--deterministic``:
+their most likely legal action).
 
 Tells stderr what it is doing (a progress bar over the games), then prints one JSON object (the dataset's
 directory, samples, shards, bytes, the recorded positions' mean placements, seconds) as the last line of stdout.
@@ -23,36 +23,45 @@ directory, samples, shards, bytes, the recorded positions' mean placements, seco
 
 from __future__ import annotations
 
-import argparse
 import json
 
 from agents.pipeline import recording
 from agents.storage.checkpoints import CheckpointMismatchError, NoGoodCheckpointError
 from agents.utils.progress import ConsoleProgress, NoProgress
-from experiments.common import DEFAULT_CACHE, enable_compilation_cache, fail, parse_rules, quiet_logs
+from experiments.common import (
+    add_cache_args,
+    deprecated_alias,
+    enable_compilation_cache,
+    fail,
+    make_parser,
+    parse_rules,
+    quiet_logs,
+)
 
 
 def parse_args(argv=None):
-    parser = argparse.ArgumentParser(prog="python -m experiments.record", description=__doc__,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = make_parser("experiments.record", __doc__)
     parser.add_argument("--players", required=True, metavar="PLAYER[,PLAYER x7]",
                         help="one player for all 8 positions or 8 comma-separated: random / greedy / expert / "
                              "baseline:NAME / RUN_DIR[:STEP]")
     parser.add_argument("--out", required=True, metavar="DATA_DIR", help="the dataset directory (new or empty)")
-    parser.add_argument("--games", type=int, default=64, help="game seeds to record (default 64)")
+    parser.add_argument("--games", type=int, default=64, metavar="N",
+                        help="game seeds; each is played in --rotations seat rotations (default 8: N x 8 games; "
+                             "default 64 seeds)")
     parser.add_argument("--positions", default="0", help="comma-separated lineup positions to record (default 0)")
     parser.add_argument("--rotations", type=int, help="rotations per game seed, 1..8 (default: 8; 1 for one player)")
     parser.add_argument("--batch-games", type=int, default=8,
                         help="game seeds played at once, one shard each (default 8)")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--obs", choices=("vector", "pixels"), default="vector", help="games of bots: observations")
-    parser.add_argument("--rule", action="append", default=[], metavar="NAME=INT",
-                        help="games of bots: a rule override, e.g. --rule max_rounds=20 (repeatable)")
-    parser.add_argument("--greedy-policy", action="store_true",
+    parser.add_argument("--set", action="append", default=[], metavar="RULE=VALUE",
+                        help="games of bots: a game rule, e.g. --set max_rounds=20 (repeatable)")
+    parser.add_argument("--deterministic", action="store_true",
                         help="policies take their most likely legal action instead of sampling")
     parser.add_argument("--quiet", action="store_true", help="no progress messages or bar on stderr")
-    parser.add_argument("--cache-dir", default=DEFAULT_CACHE, help=f"JAX compilation cache (default {DEFAULT_CACHE})")
-    parser.add_argument("--no-cache", action="store_true", help="do not use the persistent compilation cache")
+    add_cache_args(parser)
+    deprecated_alias(parser, "--rule", "--set", "set", kind="append", metavar="NAME=VALUE")
+    deprecated_alias(parser, "--greedy-policy", "--deterministic", "deterministic", kind="store_true")
     args = parser.parse_args(argv)
     if args.games < 1:
         fail(parser, f"--games must be >= 1, got {args.games}")
@@ -63,7 +72,7 @@ def parse_args(argv=None):
     args.players = [p.strip() for p in args.players.split(",")]
     if len(args.players) not in (1, 8) or not all(args.players):
         fail(parser, f"--players needs 1 or 8 comma-separated players, got {len(args.players)}")
-    return parser, args, parse_rules(parser, args.rule)
+    return parser, args, parse_rules(parser, args.set)
 
 
 def main(argv=None):
@@ -72,7 +81,7 @@ def main(argv=None):
     enable_compilation_cache(None if args.no_cache else args.cache_dir)
     try:
         result = recording.record(args.players, args.out, args.games, args.positions, args.seed, args.rotations,
-                                  args.batch_games, rules, args.obs, args.greedy_policy,
+                                  args.batch_games, rules, args.obs, args.deterministic,
                                   NoProgress() if args.quiet else ConsoleProgress())
     except (NoGoodCheckpointError, CheckpointMismatchError) as err:
         fail(parser, err, status=1)

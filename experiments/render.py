@@ -2,9 +2,11 @@
 
     python -m experiments.render --out renders
     python -m experiments.render --out renders --seed 3 --rounds 8 --seat 2 --scale 4
+    python -m experiments.render --out renders --set steps_per_round=4 --rounds 3
 
 Plays ``--rounds`` rounds with the greedy bots on every seat (one
-``jax.jit(env.step)`` per decision step), then writes
+``jax.jit(env.step)`` per decision step; ``--set NAME=VALUE``: a game rule), then writes
+into the directory ``--out``:
 
   * ``state.png``: ``render.render_rgb`` of ``--seat``'s view (layout in
     docs/pixels.md, "Rendered view");
@@ -17,7 +19,6 @@ and prints a JSON summary with the paths.
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import sys
@@ -28,7 +29,7 @@ import numpy as np
 from tqdm import tqdm
 
 import jaxgame
-from experiments.common import fail
+from experiments.common import fail, make_parser, parse_rules
 from jaxgame import bots, combat, render
 from jaxgame import constants as C
 from jaxgame.play import random_board
@@ -57,17 +58,19 @@ def play(env, seed: int, rounds: int, quiet: bool):
 
 
 def main(argv=None):
-    parser = argparse.ArgumentParser(prog="python -m experiments.render", description=__doc__,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--out", required=True, help="output directory (created if missing)")
+    parser = make_parser("experiments.render", __doc__)
+    parser.add_argument("--out", required=True, metavar="DIR", help="output directory (created if missing)")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--rounds", type=int, default=8, help="rounds played before rendering")
     parser.add_argument("--seat", type=int, default=0, help="seat drawn (0..7)")
     parser.add_argument("--scale", type=int, default=4, help="pixel scale of the PNG")
     parser.add_argument("--gif-scale", type=int, default=3, help="pixel scale of the GIF")
     parser.add_argument("--every", type=int, default=1, help="GIF: one frame every k combat ticks")
+    parser.add_argument("--set", action="append", default=[], metavar="RULE=VALUE",
+                        help="a game rule, e.g. --set max_rounds=20 (repeatable)")
     parser.add_argument("--quiet", action="store_true")
     args = parser.parse_args(argv)
+    rules = parse_rules(parser, args.set)
     if not 0 <= args.seat < C.NUM_PLAYERS:
         fail(parser, f"--seat must be in 0..{C.NUM_PLAYERS - 1}")
     if args.rounds < 0 or args.scale < 1 or args.gif_scale < 1 or args.every < 1:
@@ -78,7 +81,7 @@ def main(argv=None):
         fail(parser, f"--out {args.out}: cannot make the output directory ({err.strerror})")
     start = time.perf_counter()
 
-    env = jaxgame.make("autochess")
+    env = jaxgame.make("autochess", **rules)
     state = play(env, args.seed, args.rounds, args.quiet)
     p = jax.tree_util.tree_map(np.asarray, state.players)
     seat = args.seat

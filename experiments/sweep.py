@@ -1,8 +1,8 @@
 """Sweep seeds and hyperparameters in ONE compiled program: ``python -m experiments.sweep``.
 
     python -m experiments.sweep --preset=ppo_small --seeds 8 --set lr=1e-4,3e-4,1e-3 --set ent_coef=0.0,0.01
-    python -m experiments.sweep --preset=smoke --seeds 0,5,7 --set lr=1e-3,3e-4 --run-dir runs/my-sweep
-    python -m experiments.sweep --run-dir runs/my-sweep --resume
+    python -m experiments.sweep --preset=smoke --seeds 0,5,7 --set lr=1e-3,3e-4 --out runs/my-sweep
+    python -m experiments.sweep --out runs/my-sweep --resume
 
 A comma-separated ``--set`` value sweeps that field; only the traced
 hyperparameters (lr, gamma, gae_lambda, clip_eps, ent_coef, vf_coef,
@@ -12,7 +12,7 @@ seeds ``seed .. seed + N - 1`` (``seed`` from the preset or ``--set seed=``);
 points x seeds runs, vmapped (``agents.run.sweep``), chunk by chunk with the
 training run's loop (``agents.run.sweep_loop.run_sweep``, which this calls).
 
-The sweep directory (default ``runs/sweep-<preset>-<timestamp>``) holds
+The sweep directory (``--out``, default ``runs/sweep-<preset>-<timestamp>``) holds
 ``config.json`` (the shared config), ``sweep.json`` (seeds, grid and the runs:
 index, grid point, seed, values), ``runs/run_NNN/metrics.jsonl`` and
 ``runs/run_NNN/tb/`` per run (records carry ``run``, ``seed`` and
@@ -25,7 +25,6 @@ per grid point). The last line on stdout is a JSON summary.
 
 from __future__ import annotations
 
-import argparse
 import json
 import sys
 import time
@@ -39,7 +38,17 @@ from agents.run.sweep_loop import load_sweep, run_sweep
 from agents.storage.checkpoints import CheckpointMismatchError, NoGoodCheckpointError
 from agents.utils.health import NonFiniteError
 from agents.utils.progress import ConsoleProgress
-from experiments.common import DEFAULT_CACHE, apply_sets, enable_compilation_cache, fail, parse_overrides, quiet_logs
+from experiments.common import (
+    add_cache_args,
+    apply_sets,
+    deprecated_alias,
+    enable_compilation_cache,
+    fail,
+    make_parser,
+    parse_overrides,
+    quiet_logs,
+    resume_hint,
+)
 
 #: Fields whose ``--set`` value contains commas as part of ONE value.
 LIST_VALUED = ("hidden", "opponents")
@@ -57,6 +66,7 @@ def spec_from_sets(config: TrainConfig, overrides: dict, seeds) -> tuple[TrainCo
     """
     fixed, grid = {}, {}
     for name, text in overrides.items():
+        name = TrainConfig.field_path(name).split(".")[1]  # "optim.lr" and "lr" name the same field
         values = str(text).split(",")
         if len(values) == 1 or name in LIST_VALUED:
             fixed[name] = text
@@ -81,9 +91,7 @@ def spec_from_sets(config: TrainConfig, overrides: dict, seeds) -> tuple[TrainCo
 
 
 def parse_args(argv=None):
-    parser = argparse.ArgumentParser(
-        prog="python -m experiments.sweep", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
-    )
+    parser = make_parser("experiments.sweep", __doc__)
     parser.add_argument(
         "--preset", choices=sorted(PRESETS), help="named config (python -m experiments.train --list-presets)"
     )
@@ -96,18 +104,18 @@ def parse_args(argv=None):
     )
     parser.add_argument("--seeds", default="1", help="a count N (seeds seed..seed+N-1) or a comma-separated list")
     parser.add_argument("--env", help="env override: 'autochess' or 'gymnax:<EnvName>'")
-    parser.add_argument("--run-dir", help="sweep directory (default runs/sweep-<preset>-<timestamp>)")
+    parser.add_argument("--out", metavar="SWEEP_DIR", help="sweep directory (default runs/sweep-<preset>-<timestamp>)")
     parser.add_argument(
-        "--resume", action="store_true", help="continue the sweep in --run-dir from its latest checkpoint"
+        "--resume", action="store_true", help="continue the sweep in --out from its latest checkpoint"
     )
-    parser.add_argument("--cache-dir", default=DEFAULT_CACHE, help=f"JAX compilation cache (default {DEFAULT_CACHE})")
-    parser.add_argument("--no-cache", action="store_true", help="do not use the persistent compilation cache")
+    add_cache_args(parser)
     parser.add_argument("--quiet", action="store_true", help="no progress on stderr")
+    deprecated_alias(parser, "--run-dir", "--out", "out")
     args = parser.parse_args(argv)
     if not args.resume and not args.preset:
-        fail(parser, "give --preset NAME (or --resume with --run-dir)")
-    if args.resume and not args.run_dir:
-        fail(parser, "--resume needs --run-dir")
+        fail(parser, "give --preset NAME (or --resume with --out)")
+    if args.resume and not args.out:
+        fail(parser, "--resume needs --out SWEEP_DIR")
     overrides = parse_overrides(parser, args.set, args.env)
     try:
         seeds = [int(s) for s in args.seeds.split(",") if s.strip()]
@@ -121,7 +129,7 @@ def build_config(parser, args, overrides):
     """(base TrainConfig, SweepSpec); bad input is a parser error before anything is compiled."""
     try:
         if args.resume:
-            saved, spec = load_sweep(args.run_dir)
+            saved, spec = load_sweep(args.out)
             config = apply_sets(saved, overrides)
             check_resumable(saved, config)
             return config, spec
@@ -136,7 +144,7 @@ def main(argv=None):
     quiet_logs()
     parser, args, overrides = parse_args(argv)
     config, spec = build_config(parser, args, overrides)
-    run_dir = Path(args.run_dir or f"runs/sweep-{args.preset}-{time.strftime('%Y%m%d-%H%M%S')}")
+    run_dir = Path(args.out or f"runs/sweep-{args.preset}-{time.strftime('%Y%m%d-%H%M%S')}")
     cache = enable_compilation_cache(None if args.no_cache else args.cache_dir)
     try:
         summary = run_sweep(
@@ -149,14 +157,14 @@ def main(argv=None):
             stop_on_signals=True,
         )
     except RunError as err:
-        fail(parser, err)
+        fail(parser, resume_hint(err, run_dir))
     except (NonFiniteError, NoGoodCheckpointError, CheckpointMismatchError) as err:
         fail(parser, err, status=1)
     print(summary.pop("table"))
     if summary["stopped"]:
         print(
             f"stopped by {summary['stopped']} after update {summary['updates']} (checkpoint saved); continue with "
-            f"--run-dir {run_dir} --resume",
+            f"--out {run_dir} --resume",
             file=sys.stderr,
         )
     summary["cache_dir"] = cache

@@ -1,9 +1,9 @@
 """Train an agent: ``python -m experiments.train --preset=NAME [--set key=value ...]``.
 
     python -m experiments.train --preset=smoke                     # CPU, about a minute
-    python -m experiments.train --preset=ppo_small --set lr=1e-4 --run-dir runs/mine
-    python -m experiments.train --run-dir runs/mine --resume       # continue where it stopped
-    python -m experiments.train --preset=ppo_small --run-dir runs/job --auto-resume   # start, or continue
+    python -m experiments.train --preset=ppo_small --set lr=1e-4 --out runs/mine
+    python -m experiments.train --out runs/mine --resume          # continue where it stopped
+    python -m experiments.train --preset=ppo_small --out runs/job --auto-resume   # start, or continue
     python -m experiments.train --env gymnax:CartPole-v1 --preset=ppo_gymnax
     python -m experiments.train --list-presets
     python -m experiments.train --list-fields                      # every config field, documented
@@ -11,7 +11,7 @@
     python -m experiments.train --preset=ppo_large --coordinator=host0:1234 --num-processes=2 --process-id=0
 
 The run itself is the library's ``agents.run.loop.train`` (docs/training.md): this module parses the command
-line, calls it with a ``ConsoleProgress`` and prints its summary. The run directory (default
+line, calls it with a ``ConsoleProgress`` and prints its summary. The run directory (``--out``, default
 ``runs/<preset>-<timestamp>``) gets ``config.json``, ``metrics.jsonl`` (a ``{"meta": ...}`` line, then one
 record per chunk), tensorboardX event files and ``checkpoints/`` (orbax). Training runs in jitted chunks of
 ``updates_per_chunk`` updates; between chunks the host logs, evaluates (every ``eval_every`` chunks) and
@@ -47,7 +47,17 @@ from agents.storage.run_dir import read_owner
 from agents.utils import distributed
 from agents.utils.health import NonFiniteError
 from agents.utils.progress import ConsoleProgress
-from experiments.common import DEFAULT_CACHE, apply_sets, enable_compilation_cache, fail, parse_overrides, quiet_logs
+from experiments.common import (
+    add_cache_args,
+    apply_sets,
+    deprecated_alias,
+    enable_compilation_cache,
+    fail,
+    make_parser,
+    parse_overrides,
+    quiet_logs,
+    resume_hint,
+)
 
 
 def add_host_args(parser):
@@ -74,43 +84,42 @@ def start_distributed(argv=None) -> bool:
 
 
 def parse_args(argv=None):
-    parser = argparse.ArgumentParser(prog="python -m experiments.train", description=__doc__,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = make_parser("experiments.train", __doc__)
     parser.add_argument("--preset", choices=sorted(PRESETS), help="named config (see --list-presets)")
     parser.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
                         help="override a config field (repeatable), e.g. --set lr=1e-4; see --list-fields")
     parser.add_argument("--env", help="env override: 'autochess' or 'gymnax:<EnvName>'")
-    parser.add_argument("--run-dir", help="run directory (default runs/<preset>-<timestamp>)")
+    parser.add_argument("--out", metavar="RUN_DIR", help="the run directory (default runs/<preset>-<timestamp>)")
     parser.add_argument(
-        "--resume", action="store_true", help="continue the run in --run-dir from its latest checkpoint"
+        "--resume", action="store_true", help="continue the run in --out from its latest checkpoint"
     )
     parser.add_argument(
         "--auto-resume",
         action="store_true",
-        help="with --preset and --run-dir: continue the run there if it holds this run, else start it "
+        help="with --preset and --out: continue the run there if it holds this run, else start it "
         "(a requeued cluster job runs the same command again)",
     )
     parser.add_argument("--list-presets", action="store_true", help="print the presets and exit")
     parser.add_argument("--list-fields", action="store_true", help="print every config field with its doc and exit")
-    parser.add_argument("--cache-dir", default=DEFAULT_CACHE, help=f"JAX compilation cache (default {DEFAULT_CACHE})")
-    parser.add_argument("--no-cache", action="store_true", help="do not use the persistent compilation cache")
+    add_cache_args(parser)
     parser.add_argument("--quiet", action="store_true", help="no progress on stderr")
     add_host_args(parser)
+    deprecated_alias(parser, "--run-dir", "--out", "out")
     args = parser.parse_args(argv)
     if not (args.list_presets or args.list_fields or args.resume or args.preset):
-        fail(parser, "give --preset NAME (or --resume with --run-dir, or --list-presets)")
-    if args.resume and not args.run_dir:
-        fail(parser, "--resume needs --run-dir")
+        fail(parser, "give --preset NAME (or --resume with --out, or --list-presets)")
+    if args.resume and not args.out:
+        fail(parser, "--resume needs --out RUN_DIR")
     if args.resume and args.preset:
         fail(
             parser,
-            "--resume continues the run's saved config: give --run-dir and --set changes, not --preset "
+            "--resume continues the run's saved config: give --out and --set changes, not --preset "
             "(or --auto-resume with --preset to start the run when there is none yet)",
         )
-    if args.auto_resume and not (args.run_dir and args.preset) or args.auto_resume and args.resume:
-        fail(parser, "--auto-resume needs --preset and --run-dir (and no --resume)")
+    if args.auto_resume and not (args.out and args.preset) or args.auto_resume and args.resume:
+        fail(parser, "--auto-resume needs --preset and --out (and no --resume)")
     if args.auto_resume:  # the directory holds this run: continue it; otherwise start it
-        args.resume = read_owner_quietly(args.run_dir) is not None
+        args.resume = read_owner_quietly(args.out) is not None
     return parser, args, parse_overrides(parser, args.set, args.env)
 
 
@@ -126,7 +135,7 @@ def build_config(parser, args, overrides) -> TrainConfig:
     """The run's TrainConfig; a bad override or a run that cannot resume so is a parser error (nothing is trained)."""
     try:
         if args.resume:
-            saved = load_config(args.run_dir)
+            saved = load_config(args.out)
             config = apply_sets(saved, overrides)
             check_resumable(saved, config)
             if args.auto_resume:  # the command must be the one that started the run
@@ -141,7 +150,7 @@ def build_config(parser, args, overrides) -> TrainConfig:
 
 def describe_fields() -> str:
     """Every TrainConfig field with its default and doc."""
-    defaults = TrainConfig().to_dict()
+    defaults = TrainConfig().to_flat_dict(dotted=True)
     return "\n".join(f"{name} = {defaults[name]!r}: {doc}" for name, doc in TrainConfig.field_docs().items())
 
 
@@ -157,7 +166,7 @@ def main(argv=None):
         distributed.make_mesh(config.num_devices, config.num_envs)  # more devices than there are: a usage error
     except ValueError as err:
         fail(parser, err)
-    run_dir = Path(args.run_dir or f"runs/{args.preset}-{time.strftime('%Y%m%d-%H%M%S')}")
+    run_dir = Path(args.out or f"runs/{args.preset}-{time.strftime('%Y%m%d-%H%M%S')}")
     cache = enable_compilation_cache(None if args.no_cache else args.cache_dir)
     try:
         summary = train(
@@ -169,7 +178,7 @@ def main(argv=None):
             stop_on_signals=True,
         )
     except RunError as err:
-        fail(parser, err)
+        fail(parser, resume_hint(err, run_dir))
     except (NonFiniteError, NoGoodCheckpointError, CheckpointMismatchError) as err:
         fail(parser, err, status=1)
     summary["cache_dir"] = cache
@@ -177,7 +186,7 @@ def main(argv=None):
         if summary["stopped"]:
             print(
                 f"stopped by {summary['stopped']} after update {summary['updates']} (checkpoint saved); continue with "
-                f"--run-dir {run_dir} --resume",
+                f"--out {run_dir} --resume",
                 file=sys.stderr,
             )
         elif summary["early_stopped"]:

@@ -46,12 +46,30 @@ def jit_step(env):
 COMPILE_FIRST = ("tests/test_train.py",)
 
 
+def pytest_addoption(parser):
+    parser.addoption("--run-slow", action="store_true", help="also run the tests marked slow (the opt-in tier)")
+
+
+def _run_slow(config):
+    """Whether the slow tier runs: ``--run-slow``, a ``-m`` expression that names ``slow`` (``-m slow`` runs only
+    those tests), or ``JAXGAME_SLOW_TESTS=1`` (the old switch, kept as an alias for one release)."""
+    return (config.getoption("--run-slow") or "slow" in (config.getoption("markexpr") or "")
+            or os.environ.get("JAXGAME_SLOW_TESTS") == "1")
+
+
 def pytest_collection_modifyitems(config, items):
     def first(item):
         groups = [m.args[0] for m in item.iter_markers("xdist_group")]
         return not (groups == ["smoke_run"] and item.nodeid.startswith(COMPILE_FIRST))
 
     items.sort(key=first)  # stable: the order within each part is kept
+    # Slow tests are skipped by default: `python -m pytest -m slow` runs only them, `--run-slow` runs everything.
+    if not _run_slow(config):
+        for item in items:
+            for marker in item.iter_markers("slow"):
+                why = marker.kwargs.get("reason")
+                item.add_marker(pytest.mark.skip(reason=f"slow{f' ({why})' if why else ''}: run with -m slow or "
+                                                 "--run-slow"))
 
 
 if os.environ.get("JAXGAME_COMPILE_LOG"):  # diagnostics: every XLA compilation of this process, one line each

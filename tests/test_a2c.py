@@ -2,11 +2,11 @@
 O(N) memory, a CartPole learning check and a short run on the game itself.
 
 The game run (``game_run``: one compiled program, ~20-25 s on a 2-core CPU) is in the default suite;
-``test_game_chunked_equals_whole`` (``JAXGAME_SLOW_TESTS=1``) compiles the chunked trainer on top of it.
+``test_game_chunked_equals_whole`` (``-m slow``) compiles the chunked trainer on top of it.
 """
 
-import os
 
+import chex
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -37,16 +37,6 @@ def _trainer(**overrides):
     fields = {"algo": "a2c", "env": CARTPOLE, "num_envs": 8, "update_every": 3, "hidden": (16,), "total_steps": 96}
     config = TrainConfig(**{**fields, **overrides})
     return trainers.make_train(config, make_env(config))
-
-
-def _tree_close(a, b, **kw):
-    for x, y in zip(jax.tree_util.tree_leaves(a), jax.tree_util.tree_leaves(b), strict=True):
-        np.testing.assert_allclose(np.asarray(x), np.asarray(y), **kw)
-
-
-def _tree_equal(a, b):
-    for x, y in zip(jax.tree_util.tree_leaves(a), jax.tree_util.tree_leaves(b), strict=True):
-        np.testing.assert_array_equal(np.asarray(x), np.asarray(y))
 
 
 # ---- the TD target: streaming pending decisions == semi-MDP GAE with lambda = 0 ----
@@ -170,10 +160,11 @@ def test_one_update_equals_manual_td0_gradient_and_adam(small, normalize):
     # the streamed gradient equals the batch loss's (Adam's first moment after one step is (1 - b1 = 0.1) x the
     # clipped gradient), to float32 rounding
     clipped, _ = optax.clip_by_global_norm(hp.max_grad_norm).update(grads, optax.EmptyState())
-    _tree_close(new_runner.opt_state[1].mu, jax.tree_util.tree_map(lambda g: 0.1 * g, clipped), rtol=1e-5, atol=1e-9)
+    chex.assert_trees_all_close(new_runner.opt_state[1].mu, jax.tree_util.tree_map(lambda g: 0.1 * g, clipped),
+                                rtol=1e-5, atol=1e-9)
     # and so do the parameters: Adam divides by sqrt(nu) + 1e-5, which turns the rounding of a gradient element
     # near 1e-5 into up to 1e-4 x lr of its step (compiler-dependent), hence that atol
-    _tree_close(new_runner.params, expected, rtol=1e-5, atol=1e-4 * float(hp.lr))
+    chex.assert_trees_all_close(new_runner.params, expected, rtol=1e-5, atol=1e-4 * float(hp.lr))
     moved = max(float(jnp.abs(a - b).max()) for a, b in zip(
         jax.tree_util.tree_leaves(new_runner.params), jax.tree_util.tree_leaves(runner.params)))
     assert moved > 1e-3
@@ -185,7 +176,7 @@ def test_one_update_equals_manual_td0_gradient_and_adam(small, normalize):
     ev = losses.explained_variance(values.ravel(), targets.ravel(), weights.ravel())
     np.testing.assert_allclose(metrics["loss/explained_variance"][0], ev, rtol=1e-4, atol=1e-5)
     assert float(metrics["train/decisions"][0]) == 8 * 3 and float(metrics["train/lr"][0]) == pytest.approx(0.05)
-    _tree_close(new_runner.obs, obs, rtol=1e-5, atol=1e-6)
+    chex.assert_trees_all_close(new_runner.obs, obs, rtol=1e-5, atol=1e-6)
     assert int(new_runner.update) == 1 and not bool(new_runner.pending.active.any())
 
 
@@ -194,7 +185,7 @@ def test_whole_run_equals_chunks_deterministic_and_key_types(small):
     assert isinstance(tr, StreamingA2C) and tr.config.num_updates == 2
     whole_runner, whole = jax.jit(tr)(jax.random.key(7))
     again_runner, _ = jax.jit(tr)(jax.random.key(7))
-    _tree_equal(whole_runner.params, again_runner.params)
+    chex.assert_trees_all_equal(whole_runner.params, again_runner.params)
 
     runs = {}
     for kind, key in (("typed", jax.random.key(7)), ("legacy", jax.random.PRNGKey(7))):
@@ -202,8 +193,8 @@ def test_whole_run_equals_chunks_deterministic_and_key_types(small):
         runner, first = tr.run(runner, 1)
         runner, second = tr.run(runner, 1)
         runs[kind] = (runner, jax.tree_util.tree_map(lambda a, b: jnp.concatenate([a, b]), first, second))
-    _tree_equal(runs["typed"][0].params, runs["legacy"][0].params)
-    _tree_equal(runs["typed"][1], runs["legacy"][1])
+    chex.assert_trees_all_equal(runs["typed"][0].params, runs["legacy"][0].params)
+    chex.assert_trees_all_equal(runs["typed"][1], runs["legacy"][1])
 
     runner, chunked = runs["typed"]
     assert isinstance(runner, Runner) and int(runner.update) == 2
@@ -216,7 +207,7 @@ def test_whole_run_equals_chunks_deterministic_and_key_types(small):
     for k in whole:
         assert whole[k].shape == (2,)
         np.testing.assert_allclose(whole[k], chunked[k], rtol=1e-5, atol=1e-6, err_msg=k)
-    _tree_close(whole_runner.params, runner.params, rtol=1e-5, atol=1e-6)
+    chex.assert_trees_all_close(whole_runner.params, runner.params, rtol=1e-5, atol=1e-6)
     summary = trainers.summarize(whole)
     assert summary["train/decisions"] == 8 * 3 * 2
     assert all(np.isfinite(summary[k]) for k in summary if k.startswith("loss/"))
@@ -274,7 +265,7 @@ def test_learns_cartpole():
 
     Compiled as users compile (``tests.xla_flags.compile_as_users_do``). It is not asserted that it stays there: a
     500-step truncation ends an episode like a termination (as in
-    PureJaxRL), and its TD error of about -V(s) can collapse the policy after it learned (docs/training.md,
+    PureJaxRL), and its TD error of about -V(s) can collapse the policy after it learned (docs/log-2026-11.md,
     "Streaming A2C" has the last fifths of seeds 0-3)."""
     tr = _trainer(num_envs=64, update_every=4, hidden=(64, 64), lr=1e-3, gamma=0.99, ent_coef=0.01,
                   max_grad_norm=0.5, total_steps=1_000_000)
@@ -343,7 +334,7 @@ def test_game_updates_train_the_completed_decisions(game_run):
 
 
 @pytest.mark.xdist_group("a2c_game")
-@pytest.mark.skipif(os.environ.get("JAXGAME_SLOW_TESTS") != "1", reason="set JAXGAME_SLOW_TESTS=1 (~1 min, 2 CPUs)")
+@pytest.mark.slow(reason="~1 min, 2 CPUs")
 def test_game_chunked_equals_whole(game_run):
     tr, _, whole_runner, whole = game_run
     runner = jax.jit(tr.init)(jax.random.key(1))
@@ -354,5 +345,5 @@ def test_game_chunked_equals_whole(game_run):
     for k in whole:
         np.testing.assert_allclose(whole[k], np.concatenate([c[k] for c in chunks]), rtol=1e-5, atol=1e-6, err_msg=k)
         assert np.isfinite(whole[k]).all(), k
-    _tree_close(whole_runner.params, runner.params, rtol=1e-5, atol=1e-6)
+    chex.assert_trees_all_close(whole_runner.params, runner.params, rtol=1e-5, atol=1e-6)
     assert float(whole["sums/episodes"].sum()) > 0 and float(whole["train/decisions"].sum()) > 0

@@ -1,5 +1,6 @@
 """Core learning blocks: masked distributions, semi-MDP GAE, PPO/A2C losses, networks."""
 
+import chex
 import flax.linen as nn
 import jax
 import jax.numpy as jnp
@@ -178,6 +179,20 @@ def test_gae_jit_and_vmapped_gamma():
         np.testing.assert_allclose(np.asarray(adv[i]), np.asarray(a), rtol=1e-6, atol=1e-6)
         np.testing.assert_allclose(np.asarray(tgt[i]), np.asarray(t), rtol=1e-6, atol=1e-6)
     assert not np.allclose(np.asarray(adv[0]), np.asarray(adv[1]))
+
+
+class TestGaeVariants(chex.TestCase):
+    """``gae`` with and without ``jax.jit`` (chex's variants: one test each) gives the reference's advantages and
+    targets, float32[T, N, P]."""
+
+    @chex.variants(with_jit=True, without_jit=True)
+    def test_gae_matches_the_reference(self):
+        reward, value, terminal, decision, last_value = _random_rollout(3)
+        adv, tgt = self.variant(G.gae)(reward, value, terminal, decision, last_value, 0.99, 0.95)
+        chex.assert_shape([adv, tgt], (40, 3, 4))
+        chex.assert_type([adv, tgt], jnp.float32)
+        reference = gae_reference(reward, value, terminal, decision, last_value, 0.99, 0.95)
+        chex.assert_trees_all_close((adv, tgt), reference, rtol=1e-4, atol=1e-4)
 
 
 def _game_like_sequence(seed, T, N=8, P=8):
@@ -537,7 +552,7 @@ def test_unpack_frames_matches_host_unpack():
 
 @pytest.mark.parametrize("kind", ["cnn", "tiles"])
 def test_pixel_net_shapes_and_batch_independence(kind):
-    net = N.make_network(kind, 11, hidden=(32,), activation="relu", shared_torso=True)
+    net = N.actor_critic(kind, 11, hidden=(32,), activation="relu", shared_torso=True)
     assert isinstance(net, N.PixelActorCritic)
     frames = jnp.asarray(np.random.default_rng(2).integers(0, 256, size=(2, 8, 72, 20), dtype=np.uint8))
     params = jax.jit(net.init)(jax.random.PRNGKey(0), frames)
@@ -569,12 +584,12 @@ def test_tile_torso_is_an_8x8_stride_8_convolution():
 
 
 def test_make_network_kinds():
-    assert N.make_network("tiles", 7, (16,), "relu", True).torso == "tiles"
-    assert isinstance(N.make_network("mlp", 7, (16,), "relu", True), N.ActorCritic)
+    assert N.actor_critic("tiles", 7, (16,), "relu", True).torso == "tiles"
+    assert isinstance(N.actor_critic("mlp", 7, (16,), "relu", True), N.ActorCritic)
     with pytest.raises(ValueError, match="mlp.*cnn.*tiles"):
-        N.make_network("transformer", 7, (16,), "tanh", False)
+        N.actor_critic("transformer", 7, (16,), "tanh", False)
     with pytest.raises(ValueError, match="activation"):
-        N.make_network("mlp", 7, (16,), "gelu", False)
+        N.actor_critic("mlp", 7, (16,), "gelu", False)
 
 
 def test_adam_steps_reduce_ppo_loss():

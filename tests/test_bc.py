@@ -4,7 +4,6 @@ a dataset's samples with validation and early stopping, and the trainer on gener
 
 import functools
 import math
-import os
 
 import jax
 import jax.numpy as jnp
@@ -106,9 +105,9 @@ def synthetic_config(**overrides):
 
 @functools.cache
 def synthetic_chunk(config):
-    from agents.core.networks import make_network
+    from agents.core.networks import actor_critic
 
-    network = make_network("mlp", 6, (64,), "tanh")
+    network = actor_critic("mlp", 6, (64,), "tanh")
     chunk = jax.jit(functools.partial(bc.clone_chunk, config, network), static_argnums=1)
     return network, chunk
 
@@ -174,9 +173,8 @@ def tiny_bc_config(**overrides):
     return TrainConfig(**{**fields, **overrides})
 
 
-@pytest.mark.skipif(os.environ.get("JAXGAME_SLOW_TESTS") != "1",
-                    reason="set JAXGAME_SLOW_TESTS=1 (~50 s: compiles a rollout and a replay); the default suite "
-                           "checks that the teacher plays the learner's seat by its placement "
+@pytest.mark.slow(reason="~50 s: compiles a rollout and a replay; the default suite checks "
+                         " that the teacher plays the learner's seat by its placement "
                            "(test_bc_training_learns_the_teacher_with_the_warmup_and_cosine_schedule)")
 def test_the_teacher_plays_the_learner_seats_and_its_actions_are_the_samples():
     """The rollout's sample actions are the ones the games were played with (replaying them from the same states
@@ -191,7 +189,7 @@ def test_the_teacher_plays_the_learner_seats_and_its_actions_are_the_samples():
     steps, envs, seats = traj.action.shape
     assert (steps, envs, seats) == (8, 4, 8)
     assert bool(jnp.take_along_axis(traj.mask, traj.action[..., None], axis=-1).all())
-    step_keys = jax.random.split(key, steps)  # the rollout's stream: PPO.rollout, then BehaviourCloning.act
+    step_keys = jax.random.split(key, steps)  # the rollout's stream: PPO.rollout, then TeacherPlay.act
 
     def replay(carry, t):
         state, mask = carry
@@ -250,9 +248,8 @@ def test_weight_decay_is_decoupled_and_the_warmup_scales_any_schedule():
                                rtol=1e-5)
 
 
-@pytest.mark.skipif(os.environ.get("JAXGAME_SLOW_TESTS") != "1",
-                    reason="set JAXGAME_SLOW_TESTS=1 (~40 s: compiles a second bc chunk); the default suite checks "
-                           "bc_teacher_prob's range (tests/test_train.py)")
+@pytest.mark.slow(reason="~40 s: compiles a second bc chunk; the default suite checks "
+                         "bc_teacher_prob's range (tests/test_train.py)")
 def test_with_teacher_prob_0_the_policy_plays_and_the_teacher_still_labels():
     """bc_teacher_prob=0 (DAgger-style): the untrained policy plays seat 0, so it places as an untrained policy does
     (8.0 on these games; the expert in that seat places 3.5), while the loss still trains on the teacher's actions."""

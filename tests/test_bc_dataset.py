@@ -124,7 +124,7 @@ def test_early_stopping_ends_the_run_and_keeps_the_best_checkpoint(data_dir, tmp
     run_dir = tmp_path / "stop"
     sets = dict(bc_dataset=data_dir, bc_batch_size=32, bc_val_fraction=0.25, total_steps=32 * 20, updates_per_chunk=5,
                 hidden=32, lr=0.0, warmup_updates=0, bc_patience=2, eval_every=0, keep_checkpoints=1, **RULES)
-    summary = train_cli.main(["--preset", "bc_data", "--run-dir", str(run_dir), "--quiet", "--no-cache",
+    summary = train_cli.main(["--preset", "bc_data", "--out", str(run_dir), "--quiet", "--no-cache",
                               *[f"--set={k}={v}" for k, v in sets.items()]])
     assert summary["early_stopped"] and summary["updates"] == 15
     assert "early stopping after update 15" in capsys.readouterr().err

@@ -2,14 +2,13 @@
 
 The fast tests time only the gymnax section (``--presets none``): a game preset's
 chunk and env-only rollout take over a minute to compile on a 2-core CPU, so
-the end-to-end ``--presets smoke`` run is behind JAXGAME_SLOW_TESTS=1.
+the end-to-end ``--presets smoke`` run is marked slow (``-m slow``).
 """
 
 from __future__ import annotations
 
 import json
 import math
-import os
 import sys
 
 import jax
@@ -124,7 +123,7 @@ def test_gymnax_section_and_reference(capsys):
     assert np.array_equal(ref["metrics"]["timestep"][0, :, 0], np.arange(1, 129))
 
 
-@pytest.mark.skipif(os.environ.get("JAXGAME_SLOW_TESTS") != "1", reason="set JAXGAME_SLOW_TESTS=1 (~2-3 min)")
+@pytest.mark.slow(reason="~2-3 min")
 def test_train_smoke_preset_end_to_end(capsys):
     argv = ["--what", "train", "--presets", "smoke", "--updates", "2", "--gymnax-steps", "2048", "--quiet"]
     result = benchmark_main(argv)
@@ -161,21 +160,21 @@ def test_learning_benchmark_reads_the_first_evaluation_at_the_target(tmp_path, m
         return {"compile_s": 12.0, "train_s": 240.0}
 
     monkeypatch.setattr(learning, "train", fake_train)
-    result = benchmark_main(["--what", "learning", "--run-dir", str(tmp_path / "run"), "--seed", "3", "--quiet"])
+    result = benchmark_main(["--what", "learning", "--out", str(tmp_path / "run"), "--seed", "3", "--quiet"])
     assert _last_json(capsys.readouterr().out) == result
     assert result["reached"] and result["update_to_target"] == 60 and result["env_steps_to_target"] == 2048 * 60
     assert result["train_s_to_target"] == 180.0 and result["minutes_to_target"] == 3.0
     assert result["games_per_evaluation"] == 128 and result["compile_s"] == 12.0
     assert [point[0] for point in result["curve"]] == [20, 40, 60, 80] and result["curve"][1][4] == 0.4
-    result = benchmark_main(["--what", "learning", "--run-dir", str(tmp_path / "run2"), "--seed", "3",
+    result = benchmark_main(["--what", "learning", "--out", str(tmp_path / "run2"), "--seed", "3",
                              "--target", "1.5", "--quiet"])
     assert not result["reached"] and result["minutes_to_target"] is None
     with pytest.raises(SystemExit):
         benchmark_main(["--what", "learning", "--presets", "ppo_small,smoke", "--quiet"])
     # --set changes the config trained, and the JSON says so
-    result = benchmark_main(["--what", "learning", "--run-dir", str(tmp_path / "epochs"), "--seed", "3",
+    result = benchmark_main(["--what", "learning", "--out", str(tmp_path / "epochs"), "--seed", "3",
                              "--set", "update_epochs=2", "--quiet"])
-    assert result["overrides"] == {"update_epochs": "2"} and result["config"]["update_epochs"] == 2
+    assert result["overrides"] == {"update_epochs": "2"} and result["config"]["ppo"]["update_epochs"] == 2
     with pytest.raises(SystemExit):  # --set only where a config is trained or timed
         benchmark_main(["--what", "env", "--set", "update_epochs=2", "--quiet"])
 

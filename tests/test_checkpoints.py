@@ -10,6 +10,7 @@ import textwrap
 import warnings
 from pathlib import Path
 
+import chex
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -51,9 +52,9 @@ def abstract_tree():
 
 
 def assert_trees_bitwise_equal(restored, expected):
-    assert jax.tree.structure(restored) == jax.tree.structure(expected)
+    chex.assert_trees_all_equal_shapes_and_dtypes(restored, expected)  # and the same structure
+    # bitwise, typed PRNG keys by their key data: beyond chex's value equality (it takes -0.0 == 0.0)
     for r, e in zip(jax.tree.leaves(restored), jax.tree.leaves(expected)):
-        assert r.dtype == e.dtype and r.shape == e.shape
         if jax.dtypes.issubdtype(e.dtype, jax.dtypes.prng_key):
             r, e = jax.random.key_data(r), jax.random.key_data(e)
         np.testing.assert_array_equal(np.asarray(r), np.asarray(e))

@@ -1,46 +1,229 @@
-"""The experiment CLIs: evaluate end to end on tiny games, the benchmark's choice of sweep."""
+"""The experiment CLIs: the command-line convention (usage names, the positional player, ``--out``, ``--set``,
+``--deterministic``, ``--games``, the deprecated aliases), evaluate end to end on tiny games, the benchmark's
+choice of sweep."""
 
 from __future__ import annotations
 
+import importlib
 import json
+import sys
+import tomllib
+from pathlib import Path
 
 import pytest
 
 from experiments import evaluate
 from experiments.benchmark.timing import default_sweep
+from experiments.common import SCRIPTS
 
-TINY = ["--games", "2", "--rule", "max_rounds=3", "--rule", "steps_per_round=2"]
+TINY = ["--games", "2", "--set", "max_rounds=3", "--set", "steps_per_round=2"]
+ROOT = Path(__file__).resolve().parents[1]
 
 
-#: both run the same tiny evaluation: one worker traces and compiles it once
+#: the tests that run the same tiny bot tables (one program: bots random and greedy, 2 game seeds): one worker
+#: traces and compiles it once
 evaluate_group = pytest.mark.xdist_group("evaluate_cli")
+
+
+def _module(name: str):
+    """The module whose ``main`` a CLI runs (``experiments.benchmark`` runs its ``__main__``)."""
+    return importlib.import_module(name + ".__main__" if name == "experiments.benchmark" else name)
+
+
+def _one_error_line(call, capsys, status: int = 2) -> str:
+    """stderr of ``call()``, which must exit ``status`` with one line (argparse's usage line aside)."""
+    capsys.readouterr()
+    with pytest.raises(SystemExit) as exit_info:
+        call()
+    err = capsys.readouterr().err
+    assert exit_info.value.code == status, err
+    assert len([line for line in err.strip().splitlines() if not line.startswith("usage:")]) == 1, err
+    return err
+
+
+# ---------------------------------------------------------------- the convention
+
+
+def test_console_scripts_are_the_cli_modules_and_include_jaxgame_pipeline():
+    scripts = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["scripts"]
+    assert scripts["jaxgame-pipeline"] == "experiments.pipeline:main"
+    assert {name: target.split(":")[0].removesuffix(".__main__") for name, target in scripts.items()} == SCRIPTS
+    for target in scripts.values():
+        module, _, function = target.partition(":")
+        assert callable(getattr(importlib.import_module(module), function)), target
+
+
+@pytest.mark.parametrize("script", sorted(SCRIPTS))
+def test_usage_names_the_console_script_or_the_module(script, monkeypatch, capsys):
+    module = SCRIPTS[script]
+    as_module = f"/src/{module.replace('.', '/')}.py"
+    for argv0, name in [(f"/venv/bin/{script}", script), (as_module, f"python -m {module}")]:
+        monkeypatch.setattr(sys, "argv", [argv0])
+        with pytest.raises(SystemExit) as exit_info:
+            _module(module).main(["--help"])
+        out = capsys.readouterr().out
+        assert exit_info.value.code == 0 and out.startswith(f"usage: {name} "), out[:200]
+
+
+@pytest.mark.parametrize("module", ["experiments.evaluate", "experiments.rate", "experiments.record"])
+def test_games_means_game_seeds_in_8_seat_rotations(module, capsys):
+    with pytest.raises(SystemExit):
+        _module(module).main(["--help"])
+    text = " ".join(capsys.readouterr().out.split())
+    assert "seat rotations" in text and "N x 8 games" in text, text
+
+
+def _parsed(module: str, argv):
+    """``(args, extra)`` of the module's ``parse_args(argv)`` (extra: its third value, e.g. evaluate's rules)."""
+    parsed = _module(module).parse_args(argv)
+    return parsed[1], parsed[2] if len(parsed) > 2 else None
+
+
+#: (module, argv, the option that writes): every command that writes takes --out
+WRITERS = [
+    ("experiments.train", ["--preset=smoke"]),
+    ("experiments.sweep", ["--preset=smoke"]),
+    ("experiments.pipeline", []),
+    ("experiments.record", ["--players", "greedy"]),
+    ("experiments.rate", ["runs/a"]),
+    ("experiments.baseline", ["freeze", "runs/a", "--name", "a-v1"]),
+    ("experiments.benchmark", ["--what", "learning"]),
+]
+
+
+@pytest.mark.parametrize("module, argv", WRITERS)
+def test_out_names_where_a_command_writes(module, argv, capsys):
+    args, _ = _parsed(module, [*argv, "--out", "somewhere"])
+    assert str(args.out) == "somewhere" and capsys.readouterr().err == ""
+
+
+@pytest.mark.parametrize("module", ["experiments.plot", "experiments.render", "experiments.export"])
+def test_out_in_the_file_writers_help(module, capsys):
+    with pytest.raises(SystemExit):
+        _module(module).main(["--help"])
+    assert "--out" in capsys.readouterr().out
+
+
+#: (module, argv with a deprecated alias, the note's old and new, a check of what it parsed to)
+ALIASES = [
+    ("experiments.train", ["--preset=smoke", "--run-dir", "R"], "--run-dir", "--out", lambda a, x: a.out == "R"),
+    ("experiments.sweep", ["--preset=smoke", "--run-dir", "R"], "--run-dir", "--out", lambda a, x: a.out == "R"),
+    ("experiments.pipeline", ["--dir", "R"], "--dir", "--out", lambda a, x: a.out == "R"),
+    ("experiments.benchmark", ["--what", "learning", "--run-dir", "R"], "--run-dir", "--out",
+     lambda a, x: a.out == "R"),
+    ("experiments.evaluate", ["--rule", "max_rounds=3", "--rule", "steps_per_round=2"], "--rule", "--set",
+     lambda a, rules: rules == {"max_rounds": 3, "steps_per_round": 2}),
+    ("experiments.evaluate", ["runs/a", "--greedy-policy"], "--greedy-policy", "--deterministic",
+     lambda a, x: a.deterministic and a.player == "runs/a"),
+    ("experiments.evaluate", ["--checkpoint", "runs/a", "--step", "5", "--vs", "greedy"],
+     "--checkpoint runs/a --step 5", "the positional player: python -m experiments.evaluate runs/a:5",
+     lambda a, x: a.player == "runs/a:5" and a.lineups == {"greedy": ["greedy"] * 7}),
+    ("experiments.record", ["--players", "greedy", "--out", "D", "--rule", "max_rounds=3"], "--rule", "--set",
+     lambda a, rules: rules == {"max_rounds": 3}),
+    ("experiments.record", ["--players", "greedy", "--out", "D", "--greedy-policy"], "--greedy-policy",
+     "--deterministic", lambda a, x: a.deterministic),
+]
+
+
+@pytest.mark.parametrize("module, argv, old, new, check", ALIASES, ids=[f"{m}{a[-2:]}" for m, a, *_ in ALIASES])
+def test_deprecated_aliases_work_with_one_note(module, argv, old, new, check, capsys):
+    args, extra = _parsed(module, argv)
+    assert check(args, extra)
+    assert capsys.readouterr().err.splitlines() == [f"note: {old} is deprecated, use {new}"]
+
+
+def test_deprecated_aliases_are_hidden_and_named_in_the_epilog(capsys):
+    with pytest.raises(SystemExit):
+        evaluate.main(["--help"])
+    options, _, epilog = capsys.readouterr().out.partition("deprecated aliases")
+    assert "--deterministic" in options and "--greedy-policy" not in options and "--checkpoint" not in options
+    assert "--greedy-policy (use --deterministic)" in epilog and "--rule (use --set)" in epilog
+
+
+def test_evaluate_takes_the_player_positionally():
+    args, rules = _parsed("experiments.evaluate", ["runs/a:5", "--vs", "greedy", "--vs", "baseline:ppo_small-v1"])
+    assert args.player == "runs/a:5" and rules == {}
+    assert args.lineups == {"greedy": ["greedy"] * 7, "baseline:ppo_small-v1": ["baseline:ppo_small-v1"] * 7}
+    args, _ = _parsed("experiments.evaluate", ["expert"])
+    assert args.player == "expert" and list(args.lineups) == ["random", "greedy"]
+    args, _ = _parsed("experiments.evaluate", ["--games", "4"])
+    assert args.player is None and len(args.seats) == 8
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["runs/a", "--checkpoint", "runs/b"], "give the player once"),
+    (["--vs", "greedy"], "--vs needs a PLAYER (python -m experiments.evaluate RUN_DIR[:STEP] --vs greedy)"),
+    (["--step", "2"], "needs a run: the player RUN_DIR:STEP"),
+    (["runs/a:3", "--step", "2"], "not a RUN_DIR without a step"),
+    (["--deterministic"], "--deterministic needs a PLAYER"),
+    (["runs/a", "--seats", "greedy"], "--seats names the bots of bot games"),
+    (["runs/a", "--vs", "greedy,random"], "7 comma-separated"),
+    (["--seats", "greedy,random"], "--seats needs 8 names"),
+    (["--games", "0"], "--games must be >= 1"),
+    (["runs/a", "--set", "lr=3e-4"], "--set lr: not a game rule"),
+    (["--set", "max_round=3"], "did you mean max_rounds"),
+    (["--set", "max_rounds=2.5"], "GameConfig.max_rounds must be an int"),
+    (["--set", "max_rounds"], "expected NAME=VALUE"),
+    (["--set", "max_rounds=1000"], "--set: GameConfig.max_rounds must be an int in [1, 200]"),
+    (["baseline:ppo_small-v1", "--set", "max_rounds=3"], "a policy plays with the rules it trained with"),
+])
+def test_evaluate_bad_input_is_one_line(argv, message, capsys):
+    err = _one_error_line(lambda: evaluate.main([*argv, "--quiet"]), capsys)
+    assert message in err, err
+
+
+def test_baseline_freeze_never_writes_into_an_installed_package(tmp_path, monkeypatch, capsys):
+    from agents.policies import baselines
+    from experiments import baseline
+
+    assert baseline.source_tree_directory() == baselines.DIRECTORY.resolve()  # this checkout: the default
+    installed = tmp_path / "lib" / "site-packages" / "agents" / "policies" / "baseline_policies"
+    monkeypatch.setattr(baselines, "DIRECTORY", installed)
+    assert baseline.source_tree_directory() is None
+    err = _one_error_line(lambda: baseline.main(["freeze", "runs/a", "--name", "a-v1"]), capsys)
+    assert "give --out DIR" in err and not installed.exists()
+
+
+# ---------------------------------------------------------------- evaluate on tiny games
 
 
 @evaluate_group
 def test_evaluate_main_quiet(capsys):
+    """Bot games: 2 game seeds x 8 rotations of the 8 --seats bots."""
     result = evaluate.main([*TINY, "--quiet"])
     out, err = capsys.readouterr()
     assert json.loads(out.strip().splitlines()[-1]) == result
-    assert "compiling" not in err and "games finished" not in err
-    assert result["games"] == 2 and len(result["seats"]) == 8
-    assert len(result["ranks"]) == 2 and all(sorted(r) == list(range(1, 9)) for r in result["ranks"])
+    assert err == ""
+    assert result["games"] == 2 and result["rotations"] == 8 and len(result["seats"]) == 8
+    assert result["rules"] == {"max_rounds": 3, "steps_per_round": 2}
+    ranks = result["ranks"]
+    assert len(ranks) == 2 and all(len(game) == 8 and all(sorted(r) == list(range(1, 9)) for r in game)
+                                   for game in ranks)
     assert set(result["mean_placement"]) == {"greedy", "random"}
     assert sum(result["mean_placement"].values()) == pytest.approx(9.0)  # 4 seats each: the means average to 4.5
-    assert result["steps"] >= 3 * 2 and result["compile_seconds"] > 0 and result["seat_steps_per_s"] > 0
+    assert all(p["games"] == 2 * 8 * 4 for p in result["placements"].values()) and result["seconds"] > 0
 
 
 @evaluate_group
-def test_evaluate_cli_says_compiling_first(capfd):
+def test_evaluate_cli_says_what_it_does_first(capfd):
     """What ``python -m experiments.evaluate`` prints, in order (its ``main``, run here: the process adds nothing)."""
     capfd.readouterr()
     returned = evaluate.main(TINY)
     out, err = capfd.readouterr()
-    assert "compiling the rollout for 2 envs on " in err
-    assert "compiled in " in err
-    assert "games finished" in err  # the progress bar
-    assert err.index("compiling") < err.index("compiled in ") < err.index("games finished")
+    assert "playing 2 game seeds x 8 rotations of greedy,random," in err
+    assert err.index("compiling") < err.index("played 16 games in ")
     result = json.loads(out.strip().splitlines()[-1])
-    assert result == returned and result["games"] == 2 and "compile_seconds" in result
+    assert result == returned and result["games"] == 2
+
+
+@evaluate_group
+def test_evaluate_a_bot_as_the_player(capsys):
+    """A bot is a player too: ``random --vs greedy`` seats it against 7 greedy bots, every seed in 8 rotations."""
+    result = evaluate.main(["random", "--vs", "greedy", *TINY, "--quiet"])
+    assert json.loads(capsys.readouterr().out.strip().splitlines()[-1]) == result
+    assert result["player"] == "random" and result["games_per_rotation"] == 2
+    summary = result["vs_greedy"]
+    assert summary["games"] == 16 and 1 <= summary["mean_placement"] <= 8 and summary["ci95"] is not None
 
 
 def test_benchmark_sweep_quick_on_cpu_full_elsewhere():
@@ -57,6 +240,23 @@ def test_benchmark_sweep_quick_on_cpu_full_elsewhere():
     assert default_sweep("cpu")["num_envs"] == [1, 64]
 
 
+@pytest.mark.parametrize("argv, message", [
+    (["--what", "env", "--set", "lr=1e-4"], "--set applies to --what train and --what learning"),
+    (["--what", "learning", "--presets", "ppo_small,smoke"], "trains one preset"),
+    (["--what", "env", "--num-envs", "1,x"], "comma-separated ints"),
+    (["--what", "combat", "--fights", "0"], "must be positive"),
+    (["--what", "train", "--updates", "0", "--presets", "none"], "--updates must be positive"),
+    (["--what", "sweep", "--presets", "ppo_gymnax"], "is a gymnax preset"),
+    (["--what", "memory", "--devices", "1,x"], "--devices must be comma-separated ints"),
+    (["--what", "sb3", "--opponents", "nobody"], "--opponents must be comma-separated bots"),
+])
+def test_benchmark_modes_refuse_bad_input_before_any_work(argv, message, capsys):
+    from experiments.benchmark.__main__ import main
+
+    err = _one_error_line(lambda: main([*argv, "--quiet"]), capsys)
+    assert message in err, err
+
+
 def test_compare_revisions_refuses_bad_input():
     from experiments import compare_revisions
 
@@ -69,6 +269,7 @@ def test_compare_revisions_refuses_bad_input():
     assert compare_revisions.DEFAULT_ROUNDS == {"opening": 1, "midgame": 4} and compare_revisions.MIDGAME_SKIP == 10
 
 
+@evaluate_group
 def test_compare_cli_tests_two_bots_on_tiny_games(capsys):
     """``--compare random greedy``: each against 7 random bots on the same 2 game seeds; the table on stderr, the
     JSON (with the per-seed placements it tested) on stdout."""
@@ -90,13 +291,11 @@ def test_compare_cli_tests_two_bots_on_tiny_games(capsys):
     (["--compare", "random", "greedy", "--games", "1"], "--games >= 2"),
     (["--compare", "random", "greedy", "--rank-points", "3,2,1"], "1, 2, 4 or 8 finite values"),
     (["--compare", "random", "greedy", "--difference", "0"], "--difference must be > 0"),
-    (["--compare", "random", "greedy", "--checkpoint", "runs/x"], "not --checkpoint"),
+    (["--compare", "random", "greedy", "runs/x"], "not a PLAYER"),
+    (["--compare", "random", "greedy", "--checkpoint", "runs/x"], "not --checkpoint runs/x"),
     (["--compare", "random", "no/such/run"], "no/such/run"),
-    (["--compare", "baseline:ppo_small-v1", "random", "--rule", "max_rounds=3"], "rules apply to games of bots"),
+    (["--compare", "baseline:ppo_small-v1", "random", "--set", "max_rounds=3"], "rules apply to games of bots"),
 ])
 def test_compare_cli_bad_input_is_one_line(args, message, capsys):
-    with pytest.raises(SystemExit) as exit_info:
-        evaluate.main([*args, "--quiet"])
-    err = capsys.readouterr().err
-    assert exit_info.value.code == 2 and message in err, err
-    assert len([line for line in err.strip().splitlines() if not line.startswith("usage:")]) == 1, err
+    err = _one_error_line(lambda: evaluate.main([*args, "--quiet"]), capsys)
+    assert message in err, err

@@ -1,24 +1,64 @@
-"""``TrainConfig``'s per-field docs (``field_docs``) and loading configs saved by older versions. No JAX compiling."""
+"""``TrainConfig`` as groups: per-field docs (``field_docs``), each group's validation, flat and dotted names
+(construction, reads, ``dataclasses.replace``, overrides, ``--set`` text), suggestions for unknown names, hashing,
+and loading every config written before (the flat form) and after (the nested form). No JAX compiling."""
 
 from __future__ import annotations
 
+import copy
 import dataclasses
+import functools
 import json
+import pickle
+from pathlib import Path
 
 import pytest
 
 from agents import config as config_module
-from agents.config import TrainConfig
+from agents.config import (
+    FIELD_GROUPS,
+    GROUPS,
+    BCConfig,
+    DistillConfig,
+    LeagueConfig,
+    LogConfig,
+    NetConfig,
+    OptimConfig,
+    PPOConfig,
+    RulesConfig,
+    RunConfig,
+    TaskConfig,
+    TrainConfig,
+    flat_dict,
+    parse_sets,
+    parse_value,
+)
+from agents.presets import PIPELINES, PRESETS
 
-FIELDS = [f.name for f in dataclasses.fields(TrainConfig)]
-RANGES = {**config_module._INT_RANGES, **config_module._FLOAT_RANGES}
+ROOT = Path(__file__).resolve().parents[1]
+FLAT = list(FIELD_GROUPS)  # every field's short name, in declaration order
+DOTTED = [f"{group}.{name}" for name, group in FIELD_GROUPS.items()]
+RANGES = {(group, name): bounds for group, kind in GROUPS.items() for name, bounds in kind.RANGES.items()}
+CHOICES = {(group, name): choices for group, kind in GROUPS.items() for name, choices in kind.CHOICES.items()}
+
+
+# ---------------------------------------------------------------- the groups and their names
+
+
+def test_the_groups_are_trainconfigs_fields_and_name_themselves():
+    assert [f.name for f in dataclasses.fields(TrainConfig)] == list(GROUPS)
+    for name, kind in GROUPS.items():
+        assert kind.NAME == name and dataclasses.is_dataclass(kind) and kind.__dataclass_params__.frozen
+    assert len(FLAT) == len(set(FLAT)) == 67  # short names are unique
+    clashes = set(GROUPS) & (set(FLAT) | {n for n in dir(TrainConfig) if not n.startswith("_")} - set(GROUPS))
+    assert not clashes  # a group's name is no field's and no method's
 
 
 def test_every_field_has_a_one_line_doc():
     docs = TrainConfig.field_docs()
-    assert list(docs) == FIELDS  # no field missing, no extra name, declaration order
+    assert list(docs) == DOTTED  # no field missing, no extra name, declaration order
     for name, doc in docs.items():
         assert doc.strip() and "\n" not in doc, name
+    assert [name for name, _ in config_module._field_docs(TrainConfig)] == list(GROUPS)  # the groups too
 
 
 def _spellings(x) -> set[str]:
@@ -36,24 +76,297 @@ def _spellings(x) -> set[str]:
     return out
 
 
-@pytest.mark.parametrize("name", sorted(RANGES))
-def test_range_docs_state_the_validated_bounds(name):
-    low, high = RANGES[name]
-    doc = TrainConfig.field_docs()[name]
+@pytest.mark.parametrize("group, name", sorted(RANGES))
+def test_range_docs_state_the_validated_bounds(group, name):
+    low, high = RANGES[group, name]
+    doc = TrainConfig.field_docs()[f"{group}.{name}"]
     written = {f"[{lo}, {hi}]" for lo in _spellings(low) for hi in _spellings(high)}
     assert any(w in doc for w in written), f"{name}: doc {doc!r} states none of {sorted(written)}"
 
 
-@pytest.mark.parametrize("name", sorted(config_module._CHOICES))
-def test_choice_docs_name_every_choice(name):
-    doc = TrainConfig.field_docs()[name]
-    for choice in config_module._CHOICES[name]:
+@pytest.mark.parametrize("group, name", sorted(CHOICES))
+def test_choice_docs_name_every_choice(group, name):
+    doc = TrainConfig.field_docs()[f"{group}.{name}"]
+    for choice in CHOICES[group, name]:
         assert f'"{choice}"' in doc, (name, choice)
 
 
+def test_every_number_field_has_a_range():
+    for group, kind in GROUPS.items():
+        for f in dataclasses.fields(kind):
+            assert (f.type in ("int", "float")) == ((group, f.name) in RANGES), (group, f.name)
+
+
 def test_field_docs_is_a_fresh_dict():
-    TrainConfig.field_docs()["lr"] = "changed"
-    assert TrainConfig.field_docs()["lr"] != "changed"
+    TrainConfig.field_docs()["optim.lr"] = "changed"
+    assert TrainConfig.field_docs()["optim.lr"] != "changed"
+
+
+def test_field_types_and_paths_take_short_names():
+    types = TrainConfig.field_types()
+    assert list(types) == FLAT
+    assert (types["lr"], types["num_envs"], types["anneal_lr"], types["hidden"], types["algo"]) == (
+        float, int, bool, tuple, str)
+    assert TrainConfig.field_path("lr") == TrainConfig.field_path("optim.lr") == "optim.lr"
+    with pytest.raises(ValueError, match=r"'optim\.lrr' \(did you mean optim\.lr\b"):
+        TrainConfig.field_path("optim.lrr")
+
+
+# ---------------------------------------------------------------- flat and grouped: construction, reads, replace
+
+
+def test_flat_grouped_dotted_and_dict_construction_agree():
+    flat = TrainConfig(num_envs=8, lr=1e-4, hidden=(64, 64))
+    grouped = TrainConfig(run=RunConfig(num_envs=8), optim=OptimConfig(lr=1e-4), net=NetConfig(hidden=(64, 64)))
+    dotted = TrainConfig(**{"run.num_envs": 8, "optim.lr": 1e-4, "net.hidden": (64, 64)})
+    dicts = TrainConfig(run={"num_envs": 8}, optim={"lr": 1e-4}, net={"hidden": [64, 64]})
+    assert flat == grouped == dotted == dicts
+    assert len({flat, grouped, dotted, dicts}) == 1  # equal configs hash equal
+    assert flat.optim == OptimConfig(lr=1e-4) and flat.run.num_envs == 8 and flat.net.hidden == (64, 64)
+    # a short name overrides its group's field, whichever comes first
+    assert TrainConfig(optim=OptimConfig(lr=1e-4, anneal_lr=True), lr=0.1).optim == OptimConfig(lr=0.1, anneal_lr=True)
+
+
+def test_every_field_reads_by_its_short_name():
+    config = PRESETS["league_small"].config
+    for name, group in FIELD_GROUPS.items():
+        assert getattr(config, name) == getattr(getattr(config, group), name), name
+    assert TrainConfig.lr.__doc__ == "``TrainConfig.optim.lr`` by its short name."
+
+
+def test_dataclasses_replace_takes_short_names_and_groups():
+    config = PRESETS["smoke"].config
+    one = dataclasses.replace(config, num_devices=1)
+    assert one.num_devices == 1 and one.run == dataclasses.replace(config.run, num_devices=1)
+    assert one.with_overrides({"num_devices": 0}) == config
+    assert dataclasses.replace(config, wandb_project="").log == config.log
+    assert dataclasses.replace(config, optim=OptimConfig(lr=0.1)).optim == OptimConfig(lr=0.1)
+    assert dataclasses.replace(config, lr=0.1, warmup_updates=1).optim == OptimConfig(lr=0.1, warmup_updates=1)
+
+
+def test_construction_rejects_unknown_and_twice_given_names():
+    with pytest.raises(TypeError, match=r"'num_env' \(did you mean num_envs\b"):
+        TrainConfig(num_env=8)
+    with pytest.raises(TypeError, match=r"TrainConfig\.optim\.lr twice"):
+        TrainConfig(lr=0.1, **{"optim.lr": 0.2})
+    with pytest.raises(ValueError, match=r"TrainConfig\.optim must be OptimConfig or a dict of its fields, got 3"):
+        TrainConfig(optim=3)
+    with pytest.raises(ValueError, match=r"TrainConfig\.optim has no field 'lrr' \(did you mean lr\?\)"):
+        TrainConfig(optim={"lrr": 0.1})
+
+
+def test_configs_are_frozen_hashable_and_picklable():
+    config = PRESETS["ppo_small"].config
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        config.run = RunConfig()
+    with pytest.raises(AttributeError):
+        config.lr = 0.1
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        config.optim.lr = 0.1
+    rebuilt = TrainConfig.from_dict(json.loads(json.dumps(config.to_dict())))
+    assert rebuilt == config and hash(rebuilt) == hash(config) and rebuilt is not config
+    assert pickle.loads(pickle.dumps(config)) == config == copy.deepcopy(config)
+    assert config != config.with_overrides({"lr": 1e-3}) and hash(config) != hash(config.with_overrides({"lr": 1e-3}))
+
+    calls = []
+
+    @functools.lru_cache
+    def cached(c):
+        calls.append(c)
+        return c.num_updates
+
+    assert cached(config) == cached(rebuilt) == cached(dataclasses.replace(config, lr=config.lr))
+    assert len(calls) == 1  # an lru_cache key: equal configs hit the same entry
+
+
+# the derived values of the presets as the flat TrainConfig computed them (before the groups): num_updates,
+# steps_per_update, ppo_batch, trained_seats, num_chunks, num_seats, is_gymnax, has_rollout, env_obs
+DERIVED = {
+    "a2c_small": (5859, 256, 32768, 8, 59, 8, False, False, "vector"),
+    "a2c_stream": (48828, 8192, 4194304, 8, 245, 8, False, False, "vector"),
+    "bc_data": (20000, 256, 8192, 8, 40, 8, False, False, "vector"),
+    "bc_small": (160, 2048, 16384, 8, 16, 8, False, True, "vector"),
+    "independent": (320, 2048, 2048, 8, 16, 8, False, True, "vector"),
+    "league_small": (430, 2048, 16384, 8, 22, 8, False, True, "vector"),
+    "ppo_gymnax": (976, 512, 512, 1, 16, 1, True, True, "vector"),
+    "ppo_large": (3051, 131072, 1048576, 8, 306, 8, False, True, "vector"),
+    "ppo_pixels": (300, 2048, 16384, 8, 15, 8, False, True, "pixels"),
+    "ppo_small": (488, 2048, 16384, 8, 25, 8, False, True, "vector"),
+    "smoke": (4, 128, 1024, 8, 2, 8, False, True, "vector"),
+}
+
+
+@pytest.mark.parametrize("name", sorted(DERIVED))
+def test_preset_derived_values_are_unchanged(name):
+    c = PRESETS[name].config
+    got = (c.num_updates, c.steps_per_update, c.ppo_batch, c.trained_seats, c.num_chunks, c.num_seats,
+           c.is_gymnax, c.has_rollout, c.env_obs)
+    assert got == DERIVED[name]
+    assert c.rules() == {n: getattr(c.game, n) for n in config_module.RULE_FIELDS}
+    hp = c.hparams()
+    assert {n: float(getattr(hp, n)) for n in config_module.HPARAM_FIELDS} == pytest.approx(
+        {n: getattr(c, n) for n in config_module.HPARAM_FIELDS}, rel=1e-6)
+    assert len(c.seat_kinds) == c.num_seats
+
+
+def test_seat_kinds():
+    assert TrainConfig(opponents="greedy").seat_kinds == ("self",) + ("greedy",) * 7
+    assert TrainConfig().seat_kinds == ("self",) * 8
+    assert PRESETS["ppo_gymnax"].config.seat_kinds == ("self",)
+
+
+# ---------------------------------------------------------------- validation: each group, then across groups
+
+
+@pytest.mark.parametrize("group, name", [(g, f.name) for g, kind in GROUPS.items() for f in dataclasses.fields(kind)])
+def test_every_field_rejects_a_wrong_type_naming_its_group(group, name):
+    pattern = rf"^TrainConfig\.{group}\.{name} "
+    with pytest.raises(ValueError, match=pattern):
+        GROUPS[group](**{name: object()})  # the group alone
+    with pytest.raises(ValueError, match=pattern):
+        TrainConfig(**{name: object()})  # by its short name
+
+
+@pytest.mark.parametrize(
+    "build, message",
+    [
+        (lambda: TaskConfig(env="gym"), r"TrainConfig\.task\.env must be 'autochess' or 'gymnax:<EnvName>'"),
+        (lambda: TaskConfig(obs="rgb"), r"TrainConfig\.task\.obs must be one of \('vector', 'pixels', 'oracle'\)"),
+        (lambda: TaskConfig(opponents="self,greedy"), r"TrainConfig\.task\.opponents must be one of"),
+        (lambda: TaskConfig(env="gymnax:CartPole-v1", opponents="greedy"),
+         r"TrainConfig\.task\.obs and \.opponents are game options"),
+        (lambda: RulesConfig(max_rounds=0), r"TrainConfig\.game\.max_rounds must be an int in \[1, 200\], got 0"),
+        (lambda: RulesConfig(reward_life=2.0), r"TrainConfig\.game\.reward_life must be a number in \[-1\.0, 1\.0\]"),
+        (lambda: NetConfig(hidden=(64, 0)), r"TrainConfig\.net\.hidden must be a tuple of 1\.\.8 ints in \[1, 65536\]"),
+        (lambda: NetConfig(hidden=[64]), r"TrainConfig\.net\.hidden must be a tuple"),
+        (lambda: NetConfig(activation="gelu"), r"TrainConfig\.net\.activation must be one of \('tanh', 'relu'\)"),
+        (lambda: OptimConfig(lr=2.0), r"TrainConfig\.optim\.lr must be a number in \[0\.0, 1\.0\], got 2\.0"),
+        (lambda: OptimConfig(lr=float("nan")), r"TrainConfig\.optim\.lr must be a number in \[0\.0, 1\.0\], got nan"),
+        (lambda: OptimConfig(anneal_lr=True, cosine_lr=True), r"TrainConfig\.optim\.anneal_lr \(linear\) and cosine"),
+        (lambda: PPOConfig(num_steps=0), r"TrainConfig\.ppo\.num_steps must be an int in \[1, 65536\], got 0"),
+        (lambda: PPOConfig(update_epochs=True), r"TrainConfig\.ppo\.update_epochs must be an int in \[1, 1000\]"),
+        (lambda: BCConfig(bc_patience=2), r"TrainConfig\.bc\.bc_patience \(early stopping .*\) needs a bc_dataset"),
+        (lambda: DistillConfig(oracle_dropout_updates=5), r"TrainConfig\.distill\.oracle_dropout_updates fades"),
+        (lambda: DistillConfig(teacher="r", teacher_kl=0.0), r"TrainConfig\.distill\.teacher_kl must be > 0"),
+        (lambda: LeagueConfig(league_self_share=0.5), r"TrainConfig\.league\.league_self_share and league_anchor"),
+        (lambda: LeagueConfig(league_size=2, league_self_share=0.6, league_anchor_share=0.6),
+         r"TrainConfig\.league\.league_self_share \+ league_anchor_share must be at most 1"),
+        (lambda: LeagueConfig(league_size=2, league_anchor_share=0.2, league_pool_prob=0.0),
+         r"TrainConfig\.league\.league_anchor_share needs league_pool_prob > 0"),
+        (lambda: RunConfig(num_envs=6, num_devices=4), r"TrainConfig\.run\.num_devices must divide num_envs=6"),
+        (lambda: RunConfig(seed=-1), r"TrainConfig\.run\.seed must be an int in \[0, 2147483647\]"),
+        (lambda: LogConfig(wandb_project="a:b"), r"TrainConfig\.log\.wandb_project must be a W&B project name"),
+        (lambda: LogConfig(best_by="loss"), r"TrainConfig\.log\.best_by must be one of"),
+    ],
+)
+def test_each_group_checks_its_own_fields(build, message):
+    with pytest.raises(ValueError, match=message):
+        build()
+
+
+@pytest.mark.parametrize(
+    "fields, message",
+    [
+        (dict(obs="pixels"), r"TrainConfig\.net\.network must be 'cnn' or 'tiles' for obs='pixels'"),
+        (dict(teacher="r", algo="a2c"), r"TrainConfig\.distill\.teacher \(a KL term in PPO's loss\) needs algo"),
+        (dict(teacher="r", league_size=2), r"TrainConfig\.distill\.teacher: a league run cannot distil"),
+        (dict(anchor="r", anchor_kl=0.0), r"TrainConfig\.distill\.anchor_kl must be > 0 with an anchor"),
+        (dict(league_size=2, league_anchor_share=0.2), r"TrainConfig\.league\.league_anchor_share: the anchor's"),
+        (dict(league_size=2, algo="a2c"), r"TrainConfig\.league\.league_size > 0 \(a league\) needs algo='ppo'"),
+        (dict(league_size=2, league_groups=3), r"TrainConfig\.league\.league_groups must divide num_envs=16"),
+        (dict(independent=True, algo="a2c"), r"TrainConfig\.net\.independent \(one learner per seat\) needs"),
+        (dict(total_steps=10), r"TrainConfig\.run\.total_steps must be >= one update's env steps \(1024 = "),
+        (dict(warmup_updates=195), r"TrainConfig\.optim\.warmup_updates must be fewer than the run's 195 updates"),
+        (dict(algo="bc", env="gymnax:CartPole-v1"), r"TrainConfig\.run\.algo='bc' clones a bot of the game"),
+        (dict(bc_dataset="d"), r"TrainConfig\.bc\.bc_dataset is behaviour cloning's \(algo='bc'\)"),
+        (dict(algo="bc", bc_dataset="d", num_devices=2), r"TrainConfig\.bc\.bc_dataset runs train on one device"),
+        (dict(best_by="validation"), r"TrainConfig\.log\.best_by='validation' needs a bc_dataset run"),
+        (dict(best_by="rating"), r"TrainConfig\.log\.best_by='rating' needs a league"),
+        (dict(algo="a2c", shuffle="local"), r"TrainConfig\.ppo\.shuffle='local' is PPO's \(algo='ppo'\)"),
+        (dict(num_minibatches=7), r"TrainConfig\.ppo\.num_minibatches must divide the rollout batch"),
+    ],
+)
+def test_the_rules_between_groups_name_the_field(fields, message):
+    with pytest.raises(ValueError, match=message):
+        TrainConfig(**fields)
+
+
+# ---------------------------------------------------------------- overrides and --set text
+
+
+def test_overrides_take_short_and_dotted_names():
+    config = TrainConfig()
+    changed = config.with_overrides({"lr": 1e-4, "ppo.clip_eps": 0.1, "run.num_envs": 32})
+    assert (changed.lr, changed.clip_eps, changed.num_envs) == (1e-4, 0.1, 32)
+    assert changed == TrainConfig(lr=1e-4, clip_eps=0.1, num_envs=32)
+    assert config.with_overrides({"optim": {"lr": 1e-4}}).optim == OptimConfig(lr=1e-4)
+    with pytest.raises(ValueError, match=r"TrainConfig\.optim\.lr is set twice"):
+        config.with_overrides({"lr": 1e-4, "optim.lr": 2e-4})
+
+
+def test_sets_parse_text_by_each_fields_type():
+    config = TrainConfig().with_sets({"lr": "1e-4", "run.num_envs": "32", "optim.anneal_lr": "true",
+                                      "hidden": "64,32", "total_steps": "1e6", "task.opponents": "greedy"})
+    assert (config.lr, config.num_envs, config.anneal_lr, config.hidden, config.total_steps, config.opponents) == (
+        1e-4, 32, True, (64, 32), 1_000_000, "greedy")
+    assert TrainConfig.from_dict(config.to_dict()) == config
+    assert parse_sets({"net.hidden": "64x64", "clip_value": "no"}) == {"net.hidden": (64, 64), "clip_value": False}
+
+
+@pytest.mark.parametrize(
+    "sets, message",
+    [
+        ({"num_envs": "abc"}, r"TrainConfig\.run\.num_envs must be an int, got 'abc'"),
+        ({"run.num_envs": "1.5"}, r"TrainConfig\.run\.num_envs must be an int, got '1\.5'"),
+        ({"anneal_lr": "maybe"}, r"TrainConfig\.optim\.anneal_lr must be a bool \(true/false\), got 'maybe'"),
+        ({"lr": "fast"}, r"TrainConfig\.optim\.lr must be a number, got 'fast'"),
+        ({"hidden": "64,a"}, r"TrainConfig\.net\.hidden must be comma-separated ints"),
+        ({"lr": "2"}, r"TrainConfig\.optim\.lr must be a number in \[0\.0, 1\.0\], got 2\.0"),
+    ],
+)
+def test_bad_set_text_names_the_field(sets, message):
+    with pytest.raises(ValueError, match=message):
+        TrainConfig().with_sets(sets)
+
+
+@pytest.mark.parametrize(
+    "key, message",
+    [
+        ("gama", r"unknown config key\(s\) 'gama' \(did you mean gamma\?\)$"),
+        ("num_env", r"'num_env' \(did you mean num_envs"),
+        ("optim.lrr", r"'optim\.lrr' \(did you mean optim\.lr or "),
+        ("ppo.lr", r"'ppo\.lr' \(did you mean optim\.lr\?\)"),  # a short name under another group
+        ("LR", r"'LR' \(did you mean lr\?\)"),
+        ("league.size", r"'league\.size' \(did you mean league\.league_size\?\)"),  # the group's prefix
+        ("bc.teacher", r"'bc\.teacher' \(did you mean bc\.bc_teacher or distill\.teacher"),
+        ("nope", r"'nope'; a field is named by its short name \(lr\) or GROUP\.NAME \(optim\.lr\), GROUP one of "
+                 r"run, task, game, net, optim, loss, ppo, a2c, bc, distill, league, log"),
+    ],
+)
+def test_an_unknown_name_suggests_the_closest(key, message):
+    for attempt in (lambda: TrainConfig().with_sets({key: "1"}), lambda: TrainConfig().with_overrides({key: 1}),
+                    lambda: TrainConfig.from_dict({key: 1})):
+        with pytest.raises(ValueError, match=message) as err:
+            attempt()
+        assert "--" not in str(err.value) and len(str(err.value)) < 400  # fields, not CLI flags; not all 67 names
+
+
+def test_parse_value_keeps_the_clis_forms():
+    assert parse_value("x", int, " 1e6 ") == 1_000_000
+    assert parse_value("x", bool, "Yes") is True and parse_value("x", bool, "0") is False
+    assert parse_value("x", tuple, "64x64") == (64, 64)
+    assert parse_value("x", str, " greedy ") == "greedy"
+    with pytest.raises(ValueError, match=r"^TrainConfig\.x must be an int, got '1\.5'$"):
+        parse_value("x", int, "1.5")
+
+
+def test_the_cli_helper_is_the_library_call():
+    from experiments.common import apply_sets
+
+    assert apply_sets(TrainConfig(), {"optim.lr": "3e-4", "gamma": "0.9"}) == TrainConfig(lr=3e-4, gamma=0.9)
+
+
+# ---------------------------------------------------------------- (de)serialisation: nested now, flat before
 
 
 # A config.json as written at commit 8bfdd9c (the first trainer), with that commit's defaults: no num_devices,
@@ -103,7 +416,7 @@ def test_an_old_config_json_still_loads():
     assert config.hidden == (256, 256)
     for name, value in old.items():
         assert getattr(config, name) == (tuple(value) if name == "hidden" else value), name
-    missing = set(FIELDS) - set(old)
+    missing = set(FLAT) - set(old)
     assert {"num_devices", "league_size", "best_by", "independent"} <= missing
     defaults = TrainConfig()
     for name in missing:
@@ -111,19 +424,85 @@ def test_an_old_config_json_still_loads():
     assert config == defaults  # that commit's defaults are today's for the fields it had
 
 
-def test_to_dict_round_trips_through_json():
+def test_to_dict_is_nested_and_round_trips_through_json():
     config = TrainConfig()
     data = json.loads(json.dumps(config.to_dict()))
-    assert list(data) == FIELDS
+    assert list(data) == list(GROUPS)
+    assert [f"{group}.{name}" for group, fields in data.items() for name in fields] == DOTTED
+    assert data["net"]["hidden"] == [256, 256]
     assert TrainConfig.from_dict(data) == config
-    changed = TrainConfig(
-        num_envs=8,
-        num_devices=2,
-        hidden=(32, 16),
-        league_size=4,
-        league_groups=4,
-        best_by="rating",
-        lr=1e-3,
-        reward_life=-0.05,
-    )
+    changed = TrainConfig(num_envs=8, num_devices=2, hidden=(32, 16), league_size=4, league_groups=4,
+                          best_by="rating", lr=1e-3, reward_life=-0.05)
     assert TrainConfig.from_dict(json.loads(json.dumps(changed.to_dict()))) == changed
+    # both forms at once (a flat key edited into a nested config.json wins over its group's)
+    assert TrainConfig.from_dict({**changed.to_dict(), "lr": 0.1}) == changed.with_overrides({"lr": 0.1})
+
+
+def test_the_flat_forms():
+    config = PRESETS["smoke"].config
+    flat = config.to_flat_dict()
+    assert list(flat) == FLAT and flat["hidden"] == [64, 64] and flat["lr"] == config.lr
+    assert list(config.to_flat_dict(dotted=True)) == DOTTED
+    assert TrainConfig.from_dict(flat) == config
+    assert flat_dict(config.to_dict()) == flat_dict(flat) == flat
+    assert flat_dict({"opponents": "greedy", "future_field": 1}) == {"opponents": "greedy", "future_field": 1}
+
+
+def _committed_configs():
+    """(where, dict) of every TrainConfig dict committed in the repo: the shipped baselines' ``config``, and every
+    ``config`` in a JSON / JSONL file under docs/results/ and tests/data/ (a metrics.jsonl's meta line holds one,
+    a pipeline.json one per phase)."""
+    found = []
+
+    def walk(obj, where):
+        if isinstance(obj, dict):
+            for key, value in obj.items():
+                if key == "config" and isinstance(value, dict) and set(value) & (set(FLAT) | set(GROUPS)):
+                    found.append((where, value))
+                walk(value, f"{where}/{key}")
+        elif isinstance(obj, list):
+            for i, value in enumerate(obj):
+                walk(value, f"{where}[{i}]")
+
+    for folder in ("agents/policies/baseline_policies", "docs/results", "tests/data"):
+        for path in sorted((ROOT / folder).rglob("*.json*")):
+            if path.suffix == ".json":
+                walk(json.loads(path.read_text()), str(path.relative_to(ROOT)))
+            elif path.suffix == ".jsonl":
+                for n, line in enumerate(path.read_text().splitlines()):
+                    if line.strip().startswith("{") and '"config"' in line:
+                        walk(json.loads(line), f"{path.relative_to(ROOT)}:{n + 1}")
+    return found
+
+
+COMMITTED = _committed_configs()
+
+
+def test_the_repo_has_committed_configs():
+    where = {w.split("/")[0] + "/" + w.split("/")[1] for w, _ in COMMITTED}
+    assert len(COMMITTED) >= 45 and "agents/policies" in where and "docs/results" in where, sorted(where)
+    assert any("ppo_small-v1.json" in w for w, _ in COMMITTED)
+
+
+@pytest.mark.parametrize("where, data", COMMITTED, ids=[w for w, _ in COMMITTED])
+def test_every_committed_config_loads_and_round_trips(where, data):
+    config = TrainConfig.from_dict(data)
+    again = TrainConfig.from_dict(json.loads(json.dumps(config.to_dict())))
+    assert again == config and hash(again) == hash(config)
+    flat = config.to_flat_dict()
+    for name, value in flat_dict(data).items():  # every value it holds is the config's
+        assert flat[name] == value, (where, name)
+
+
+@pytest.mark.parametrize("name", sorted(PRESETS))
+def test_presets_round_trip(name):
+    config = PRESETS[name].config
+    assert TrainConfig.from_dict(json.loads(json.dumps(config.to_dict()))) == config
+    assert TrainConfig.from_dict(json.loads(json.dumps(config.to_flat_dict()))) == config
+
+
+def test_pipeline_phase_configs_keep_their_links():
+    phases = {p.name: p for p in PIPELINES["pipeline_smoke"].phases}
+    assert dict(phases["student"].links) == {"init_from": "bc", "teacher": "teacher", "anchor": "bc"}
+    assert dict(phases["bc"].links) == {"bc_dataset": "record"}
+

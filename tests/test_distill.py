@@ -1,7 +1,9 @@
 """Distillation and anchors (agents.algorithms.distill): the KL term on hand-checked values, the decays and the feature
-dropout, the loss of ``DistilledPPO`` = PPO's + the decaying KL terms, and the rollout that fades the hidden
-information for the teacher only. The run library's side (loading, resume, refusals) is in tests/test_train.py."""
+dropout, the loss of ``distilled_ppo`` (``KLTerms`` around ``PPOLoss``) = PPO's + the decaying KL terms, and the
+rollout that fades the hidden information for the teacher only. The run library's side (loading, resume, refusals)
+is in tests/test_train.py."""
 
+import copy
 import dataclasses
 
 import jax
@@ -68,12 +70,12 @@ def test_linear_decay_and_feature_dropout():
 
 
 @pytest.mark.parametrize("overrides, message", [
-    (dict(teacher="run", algo="a2c"), r"TrainConfig\.teacher \(a KL term in PPO's loss\) needs algo='ppo'"),
-    (dict(anchor="run", obs="oracle"), r"TrainConfig\.anchor .* obs='vector'"),
+    (dict(teacher="run", algo="a2c"), r"TrainConfig\.distill\.teacher \(a KL term in PPO's loss\) needs algo='ppo'"),
+    (dict(anchor="run", obs="oracle"), r"TrainConfig\.distill\.anchor .* obs='vector'"),
     (dict(teacher="run", league_size=4), r"a league run cannot distil a teacher"),
     (dict(teacher="run", teacher_kl=0.0), r"teacher_kl must be > 0 with a teacher"),
     (dict(oracle_dropout_updates=5), r"oracle_dropout_updates fades an oracle teacher's inputs: set teacher"),
-    (dict(teacher=3), r"TrainConfig\.teacher must be a saved policy's name"),
+    (dict(teacher=3), r"TrainConfig\.distill\.teacher must be a saved policy's name"),
     (dict(teacher="run", teacher_temperature=0.0), r"teacher_temperature must be a number in \[0\.01, 100"),
 ])
 def test_bad_distillation_configs_name_the_field(overrides, message):
@@ -89,7 +91,7 @@ def synthetic_references(trainer, oracle_teacher: bool):
     """A random oracle (or vector) teacher and a random vector anchor of another width, as ``load_references``
     would give them."""
     def reference(role, width, seed, oracle):
-        net = networks.make_network("mlp", C.NUM_ACTIONS, (width,), "relu", False)
+        net = networks.actor_critic("mlp", C.NUM_ACTIONS, (width,), "relu", False)
         params = net.init(jax.random.key(seed), np.zeros((1, OBS_SIZE + (ORACLE_SIZE if oracle else 0)), np.float32))
         # away from the near-uniform policy of a fresh head, so the KL terms are not ~0
         leaves, tree = jax.tree_util.tree_flatten(params)
@@ -104,7 +106,8 @@ def test_the_distilled_loss_is_ppo_plus_the_decaying_kl_terms():
     config = TrainConfig(**SMALL, teacher="t", teacher_kl=0.7, teacher_kl_updates=10, teacher_temperature=2.0,
                          anchor="a", anchor_kl=0.3, anchor_kl_updates=4)
     trainer = make_train(config, make_env(config))
-    assert isinstance(trainer, distill.DistilledPPO) and trainer.env.obs_shape == (OBS_SIZE + ORACLE_SIZE,)
+    assert isinstance(trainer.loss, distill.KLTerms) and isinstance(trainer.samples, distill.FrozenPolicies)
+    assert trainer.env.obs_shape == (OBS_SIZE + ORACLE_SIZE,)
     with pytest.raises(ValueError, match="call use_references"):
         trainer.chunk_inputs()
     references = synthetic_references(trainer, oracle_teacher=True)
@@ -155,7 +158,10 @@ def test_the_rollout_fades_the_hidden_block_for_the_teacher_only():
     trainer = make_train(config, make_env(config))
     trainer.use_references({"teacher": synthetic_references(trainer, True)["teacher"]})
     runner = trainer.init(jax.random.key(0))
-    plain = jax.jit(lambda r, k: distill.PPO.rollout(trainer, r, k)[1])
+    undropped = copy.copy(trainer)  # the same trainer, its samples without the feature dropout
+    undropped.samples = copy.copy(trainer.samples)
+    undropped.samples.dropout_updates = 0
+    plain = jax.jit(lambda r, k: undropped.rollout(r, k)[1])
     faded = jax.jit(lambda r, k: trainer.rollout(r, k)[1])
     key = jax.random.key(5)
     for update, keep in [(0, 1.0), (2, 0.75), (6, 0.25), (8, 0.0)]:

@@ -9,7 +9,9 @@ from urllib.parse import unquote
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
-DOC_FILES = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
+DOC_FILES = [ROOT / "README.md", ROOT / "CHANGELOG.md", *sorted((ROOT / "docs").glob("*.md"))]
+#: the most lines README.md may have: it is one screen (what it is, install, one example, results, links)
+README_MAX_LINES = 150
 
 _FENCE = re.compile(r"^(```|~~~).*?^\1[^\n]*$", re.MULTILINE | re.DOTALL)
 _CODE_SPAN = re.compile(r"(`+)(?:(?!\1).)+?\1", re.DOTALL)
@@ -87,3 +89,49 @@ def test_readme_cli_modules_exist():
         and not (ROOT / "experiments" / m / "__main__.py").is_file()
     ]
     assert not missing, f"README's Command-line tools table names missing modules: {missing}"
+
+
+def _cli_module_exists(name: str) -> bool:
+    return (ROOT / "experiments" / f"{name}.py").is_file() or (ROOT / "experiments" / name / "__main__.py").is_file()
+
+
+@pytest.mark.parametrize("doc", DOC_FILES, ids=[str(p.relative_to(ROOT)) for p in DOC_FILES])
+def test_doc_cli_modules_exist(doc):
+    """Every ``python -m experiments.X`` a doc names (in prose, tables or code blocks, across line breaks) exists."""
+    names = set(re.findall(r"python\s+-m\s+experiments\.(\w+)", doc.read_text(encoding="utf-8")))
+    missing = sorted(n for n in names if not _cli_module_exists(n))
+    assert not missing, f"{doc.relative_to(ROOT)} names missing CLI modules: {missing}"
+
+
+#: what a README must not hold (the history goes to docs/, the numbers to docs/results.md): a commit hash (7+ hex
+#: characters after a space or backtick, with a letter and a digit among them: plain numbers and words such as
+#: "defaced" are not hashes), a date, a p-value
+_README_FORBIDDEN = {
+    "commit hash": re.compile(r"(?<=[ `])(?=[0-9a-f]*[a-f])(?=[0-9a-f]*[0-9])[0-9a-f]{7,40}\b"),
+    "date": re.compile(r"\b\d{4}-\d{2}-\d{2}\b"),
+    "p-value": re.compile(r"\bp\s?[=<]\s?\d|\bp\s?[=<]\s?\.\d"),
+}
+
+
+def readme_problems(text: str) -> list[str]:
+    """Why ``text`` is not a one-screen README: too many lines, or a commit hash, date or p-value (with its line)."""
+    lines = text.splitlines()
+    problems = [f"{len(lines)} lines, more than {README_MAX_LINES}"] if len(lines) > README_MAX_LINES else []
+    for number, line in enumerate(lines, 1):
+        problems += [f"line {number}: a {what}: {m.group(0)!r}" for what, pattern in _README_FORBIDDEN.items()
+                     for m in pattern.finditer(line)]
+    return problems
+
+
+def test_readme_checks_catch_what_they_name():
+    """Guards the README test against patterns that match nothing (or too much)."""
+    assert readme_problems("at 1deb265 on a day") == ["line 1: a commit hash: '1deb265'"]
+    assert readme_problems("`0a523de`") == ["line 1: a commit hash: '0a523de'"]
+    assert readme_problems("run on 2026-11-27") == ["line 1: a date: '2026-11-27'"]
+    assert [p.split(":")[1] for p in readme_problems("(p = 7e-19) and p < 1e-14")] == [" a p-value"] * 2
+    assert readme_problems("1,638,400 env steps; 16384 games; --set total_steps=1638400; defaced") == []
+    assert readme_problems("x\n" * (README_MAX_LINES + 1))[0] == f"{README_MAX_LINES + 1} lines, more than 150"
+
+
+def test_readme_is_one_screen():
+    assert not readme_problems((ROOT / "README.md").read_text(encoding="utf-8"))

@@ -1,7 +1,6 @@
 """Env API, determinism, jit == vmap == Python loop == VecEnv, and rule
 invariants over many random games."""
 
-import os
 
 import jax
 import jax.numpy as jnp
@@ -100,7 +99,7 @@ def test_jit_vmap_loop_and_vecenv_agree(tiny_env):
                 np.testing.assert_array_equal(x, y, err_msg=f"env {e} step {t}")
 
 
-@pytest.mark.skipif(os.environ.get("JAXGAME_SLOW_TESTS") != "1", reason="set JAXGAME_SLOW_TESTS=1 (~2 min)")
+@pytest.mark.slow(reason="~2 min")
 @pytest.mark.xdist_group(tiny_games.group)
 def test_vmapped_env_step_equals_vecenv_over_16_envs_and_200_steps():
     """The same leaf-by-leaf equality as above for jax.vmap(jax.vmap(env.step)) and VecEnv.step on a 16-env

@@ -166,8 +166,8 @@ def test_a_failed_background_save_stops_the_run_with_its_error(tmp_path, monkeyp
 
 def test_the_cli_exits_non_zero_with_one_line_naming_the_update(tmp_path, monkeypatch, capsys):
     _poison_chunk(monkeypatch, at_call=0)
-    args = ["--preset=ppo_gymnax", "--run-dir", str(tmp_path / "r"), "--quiet"]
-    for key, value in TINY.to_dict().items():
+    args = ["--preset=ppo_gymnax", "--out", str(tmp_path / "r"), "--quiet"]
+    for key, value in TINY.to_flat_dict().items():
         if key not in ("env", "hidden"):
             args += ["--set", f"{key}={value}"]
     capsys.readouterr()
@@ -233,9 +233,9 @@ def test_a_run_directory_belongs_to_one_run_of_one_tool(tiny_run, tmp_path):
     owner = json.loads((trained / "run.json").read_text())
     assert owner["tool"] == "train" and owner["identity"] == run.run_dir_lib.identity_hash(run.run_identity(TINY))
 
-    with pytest.raises(run.RunError, match=r"holds a train run \(python -m experiments.train.*not a sweep run"):
+    with pytest.raises(run.RunError, match=r"holds a train run \(run id \w+\), not a sweep run"):
         run_sweep(TINY, SweepSpec.make([0]), trained)
-    with pytest.raises(run.RunError, match="holds a train run .*continue it with --resume"):
+    with pytest.raises(run.RunError, match=r"holds a train run .*continue it with agents\.train\(\.\.\., resume"):
         run.train(TINY, trained)
     assert sorted(p.name for p in trained.iterdir()) == before and _steps(trained) == steps  # nothing touched
 
@@ -243,7 +243,7 @@ def test_a_run_directory_belongs_to_one_run_of_one_tool(tiny_run, tmp_path):
     swept.mkdir()
     (swept / "run.json").write_text(json.dumps({"tool": "sweep", "run_id": "abc"}))
     for resume in (False, True):
-        with pytest.raises(run.RunError, match="holds a sweep run .*experiments.sweep --run-dir"):
+        with pytest.raises(run.RunError, match=r"holds a sweep run .*sweep_loop\.run_sweep\(\.\.\., resume=True\)"):
             run.train(TINY, swept, resume=resume)
 
     old = tmp_path / "old_checkpoints"  # an older run's checkpoints, no metrics.jsonl
@@ -285,7 +285,7 @@ def test_a_run_stopped_during_its_first_compile_resumes_from_update_0(tiny_run, 
         run.train(TINY, stopped)
     monkeypatch.undo()
     assert _steps(stopped) == []
-    with pytest.raises(run.RunError, match="holds a train run .*--resume"):
+    with pytest.raises(run.RunError, match="holds a train run .*resume=True"):
         run.train(TINY, stopped)
     summary = run.train(run.load_config(stopped), stopped, resume=True)
     assert summary["updates"] == 4
@@ -324,8 +324,8 @@ def test_after_a_resume_tensorboard_shows_each_step_once(tiny_run, tmp_path):
 
 
 def _cli_args(config: TrainConfig, run_dir) -> list[str]:
-    args = ["-m", "experiments.train", "--preset=ppo_gymnax", "--run-dir", str(run_dir), "--auto-resume"]
-    for key, value in config.to_dict().items():
+    args = ["-m", "experiments.train", "--preset=ppo_gymnax", "--out", str(run_dir), "--auto-resume"]
+    for key, value in config.to_flat_dict().items():
         args += ["--set", f"{key}={','.join(map(str, value)) if key == 'hidden' else value}"]
     return args
 
@@ -457,25 +457,25 @@ def _bad_input_cases(tiny_run, tmp_path):
     evaluate = ["-m", "experiments.evaluate", "--quiet"]
     rate = ["-m", "experiments.rate", "--quiet"]
     no_gymnax = ["-c", "import sys; sys.modules['gymnax'] = None; from experiments.train import main; "
-                       f"main(['--preset=ppo_gymnax', '--run-dir', {str(fresh)!r}, '--quiet'])"]
+                       f"main(['--preset=ppo_gymnax', '--out', {str(fresh)!r}, '--quiet'])"]
     return [
-        ("run dir is a file", [*train, "--preset=smoke", "--run-dir", str(a_file)], "is a file", None),
-        ("run dir cannot be made", [*train, "--preset=smoke", "--run-dir", "/dev/null/run"], "/dev/null/run", None),
-        ("unknown gymnax env", [*train, "--preset=ppo_gymnax", "--env", "gymnax:Nope-v0", "--run-dir", str(fresh)],
+        ("run dir is a file", [*train, "--preset=smoke", "--out", str(a_file)], "is a file", None),
+        ("run dir cannot be made", [*train, "--preset=smoke", "--out", "/dev/null/run"], "/dev/null/run", None),
+        ("unknown gymnax env", [*train, "--preset=ppo_gymnax", "--env", "gymnax:Nope-v0", "--out", str(fresh)],
          "unknown gymnax env 'Nope-v0'", fresh),
         ("gymnax not installed", no_gymnax, "needs gymnax", fresh),
-        ("all checkpoints corrupt", [*train, "--run-dir", str(corrupt), "--resume"], "could be restored", None),
-        ("resume with a preset", [*train, "--preset=smoke", "--run-dir", str(trained), "--resume"], "--preset", None),
-        ("evaluate a missing step", [*evaluate, "--checkpoint", str(trained), "--step", "99"], "step 99", None),
-        ("evaluate empty checkpoints", [*evaluate, "--checkpoint", str(empty)], "no checkpoints", None),
-        ("evaluate a sweep", [*evaluate, "--checkpoint", str(sweep_dir)], "sweep directory", None),
-        ("unknown rule", [*evaluate, "--rule", "nope=3"], "nope", None),
-        ("rule out of range", [*evaluate, "--rule", "max_rounds=1000"], "max_rounds", None),
-        ("--step without --checkpoint", [*evaluate, "--step", "2"], "--checkpoint", None),
-        ("--vs without --checkpoint", [*evaluate, "--vs", "greedy"], "--checkpoint", None),
+        ("all checkpoints corrupt", [*train, "--out", str(corrupt), "--resume"], "could be restored", None),
+        ("resume with a preset", [*train, "--preset=smoke", "--out", str(trained), "--resume"], "--preset", None),
+        ("evaluate a missing step", [*evaluate, f"{trained}:99"], "step 99", None),
+        ("evaluate empty checkpoints", [*evaluate, str(empty)], "no checkpoints", None),
+        ("evaluate a sweep", [*evaluate, str(sweep_dir)], "sweep directory", None),
+        ("unknown rule", [*evaluate, "--set", "nope=3"], "nope", None),
+        ("rule out of range", [*evaluate, "--set", "max_rounds=1000"], "max_rounds", None),
+        ("--step without a run", [*evaluate, "--step", "2"], "needs a run", None),
+        ("--vs without a player", [*evaluate, "--vs", "greedy"], "--vs needs a PLAYER", None),
         ("more games than memory", [*evaluate, "--games", "100000000"], "--games 100000000 needs about", None),
         ("more envs than memory", [*train, "--preset=smoke", "--set", "num_envs=1048576", "--set",
-                                   "total_steps=1e9", "--run-dir", str(fresh)], "num_envs=1048576", fresh),
+                                   "total_steps=1e9", "--out", str(fresh)], "num_envs=1048576", fresh),
         ("rate a missing step", [*rate, f"{trained}:99", "--out", str(fresh)], "step 99", fresh),
         ("rate a typo", [*rate, str(tmp_path / "typo"), "--all-checkpoints", "--out", str(fresh)], "typo",
          tmp_path / "typo"),

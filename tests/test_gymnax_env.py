@@ -9,7 +9,7 @@ import pytest
 
 pytest.importorskip("gymnax")
 
-from agents.envs.gymnax_env import GymnaxVecEnv, GymnaxVecState, make_env
+from agents.envs.gymnax_env import GymnaxVecEnv, GymnaxVecState, make_gymnax_env
 from jaxgame.env import TimeStep
 
 N = 4
@@ -62,8 +62,8 @@ def _check_timestep(ts, venv):
 def test_attributes(venv):
     assert (venv.num_envs, venv.num_players, venv.num_actions, venv.obs_shape) == (N, 1, 2, (4,))
     assert venv.name == "gymnax:CartPole-v1"
-    assert isinstance(make_env("gymnax:CartPole-v1", 3), GymnaxVecEnv)
-    assert make_env(venv.name, 2).num_envs == 2
+    assert isinstance(make_gymnax_env("gymnax:CartPole-v1", 3), GymnaxVecEnv)
+    assert make_gymnax_env(venv.name, 2).num_envs == 2
 
 
 def test_reset_and_step_shapes(venv, jit_step):
@@ -135,9 +135,9 @@ def test_unknown_env_and_spec():
     with pytest.raises(ValueError, match="unknown gymnax env 'NoSuchEnv-v0'.*CartPole-v1"):
         GymnaxVecEnv("NoSuchEnv-v0", 2)
     with pytest.raises(ValueError, match="gymnax:<EnvName>"):
-        make_env("autochess", 2)
+        make_gymnax_env("autochess", 2)
     with pytest.raises(ValueError, match="unknown gymnax env"):
-        make_env("gymnax:", 2)
+        make_gymnax_env("gymnax:", 2)
 
 
 def test_continuous_action_space_rejected():

@@ -3,6 +3,7 @@ PRNG keys, every accepted config playable, no hidden information in the
 observation, life rewards capped at the life lost, and the finished game
 visible on the step that ends it."""
 
+import chex
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -27,9 +28,7 @@ def tiny_env():
 
 
 def _assert_trees_equal(a, b):
-    leaves = jax.tree_util.tree_leaves
-    for x, y in zip(leaves(tiny_games.host_tree(a)), leaves(tiny_games.host_tree(b)), strict=True):
-        np.testing.assert_array_equal(x, y)
+    chex.assert_trees_all_equal(tiny_games.host_tree(a), tiny_games.host_tree(b))
 
 
 def _check_invariants(state):

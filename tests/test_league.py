@@ -4,9 +4,9 @@ pool forward pass, the loss bookkeeping, and a league run's rollout, checkpoint 
 from __future__ import annotations
 
 import functools
-import os
 import types
 
+import chex
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -402,7 +402,7 @@ def test_a_league_run_rates_the_learner_and_its_snapshots(tmp_path):
 
     run_dir = tmp_path / "run"
     sets = [f"{k}={v}" for k, v in dict(SMALL, num_steps=16, best_by="rating").items()]
-    summary = train_cli.main(["--preset=smoke", "--run-dir", str(run_dir), "--quiet",
+    summary = train_cli.main(["--preset=smoke", "--out", str(run_dir), "--quiet",
                               *[a for s in sets for a in ("--set", s)]])
     records = [json.loads(line) for line in (run_dir / "metrics.jsonl").read_text().splitlines()[1:]]
     assert [r["update"] for r in records] == [2, 4]
@@ -481,7 +481,7 @@ def test_independent_learners_changing_one_seats_data_leaves_every_other_seats_u
     changed = (traj.replace(obs=traj.obs.at[:, :, j].add(1.0)), advantages.at[:, :, j].mul(-3.0),
                targets.at[:, :, j].add(2.0), None)
     after = optimize(changed)
-    assert all(np.isfinite(np.asarray(leaf)).all() for leaf in jax.tree_util.tree_leaves(before))
+    chex.assert_tree_all_finite(before)
     for b, a in zip(jax.tree_util.tree_leaves(before), jax.tree_util.tree_leaves(after)):
         others = np.arange(8) != j
         np.testing.assert_array_equal(np.asarray(b)[others], np.asarray(a)[others])
@@ -489,7 +489,7 @@ def test_independent_learners_changing_one_seats_data_leaves_every_other_seats_u
                for b, a in zip(jax.tree_util.tree_leaves(before), jax.tree_util.tree_leaves(after)))
 
 
-@pytest.mark.skipif(os.environ.get("JAXGAME_SLOW_TESTS") != "1", reason="set JAXGAME_SLOW_TESTS=1 (~1 min)")
+@pytest.mark.slow(reason="~1 min")
 def test_independent_learners_train_a_whole_update():
     """The whole update (rollout, GAE, every seat's epochs) compiles and gives finite losses."""
     trainer = independent_trainer()

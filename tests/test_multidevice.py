@@ -54,14 +54,14 @@ DRIVER = textwrap.dedent(
     summaries = {}
 
     def resume(name, *more):
-        summaries[name] = cli.main(["--run-dir", f"{out}/{name}", "--resume", "--quiet", *more])
+        summaries[name] = cli.main(["--out", f"{out}/{name}", "--resume", "--quiet", *more])
 
     def from_update_2(source, name):  # a copy of a finished run that stopped after its checkpoint 2
         shutil.copytree(f"{out}/{source}", f"{out}/{name}")
         shutil.rmtree(f"{out}/{name}/checkpoints/4")
 
     for name, devices in (("ref", 1), ("four", 4)):
-        summaries[name] = cli.main([*args, "--run-dir", f"{out}/{name}", "--set", total,
+        summaries[name] = cli.main([*args, "--out", f"{out}/{name}", "--set", total,
                                     "--set", f"num_devices={devices}"])
     from_update_2("four", "four_on_one")
     resume("four_on_one", "--set", "num_devices=1")
@@ -96,6 +96,14 @@ def _env(devices: int) -> dict:
         "PYTHONUNBUFFERED": "1",
         "XLA_FLAGS": with_host_devices(os.environ.get("XLA_FLAGS", ""), devices),
     }
+
+
+def _run_on_four_devices(driver: str, *args, timeout: int) -> subprocess.CompletedProcess:
+    """``driver`` run in a fresh interpreter with 4 CPU devices (``_env(4)``); asserts that it exits 0."""
+    proc = subprocess.run([sys.executable, "-c", driver, *map(str, args)], cwd=ROOT, env=_env(4), capture_output=True,
+                          text=True, timeout=timeout, check=False)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    return proc
 
 
 def _free_port() -> int:
@@ -141,7 +149,7 @@ def runs(tmp_path_factory):
         "-m",
         "experiments.train",
         *CLI_ARGS,
-        "--run-dir",
+        "--out",
         str(multi),
         "--set",
         f"total_steps={2 * STEPS}",
@@ -181,7 +189,7 @@ def test_four_devices_equal_one_device(runs):
     assert summaries["ref"]["devices"] == 1 and summaries["four"]["devices"] == 4
     _assert_close(_records(out / "four"), reference)
     meta = json.loads((out / "four" / "metrics.jsonl").read_text().splitlines()[0])["meta"]
-    assert meta["config"]["num_devices"] == 4 and len(meta["devices"]) == 4
+    assert meta["config"]["run"]["num_devices"] == 4 and len(meta["devices"]) == 4
     assert "num_devices=8" in result["too_many"] and "only 4" in result["too_many"]
 
 
@@ -215,9 +223,9 @@ def test_two_processes_equal_one_process(runs):
 
 def test_num_devices_is_validated():
     assert TrainConfig().num_devices == 0  # all devices
-    with pytest.raises(ValueError, match="TrainConfig.num_devices must divide num_envs=6"):
+    with pytest.raises(ValueError, match=r"TrainConfig\.run\.num_devices must divide num_envs=6"):
         TrainConfig(num_envs=6, num_devices=4)
-    with pytest.raises(ValueError, match=r"TrainConfig.num_devices must be an int in \[0, 65536\]"):
+    with pytest.raises(ValueError, match=r"TrainConfig\.run\.num_devices must be an int in \[0, 65536\]"):
         TrainConfig(num_devices=-1)
     assert TrainConfig(num_envs=6, num_devices=3).num_devices == 3
 
@@ -272,9 +280,9 @@ LOCAL_DRIVER = textwrap.dedent(
             "--set", "update_epochs=2", "--set", "lr=1e-3,3e-4", "--set", "updates_per_chunk=2",
             "--set", "anneal_lr=false"]
     args = ["--env", "gymnax:CartPole-v1", "--preset", "ppo_gymnax", "--seeds", "0,1", *sets, "--quiet",
-            "--run-dir", f"{sys.argv[1]}/sweep"]
+            "--out", f"{sys.argv[1]}/sweep"]
     out["sweep_first"] = sweep_cli.main([*args, "--set", "total_steps=128"])
-    out["sweep"] = sweep_cli.main(["--run-dir", f"{sys.argv[1]}/sweep", "--resume", "--quiet",
+    out["sweep"] = sweep_cli.main(["--out", f"{sys.argv[1]}/sweep", "--resume", "--quiet",
                                    "--set", "total_steps=256"])
     from agents.presets import preset_config
     base, spec = sweep_cli.spec_from_sets(preset_config("ppo_gymnax").with_overrides(dict(
@@ -302,16 +310,7 @@ LOCAL_DRIVER = textwrap.dedent(
 @pytest.fixture(scope="session")
 def local_shuffle(tmp_path_factory):
     out = tmp_path_factory.mktemp("local_shuffle")
-    proc = subprocess.run(
-        [sys.executable, "-c", LOCAL_DRIVER, str(out)],
-        cwd=ROOT,
-        env=_env(4),
-        capture_output=True,
-        text=True,
-        timeout=900,
-        check=False,
-    )
-    assert proc.returncode == 0, proc.stderr[-3000:]
+    proc = _run_on_four_devices(LOCAL_DRIVER, str(out), timeout=900)
     return json.loads(proc.stdout.strip().splitlines()[-1])
 
 
@@ -391,20 +390,11 @@ SLOW_DRIVER = textwrap.dedent(
 )
 
 
-@pytest.mark.skipif(os.environ.get("JAXGAME_SLOW_TESTS") != "1", reason="set JAXGAME_SLOW_TESTS=1 (~5 min)")
+@pytest.mark.slow(reason="~5 min")
 def test_a2c_and_the_game_on_four_devices_equal_one_device():
     """Streaming A2C (its pending decisions are sharded too) and the game, whose batch-wide fight and
     reset branches (``jaxgame.VecEnv``) then take an all-reduced predicate: PPO and A2C."""
-    proc = subprocess.run(
-        [sys.executable, "-c", SLOW_DRIVER],
-        cwd=ROOT,
-        env=_env(4),
-        capture_output=True,
-        text=True,
-        timeout=1500,
-        check=False,
-    )
-    assert proc.returncode == 0, proc.stderr[-3000:]
+    proc = _run_on_four_devices(SLOW_DRIVER, timeout=1500)
     out = json.loads(proc.stdout.strip().splitlines()[-1])
     for name in ("a2c_cartpole", "ppo_game", "a2c_game"):
         assert out[f"{name}/obs_devices"] == 4 and out[f"{name}/obs_spec"] in ("P('data',)", "PartitionSpec('data',)")
@@ -432,21 +422,12 @@ LEARN_DRIVER = textwrap.dedent(
 )
 
 
-@pytest.mark.skipif(os.environ.get("JAXGAME_SLOW_TESTS") != "1", reason="set JAXGAME_SLOW_TESTS=1 (~1 min)")
+@pytest.mark.slow(reason="~1 min")
 def test_local_shuffle_learns_cartpole_on_four_devices():
     """PureJaxRL's CartPole settings (``ppo_gymnax``, 1 env per device), the local shuffle on 4 devices: the
     bar of the one-device test (``test_train.test_ppo_gymnax_learns_cartpole``), mean return >= 475 over the
     last 10% of 5e5 env steps. (The default suite's check of the same update: the gradient averaging above.)"""
-    proc = subprocess.run(
-        [sys.executable, "-c", LEARN_DRIVER],
-        cwd=ROOT,
-        env=_env(4),
-        capture_output=True,
-        text=True,
-        timeout=900,
-        check=False,
-    )
-    assert proc.returncode == 0, proc.stderr[-3000:]
+    proc = _run_on_four_devices(LEARN_DRIVER, timeout=900)
     assert json.loads(proc.stdout.strip().splitlines()[-1]) >= 475
 
 
@@ -472,7 +453,7 @@ def signalled(tmp_path_factory):
             "-m",
             "experiments.train",
             *CLI_ARGS,
-            "--run-dir",
+            "--out",
             str(out / name),
             "--auto-resume",
             "--set",
@@ -531,10 +512,8 @@ def signalled(tmp_path_factory):
     return out, stopped_outputs, saved, resumed
 
 
-@pytest.mark.skipif(
-    os.environ.get("JAXGAME_SLOW_TESTS") != "1",
-    reason="set JAXGAME_SLOW_TESTS=1 (~2 min: three "
-    "2-process runs); the default suite checks the agreement (tests/test_faults.py) and one process",
+@pytest.mark.slow(
+    reason="~2 min: three 2-process runs; the default suite checks the agreement (tests/test_faults.py) and one process"
 )
 def test_sigterm_stops_both_processes_at_one_step_and_auto_resume_equals_the_uninterrupted_run(signalled):
     out, stopped, saved, resumed = signalled

@@ -1,4 +1,4 @@
-"""The notebooks run top to bottom (code cells executed in order, in a temp dir).
+"""The notebooks run top to bottom (code cells executed in order, in a temp dir), and again (Run All, twice).
 
 IPython's display functions are replaced by a recorder when IPython is not
 installed, so this runs with the test dependencies alone.
@@ -12,6 +12,7 @@ import types
 import pytest
 
 NOTEBOOKS = sorted((pathlib.Path(__file__).parent.parent / "notebooks").glob("*.ipynb"))
+TRAINING = pathlib.Path(__file__).parent.parent / "notebooks" / "training.ipynb"
 
 
 @pytest.fixture
@@ -37,17 +38,61 @@ def _param(path):
     return pytest.param(path, marks=marks, id=path.name)
 
 
+def _code_cells(path):
+    return ["".join(c["source"]) for c in json.loads(path.read_text())["cells"] if c["cell_type"] == "code"]
+
+
+def _run_cell(path, cells, i, namespace):
+    exec(compile(cells[i], f"{path.name}[cell {i}]", "exec"), namespace)
+
+
+def _run_all(path, namespace):
+    cells = _code_cells(path)
+    assert cells
+    for i in range(len(cells)):
+        _run_cell(path, cells, i, namespace)
+
+
 @pytest.mark.parametrize("path", [_param(p) for p in NOTEBOOKS])
 def test_notebook_runs(path, tmp_path, monkeypatch, fake_ipython):
     monkeypatch.chdir(tmp_path)
-    cells = [c for c in json.loads(path.read_text())["cells"] if c["cell_type"] == "code"]
-    assert cells
-    namespace = {}
-    for i, cell in enumerate(cells):
-        source = "".join(cell["source"])
-        exec(compile(source, f"{path.name}[cell {i}]", "exec"), namespace)
+    _run_all(path, {})
     assert fake_ipython, "the notebook displayed nothing"
     assert (tmp_path / "fight.gif").stat().st_size > 0
+
+
+@pytest.mark.slow(reason="~1 min: each notebook's second run; the default suite runs each once and checks the "
+                         "training notebook's run directories (the next test)")
+@pytest.mark.parametrize("path", [_param(p) for p in NOTEBOOKS])
+def test_notebook_runs_twice(path, tmp_path, monkeypatch, fake_ipython):
+    """Run All, then Run All again: one namespace (one kernel), one working directory."""
+    monkeypatch.chdir(tmp_path)
+    namespace = {}
+    for _ in range(2):
+        _run_all(path, namespace)
+    if path == TRAINING:
+        assert len(list((tmp_path / "runs").iterdir())) == 2  # one run directory per run
+
+
+def test_the_training_notebook_trains_in_a_new_run_directory_each_run(tmp_path, monkeypatch, fake_ipython):
+    """Run All twice must not reuse the run directory (``train`` refuses one that holds a run): the cell that picks
+    it, run twice in one working directory (within the same second), gives two directories that ``claim`` (what
+    ``train`` does first) accepts. Nothing is compiled: the first cell builds the trainer, then that cell runs."""
+    from agents.storage.run_dir import claim
+
+    monkeypatch.chdir(tmp_path)
+    cells = _code_cells(TRAINING)
+    (chooser,) = [i for i, source in enumerate(cells) if "run_dir =" in source]
+    assert "run_dir" in cells[chooser + 1] and "agents.train(" in cells[chooser + 1]  # the next cell trains there
+    namespace = {}
+    _run_cell(TRAINING, cells, 0, namespace)  # the imports
+    run_dirs = []
+    for run in range(2):
+        _run_cell(TRAINING, cells, chooser, namespace)
+        run_dirs.append(namespace["run_dir"])
+        claim(namespace["run_dir"], "train", {"run": run})
+    assert run_dirs[0] != run_dirs[1]
+    assert all(pathlib.Path(d).parent.resolve() == tmp_path / "runs" for d in run_dirs)
 
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=[p.name for p in NOTEBOOKS])

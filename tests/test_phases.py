@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from agents.config import TrainConfig
-from agents.core.networks import make_network
+from agents.core.networks import actor_critic
 from agents.policies import frozen as phases
 from jaxgame import constants as C
 from jaxgame import observation
@@ -18,7 +18,7 @@ from jaxgame import observation
 def test_a_vector_policy_widened_onto_oracle_inputs_plays_as_before():
     """The oracle block's input weights start at 0: on any oracle observation the widened network gives the saved
     network's logits and value on its first OBS_SIZE floats."""
-    network = make_network("mlp", C.NUM_ACTIONS, (32, 16), "tanh")
+    network = actor_critic("mlp", C.NUM_ACTIONS, (32, 16), "tanh")
     wide = observation.OBS_SIZE + observation.ORACLE_SIZE
     saved = network.init(jax.random.key(0), np.zeros((1, observation.OBS_SIZE), np.float32))
     fresh = network.init(jax.random.key(1), np.zeros((1, wide), np.float32))
@@ -30,7 +30,7 @@ def test_a_vector_policy_widened_onto_oracle_inputs_plays_as_before():
     assert len(kernels) == 2 and all(not np.asarray(k[observation.OBS_SIZE:]).any() for k in kernels)  # two torsos
     with pytest.raises(phases.PhaseError, match=r"Dense_0/kernel is \[582, 32\] in the saved network"):
         phases.transfer_params(saved, fresh, widen_inputs=False)
-    other = make_network("mlp", C.NUM_ACTIONS, (32, 8), "tanh").init(jax.random.key(0), np.zeros((1, 582)))
+    other = actor_critic("mlp", C.NUM_ACTIONS, (32, 8), "tanh").init(jax.random.key(0), np.zeros((1, 582)))
     with pytest.raises(phases.PhaseError, match=r"actor_torso/Dense_1/bias is \[16\] in the saved network, \[8\]"):
         phases.transfer_params(saved, other, widen_inputs=False)
 

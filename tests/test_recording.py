@@ -8,7 +8,6 @@ table runner and ``record()`` compile the same programs again, which the persist
 
 import functools
 import json
-import os
 
 import jax
 import jax.numpy as jnp
@@ -164,7 +163,7 @@ def test_the_cli_records_and_prints_one_json_line(tmp_path, capsys):
     from experiments import record
 
     out = tmp_path / "data"
-    rules = [f"--rule={name}={value}" for name, value in TINY.items()]
+    rules = [f"--set={name}={value}" for name, value in TINY.items()]
     result = record.main(["--players", ",".join(PLAYERS), "--positions", "0,3", "--games", "2", "--batch-games", "2",
                           "--seed", str(SEED), "--out", str(out), "--quiet", *rules])
     assert json.loads(capsys.readouterr().out.strip().splitlines()[-1]) == result
@@ -189,14 +188,14 @@ def test_packed_pixels_are_stored_packed():
     np.testing.assert_array_equal(shard["obs"][1], rows["obs"][1, 0, 0])  # env 0, position 0, step 1
 
 
-@pytest.mark.skipif(os.environ.get("JAXGAME_SLOW_TESTS") != "1", reason="set JAXGAME_SLOW_TESTS=1 (~20 s: compiles "
-                    "the pixel renderer); the default suite checks the storage (test_packed_pixels_are_stored_packed)")
+@pytest.mark.slow(reason="~20 s: compiles the pixel renderer; the default suite checks the storage "
+                         "(test_packed_pixels_are_stored_packed)")
 def test_the_cli_records_pixel_games_packed(tmp_path, capsys):
     """One player for every seat: one rotation; pixel observations are stored packed, as the env gives them."""
     from experiments import record
 
     out = tmp_path / "pixels"
-    rules = [f"--rule={name}={value}" for name, value in TINY.items()]
+    rules = [f"--set={name}={value}" for name, value in TINY.items()]
     result = record.main(["--players", "greedy", "--games", "1", "--obs", "pixels", "--out", str(out), "--quiet",
                           *rules])
     assert result["rotations"] == 1 and result["games"] == 1
@@ -211,8 +210,8 @@ def test_the_cli_records_pixel_games_packed(tmp_path, capsys):
     (["--players", "greedy,random"], "1 or 8 comma-separated players"),
     (["--players", "greedy", "--positions", "a"], "--positions 'a'"),
     (["--players", "greedy", "--games", "0"], "--games must be >= 1"),
-    (["--players", "greedy", "--rule", "max_rounds=x"], "expected NAME=INT"),
-    (["--players", "greedy", "--rule", "nope=3"], "unknown rule"),
+    (["--players", "greedy", "--set", "max_rounds=x"], "GameConfig.max_rounds must be an int"),
+    (["--players", "greedy", "--set", "nope=3"], "not a game rule"),
     (["--players", "nobody/run"], "no checkpoints/ there"),
 ])
 def test_the_cli_refuses_bad_input_in_one_line(tmp_path, capsys, argv, message):

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import csv
 import json
-import os
 
 import jax
 import jax.extend
@@ -44,6 +43,10 @@ def test_runs_are_grid_point_major_and_seed_minor():
     assert counted.seeds == (10, 11) and counted.points == [{}]
     _, listed = sweep_cli.spec_from_sets(SMOKE, {"hidden": "32,32"}, [5, 9])
     assert listed.seeds == (5, 9) and listed.num_runs == 2  # a list-valued field is one value, not a sweep
+    dotted_base, dotted = sweep_cli.spec_from_sets(SMOKE, {"optim.lr": "1e-3,2e-4", "loss.gamma": "0.9",
+                                                           "net.hidden": "32,32"}, 1)
+    assert dotted.points == [{"lr": 1e-3}, {"lr": 2e-4}]  # the dotted names sweep the same fields
+    assert (dotted_base.gamma, dotted_base.hidden) == (0.9, (32, 32))
 
 
 @pytest.mark.parametrize(
@@ -52,9 +55,10 @@ def test_runs_are_grid_point_major_and_seed_minor():
         ({"num_envs": "16,32"}, 1, r"TrainConfig\.num_envs cannot be swept: only the traced hyperparameters lr, "),
         ({"num_steps": "8,16"}, 1, r"TrainConfig\.num_steps cannot be swept"),
         ({"anneal_lr": "true,false"}, 1, r"TrainConfig\.anneal_lr cannot be swept"),
-        ({"lr": "1e-3,2"}, 1, r"TrainConfig\.lr must be a number in \[0\.0, 1\.0\], got 2\.0"),
+        ({"lr": "1e-3,2"}, 1, r"TrainConfig\.optim\.lr must be a number in \[0\.0, 1\.0\], got 2\.0"),
         ({"lr": "1e-3,fast"}, 1, r"TrainConfig\.lr: cannot parse the swept values"),
         ({"seed": "1,2"}, 1, r"give the seeds with --seeds"),
+        ({"optim.lrr": "1,2"}, 1, r"did you mean"),
         ({}, 0, r"number of seeds must be >= 1"),
         ({}, [1, 1], r"seeds must be distinct"),
     ],
@@ -67,7 +71,7 @@ def test_bad_sweeps_name_the_problem(overrides, seeds, message):
 def test_cli_rejects_an_unsweepable_field_before_building(tmp_path, capsys):
     with pytest.raises(SystemExit):
         sweep_cli.main(["--preset=smoke", "--set", "hidden=32", "--set", "num_envs=4,8",
-                        "--run-dir", str(tmp_path / "s"), "--quiet"])
+                        "--out", str(tmp_path / "s"), "--quiet"])
     assert "TrainConfig.num_envs cannot be swept" in capsys.readouterr().err
     assert not (tmp_path / "s").exists()
 
@@ -95,7 +99,7 @@ def test_the_fight_and_reset_branches_stay_conds_under_the_sweep_vmap():
 
 
 # A tiny CartPole PPO (cheap to compile) for the CLI, resume and run k == standalone; the same on the
-# game (with the vmapped evaluation) is opt-in: JAXGAME_SLOW_TESTS=1.
+# game (with the vmapped evaluation) is opt-in (-m slow).
 CARTPOLE = {
     "num_envs": "4",
     "num_steps": "16",
@@ -113,12 +117,12 @@ def _sweep_and_compare(tmp_path, preset, sets, objective):
 
     run_dir = tmp_path / "sweep"
     set_args = [arg for k, v in {**sets, **SWEEP_SETS}.items() for arg in ("--set", f"{k}={v}")]
-    args = [f"--preset={preset}", "--seeds", ",".join(map(str, SEEDS)), *set_args, "--run-dir", str(run_dir), "--quiet"]
+    args = [f"--preset={preset}", "--seeds", ",".join(map(str, SEEDS)), *set_args, "--out", str(run_dir), "--quiet"]
     base, spec = sweep_cli.spec_from_sets(preset_config(preset), {**sets, **SWEEP_SETS}, list(SEEDS))
     steps = base.steps_per_update
     first = sweep_cli.main([*args, "--set", f"total_steps={2 * steps}"])  # 2 updates, then stop
     assert first["updates"] == 2 and first["runs"] == 4
-    summary = sweep_cli.main(["--run-dir", str(run_dir), "--resume", "--set", f"total_steps={4 * steps}", "--quiet"])
+    summary = sweep_cli.main(["--out", str(run_dir), "--resume", "--set", f"total_steps={4 * steps}", "--quiet"])
     assert summary["updates"] == 4
 
     described = json.loads((run_dir / "sweep.json").read_text())
@@ -132,7 +136,7 @@ def _sweep_and_compare(tmp_path, preset, sets, objective):
     for r in described["runs"]:
         lines = (run_dir / "runs" / f"run_{r['index']:03d}" / "metrics.jsonl").read_text().splitlines()
         meta = json.loads(lines[0])["meta"]
-        assert (meta["run"], meta["seed"], meta["config"]["lr"]) == (r["index"], r["seed"], r["values"]["lr"])
+        assert (meta["run"], meta["seed"], meta["config"]["optim"]["lr"]) == (r["index"], r["seed"], r["values"]["lr"])
         records = [json.loads(line) for line in lines[1:]]
         assert [rec["update"] for rec in records] == [2, 4]
         assert all(rec["run"] == r["index"] and rec["values"] == r["values"] for rec in records)
@@ -182,16 +186,14 @@ def test_sweep_cli_on_cartpole_logs_summarises_resumes_and_matches_standalone_ru
         member = run_dir / "runs" / f"run_{k:03d}"
         assert a.init["name"] == b.init["name"] == member.name and a.init["group"] == b.init["group"] == "sweep"
         assert a.init["id"] == b.init["id"] == (member / "wandb_run_id").read_text().strip()
-        assert a.init["project"] == "sweeps" and a.init["config"]["seed"] == SEEDS[k % 2]
+        assert a.init["project"] == "sweeps" and a.init["config"]["run"]["seed"] == SEEDS[k % 2]
         records = [json.loads(line) for line in (member / "metrics.jsonl").read_text().splitlines()[1:]]
         sent = [{"env_steps": r["env_steps"], **scalars(r)} for r in records]
         assert a.logged + b.logged == sent and len(a.logged) == len(b.logged) == 1
     assert len({run.init["id"] for run in first}) == 4
 
 
-@pytest.mark.skipif(
-    not os.environ.get("JAXGAME_SLOW_TESTS"), reason="slow (compiles the vmapped game): JAXGAME_SLOW_TESTS=1"
-)
+@pytest.mark.slow(reason="compiles the vmapped game")
 def test_sweep_cli_on_the_game_with_evaluation(tmp_path):
     run_dir = _sweep_and_compare(tmp_path, "smoke", {}, "eval/placement_vs_greedy")
     paths = sorted((run_dir / "runs").glob("run_*/metrics.jsonl"))

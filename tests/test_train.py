@@ -32,27 +32,30 @@ from tests.xla_flags import compile_as_users_do
 @pytest.mark.parametrize(
     "overrides, message",
     [
-        ({"lr": "2"}, r"TrainConfig\.lr must be a number in \[0\.0, 1\.0\], got 2\.0"),
-        ({"num_envs": "0"}, r"TrainConfig\.num_envs must be an int in \[1, "),
-        ({"num_envs": "abc"}, r"TrainConfig\.num_envs must be an int, got 'abc'"),
-        ({"anneal_lr": "maybe"}, r"TrainConfig\.anneal_lr must be a bool"),
-        ({"algo": "dqn"}, r"TrainConfig\.algo must be one of \('ppo', 'a2c', 'bc'\)"),
-        ({"nope": "1"}, r"unknown config key\(s\) \['nope'\]; valid keys: .*num_envs"),
+        ({"lr": "2"}, r"TrainConfig\.optim\.lr must be a number in \[0\.0, 1\.0\], got 2\.0"),
+        ({"num_envs": "0"}, r"TrainConfig\.run\.num_envs must be an int in \[1, "),
+        ({"num_envs": "abc"}, r"TrainConfig\.run\.num_envs must be an int, got 'abc'"),
+        ({"anneal_lr": "maybe"}, r"TrainConfig\.optim\.anneal_lr must be a bool"),
+        ({"algo": "dqn"}, r"TrainConfig\.run\.algo must be one of \('ppo', 'a2c', 'bc'\)"),
+        ({"nope": "1"}, r"unknown config key\(s\) 'nope'; a field is named by its short name \(lr\) or GROUP\.NAME"),
+        ({"gama": "0.9"}, r"unknown config key\(s\) 'gama' \(did you mean gamma\?\)"),
+        ({"ppo.lr": "0.1"}, r"unknown config key\(s\) 'ppo\.lr' \(did you mean optim\.lr\?\)"),
         ({"num_minibatches": "7"}, r"num_minibatches must divide the rollout batch"),
         ({"obs": "pixels"}, r"network must be 'cnn' or 'tiles' for obs='pixels'"),
-        ({"opponents": "self,greedy"}, r"TrainConfig\.opponents must be one of"),
+        ({"opponents": "self,greedy"}, r"TrainConfig\.task\.opponents must be one of"),
         ({"total_steps": "10"}, r"total_steps must be >= one update's env steps"),
-        ({"wandb_project": "team/proj"}, r"TrainConfig\.wandb_project must be a W&B project name: .*'team/proj'"),
-        ({"shuffle": "random"}, r"TrainConfig\.shuffle must be one of \('global', 'local'\), got 'random'"),
-        ({"algo": "a2c", "shuffle": "local"}, r"TrainConfig\.shuffle='local' is PPO's \(algo='ppo'\); algo='a2c'"),
-        ({"wandb_project": "x" * 129}, r"TrainConfig\.wandb_project must be a W&B project name: at most 128"),
+        ({"wandb_project": "team/proj"}, r"TrainConfig\.log\.wandb_project must be a W&B project name: .*'team/proj'"),
+        ({"shuffle": "random"}, r"TrainConfig\.ppo\.shuffle must be one of \('global', 'local'\), got 'random'"),
+        ({"algo": "a2c", "shuffle": "local"}, r"TrainConfig\.ppo\.shuffle='local' is PPO's \(algo='ppo'\); algo='a2c'"),
+        ({"wandb_project": "x" * 129}, r"TrainConfig\.log\.wandb_project must be a W&B project name: at most 128"),
         ({"algo": "bc", "bc_teacher": "self"},
-         r"TrainConfig\.bc_teacher must be one of \('random', 'greedy', 'expert'\)"),
-        ({"algo": "bc", "env": "gymnax:CartPole-v1"}, r"TrainConfig\.algo='bc' clones a bot of the game"),
-        ({"anneal_lr": "true", "cosine_lr": "true"}, r"TrainConfig\.anneal_lr \(linear\) and cosine_lr"),
-        ({"warmup_updates": "195"}, r"TrainConfig\.warmup_updates must be fewer than the run's 195 updates"),
-        ({"algo": "bc", "bc_teacher_prob": "1.5"}, r"TrainConfig\.bc_teacher_prob must be a number in \[0\.0, 1\.0\]"),
-        ({"weight_decay": "2"}, r"TrainConfig\.weight_decay must be a number in \[0\.0, 1\.0\]"),
+         r"TrainConfig\.bc\.bc_teacher must be one of \('random', 'greedy', 'expert'\)"),
+        ({"algo": "bc", "env": "gymnax:CartPole-v1"}, r"TrainConfig\.run\.algo='bc' clones a bot of the game"),
+        ({"anneal_lr": "true", "cosine_lr": "true"}, r"TrainConfig\.optim\.anneal_lr \(linear\) and cosine_lr"),
+        ({"warmup_updates": "195"}, r"TrainConfig\.optim\.warmup_updates must be fewer than the run's 195 updates"),
+        ({"algo": "bc", "bc_teacher_prob": "1.5"},
+         r"TrainConfig\.bc\.bc_teacher_prob must be a number in \[0\.0, 1\.0\]"),
+        ({"weight_decay": "2"}, r"TrainConfig\.optim\.weight_decay must be a number in \[0\.0, 1\.0\]"),
     ],
 )
 def test_bad_overrides_name_the_field(overrides, message):
@@ -71,12 +74,12 @@ def test_overrides_parse_by_type():
 def test_cli_rejects_bad_set_before_training(tmp_path, capsys):
     run_dir = tmp_path / "run"
     with pytest.raises(SystemExit):
-        train_cli.main(["--preset=smoke", "--set", "gamma=1.5", "--run-dir", str(run_dir), "--quiet"])
-    assert "TrainConfig.gamma must be a number in [0.0, 1.0], got 1.5" in capsys.readouterr().err
+        train_cli.main(["--preset=smoke", "--set", "gamma=1.5", "--out", str(run_dir), "--quiet"])
+    assert "TrainConfig.loss.gamma must be a number in [0.0, 1.0], got 1.5" in capsys.readouterr().err
     assert not run_dir.exists()
     with pytest.raises(SystemExit):
-        train_cli.main(["--preset=smoke", "--set", "gama=0.9", "--run-dir", str(run_dir), "--quiet"])
-    assert "valid keys:" in capsys.readouterr().err
+        train_cli.main(["--preset=smoke", "--set", "gama=0.9", "--out", str(run_dir), "--quiet"])
+    assert "did you mean gamma?" in capsys.readouterr().err
 
 
 def test_list_presets(capsys):
@@ -256,7 +259,7 @@ game_cli = pytest.mark.xdist_group("smoke_run")
 def smoke_run(tmp_path_factory):
     """An uninterrupted smoke run (2 chunks of 2 updates, evaluation after each)."""
     run_dir = tmp_path_factory.mktemp("smoke") / "run"
-    summary = train_cli.main(["--preset=smoke", "--run-dir", str(run_dir), "--quiet"])
+    summary = train_cli.main(["--preset=smoke", "--out", str(run_dir), "--quiet"])
     return run_dir, summary
 
 
@@ -403,16 +406,16 @@ def test_resume_after_a_crash_with_a_corrupt_checkpoint_equals_the_uninterrupted
 
     monkeypatch.setattr(CheckpointStore, "save", save_then_crash)
     with pytest.raises(RuntimeError, match="simulated crash"):
-        train_cli.main(["--preset=smoke", "--run-dir", str(crashed), "--quiet"])
+        train_cli.main(["--preset=smoke", "--out", str(crashed), "--quiet"])
     monkeypatch.setattr(CheckpointStore, "save", real_save)
     assert [r["update"] for r in _records(crashed)] == [2, 4]
 
     with pytest.raises(SystemExit):  # refused before anything is built
-        train_cli.main(["--run-dir", str(crashed), "--resume", "--set", "num_envs=4", "--quiet"])
+        train_cli.main(["--out", str(crashed), "--resume", "--set", "num_envs=4", "--quiet"])
     assert "cannot resume with changed field(s) ['num_envs']" in capsys.readouterr().err
 
     with pytest.warns(RuntimeWarning, match="checkpoint step 4 .* could not be restored"):
-        summary = train_cli.main(["--run-dir", str(crashed), "--resume", "--quiet"])
+        summary = train_cli.main(["--out", str(crashed), "--resume", "--quiet"])
     assert summary["updates"] == 4
     assert _records(crashed) == _records(run_dir)  # bitwise: the same floats in the JSON
 
@@ -455,7 +458,7 @@ def test_evaluate_cli_on_a_checkpoint(smoke_run, capsys, monkeypatch):
 
     run_dir, _ = smoke_run
     tables = _record_tables(monkeypatch)
-    result = evaluate.main(["--checkpoint", str(run_dir), "--games", "1", "--vs", "greedy", "--quiet"])
+    result = evaluate.main([f"{run_dir}:4", "--games", "1", "--vs", "greedy", "--quiet"])  # RUN_DIR:STEP
     assert json.loads(capsys.readouterr().out.strip().splitlines()[-1]) == result
     assert result["update"] == 4 and set(result) >= {"vs_greedy", "checkpoint"} and "vs_random" not in result
     assert len(tables) == 1 and tables[0].shape == (1, 8, 8)
@@ -464,7 +467,7 @@ def test_evaluate_cli_on_a_checkpoint(smoke_run, capsys, monkeypatch):
     # against another checkpoint, and a mixed table of bots and checkpoints: one compiled program
     mixed = f"greedy,random,greedy,{run_dir}:2,random,greedy,{run_dir}"
     result = evaluate.main(
-        ["--checkpoint", str(run_dir), "--games", "1", "--vs", f"{run_dir}:2", "--vs", mixed, "--quiet"]
+        [str(run_dir), "--games", "1", "--vs", f"{run_dir}:2", "--vs", mixed, "--quiet"]
     )
     assert len(tables) == 3
     for spec, table in zip((f"{run_dir}:2", mixed), tables[1:]):
@@ -472,15 +475,12 @@ def test_evaluate_cli_on_a_checkpoint(smoke_run, capsys, monkeypatch):
     for bad, message in [("greedy,random", "7 comma-separated"), (str(run_dir / "nothing"), "no checkpoints")]:
         capsys.readouterr()
         with pytest.raises(SystemExit) as exit_info:
-            evaluate.main(["--checkpoint", str(run_dir), "--games", "1", "--vs", bad, "--quiet"])
+            evaluate.main([str(run_dir), "--games", "1", "--vs", bad, "--quiet"])
         err = capsys.readouterr().err
         assert exit_info.value.code == 2 and message in err and len(err.strip().splitlines()) == 1
 
 
-SLOW = pytest.mark.skipif(os.environ.get("JAXGAME_SLOW_TESTS") != "1", reason="set JAXGAME_SLOW_TESTS=1")
-
-
-@SLOW
+@pytest.mark.slow
 @game_cli
 def test_a_policy_compared_with_itself_is_rarely_significant_over_many_evaluation_seeds(smoke_run, capsys):
     """``evaluate --compare RUN RUN``: the smoke policy against itself, seated as two participants (their own
@@ -514,7 +514,7 @@ def test_a_policy_compared_with_itself_is_rarely_significant_over_many_evaluatio
     assert 0.2 < np.median(p_values) < 0.8
 
 
-@SLOW
+@pytest.mark.slow
 def test_a_trained_policy_is_significantly_better_than_random(capsys):
     """``evaluate --compare baseline:ppo_small-v1 random --vs greedy``: the shipped policy and the random bot each
     against 7 greedy bots on the same 8 game seeds (full games): p < 0.001 (it gave 1.83 against 8.0, p = 1e-9).
@@ -554,7 +554,7 @@ def test_a_frozen_baseline_plays_as_its_run_and_versions_are_never_overwritten(
 
     run_dir, _ = smoke_run
     monkeypatch.setattr(baselines, "DIRECTORY", tmp_path / "shipped")
-    baseline_cli.main(["freeze", f"{run_dir}:4", "--name", "smoke-v1"])
+    baseline_cli.main(["freeze", f"{run_dir}:4", "--name", "smoke-v1", "--out", str(tmp_path / "shipped")])
     assert baselines.available() == ["smoke-v1"] and baselines.describe("smoke-v1")["source"]["step"] == 4
     exported = ExportedPolicy(tmp_path / "shipped" / "smoke-v1")  # the standalone export beside it
     assert exported.spec["name"] == "baseline:smoke-v1" and exported.spec["source"]["step"] == 4
@@ -572,13 +572,13 @@ def test_a_frozen_baseline_plays_as_its_run_and_versions_are_never_overwritten(
     # at a table beside its run (the program of test_evaluate_cli_on_a_checkpoint's mixed lineup: 2 policies, 2 bots)
     mixed = f"greedy,random,greedy,baseline:smoke-v1,random,greedy,{run_dir}"
     tables = _record_tables(monkeypatch)
-    result = evaluate.main(["--checkpoint", str(run_dir), "--games", "1", "--vs", mixed, "--quiet"])
+    result = evaluate.main([str(run_dir), "--games", "1", "--vs", mixed, "--quiet"])
     assert len(tables) == 1 and tables[0].shape == (1, 8, 8)
     _assert_summarises(result[f"vs_{mixed}"], tables[0])
     capsys.readouterr()
     for argv, message in [
-        (["freeze", f"{run_dir}:4", "--name", "smoke-v1"], "never overwritten"),
-        (["freeze", str(run_dir), "--name", "Smoke"], "-v<N>"),
+        (["freeze", f"{run_dir}:4", "--name", "smoke-v1", "--out", str(tmp_path / "shipped")], "never overwritten"),
+        (["freeze", str(run_dir), "--name", "Smoke", "--out", str(tmp_path / "shipped")], "-v<N>"),
         (["freeze", "baseline:smoke-v1", "--name", "smoke-v2"], "not a training run"),
     ]:
         with pytest.raises(SystemExit) as exit_info:
@@ -586,7 +586,7 @@ def test_a_frozen_baseline_plays_as_its_run_and_versions_are_never_overwritten(
         err = capsys.readouterr().err
         assert exit_info.value.code == 2 and message in err and len(err.strip().splitlines()) == 1, err
     with pytest.raises(SystemExit):
-        evaluate.main(["--checkpoint", str(run_dir), "--games", "1", "--vs", "baseline:nope-v1", "--quiet"])
+        evaluate.main([str(run_dir), "--games", "1", "--vs", "baseline:nope-v1", "--quiet"])
     assert "no baseline 'nope-v1'" in capsys.readouterr().err
 
 
@@ -711,7 +711,7 @@ def test_the_library_runs_the_same_run_as_the_cli_and_prints_nothing(smoke_run, 
         ("close",),
     ]
     assert "vs greedy" in recorder.events[5][2]
-    with pytest.raises(RunError, match="holds a train run .*continue it with --resume"):
+    with pytest.raises(RunError, match=r"holds a train run .*continue it with agents\.train\(\.\.\., resume"):
         train(preset_config("smoke"), tmp_path / "nb")
     assert load_config(tmp_path / "nb") == preset_config("smoke")
     resumed = train(load_config(tmp_path / "nb"), tmp_path / "nb", resume=True)  # finished: evaluates, trains nothing
@@ -767,10 +767,7 @@ def test_rating_all_checkpoints_skips_a_corrupt_one_with_one_warning(smoke_run, 
     assert names == [f"{run_dir}:4", "greedy"] and policies[0].step == 4
 
 
-@pytest.mark.skipif(
-    os.environ.get("JAXGAME_SLOW_TESTS") != "1",
-    reason="set JAXGAME_SLOW_TESTS=1 (sized for a GPU: 25 min on a 2-core CPU; 12.7 GB)",
-)
+@pytest.mark.slow(reason="sized for a GPU: 25 min on a 2-core CPU; 12.7 GB")
 def test_ppo_large_at_full_shapes_runs_checkpoints_and_resumes_through_the_cli(tmp_path):
     """The main command's code path at its real shapes: ``python -m experiments.train --preset=ppo_large``
     (4096 games x 32 steps, hidden 512x512, 2 epochs of 16 minibatches, 64-game evaluations) for one update,
@@ -794,7 +791,7 @@ def test_ppo_large_at_full_shapes_runs_checkpoints_and_resumes_through_the_cli(t
                 sys.executable,
                 "-m",
                 "experiments.train",
-                "--run-dir",
+                "--out",
                 str(run_dir),
                 "--quiet",
                 "--cache-dir",

@@ -77,7 +77,7 @@ decision at all leaves the parameters and the optimizer state untouched.
 
 Why normalise: the TD(0) advantages of the game's placement-only reward are
 small (their std, ``loss/advantage_std``, was 0.03-0.07 over the ``a2c_small``
-run of docs/training.md "Results", seed 0, 2-core CPU), the size of
+run of docs/log-2026-11.md "Results", seed 0, 2-core CPU), the size of
 ``ent_coef`` = 0.01; normalised, the policy gradient has
 the scale PPO's coefficients assume.
 
@@ -194,24 +194,7 @@ class StreamingA2C(Trainer):
         step_keys = jax.random.split(act_key, config.update_every)
 
         normalize = config.normalize_advantages
-
-        def sums_fn(p, samples, target, weight):
-            """float32[3]: this step's [sum A nlp, sum nlp, sum (vf_coef value_sq - ent_coef entropy)] over the
-            completed samples (``losses.a2c_sums``, A = sg(target - V)), and (those, V, value_sq, entropy)."""
-            logits, value = network.apply(p, samples.obs)
-            sums = losses.a2c_sums(logits, value, samples.mask, samples.action, target - value, target, weight)
-            parts = jnp.stack([sums["adv_nlp"], sums["nlp"],
-                               hp.vf_coef * sums["value_sq"] - hp.ent_coef * sums["entropy"]])
-            return parts, (parts, value, sums["value_sq"], sums["entropy"])
-
-        def total_fn(p, samples, target, weight):
-            parts, aux = sums_fn(p, samples, target, weight)
-            return parts[0] + parts[2], aux
-
-        if normalize:  # three gradients, combined with the update's advantage moments once they are known
-            grad_fn = jax.jacrev(sums_fn, has_aux=True)
-        else:  # one gradient, of the plain sum
-            grad_fn = jax.grad(total_fn, has_aux=True)
+        grad_fn = _gradient_fn(network, hp, normalize)
 
         def step(carry, step_key):
             env_state, obs, mask, tracker, pending, grads, stats = carry
@@ -226,15 +209,7 @@ class StreamingA2C(Trainer):
             )
             step_grads, (parts, value, value_sq, ent) = grad_fn(params, samples, target, weight)
             grads = jax.tree_util.tree_map(jnp.add, grads, step_grads)
-            stats = {
-                "adv_nlp": stats["adv_nlp"] + parts[0],
-                "nlp": stats["nlp"] + parts[1],
-                "value_loss": stats["value_loss"] + value_sq,
-                "entropy": stats["entropy"] + ent,
-                "decisions": stats["decisions"] + transition.weight.sum(),
-                "target": _merge(stats["target"], _moments(target, weight)),
-                "residual": _merge(stats["residual"], _moments(target - value, weight)),
-            }
+            stats = _add_step(stats, parts, value_sq, ent, transition.weight.sum(), target, value, weight)
             envs = self._constrain_envs((env_state, ts.observation, ts.action_mask, tracker, pending))
             return (*envs, grads, stats), sums
 
@@ -246,17 +221,9 @@ class StreamingA2C(Trainer):
         carry, sums = jax.lax.scan(step, carry, step_keys)
         env_state, obs, mask, tracker, pending, grads, stats = carry
 
-        count, adv_mean, adv_m2 = stats["residual"]
+        count, _, adv_m2 = stats["residual"]
         denom = jnp.maximum(count, 1.0)
-        adv_mean = adv_mean * (count > 0)
-        if normalize:
-            # d/dp of sum w (A - mean)/(std + eps) nlp = (d sum w A nlp - mean d sum w nlp) / (std + eps)
-            scale = 1.0 / (jnp.sqrt(adv_m2 / denom) + losses.NORMALIZE_EPS)
-            grads = jax.tree_util.tree_map(lambda g: ((g[0] - adv_mean * g[1]) * scale + g[2]) / denom, grads)
-            policy_loss = (stats["adv_nlp"] - adv_mean * stats["nlp"]) * scale / denom
-        else:
-            grads = jax.tree_util.tree_map(lambda g: g / denom, grads)
-            policy_loss = stats["adv_nlp"] / denom
+        grads, policy_loss = _combine_gradients(grads, stats, normalize)
         new_params, new_opt_state, grad_norm, lr = apply_gradients(
             config, hp, params, runner.opt_state, grads, runner.update
         )
@@ -280,6 +247,53 @@ class StreamingA2C(Trainer):
             pending=pending, update=runner.update + 1,
         )
         return runner, metrics
+
+
+def _gradient_fn(network, hp, normalize: bool):
+    """The gradient of one step's completed samples: ``(params, samples, target, weight) -> (grads, (parts, V,
+    value_sq, entropy))``. ``parts`` float32[3]: [sum A nlp, sum nlp, sum (vf_coef value_sq - ent_coef entropy)]
+    (``losses.a2c_sums``, A = sg(target - V)). With ``normalize`` the three parts' gradients (a leading axis of 3),
+    combined with the update's advantage moments once they are known; else one gradient of the plain sum."""
+
+    def sums_fn(p, samples, target, weight):
+        logits, value = network.apply(p, samples.obs)
+        sums = losses.a2c_sums(logits, value, samples.mask, samples.action, target - value, target, weight)
+        parts = jnp.stack([sums["adv_nlp"], sums["nlp"],
+                           hp.vf_coef * sums["value_sq"] - hp.ent_coef * sums["entropy"]])
+        return parts, (parts, value, sums["value_sq"], sums["entropy"])
+
+    def total_fn(p, samples, target, weight):
+        parts, aux = sums_fn(p, samples, target, weight)
+        return parts[0] + parts[2], aux
+
+    return jax.jacrev(sums_fn, has_aux=True) if normalize else jax.grad(total_fn, has_aux=True)
+
+
+def _add_step(stats: dict, parts, value_sq, entropy, decisions, target, value, weight) -> dict:
+    """The update's running sums and moments with one step's added."""
+    return {
+        "adv_nlp": stats["adv_nlp"] + parts[0],
+        "nlp": stats["nlp"] + parts[1],
+        "value_loss": stats["value_loss"] + value_sq,
+        "entropy": stats["entropy"] + entropy,
+        "decisions": stats["decisions"] + decisions,
+        "target": _merge(stats["target"], _moments(target, weight)),
+        "residual": _merge(stats["residual"], _moments(target - value, weight)),
+    }
+
+
+def _combine_gradients(grads, stats: dict, normalize: bool):
+    """``(grads, policy_loss)`` of the update: the summed gradients divided by the completed samples; with
+    ``normalize``, the three parts combined with the advantages' mean and std over the update."""
+    count, adv_mean, adv_m2 = stats["residual"]
+    denom = jnp.maximum(count, 1.0)
+    adv_mean = adv_mean * (count > 0)
+    if normalize:
+        # d/dp of sum w (A - mean)/(std + eps) nlp = (d sum w A nlp - mean d sum w nlp) / (std + eps)
+        scale = 1.0 / (jnp.sqrt(adv_m2 / denom) + losses.NORMALIZE_EPS)
+        grads = jax.tree_util.tree_map(lambda g: ((g[0] - adv_mean * g[1]) * scale + g[2]) / denom, grads)
+        return grads, (stats["adv_nlp"] - adv_mean * stats["nlp"]) * scale / denom
+    return jax.tree_util.tree_map(lambda g: g / denom, grads), stats["adv_nlp"] / denom
 
 
 def _tree_where(cond, new, old):

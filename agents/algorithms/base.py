@@ -1,9 +1,10 @@
 """What every trainer shares: the runner (a run's whole state), its initialisation from the master key, the
 optimizer step, and the ``Trainer`` shell (``init``, the jitted chunk ``run``, device placement).
 
-``agents.algorithms.ppo.PPO`` and ``agents.algorithms.a2c.StreamingA2C`` subclass ``Trainer`` and implement
-``update(runner) ->
-(runner, metrics)``; ``agents.algorithms.registry.make_train(config, env)`` picks one by ``config.algo``.
+``agents.algorithms.ppo.PPO`` (PPO's machinery, composed with a loss and a way to make samples),
+``agents.algorithms.a2c.StreamingA2C`` and ``agents.algorithms.bc.DatasetCloning`` implement the ``Trainer``
+shell's ``update(runner) -> (runner, metrics)``; ``agents.algorithms.registry.make_train(config, env)`` builds
+one from ``config``.
 
 Random streams from the master key: ``fold_in(key, 0)`` initialises the parameters, ``fold_in(key, 1)``
 resets the envs, ``fold_in(key, 2)`` is the training stream (docs/training.md, "Random streams").
@@ -51,7 +52,7 @@ class Runner:
 
 def make_network(config: TrainConfig, num_actions: int):
     """The actor-critic of a config; ``networks.PerSeat`` around it for independent learners."""
-    network = networks.make_network(config.network, num_actions, config.hidden, config.activation, config.shared_torso)
+    network = networks.actor_critic(config.network, num_actions, config.hidden, config.activation, config.shared_torso)
     return networks.PerSeat(network, NUM_SEATS) if config.independent else network
 
 
@@ -112,7 +113,10 @@ def init_runner(config: TrainConfig, env, network, key, hparams: HParams | None 
 class Trainer:
     """Shared shell of the trainers: ``make_train``'s result, callable ``(key, hparams=None) ->
     (runner, metrics)``, plus ``init`` and ``run`` (a jitted chunk of updates) for the chunked loop.
-    Subclasses set ``algo`` and implement ``update(runner) -> (runner, metrics)``.
+    An algorithm's trainer sets ``algo`` and implements ``update(runner) -> (runner, metrics)``: PPO's machinery
+    (``agents.algorithms.ppo.PPO``, composed with a loss and a way to make its samples), the streaming A2C and the
+    cloning of a recording. The run library asks the trainer what it needs (``roles``, ``chunk_inputs``,
+    ``input_identity``, ``players_per_step``, ``progress``) instead of branching on the algorithm.
 
     Devices (``agents.utils.distributed``): ``self.mesh`` is the data-parallel mesh of ``config.num_devices``,
     or None when that is one device (then nothing below constrains anything: the one-device program).
@@ -196,6 +200,18 @@ class Trainer:
     def finished_early(self, runner) -> bool:
         """Whether the run ends before its ``num_updates`` (a dataset run's early stopping); never here."""
         return False
+
+    #: what the progress line's throughput counts
+    sample_unit = "seat-steps"
+
+    @property
+    def players_per_step(self) -> int:
+        """Samples one env step makes (its seats): the throughput's seat-steps are env steps x this."""
+        return self.env.num_players
+
+    def progress(self, record: dict) -> list[str]:
+        """The trainer's part of a chunk's progress line (``record``: the chunk's logged scalars)."""
+        return [f"entropy {record['loss/entropy']:.2f} | value loss {record['loss/value']:.3f}"]
 
     def init(self, key, hparams: HParams | None = None) -> Runner:
         return self.constrain(init_runner(self.config, self.env, self.network, key, hparams))

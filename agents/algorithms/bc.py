@@ -1,8 +1,9 @@
 """Behaviour cloning: the trainer on games generated inside the compiled program (``algo="bc"``), and the pieces
 for recorded samples (the split by game, the optimizer, the compiled training chunk, validation, early stopping).
 
-``BehaviourCloning`` (``TrainConfig(algo="bc")``, ``--preset=bc_small``) is PPO's rollout and minibatch machinery
-with the teacher bot ``config.bc_teacher`` acting in the learner's ("self") seats: each update plays ``num_steps``
+``behaviour_cloning`` (``TrainConfig(algo="bc")``, preset ``bc_small``) is PPO's rollout and minibatch machinery
+composed with ``TeacherPlay`` (the teacher bot ``config.bc_teacher`` acting in the learner's ("self") seats) and
+``BCLoss``: each update plays ``num_steps``
 steps of ``num_envs`` games (no disk), then ``update_epochs`` epochs of minibatches of the learner seats' decisions
 with ``losses.bc_loss``: the teacher's action's cross-entropy over the legal actions, and the value's error to the
 semi-MDP GAE targets of the teacher's play (``gamma``, ``gae_lambda``; with ``gae_lambda=1`` the discounted outcome,
@@ -49,7 +50,7 @@ from flax import struct
 
 from agents.algorithms import base as trainer_base
 from agents.algorithms.base import INIT_STREAM, TRAIN_STREAM, Trainer
-from agents.algorithms.ppo import PPO
+from agents.algorithms.ppo import PPO, OwnPlay
 from agents.config import HParams, TrainConfig
 from agents.core import losses
 from agents.storage import datasets as dataset
@@ -221,7 +222,7 @@ def check_dataset(data: dataset.Dataset, config: TrainConfig, observation) -> No
         raise dataset.DatasetError(
             f"{where} was recorded with other rules: " + ", ".join(f"{k}={old!r} (the run has {new!r})"
                                                                    for k, (old, new) in differing.items())
-            + "; set them with --set or record with the run's rules")
+            + "; set those rule fields in the run's config, or record with the run's rules")
 
 
 def load_dataset(config: TrainConfig, observation, num_actions: int):
@@ -278,6 +279,19 @@ class DatasetCloning(Trainer):
         return data.num_samples * sum(int(np.dtype(data.fields[f]["dtype"]).itemsize * np.prod(data.fields[f]["shape"]))
                                       for f in DATASET_FIELDS)
 
+    sample_unit = "samples"
+
+    @property
+    def players_per_step(self) -> int:
+        return 1  # a sample is one seat's step
+
+    def progress(self, record: dict) -> list[str]:
+        parts = BCLoss().progress(record)
+        if "val/cross_entropy" in record:
+            parts.insert(1, f"validation: teacher's action {record['val/accuracy']:.0%}, cross-entropy "
+                            f"{record['val/cross_entropy']:.3f} (best {record['val/best_cross_entropy']:.3f})")
+        return parts
+
     def finished_early(self, runner: DatasetRunner) -> bool:
         return bool(self.config.bc_patience) and int(runner.since_best) >= self.config.bc_patience
 
@@ -285,31 +299,16 @@ class DatasetCloning(Trainer):
         return clone_chunk(self.config, self.network, runner, num_updates, train, val)
 
 
-class BehaviourCloning(PPO):
-    """``algo="bc"``: PPO's rollouts with the teacher acting in the learner's seats, ``losses.bc_loss`` (see the
-    module docstring)."""
+class BCLoss:
+    """Behaviour cloning's minibatch loss (``losses.bc_loss``): the label's cross-entropy over the legal actions
+    and the value's squared error to the GAE targets (weighted by ``vf_coef``)."""
 
-    algo = "bc"
-    minibatch_metrics = ("cross_entropy", "value_loss", "accuracy", "entropy", "grad_norm", "lr")
+    names = ("cross_entropy", "value_loss", "accuracy", "entropy")
 
-    def act(self, params, key, env_state, obs, mask, learner, others):
-        """The teacher's action in the learner's seats is the sample's label; it is also the action sent (with
-        ``bc_teacher_prob``, per seat and step; else the policy's sample is sent). The policy's value is the
-        GAE's baseline (its log-probability is not used)."""
-        policy_key, teacher_key = jax.random.split(key)
-        teacher = jax.vmap(bots.BOTS[self.config.bc_teacher])(
-            jax.random.split(teacher_key, self.env.num_envs), env_state.games, mask).astype(jnp.int32)
-        seats = jnp.broadcast_to(jnp.asarray(learner), teacher.shape)
-        if self.config.bc_teacher_prob < 1.0:
-            seats = seats & jax.random.bernoulli(jax.random.fold_in(key, 2), self.config.bc_teacher_prob, seats.shape)
-        env_state, ts, transition = super().act(params, policy_key, env_state, obs, mask, learner, (seats, teacher))
-        return env_state, ts, transition.replace(action=teacher)
-
-    def minibatch_loss(self, network, params, traj, advantages, targets, extra, hp, update):
-        logits, value = network.apply(params, traj.obs)
+    def __call__(self, logits, value, traj, advantages, targets, extra, hp: HParams, update):
         return losses.bc_loss(logits, value, traj.mask, traj.action, targets, traj.weight, hp.vf_coef)
 
-    def update_metrics(self, mean, traj, targets):
+    def log(self, mean: dict, traj, targets) -> dict:
         return {
             "loss/cross_entropy": mean["cross_entropy"],
             "loss/accuracy": mean["accuracy"],
@@ -320,7 +319,38 @@ class BehaviourCloning(PPO):
             "train/lr": mean["lr"],
         }
 
+    def progress(self, record: dict) -> list[str]:
+        return [f"teacher's action {record['loss/accuracy']:.0%} | cross-entropy {record['loss/cross_entropy']:.2f}",
+                f"entropy {record['loss/entropy']:.2f} | value loss {record['loss/value']:.3f}"]
 
-__all__ = ["DATASET_FIELDS", "DatasetCloning", "DatasetRunner", "BehaviourCloning", "VALIDATION_METRICS",
+
+class TeacherPlay(OwnPlay):
+    """Samples of the teacher bot ``bc_teacher`` playing the learner's seats: its action is each sample's label
+    and the action sent (with ``bc_teacher_prob`` per seat and step; else the policy's own sample is sent). The
+    policy's value is the GAE's baseline (its log-probability is not used)."""
+
+    def __init__(self, teacher: str, teacher_prob: float):
+        self.teacher = bots.BOTS[teacher]
+        self.teacher_prob = teacher_prob
+
+    def act(self, network, env, dense, params, key, env_state, obs, mask, learner, others):
+        policy_key, teacher_key = jax.random.split(key)
+        teacher = jax.vmap(self.teacher)(jax.random.split(teacher_key, env.num_envs), env_state.games,
+                                         mask).astype(jnp.int32)
+        seats = jnp.broadcast_to(jnp.asarray(learner), teacher.shape)
+        if self.teacher_prob < 1.0:
+            seats = seats & jax.random.bernoulli(jax.random.fold_in(key, 2), self.teacher_prob, seats.shape)
+        env_state, ts, transition = super().act(network, env, dense, params, policy_key, env_state, obs, mask,
+                                                learner, (seats, teacher))
+        return env_state, ts, transition.replace(action=teacher)
+
+
+def behaviour_cloning(config: TrainConfig, env) -> PPO:
+    """``algo="bc"`` on generated games: PPO's rollouts with ``TeacherPlay`` and ``BCLoss`` (module docstring)."""
+    return PPO(config, env, loss=BCLoss(), samples=TeacherPlay(config.bc_teacher, config.bc_teacher_prob))
+
+
+__all__ = ["BCLoss", "DATASET_FIELDS", "DatasetCloning", "DatasetRunner", "TeacherPlay", "VALIDATION_METRICS",
+           "behaviour_cloning",
            "check_dataset", "clone_chunk", "dataset_digest", "device_samples", "init_dataset_runner", "load_dataset",
            "split_by_game", "validate"]

@@ -99,18 +99,104 @@ def targets_with_pending(traj: Transition, pending: Pending, end_value, end_deci
     return traj, result.advantages, result.targets, pending
 
 
-#: What each minibatch step reports (``losses.ppo_loss``'s metrics, the gradient norm, the learning rate); an
-#: update logs their means over its minibatches.
-MINIBATCH_METRICS = ("policy_loss", "value_loss", "entropy", "approx_kl", "clip_frac", "grad_norm", "lr")
+#: What each minibatch step reports after its loss's own metrics: the gradient norm and the learning rate
+STEP_METRICS = ("grad_norm", "lr")
+
+
+class PPOLoss:
+    """PPO's minibatch loss: ``losses.ppo_loss`` (clipped surrogate, clipped value loss, entropy bonus) of the
+    network's outputs. ``names``: the metrics it reports, in order; ``log`` turns their means over an update's
+    minibatches into the logged ``loss/...`` scalars."""
+
+    names = ("policy_loss", "value_loss", "entropy", "approx_kl", "clip_frac")
+
+    def __init__(self, clip_value: bool = True, normalize_advantages: bool = True):
+        self.clip_value = clip_value
+        self.normalize_advantages = normalize_advantages
+
+    def __call__(self, logits, value, traj: Transition, advantages, targets, extra, hp: HParams, update):
+        """``(loss float32[], metrics)`` of one minibatch: ``logits`` float32[B, A], ``value`` float32[B], the
+        samples ``traj`` (leaves [B, ...]; ``mask``/``weight`` None when every action is legal and every sample a
+        decision), ``advantages`` and ``targets`` float32[B]; ``extra``: the samples' extras (unused here)."""
+        return losses.ppo_loss(
+            logits, value, traj.mask, traj.action, traj.log_prob, traj.value, advantages, targets, traj.weight,
+            hp.clip_eps, hp.vf_coef, hp.ent_coef, clip_value=self.clip_value,
+            normalize_advantages=self.normalize_advantages,
+        )
+
+    def log(self, mean: dict, traj: Transition, targets) -> dict:
+        """An update's logged losses from the means of its minibatch metrics (``names`` + ``STEP_METRICS``)."""
+        return {
+            "loss/policy": mean["policy_loss"],
+            "loss/value": mean["value_loss"],
+            "loss/entropy": mean["entropy"],
+            "loss/approx_kl": mean["approx_kl"],
+            "loss/clip_frac": mean["clip_frac"],
+            "loss/grad_norm": mean["grad_norm"],
+            "loss/explained_variance": losses.explained_variance(traj.value, targets, traj.weight),
+            "train/lr": mean["lr"],
+        }
+
+    def progress(self, record: dict) -> list[str]:
+        """The loss's part of a chunk's progress line."""
+        return [f"entropy {record['loss/entropy']:.2f} | value loss {record['loss/value']:.3f}"]
+
+
+class OwnPlay:
+    """How PPO makes its samples: the learner's seats play the policy's own samples (no frozen policies, nothing
+    added to the batch). ``agents.algorithms.bc.TeacherPlay`` and ``agents.algorithms.distill.FrozenPolicies``
+    are the other ways."""
+
+    #: the frozen policies (``agents.config.REFERENCE_ROLES``) it reads: none
+    roles: tuple[str, ...] = ()
+
+    def network(self, network):
+        """The network the learner trains, built from the config's (unchanged here)."""
+        return network
+
+    def act(self, network, env, dense, params, key, env_state, obs, mask, learner, others):
+        """One rollout step (``agents.core.rollout.act_and_step``) with the learner's policy."""
+        return act_and_step(network, params, env, key, env_state, obs, mask, learner, others, dense)
+
+    def after_rollout(self, traj: Transition, key, update) -> Transition:
+        """The rollout's transitions before GAE (``key``: the rollout's key; ``update``: int32[] updates done)."""
+        return traj
+
+    def extras(self, traj: Transition, update, inputs) -> tuple:
+        """``(traj, extra)``: per-sample extras computed once an update for the loss (None here)."""
+        return traj, None
+
+    def use_references(self, references: dict) -> None:
+        if references:
+            raise ValueError(f"this trainer reads no frozen policies, got {sorted(references)}")
+
+    def inputs(self) -> tuple:
+        """The jitted chunk's arguments after the runner: none."""
+        return ()
+
+    def identity(self) -> dict:
+        """JSON-able names of what ``inputs`` read, saved in every checkpoint: none."""
+        return {}
 
 
 class PPO(Trainer):
-    """Clipped-surrogate PPO (see the module docstring)."""
+    """PPO's machinery (see the module docstring): a rollout of the learner's play, semi-MDP GAE, epochs of
+    shuffled minibatches. What is learned is composed: ``loss`` (default ``PPOLoss``: the clipped surrogate;
+    ``agents.algorithms.bc.BCLoss``: behaviour cloning; ``agents.algorithms.distill.KLTerms`` adds KL terms to
+    frozen policies) and ``samples`` (default ``OwnPlay``: how the rollout acts and what the batch carries)."""
 
-    algo = "ppo"
+    algos = ("ppo", "bc")
 
-    def __init__(self, config, env):
+    def __init__(self, config, env, loss=None, samples=None):
+        if config.algo not in self.algos:
+            raise ValueError(f"PPO's machinery trains algo in {self.algos}, got config.algo={config.algo!r}")
+        self.algo = config.algo
         super().__init__(config, env)
+        self.loss = loss or PPOLoss(config.clip_value, config.normalize_advantages)
+        self.samples = samples or OwnPlay()
+        self.network = self.samples.network(self.network)
+        #: what each minibatch step reports: the loss's metrics, then the gradient norm and the learning rate
+        self.minibatch_metrics = tuple(self.loss.names) + STEP_METRICS
         if config.shuffle == "local" and self.mesh is not None:
             devices = self.mesh.devices.size
             share = config.ppo_batch // devices  # the envs are split evenly (make_mesh checks it)
@@ -119,6 +205,24 @@ class PPO(Trainer):
                     f"TrainConfig.num_minibatches must divide each device's share of the rollout batch with "
                     f"shuffle='local' (num_envs / {devices} devices x num_steps x learner seats = {share}), "
                     f"got {config.num_minibatches}")
+
+    # ---- what the samples declare ----
+    @property
+    def roles(self) -> tuple[str, ...]:
+        return self.samples.roles
+
+    def use_references(self, references: dict) -> None:
+        """Give the trainer its frozen policies (``agents.policies.frozen.load_references``)."""
+        self.samples.use_references(references)
+
+    def chunk_inputs(self) -> tuple:
+        return self.samples.inputs()
+
+    def input_identity(self) -> dict:
+        return self.samples.identity()
+
+    def progress(self, record: dict) -> list[str]:
+        return self.loss.progress(record)
 
     # ---- one update ----
     def rollout(self, runner: Runner, key, *inputs):
@@ -129,12 +233,14 @@ class PPO(Trainer):
         snapshot their env's game drew when it started (one per game), and the games that end are credited to
         that snapshot in the pool's statistics."""
         config, players = self.config, self.players
+        rollout_key = key
         key, context = players.start(runner.league, key, *inputs)
 
         def step(carry, step_key):
             (env_state, obs, mask, tracker), stats = self._constrain_envs(carry[0]), carry[1]
             step_key, learner, others = players.seats(context, env_state, obs, mask, step_key)
-            env_state, ts, transition = self.act(runner.params, step_key, env_state, obs, mask, learner, others)
+            env_state, ts, transition = self.samples.act(self.network, self.env, self.dense, runner.params,
+                                                         step_key, env_state, obs, mask, learner, others)
             tracker, sums = track_episodes(tracker, ts, learner)
             stats = players.record(context, stats, ts)
             carry = (self._constrain_envs((env_state, ts.observation, ts.action_mask, tracker)), stats)
@@ -145,50 +251,24 @@ class PPO(Trainer):
         ((env_state, obs, mask, tracker), stats), (traj, sums) = jax.lax.scan(step, carry, keys)
         runner = runner.replace(env_state=env_state, obs=obs, mask=mask, tracker=tracker,
                                 league=players.finish(runner.league, stats))
-        return runner, traj, sums
-
-    def act(self, params, key, env_state, obs, mask, learner, others):
-        """One rollout step: ``agents.core.rollout.act_and_step`` with the learner's policy (``agents.algorithms.bc``
-        overrides it)."""
-        return act_and_step(self.network, params, self.env, key, env_state, obs, mask, learner, others, self.dense)
-
-    #: what ``minibatch_loss`` reports, then the gradient norm and the learning rate: each minibatch step's metrics
-    minibatch_metrics = MINIBATCH_METRICS
+        return runner, self.samples.after_rollout(traj, rollout_key, runner.update), sums
 
     def training_batch(self, traj: Transition, advantages, targets, update, inputs):
-        """The update's samples, leaves [T, N, P, ...]: ``(traj, advantages, targets, extra)``; ``extra`` is what a
-        subclass computes once per sample for its loss (None here; ``agents.algorithms.distill``: the frozen policies'
-        logits). ``update``: the updates done (int32[]); ``inputs``: ``chunk_inputs()``."""
-        return traj, advantages, targets, None
+        """The update's samples, leaves [T, N, P, ...]: ``(traj, advantages, targets, extra)``; ``extra`` is what the
+        samples add once per sample for the loss (``OwnPlay``: None; ``agents.algorithms.distill``: the frozen
+        policies' logits). ``update``: the updates done (int32[]); ``inputs``: ``chunk_inputs()``."""
+        traj, extra = self.samples.extras(traj, update, inputs)
+        return traj, advantages, targets, extra
 
     def minibatch_loss(self, network, params, traj: Transition, advantages, targets, extra, hp: HParams, update):
         """``(loss, metrics)`` of one minibatch (leaves [B, ...]; ``extra``: ``training_batch``'s): the network's
-        outputs, then ``loss_terms``."""
+        outputs, then ``self.loss``."""
         logits, value = network.apply(params, traj.obs)
-        return self.loss_terms(logits, value, traj, advantages, targets, extra, hp, update)
+        return self.loss(logits, value, self._dense_view(traj), advantages, targets, extra, hp, update)
 
-    def loss_terms(self, logits, value, traj: Transition, advantages, targets, extra, hp: HParams, update):
-        """``losses.ppo_loss`` of a minibatch's outputs (``logits`` float32[B, A], ``value`` float32[B])."""
-        mask, weight = (None, None) if self.dense else (traj.mask, traj.weight)  # all ones if dense
-        return losses.ppo_loss(
-            logits, value, mask, traj.action, traj.log_prob, traj.value, advantages, targets, weight, hp.clip_eps,
-            hp.vf_coef, hp.ent_coef, clip_value=self.config.clip_value,
-            normalize_advantages=self.config.normalize_advantages,
-        )
-
-    def update_metrics(self, mean: dict, traj: Transition, targets) -> dict:
-        """An update's logged losses from the means of its minibatch metrics (``minibatch_metrics``)."""
-        return {
-            "loss/policy": mean["policy_loss"],
-            "loss/value": mean["value_loss"],
-            "loss/entropy": mean["entropy"],
-            "loss/approx_kl": mean["approx_kl"],
-            "loss/clip_frac": mean["clip_frac"],
-            "loss/grad_norm": mean["grad_norm"],
-            "loss/explained_variance": losses.explained_variance(traj.value, targets,
-                                                                 None if self.dense else traj.weight),
-            "train/lr": mean["lr"],
-        }
+    def _dense_view(self, traj: Transition) -> Transition:
+        """``traj`` with ``mask`` and ``weight`` None when they are all ones (``Trainer.dense``)."""
+        return traj.replace(mask=None, weight=None) if self.dense else traj
 
     def update(self, runner: Runner, *inputs):
         hp = runner.hparams
@@ -209,7 +289,7 @@ class PPO(Trainer):
                                                       runner.update)
         mean = {k: v.mean() for k, v in mb_metrics.items()}
         metrics = {
-            **self.update_metrics(mean, traj, targets),
+            **self.loss.log(mean, self._dense_view(traj), targets),
             "train/decisions": decisions,
             **{f"sums/{k}": sums[k].sum() for k in EPISODE_SUMS},
         }
@@ -298,4 +378,4 @@ class PPO(Trainer):
         return params, opt_state, {k: means[i] for i, k in enumerate(self.minibatch_metrics)}
 
 
-__all__ = ["PPO", "targets_with_pending"]
+__all__ = ["PPO", "STEP_METRICS", "OwnPlay", "PPOLoss", "targets_with_pending"]

@@ -13,27 +13,39 @@ import functools
 
 from agents.algorithms.a2c import StreamingA2C
 from agents.algorithms.base import Trainer
-from agents.algorithms.bc import BehaviourCloning, DatasetCloning
-from agents.algorithms.distill import DistilledPPO
+from agents.algorithms.bc import DatasetCloning, behaviour_cloning
+from agents.algorithms.distill import distilled_ppo
 from agents.algorithms.ppo import PPO
 from agents.config import TrainConfig
 from agents.core.rollout import summarize
 from agents.envs.make import make_env
 
-#: ``config.algo`` -> its trainer class (each an ``agents.algorithms.base.Trainer``).
-TRAINERS = {"ppo": PPO, "a2c": StreamingA2C, "bc": BehaviourCloning}
+#: ``config.algo`` -> what builds its trainer from ``(config, env)`` (each an ``agents.algorithms.base.Trainer``).
+#: PPO's machinery is composed with a loss and the way it makes its samples (``agents.algorithms.ppo.PPO``).
+TRAINERS = {"ppo": PPO, "a2c": StreamingA2C, "bc": behaviour_cloning}
 
 
 def make_train(config: TrainConfig, env) -> Trainer:
-    """The trainer of ``config.algo`` on ``env`` (an ``agents.envs.api.BatchedEnv``); behaviour cloning of a
-    recording (``config.bc_dataset``) is ``agents.algorithms.bc.DatasetCloning``; PPO with a teacher or an anchor is
-    ``agents.algorithms.distill.DistilledPPO``."""
+    """The trainer of ``config`` on ``env`` (an ``agents.envs.api.BatchedEnv``), by ``config.algo``:
+
+    * ``"ppo"``: ``PPO`` (``PPOLoss``, the policy's own play); with a teacher or an anchor,
+      ``agents.algorithms.distill.distilled_ppo`` (``KLTerms`` around ``PPOLoss``, ``FrozenPolicies``);
+    * ``"bc"``: ``agents.algorithms.bc.behaviour_cloning`` (``BCLoss``, ``TeacherPlay``); cloning a recording
+      (``config.bc_dataset``): ``agents.algorithms.bc.DatasetCloning``;
+    * ``"a2c"``: ``agents.algorithms.a2c.StreamingA2C``.
+
+    Example::
+
+        env = agents.make_env(config)
+        trainer = agents.make_train(config, env)
+        runner, metrics = jax.jit(trainer)(jax.random.key(0))   # the whole run as one compiled call
+    """
     if config.algo not in TRAINERS:
         raise ValueError(f"unknown algo {config.algo!r}; choose from {sorted(TRAINERS)}")
     if config.bc_dataset:
         return DatasetCloning(config, env)
     if config.teacher or config.anchor:
-        return DistilledPPO(config, env)
+        return distilled_ppo(config, env)
     return TRAINERS[config.algo](config, env)
 
 

@@ -344,7 +344,7 @@ def load_players(specs, all_checkpoints: bool = False, bots=()):
     for spec in specs:
         parsed = parse_spec(spec)
         if isinstance(parsed, str):
-            raise PolicyError(f"{spec!r} is a bot: add bots with --bots, not as a run")
+            raise PolicyError(f"{spec!r} is a bot: pass it in bots=, not as a run")
         run_dir, step = parsed
         every = all_checkpoints and step is None and not is_baseline(run_dir)
         for s in checkpoint_steps(run_dir) if every else [step]:

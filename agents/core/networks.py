@@ -169,7 +169,7 @@ class PixelActorCritic(nn.Module):
         return logits.reshape(*lead, self.num_actions), value.reshape(lead)
 
 
-def make_network(
+def actor_critic(
     kind: str,
     num_actions: int,
     hidden: Sequence[int] = (256, 256),

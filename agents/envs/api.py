@@ -209,11 +209,29 @@ def check_env(env, key=None, num_steps: int = 24) -> dict:
 
     Returns ``{"episodes": int}``, the episode ends (``done``) the trajectory saw: the rules about
     ``done`` steps were checked on that many (none when 0; raise ``num_steps`` then).
+
+    Example::
+
+        agents.check_env(MyBatchedEnv(num_envs=4))   # AssertionError naming the first broken rule, else {"episodes": n}
     """
     try:
         name = repr(env)
     except Exception:  # noqa: BLE001 (a broken __repr__ must not hide the report)
         name = type(env).__name__
+    _check_members(name, env)
+    if key is None:
+        key = 0
+    key = jax.random.key(key) if _is_int(key) else key
+    reset_key, act_key = jax.random.split(key)
+    _check_traces(name, env, reset_key)
+    first, second = (jax.device_get(r) for r in _random_runs(env, reset_key, act_key, num_steps))
+    _check_trajectory(name, env, *first[:2])
+    _check_determinism(name, first, second)
+    return {"episodes": int(first[1].done.sum())}
+
+
+def _check_members(name: str, env) -> None:
+    """The rules protocol, sizes, obs_shape and learner_seats."""
     if not isinstance(env, BatchedEnv):
         missing = [m for m in MEMBERS if not hasattr(env, m)]
         _fail(name, "protocol", f"missing: {', '.join(missing)}")
@@ -221,22 +239,20 @@ def check_env(env, key=None, num_steps: int = 24) -> dict:
         value = getattr(env, attr)
         if not _is_int(value) or value < 1:
             _fail(name, "sizes", f"{attr} = {value!r}")
-    n, p = int(env.num_envs), int(env.num_players)
-    obs_shape = env.obs_shape
-    shape_leaves = jax.tree_util.tree_leaves(obs_shape, is_leaf=lambda x: isinstance(x, tuple))
+    p = int(env.num_players)
+    shape_leaves = jax.tree_util.tree_leaves(env.obs_shape, is_leaf=lambda x: isinstance(x, tuple))
     if not shape_leaves or not all(_is_shape(s) for s in shape_leaves):
-        _fail(name, "obs_shape", f"obs_shape = {obs_shape!r}")
+        _fail(name, "obs_shape", f"obs_shape = {env.obs_shape!r}")
     seats = env.learner_seats
     if not (isinstance(seats, np.ndarray) and seats.dtype == np.bool_ and seats.shape == (p,) and seats.any()):
         got = f"{seats.dtype}{list(seats.shape)} {seats.tolist()}" if isinstance(seats, np.ndarray) else repr(seats)
         _fail(name, "learner_seats", f"learner_seats = {got}")
 
-    if key is None:
-        key = 0
-    key = jax.random.key(key) if _is_int(key) else key
-    reset_key, act_key = jax.random.split(key)
 
-    # ---- shapes and dtypes, abstractly (tracing only, no compile) ----
+def _check_traces(name: str, env, reset_key) -> None:
+    """Shapes and dtypes, abstractly (tracing only, no compile): reset.trace, step.trace, step.state and the
+    TimeStep rules."""
+
     def pair(rule, fn, *args):
         try:
             out = jax.eval_shape(fn, *args)
@@ -247,10 +263,10 @@ def check_env(env, key=None, num_steps: int = 24) -> dict:
         return out
 
     state, ts = pair("reset.trace", env.reset, reset_key)
-    _check_timestep(name, "reset's", ts, env, obs_shape)
-    actions = jax.ShapeDtypeStruct((n, p), jnp.int32)
+    _check_timestep(name, "reset's", ts, env, env.obs_shape)
+    actions = jax.ShapeDtypeStruct((int(env.num_envs), int(env.num_players)), jnp.int32)
     next_state, step_ts = pair("step.trace", env.step, state, actions)
-    _check_timestep(name, "step's", step_ts, env, obs_shape)
+    _check_timestep(name, "step's", step_ts, env, env.obs_shape)
     before, after = jax.tree_util.tree_structure(state), jax.tree_util.tree_structure(next_state)
     if before != after:
         _fail(name, "step.state", f"structure {before} became {after}")
@@ -258,7 +274,11 @@ def check_env(env, key=None, num_steps: int = 24) -> dict:
         if x.shape != y.shape or x.dtype != y.dtype:
             _fail(name, "step.state", f"a leaf {_fmt(x)} became {_fmt(y)}")
 
-    # ---- one compiled run of a random legal policy, twice ----
+
+def _random_runs(env, reset_key, act_key, num_steps: int) -> tuple:
+    """ONE compiled program (reset, then ``num_steps`` steps of a uniformly random legal policy), run twice with
+    the same keys: two ``(reset TimeStep, step TimeSteps [T, ...], final state)`` with keys as their data."""
+
     @jax.jit
     def run(reset_key, act_key):
         state, ts0 = env.reset(reset_key)
@@ -273,26 +293,37 @@ def check_env(env, key=None, num_steps: int = 24) -> dict:
         (state, _), tss = jax.lax.scan(body, (state, ts0.action_mask), jax.random.split(act_key, num_steps))
         return _key_data((ts0, tss, state))
 
-    first = jax.device_get(run(reset_key, act_key))
-    second = jax.device_get(run(reset_key, act_key))
-    ts0, tss, _ = first
+    return run(reset_key, act_key), run(reset_key, act_key)
 
-    if ts0.done.any() or ts0.info["seat_done"].any():
-        _fail(name, "reset.done", f"done = {ts0.done.tolist()}, seat_done = {ts0.info['seat_done'].tolist()}")
+
+def _first_at(where: str, t: int) -> str:
+    return "reset" if where == "reset" else f"step {t}"
+
+
+def _check_masks(name: str, env, ts0, tss) -> None:
+    """The rules legal_action and all_actions_legal."""
     for where, mask in (("reset", ts0.action_mask[None]), ("step", tss.action_mask)):
         empty = np.argwhere(~mask.any(-1))
         if len(empty):
             t, e, s = empty[0].tolist()
-            at = "reset" if where == "reset" else f"step {t}"
-            _fail(name, "legal_action", f"{len(empty)} empty rows, the first at {at}, env {e}, seat {s}")
+            _fail(name, "legal_action", f"{len(empty)} empty rows, the first at {_first_at(where, t)}, env {e}, "
+                                        f"seat {s}")
     if getattr(env, "all_actions_legal", False) is True:
         for where, mask in (("reset", ts0.action_mask[None]), ("step", tss.action_mask)):
             illegal = np.argwhere(~mask)
             if len(illegal):
                 t, e, s, a = illegal[0].tolist()
-                at = "reset" if where == "reset" else f"step {t}"
                 _fail(name, "all_actions_legal", f"{len(illegal)} masked (env, seat, action) entries, the first at "
-                                                 f"{at}, env {e}, seat {s}, action {a}")
+                                                 f"{_first_at(where, t)}, env {e}, seat {s}, action {a}")
+
+
+def _check_trajectory(name: str, env, ts0, tss) -> None:
+    """The rules reset.done, legal_action, all_actions_legal, finite, seat_done.done and rank.values on the random
+    trajectory's TimeSteps."""
+    p = int(env.num_players)
+    if ts0.done.any() or ts0.info["seat_done"].any():
+        _fail(name, "reset.done", f"done = {ts0.done.tolist()}, seat_done = {ts0.info['seat_done'].tolist()}")
+    _check_masks(name, env, ts0, tss)
     for where, ts in (("reset", ts0), ("step", tss)):
         floats = [x for x in jax.tree_util.tree_leaves(ts.observation) if np.issubdtype(x.dtype, np.floating)]
         for what, x in (("reward", ts.reward), *(("observation", x) for x in floats)):
@@ -313,6 +344,9 @@ def check_env(env, key=None, num_steps: int = 24) -> dict:
             t, e, s = unranked[0].tolist()
             _fail(name, "rank.values", f"step {t}, env {e}: done but seat {s} has rank {tss.info['rank'][t, e, s]}")
 
+
+def _check_determinism(name: str, first, second) -> None:
+    """The rule determinism: both runs bit-identical."""
     leaves1, def1 = jax.tree_util.tree_flatten(first)
     leaves2, def2 = jax.tree_util.tree_flatten(second)
     if def1 != def2:
@@ -322,7 +356,6 @@ def check_env(env, key=None, num_steps: int = 24) -> dict:
         x, y = np.asarray(x), np.asarray(y)
         if x.shape != y.shape or x.dtype != y.dtype or x.tobytes() != y.tobytes():
             _fail(name, "determinism", f"(reset TimeStep, step TimeSteps, final state){path} differs between runs")
-    return {"episodes": int(tss.done.sum())}
 
 
 __all__ = ["RULES", "BatchedEnv", "check_env"]

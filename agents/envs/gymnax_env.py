@@ -30,7 +30,7 @@ The trainers in ``agents`` step any env with that interface (N envs, P seats, A 
   split on every step; ``reset`` takes a typed (``jax.random.key``) or legacy
   (``jax.random.PRNGKey``) key, so both give the same trajectory.
 
->>> env = make_env("gymnax:CartPole-v1", num_envs=8)
+>>> env = make_gymnax_env("gymnax:CartPole-v1", num_envs=8)
 >>> state, ts = env.reset(jax.random.key(0))           # ts.observation: float32[8, 1, 4]
 >>> state, ts = jax.jit(env.step)(state, actions)      # actions int32[8, 1]
 
@@ -172,7 +172,7 @@ def check_spec(spec: str) -> None:
         raise ValueError(f"unknown gymnax env {name!r}; registered: {', '.join(gymnax.registered_envs)}")
 
 
-def make_env(spec: str, num_envs: int) -> GymnaxVecEnv:
+def make_gymnax_env(spec: str, num_envs: int) -> GymnaxVecEnv:
     """``"gymnax:<EnvName>"`` (e.g. ``"gymnax:CartPole-v1"``) -> ``GymnaxVecEnv(<EnvName>, num_envs)``."""
     if not isinstance(spec, str) or not spec.startswith(GYMNAX_PREFIX):
         raise ValueError(

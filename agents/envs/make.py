@@ -27,7 +27,7 @@ from flax import struct
 
 import jaxgame
 from agents.config import TrainConfig
-from agents.envs.gymnax_env import make_env as make_gymnax
+from agents.envs.gymnax_env import make_gymnax_env
 from agents.league import pool as league
 from jaxgame import bots
 from jaxgame.validation import as_key
@@ -163,11 +163,19 @@ def make_game(config: TrainConfig, obs: str | None = None) -> jaxgame.AutoChessE
 
 
 def make_env(config: TrainConfig, num_envs: int | None = None, sync_axes: tuple[str, ...] = ()):
-    """The batched env of a config: ``AutoChessTask`` or a ``GymnaxVecEnv``. ``sync_axes``: the vmapped
-    axes the game's branches are shared over (see ``jaxgame.batching``; gymnax envs have none)."""
+    """The batched env of a config (an ``agents.envs.api.BatchedEnv``): ``AutoChessTask`` (the game, its seats as
+    ``config.opponents`` says), ``LeagueTask`` (a league's) or a ``GymnaxVecEnv``. ``num_envs``: default
+    ``config.num_envs``. ``sync_axes``: the vmapped axes the game's branches are shared over (see
+    ``jaxgame.batching``; gymnax envs have none).
+
+    Example::
+
+        env = agents.make_env(agents.preset("smoke"))
+        state, ts = env.reset(jax.random.key(0))  # observation float32[N, 8, OBS_SIZE], action_mask bool[N, 8, A]
+    """
     num_envs = config.num_envs if num_envs is None else num_envs
     if config.is_gymnax:
-        return make_gymnax(config.env, num_envs)
+        return make_gymnax_env(config.env, num_envs)
     if config.league_size:
         return LeagueTask(make_game(config), num_envs, config.league_learner_seats, config.league_pool_prob,
                           config.league_bot, sync_axes, config.league_self_share)

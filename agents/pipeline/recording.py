@@ -36,6 +36,7 @@ the same seed, lineup and batch size record the same dataset.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import time
 from pathlib import Path
 
@@ -220,6 +221,26 @@ def _batches(recorder: Recorder, params, lineups, games: int, key, on_batch):
             on_batch(min(first + recorder.num_games, games))
 
 
+def _check_batch_fits(game, recorder, batch_games: int, rotations: int) -> None:
+    """``MemoryError`` (with the estimate) when a batch of ``batch_games`` x ``rotations`` games and their recorded
+    steps cannot fit on the device."""
+    state, ts = jax.eval_shape(game.reset, jax.random.key(0))
+    per_env_step = memory.tree_bytes((ts.observation, ts.action_mask)) // C.NUM_PLAYERS * len(recorder.positions)
+    num_envs = batch_games * rotations
+    memory.check_fits(f"batch_games={batch_games} (x {rotations} rotations)",
+                      num_envs * (memory.tree_bytes((state, ts)) + 2 * recorder.max_steps * per_env_step))
+
+
+def _counted(shards, placements: dict, decisions: list):
+    """``shards`` passed through, each game's placement per recorded position and the decisions counted."""
+    for shard in shards:
+        first = shard["step"] == 0  # one per game, rotation and position
+        for p in placements:
+            placements[p].extend(shard["placement"][first & (shard["position"] == p)].tolist())
+        decisions[0] += int(shard["decision"].sum())
+        yield shard
+
+
 def record(players, out_dir, games: int, positions=(0,), seed: int = 0, rotations: int | None = None,
            batch_games: int = 8, rules: dict | None = None, obs: str = "vector", greedy_policy: bool = False,
            progress: Progress | None = None) -> dict:
@@ -254,11 +275,7 @@ def record(players, out_dir, games: int, positions=(0,), seed: int = 0, rotation
     lineup = [index[player_of[p]] for p in players]
     recorder = make_recorder(game, [p.network for p in policies], batch_games, positions, bot_names, rotations,
                              greedy_policy)
-    state, ts = jax.eval_shape(game.reset, jax.random.key(0))
-    per_env_step = memory.tree_bytes((ts.observation, ts.action_mask)) // C.NUM_PLAYERS * len(recorder.positions)
-    num_envs = batch_games * rotations
-    memory.check_fits(f"batch_games={batch_games} (x {rotations} rotations)",
-                      num_envs * (memory.tree_bytes((state, ts)) + 2 * recorder.max_steps * per_env_step))
+    _check_batch_fits(game, recorder, batch_games, rotations)
     meta = {
         "players": players,
         "player_names": [player_of[p] for p in players],
@@ -284,15 +301,7 @@ def record(players, out_dir, games: int, positions=(0,), seed: int = 0, rotation
 
     placements = {p: [] for p in recorder.positions}
     decisions = [0]
-
-    def counted(shards):
-        for shard in shards:
-            first = shard["step"] == 0  # one per game, rotation and position
-            for p in placements:
-                placements[p].extend(shard["placement"][first & (shard["position"] == p)].tolist())
-            decisions[0] += int(shard["decision"].sum())
-            yield shard
-
+    counted = functools.partial(_counted, placements=placements, decisions=decisions)
     try:
         params = tuple(p.params for p in policies)
         manifest = write_dataset(out_dir, counted(record_shards(recorder, params, lineup, games, seed, on_batch)),

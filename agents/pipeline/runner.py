@@ -91,7 +91,7 @@ class TrainPhase:
     @property
     def links(self) -> tuple:
         """(field, phase) pairs: the config's ``"@PHASE"`` fields."""
-        return tuple((k, v[len(LINK):]) for k, v in self.config.to_dict().items()
+        return tuple((k, v[len(LINK):]) for k, v in self.config.to_flat_dict().items()
                      if isinstance(v, str) and v.startswith(LINK))
 
 

@@ -2,7 +2,7 @@
 
     policy = load_baseline("ppo_small-v1")               # .network, .params, .config, .step
     logits, value = policy.network.apply(policy.params, obs)
-    python -m experiments.evaluate --checkpoint runs/mine --vs baseline:ppo_small-v1
+    python -m experiments.evaluate runs/mine --vs baseline:ppo_small-v1
 
 Each version is in ``agents/policies/baseline_policies/``: ``NAME.msgpack`` (the parameters,
 ``flax.serialization.msgpack_serialize`` of the parameter tree, float32), ``NAME.json`` (the training

@@ -37,7 +37,7 @@ LOADER_FILE = "policy_loader.py"
 def _one_seat(policy: RunPolicy, seat: int | None) -> RunPolicy:
     if policy.config.independent:
         if seat is None:
-            raise PolicyError(f"{policy.name} trained one learner per seat: choose one with seat=0..7 (--seat)")
+            raise PolicyError(f"{policy.name} trained one learner per seat: choose one with seat=0..7")
         return seat_policies(policy)[seat]
     if seat is not None:
         raise PolicyError(f"{policy.name} has one policy for every seat; seat={seat} applies to independent runs")

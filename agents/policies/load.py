@@ -88,7 +88,13 @@ def is_baseline(spec) -> bool:
 def load_policy(run_dir, step: int | None = None, game_only: bool = True) -> RunPolicy:
     """The policy (network, parameters, config) of a run at checkpoint ``step`` (default: the latest good one),
     on one device; ``run_dir`` may be ``baseline:NAME`` (no step). ``game_only``: refuse a gymnax run (only
-    game policies can play at a table)."""
+    game policies can play at a table).
+
+    Example::
+
+        policy = agents.load_policy("runs/nb")                 # or ("runs/nb", step=40), ("baseline:ppo_small-v1")
+        logits, value = policy.network.apply(policy.params, observation)   # observation: float32[..., OBS_SIZE]
+    """
     if is_baseline(run_dir):
         if step is not None:
             raise PolicyError(f"{run_dir}: a baseline has no checkpoint steps")

@@ -16,12 +16,14 @@ from agents.storage.checkpoints import CHECKPOINT_DIR, fresh_arrays
 
 @dataclasses.dataclass(frozen=True)
 class Built:
-    """What a config builds: the batched env, the trainer (``agents.algorithms.registry.make_train``) and the bot
-    evaluator (None for gymnax envs or ``eval_every=0``; with ``.rate`` for a league)."""
+    """What a config builds: the batched env, the trainer (``agents.algorithms.registry.make_train``), the bot
+    evaluator (``agents.arena.evaluation.make_evaluator``; None for gymnax envs or ``eval_every=0``) and a league's
+    rater (``make_rating_evaluator``; None without a league or evaluations)."""
 
     env: object
     trainer: object
     evaluator: object | None
+    rater: object | None = None
 
 
 def build(config: TrainConfig) -> Built:
@@ -34,13 +36,12 @@ def build(config: TrainConfig) -> Built:
 @functools.lru_cache(maxsize=4)
 def _build(config: TrainConfig) -> Built:
     env, trainer = built_trainer(config)
-    evaluator = None
+    evaluator = rater = None
     if not config.is_gymnax and config.eval_every > 0:
         evaluator = make_evaluator(make_game(config), trainer.network, config.eval_games)
         if config.league_size:
-            evaluator.rate = make_rating_evaluator(make_game(config), trainer.network, config.eval_games,
-                                                   config.league_size)
-    return Built(env, trainer, evaluator)
+            rater = make_rating_evaluator(make_game(config), trainer.network, config.eval_games, config.league_size)
+    return Built(env, trainer, evaluator, rater)
 
 
 __all__ = ["CHECKPOINT_DIR", "Built", "build", "fresh_arrays"]

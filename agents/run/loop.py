@@ -73,7 +73,12 @@ RESUMABLE_CHANGES = frozenset(
 
 
 def load_config(run_dir) -> TrainConfig:
-    """The ``TrainConfig`` saved in ``run_dir/config.json``; ``RunError`` when there is none or it is unreadable."""
+    """The ``TrainConfig`` saved in ``run_dir/config.json``; ``RunError`` when there is none or it is unreadable.
+
+    Example::
+
+        config = agents.load_config("runs/nb")     # then agents.train(config, "runs/nb", resume=True)
+    """
     path = Path(run_dir) / CONFIG_FILE
     try:
         return TrainConfig.from_dict(json.loads(path.read_text()))
@@ -85,7 +90,7 @@ def load_config(run_dir) -> TrainConfig:
 
 def check_resumable(saved: TrainConfig, config: TrainConfig) -> None:
     """``RunError`` naming the fields when ``config`` changes more than ``RESUMABLE_CHANGES`` of ``saved``."""
-    old, new = saved.to_dict(), config.to_dict()
+    old, new = saved.to_flat_dict(), config.to_flat_dict()
     differing = sorted(k for k, v in new.items() if v != old[k] and k not in RESUMABLE_CHANGES)
     if differing:
         raise RunError(
@@ -116,7 +121,7 @@ def check_env_available(config: TrainConfig) -> None:
         try:
             dataset.open_dataset(config.bc_dataset)
         except dataset.DatasetError as err:
-            raise RunError(f"bc_dataset {err} (record one with python -m experiments.record --out DIR)") from None
+            raise RunError(f"bc_dataset {err} (record one with agents.pipeline.recording.record)") from None
 
 
 def memory_needed(config: TrainConfig, program: TrainProgram, num_devices: int = 1, runs: int = 1) -> int:
@@ -151,7 +156,7 @@ def check_memory(config: TrainConfig, program: TrainProgram, num_devices: int = 
 
 def run_identity(config: TrainConfig) -> dict:
     """The config fields that fix a run (all but ``RESUMABLE_CHANGES``): its run directory's identity."""
-    return {k: v for k, v in config.to_dict().items() if k not in RESUMABLE_CHANGES}
+    return {k: v for k, v in config.to_flat_dict().items() if k not in RESUMABLE_CHANGES}
 
 
 def check_checkpoint_config(store: CheckpointStore, config: TrainConfig) -> None:
@@ -465,9 +470,8 @@ class TrainProgram(ChunkProgram):
     def __init__(self, config: TrainConfig):
         self.config = config
         built = build(config)
-        self.env, self.trainer, self.evaluator = built.env, built.trainer, built.evaluator
-        # a dataset run's samples are one seat's steps each
-        self.num_players = 1 if config.bc_dataset else self.env.num_players
+        self.env, self.trainer, self.evaluator, self.rater = built.env, built.trainer, built.evaluator, built.rater
+        self.num_players = self.trainer.players_per_step
         self.inputs = None  # the chunk's data (``trainer.chunk_inputs()``), read when first compiled
         self.initial_params = None  # config.init_from's parameters (``start_params``), loaded once
         self.has_eval = self.evaluator is not None
@@ -584,7 +588,7 @@ class TrainProgram(ChunkProgram):
             if config.independent:  # rotation r puts the policy in seat r: seat r's own learner
                 out.update({f"eval/seat_{r}/placement_vs_{name}": float(m) for r, m in enumerate(ranks.mean(0))})
         if config.league_size:  # the learner rated against its pool and the bots (fresh ratings each time)
-            table = self.evaluator.rate(params, self._eval_params(runner.league), jax.random.fold_in(key, 1),
+            table = self.rater(params, self._eval_params(runner.league), jax.random.fold_in(key, 1),
                                         [config.seed, update])
             rows = {row["name"]: row for row in table}
             out["eval/rating"] = rows["learner"]["ordinal"]
@@ -601,7 +605,7 @@ class TrainProgram(ChunkProgram):
     def progress_text(self, records, evaluation):
         """Throughput, training placement (not under pure self-play), return, the latest evaluation, two losses."""
         record, last_eval = records[0], evaluation[0]
-        parts = [f"{record['perf/seat_sps']:.0f} {'samples' if self.config.bc_dataset else 'seat-steps'}/s"]
+        parts = [f"{record['perf/seat_sps']:.0f} {self.trainer.sample_unit}/s"]
         if not self.self_play and math.isfinite(record.get("train/placement", math.nan)):
             parts.append(f"place {record['train/placement']:.2f}")
         if math.isfinite(record.get("train/episode_return", math.nan)):
@@ -611,14 +615,64 @@ class TrainProgram(ChunkProgram):
                 parts.append(f"vs {name} {last_eval[f'eval/placement_vs_{name}']:.2f}")
         if "eval/rating" in last_eval:
             parts.append(f"rating {last_eval['eval/rating']:.1f}")
-        if "loss/accuracy" in record:  # behaviour cloning
-            parts.append(f"teacher's action {record['loss/accuracy']:.0%} | "
-                         f"cross-entropy {record['loss/cross_entropy']:.2f}")
-        if "val/cross_entropy" in record:
-            parts.append(f"validation: teacher's action {record['val/accuracy']:.0%}, cross-entropy "
-                         f"{record['val/cross_entropy']:.3f} (best {record['val/best_cross_entropy']:.3f})")
-        parts.append(f"entropy {record['loss/entropy']:.2f} | value loss {record['loss/value']:.3f}")
-        return " | ".join(parts)
+        return " | ".join(parts + self.trainer.progress(record))
+
+
+# ---------------------------------------------------------------- the set-up train and sweeps share
+
+
+@dataclasses.dataclass
+class Started:
+    """A run directory claimed (or checked for a resume) and its program's runner ready (``start_run``)."""
+
+    store: CheckpointStore
+    runner: object
+    wall_before: float  # training seconds of the checkpoint resumed (0 for a new run)
+    restored: bool  # a checkpoint was restored
+    compile_start: float  # ``time.perf_counter()`` before the runner was built (compiling counts from here)
+
+
+def claim_run_dir(run_dir: Path, kind: str, identity: dict, owner_file: str, resume: bool) -> None:
+    """A new run claims ``run_dir`` (it must be new or empty); a resume needs a run of ``kind`` and ``identity``
+    there (``agents.storage.run_dir``; ``RunError`` otherwise)."""
+    if resume:
+        run_dir_lib.check_owner(run_dir, kind, identity, owner_file)
+    else:
+        run_dir_lib.claim(run_dir, kind, identity)
+
+
+def start_run(program: ChunkProgram, run_dir: Path, resume: bool, progress: Progress, best=(None, "min")) -> Started:
+    """The checkpoint store of ``run_dir`` (ranking by ``best``: ``(metric, "min"/"max")``) and the program's first
+    runner: the newest good checkpoint with ``resume`` (its config checked against the program's), else a new one."""
+    config = program.config
+    metric, mode = best
+    store = CheckpointStore(run_dir / CHECKPOINT_DIR, keep=config.keep_checkpoints, best_metric=metric,
+                            best_mode=mode)
+    if resume:
+        check_checkpoint_config(store, config)
+    compile_start = time.perf_counter()
+    runner, wall_before, restored = restore_or_init(program, store, resume, progress)
+    return Started(store, runner, wall_before, restored, compile_start)
+
+
+def compile_and_loop(program: ChunkProgram, started: Started, logs: list, progress: Progress, what: str,
+                     stop_on_signals: bool, before_chunk=None) -> tuple[LoopResult, float]:
+    """Compile ``program``'s chunk (and evaluation), then drive the chunk loop to the end (or to a stop signal,
+    with ``stop_on_signals``); closes ``logs`` and the store. Returns ``(result, compile seconds)``."""
+    try:
+        progress.status(f"compiling {what} ({program.config.updates_per_chunk} updates)"
+                        + (" and the evaluation" if program.has_eval else "") + " ...")
+        compiled_chunk = program.compile_all(started.runner)
+        compile_s = time.perf_counter() - started.compile_start
+        progress.status(f"compiled in {compile_s:.1f} s")
+        loop = ChunkLoop(program, started.store, logs, progress, started.wall_before, before_chunk=before_chunk)
+        with StopSignals(progress) if stop_on_signals else contextlib.nullcontext() as stop:
+            result = loop.run(started.runner, compiled_chunk, stop)
+    finally:
+        for log in logs:
+            log.close()
+        started.store.close()
+    return result, compile_s
 
 
 def train(config: TrainConfig, run_dir, resume: bool = False, preset: str | None = None,
@@ -633,6 +687,12 @@ def train(config: TrainConfig, run_dir, resume: bool = False, preset: str | None
     ``agents.utils.progress.Progress`` (``ConsoleProgress()`` for stderr); None reports nothing.
     ``stop_on_signals``: Ctrl-C and SIGTERM save a checkpoint at the next chunk boundary and end the run early
     (``StopSignals``; the summary's ``"stopped"`` names the signal), as the CLI does.
+
+    Example::
+
+        summary = agents.train(agents.preset("smoke"), "runs/nb", progress=ConsoleProgress())
+        summary = agents.train(agents.load_config("runs/nb"), "runs/nb", resume=True)   # continue it
+        summary["final_eval"]["eval/placement_vs_greedy"]                                # 1 (best) .. 8
     """
     start_wall = time.perf_counter()
     run_dir = Path(run_dir)
@@ -646,46 +706,24 @@ def train(config: TrainConfig, run_dir, resume: bool = False, preset: str | None
     if not resume:
         program.start_params()  # and so does a policy init_from cannot start from
     if main_process:
-        if resume:
-            run_dir_lib.check_owner(run_dir, "train", run_identity(config), CONFIG_FILE)
-        else:
-            run_dir_lib.claim(run_dir, "train", run_identity(config))
+        claim_run_dir(run_dir, "train", run_identity(config), CONFIG_FILE, resume)
     distributed.barrier("start")  # process 0 has checked (or created) run_dir before the others look at it
     progress.status(f"run dir {run_dir}; building {config.algo} on {config.env} with {config.num_envs} envs "
                     f"({num_devices} {jax.default_backend()} device(s)"
                     + (f" in {jax.process_count()} processes)" if jax.process_count() > 1 else ")"))
-    best, mode = program.best_metric
-    store = CheckpointStore(run_dir / CHECKPOINT_DIR, keep=config.keep_checkpoints, best_metric=best, best_mode=mode)
-
-    if resume:
-        check_checkpoint_config(store, config)
-
-    compile_start = time.perf_counter()
-    runner, wall_before, restored = restore_or_init(program, store, resume, progress)
-    done = program.updates_done(runner)
+    started = start_run(program, run_dir, resume, progress, program.best_metric)
+    done = program.updates_done(started.runner)
     if main_process:
         run_dir_lib.write_json(run_dir / CONFIG_FILE, config.to_dict())  # a resume's new total_steps etc.
-        log = MetricsLog(run_dir, None if restored else run_meta(config, preset), done if restored else None,
-                         wandb_log.sinks(config, run_dir))
+        log = MetricsLog(run_dir, None if started.restored else run_meta(config, preset),
+                         done if started.restored else None, wandb_log.sinks(config, run_dir))
     else:
         log = NullLog()
-
-    progress.status(f"compiling the training chunk ({config.updates_per_chunk} updates)"
-                    + (" and the evaluation" if program.has_eval else "") + " ...")
-    compiled_chunk = program.compile_all(runner)
-    compile_s = time.perf_counter() - compile_start
-    progress.status(f"compiled in {compile_s:.1f} s")
-
-    loop = ChunkLoop(program, store, [log], progress, wall_before, before_chunk=lambda: distributed.barrier("chunk"))
-    try:
-        with StopSignals(progress) if stop_on_signals else contextlib.nullcontext() as stop:
-            result = loop.run(runner, compiled_chunk, stop)
-        evaluation = result.evaluation[0]
-        if result.updates and not result.records and program.has_eval:  # resumed a finished run
-            _, (evaluation,) = program.evaluate(result.runner, result.updates)
-    finally:
-        log.close()
-        store.close()
+    result, compile_s = compile_and_loop(program, started, [log], progress, "the training chunk", stop_on_signals,
+                                         before_chunk=lambda: distributed.barrier("chunk"))
+    evaluation = result.evaluation[0]
+    if result.updates and not result.records and program.has_eval:  # resumed a finished run
+        _, (evaluation,) = program.evaluate(result.runner, result.updates)
     record = result.records[0] if result.records else {}
     steps_per_update = config.steps_per_update
     return {
@@ -712,7 +750,8 @@ def train(config: TrainConfig, run_dir, resume: bool = False, preset: str | None
 
 
 __all__ = [
-    "RESUMABLE_CHANGES", "Built", "ChunkLoop", "ChunkProgram", "LoopResult", "RunError", "StopSignals", "TrainProgram",
+    "RESUMABLE_CHANGES", "Built", "ChunkLoop", "ChunkProgram", "LoopResult", "RunError", "Started", "StopSignals",
+    "TrainProgram", "claim_run_dir", "compile_and_loop", "start_run",
     "best_checkpoint", "best_metric", "build", "check_checkpoint_config", "check_env_available", "check_memory",
     "check_resumable", "compile_together", "fresh_arrays", "load_config", "restore_or_init", "run_identity",
     "run_meta", "train",

@@ -24,6 +24,7 @@ from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 from matplotlib.ticker import FuncFormatter, MaxNLocator
 
+from agents.config import flat_dict
 from agents.storage.metrics import load_metrics, run_label
 
 X_FIELDS = ("env_steps", "update", "wall_s")
@@ -76,7 +77,7 @@ def available_metrics(runs: list[list[dict]], x: str = "env_steps") -> list[str]
 
 def all_seats_learn(meta: dict) -> bool:
     """Whether a run's 8 game seats are all its learner (self-play or independent learners, no league)."""
-    config = meta.get("config", {}) if isinstance(meta, dict) else {}
+    config = flat_dict(meta.get("config", {})) if isinstance(meta, dict) else {}
     env = str(config.get("env", "autochess"))
     return not env.startswith("gymnax:") and config.get("opponents", "self") == "self" and not config.get(
         "league_size", 0)

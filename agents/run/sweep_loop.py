@@ -15,7 +15,6 @@ checkpoints are ``agents.run.loop``'s (``ChunkLoop``); only what is per run diff
 
 from __future__ import annotations
 
-import contextlib
 import dataclasses
 import json
 import math
@@ -30,20 +29,18 @@ from agents.arena.evaluation import EVAL_STREAM, OPPONENTS, placement_summary
 from agents.config import TrainConfig
 from agents.run import wandb_log
 from agents.run.loop import (
-    CHECKPOINT_DIR,
     CONFIG_FILE,
-    ChunkLoop,
     ChunkProgram,
     RunError,
-    StopSignals,
-    check_checkpoint_config,
     check_env_available,
     check_memory,
+    claim_run_dir,
+    compile_and_loop,
     compile_together,
     fresh_arrays,
-    restore_or_init,
     run_identity,
     run_meta,
+    start_run,
 )
 from agents.run.plotting import plot_bands
 from agents.run.sweep import Sweep, SweepSpec
@@ -151,26 +148,16 @@ def run_sweep(config: TrainConfig, spec: SweepSpec, run_dir, resume: bool = Fals
     program = SweepProgram(config, spec)
     devices = 1 if program.sweep.mesh is None else program.sweep.mesh.devices.size
     check_memory(config, program, runs=spec.num_runs // devices)  # each device holds its share of the runs
-    identity = {**run_identity(config), "sweep": spec.to_dict()}
-    if resume:
-        run_dir_lib.check_owner(run_dir, "sweep", identity, SWEEP_FILE)
-    else:
-        run_dir_lib.claim(run_dir, "sweep", identity)
+    claim_run_dir(run_dir, "sweep", {**run_identity(config), "sweep": spec.to_dict()}, SWEEP_FILE, resume)
     runs = spec.runs
     progress.status(f"sweep dir {run_dir}; {len(runs)} runs ({len(spec.points)} grid points x {len(spec.seeds)} "
                     f"seeds) of {config.algo} on {config.env} with {config.num_envs} envs each "
                     f"({devices} {jax.default_backend()} device(s))")
-    store = CheckpointStore(run_dir / CHECKPOINT_DIR, keep=config.keep_checkpoints)
-
-    if resume:
-        check_checkpoint_config(store, config)
-
-    compile_start = time.perf_counter()
-    runners, wall_before, restored = restore_or_init(program, store, resume, progress)
+    started = start_run(program, run_dir, resume, progress)
     run_dir_lib.write_json(run_dir / CONFIG_FILE, config.to_dict())
     run_dir_lib.write_json(run_dir / SWEEP_FILE,
                            {**spec.to_dict(), "runs": [dataclasses.asdict(r) for r in runs], "preset": preset})
-    done = program.updates_done(runners)
+    done, restored = program.updates_done(started.runner), started.restored
     meta = run_meta(config, preset)
     logs = []
     for r in runs:
@@ -181,19 +168,8 @@ def run_sweep(config: TrainConfig, spec: SweepSpec, run_dir, resume: bool = Fals
         logs.append(MetricsLog(log_dir, None if restored else run_meta_r, done if restored else None,
                                wandb_log.sinks(spec.run_config(config, r.index), log_dir, group=run_dir.name)))
 
-    progress.status(f"compiling the sweep's training chunk ({config.updates_per_chunk} updates x {len(runs)} runs)"
-                    + (" and evaluation" if program.has_eval else "") + " ...")
-    compiled_chunk = program.compile_all(runners)
-    compile_s = time.perf_counter() - compile_start
-    progress.status(f"compiled in {compile_s:.1f} s")
-
-    try:
-        with StopSignals(progress) if stop_on_signals else contextlib.nullcontext() as stop:
-            result = ChunkLoop(program, store, logs, progress, wall_before).run(runners, compiled_chunk, stop)
-    finally:
-        for log in logs:
-            log.close()
-        store.close()
+    result, compile_s = compile_and_loop(program, started, logs, progress,
+                                         f"the sweep's training chunk for {len(runs)} runs", stop_on_signals)
 
     records = load_runs(run_dir, spec)  # the whole run's, resumed parts included
     table = summarize_sweep(records, spec)

@@ -34,7 +34,7 @@ def check_available(project: str) -> None:
         import wandb  # noqa: F401
     except ImportError:
         raise RuntimeError(f"wandb_project={project!r} needs the wandb package: pip install \"jaxgame[wandb]\" "
-                           "(or --set wandb_project= for no W&B)") from None
+                           "(or log.wandb_project=\"\" for no W&B)") from None
 
 
 class WandbSink:

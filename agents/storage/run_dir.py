@@ -5,7 +5,7 @@ the tool (``"train"`` or ``"sweep"``), a run id and a hash of the config fields 
 resume may not change), and refuses a directory that holds anything else:
 
 - a directory of another tool (a sweep started in a training run's directory, or the other way round);
-- another run of the same tool (start it with ``--resume``, or choose another directory);
+- another run of the same tool (continue it with ``resume=True``, or choose another directory);
 - a non-empty directory that is not a run directory at all (for example one holding an older run's
   checkpoints without its ``metrics.jsonl``).
 
@@ -29,8 +29,9 @@ import uuid
 from pathlib import Path
 
 OWNER_FILE = "run.json"
-TOOLS = {"train": "python -m experiments.train", "sweep": "python -m experiments.sweep",
-         "pipeline": "python -m experiments.pipeline"}
+#: the library function that continues a run of each tool (``resume=True``); the CLIs add their own flag hints
+TOOLS = {"train": "agents.train", "sweep": "agents.run.sweep_loop.run_sweep",
+         "pipeline": "agents.pipeline.runner.run_pipeline"}
 
 
 class RunError(ValueError):
@@ -79,7 +80,7 @@ def identity_hash(fields: dict) -> str:
 
 def _describe(run_dir: Path, owner: dict) -> str:
     tool = owner.get("tool", "?")
-    return f"{run_dir} holds a {tool} run ({TOOLS.get(tool, tool)}, run id {owner.get('run_id', '?')})"
+    return f"{run_dir} holds a {tool} run (run id {owner.get('run_id', '?')})"
 
 
 def _new_owner(tool: str, identity: dict) -> dict:
@@ -97,7 +98,7 @@ def read_owner(run_dir) -> dict | None:
     except (OSError, json.JSONDecodeError) as err:
         raise RunError(f"{path} is not readable ({err}); it is not a run directory this tool can use") from None
     if not isinstance(owner, dict) or "tool" not in owner:
-        raise RunError(f"{path} is not a jaxgame run.json; choose another --run-dir")
+        raise RunError(f"{path} is not a jaxgame run.json; choose another run directory")
     return owner
 
 
@@ -106,27 +107,28 @@ def claim(run_dir, tool: str, identity: dict) -> dict:
     directory that holds anything (``RunError``), so nothing another run wrote is ever overwritten."""
     run_dir = Path(run_dir)
     if run_dir.exists() and not run_dir.is_dir():
-        raise RunError(f"--run-dir {run_dir} is a file, not a directory")
+        raise RunError(f"run directory {run_dir} is a file, not a directory")
     owner = read_owner(run_dir) if run_dir.is_dir() else None
     if owner is not None:
         if owner["tool"] == tool:
-            raise RunError(f"{_describe(run_dir, owner)}; continue it with --resume, or choose another --run-dir")
+            raise RunError(f"{_describe(run_dir, owner)}; continue it with {TOOLS.get(tool, tool)}(..., resume=True), "
+                           "or choose another run directory")
         raise RunError(f"{_describe(run_dir, owner)}, not a {tool} run; continue it with "
-                          f"`{TOOLS.get(owner['tool'], owner['tool'])} --run-dir {run_dir} --resume`, "
-                          "or choose another --run-dir")
+                          f"{TOOLS.get(owner['tool'], owner['tool'])}(..., resume=True), or choose another "
+                          "run directory")
     if run_dir.is_dir() and any(run_dir.iterdir()):
         held = ", ".join(sorted(p.name for p in run_dir.iterdir())[:4])
         raise RunError(f"{run_dir} is not empty ({held}, ...) and is not a run directory; "
-                          "choose an empty or new --run-dir")
+                          "choose an empty or new run directory")
     try:
         run_dir.mkdir(parents=True, exist_ok=True)
     except OSError as err:
-        raise RunError(f"--run-dir {run_dir} cannot be created ({err.strerror})") from None
+        raise RunError(f"run directory {run_dir} cannot be created ({err.strerror})") from None
     owner = _new_owner(tool, identity)
     try:
         write_json(run_dir / OWNER_FILE, owner)
     except OSError as err:
-        raise RunError(f"--run-dir {run_dir} is not writable ({err.strerror})") from None
+        raise RunError(f"run directory {run_dir} is not writable ({err.strerror})") from None
     return owner
 
 
@@ -143,7 +145,7 @@ def check_owner(run_dir, tool: str, identity: dict, marker: str) -> dict:
         return owner
     if owner["tool"] != tool:
         raise RunError(f"{_describe(run_dir, owner)}, not a {tool} run; continue it with "
-                          f"`{TOOLS.get(owner['tool'], owner['tool'])} --run-dir {run_dir} --resume`")
+                          f"{TOOLS.get(owner['tool'], owner['tool'])}(..., resume=True)")
     if owner.get("identity") != identity_hash(identity):
         raise RunError(f"{run_dir}/{marker} is not the config {run_dir}/{OWNER_FILE} was created with (a "
                           "field that fixes the run was edited); restore it, or start a new run elsewhere")

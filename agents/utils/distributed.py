@@ -81,7 +81,7 @@ def initialize(coordinator: str | None = None, num_processes: int | None = None,
         if missing:
             raise ValueError(
                 f"multi-host training needs the coordinator (HOST:PORT), num_processes and process_id together; "
-                f"missing {missing} (flags --coordinator/--num-processes/--process-id or ${ENV_COORDINATOR}/"
+                f"missing {missing} (arguments coordinator/num_processes/process_id or ${ENV_COORDINATOR}/"
                 f"${ENV_NUM_PROCESSES}/${ENV_PROCESS_ID})"
             )
         if ":" not in coordinator:
@@ -100,7 +100,7 @@ def initialize(coordinator: str | None = None, num_processes: int | None = None,
             raise
         raise ValueError(
             f"JAX detected no cluster (SLURM, Open MPI, ...) to join ({err}); give the coordinator, num_processes "
-            f"and process_id (--coordinator/--num-processes/--process-id or ${ENV_COORDINATOR}/"
+            f"and process_id (arguments coordinator/num_processes/process_id or ${ENV_COORDINATOR}/"
             f"${ENV_NUM_PROCESSES}/${ENV_PROCESS_ID})"
         ) from None
     return True

@@ -118,7 +118,7 @@ same sweep without the shared branch predicates (the combat then runs on every s
 than the runs one after another, and ``naive_ratio`` likewise.
 
 ``--what learning`` (experiments/benchmark/learning.py) trains a preset (``--presets``, one, default
-``ppo_small``; ``--seed``; ``--total-steps`` to cap it) into ``--run-dir`` with its evaluation every chunk on
+``ppo_small``; ``--seed``; ``--total-steps`` to cap it) into ``--out`` with its evaluation every chunk on
 128 seat-rotated games per bot (``--eval-every N``: every N chunks), and reports the training minutes
 (compiling and evaluating apart) and env steps until its policy first places <= ``--target`` (default 2.5)
 against 7 greedy bots, with the curve.
@@ -144,14 +144,14 @@ and "local" (on one device they are the same program); nothing is run. About 5 m
 default, all of it compiling.
 The benchmarks live in experiments/benchmark/: ``env.py``, ``combat.py``, ``render.py``, ``train.py``,
 ``sweep.py``, ``learning.py``, ``sb3.py`` and ``memory.py`` (one per ``--what``), the shared
-timing helpers and default sizes in ``timing.py``; this module is the CLI.
+timing helpers and default sizes in ``timing.py``; this module is the CLI (``parse_args``, then one function per
+``--what``: ``MODES``).
 
 All modes also report ``sweep``: "quick" or "full", the default sizes used.
 """
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import platform
@@ -179,7 +179,7 @@ from experiments.benchmark.train import (
     bench_train,
     train_updates,
 )
-from experiments.common import apply_sets, parse_overrides, status
+from experiments.common import apply_sets, deprecated_alias, fail, make_parser, parse_overrides, status
 
 
 def _train_presets(text, parser):
@@ -187,9 +187,9 @@ def _train_presets(text, parser):
     names = [] if text.strip().lower() == "none" else [n.strip() for n in text.split(",") if n.strip()]
     for name in names:
         if name not in PRESETS:
-            parser.error(f"--presets: unknown preset {name!r}; available: {', '.join(PRESETS)} (or none)")
+            fail(parser, f"--presets: unknown preset {name!r}; available: {', '.join(PRESETS)} (or none)")
         if PRESETS[name].config.is_gymnax:
-            parser.error(f"--presets: {name!r} is a gymnax preset; the gymnax section times it (--gymnax-steps)")
+            fail(parser, f"--presets: {name!r} is a gymnax preset; the gymnax section times it (--gymnax-steps)")
     return names
 
 
@@ -197,11 +197,8 @@ def _ints(text):
     return [int(x) for x in text.split(",")]
 
 
-def main(argv=None):
-    parser = argparse.ArgumentParser(prog="python -m experiments.benchmark", description=__doc__,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--what", choices=["env", "combat", "render", "train", "sweep", "learning", "sb3", "memory"],
-                        default="env")
+def _add_size_args(parser) -> None:
+    """The sizes of ``--what env``, ``combat``, ``render``, ``train`` and ``sweep``."""
     parser.add_argument(
         "--full", action="store_true",
         help="the full sweep even on a CPU (the default on a GPU; ~10 min for --what env on a 2-core CPU)",
@@ -239,7 +236,12 @@ def main(argv=None):
                         help="combat: comma-separated numbers of fights timed together (default 64,1024)")
     parser.add_argument("--baseline", default=None,
                         help="combat: a git revision whose jaxgame/combat.py and rounds.py are timed too, back to back")
-    parser.add_argument("--run-dir", default=None, help="learning: the run directory (default runs/learning-<time>)")
+
+
+def _add_run_args(parser) -> None:
+    """The options of ``--what learning``, ``sb3`` and ``memory`` (and ``--set``)."""
+    parser.add_argument("--out", default=None, metavar="RUN_DIR",
+                        help="learning: the run directory (default runs/learning-<time>)")
     parser.add_argument("--target", type=float, default=TARGET,
                         help=f"learning: the placement vs 7 greedy bots to reach (default {TARGET})")
     parser.add_argument("--seed", type=int, default=0, help="learning: the training seed (default 0)")
@@ -252,81 +254,102 @@ def main(argv=None):
                         help="sb3: training seconds per side and opponent (default 300)")
     parser.add_argument("--opponents", default=",".join(SB3_OPPONENTS),
                         help="sb3: comma-separated bots, 7 of each at every table in turn (default random,greedy)")
-    parser.add_argument("--eval-games", type=int, default=16,
+    parser.add_argument("--eval-games", type=int, default=16, metavar="N",
                         help="sb3: evaluation game seeds per side and opponent, each played in 8 seat rotations "
-                             "(default 16: 128 games)")
+                             "(N x 8 games; default 16: 128 games)")
     parser.add_argument("--devices", default="1,4,8",
                         help="memory: comma-separated device counts (default 1,4,8; forced host devices on a CPU)")
+
+
+def parse_args(argv=None):
+    """``(parser, args, sets)``: the parsed command line and its ``--set`` overrides (field -> text)."""
+    parser = make_parser("experiments.benchmark", __doc__)
+    parser.add_argument("--what", choices=list(MODES), default="env")
+    _add_size_args(parser)
+    _add_run_args(parser)
     parser.add_argument("--quiet", action="store_true", help="no progress lines on stderr")
+    deprecated_alias(parser, "--run-dir", "--out", "out")
     args = parser.parse_args(argv)
     sets = parse_overrides(parser, args.set)
     if sets and args.what not in ("train", "learning"):
-        parser.error(f"--set applies to --what train and --what learning, not --what {args.what}")
+        fail(parser, f"--set applies to --what train and --what learning, not --what {args.what}")
+    return parser, args, sets
 
-    def configured(name):
-        try:
-            return apply_sets(preset_config(name), sets)
-        except ValueError as err:
-            parser.error(f"--set: {err}")
-    if args.what == "sb3":
-        bots = [b.strip() for b in args.opponents.split(",") if b.strip()]
-        if not bots or any(b not in ("random", "greedy", "expert") for b in bots):
-            parser.error(f"--opponents must be comma-separated bots among random, greedy, expert; "
-                         f"got {args.opponents!r}")
-        if args.budget_s <= 0 or args.eval_games < 2:
-            parser.error("--budget-s must be positive and --eval-games at least 2")
-        try:
-            check_sb3()
-        except RuntimeError as err:
-            parser.error(str(err))
-        status(f"benchmark --what sb3: {args.budget_s:.0f} s of training per side vs 7 of each of {', '.join(bots)}",
-               not args.quiet)
-        result = {"what": "sb3", "backend": jax.default_backend(), "device": str(jax.devices()[0]),
-                  "machine": platform.machine(), "cpus": os.cpu_count(),
-                  **bench_sb3(tuple(bots), args.budget_s, args.eval_games, progress=not args.quiet)}
-        print(json.dumps(result))
-        return result
-    if args.what == "memory":
-        names = _train_presets(args.presets or "ppo_large,a2c_stream", parser)
-        try:
-            device_counts = _ints(args.devices)
-        except ValueError:
-            parser.error(f"--devices must be comma-separated ints, got {args.devices!r}")
-        if not names or any(not 1 <= d <= 256 for d in device_counts):
-            parser.error("--what memory needs at least one preset and device counts in [1, 256]")
-        for name in names:
-            if any(preset_config(name).num_envs % d for d in device_counts):
-                parser.error(f"--devices: every count must divide {name}'s num_envs={preset_config(name).num_envs}")
-        status(f"benchmark --what memory: one update of {', '.join(names)} compiled on {args.devices} device(s)",
-               not args.quiet)
-        try:
-            measured = bench_memory(names, device_counts, progress=not args.quiet)
-        except (ValueError, RuntimeError) as err:
-            parser.error(str(err))
-        result = {"what": "memory", "backend": jax.default_backend(), "device": str(jax.devices()[0]),
-                  "machine": platform.machine(), **measured}
-        print(json.dumps(result))
-        return result
-    if args.what == "learning":
-        names = _train_presets(args.presets or "ppo_small", parser)
-        if len(names) != 1:
-            parser.error("--what learning trains one preset (--presets NAME)")
-        if not 1.0 <= args.target <= 8.0:
-            parser.error(f"--target is a placement in [1, 8], got {args.target}")
-        run_dir = args.run_dir or time.strftime("runs/learning-%Y%m%d-%H%M%S")
-        status(f"benchmark --what learning: {names[0]} into {run_dir} until the end of the preset", not args.quiet)
-        result = {"what": "learning", "backend": jax.default_backend(), "device": str(jax.devices()[0]),
-                  "machine": platform.machine(),
-                  "overrides": sets,
-                  **bench_learning(names[0], run_dir, args.target, eval_every=args.eval_every, seed=args.seed,
-                                   total_steps=args.total_steps, progress=not args.quiet,
-                                   config=configured(names[0]))}
-        print(json.dumps(result))
-        return result
-    backend = jax.default_backend()
-    sweep = default_sweep(backend, args.full)
+
+def _configured(parser, name, sets):
+    """Preset ``name``'s config with the ``--set`` overrides; a bad one is a parser error."""
     try:
-        num_envs_list = (
+        return apply_sets(preset_config(name), sets)
+    except ValueError as err:
+        fail(parser, f"--set: {err}")
+
+
+def _header(what: str) -> dict:
+    """The first keys of every result: the mode and the machine."""
+    return {"what": what, "backend": jax.default_backend(), "device": str(jax.devices()[0]),
+            "machine": platform.machine()}
+
+
+def run_sb3(parser, args, sets) -> dict:
+    """``--what sb3``: sb3-contrib's MaskablePPO vs our PPO (experiments/benchmark/sb3.py)."""
+    bots = [b.strip() for b in args.opponents.split(",") if b.strip()]
+    if not bots or any(b not in ("random", "greedy", "expert") for b in bots):
+        fail(parser, f"--opponents must be comma-separated bots among random, greedy, expert; "
+                     f"got {args.opponents!r}")
+    if args.budget_s <= 0 or args.eval_games < 2:
+        fail(parser, "--budget-s must be positive and --eval-games at least 2")
+    try:
+        check_sb3()
+    except RuntimeError as err:
+        fail(parser, str(err))
+    status(f"benchmark --what sb3: {args.budget_s:.0f} s of training per side vs 7 of each of {', '.join(bots)}",
+           not args.quiet)
+    return {**_header("sb3"), "cpus": os.cpu_count(),
+            **bench_sb3(tuple(bots), args.budget_s, args.eval_games, progress=not args.quiet)}
+
+
+def run_memory(parser, args, sets) -> dict:
+    """``--what memory``: XLA's memory of one training update per device count (experiments/benchmark/memory.py)."""
+    names = _train_presets(args.presets or "ppo_large,a2c_stream", parser)
+    try:
+        device_counts = _ints(args.devices)
+    except ValueError:
+        fail(parser, f"--devices must be comma-separated ints, got {args.devices!r}")
+    if not names or any(not 1 <= d <= 256 for d in device_counts):
+        fail(parser, "--what memory needs at least one preset and device counts in [1, 256]")
+    for name in names:
+        if any(preset_config(name).num_envs % d for d in device_counts):
+            fail(parser, f"--devices: every count must divide {name}'s num_envs={preset_config(name).num_envs}")
+    status(f"benchmark --what memory: one update of {', '.join(names)} compiled on {args.devices} device(s)",
+           not args.quiet)
+    try:
+        measured = bench_memory(names, device_counts, progress=not args.quiet)
+    except (ValueError, RuntimeError) as err:
+        fail(parser, str(err))
+    return {**_header("memory"), **measured}
+
+
+def run_learning(parser, args, sets) -> dict:
+    """``--what learning``: minutes until a preset's policy reaches ``--target`` (experiments/benchmark/learning.py)."""
+    names = _train_presets(args.presets or "ppo_small", parser)
+    if len(names) != 1:
+        fail(parser, "--what learning trains one preset (--presets NAME)")
+    if not 1.0 <= args.target <= 8.0:
+        fail(parser, f"--target is a placement in [1, 8], got {args.target}")
+    run_dir = args.out or time.strftime("runs/learning-%Y%m%d-%H%M%S")
+    status(f"benchmark --what learning: {names[0]} into {run_dir} until the end of the preset", not args.quiet)
+    return {**_header("learning"), "overrides": sets,
+            **bench_learning(names[0], run_dir, args.target, eval_every=args.eval_every, seed=args.seed,
+                             total_steps=args.total_steps, progress=not args.quiet,
+                             config=_configured(parser, names[0], sets))}
+
+
+def _sizes(parser, args) -> dict:
+    """The sizes of the sized modes (``env``, ``combat``, ``render``, ``train``, ``sweep``): the backend's default
+    ``sweep`` overridden by the flags, checked."""
+    sweep = default_sweep(jax.default_backend(), args.full)
+    try:
+        num_envs = (
             _ints(args.num_envs) if args.num_envs
             else sweep["num_envs"] if args.what == "env"
             else [64] if args.what == "combat"
@@ -335,96 +358,137 @@ def main(argv=None):
         render_batch = _ints(args.render_batch) if args.render_batch else sweep["render_batch"]
         combat_batch = _ints(args.combat_batch)
     except ValueError:
-        parser.error(f"--num-envs/--render-batch must be comma-separated ints, "
+        fail(parser, f"--num-envs/--render-batch must be comma-separated ints, "
                      f"got {args.num_envs!r}, {args.render_batch!r}")
     fights = sweep["fights"] if args.fights is None else args.fights
     skip_envs = sweep["skip_envs"] if args.skip_envs is None else args.skip_envs
-    if any(n < 1 for n in num_envs_list + render_batch + combat_batch) or min(args.rounds, fights, skip_envs) < 1:
-        parser.error("--num-envs, --render-batch, --rounds, --fights and --skip-envs must be positive")
-    if args.what in ("train", "sweep"):
-        presets = _train_presets(args.presets if args.presets is not None else ",".join(sweep["train_presets"]), parser)
-        if args.updates is not None and args.updates < 1:
-            parser.error("--updates must be positive")
-        if args.gymnax_steps and args.gymnax_steps < 512:
-            parser.error("--gymnax-steps must be 0 (skip) or >= 512 (one update of 4 envs x 128 steps)")
-        gymnax_envs = tuple(e.strip() for e in args.gymnax_envs.split(",") if e.strip())
-        if not gymnax_envs or args.gymnax_reps < 1:
-            parser.error("--gymnax-envs needs at least one env and --gymnax-reps must be positive")
-        if args.gymnax_steps:
-            from agents.envs.gymnax_env import check_spec
-            for name in gymnax_envs:
-                try:
-                    check_spec(f"gymnax:{name}")
-                except ValueError as err:
-                    parser.error(f"--gymnax-envs: {err}")
-    progress = not args.quiet
-    start = time.perf_counter()
-    if args.what == "render":
-        sizes = f"render states {','.join(map(str, render_batch))}; envs {','.join(map(str, num_envs_list))}"
-    elif args.what == "sweep":
-        runs = args.runs or (4 if sweep["name"] == "quick" else 16)
-        if runs < 1:
-            parser.error("--runs must be positive")
-        sizes = f"presets {','.join(presets)}, {runs} runs"
-    elif args.what == "combat":
-        sizes = (f"fights {','.join(map(str, combat_batch))}; envs {','.join(map(str, num_envs_list))}; "
-                 f"baseline {args.baseline or 'none'}")
-    elif args.what == "train":
-        updates = f"{args.updates} updates" if args.updates else f"{sweep['train_steps']} steps of every env"
-        gymnax = f"gymnax {args.gymnax_steps} steps" if args.gymnax_steps else "gymnax skipped"
-        sizes = f"presets {','.join(presets) or 'none'}, {updates} per chunk; {gymnax}"
-    else:
-        sizes = f"envs {','.join(map(str, num_envs_list))}; {fights} fights; fight-skip at {skip_envs} envs"
+    if any(n < 1 for n in num_envs + render_batch + combat_batch) or min(args.rounds, fights, skip_envs) < 1:
+        fail(parser, "--num-envs, --render-batch, --rounds, --fights and --skip-envs must be positive")
+    return {"sweep": sweep, "num_envs": num_envs, "render_batch": render_batch, "combat_batch": combat_batch,
+            "fights": fights, "skip_envs": skip_envs}
+
+
+def _training_sizes(parser, args, sweep: dict) -> tuple[list[str], tuple[str, ...]]:
+    """``--what train``/``sweep``: (the game presets, the gymnax envs), checked."""
+    presets = _train_presets(args.presets if args.presets is not None else ",".join(sweep["train_presets"]), parser)
+    if args.updates is not None and args.updates < 1:
+        fail(parser, "--updates must be positive")
+    if args.gymnax_steps and args.gymnax_steps < 512:
+        fail(parser, "--gymnax-steps must be 0 (skip) or >= 512 (one update of 4 envs x 128 steps)")
+    gymnax_envs = tuple(e.strip() for e in args.gymnax_envs.split(",") if e.strip())
+    if not gymnax_envs or args.gymnax_reps < 1:
+        fail(parser, "--gymnax-envs needs at least one env and --gymnax-reps must be positive")
+    if args.gymnax_steps:
+        from agents.envs.gymnax_env import check_spec
+        for name in gymnax_envs:
+            try:
+                check_spec(f"gymnax:{name}")
+            except ValueError as err:
+                fail(parser, f"--gymnax-envs: {err}")
+    return presets, gymnax_envs
+
+
+def _start(args, sweep: dict, sizes: str) -> dict:
+    """Say what is timed (on stderr) and return the result's first keys."""
     quick_env = sweep["name"] == "quick" and args.what == "env"
     hint = "; --full for the full sweep (~10 min on a 2-core CPU)" if quick_env else ""
-    status(f"benchmark --what {args.what} on {backend}, {sweep['name']} sweep ({sizes}){hint}", progress)
-    result = {
-        "what": args.what,
-        "backend": backend,
-        "device": str(jax.devices()[0]),
-        "machine": platform.machine(),
-        "sweep": sweep["name"],
+    status(f"benchmark --what {args.what} on {jax.default_backend()}, {sweep['name']} sweep ({sizes}){hint}",
+           not args.quiet)
+    return {**_header(args.what), "sweep": sweep["name"]}
+
+
+def run_env(parser, args, sets) -> dict:
+    """``--what env``: VecEnv seat-steps/s, the combat alone and the fight-skip check (experiments/benchmark/env.py)."""
+    s = _sizes(parser, args)
+    result = _start(args, s["sweep"], f"envs {','.join(map(str, s['num_envs']))}; {s['fights']} fights; fight-skip "
+                                      f"at {s['skip_envs']} envs")
+    env = jaxgame.make("autochess")
+    result["steps_per_round"] = env.config.steps_per_round
+    result["seat_steps_per_s"] = bench_env_throughput(env, s["num_envs"], args.rounds, not args.quiet)
+    result["combat"] = bench_combat(s["fights"], (3, 9), env.config.max_combat_ticks, not args.quiet)
+    result["fight_skip"] = bench_fight_skip(env, s["skip_envs"], 5, not args.quiet)
+    return result
+
+
+def run_combat(parser, args, sets) -> dict:
+    """``--what combat``: the combat and the env around it, optionally vs a baseline revision's combat."""
+    s = _sizes(parser, args)
+    result = _start(args, s["sweep"], f"fights {','.join(map(str, s['combat_batch']))}; envs "
+                                      f"{','.join(map(str, s['num_envs']))}; baseline {args.baseline or 'none'}")
+    result["rounds"] = args.rounds
+    result.update(bench_combat_vs_baseline(s["combat_batch"], s["num_envs"], args.baseline, not args.quiet,
+                                           args.rounds))
+    return result
+
+
+def run_render(parser, args, sets) -> dict:
+    """``--what render``: frames/s packed vs unpacked, and env seat-steps/s with pixel vs vector observations."""
+    s = _sizes(parser, args)
+    result = _start(args, s["sweep"], f"render states {','.join(map(str, s['render_batch']))}; envs "
+                                      f"{','.join(map(str, s['num_envs']))}")
+    result["render"] = bench_render(s["render_batch"], not args.quiet)
+    result["env_seat_steps_per_s"] = bench_obs_kinds(s["num_envs"], args.rounds, not args.quiet)
+    return result
+
+
+def run_train(parser, args, sets) -> dict:
+    """``--what train``: training seat-steps/s per preset vs the env alone, and gymnax vs PureJaxRL."""
+    s = _sizes(parser, args)
+    sweep, progress = s["sweep"], not args.quiet
+    presets, gymnax_envs = _training_sizes(parser, args, sweep)
+    updates = f"{args.updates} updates" if args.updates else f"{sweep['train_steps']} steps of every env"
+    gymnax = f"gymnax {args.gymnax_steps} steps" if args.gymnax_steps else "gymnax skipped"
+    result = _start(args, sweep, f"presets {','.join(presets) or 'none'}, {updates} per chunk; {gymnax}")
+    cache = jax.config.jax_compilation_cache_dir if jax.config.jax_enable_compilation_cache else None
+    if cache:
+        status(f"warning: JAX's persistent compilation cache is on ({cache}): compile times may be cache hits",
+               progress)
+    result["compilation_cache"] = cache or None
+    result["overhead_goal"] = OVERHEAD_GOAL
+    result["overrides"] = sets
+    configs = {name: _configured(parser, name, sets) for name in presets}
+    result["train"] = trained = {
+        name: bench_train(name, sweep["train_steps"], args.updates, progress, f"[train {i + 1}/{len(presets)}]",
+                          configs[name])
+        for i, name in enumerate(presets)
     }
-    if args.what == "train":
-        cache = jax.config.jax_compilation_cache_dir if jax.config.jax_enable_compilation_cache else None
-        if cache:
-            status(f"warning: JAX's persistent compilation cache is on ({cache}): compile times may be cache hits",
-                   progress)
-        result["compilation_cache"] = cache or None
-        result["overhead_goal"] = OVERHEAD_GOAL
-        result["overrides"] = sets
-        configs = {name: configured(name) for name in presets}
-        result["train"] = {
-            name: bench_train(name, sweep["train_steps"], args.updates, progress, f"[train {i + 1}/{len(presets)}]",
-                              configs[name])
-            for i, name in enumerate(presets)
-        }
-        trained = result["train"]
-        if "league_small" in trained and "ppo_small" in trained:  # the league's cost: pool seats' forward passes
-            result["league_over_self_play"] = round(trained["league_small"]["train_seat_steps_per_s"]
-                                                    / trained["ppo_small"]["train_seat_steps_per_s"], 3)
-        skipped = {"skipped": "--gymnax-steps 0"}
-        result["gymnax"] = (bench_gymnax(args.gymnax_steps, progress, gymnax_envs, args.gymnax_reps)
-                            if args.gymnax_steps else skipped)
-    elif args.what == "sweep":
-        result["sweep_vs_separate"] = {
-            name: bench_sweep(name, runs, train_updates(preset_config(name), sweep["train_steps"], args.updates),
-                              progress, f"[sweep {i + 1}/{len(presets)}]")
-            for i, name in enumerate(presets)
-        }
-    elif args.what == "combat":
-        result["rounds"] = args.rounds
-        result.update(bench_combat_vs_baseline(combat_batch, num_envs_list, args.baseline, progress, args.rounds))
-    elif args.what == "render":
-        result["render"] = bench_render(render_batch, progress)
-        result["env_seat_steps_per_s"] = bench_obs_kinds(num_envs_list, args.rounds, progress)
-    else:
-        env = jaxgame.make("autochess")
-        result["steps_per_round"] = env.config.steps_per_round
-        result["seat_steps_per_s"] = bench_env_throughput(env, num_envs_list, args.rounds, progress)
-        result["combat"] = bench_combat(fights, (3, 9), env.config.max_combat_ticks, progress)
-        result["fight_skip"] = bench_fight_skip(env, skip_envs, 5, progress)
-    status(f"done in {time.perf_counter() - start:.1f} s", progress)
+    if "league_small" in trained and "ppo_small" in trained:  # the league's cost: pool seats' forward passes
+        result["league_over_self_play"] = round(trained["league_small"]["train_seat_steps_per_s"]
+                                                / trained["ppo_small"]["train_seat_steps_per_s"], 3)
+    result["gymnax"] = (bench_gymnax(args.gymnax_steps, progress, gymnax_envs, args.gymnax_reps)
+                        if args.gymnax_steps else {"skipped": "--gymnax-steps 0"})
+    return result
+
+
+def run_sweep(parser, args, sets) -> dict:
+    """``--what sweep``: a vmapped sweep of R runs vs R separate runs (experiments/benchmark/sweep.py)."""
+    s = _sizes(parser, args)
+    sweep = s["sweep"]
+    presets, _ = _training_sizes(parser, args, sweep)
+    runs = args.runs or (4 if sweep["name"] == "quick" else 16)
+    if runs < 1:
+        fail(parser, "--runs must be positive")
+    result = _start(args, sweep, f"presets {','.join(presets)}, {runs} runs")
+    result["sweep_vs_separate"] = {
+        name: bench_sweep(name, runs, train_updates(preset_config(name), sweep["train_steps"], args.updates),
+                          not args.quiet, f"[sweep {i + 1}/{len(presets)}]")
+        for i, name in enumerate(presets)
+    }
+    return result
+
+
+#: ``--what`` -> its function ``(parser, args, sets) -> result``; the sized ones also say how long they took.
+MODES = {"env": run_env, "combat": run_combat, "render": run_render, "train": run_train, "sweep": run_sweep,
+         "learning": run_learning, "sb3": run_sb3, "memory": run_memory}
+SIZED = ("env", "combat", "render", "train", "sweep")
+
+
+def main(argv=None):
+    parser, args, sets = parse_args(argv)
+    start = time.perf_counter()
+    result = MODES[args.what](parser, args, sets)
+    if args.what in SIZED:
+        status(f"done in {time.perf_counter() - start:.1f} s", not args.quiet)
     print(json.dumps(result))
     return result
 

@@ -1,0 +1,344 @@
+"""Result records: one JSON file per measured result, and the Markdown generated from them.
+
+A record (the format: docs/results/README.md) names what was measured, the exact commands, the machine, the seeds,
+the date, the commit and the numbers, and lists the evidence files (metrics, evaluations, comparisons) beside it.
+Pages are generated from the records, never edited by hand, so a number has one home::
+
+    records = load_records("docs/results/records")
+    problems = [p for r in records for p in validate(r, "docs/results")]   # [] when every record is sound
+    page = render_page(records)                                            # docs/results.md
+    readme = replace_block(readme_text, render_readme_table(records))      # the README's table, between markers
+
+Pure Python (json, re): no JAX. Output is deterministic: records sorted by (date, id), no timestamps.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from pathlib import Path
+
+#: the kinds of result, in the order the page shows them, with their section titles
+KINDS = {
+    "learning": "Learning: trained policies",
+    "evaluation": "Evaluation: one policy against bots",
+    "comparison": "Comparisons: head to head and ratings",
+    "throughput": "Throughput",
+    "benchmark": "Benchmarks against other code, revisions and memory",
+}
+#: field -> allowed types, for every record
+REQUIRED = {"id": str, "title": str, "kind": str, "subject": str, "command": list, "machine": str, "seeds": dict,
+            "date": str, "commit": str, "numbers": dict, "single_seed": bool, "notes": str, "files": list}
+#: field -> allowed types, when present
+OPTIONAL = {"preset": (str, type(None)), "environment": str, "commit_source": str, "published_in": str,
+            "evaluation": str, "compare": str, "metrics": str, "readme_row": int}
+#: a record's numbers: name -> number, or {"value": number, "ci95": number, "note": str} (ci95 and note optional)
+VALUE_KEYS = {"value", "ci95", "note"}
+#: the README's placement columns: numbers key -> column title
+README_COLUMNS = {"vs_random": "vs random", "vs_greedy": "vs greedy", "vs_expert": "vs expert"}
+#: numbers key -> key in an ``experiments.evaluate`` JSON (``evaluation``)
+EVAL_KEYS = {"vs_random": "vs_random", "vs_greedy": "vs_greedy", "vs_expert": "vs_expert",
+             "vs_ppo_small_v1": "vs_baseline:ppo_small-v1"}
+#: setting prefix of a numbers key -> setting in an ``evaluate --compare`` JSON (``compare``)
+COMPARE_SETTINGS = {"vs_greedy": "vs greedy", "1v7": "1v7", "7v1": "7v1", "4v4": "4v4"}
+START, END = "<!-- results-table:start -->", "<!-- results-table:end -->"
+
+_ID = re.compile(r"^[a-z0-9][a-z0-9_.-]*$")
+_NAME = re.compile(r"^[a-z0-9][a-z0-9_]*$")
+_DATE = re.compile(r"^\d{4}-\d{2}-\d{2}$")
+_COMMIT = re.compile(r"^(unknown|[0-9a-f]{7,40})$")
+_P_CLAIM = re.compile(r"\bp\s*[=<]")
+
+
+def load_records(records_dir) -> list[dict]:
+    """Every ``*.json`` record under ``records_dir``, sorted by (date, id). A file that is not JSON raises
+    ``ValueError`` naming it."""
+    records = []
+    for path in sorted(Path(records_dir).glob("*.json")):
+        try:
+            record = json.loads(path.read_text(encoding="utf-8"))
+        except json.JSONDecodeError as err:
+            raise ValueError(f"{path}: not JSON: {err}") from None
+        if isinstance(record, dict):
+            record.setdefault("_file", path.name)
+        records.append(record)
+    return sorted(records, key=lambda r: (str(r.get("date", "")), str(r.get("id", ""))) if isinstance(r, dict)
+                  else ("", ""))
+
+
+def _is_number(x) -> bool:
+    return isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x)
+
+
+def _number_problems(name, value) -> list[str]:
+    if not _NAME.match(str(name)):
+        return [f"numbers: the name {name!r} is not lower_case_with_underscores"]
+    if _is_number(value):
+        return []
+    if not isinstance(value, dict) or not set(value) <= VALUE_KEYS or not _is_number(value.get("value")):
+        return [f"numbers.{name}: a finite number or {{'value': number, 'ci95': number, 'note': str}}"]
+    if "ci95" in value and not (_is_number(value["ci95"]) and value["ci95"] >= 0):
+        return [f"numbers.{name}.ci95: a number >= 0"]
+    if "note" in value and not (isinstance(value["note"], str) and value["note"]):
+        return [f"numbers.{name}.note: a non-empty string"]
+    return []
+
+
+def _seed_problems(seeds: dict) -> list[str]:
+    problems = []
+    if not set(seeds) <= {"training", "evaluation", "note"}:
+        problems.append(f"seeds: unknown keys {sorted(set(seeds) - {'training', 'evaluation', 'note'})}")
+    training = seeds.get("training")
+    if not isinstance(training, list) or not all(isinstance(s, int) and not isinstance(s, bool) for s in training):
+        problems.append("seeds.training: a list of integer seeds ([] when no training seed enters)")
+    evaluation = seeds.get("evaluation", "missing")
+    if evaluation is not None and (not isinstance(evaluation, int) or isinstance(evaluation, bool)):
+        problems.append("seeds.evaluation: an integer seed or null")
+    if "note" in seeds and not isinstance(seeds["note"], str):
+        problems.append("seeds.note: a string")
+    return problems
+
+
+def _field_problems(record: dict) -> list[str]:
+    problems = [f"{name}: missing" for name in REQUIRED if name not in record]
+    fields = {**REQUIRED, **OPTIONAL}
+    problems += [f"{name}: not a record field" for name in record if name not in fields and name != "_file"]
+    for name, value in record.items():
+        kinds = fields.get(name)
+        if kinds is not None and (not isinstance(value, kinds) or (kinds is int and isinstance(value, bool))):
+            problems.append(f"{name}: expected {kinds}, got {type(value).__name__}")
+    return problems
+
+
+def validate(record, results_dir=None) -> list[str]:
+    """What is wrong with ``record`` (empty: nothing): missing or unknown fields, wrong types, a bad id, kind, date
+    or commit, an empty command, malformed numbers or seeds, a p-value in the notes without its test named; and with
+    ``results_dir``, evidence files that do not exist there. Each message starts with the record's id."""
+    if not isinstance(record, dict):
+        return [f"a record is a JSON object, got {type(record).__name__}"]
+    problems = _field_problems(record)
+    if problems:
+        return [f"{record.get('id', record.get('_file', '?'))}: {p}" for p in problems]
+    rid = record["id"]
+    if not _ID.match(rid):
+        problems.append("id: lower case letters, digits, '_', '.', '-'")
+    if "_file" in record and record["_file"] != f"{rid}.json":
+        problems.append(f"id: the file is {record['_file']}, the id says {rid}.json")
+    if record["kind"] not in KINDS:
+        problems.append(f"kind: one of {list(KINDS)}, got {record['kind']!r}")
+    if not _DATE.match(record["date"]):
+        problems.append("date: YYYY-MM-DD")
+    for field in ("commit", "published_in"):
+        if field in record and not _COMMIT.match(record[field]):
+            problems.append(f"{field}: 'unknown' or 7-40 lower-case hex digits")
+    if not record["command"] or not all(isinstance(c, str) and c.strip() for c in record["command"]):
+        problems.append("command: a non-empty list of non-empty strings")
+    problems += _seed_problems(record["seeds"])
+    problems += [p for name, value in sorted(record["numbers"].items()) for p in _number_problems(name, value)]
+    for field in ("title", "subject", "machine", "notes"):
+        if not record[field].strip():
+            problems.append(f"{field}: empty")
+    if _P_CLAIM.search(record["notes"]) and "test" not in record["notes"]:
+        problems.append("notes: a p-value claim must name its test")
+    problems += _file_problems(record, results_dir)
+    return [f"{rid}: {p}" for p in problems]
+
+
+def _file_problems(record: dict, results_dir) -> list[str]:
+    files = record["files"]
+    problems = []
+    if not all(isinstance(f, str) and f and not Path(f).is_absolute() and ".." not in Path(f).parts for f in files):
+        return ["files: relative paths inside the results directory"]
+    for field in ("evaluation", "compare", "metrics"):
+        if field in record and record[field] not in files:
+            problems.append(f"{field}: {record[field]} is not among files")
+    if results_dir is not None:
+        missing = [f for f in files if not (Path(results_dir) / f).is_file()]
+        problems += [f"files: {f} does not exist in {results_dir}" for f in missing]
+    return problems
+
+
+def _close(published, measured, tolerance=0.005) -> bool:
+    return _is_number(measured) and abs(published - measured) <= tolerance + 1e-9
+
+
+def _same_p(published, measured) -> bool:
+    """``published`` is ``measured`` rounded to as many significant digits as ``published`` shows."""
+    digits = repr(float(published)).split("e")[0].replace("-", "").replace(".", "").lstrip("0")
+    return _is_number(measured) and float(f"{measured:.{max(len(digits), 1)}g}") == float(published)
+
+
+def _value(entry):
+    return (entry["value"], entry.get("ci95")) if isinstance(entry, dict) else (entry, None)
+
+
+def _eval_problems(numbers: dict, data: dict) -> list[str]:
+    problems = []
+    for key, source in EVAL_KEYS.items():
+        if key not in numbers:
+            continue
+        value, ci95 = _value(numbers[key])
+        found = data.get(source, {})
+        if not _close(value, found.get("mean_placement")):
+            problems.append(f"numbers.{key}: {value} but the evaluation says {found.get('mean_placement')}")
+        if ci95 is not None and not _close(ci95, found.get("ci95")):
+            problems.append(f"numbers.{key}.ci95: {ci95} but the evaluation says {found.get('ci95')}")
+    return problems
+
+
+_COMPARE_FIELDS = {"a": "mean_a", "b": "mean_b", "diff": "difference", "p": "p_value"}
+
+
+def _compare_problems(numbers: dict, settings: dict) -> list[str]:
+    problems = []
+    for key, entry in sorted(numbers.items()):
+        prefix = next((p for p in COMPARE_SETTINGS if key.startswith(p + "_")), None)
+        field = _COMPARE_FIELDS.get(key[len(prefix) + 1:]) if prefix else None
+        if field is None:
+            continue
+        found = settings.get(COMPARE_SETTINGS[prefix], {}).get("placement", {})
+        value, ci95 = _value(entry)
+        ok = _same_p(value, found.get(field)) if field == "p_value" else _close(value, found.get(field))
+        if not ok:
+            problems.append(f"numbers.{key}: {value} but the comparison says {found.get(field)}")
+        if ci95 is not None and not _close(ci95, found.get("ci95")):
+            problems.append(f"numbers.{key}.ci95: {ci95} but the comparison says {found.get('ci95')}")
+    return problems
+
+
+def _metrics_problems(numbers: dict, path: Path) -> list[str]:
+    lines = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+    last = [line for line in lines if "update" in line][-1]
+    problems = []
+    for key, source, tolerance in (("updates", "update", 0), ("env_steps", "env_steps", 0), ("train_s", "wall_s", 1)):
+        if key in numbers and not _close(_value(numbers[key])[0], last.get(source), tolerance):
+            problems.append(f"numbers.{key}: {numbers[key]} but the metrics end at {source}={last.get(source)}")
+    return problems
+
+
+def check_evidence(record: dict, results_dir) -> list[str]:
+    """The numbers of a valid ``record`` that disagree with the evidence they were read from: ``vs_*`` placements
+    and intervals against its ``evaluation`` JSON (to the 2 decimals published), the ``<setting>_a / _b / _diff /
+    _p`` numbers against its ``compare`` JSON (p to the significant digits published), and ``updates``,
+    ``env_steps`` and ``train_s`` (to 1 s) against the last record of its ``metrics`` file."""
+    root = Path(results_dir)
+    numbers = record["numbers"]
+    problems = []
+    if "evaluation" in record:
+        problems += _eval_problems(numbers, json.loads((root / record["evaluation"]).read_text(encoding="utf-8")))
+    if "compare" in record:
+        settings = json.loads((root / record["compare"]).read_text(encoding="utf-8"))["settings"]
+        problems += _compare_problems(numbers, settings)
+    if "metrics" in record:
+        problems += _metrics_problems(numbers, root / record["metrics"])
+    return [f"{record['id']}: {p}" for p in problems]
+
+
+def _fmt(x) -> str:
+    """A plain number: integers with thousands separators, floats as Python writes them (shortest round trip)."""
+    return f"{x:,}" if isinstance(x, int) else repr(x)
+
+
+def _fmt2(x) -> str:
+    """A placement-like value: 2 decimals when that loses nothing, else as Python writes it."""
+    return f"{x:.2f}" if round(x, 2) == x else repr(x)
+
+
+def format_number(entry) -> str:
+    """``1,279``, ``0.997``, ``1.80 +- 0.17``, ``7.04 +- 0.26 (argmax play)``."""
+    if not isinstance(entry, dict):
+        return _fmt(entry)
+    text = _fmt2(entry["value"]) + (f" +- {_fmt2(entry['ci95'])}" if "ci95" in entry else "")
+    return text + (f" ({entry['note']})" if "note" in entry else "")
+
+
+def _cell(text: str) -> str:
+    return text.replace("|", "\\|").replace("\n", " ")
+
+
+def _seeds_text(seeds: dict) -> str:
+    training = ", ".join(str(s) for s in seeds["training"]) or "none"
+    evaluation = "none" if seeds.get("evaluation") is None else str(seeds["evaluation"])
+    return f"training {training}; evaluation {evaluation}" + (f" ({seeds['note']})" if seeds.get("note") else "")
+
+
+def _record_row(record: dict, link_dir: str) -> str:
+    numbers = "; ".join(f"{name} {format_number(value)}" for name, value in record["numbers"].items())
+    evidence = ", ".join(f"[{Path(f).name}]({link_dir}/{f})" for f in record["files"]) or "-"
+    cells = [f"[{record['id']}]({link_dir}/records/{record['id']}.json)", record["date"], record["machine"],
+             record["subject"], numbers, "yes" if record["single_seed"] else "no", evidence]
+    return "| " + " | ".join(_cell(c) for c in cells) + " |"
+
+
+def _record_note(record: dict, link_dir: str) -> str:
+    commands = "; ".join(f"`{c}`" for c in record["command"])
+    commit = record["commit"][:7] if record["commit"] != "unknown" else "unknown"
+    source = f" ({record['commit_source']})" if record.get("commit_source") else ""
+    published = f"; published in `{record['published_in'][:7]}`" if record.get("published_in") else ""
+    environment = f" ({record['environment']})" if record.get("environment") else ""
+    return (f"- **[{record['id']}]({link_dir}/records/{record['id']}.json)**: {record['title']}. {record['notes']}"
+            f" Commands: {commands}. Seeds: {_seeds_text(record['seeds'])}. Machine: {record['machine']}"
+            f"{environment}. Commit: `{commit}`{source}{published}.")
+
+
+PAGE_HEADER = """# Results
+
+<!-- Generated by `python -m experiments.results` from docs/results/records/*.json: edit the records, not this page.
+`python -m experiments.results --check` (and tests/test_results_page.py) fails when this page differs. -->
+
+Every measured result of the project is one JSON record in [results/records/](results/records/), with its exact
+commands, machine, seeds, date and commit, and the evidence files (metrics, evaluations, comparisons, logs) it was
+read from; the record format is in [results/README.md](results/README.md). Placements are mean placements (1 best,
+8 worst) of the policy in one seat against 7 opponents, rotated over the 8 seats, +- the 95% interval; "yes" under
+"one training seed" means the claim rests on a single training run. Numbers: `_s` seconds, `_ms` milliseconds;
+`A_a`, `A_b`, `A_diff`, `A_p` are a comparison's setting A: A's and B's placements, their difference and the paired
+t-test's p over game seeds."""
+
+
+def render_page(records: list[dict], link_dir: str = "results") -> str:
+    """docs/results.md: for each kind (``KINDS``' order) a table of its records (sorted by date, id), each row
+    linking its record and evidence files (``link_dir``: the results directory relative to the page), then the
+    records' notes, commands, seeds and commits."""
+    parts = [PAGE_HEADER]
+    for kind, title in KINDS.items():
+        group = sorted((r for r in records if r["kind"] == kind), key=lambda r: (r["date"], r["id"]))
+        if not group:
+            continue
+        parts.append(f"## {title}")
+        parts.append("\n".join(["| record | date | machine | what | numbers | one training seed | evidence |",
+                                "|---|---|---|---|---|---|---|", *(_record_row(r, link_dir) for r in group)]))
+        parts.append("\n".join(_record_note(r, link_dir) for r in group))
+    return "\n\n".join(parts) + "\n"
+
+
+def _minutes(numbers: dict) -> str:
+    if "train_s" in numbers:
+        return f"{_value(numbers['train_s'])[0] / 60:.1f}"
+    if "wall_s" in numbers:
+        return f"{_value(numbers['wall_s'])[0] / 60:.1f} (wall)"
+    return "-"
+
+
+def render_readme_table(records: list[dict]) -> str:
+    """The README's results table: one row per record with ``readme_row`` (in that order): what, hardware, training
+    minutes ("(wall)": only the wall time was measured), placement vs random / greedy / expert (+- the 95%
+    interval), seeds. The caption around it is the README's own."""
+    rows = sorted((r for r in records if "readme_row" in r), key=lambda r: (r["readme_row"], r["id"]))
+    lines = ["| preset | hardware | training minutes | " + " | ".join(README_COLUMNS.values()) + " | seeds |",
+             "|---|---|---|" + "---|" * len(README_COLUMNS) + "---|"]
+    for r in rows:
+        placements = [format_number(r["numbers"][k]) if k in r["numbers"] else "-" for k in README_COLUMNS]
+        seeds = "single seed" if r["single_seed"] else ", ".join(str(s) for s in r["seeds"]["training"])
+        cells = [r["subject"], r["machine"], _minutes(r["numbers"]), *placements, seeds]
+        lines.append("| " + " | ".join(_cell(c) for c in cells) + " |")
+    return "\n".join(lines)
+
+
+def replace_block(text: str, block: str) -> str:
+    """``text`` with the lines between ``START`` and ``END`` replaced by ``block``; unchanged without both
+    markers (in that order)."""
+    start, end = text.find(START), text.find(END)
+    if start < 0 or end < start:
+        return text
+    return text[: start + len(START)] + "\n" + block + "\n" + text[end:]
