@@ -158,6 +158,26 @@ def test_corrupted_latest_falls_back(tmp_path, mode):
         assert_trees_bitwise_equal(restored, make_tree(33))
 
 
+def test_a_subtree_restores_alone_as_saved_and_falls_back_like_the_whole(tmp_path):
+    """``restore_subtree``: one subtree (a runner's "params") bitwise as saved, with no abstract tree, skipping a
+    damaged newer step with the same warning as ``restore``; a name the state does not hold is a mismatch."""
+    with CheckpointStore(tmp_path, keep=5) as store:
+        save_steps(store, [1, 2])
+        step, params, config = store.restore_subtree("params")
+        assert step == 2 and config["step"] == 2
+        saved = make_tree(2)["params"]  # a struct dataclass: read back as the dict of its fields
+        assert sorted(params) == ["b", "w"]
+        for name in ("w", "b"):
+            want, got = getattr(saved, name), params[name]
+            assert np.asarray(got).tobytes() == np.asarray(want).tobytes() and got.dtype == want.dtype
+        assert store.restore_subtree("params", step=1)[0] == 1
+        corrupt_state(tmp_path / "2", "garbage")
+        with pytest.warns(RuntimeWarning, match="checkpoint step 2"):
+            assert store.restore_subtree("params")[0] == 1
+        with pytest.raises(CheckpointMismatchError, match="has no 'nothing'"):
+            store.restore_subtree("nothing", step=1)
+
+
 def test_all_corrupted_raises_naming_directory(tmp_path):
     with CheckpointStore(tmp_path, keep=5) as store:
         save_steps(store, [1, 2])

@@ -10,6 +10,7 @@ import os
 import shutil
 from pathlib import Path
 
+import chex
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -261,6 +262,32 @@ def smoke_run(tmp_path_factory):
     run_dir = tmp_path_factory.mktemp("smoke") / "run"
     summary = train_cli.main(["--preset=smoke", "--out", str(run_dir), "--quiet"])
     return run_dir, summary
+
+
+@game_cli
+def test_load_policy_builds_only_the_network_and_reads_only_the_parameters(smoke_run, monkeypatch):
+    """``load_policy`` restores the checkpoint's parameters alone (``CheckpointStore.restore_subtree``) into the
+    network its config builds: no env is made and no trainer built, and the parameters are the whole runner's."""
+    from agents.algorithms import registry
+    from agents.envs import make as env_make
+    from agents.policies.load import load_policy
+    from agents.run.build import build
+    from agents.storage.checkpoints import CHECKPOINT_DIR, CheckpointStore
+
+    run_dir, _ = smoke_run
+    config = preset_config("smoke")
+    trainer = build(config).trainer
+    with CheckpointStore(run_dir / CHECKPOINT_DIR, keep=1) as store:
+        _, runner, _ = store.restore(jax.eval_shape(trainer.init, jax.random.key(config.seed)), step=2)
+
+    def refuse(*args, **kwargs):
+        raise AssertionError("load_policy built an env or a trainer")
+
+    for module, name in ((registry, "make_train"), (registry, "built_trainer"), (env_make, "make_env")):
+        monkeypatch.setattr(module, name, refuse)
+    policy = load_policy(run_dir, 2)
+    assert policy.step == 2 and policy.network == trainer.network
+    chex.assert_trees_all_equal(policy.params, runner.params)
 
 
 @game_cli

@@ -12,9 +12,9 @@ import dataclasses
 import functools
 
 from agents.algorithms.a2c import StreamingA2C
-from agents.algorithms.base import Trainer
+from agents.algorithms.base import Trainer, make_network
 from agents.algorithms.bc import DatasetCloning, behaviour_cloning
-from agents.algorithms.distill import distilled_ppo
+from agents.algorithms.distill import FrozenPolicies, distilled_ppo
 from agents.algorithms.ppo import PPO
 from agents.config import TrainConfig
 from agents.core.rollout import summarize
@@ -49,6 +49,16 @@ def make_train(config: TrainConfig, env) -> Trainer:
     return TRAINERS[config.algo](config, env)
 
 
+def trainer_network(config: TrainConfig, num_actions: int):
+    """The network ``make_train(config, env)``'s trainer trains, on an env of ``num_actions`` actions, built without
+    the env or the trainer (``agents.policies.network``): ``agents.algorithms.base.make_network``'s, seen through a
+    distillation's public-observation view when the run has a teacher."""
+    network = make_network(config, num_actions)
+    if not config.bc_dataset and (config.teacher or config.anchor):
+        network = FrozenPolicies(config).network(network)
+    return network
+
+
 def built_trainer(config: TrainConfig) -> tuple:
     """``(env, trainer)`` of ``config``, cached: runs, loaded policies and baselines of one config in one process
     share the jitted functions instead of retracing them. Configs that differ only in where they log
@@ -62,4 +72,4 @@ def _built_trainer(config: TrainConfig) -> tuple:
     return env, make_train(config, env)
 
 
-__all__ = ["TRAINERS", "built_trainer", "make_train", "summarize"]
+__all__ = ["TRAINERS", "built_trainer", "make_train", "summarize", "trainer_network"]

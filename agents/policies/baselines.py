@@ -31,6 +31,7 @@ import numpy as np
 from flax import serialization
 
 from agents.config import TrainConfig
+from agents.policies.network import ShapeMismatchError, check_params, policy_network
 
 #: where the versions live (package data)
 DIRECTORY = Path(__file__).resolve().parent / "baseline_policies"
@@ -71,21 +72,15 @@ def load_baseline(name: str, directory: Path | None = None) -> Baseline:
     """Baseline ``name`` (e.g. ``ppo_small-v1``) on one device (``agents.policies.load.load_policy("baseline:NAME")``
     gives it as a ``RunPolicy``). ``BaselineError`` when it is not shipped or its parameters do not fit its
     network."""
-    from agents.algorithms.registry import built_trainer  # cached per config; only when one is loaded
-
     directory = Path(directory or DIRECTORY)
     meta = describe(name, directory)
     config = dataclasses.replace(TrainConfig.from_dict(meta["config"]), num_devices=1)
-    _, trainer = built_trainer(config)
-    network = trainer.network
-    shapes = jax.eval_shape(trainer.init, jax.random.key(config.seed)).params
+    network, shapes = policy_network(config)  # only the network: no env steps, no trainer
     raw = serialization.msgpack_restore((directory / f"{name}.msgpack").read_bytes())
-    expected = {jax.tree_util.keystr(p): (s.shape, s.dtype) for p, s in jax.tree_util.tree_leaves_with_path(shapes)}
-    got = {jax.tree_util.keystr(p): (np.shape(a), np.asarray(a).dtype)
-           for p, a in jax.tree_util.tree_leaves_with_path(raw)}
-    if expected != got:
-        diff = sorted(set(expected.items()) ^ set(got.items()))[:3]
-        raise BaselineError(f"baseline {name!r}: its parameters do not fit its network ({diff})")
+    try:
+        check_params(shapes, raw, f"baseline {name!r}")
+    except ShapeMismatchError as err:
+        raise BaselineError(str(err)) from None
     params = jax.tree_util.tree_map(lambda s, a: jax.numpy.asarray(a, s.dtype), shapes, raw)
     return Baseline(PREFIX + name, int(meta["source"]["step"]), config, network, params)
 

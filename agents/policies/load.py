@@ -15,13 +15,11 @@ from __future__ import annotations
 import dataclasses
 from pathlib import Path
 
-import jax
-
-from agents.algorithms.registry import built_trainer
 from agents.config import TrainConfig
 from agents.core.networks import OneSeat
 from agents.policies import baselines
-from agents.storage.checkpoints import CHECKPOINT_DIR, CheckpointStore, fresh_arrays
+from agents.policies.network import ShapeMismatchError, check_params, policy_network
+from agents.storage.checkpoints import CHECKPOINT_DIR, CheckpointMismatchError, CheckpointStore, fresh_arrays
 from agents.storage.run_dir import read_owner
 
 #: the scripted bots a player spec may name (``jaxgame.bots``)
@@ -114,11 +112,15 @@ def load_policy(run_dir, step: int | None = None, game_only: bool = True) -> Run
             raise PolicyError(f"{run_dir} trained on {config.env}; only game policies can play at a table")
         # one device, whatever the run trained on: the parameters are replicated
         config = dataclasses.replace(config, num_devices=1)
-        _, trainer = built_trainer(config)  # shared with agents.run.loop.train (same process: no retracing)
-        step, runner, _ = store.restore(jax.eval_shape(trainer.init, jax.random.key(config.seed)), step)
+        network, abstract = policy_network(config)  # only the network: no env steps, no trainer
+        step, params, _ = store.restore_subtree("params", step)
+    try:
+        check_params(abstract, params, f"{run_dir}:{step}")
+    except ShapeMismatchError as err:
+        raise CheckpointMismatchError(str(err)) from None
     # fresh (uncommitted) arrays, like a new run's and a baseline's: restored ones are committed to a device, and
     # jit would lower each table they sit at as another program (explicit shardings), which misses the cache
-    return RunPolicy(f"{run_dir}:{step}", str(run_dir), step, config, trainer.network, fresh_arrays(runner.params))
+    return RunPolicy(f"{run_dir}:{step}", str(run_dir), step, config, network, fresh_arrays(params))
 
 
 def seat_policies(policy: RunPolicy) -> list[RunPolicy]:

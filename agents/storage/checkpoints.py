@@ -501,6 +501,33 @@ class CheckpointStore:
             "none of the checkpoints {steps} in {dir} could be restored",
         )
 
+    def restore_subtree(self, name: str, step: int | None = None) -> tuple[int, Any, dict]:
+        """Restore only the subtree ``name`` of a saved state (e.g. a runner's ``"params"``), shaped as it was saved:
+        nested dicts of ``jax.Array`` on the first local device. Nothing else of the state is read, and no abstract
+        tree is needed. ``step`` as in ``restore`` (None: the newest step that restores, with the same fallback).
+
+        Returns ``(step, subtree, config)``. Raises ``CheckpointMismatchError`` when the saved state has no
+        ``name``, and ``restore``'s errors otherwise."""
+
+        def read(s):
+            saved = self._saved_tree_metadata(s)
+            if not isinstance(saved, Mapping) or name not in saved:
+                raise CheckpointMismatchError(f"the state saved at step {s} in {self.directory} has no {name!r}")
+            device = jax.sharding.SingleDeviceSharding(jax.local_devices()[0])
+            target = {name: jax.tree_util.tree_map(
+                lambda m: jax.ShapeDtypeStruct(tuple(m.shape), m.dtype, sharding=device), saved[name])}
+            with ocp.PyTreeCheckpointer() as checkpointer:
+                tree = checkpointer.restore(self.directory / str(s) / _STATE, args=ocp.args.PyTreeRestore(
+                    item=target, restore_args=ocp.checkpoint_utils.construct_restore_args(target),
+                    partial_restore=True))
+            config = self._mgr.restore(s, args=ocp.args.Composite(**{_CONFIG: ocp.args.JsonRestore()}))[_CONFIG]
+            return s, tree[name], dict(config)
+
+        if step is not None:
+            self._require_step(step)
+            return read(int(step))
+        return self._newest_readable(read, "none of the checkpoints {steps} in {dir} could be restored")
+
     def read_config(self, step: int | None = None) -> dict:
         """The config dict saved with ``step``.
 
