@@ -32,7 +32,7 @@ class Preset:
 
 PRESETS = {
     "smoke": Preset(
-        "CPU, about a minute on a first run: a few tiny updates on short games; writes every artefact",
+        "CPU, under a minute on a first run: a few tiny updates on short games; writes every artefact",
         TrainConfig(
             run=RunConfig(num_envs=8, total_steps=8 * 16 * 4, updates_per_chunk=2),
             ppo=PPOConfig(num_steps=16, num_minibatches=2),
