@@ -563,6 +563,12 @@ class TrainConfig:
     ``dataclasses.replace(config, lr=1e-4)`` works as well. Each group checks its own fields when it is built;
     ``__post_init__`` checks the rules between groups. A bad value raises ``ValueError`` naming the field
     (``TrainConfig.optim.lr``) and what it allows.
+
+    Example::
+
+        config = agents.TrainConfig(num_envs=32, lr=1e-4)              # or optim=OptimConfig(lr=1e-4)
+        config = config.with_sets({"optim.lr": "3e-4", "hidden": "128,128"})   # parsed as --set parses them
+        config.lr, config.optim.lr, config.to_dict()["optim"]["lr"]    # 0.0003 three ways
     """
 
     run: RunConfig = RunConfig()

@@ -154,6 +154,13 @@ PRESETS["independent"] = Preset(
 
 
 def preset_config(name: str) -> TrainConfig:
+    """The ``TrainConfig`` of preset ``name`` (``PRESETS``; ``describe()`` lists them); ``ValueError`` naming the
+    available ones for another name.
+
+    Example::
+
+        config = agents.preset("ppo_small").with_overrides({"seed": 1, "optim.lr": 1e-4})
+    """
     if name not in PRESETS:
         raise ValueError(f"unknown preset {name!r}; available: {', '.join(PRESETS)}")
     return PRESETS[name].config
