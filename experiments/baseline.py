@@ -21,9 +21,9 @@ from pathlib import Path
 
 from agents.policies import baselines
 from agents.policies.export import freeze_baseline
-from agents.policies.load import PolicyError, load_policy, parse_spec
+from agents.policies.load import TABLE_BOTS, PolicyError, load_policy
 from agents.storage.checkpoints import NoGoodCheckpointError
-from experiments.common import fail, make_parser, quiet_logs
+from experiments.common import check_out, fail, make_parser, player_spec, quiet_logs
 
 
 def source_tree_directory(directory: Path | None = None) -> Path | None:
@@ -51,13 +51,14 @@ def parse_args(argv=None):
 
 def freeze(parser, args) -> Path:
     """``freeze``: the run's policy as version ``--name`` in ``--out`` (or the source tree's directory)."""
-    parsed = parse_spec(args.run)
-    if isinstance(parsed, str) or parsed[0].startswith(baselines.PREFIX):
+    if args.run.strip() in TABLE_BOTS or args.run.strip().startswith(baselines.PREFIX):
         fail(parser, f"{args.run!r} is not a training run (RUN_DIR or RUN_DIR:STEP)")
     out = args.out or source_tree_directory()
     if out is None:
         fail(parser, f"give --out DIR: the package is installed ({baselines.DIRECTORY}), not a source checkout, and "
                      "freeze never writes into an installed package")
+    parsed = player_spec(parser, args.run)  # an unknown one named, with the closest valid players
+    check_out(parser, out)  # before anything is loaded
     try:
         results = json.loads(args.results.read_text()) if args.results else None
     except (OSError, ValueError) as err:

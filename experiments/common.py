@@ -16,6 +16,8 @@ from typing import NoReturn
 import jax
 
 from agents.config import TrainConfig, parse_value
+from agents.policies.load import PolicyError, parse_spec
+from agents.storage.outputs import UnwritableOutputError, check_writable
 from agents.storage.run_dir import TOOLS
 from jaxgame.config import GameConfig
 
@@ -156,11 +158,37 @@ def prog_name(module: str) -> str:
     return script if SCRIPTS.get(script) == module else f"python -m {module}"
 
 
+class Parser(argparse.ArgumentParser):
+    """An ``ArgumentParser`` whose usage errors are two lines on stderr, ``PROG: error: MESSAGE`` and a pointer to
+    ``--help`` (not argparse's multi-line usage block); exit 2. Its sub-command parsers are ``Parser`` too."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(2, f"{self.prog}: error: {' '.join(str(message).split())}\n"
+                     f"(see {self.prog} --help)\n")
+
+
 def make_parser(module: str, doc: str | None) -> argparse.ArgumentParser:
     """The ``ArgumentParser`` of the CLI ``module``: its own name in ``usage:`` (``prog_name``), ``doc`` as the
-    description (kept as written)."""
-    return argparse.ArgumentParser(prog=prog_name(module), description=doc,
-                                   formatter_class=argparse.RawDescriptionHelpFormatter)
+    description (kept as written); a usage error is one line and a pointer to ``--help`` (``Parser``)."""
+    return Parser(prog=prog_name(module), description=doc, formatter_class=argparse.RawDescriptionHelpFormatter)
+
+
+def player_spec(parser, spec: str, flag: str = ""):
+    """``agents.policies.load.parse_spec(spec)``, or the CLI's one-line error naming the unknown player (with the
+    closest valid ones) or the bad STEP. ``flag``: the option that gave it (e.g. ``--players``), for the message."""
+    try:
+        return parse_spec(spec)
+    except PolicyError as err:
+        fail(parser, f"{flag}: {err}" if flag else err)
+
+
+def check_out(parser, path, kind: str = "dir", flag: str = "--out") -> None:
+    """The CLI's one-line error (exit 2) unless ``path`` can be written as a ``kind`` (``"dir"`` or ``"file"``,
+    ``agents.storage.outputs.check_writable``); creates nothing. Every CLI that writes calls it before any work."""
+    try:
+        check_writable(path, kind, flag)
+    except UnwritableOutputError as err:
+        fail(parser, err)
 
 
 def add_cache_args(parser) -> None:
@@ -209,8 +237,10 @@ __all__ = [
     "DEFAULT_CACHE",
     "GAMES_HELP",
     "SCRIPTS",
+    "Parser",
     "add_cache_args",
     "apply_sets",
+    "check_out",
     "deprecated_alias",
     "enable_compilation_cache",
     "fail",
@@ -219,6 +249,7 @@ __all__ = [
     "parse_overrides",
     "parse_rules",
     "parse_value",
+    "player_spec",
     "prog_name",
     "quiet_logs",
     "resume_hint",

@@ -65,6 +65,7 @@ from experiments.common import (
     make_parser,
     note_deprecated,
     parse_rules,
+    player_spec,
     quiet_logs,
     status,
 )
@@ -126,8 +127,9 @@ def _fold_checkpoint(parser, args) -> None:
     run_dir = args.checkpoint if args.checkpoint is not None else args.player
     if run_dir is None:
         fail(parser, f"{old} needs a run: the player RUN_DIR:STEP ({parser.prog} RUN_DIR:{args.step} --vs greedy)")
-    parsed = parse_spec(run_dir)
-    if args.step is not None and not (isinstance(parsed, tuple) and parsed[1] is None and not is_baseline(run_dir)):
+    head, sep, tail = run_dir.rpartition(":")  # the spec's form only: main checks the player exists
+    has_step = bool(sep and head and tail.isdigit())
+    if args.step is not None and (run_dir in TABLE_BOTS or has_step or is_baseline(run_dir)):
         fail(parser, f"--step {args.step}: {run_dir!r} is not a RUN_DIR without a step")
     args.player = run_dir if args.step is None else f"{run_dir}:{args.step}"
     note_deprecated(old, f"the positional player: {parser.prog} {args.player}")
@@ -139,6 +141,9 @@ def _check(parser, args) -> None:
         fail(parser, f"--games must be >= 1, got {args.games}")
     if args.compare and args.player:
         fail(parser, f"--compare takes its two players as A B (RUN_DIR:STEP for a step), not a PLAYER ({args.player})")
+    for spec in args.vs or ():  # every opponent named (the closest valid names for an unknown one)
+        for name in dict.fromkeys(n.strip() for n in spec.split(",") if n.strip()):
+            player_spec(parser, name, "--vs")
     if not args.player and not args.compare and args.vs:
         fail(parser, f"--vs needs a PLAYER ({parser.prog} RUN_DIR[:STEP] --vs greedy) or --compare A B")
     if args.deterministic and not args.player:
@@ -234,6 +239,10 @@ def play_bots(args, rules) -> dict:
 def main(argv=None):
     quiet_logs()
     parser, args, rules = parse_args(argv)
+    if args.player:  # the players named (the closest valid names for an unknown one) before any work
+        player_spec(parser, args.player)
+    for name in args.compare or ():
+        player_spec(parser, name, "--compare")
     enable_compilation_cache(None if args.no_cache else args.cache_dir)
     try:
         if args.compare:

@@ -17,9 +17,9 @@ import json
 from pathlib import Path
 
 from agents.policies.export import DEFAULT_PLATFORMS, export_policy
-from agents.policies.load import PolicyError, load_policy, parse_spec
+from agents.policies.load import PolicyError, load_policy
 from agents.storage.checkpoints import NoGoodCheckpointError
-from experiments.common import fail, make_parser, quiet_logs
+from experiments.common import check_out, fail, make_parser, player_spec, quiet_logs
 
 
 def main(argv=None):
@@ -32,7 +32,8 @@ def main(argv=None):
     parser.add_argument("--seat", type=int, default=None, choices=range(8), metavar="0..7",
                         help="an independent-learners run: the seat whose learner to export")
     args = parser.parse_args(argv)
-    parsed = parse_spec(args.policy)
+    parsed = player_spec(parser, args.policy)
+    check_out(parser, args.out)  # before anything is loaded or lowered
     if isinstance(parsed, str):
         fail(parser, f"{args.policy!r} is a scripted bot, not a trained policy (RUN_DIR[:STEP] or baseline:NAME)")
     try:

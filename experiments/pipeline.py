@@ -33,6 +33,7 @@ from agents.utils.health import NonFiniteError
 from agents.utils.progress import ConsoleProgress, NoProgress
 from experiments.common import (
     add_cache_args,
+    check_out,
     deprecated_alias,
     enable_compilation_cache,
     fail,
@@ -133,6 +134,7 @@ def main(argv=None):
     except ValueError as err:
         fail(parser, err)
     out_dir = args.out or f"runs/{preset}-{time.strftime('%Y%m%d-%H%M%S')}"
+    check_out(parser, out_dir)  # before anything is recorded or compiled
     enable_compilation_cache(None if args.no_cache else args.cache_dir)
     try:
         summary = run_pipeline(spec, out_dir, preset, seed, args.resume,

@@ -39,7 +39,7 @@ import warnings
 
 from agents.run.plotting import X_FIELDS, plot_runs
 from agents.storage.metrics import METRICS_FILE, metrics_path
-from experiments.common import fail, make_parser
+from experiments.common import check_out, fail, make_parser
 
 
 def main(argv=None) -> dict:
@@ -49,6 +49,7 @@ def main(argv=None) -> dict:
     parser.add_argument("--x", default="env_steps", choices=X_FIELDS, help="x axis field (default: env_steps)")
     parser.add_argument("--metrics", default=None, help="comma-separated metric names (default: see above)")
     args = parser.parse_args(argv)
+    check_out(parser, args.out, "file")  # before anything is loaded
     missing = [d for d in args.run_dirs if not os.path.isfile(metrics_path(d))]
     if missing:
         fail(parser, f"no {METRICS_FILE} in: {', '.join(missing)}")

@@ -30,14 +30,22 @@ from __future__ import annotations
 import json
 import sys
 import time
-from pathlib import Path
 
 from agents.arena.tables import DEFAULT_BOTS, TABLE_BOTS
 from agents.arena.tournament import rate_checkpoints
 from agents.policies.load import PolicyError
 from agents.storage.checkpoints import CheckpointMismatchError, NoGoodCheckpointError
 from agents.utils.progress import ConsoleProgress
-from experiments.common import GAMES_HELP, add_cache_args, enable_compilation_cache, fail, make_parser, quiet_logs
+from experiments.common import (
+    GAMES_HELP,
+    add_cache_args,
+    check_out,
+    enable_compilation_cache,
+    fail,
+    make_parser,
+    player_spec,
+    quiet_logs,
+)
 
 
 def parse_args(argv=None):
@@ -72,9 +80,10 @@ def main(argv=None) -> dict:
     quiet_logs()
     parser, args = parse_args(argv)
     enable_compilation_cache(None if args.no_cache else args.cache_dir)
+    for run in args.runs:  # every player named and the output writable before any game is played
+        player_spec(parser, run)
     out = args.out or f"runs/ratings-{time.strftime('%Y%m%d-%H%M%S')}"
-    if Path(out).exists() and not Path(out).is_dir():
-        fail(parser, f"--out {out} is a file, not a directory")
+    check_out(parser, out)
     try:
         result = rate_checkpoints(
             args.runs,

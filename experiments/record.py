@@ -30,11 +30,13 @@ from agents.storage.checkpoints import CheckpointMismatchError, NoGoodCheckpoint
 from agents.utils.progress import ConsoleProgress, NoProgress
 from experiments.common import (
     add_cache_args,
+    check_out,
     deprecated_alias,
     enable_compilation_cache,
     fail,
     make_parser,
     parse_rules,
+    player_spec,
     quiet_logs,
 )
 
@@ -72,6 +74,9 @@ def parse_args(argv=None):
     args.players = [p.strip() for p in args.players.split(",")]
     if len(args.players) not in (1, 8) or not all(args.players):
         fail(parser, f"--players needs 1 or 8 comma-separated players, got {len(args.players)}")
+    for player in dict.fromkeys(args.players):  # an unknown one named, with the closest valid players
+        player_spec(parser, player, "--players")
+    check_out(parser, args.out)
     return parser, args, parse_rules(parser, args.set)
 
 

@@ -29,7 +29,7 @@ import numpy as np
 from tqdm import tqdm
 
 import jaxgame
-from experiments.common import fail, make_parser, parse_rules
+from experiments.common import check_out, fail, make_parser, parse_rules
 from jaxgame import bots, combat, render
 from jaxgame import constants as C
 from jaxgame.play import random_board
@@ -75,6 +75,7 @@ def main(argv=None):
         fail(parser, f"--seat must be in 0..{C.NUM_PLAYERS - 1}")
     if args.rounds < 0 or args.scale < 1 or args.gif_scale < 1 or args.every < 1:
         fail(parser, "--rounds must be >= 0; --scale, --gif-scale and --every >= 1")
+    check_out(parser, args.out)  # before anything is played
     try:
         os.makedirs(args.out, exist_ok=True)
     except OSError as err:  # a file there, or no permission

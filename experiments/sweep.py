@@ -33,7 +33,7 @@ from pathlib import Path
 from agents.config import HPARAM_FIELDS, TrainConfig
 from agents.presets import PRESETS, preset_config
 from agents.run.loop import RunError, check_resumable
-from agents.run.sweep import SweepSpec, unsweepable
+from agents.run.sweep import MAX_RUNS, SweepSpec, unsweepable
 from agents.run.sweep_loop import load_sweep, run_sweep
 from agents.storage.checkpoints import CheckpointMismatchError, NoGoodCheckpointError
 from agents.utils.health import NonFiniteError
@@ -41,6 +41,7 @@ from agents.utils.progress import ConsoleProgress
 from experiments.common import (
     add_cache_args,
     apply_sets,
+    check_out,
     deprecated_alias,
     enable_compilation_cache,
     fail,
@@ -83,10 +84,12 @@ def spec_from_sets(config: TrainConfig, overrides: dict, seeds) -> tuple[TrainCo
     if isinstance(seeds, int) and not isinstance(seeds, bool):
         if seeds < 1:
             raise ValueError(f"the number of seeds must be >= 1, got {seeds}")
+        if seeds > MAX_RUNS:  # before a range of them is built
+            raise ValueError(f"a sweep holds at most {MAX_RUNS:,} runs (seeds x grid points), got {seeds:,} seeds")
         seeds = range(base.seed, base.seed + seeds)
     spec = SweepSpec.make(seeds, grid)
-    for k in range(spec.num_runs):
-        spec.run_config(base, k)  # validates every run's values
+    for p in range(spec.num_points):
+        spec.run_config(base, p * len(spec.seeds))  # validates every grid point's values (the seeds are valid)
     return base, spec
 
 
@@ -145,6 +148,7 @@ def main(argv=None):
     parser, args, overrides = parse_args(argv)
     config, spec = build_config(parser, args, overrides)
     run_dir = Path(args.out or f"runs/sweep-{args.preset}-{time.strftime('%Y%m%d-%H%M%S')}")
+    check_out(parser, run_dir)  # before anything is compiled
     cache = enable_compilation_cache(None if args.no_cache else args.cache_dir)
     try:
         summary = run_sweep(

@@ -50,6 +50,7 @@ from agents.utils.progress import ConsoleProgress
 from experiments.common import (
     add_cache_args,
     apply_sets,
+    check_out,
     deprecated_alias,
     enable_compilation_cache,
     fail,
@@ -167,6 +168,7 @@ def main(argv=None):
     except ValueError as err:
         fail(parser, err)
     run_dir = Path(args.out or f"runs/{args.preset}-{time.strftime('%Y%m%d-%H%M%S')}")
+    check_out(parser, run_dir)  # before anything is compiled
     cache = enable_compilation_cache(None if args.no_cache else args.cache_dir)
     try:
         summary = train(
@@ -181,14 +183,17 @@ def main(argv=None):
         fail(parser, resume_hint(err, run_dir))
     except (NonFiniteError, NoGoodCheckpointError, CheckpointMismatchError) as err:
         fail(parser, err, status=1)
+    except OSError as err:  # a full disk, a vanished directory: the complete checkpoints before it are kept
+        fail(parser, f"{err}; the checkpoints completed before it are kept: continue with --out {run_dir} --resume",
+             status=1)
+    except KeyboardInterrupt:  # Ctrl-C outside the compile and the chunks (StopSignals covers those)
+        fail(parser, f"interrupted; continue with --out {run_dir} --resume", status=130)
     summary["cache_dir"] = cache
     if distributed.is_main_process():
         if summary["stopped"]:
-            print(
-                f"stopped by {summary['stopped']} after update {summary['updates']} (checkpoint saved); continue with "
-                f"--out {run_dir} --resume",
-                file=sys.stderr,
-            )
+            saved = " (its checkpoint is saved)" if summary["updates"] else ""
+            print(f"stopped by {summary['stopped']} after update {summary['updates']}{saved}; continue with "
+                  f"--out {run_dir} --resume", file=sys.stderr)
         elif summary["early_stopped"]:
             print(
                 f"early stopping after update {summary['updates']}: the validation cross-entropy did not fall for "

@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import json
 import shutil
+import subprocess
+import warnings
 
 import jax
 import numpy as np
@@ -67,9 +69,56 @@ def test_a_damaged_baseline_is_a_one_line_error(tmp_path, monkeypatch):
     meta = json.loads((shipped / "ppo_small-v1.json").read_text())
     meta["config"]["hidden"] = [8]  # a network its parameters do not fit
     (shipped / "ppo_small-v1.json").write_text(json.dumps(meta))
+    baselines.write_digest("ppo_small-v1", shipped)  # as if frozen so: the digest matches, the network does not
     with pytest.raises(PolicyError, match="do not fit its network"):
         load_policy("baseline:ppo_small-v1")
     with pytest.raises(PolicyError, match="no baseline 'nope-v1'; shipped: ppo_small-v1"):
         load_policy("baseline:nope-v1")
     with pytest.raises(PolicyError, match="no checkpoint steps"):
         load_policy("baseline:ppo_small-v1", 3)
+
+
+@pytest.mark.parametrize("name", baselines.available())
+def test_every_shipped_baseline_carries_a_digest_that_sha256sum_accepts(name):
+    digest = baselines.digest_path(name)
+    listed = sorted(line.split("  ", 1)[1] for line in digest.read_text().splitlines())
+    export = sorted(f"{name}/{f.name}" for f in (baselines.DIRECTORY / name).iterdir() if f.is_file())
+    assert listed == sorted([f"{name}.json", f"{name}.msgpack", *export])
+    if shutil.which("sha256sum"):
+        proc = subprocess.run(["sha256sum", "-c", "--strict", digest.name], cwd=baselines.DIRECTORY,
+                              capture_output=True, text=True, check=False)
+        assert proc.returncode == 0, proc.stdout + proc.stderr
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert baselines.verify(name)
+
+
+@pytest.mark.parametrize("damaged", ["ppo_small-v1.msgpack", "ppo_small-v1.json", "ppo_small-v1/act_greedy.jaxexport"])
+def test_a_flipped_byte_in_a_baseline_is_a_one_line_error(tmp_path, damaged):
+    shipped = shutil.copytree(baselines.DIRECTORY, tmp_path / "shipped")
+    data = bytearray((shipped / damaged).read_bytes())
+    data[len(data) // 2] ^= 0x01  # one bit: same size, still parses
+    (shipped / damaged).write_bytes(bytes(data))
+    with pytest.raises(baselines.BaselineError) as info:
+        baselines.load_baseline("ppo_small-v1", directory=shipped)
+    assert str(info.value) == (f"baseline 'ppo_small-v1' in {shipped} is damaged: {damaged} does not match its "
+                               "SHA-256 in ppo_small-v1.sha256")
+    (shipped / "ppo_small-v1.sha256").unlink()  # frozen before digests: loads, with one warning
+    if damaged == "ppo_small-v1.msgpack":
+        with pytest.warns(RuntimeWarning, match="has no ppo_small-v1.sha256 .*unverified") as record:
+            assert baselines.load_baseline("ppo_small-v1", directory=shipped).step > 0
+        assert len(record) == 1
+
+
+def test_freezing_writes_the_digest(tmp_path):
+    policy = load_policy("baseline:ppo_small-v1")
+    baselines.freeze(policy, "copy-v1", directory=tmp_path)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["copy-v1.json", "copy-v1.msgpack", "copy-v1.sha256"]
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert baselines.load_baseline("copy-v1", directory=tmp_path).step == policy.step
+    (tmp_path / "copy-v1").mkdir()  # what freeze_baseline adds (the export), then digests again
+    (tmp_path / "copy-v1" / "spec.json").write_text("{}")
+    baselines.write_digest("copy-v1", tmp_path)
+    assert "copy-v1/spec.json" in baselines.digest_path("copy-v1", tmp_path).read_text()
+    assert baselines.verify("copy-v1", tmp_path)

@@ -1,5 +1,6 @@
 """Tests of agents.storage.checkpoints.CheckpointStore (orbax-backed atomic checkpoint store); CPU, small pytrees."""
 
+import hashlib
 import math
 import os
 import shutil
@@ -147,8 +148,11 @@ def test_corrupted_latest_falls_back(tmp_path, mode):
             step, restored, config = store.restore(abstract_tree())
         assert step == 2 and config["step"] == 2
         assert_trees_bitwise_equal(restored, make_tree(2))
-        with pytest.warns(RuntimeWarning, match="checkpoint step 3"):
+        with warnings.catch_warnings():  # one warning per store and bad step: load_policy reads config, then params
+            warnings.simplefilter("error")
             assert store.read_config()["step"] == 2
+        with CheckpointStore(tmp_path, keep=5) as fresh, pytest.warns(RuntimeWarning, match="checkpoint step 3"):
+            assert fresh.read_config()["step"] == 2
         # Resuming from step 2 and saving step 3 again replaces the corrupt step.
         store.save(3, make_tree(33), {"step": 33})
         with warnings.catch_warnings():
@@ -302,3 +306,153 @@ def test_garbled_metrics_file_does_not_break_the_store(tmp_path):
         store.save(4, make_tree(4), {}, {"loss": 4.0})
         # step 1 (the best) lost its metrics: it cannot be ranked, so it is kept; 3 is the best of the others
         assert store.steps() == [1, 3, 4]
+
+
+# ------------------------------------------------------------------ checksums (SHA256SUMS per step)
+
+
+def flip_bytes(path: Path, count: int = 16) -> None:
+    """XOR ``count`` bytes in the middle of ``path`` with 0xFF (same size: a bit flip, not a truncation)."""
+    data = bytearray(path.read_bytes())
+    start = max(len(data) // 2 - count // 2, 0)
+    for i in range(start, min(start + count, len(data))):
+        data[i] ^= 0xFF
+    path.write_bytes(bytes(data))
+
+
+def data_files(step_dir: Path) -> list[str]:
+    """The tensorstore/OCDBT array data files of a step (the params' and the optimizer state's leaves)."""
+    return sorted(f.relative_to(step_dir).as_posix() for f in (step_dir / "state").rglob("*")
+                  if f.is_file() and f.parent.name == "d")
+
+
+def one_line_warnings(record) -> list[str]:
+    messages = [str(w.message) for w in record if issubclass(w.category, RuntimeWarning)]
+    assert all("\n" not in m for m in messages), messages
+    return messages
+
+
+def test_every_step_carries_a_sha256sum_sidecar_that_sha256sum_accepts(tmp_path):
+    with CheckpointStore(tmp_path, keep=3, best_metric="loss") as store:
+        store.save(1, make_tree(1), {"step": 1}, {"loss": 1.0})
+    step_dir = tmp_path / "1"
+    lines = (step_dir / "SHA256SUMS").read_text().splitlines()
+    listed = [line.split("  ", 1)[1] for line in lines]
+    files = sorted(f.relative_to(step_dir).as_posix() for f in step_dir.rglob("*") if f.is_file())
+    assert listed == sorted(listed) and listed == [f for f in files if f != "SHA256SUMS"]
+    assert set(data_files(step_dir)) <= set(listed) and "metrics/metrics" in listed and "config/metadata" in listed
+    if shutil.which("sha256sum"):
+        proc = subprocess.run(["sha256sum", "-c", "--strict", "SHA256SUMS"], cwd=step_dir, capture_output=True,
+                              text=True, check=False)
+        assert proc.returncode == 0, proc.stdout + proc.stderr
+    for line in lines:
+        digest, name = line.split("  ", 1)
+        assert hashlib.sha256((step_dir / name).read_bytes()).hexdigest() == digest
+    assert not list(tmp_path.glob(".saving-*")) and not list(step_dir.glob("*.tmp"))
+
+
+def test_a_flipped_data_file_is_never_used_one_warning_names_it(tmp_path):
+    """16 bytes XOR-flipped in any array data file of the newest step (params or optimizer state): every load
+    falls back to the step before with one warning naming the step and the file; asking for it is an error."""
+    source = tmp_path / "source"
+    with CheckpointStore(source, keep=5) as store:
+        save_steps(store, [1, 2, 3])
+    files = data_files(source / "3")
+    assert len(files) >= 2
+    for i, name in enumerate(files):
+        directory = shutil.copytree(source, tmp_path / f"copy{i}")
+        flip_bytes(directory / "3" / name)
+        with CheckpointStore(directory, keep=5) as store, warnings.catch_warnings(record=True) as record:
+            warnings.simplefilter("always")
+            step, restored, config = store.restore(abstract_tree())
+            assert (step, config["step"]) == (2, 2)
+            assert_trees_bitwise_equal(restored, make_tree(2))
+            assert store.read_config()["step"] == 2 and store.restore_subtree("params")[0] == 2
+            with pytest.raises(NoGoodCheckpointError, match=f"step 3 .* is damaged: {name} does not match"):
+                store.restore(abstract_tree(), step=3)
+        (message,) = one_line_warnings(record)  # one, though the step was read three times
+        assert f"checkpoint step 3 in {directory}" in message and f"{name} does not match its SHA-256" in message
+
+
+def test_flipped_bytes_in_every_step_are_a_one_line_error(tmp_path):
+    with CheckpointStore(tmp_path, keep=5) as store:
+        save_steps(store, [1, 2])
+        for s in (1, 2):
+            flip_bytes(tmp_path / str(s) / data_files(tmp_path / str(s))[0])
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")
+            for load in (lambda: store.restore(abstract_tree()), store.read_config,
+                         lambda: store.restore_subtree("params")):
+                with pytest.raises(NoGoodCheckpointError) as info:
+                    load()
+                assert "\n" not in str(info.value) and "step 2: state/" in str(info.value)
+
+
+def test_a_step_without_sidecar_loads_with_one_warning(tmp_path):
+    """A step saved before checksums (no SHA256SUMS, no marker) loads unverified, with one warning per store."""
+    with CheckpointStore(tmp_path, keep=5) as store:
+        save_steps(store, [1, 2])
+    (tmp_path / "2" / "SHA256SUMS").unlink()
+    with CheckpointStore(tmp_path, keep=5) as store, warnings.catch_warnings(record=True) as record:
+        warnings.simplefilter("always")
+        assert store.steps() == [1, 2]
+        assert store.read_config()["step"] == 2
+        step, restored, _ = store.restore(abstract_tree())
+        assert step == 2
+        assert_trees_bitwise_equal(restored, make_tree(2))
+    (message,) = one_line_warnings(record)
+    assert f"checkpoint step 2 in {tmp_path} has no SHA256SUMS" in message and "unverified" in message
+
+
+def test_an_unverifiable_old_step_that_is_corrupt_falls_back_in_one_line(tmp_path):
+    """Without a sidecar, orbax/tensorstore's own error decides (its text is a multi-line spec dump): still one
+    warning line per step."""
+    with CheckpointStore(tmp_path, keep=5) as store:
+        save_steps(store, [1, 2])
+    (tmp_path / "2" / "SHA256SUMS").unlink()
+    corrupt_state(tmp_path / "2", "garbage")
+    with CheckpointStore(tmp_path, keep=5) as store, warnings.catch_warnings(record=True) as record:
+        warnings.simplefilter("always")
+        assert store.restore(abstract_tree())[0] == 1
+    messages = one_line_warnings(record)
+    assert len([m for m in messages if "could not be restored" in m]) == 1 and len(messages) == 2
+
+
+def test_a_step_is_listed_only_once_its_sidecar_is_written(tmp_path, monkeypatch):
+    """While ``save`` (e.g. in the run loop's background thread) has committed the step with orbax but not yet
+    written its sidecar, the step is not listed; a save killed there, or failing there, leaves no step."""
+    from agents.storage import checkpoints
+
+    with CheckpointStore(tmp_path, keep=5) as store:
+        save_steps(store, [1])
+        seen = []
+        real = checkpoints.write_sums
+
+        def observe(directory, files, *args):
+            assert (tmp_path / "2" / "commit_success.txt").exists()  # orbax's commit is done
+            with CheckpointStore(tmp_path, keep=5) as reader:  # another reader, e.g. evaluate on a live run
+                seen.append((store.steps(), reader.steps()))
+            return real(directory, files, *args)
+
+        monkeypatch.setattr(checkpoints, "write_sums", observe)
+        save_steps(store, [2])
+        assert seen == [([1], [1])] and store.steps() == [1, 2]
+
+        def full_disk(*args):
+            raise OSError(28, "No space left on device (simulated)")
+
+        monkeypatch.setattr(checkpoints, "write_sums", full_disk)
+        with pytest.raises(OSError, match="No space left"):
+            save_steps(store, [3])
+        assert store.steps() == [1, 2] and not (tmp_path / "3").exists()
+        monkeypatch.undo()
+        # killed between orbax's commit and the sidecar: the marker stays, the step is not listed
+        save_steps(store, [3])
+        (tmp_path / "3" / "SHA256SUMS").unlink()
+        (tmp_path / ".saving-3").touch()
+    with CheckpointStore(tmp_path, keep=5) as store, warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert store.steps() == [1, 2] and store.restore(abstract_tree())[0] == 2
+        save_steps(store, [3])  # the resumed run saves it again
+        assert store.steps() == [1, 2, 3] and store.restore(abstract_tree())[0] == 3
+    assert not list(tmp_path.glob(".saving-*")) and not list(tmp_path.glob(".replaced-*"))

@@ -8,6 +8,7 @@ import importlib.util
 import json
 import shutil
 import time
+import warnings
 
 import jax
 import jax.numpy as jnp
@@ -179,6 +180,38 @@ def test_the_cli_exits_non_zero_with_one_line_naming_the_update(tmp_path, monkey
     assert _steps(tmp_path / "r") == []
 
 
+def test_a_full_disk_ends_the_cli_in_one_line_and_the_next_resume_continues(tiny_run, tmp_path, monkeypatch, capsys):
+    """ENOSPC in a checkpoint save (written in the background): the CLI ends with exit 1 and one line naming the
+    error and how to continue; the complete checkpoints and the metrics up to them stay, and a resume finishes the
+    run with the uninterrupted run's records."""
+    import errno
+
+    real = CheckpointStore.save
+
+    def save(self, step, *args, **kwargs):
+        if step == 2:
+            raise OSError(errno.ENOSPC, "No space left on device (injected)")
+        real(self, step, *args, **kwargs)
+
+    monkeypatch.setattr(CheckpointStore, "save", save)
+    args = ["--preset=ppo_gymnax", "--out", str(tmp_path / "r"), "--quiet"]
+    for key, value in TINY.to_flat_dict().items():
+        if key not in ("env", "hidden"):
+            args += ["--set", f"{key}={value}"]
+    args += ["--set", f"hidden={','.join(map(str, TINY.hidden))}"]
+    capsys.readouterr()
+    with pytest.raises(SystemExit) as exit_info:
+        train_cli.main(args)
+    err = capsys.readouterr().err
+    assert exit_info.value.code == 1 and len(err.strip().splitlines()) == 1, err
+    assert "No space left on device" in err and f"--out {tmp_path / 'r'} --resume" in err
+    assert _steps(tmp_path / "r") == [1]
+    monkeypatch.undo()
+    resumed = train_cli.main([*args, "--auto-resume"])  # the same command, requeued
+    assert resumed["updates"] == 4 and _steps(tmp_path / "r")[-1] == 4
+    assert _records(tmp_path / "r") == _records(tiny_run)  # the same config as TINY
+
+
 # ---------------------------------------------------------------- checkpoints saved again, garbled files
 
 
@@ -265,9 +298,11 @@ def test_resume_checks_the_config_against_the_directory_and_the_checkpoints(tiny
     (run_dir / "config.json").write_text(json.dumps({**config, "lr": 0.1}))
     with pytest.raises(run.RunError, match="is not the config .*run.json was created with"):
         run.train(run.load_config(run_dir), run_dir, resume=True)
-    (run_dir / "run.json").unlink()  # a directory of an older version: adopted, then its checkpoints disagree
-    with pytest.raises(run.RunError, match=r"config.json and its checkpoints disagree: cannot resume with changed "
-                                           r"field\(s\) \['lr'\]"):
+    (run_dir / "run.json").unlink()  # a directory of an older version (no .lock either): adopted with a warning,
+    (run_dir / ".lock").unlink()  # then its checkpoints disagree
+    with pytest.warns(RuntimeWarning, match="adopting it as a train run written by an older version"), \
+            pytest.raises(run.RunError, match=r"config.json and its checkpoints disagree: cannot resume with changed "
+                                              r"field\(s\) \['lr'\]"):
         run.train(run.load_config(run_dir), run_dir, resume=True)
 
 
@@ -379,6 +414,57 @@ with StopSignals() as stop:
 """
 
 
+class _CompileOnlyProgram:
+    """A stand-in chunk program whose compile receives a signal (as Ctrl-C during XLA's compile would); its chunk
+    must never run."""
+
+    class config:  # noqa: N801 (stands in for a TrainConfig)
+        updates_per_chunk, num_updates = 2, 4
+
+    has_eval = False
+
+    def __init__(self, signum):
+        self.signum = signum
+
+    def compile_all(self, runner):
+        import os
+
+        os.kill(os.getpid(), self.signum)
+        return lambda runner: pytest.fail("a chunk ran after the stop")
+
+    def updates_done(self, runner):
+        return 0
+
+    def finished_early(self, runner):
+        return False
+
+
+class _Closable:
+    closed = False
+
+    def close(self):
+        self.closed = True
+
+
+@pytest.mark.parametrize("name", ["SIGTERM", "SIGINT"])
+def test_a_signal_during_the_compile_stops_the_run_before_its_first_chunk(name):
+    """Ctrl-C or SIGTERM while the chunk compiles: no KeyboardInterrupt traceback and no exit by the signal; the
+    run stops before its first chunk (nothing trained, so nothing to save), closes its logs and store, and puts the
+    signal handlers back."""
+    import signal
+    import threading
+
+    assert threading.current_thread() is threading.main_thread()  # where signal handlers are installed
+    before = signal.getsignal(signal.SIGINT), signal.getsignal(signal.SIGTERM)
+    store, log = _Closable(), _Closable()
+    started = run.Started(store, runner=None, wall_before=0.0, restored=False, compile_start=time.perf_counter())
+    result, _ = run.compile_and_loop(_CompileOnlyProgram(getattr(signal, name)), started, [log], run.NoProgress(),
+                                     "the training chunk", stop_on_signals=True)
+    assert result.stopped == name and result.updates == 0 and result.records == []
+    assert store.closed and log.closed
+    assert (signal.getsignal(signal.SIGINT), signal.getsignal(signal.SIGTERM)) == before
+
+
 @pytest.mark.parametrize("name", ["SIGTERM", "SIGINT"])
 def test_a_second_signal_ends_the_process_at_once(name):
     import signal
@@ -480,6 +566,75 @@ def _bad_input_cases(tiny_run, tmp_path):
         ("rate a typo", [*rate, str(tmp_path / "typo"), "--all-checkpoints", "--out", str(fresh)], "typo",
          tmp_path / "typo"),
         ("render into a file", ["-m", "experiments.render", "--out", str(a_file), "--quiet"], "a_file", None),
+        *_more_bad_input_cases(trained, tmp_path, a_file, fresh),
+    ]
+
+
+def _more_bad_input_cases(trained, tmp_path, a_file, fresh):
+    """Issue 42's bad-input tail and a few of every CLI's refusals: each fails at argument parsing or the input
+    checks, before anything is loaded, compiled or played (an unwritable output among them)."""
+    train, sweep, pipeline = (["-m", f"experiments.{m}", "--quiet"] for m in ("train", "sweep", "pipeline"))
+    evaluate, rate, record = (["-m", f"experiments.{m}", "--quiet"] for m in ("evaluate", "rate", "record"))
+    plot, render, export = (["-m", f"experiments.{m}"] for m in ("plot", "render", "export"))
+    baseline, bench = ["-m", "experiments.baseline"], ["-m", "experiments.benchmark.__main__", "--quiet"]
+    png = fresh / "a.png"
+    return [
+        ("train: unknown preset", [*train, "--preset", "nope"], "invalid choice: 'nope'", None),
+        ("train: unknown option", [*train, "--preset=smoke", "--bogus"], "unrecognized arguments: --bogus", None),
+        ("train: unknown field", [*train, "--preset=smoke", "--set", "lrr=3", "--out", str(fresh)], "lrr", fresh),
+        ("train: --resume without --out", [*train, "--resume"], "--resume needs --out", None),
+        ("train: out in /proc", [*train, "--preset=smoke", "--out", "/proc/x/run"], "/proc/x/run", None),
+        ("sweep: no preset", sweep, "give --preset", None),
+        ("sweep: bad seeds", [*sweep, "--preset=smoke", "--seeds", "a,b"], "--seeds 'a,b'", None),
+        ("sweep: out is a file", [*sweep, "--preset=smoke", "--out", str(a_file)], "is a file", None),
+        ("sweep: out in /proc", [*sweep, "--preset=smoke", "--out", "/proc/x"], "/proc/x", None),
+        ("sweep: bad value", [*sweep, "--preset=smoke", "--set", "lr=abc", "--out", str(fresh)], "lr", fresh),
+        ("pipeline: unknown preset", [*pipeline, "--preset", "nope", "--out", str(fresh)], "nope", fresh),
+        ("pipeline: --resume without --out", [*pipeline, "--resume"], "--resume needs --out", None),
+        ("pipeline: bad --set", [*pipeline, "--set", "lr=3", "--out", str(fresh)], "PHASE.FIELD=VALUE", fresh),
+        ("pipeline: out in /proc", [*pipeline, "--out", "/proc/x"], "/proc/x", None),
+        ("evaluate: unknown opponent", [*evaluate, "--vs", "nosuchbot"], "unknown player 'nosuchbot'", None),
+        ("evaluate: unknown opponent of a player", [*evaluate, str(trained), "--vs", "greedy,grredy"],
+         "did you mean greedy", None),
+        ("evaluate: unknown player", [*evaluate, "grredy"], "did you mean greedy", None),
+        ("evaluate: bad step", [*evaluate, f"{trained}:abc"], "STEP must be an int", None),
+        ("evaluate: unknown baseline", [*evaluate, "baseline:ppo_smal-v1"], "did you mean ppo_small-v1", None),
+        ("evaluate: compare an unknown player", [*evaluate, "--compare", "greedy", "nosuch"], "'nosuch'", None),
+        ("evaluate: bad seats", [*evaluate, "--seats", "greedy,random"], "--seats needs 8 names", None),
+        ("evaluate: unknown option", [*evaluate, "--bogus"], "unrecognized arguments", None),
+        ("rate: unknown bot as a run", [*rate, "nosuch", "--out", str(fresh)], "unknown player 'nosuch'", fresh),
+        ("rate: bad step", [*rate, f"{trained}:abc", "--out", str(fresh)], "STEP must be an int", fresh),
+        ("rate: out in /proc", [*rate, str(trained), "--out", "/proc/x"], "/proc/x", None),
+        ("rate: out is a file", [*rate, str(trained), "--out", str(a_file)], "is a file", None),
+        ("rate: unknown --bots", [*rate, str(trained), "--bots", "nope", "--out", str(fresh)], "unknown bot", fresh),
+        ("rate: no games", [*rate, str(trained), "--games", "0", "--out", str(fresh)], "--games must be", fresh),
+        ("record: unknown player", [*record, "--players", "nosuch", "--out", str(fresh)], "unknown player 'nosuch'",
+         fresh),
+        ("record: bad step", [*record, "--players", f"{trained}:abc", "--out", str(fresh)], "STEP must be an int",
+         fresh),
+        ("record: out in /proc", [*record, "--players", "greedy", "--out", "/proc/x"], "/proc/x", None),
+        ("record: 2 players", [*record, "--players", "greedy,random", "--out", str(fresh)], "1 or 8", fresh),
+        ("record: bad positions", [*record, "--players", "greedy", "--positions", "a", "--out", str(fresh)],
+         "--positions", fresh),
+        ("record: no --out", [*record, "--players", "greedy"], "required: --out", None),
+        ("plot: out in /proc", [*plot, str(trained), "--out", "/proc/x/a.png"], "/proc/x/a.png", None),
+        ("plot: out is a directory", [*plot, str(trained), "--out", str(tmp_path)], "is a directory", None),
+        ("plot: no metrics", [*plot, str(tmp_path / "nothing"), "--out", str(png)], "no metrics.jsonl", fresh),
+        ("plot: unknown metric", [*plot, str(trained), "--out", str(png), "--metrics", "loss/entropi"],
+         "did you mean loss/entropy", fresh),
+        ("plot: bad --x", [*plot, str(trained), "--out", str(png), "--x", "nope"], "invalid choice", fresh),
+        ("render: out in /proc", [*render, "--out", "/proc/x", "--quiet"], "/proc/x", None),
+        ("render: bad seat", [*render, "--out", str(fresh), "--seat", "9", "--quiet"], "--seat", fresh),
+        ("export: unknown policy", [*export, "nosuch", "--out", str(fresh)], "unknown player 'nosuch'", fresh),
+        ("export: a bot", [*export, "greedy", "--out", str(fresh)], "scripted bot", fresh),
+        ("export: out in /proc", [*export, str(trained), "--out", "/proc/x"], "/proc/x", None),
+        ("baseline: unknown run", [*baseline, "freeze", "nosuch", "--name", "x-v1", "--out", str(fresh)],
+         "unknown player 'nosuch'", fresh),
+        ("baseline: out in /proc", [*baseline, "freeze", str(trained), "--name", "x-v1", "--out", "/proc/x"],
+         "/proc/x", None),
+        ("baseline: unknown command", [*baseline, "thaw"], "invalid choice: 'thaw'", None),
+        ("benchmark: bad --what", [*bench, "--what", "nope"], "invalid choice", None),
+        ("benchmark: bad sizes", [*bench, "--what", "env", "--num-envs", "1,x"], "comma-separated ints", None),
     ]
 
 
@@ -513,14 +668,18 @@ def _in_process(argv, capfd):
     return code, err
 
 
-def test_every_bad_input_is_one_line_with_no_traceback_and_leaves_nothing_behind(tiny_run, tmp_path, capfd):
+def test_every_bad_input_is_one_line_with_no_traceback_and_leaves_nothing_behind(tiny_run, tmp_path, capfd,
+                                                                                   monkeypatch):
     import subprocess
     import sys
 
     cases = _bad_input_cases(tiny_run, tmp_path)
     assert {name for name, *_ in cases} >= set(IN_SUBPROCESS)
+    assert len(cases) >= 40 and len({name for name, *_ in cases}) == len(cases)
+    monkeypatch.chdir(tmp_path)  # the working directory: a default output (runs/...) would show below
     before = sorted(str(p) for p in tmp_path.rglob("*"))
-    procs = {name: subprocess.Popen([sys.executable, *argv], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    procs = {name: subprocess.Popen([sys.executable, *argv], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                                    cwd=tmp_path)
              for name, argv, _, _ in cases if name in IN_SUBPROCESS}
     results = {name: _in_process(argv, capfd) for name, argv, _, _ in cases if name not in IN_SUBPROCESS}
     for name, proc in procs.items():
@@ -536,6 +695,70 @@ def test_every_bad_input_is_one_line_with_no_traceback_and_leaves_nothing_behind
             problems.append(f"{name}: created {not_created}")
     assert not problems, "\n".join(problems)
     assert sorted(str(p) for p in tmp_path.rglob("*")) == before  # no file or directory created or removed
+
+
+def test_a_player_spec_names_the_unknown_player_or_the_bad_step(tiny_run, tmp_path):
+    from agents.policies.load import PolicyError, parse_spec
+
+    assert parse_spec("greedy") == "greedy" and parse_spec("baseline:ppo_small-v1") == ("baseline:ppo_small-v1", None)
+    assert parse_spec(str(tiny_run)) == (str(tiny_run), None) and parse_spec(f"{tiny_run}:2") == (str(tiny_run), 2)
+    odd = tmp_path / "odd:name"  # a directory whose name has a colon is itself
+    odd.mkdir()
+    assert parse_spec(str(odd)) == (str(odd), None)
+    for spec, message in [("grredy", r"unknown player 'grredy'.*did you mean greedy\?"),
+                          ("nosuch", r"unknown player 'nosuch'.*bots: random, greedy, expert"),
+                          (f"{tiny_run}:abc", r":abc'?: STEP must be an int"),
+                          (str(tiny_run.parent / "rnu"), r"did you mean .*/run\?"),
+                          (str(tmp_path / "gone:3"), "unknown player"),
+                          ("baseline:ppo_smal-v1", r"no baseline 'ppo_smal-v1'; did you mean ppo_small-v1\?")]:
+        with pytest.raises(PolicyError, match=message):
+            parse_spec(spec)
+    assert not (tmp_path / "gone").exists()
+
+
+def test_outputs_are_checked_for_writability_before_any_work(tiny_run, tmp_path, monkeypatch):
+    from agents.arena import tournament
+    from agents.run.plotting import plot_runs
+    from agents.storage.outputs import UnwritableOutputError, check_writable
+
+    check_writable(tmp_path / "new" / "dir")
+    check_writable(tmp_path / "new" / "a.png", kind="file")
+    a_file = tmp_path / "a_file"
+    a_file.write_text("x")
+    for path, kind, message in [("/proc/x", "dir", "cannot write in /proc"), ("/proc/x/a.png", "file", "/proc"),
+                                (a_file, "dir", "is a file"), (a_file / "sub", "dir", "is not a directory"),
+                                (tmp_path, "file", "is a directory"), ("/dev/null/run", "dir", "not a directory")]:
+        with pytest.raises(UnwritableOutputError, match=message):
+            check_writable(path, kind)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["a_file"]  # nothing created
+
+    def no_work(*args, **kwargs):
+        raise AssertionError("loaded players before checking the output")
+
+    monkeypatch.setattr(tournament, "load_players", no_work)
+    with pytest.raises(UnwritableOutputError, match="/proc/x"):
+        tournament.rate_checkpoints([str(tiny_run)], "/proc/x", bots=["greedy"])
+    monkeypatch.setattr("agents.run.plotting.load_metrics", no_work)
+    with pytest.raises(UnwritableOutputError, match="/proc/x/a.png"):
+        plot_runs([str(tiny_run)], "/proc/x/a.png")
+
+
+def test_a_cut_metrics_record_at_the_resume_point_is_dropped_with_one_warning(tmp_path):
+    from agents.storage.metrics import MetricsLog
+
+    def log(lines, keep):
+        (tmp_path / "metrics.jsonl").write_text("".join(f"{line}\n" for line in lines))
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            MetricsLog(tmp_path, None, keep_until_update=keep).close()
+        return [str(w.message) for w in caught], (tmp_path / "metrics.jsonl").read_text().splitlines()
+
+    records = [json.dumps({"meta": {}})] + [json.dumps({"update": u, "env_steps": 8 * u}) for u in (1, 2, 3)]
+    cut = records[:3] + ['{"update": 3, "env_st']  # the record of update 3, the checkpoint, cut by a kill
+    caught, kept = log(cut, keep=3)
+    assert caught == ["metrics.jsonl: dropped a cut record after update 2"] and kept == records[:3]
+    caught, kept = log([*records, '{"update": 4, "env'], keep=3)  # a cut record after the checkpoint: rewritten
+    assert caught == [] and kept == records
 
 
 def test_a_key_of_the_wrong_shape_is_the_projects_type_error():

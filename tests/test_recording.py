@@ -212,7 +212,7 @@ def test_the_cli_records_pixel_games_packed(tmp_path, capsys):
     (["--players", "greedy", "--games", "0"], "--games must be >= 1"),
     (["--players", "greedy", "--set", "max_rounds=x"], "GameConfig.max_rounds must be an int"),
     (["--players", "greedy", "--set", "nope=3"], "not a game rule"),
-    (["--players", "nobody/run"], "no checkpoints/ there"),
+    (["--players", "nobody/run"], "unknown player 'nobody/run'"),
 ])
 def test_the_cli_refuses_bad_input_in_one_line(tmp_path, capsys, argv, message):
     from experiments import record

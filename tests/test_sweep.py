@@ -76,6 +76,28 @@ def test_cli_rejects_an_unsweepable_field_before_building(tmp_path, capsys):
     assert not (tmp_path / "s").exists()
 
 
+def test_run_k_is_computed_without_building_the_grid():
+    spec = SweepSpec.make((3, 5, 7), {"lr": (1e-3, 2e-4), "ent_coef": (0.0, 0.05, 0.1)})
+    assert [spec.run(k) for k in range(spec.num_runs)] == spec.runs and spec.num_points == 6
+    assert [spec.point(p) for p in range(spec.num_points)] == spec.points
+    with pytest.raises(IndexError):
+        spec.run(spec.num_runs)
+
+
+def test_a_huge_sweep_is_refused_at_once_and_a_large_one_by_its_memory(tmp_path, capsys):
+    """--seeds 100000000 used to hang building every run's config; now the run bound refuses it before a seed list
+    exists, and 100000 seeds reach the memory check (nothing compiled, nothing written)."""
+    with pytest.raises(ValueError, match=r"at most 1,048,576 runs .* got 100,000,000 seeds"):
+        sweep_cli.spec_from_sets(SMOKE, {}, 100_000_000)
+    with pytest.raises(ValueError, match=r"at most 1,048,576 runs"):
+        SweepSpec.make(range(1024), {"lr": tuple(float(i) / 1e4 for i in range(1025))})
+    with pytest.raises(SystemExit):
+        sweep_cli.main(["--preset=smoke", "--seeds", "100000", "--out", str(tmp_path / "s"), "--quiet"])
+    err = capsys.readouterr().err
+    assert "100000 runs of num_envs=8" in err and "is available" in err and len(err.strip().splitlines()) == 1
+    assert not (tmp_path / "s").exists()
+
+
 # ---------------------------------------------------------------- the vmapped program
 
 

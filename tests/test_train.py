@@ -499,7 +499,7 @@ def test_evaluate_cli_on_a_checkpoint(smoke_run, capsys, monkeypatch):
     assert len(tables) == 3
     for spec, table in zip((f"{run_dir}:2", mixed), tables[1:]):
         _assert_summarises(result[f"vs_{spec}"], table)
-    for bad, message in [("greedy,random", "7 comma-separated"), (str(run_dir / "nothing"), "no checkpoints")]:
+    for bad, message in [("greedy,random", "7 comma-separated"), (str(run_dir / "nothing"), "unknown player")]:
         capsys.readouterr()
         with pytest.raises(SystemExit) as exit_info:
             evaluate.main([str(run_dir), "--games", "1", "--vs", bad, "--quiet"])

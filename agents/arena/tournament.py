@@ -55,6 +55,7 @@ from agents.policies.load import (
     rule_differences,
     seat_policies,
 )
+from agents.storage.outputs import check_writable
 from agents.storage.run_dir import write_csv, write_json
 from agents.utils import memory
 from agents.utils.progress import NoProgress, Progress
@@ -68,6 +69,9 @@ def rate_checkpoints(specs, out_dir, games: int = 16, bots=DEFAULT_BOTS, all_che
     (``"ratings"``, best first) and its text (``"text"``)."""
     progress = progress or NoProgress()
     start = time.perf_counter()
+    for spec in specs:  # every player named and the output writable before anything is loaded or played
+        parse_spec(spec)
+    check_writable(out_dir, "dir")
     policies, names = load_players(specs, all_checkpoints, bots)
     if len(names) < 2:
         raise PolicyError(f"a rating tournament needs at least 2 players, got {names}")

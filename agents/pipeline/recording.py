@@ -48,7 +48,9 @@ from flax import struct
 import jaxgame
 from agents.arena.tables import check_bot_names, make_seat_actions, rotation_seats
 from agents.arena.tournament import participant_index, resolve_players, table_game
+from agents.policies.load import parse_spec
 from agents.storage.datasets import check_new_directory, write_dataset
+from agents.storage.outputs import check_writable
 from agents.utils import memory
 from agents.utils.progress import NoProgress, Progress
 from jaxgame import constants as C
@@ -265,8 +267,11 @@ def record(players, out_dir, games: int, positions=(0,), seed: int = 0, rotation
         raise ValueError(f"players must name 1 or {C.NUM_PLAYERS} players, got {len(players)}")
     if rotations is None:
         rotations = C.NUM_PLAYERS if len(set(players)) > 1 else 1
+    for player in dict.fromkeys(players):  # every player named (PolicyError: the closest valid names) ...
+        parse_spec(player)
     out_dir = Path(out_dir)
-    check_new_directory(out_dir)  # before anything is compiled or played
+    check_new_directory(out_dir)  # ... and the output new and writable, before anything is compiled or played
+    check_writable(out_dir, "dir")
     policies, player_of = resolve_players(dict.fromkeys(players))
     if not policies and obs not in ("vector", "pixels"):  # a dataset field is one array: not "both"
         raise ValueError(f"obs must be 'vector' or 'pixels', got {obs!r}")

@@ -171,62 +171,67 @@ def run_pipeline(spec: PipelineSpec, out_dir, name: str = "custom", seed: int = 
     if stop_after is not None and stop_after not in known:
         raise ValueError(f"stop_after must be one of {known}, got {stop_after!r}")
     identity = _identity(name, seed, spec)
-    if resume:
+    if resume:  # either takes out_dir's lock: no other process runs this pipeline until it is released
         run_dir_lib.check_owner(out_dir, "pipeline", identity, PIPELINE_FILE)
-        state = json.loads((out_dir / PIPELINE_FILE).read_text())
     else:
         run_dir_lib.claim(out_dir, "pipeline", identity)
-        state = {"pipeline": name, "description": spec.description, "seed": seed, "overrides": overrides,
-                 "phases": {}, "final": None, "wall_s": 0.0, "stopped": None, "unfinished_wall_s": {}}
-        run_dir_lib.write_json(out_dir / PIPELINE_FILE, state)
-
-    def finish(phase_name, entry):
-        state["phases"][phase_name] = {**entry, "done": True}
-        state["wall_s"] = round(sum(p["wall_s"] for p in state["phases"].values()), 2)
-        state["final"] = entry["result"]
-        run_dir_lib.write_json(out_dir / PIPELINE_FILE, state)
-
-    state["stopped"] = None
-    results = {k: v["result"] for k, v in state["phases"].items() if v.get("done")}
-    if RECORD not in results:
-        progress.status(f"pipeline {name}, phase 1/{len(known)}: record")
-        target, partial = out_dir / RECORD, out_dir / (RECORD + ".partial")
-        shutil.rmtree(partial, ignore_errors=True)  # an unfinished recording (the pipeline's own) is redone
-        args = dataclasses.asdict(spec.record)
-        start = time.perf_counter()
-        summary = recording.record(list(spec.record.players), partial, spec.record.games, spec.record.positions,
-                                   seed, None, spec.record.batch_games, dict(spec.record.rules), "vector", False,
-                                   progress)
-        partial.rename(target)
-        summary["out"] = str(target)
-        results[RECORD] = str(target)
-        finish(RECORD, {"dir": str(target), "record": args, "result": str(target), "summary": summary,
-                        "wall_s": round(time.perf_counter() - start, 2)})
-    if stop_after == RECORD:
-        return {**state, "stopped": f"after {RECORD}"}
-
-    for index, phase in enumerate(spec.phases, start=1):
-        if phase.name in results:
-            continue
-        config = phase_config(phase, index, seed, results)
-        phase_dir = out_dir / phase.name
-        progress.status(f"pipeline {name}, phase {index + 1}/{len(known)}: {phase.name} in {phase_dir}")
-        start = time.perf_counter()
-        again = (phase_dir / CONFIG_FILE).exists()  # it started before: continue from its checkpoints
-        summary = train(config, phase_dir, resume=again, progress=progress, stop_on_signals=True)
-        earlier = state.setdefault("unfinished_wall_s", {})  # the calls of this phase that a signal stopped
-        wall = round(earlier.pop(phase.name, 0.0) + time.perf_counter() - start, 2)
-        if summary.get("stopped"):
-            earlier[phase.name] = wall
-            state["stopped"] = f"{summary['stopped']} during {phase.name}"
+    try:
+        if resume:
+            state = json.loads((out_dir / PIPELINE_FILE).read_text())
+        else:
+            state = {"pipeline": name, "description": spec.description, "seed": seed, "overrides": overrides,
+                     "phases": {}, "final": None, "wall_s": 0.0, "stopped": None, "unfinished_wall_s": {}}
             run_dir_lib.write_json(out_dir / PIPELINE_FILE, state)
-            return state
-        results[phase.name] = train_result(phase_dir)
-        finish(phase.name, {"dir": str(phase_dir), "config": config.to_dict(), "result": results[phase.name],
-                            "summary": summary, "wall_s": wall})
-        if stop_after == phase.name:
-            return {**state, "stopped": f"after {phase.name}"}
-    return state
+
+        def finish(phase_name, entry):
+            state["phases"][phase_name] = {**entry, "done": True}
+            state["wall_s"] = round(sum(p["wall_s"] for p in state["phases"].values()), 2)
+            state["final"] = entry["result"]
+            run_dir_lib.write_json(out_dir / PIPELINE_FILE, state)
+
+        state["stopped"] = None
+        results = {k: v["result"] for k, v in state["phases"].items() if v.get("done")}
+        if RECORD not in results:
+            progress.status(f"pipeline {name}, phase 1/{len(known)}: record")
+            target, partial = out_dir / RECORD, out_dir / (RECORD + ".partial")
+            shutil.rmtree(partial, ignore_errors=True)  # an unfinished recording (the pipeline's own) is redone
+            args = dataclasses.asdict(spec.record)
+            start = time.perf_counter()
+            summary = recording.record(list(spec.record.players), partial, spec.record.games, spec.record.positions,
+                                       seed, None, spec.record.batch_games, dict(spec.record.rules), "vector", False,
+                                       progress)
+            partial.rename(target)
+            summary["out"] = str(target)
+            results[RECORD] = str(target)
+            finish(RECORD, {"dir": str(target), "record": args, "result": str(target), "summary": summary,
+                            "wall_s": round(time.perf_counter() - start, 2)})
+        if stop_after == RECORD:
+            return {**state, "stopped": f"after {RECORD}"}
+
+        for index, phase in enumerate(spec.phases, start=1):
+            if phase.name in results:
+                continue
+            config = phase_config(phase, index, seed, results)
+            phase_dir = out_dir / phase.name
+            progress.status(f"pipeline {name}, phase {index + 1}/{len(known)}: {phase.name} in {phase_dir}")
+            start = time.perf_counter()
+            again = (phase_dir / CONFIG_FILE).exists()  # it started before: continue from its checkpoints
+            summary = train(config, phase_dir, resume=again, progress=progress, stop_on_signals=True)
+            earlier = state.setdefault("unfinished_wall_s", {})  # the calls of this phase that a signal stopped
+            wall = round(earlier.pop(phase.name, 0.0) + time.perf_counter() - start, 2)
+            if summary.get("stopped"):
+                earlier[phase.name] = wall
+                state["stopped"] = f"{summary['stopped']} during {phase.name}"
+                run_dir_lib.write_json(out_dir / PIPELINE_FILE, state)
+                return state
+            results[phase.name] = train_result(phase_dir)
+            finish(phase.name, {"dir": str(phase_dir), "config": config.to_dict(), "result": results[phase.name],
+                                "summary": summary, "wall_s": wall})
+            if stop_after == phase.name:
+                return {**state, "stopped": f"after {phase.name}"}
+        return state
+    finally:
+        run_dir_lib.release(out_dir)
 
 
 __all__ = ["LINK", "PIPELINE_FILE", "PipelineSpec", "RecordPhase", "TrainPhase", "phase_config", "run_pipeline",

@@ -112,4 +112,5 @@ def freeze_baseline(policy: RunPolicy, name: str, results: dict | None = None, d
     package). Returns the ``.json`` path."""
     path = baselines.freeze(policy, name, results, directory)
     export_policy(dataclasses.replace(policy, name=baselines.PREFIX + name), path.parent / name, loader=False)
+    baselines.write_digest(name, path.parent)  # NAME.sha256 over NAME.json, NAME.msgpack and the export NAME/
     return path

@@ -84,7 +84,10 @@ def load_saved(config: TrainConfig, field: str):
     """The saved policy (``agents.policies.load.RunPolicy``) that ``config.<field>`` names (``init_from``, ``teacher``,
     ``anchor``); ``PhaseError`` (one line) for a bot's name or a policy that cannot be loaded."""
     text = getattr(config, field)
-    spec = parse_spec(text)
+    try:
+        spec = parse_spec(text)
+    except PolicyError as err:  # an unknown player (with the closest valid ones) or a bad STEP
+        raise PhaseError(f"{field} {text}: {err}") from None
     if isinstance(spec, str):
         raise PhaseError(f"{field} must name a saved policy (RUN_DIR[:STEP] or baseline:NAME), got the bot {spec!r}")
     try:

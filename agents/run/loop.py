@@ -353,8 +353,9 @@ class ChunkLoop:
         if self.store is not None and jax.process_count() == 1:
             self._saver = concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="checkpoint")
         start = time.perf_counter()
+        result.stopped = stop.requested() if stop is not None else None  # a signal before the first chunk
         try:
-            while result.updates < total and not self.program.finished_early(result.runner):
+            while not result.stopped and result.updates < total and not self.program.finished_early(result.runner):
                 n = min(chunk, total - result.updates)
                 run = compiled_chunk if n == chunk else self.program.compile(result.runner, n)  # a last, shorter one
                 saved = self._chunk(result, run, n)
@@ -632,13 +633,23 @@ class Started:
     compile_start: float  # ``time.perf_counter()`` before the runner was built (compiling counts from here)
 
 
-def claim_run_dir(run_dir: Path, kind: str, identity: dict, owner_file: str, resume: bool) -> None:
+@contextlib.contextmanager
+def claim_run_dir(run_dir: Path, kind: str, identity: dict, owner_file: str, resume: bool, take: bool = True):
     """A new run claims ``run_dir`` (it must be new or empty); a resume needs a run of ``kind`` and ``identity``
-    there (``agents.storage.run_dir``; ``RunError`` otherwise)."""
+    there (``agents.storage.run_dir``; ``RunError`` otherwise). Either way this process holds the directory's lock
+    (another process is refused) until the ``with`` block ends, also by an exception. ``take=False``: nothing
+    (the processes of a multi-process run other than process 0)."""
+    if not take:
+        yield
+        return
     if resume:
         run_dir_lib.check_owner(run_dir, kind, identity, owner_file)
     else:
         run_dir_lib.claim(run_dir, kind, identity)
+    try:
+        yield
+    finally:
+        run_dir_lib.release(run_dir)
 
 
 def start_run(program: ChunkProgram, run_dir: Path, resume: bool, progress: Progress, best=(None, "min")) -> Started:
@@ -658,15 +669,17 @@ def start_run(program: ChunkProgram, run_dir: Path, resume: bool, progress: Prog
 def compile_and_loop(program: ChunkProgram, started: Started, logs: list, progress: Progress, what: str,
                      stop_on_signals: bool, before_chunk=None) -> tuple[LoopResult, float]:
     """Compile ``program``'s chunk (and evaluation), then drive the chunk loop to the end (or to a stop signal,
-    with ``stop_on_signals``); closes ``logs`` and the store. Returns ``(result, compile seconds)``."""
+    with ``stop_on_signals``: a signal during the compile stops the run before its first chunk, one during a
+    chunk, an evaluation or a save at the chunk's end); closes ``logs`` and the store. Returns ``(result, compile
+    seconds)``."""
     try:
-        progress.status(f"compiling {what} ({program.config.updates_per_chunk} updates)"
-                        + (" and the evaluation" if program.has_eval else "") + " ...")
-        compiled_chunk = program.compile_all(started.runner)
-        compile_s = time.perf_counter() - started.compile_start
-        progress.status(f"compiled in {compile_s:.1f} s")
-        loop = ChunkLoop(program, started.store, logs, progress, started.wall_before, before_chunk=before_chunk)
         with StopSignals(progress) if stop_on_signals else contextlib.nullcontext() as stop:
+            progress.status(f"compiling {what} ({program.config.updates_per_chunk} updates)"
+                            + (" and the evaluation" if program.has_eval else "") + " ...")
+            compiled_chunk = program.compile_all(started.runner)
+            compile_s = time.perf_counter() - started.compile_start
+            progress.status(f"compiled in {compile_s:.1f} s")
+            loop = ChunkLoop(program, started.store, logs, progress, started.wall_before, before_chunk=before_chunk)
             result = loop.run(started.runner, compiled_chunk, stop)
     finally:
         for log in logs:
@@ -679,7 +692,8 @@ def train(config: TrainConfig, run_dir, resume: bool = False, preset: str | None
           progress: Progress | None = None, stop_on_signals: bool = False) -> dict:
     """Run (or with ``resume``, continue) a training run of ``config`` in ``run_dir``; returns the JSON summary.
 
-    A new run claims ``run_dir`` (``agents.storage.run_dir``: it must be new or empty; ``RunError`` otherwise);
+    A new run claims ``run_dir`` (``agents.storage.run_dir``: it must be new or empty; ``RunError`` otherwise),
+    and the run holds its lock until it ends (a second process on ``run_dir`` is refused in one line);
     ``resume`` needs a training run directory of the same run, restores its newest good checkpoint
     (``agents.storage.checkpoints``: a damaged one falls back to an older one with a warning; none yet: update 0) and
     drops the metrics records past it, so the run ends with the numbers of an uninterrupted one. A chunk that
@@ -705,25 +719,31 @@ def train(config: TrainConfig, run_dir, resume: bool = False, preset: str | None
     program.chunk_inputs()  # a dataset that does not fit the run fails here, before the run directory is claimed
     if not resume:
         program.start_params()  # and so does a policy init_from cannot start from
-    if main_process:
-        claim_run_dir(run_dir, "train", run_identity(config), CONFIG_FILE, resume)
-    distributed.barrier("start")  # process 0 has checked (or created) run_dir before the others look at it
-    progress.status(f"run dir {run_dir}; building {config.algo} on {config.env} with {config.num_envs} envs "
-                    f"({num_devices} {jax.default_backend()} device(s)"
-                    + (f" in {jax.process_count()} processes)" if jax.process_count() > 1 else ")"))
-    started = start_run(program, run_dir, resume, progress, program.best_metric)
-    done = program.updates_done(started.runner)
-    if main_process:
-        run_dir_lib.write_json(run_dir / CONFIG_FILE, config.to_dict())  # a resume's new total_steps etc.
-        log = MetricsLog(run_dir, None if started.restored else run_meta(config, preset),
-                         done if started.restored else None, wandb_log.sinks(config, run_dir))
-    else:
-        log = NullLog()
-    result, compile_s = compile_and_loop(program, started, [log], progress, "the training chunk", stop_on_signals,
-                                         before_chunk=lambda: distributed.barrier("chunk"))
-    evaluation = result.evaluation[0]
-    if result.updates and not result.records and program.has_eval:  # resumed a finished run
-        _, (evaluation,) = program.evaluate(result.runner, result.updates)
+    with claim_run_dir(run_dir, "train", run_identity(config), CONFIG_FILE, resume, take=main_process):
+        distributed.barrier("start")  # process 0 has checked (or created) run_dir before the others look at it
+        progress.status(f"run dir {run_dir}; building {config.algo} on {config.env} with {config.num_envs} envs "
+                        f"({num_devices} {jax.default_backend()} device(s)"
+                        + (f" in {jax.process_count()} processes)" if jax.process_count() > 1 else ")"))
+        started = start_run(program, run_dir, resume, progress, program.best_metric)
+        done = program.updates_done(started.runner)
+        if main_process:
+            run_dir_lib.write_json(run_dir / CONFIG_FILE, config.to_dict())  # a resume's new total_steps etc.
+            log = MetricsLog(run_dir, None if started.restored else run_meta(config, preset),
+                             done if started.restored else None, wandb_log.sinks(config, run_dir))
+        else:
+            log = NullLog()
+        result, compile_s = compile_and_loop(program, started, [log], progress, "the training chunk",
+                                             stop_on_signals, before_chunk=lambda: distributed.barrier("chunk"))
+        evaluation = result.evaluation[0]
+        if result.updates and not result.records and program.has_eval:  # resumed a finished run
+            _, (evaluation,) = program.evaluate(result.runner, result.updates)
+    return _train_summary(program, result, evaluation, run_dir, preset, num_devices, start_wall, compile_s)
+
+
+def _train_summary(program: TrainProgram, result: LoopResult, evaluation: dict, run_dir: Path, preset: str | None,
+                  num_devices: int, start_wall: float, compile_s: float) -> dict:
+    """``train``'s JSON summary of a finished (or stopped) run."""
+    config = program.config
     record = result.records[0] if result.records else {}
     steps_per_update = config.steps_per_update
     return {

@@ -16,6 +16,7 @@ change to pyplot's backend when imported from a notebook); the PNG's parent dire
 
 from __future__ import annotations
 
+import difflib
 import math
 import os
 
@@ -26,6 +27,7 @@ from matplotlib.ticker import FuncFormatter, MaxNLocator
 
 from agents.config import flat_dict
 from agents.storage.metrics import load_metrics, run_label
+from agents.storage.outputs import check_writable
 
 X_FIELDS = ("env_steps", "update", "wall_s")
 DEFAULT_METRICS = (
@@ -117,8 +119,9 @@ def plot_runs(run_dirs, out: str, x: str = "env_steps", metrics=None) -> dict:
 
     ``metrics``: list of keys (default: the present ones of DEFAULT_METRICS,
     or every available key when none of those is present). Raises
-    FileNotFoundError for a run without metrics file and ValueError for an
-    unknown ``x``, for metric names that no run has, or when nothing is
+    ``agents.storage.outputs.UnwritableOutputError`` (a ValueError, before anything is loaded) when ``out``
+    cannot be written, FileNotFoundError for a run without metrics file and ValueError for an
+    unknown ``x``, for metric names that no run has (with the closest names), or when nothing is
     plottable. Returns ``{"out", "runs", "metrics", "points", "bands"}`` where
     ``points[metric]`` counts the points drawn over all runs and ``bands[metric]``
     the points with a 95% band.
@@ -128,6 +131,7 @@ def plot_runs(run_dirs, out: str, x: str = "env_steps", metrics=None) -> dict:
         raise ValueError("no run directories given")
     if x not in X_FIELDS:
         raise ValueError(f"x must be one of {', '.join(X_FIELDS)}, not {x!r}")
+    check_writable(out, "file")  # before anything is loaded: an UnwritableOutputError (a ValueError), one line
     loaded = [load_metrics(d) for d in run_dirs]
     runs = [records for _, records in loaded]
     labels = _labels(run_dirs)
@@ -142,8 +146,10 @@ def plot_runs(run_dirs, out: str, x: str = "env_steps", metrics=None) -> dict:
         metrics = list(dict.fromkeys(m.strip() for m in metrics if m.strip()))
         unknown = [m for m in metrics if m not in available]
         if unknown or not metrics:
+            close = [c for m in unknown for c in difflib.get_close_matches(m, available, n=2)]
+            hint = f"did you mean {' or '.join(dict.fromkeys(close))}? " if close else ""
             raise ValueError(
-                f"unknown metric(s) {', '.join(unknown) or '(none given)'}; "
+                f"unknown metric(s) {', '.join(unknown) or '(none given)'}; {hint}"
                 f"available: {', '.join(available) or '(none)'}"
             )
 

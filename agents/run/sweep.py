@@ -35,6 +35,7 @@ import math
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 from jax.sharding import NamedSharding
 from jax.sharding import PartitionSpec as P
 
@@ -46,6 +47,9 @@ from agents.utils import distributed
 
 #: The vmapped axis of the runs; the game's branch predicates are reduced over it.
 SWEEP_AXIS = "sweep"
+#: the most runs one sweep may hold (seeds x grid points): every run's state lives in memory at once, so far fewer
+#: fit any device; the bound lets a mistyped size fail at once instead of building millions of runs first
+MAX_RUNS = 1 << 20
 
 
 @dataclasses.dataclass(frozen=True)
@@ -74,6 +78,10 @@ class SweepSpec:
 
     def __post_init__(self):
         seeds = self.seeds
+        runs = len(seeds) * math.prod(len(values) for _, values in self.grid)
+        if runs > MAX_RUNS:
+            raise ValueError(f"a sweep holds at most {MAX_RUNS:,} runs (seeds x grid points), got {runs:,}: every "
+                             "run's state is in memory at once")
         if not seeds or any(isinstance(s, bool) or not isinstance(s, int) or not 0 <= s < 2**31 for s in seeds):
             raise ValueError(f"SweepSpec.seeds must be a non-empty tuple of ints in [0, 2^31 - 1], got {seeds!r}")
         if len(set(seeds)) != len(seeds):
@@ -104,8 +112,12 @@ class SweepSpec:
         return [dict(zip(self.fields, combo)) for combo in itertools.product(*(v for _, v in self.grid))]
 
     @property
+    def num_points(self) -> int:
+        return math.prod(len(values) for _, values in self.grid)
+
+    @property
     def num_runs(self) -> int:
-        return len(self.points) * len(self.seeds)
+        return self.num_points * len(self.seeds)
 
     @property
     def runs(self) -> list[SweepRun]:
@@ -116,9 +128,25 @@ class SweepSpec:
             for s, seed in enumerate(seeds)
         ]
 
+    def point(self, index: int) -> dict:
+        """Grid point ``index``'s values (field -> float), without building the grid: the last field varies
+        fastest."""
+        values = {}
+        for name, options in reversed(self.grid):
+            index, i = divmod(index, len(options))
+            values[name] = options[i]
+        return dict(reversed(values.items()))
+
+    def run(self, index: int) -> SweepRun:
+        """Run ``index`` (grid point ``index // len(seeds)``, seed ``seeds[index % len(seeds)]``), in O(grid)."""
+        if not 0 <= index < self.num_runs:
+            raise IndexError(f"run {index} of a sweep of {self.num_runs} runs")
+        point, s = divmod(index, len(self.seeds))
+        return SweepRun(index, point, self.seeds[s], self.point(point))
+
     def run_config(self, config: TrainConfig, index: int) -> TrainConfig:
         """The standalone config of run ``index`` (validated)."""
-        run = self.runs[index]
+        run = self.run(index)
         return dataclasses.replace(config, seed=run.seed, **run.values)
 
     def to_dict(self) -> dict:
@@ -173,9 +201,11 @@ class Sweep:
         sync_axes = (SWEEP_AXIS,) if share_branches else ()
         self.env = make_env(config, sync_axes=sync_axes)
         self.trainer = make_train(config, self.env)
-        configs = [spec.run_config(config, k) for k in range(spec.num_runs)]
-        self.seeds = jnp.asarray([c.seed for c in configs], jnp.uint32)
-        self.hparams = stack([c.hparams() for c in configs])
+        # run k is grid point k // S with seed seeds[k % S]: the hyperparameters depend on the point alone
+        num_seeds = len(spec.seeds)
+        points = [spec.run_config(config, p * num_seeds).hparams() for p in range(spec.num_points)]
+        self.seeds = jnp.asarray(np.tile(np.asarray(spec.seeds, np.uint32), spec.num_points))
+        self.hparams = jax.tree_util.tree_map(lambda x: jnp.repeat(x, num_seeds, axis=0), stack(points))
         self.run = jax.jit(self._run, static_argnums=1)
         self._init = jax.jit(lambda keys, hp: self.constrain(
             jax.vmap(self.trainer.init, axis_name=SWEEP_AXIS)(keys, hp)))

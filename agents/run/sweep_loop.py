@@ -148,34 +148,34 @@ def run_sweep(config: TrainConfig, spec: SweepSpec, run_dir, resume: bool = Fals
     program = SweepProgram(config, spec)
     devices = 1 if program.sweep.mesh is None else program.sweep.mesh.devices.size
     check_memory(config, program, runs=spec.num_runs // devices)  # each device holds its share of the runs
-    claim_run_dir(run_dir, "sweep", {**run_identity(config), "sweep": spec.to_dict()}, SWEEP_FILE, resume)
-    runs = spec.runs
-    progress.status(f"sweep dir {run_dir}; {len(runs)} runs ({len(spec.points)} grid points x {len(spec.seeds)} "
-                    f"seeds) of {config.algo} on {config.env} with {config.num_envs} envs each "
-                    f"({devices} {jax.default_backend()} device(s))")
-    started = start_run(program, run_dir, resume, progress)
-    run_dir_lib.write_json(run_dir / CONFIG_FILE, config.to_dict())
-    run_dir_lib.write_json(run_dir / SWEEP_FILE,
-                           {**spec.to_dict(), "runs": [dataclasses.asdict(r) for r in runs], "preset": preset})
-    done, restored = program.updates_done(started.runner), started.restored
-    meta = run_meta(config, preset)
-    logs = []
-    for r in runs:
-        log_dir = run_log_dir(run_dir, r.index)
-        log_dir.mkdir(parents=True, exist_ok=True)
-        run_meta_r = {**meta, "config": spec.run_config(config, r.index).to_dict(), "seed": r.seed,
-                      "run": r.index, "point": r.point, "values": r.values}
-        logs.append(MetricsLog(log_dir, None if restored else run_meta_r, done if restored else None,
-                               wandb_log.sinks(spec.run_config(config, r.index), log_dir, group=run_dir.name)))
+    with claim_run_dir(run_dir, "sweep", {**run_identity(config), "sweep": spec.to_dict()}, SWEEP_FILE, resume):
+        runs = spec.runs
+        progress.status(f"sweep dir {run_dir}; {len(runs)} runs ({len(spec.points)} grid points x {len(spec.seeds)} "
+                        f"seeds) of {config.algo} on {config.env} with {config.num_envs} envs each "
+                        f"({devices} {jax.default_backend()} device(s))")
+        started = start_run(program, run_dir, resume, progress)
+        run_dir_lib.write_json(run_dir / CONFIG_FILE, config.to_dict())
+        run_dir_lib.write_json(run_dir / SWEEP_FILE,
+                               {**spec.to_dict(), "runs": [dataclasses.asdict(r) for r in runs], "preset": preset})
+        done, restored = program.updates_done(started.runner), started.restored
+        meta = run_meta(config, preset)
+        logs = []
+        for r in runs:
+            log_dir = run_log_dir(run_dir, r.index)
+            log_dir.mkdir(parents=True, exist_ok=True)
+            run_meta_r = {**meta, "config": spec.run_config(config, r.index).to_dict(), "seed": r.seed,
+                          "run": r.index, "point": r.point, "values": r.values}
+            logs.append(MetricsLog(log_dir, None if restored else run_meta_r, done if restored else None,
+                                   wandb_log.sinks(spec.run_config(config, r.index), log_dir, group=run_dir.name)))
 
-    result, compile_s = compile_and_loop(program, started, logs, progress,
-                                         f"the sweep's training chunk for {len(runs)} runs", stop_on_signals)
+        result, compile_s = compile_and_loop(program, started, logs, progress,
+                                             f"the sweep's training chunk for {len(runs)} runs", stop_on_signals)
 
-    records = load_runs(run_dir, spec)  # the whole run's, resumed parts included
-    table = summarize_sweep(records, spec)
-    run_dir_lib.write_json(run_dir / "summary.json", table)
-    run_dir_lib.write_csv(run_dir / "summary.csv", table["points"])
-    plot = plot_sweep(records, spec, run_dir / "curves.png")
+        records = load_runs(run_dir, spec)  # the whole run's, resumed parts included
+        table = summarize_sweep(records, spec)
+        run_dir_lib.write_json(run_dir / "summary.json", table)
+        run_dir_lib.write_csv(run_dir / "summary.csv", table["points"])
+        plot = plot_sweep(records, spec, run_dir / "curves.png")
     steps_per_update = config.steps_per_update
     return {
         "run_dir": str(run_dir),

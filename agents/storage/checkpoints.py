@@ -20,6 +20,19 @@ Guarantees and behaviour:
   plus ``wait_until_finished()``), so once ``save()`` returns the step is complete on disk and a ``kill -9`` cannot
   lose it; a process killed *during* a save leaves only the tmp directory, which is never listed as a step (orbax
   removes it when that step is saved again).
+* **Checksums.** After orbax's commit, ``save`` writes ``<step>/SHA256SUMS``: one line ``<sha256 hex>  <path>`` per
+  file of the step (paths relative to the step directory, sorted; the sidecar itself excluded), atomically (tmp file,
+  fsync, rename), so ``cd <directory>/<step> && sha256sum -c SHA256SUMS`` checks a step by hand. A step is listed
+  only once its sidecar exists: ``save`` first drops a ``.saving-<step>`` marker in ``directory`` and removes it
+  after the sidecar, and ``steps()`` skips a step that has the marker but no sidecar (a save in progress, e.g. the
+  run loop's background thread, or a process killed between orbax's commit and the sidecar: that step is then
+  lost like an unfinished save, and saving it again replaces it). Every load (``restore``, ``restore_subtree``,
+  ``read_config``: everything that reads a checkpoint goes through them) first hashes the step's files once (a
+  store remembers a step that verified, by the files' sizes and mtimes, so reading its config and then its arrays
+  hashes once). A mismatch is never used: it counts as an unreadable step (fallback below, the warning naming the
+  first file that differs); an explicitly asked ``step`` that fails its checksum is ``NoGoodCheckpointError``. A
+  step without a sidecar (saved before checksums; no marker) loads with one warning. In a multi-process run,
+  process 0 writes the marker and the sidecar.
 * **Retention.** The last ``keep`` steps are kept, plus (if ``best_metric`` is given) the single best step by
   ``metrics[best_metric]`` (smallest for ``best_mode="min"``, largest for ``"max"``); everything else is deleted after
   each save, once the new step is in place. A step whose metrics lack ``best_metric`` or give ``None``/NaN is never the
@@ -32,7 +45,7 @@ Guarantees and behaviour:
   earlier one")`` and tries the next older step. A structure/shape mismatch between ``abstract`` and the saved tree is
   a caller error: it raises ``CheckpointMismatchError`` (a ``ValueError``) at once, without falling back.
   ``restore(abstract, step=s)`` restores exactly step ``s`` (no fallback). ``read_config()`` falls back the same way
-  but only checks that the config and the tree metadata are readable, not the array data.
+  (checksums included) but reads only the config and the tree metadata, not the array data.
 * Saving a step that already exists replaces it (e.g. when a run resumes from step 2 after step 3 turned out to be
   corrupt and saves step 3 again). The old copy is renamed aside (``.replaced-<step>``) first and deleted only once
   the new one is complete; a process killed in between leaves it aside, and the next store put on the directory
@@ -42,8 +55,9 @@ Guarantees and behaviour:
   metrics, cannot be ranked, and is kept (never deleted by the retention). Expect orbax/absl log lines (and,
   after a failed read, "Event loop is closed" reports from tensorstore threads) when corrupt steps are probed;
   they are harmless (the CLIs turn the absl ones off).
-* Fallback warnings come once an older step was read: one per newer step that was not. When no step can be
-  read, ``NoGoodCheckpointError`` alone says so.
+* Fallback warnings come once an older step was read: one line per newer step that was not, and once per store (a
+  later load through the same store does not repeat it). When no step can be read, ``NoGoodCheckpointError`` alone
+  says so, in one line.
 
 Devices and hosts: the tree's arrays may be sharded over several devices (``agents.utils.distributed``); orbax saves
 global arrays, so a checkpoint restores onto any device layout: give the abstract leaves the target ``sharding``
@@ -55,8 +69,10 @@ directory all processes share. Otherwise the store assumes a single writer proce
 
 from __future__ import annotations
 
+import hashlib
 import math
 import os
+import re
 import shutil
 import warnings
 from collections.abc import Mapping
@@ -73,8 +89,12 @@ _STATE = "state"
 _CONFIG = "config"
 _META = "meta"
 _FORMAT = 1
-_MAX_ERR_CHARS = 400
+_MAX_ERR_CHARS = 240
 _ASIDE = ".replaced-"  # a step being saved again: its old copy, until the new one is complete
+_SAVING = ".saving-"  # a step whose save has started and whose SHA256SUMS is not written yet: not listed
+#: the per-step checksum sidecar: ``<hex>  <path relative to the step directory>`` per file (``sha256sum -c``)
+SUMS_FILE = "SHA256SUMS"
+_HASH_CHUNK = 1 << 20
 
 
 #: a run directory's checkpoints (``agents.storage.checkpoints``) live in this subdirectory
@@ -106,6 +126,71 @@ class NoGoodCheckpointError(RuntimeError):
 
 class _UnreadableCheckpoint(RuntimeError):
     """A step's files are missing or damaged (restore falls back to an older step)."""
+
+
+class _ChecksumMismatch(_UnreadableCheckpoint):
+    """A step's files do not match its ``SHA256SUMS`` (the message names the first file that does not)."""
+
+
+def file_sha256(path: Path) -> str:
+    """The SHA-256 of one file's bytes, as 64 lowercase hex digits (read in 1 MiB chunks)."""
+    digest = hashlib.sha256()
+    with open(path, "rb") as fh:
+        while chunk := fh.read(_HASH_CHUNK):
+            digest.update(chunk)
+    return digest.hexdigest()
+
+
+def write_sums(directory: Path, files, sums_name: str = SUMS_FILE) -> Path:
+    """Write ``directory/sums_name``: ``<sha256 hex>  <relative path>`` per file of ``files`` (paths relative to
+    ``directory``, written sorted, with ``/``), atomically (a ``.tmp`` file, fsync, rename) so that
+    ``cd directory && sha256sum -c sums_name`` checks them. Returns its path."""
+    directory = Path(directory)
+    names = sorted(str(f) for f in files)
+    for name in names:
+        if "\n" in name or "\\" in name:  # sha256sum escapes such names; none of ours have them
+            raise ValueError(f"cannot list {name!r} in {sums_name}")
+    text = "".join(f"{file_sha256(directory / name)}  {name}\n" for name in names)
+    path = directory / sums_name
+    tmp = directory / f"{sums_name}.tmp"
+    with open(tmp, "w") as fh:
+        fh.write(text)
+        fh.flush()
+        os.fsync(fh.fileno())
+    os.replace(tmp, path)
+    try:  # make the rename durable too (best effort: not every filesystem lets a directory be fsynced)
+        fd = os.open(directory, os.O_RDONLY)
+        try:
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+    except OSError:
+        pass
+    return path
+
+
+def read_sums(path: Path) -> dict[str, str]:
+    """``{relative path: hex digest}`` from a ``sha256sum``-format file; ``_ChecksumMismatch`` when a line is
+    malformed or names a path outside its directory."""
+    sums: dict[str, str] = {}
+    for number, line in enumerate(Path(path).read_text().splitlines(), 1):
+        match = re.fullmatch(r"([0-9a-f]{64}) [ *](.+)", line)
+        name = match.group(2) if match else ""
+        if not match or name.startswith("/") or ".." in Path(name).parts:
+            raise _ChecksumMismatch(f"{Path(path).name} line {number} is malformed")
+        sums[name] = match.group(1)
+    return sums
+
+
+def check_sums(directory: Path, sums: dict[str, str], sums_name: str = SUMS_FILE) -> None:
+    """Hash each file of ``sums`` (one pass, sorted order); ``_ChecksumMismatch`` naming the first file that is
+    missing or differs."""
+    for name in sorted(sums):
+        path = Path(directory) / name
+        if not path.is_file():
+            raise _ChecksumMismatch(f"{name} is missing (listed in {sums_name})")
+        if file_sha256(path) != sums[name]:
+            raise _ChecksumMismatch(f"{name} does not match its SHA-256 in {sums_name}")
 
 
 class _Manager(ocp.CheckpointManager):
@@ -159,7 +244,14 @@ def _is_typed_key(x) -> bool:
 
 
 def _short(err: BaseException) -> str:
-    text = f"{type(err).__name__}: {err}"
+    """``err`` in one short line: the first line of its message (orbax/tensorstore errors carry multi-line spec
+    dumps), whitespace collapsed, at most ``_MAX_ERR_CHARS`` characters; the store's own errors without their type."""
+    lines = [line for line in str(err).splitlines() if line.strip()]
+    text = " ".join(lines[0].split()) if lines else ""
+    if not isinstance(err, _UnreadableCheckpoint):
+        text = f"{type(err).__name__}: {text}" if text else type(err).__name__
+    if len(lines) > 1:
+        text += " ..."
     return text if len(text) <= _MAX_ERR_CHARS else text[:_MAX_ERR_CHARS] + "..."
 
 
@@ -205,6 +297,9 @@ class CheckpointStore:
             enable_async_checkpointing=False,
             create=True,
         )
+        self._verified: dict[int, tuple] = {}  # step -> stat signature of the files that last verified
+        self._warned: set[int] = set()  # steps already warned about as unreadable: one warning per store
+        self._warned_unverified: set[int] = set()  # steps already warned about for having no SHA256SUMS
         self._recover_set_aside()
         self._mgr = _Manager(
             self.directory,
@@ -286,6 +381,14 @@ class CheckpointStore:
         # "without metrics", which the retention keeps
         step_metrics = {"_step": float(step), **self._clean_metrics(metrics)} if self.best_metric is not None else None
         replaced = self._set_aside(step) if step in self._mgr.all_steps() else None
+        marker = self.directory / f"{_SAVING}{step}"
+        writer = jax.process_index() == 0  # one process writes the marker and the sums, after orbax's commit
+        was_unfinished = marker.exists()  # the copy set aside never got its sums: it stays unlisted if put back
+        if writer:
+            marker.touch()  # until SHA256SUMS is written, the step is not listed (steps())
+        self._verified.pop(step, None)
+        self._warned.discard(step)
+        self._warned_unverified.discard(step)
         try:
             saved = self._mgr.save(
                 step,
@@ -300,14 +403,34 @@ class CheckpointStore:
                 force=True,
             )
             self._mgr.wait_until_finished()
+            if not saved:  # only with read-only managers; never expected here
+                raise RuntimeError(f"orbax declined to save step {step} in {self.directory}")
+            if writer:
+                self._write_step_sums(step)
         except BaseException:
+            # the new copy, if orbax committed it, has no SHA256SUMS: it is no finished step
+            step_dir = self.directory / str(step)
+            if writer and step_dir.is_dir() and not (step_dir / SUMS_FILE).exists():
+                shutil.rmtree(step_dir, ignore_errors=True)
+            if writer and not (replaced is not None and was_unfinished):
+                marker.unlink(missing_ok=True)
             if replaced is not None:
                 self._put_back(step, replaced)
+            else:
+                self._mgr.reload()
             raise
+        if writer:
+            marker.unlink(missing_ok=True)
         if replaced is not None:
             shutil.rmtree(replaced, ignore_errors=True)
-        if not saved:  # only with read-only managers; never expected here
-            raise RuntimeError(f"orbax declined to save step {step} in {self.directory}")
+
+    def _write_step_sums(self, step: int) -> None:
+        """``<step>/SHA256SUMS`` over every file of the committed step (after orbax's rename)."""
+        step_dir = self.directory / str(step)
+        if not step_dir.is_dir():  # removed by the retention at once (a step saved out of order)
+            return
+        files = [f.relative_to(step_dir).as_posix() for f in step_dir.rglob("*") if f.is_file()]
+        write_sums(step_dir, [f for f in files if f not in (SUMS_FILE, f"{SUMS_FILE}.tmp")])
 
     def _set_aside(self, step: int) -> Path:
         """Move an existing ``step`` out of the step list (renamed, not deleted) before it is saved again."""
@@ -337,9 +460,15 @@ class CheckpointStore:
     # -------------------------------------------------------------------- query
 
     def steps(self) -> list[int]:
-        """All finalized steps on disk, ascending (orbax tmp directories of unfinished saves are not steps)."""
+        """All finalized steps on disk, ascending. Not steps: orbax tmp directories of unfinished saves, and a step
+        whose save has started (a ``.saving-<step>`` marker) but whose ``SHA256SUMS`` is not written yet (a save
+        in progress, or one killed between orbax's commit and the sidecar: the next save of that step replaces it)."""
         self._mgr.reload()
-        return sorted(int(s) for s in self._mgr.all_steps())
+        return sorted(
+            int(s)
+            for s in self._mgr.all_steps()
+            if not (self.directory / f"{_SAVING}{s}").exists() or (self.directory / str(s) / SUMS_FILE).exists()
+        )
 
     def latest_step(self) -> int | None:
         """The newest finalized step, or None when there is none (not checked for corruption; see ``restore``)."""
@@ -419,6 +548,7 @@ class CheckpointStore:
             )
 
     def _restore_step(self, step: int, abstract_tree, target, key_dtypes) -> tuple[int, Any, dict]:
+        self._verify(step)
         self._check_structure(step, target)
         result = self._mgr.restore(
             step,
@@ -450,10 +580,53 @@ class CheckpointStore:
         tree = jax.tree_util.tree_unflatten(jax.tree_util.tree_structure(abstract_tree), leaves)
         return step, tree, dict(result[_CONFIG])
 
+    def _verify(self, step: int) -> None:
+        """Check every file of ``step`` against its ``SHA256SUMS`` (one hashing pass; skipped when the same files,
+        by size and mtime, verified before in this store). ``_ChecksumMismatch`` names the first bad file; a step
+        without ``SHA256SUMS`` (saved before checksums) passes with one warning per store."""
+        step_dir = self.directory / str(step)
+        sums_path = step_dir / SUMS_FILE
+        if not sums_path.is_file():
+            if step not in self._warned_unverified:
+                self._warned_unverified.add(step)
+                warnings.warn(
+                    f"checkpoint step {step} in {self.directory} has no {SUMS_FILE} (saved before checksums): "
+                    "loading it unverified",
+                    RuntimeWarning,
+                    stacklevel=4,
+                )
+            return
+        sums = read_sums(sums_path)
+        signature = []
+        for name in sorted(sums):
+            try:
+                st = (step_dir / name).stat()
+            except OSError:
+                signature = None
+                break
+            signature.append((name, st.st_size, st.st_mtime_ns))
+        if signature is not None:
+            signature = (tuple(signature), sums_path.stat().st_mtime_ns)
+            if self._verified.get(step) == signature:
+                return
+        check_sums(step_dir, sums)
+        self._verified[step] = signature
+
+    def _verified_step(self, step: int) -> int:
+        """``step`` after ``_verify``; a checksum failure of an explicitly asked step is NoGoodCheckpointError."""
+        try:
+            self._verify(step)
+        except _ChecksumMismatch as err:
+            raise NoGoodCheckpointError(f"checkpoint step {step} in {self.directory} is damaged: {err}") from None
+        return step
+
     def _fallback_warnings(self, failed) -> None:
         """One warning per newer step that could not be read, once an older one was (when none can be,
-        the error says it all)."""
+        the error says it all); a step already warned about by this store is not warned about again."""
         for step, err in failed:
+            if step in self._warned:
+                continue
+            self._warned.add(step)
             warnings.warn(
                 f"checkpoint step {step} in {self.directory} could not be restored ({_short(err)}); "
                 "falling back to an earlier one",
@@ -495,7 +668,7 @@ class CheckpointStore:
         target, key_dtypes = self._target(abstract_tree)
         if step is not None:
             self._require_step(step)
-            return self._restore_step(int(step), abstract_tree, target, key_dtypes)
+            return self._restore_step(self._verified_step(int(step)), abstract_tree, target, key_dtypes)
         return self._newest_readable(
             lambda s: self._restore_step(s, abstract_tree, target, key_dtypes),
             "none of the checkpoints {steps} in {dir} could be restored",
@@ -510,6 +683,7 @@ class CheckpointStore:
         ``name``, and ``restore``'s errors otherwise."""
 
         def read(s):
+            self._verify(s)
             saved = self._saved_tree_metadata(s)
             if not isinstance(saved, Mapping) or name not in saved:
                 raise CheckpointMismatchError(f"the state saved at step {s} in {self.directory} has no {name!r}")
@@ -525,22 +699,24 @@ class CheckpointStore:
 
         if step is not None:
             self._require_step(step)
-            return read(int(step))
+            return read(self._verified_step(int(step)))
         return self._newest_readable(read, "none of the checkpoints {steps} in {dir} could be restored")
 
     def read_config(self, step: int | None = None) -> dict:
         """The config dict saved with ``step``.
 
-        ``step=None``: the newest step whose config and tree metadata can be read (falling back to older ones with
-        the same warning as ``restore``). The array data is not read, so a step whose array files alone are corrupt
-        still counts here; use ``restore`` when the config must match the restored tree.
+        ``step=None``: the newest step that passes its checksums and whose config and tree metadata can be read
+        (falling back to older ones with the same warning as ``restore``). The array data is hashed, not decoded:
+        a step without ``SHA256SUMS`` whose array files alone are corrupt still counts here; use ``restore`` when
+        the config must match the restored tree.
         """
         if step is not None:
             self._require_step(step)
-            return dict(
-                self._mgr.restore(int(step), args=ocp.args.Composite(**{_CONFIG: ocp.args.JsonRestore()}))[_CONFIG]
-            )
+            step = self._verified_step(int(step))
+            return dict(self._mgr.restore(step, args=ocp.args.Composite(**{_CONFIG: ocp.args.JsonRestore()}))[_CONFIG])
+
         def read(s):
+            self._verify(s)
             self._saved_tree_metadata(s)
             return dict(self._mgr.restore(s, args=ocp.args.Composite(**{_CONFIG: ocp.args.JsonRestore()}))[_CONFIG])
 

@@ -53,7 +53,9 @@ class MetricsLog:
     """``metrics.jsonl`` in ``run_dir``, and the same scalars to tensorboardX and the ``extra_sinks``.
 
     ``meta``: a new run's meta record (the file is started with it). ``keep_until_update``: a resumed run's
-    update: the records after it (written after the checkpoint it resumes from) are dropped, the rest kept.
+    update: the records after it (written after the checkpoint it resumes from) are dropped, the rest kept; a line
+    cut by a kill among the kept ones is dropped with one ``RuntimeWarning`` (``metrics.jsonl: dropped a cut record
+    after update N``): that update's record is missing for good.
     ``extra_sinks``: more scalar sinks (``agents.run.wandb_log.WandbSink``): ``add(step, {name: value})``,
     ``flush()``, ``close()`` and ``replays_kept`` (whether a resume sends them the kept records again).
     Every sink gets the scalars of every record (``scalars``) at step ``env_steps``.
@@ -64,12 +66,19 @@ class MetricsLog:
         self.path = run_dir / METRICS_FILE
         kept = []
         if keep_until_update is not None and self.path.exists():
-            lines = []
-            for line in self.path.read_text().splitlines():
+            lines, last = [], 0
+            for line in self.path.read_text(errors="replace").splitlines():
                 try:
                     record = json.loads(line)
-                except json.JSONDecodeError:
-                    continue  # a line cut by a kill
+                except json.JSONDecodeError:  # a line cut by a kill: a record lost for good if the run kept it
+                    if line.strip() and last < keep_until_update:
+                        warnings.warn(f"{METRICS_FILE}: dropped a cut record after update {last}", RuntimeWarning,
+                                      stacklevel=2)
+                    continue
+                if not isinstance(record, dict):
+                    continue
+                if isinstance(record.get("update"), int):
+                    last = record["update"]
                 if "meta" in record or record.get("update", math.inf) <= keep_until_update:
                     lines.append(line)
                     kept.append(record)
