@@ -145,6 +145,10 @@ def main(argv=None):
         fail(parser, err, status=1)
     except (RunError, ValueError, TypeError, FileNotFoundError, MemoryError) as err:
         fail(parser, resume_hint(err, out_dir))
+    except OSError as err:  # a full disk: the phases and checkpoints completed before it are kept
+        fail(parser, f"{err}; what was completed before it is kept: continue with --out {out_dir} --resume", status=1)
+    except KeyboardInterrupt:  # outside a phase's compile and chunks (StopSignals covers those)
+        fail(parser, f"interrupted; continue with --out {out_dir} --resume", status=130)
     result = {"dir": str(out_dir), "pipeline": preset, "final": summary["final"], "wall_s": summary["wall_s"],
               "stopped": summary["stopped"],
               "phases": {k: {"dir": v["dir"], "result": v["result"], "wall_s": v["wall_s"]}

@@ -164,6 +164,11 @@ def main(argv=None):
         fail(parser, resume_hint(err, run_dir))
     except (NonFiniteError, NoGoodCheckpointError, CheckpointMismatchError) as err:
         fail(parser, err, status=1)
+    except OSError as err:  # a full disk: the complete checkpoints before it are kept
+        fail(parser, f"{err}; the checkpoints completed before it are kept: continue with --out {run_dir} --resume",
+             status=1)
+    except KeyboardInterrupt:  # outside the compile and the chunks (StopSignals covers those)
+        fail(parser, f"interrupted; continue with --out {run_dir} --resume", status=130)
     print(summary.pop("table"))
     if summary["stopped"]:
         print(

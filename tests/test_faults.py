@@ -465,6 +465,72 @@ def test_a_signal_during_the_compile_stops_the_run_before_its_first_chunk(name):
     assert (signal.getsignal(signal.SIGINT), signal.getsignal(signal.SIGTERM)) == before
 
 
+def test_a_signal_during_a_background_save_stops_at_the_next_chunk_with_every_checkpoint(tiny_run, tmp_path,
+                                                                                          monkeypatch):
+    """SIGTERM while update 1's checkpoint is being written (in the saver thread): the save completes, the run
+    stops at the next chunk boundary (update 1 or 2, as the threads race) with a checkpoint there, and a resume
+    gives the uninterrupted run's records."""
+    import os
+    import signal
+
+    real = CheckpointStore.save
+
+    def save(self, step, *args, **kwargs):
+        if step == 1:
+            os.kill(os.getpid(), signal.SIGTERM)  # delivered to the main thread while this save runs
+        real(self, step, *args, **kwargs)
+
+    monkeypatch.setattr(CheckpointStore, "save", save)
+    summary = run.train(TINY, tmp_path / "sig", stop_on_signals=True)
+    assert summary["stopped"] == "SIGTERM" and summary["updates"] in (1, 2)
+    assert _steps(tmp_path / "sig") == list(range(1, summary["updates"] + 1))
+    monkeypatch.undo()
+    assert run.train(TINY, tmp_path / "sig", resume=True)["updates"] == 4
+    assert _records(tmp_path / "sig") == _records(tiny_run)
+
+
+def test_ctrl_c_outside_the_chunks_ends_the_cli_in_one_line(tmp_path, monkeypatch, capsys):
+    """A KeyboardInterrupt where no stop handler is installed (here: while the summary is made) is one line and
+    exit 130, not a traceback."""
+
+    def interrupted(*args, **kwargs):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(run, "_train_summary", interrupted)
+    args = ["--preset=ppo_gymnax", "--out", str(tmp_path / "r"), "--quiet"]
+    for key, value in TINY.to_flat_dict().items():
+        if key not in ("env", "hidden"):
+            args += ["--set", f"{key}={value}"]
+    capsys.readouterr()
+    with pytest.raises(SystemExit) as exit_info:
+        train_cli.main([*args, "--set", "hidden=8"])
+    err = capsys.readouterr().err
+    assert exit_info.value.code == 130 and len(err.strip().splitlines()) == 1 and "interrupted" in err
+    assert f"--out {tmp_path / 'r'} --resume" in err
+
+
+@pytest.mark.parametrize("error, code, text", [(KeyboardInterrupt(), 130, "interrupted"),
+                                               (OSError(28, "No space left on device"), 1, "No space left")])
+@pytest.mark.parametrize("cli, library", [("sweep", "run_sweep"), ("pipeline", "run_pipeline")])
+def test_sweep_and_pipeline_clis_end_an_interrupt_or_a_full_disk_in_one_line(cli, library, error, code, text,
+                                                                             tmp_path, monkeypatch, capsys):
+    import importlib
+
+    module = importlib.import_module(f"experiments.{cli}")
+
+    def fails(*args, **kwargs):
+        raise error
+
+    monkeypatch.setattr(module, library, fails)
+    preset = "smoke" if cli == "sweep" else "pipeline_smoke"
+    capsys.readouterr()
+    with pytest.raises(SystemExit) as exit_info:
+        module.main([f"--preset={preset}", "--out", str(tmp_path / "out"), "--quiet"])
+    err = capsys.readouterr().err
+    assert exit_info.value.code == code and len(err.strip().splitlines()) == 1 and text in err, err
+    assert "--resume" in err and "Traceback" not in err
+
+
 @pytest.mark.parametrize("name", ["SIGTERM", "SIGINT"])
 def test_a_second_signal_ends_the_process_at_once(name):
     import signal
