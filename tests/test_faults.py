@@ -20,6 +20,7 @@ from agents.run import loop as run
 from agents.storage.checkpoints import CheckpointStore
 from agents.utils import health
 from experiments import train as train_cli
+from tests.tb_events import tb_steps
 
 pytestmark = [
     pytest.mark.skipif(importlib.util.find_spec("gymnax") is None, reason="pip install -e '.[gymnax]'"),
@@ -48,6 +49,15 @@ def _records(run_dir):
     lines = (run_dir / "metrics.jsonl").read_text().splitlines()[1:]
     timing = ("wall_s", "sps", "perf/sps", "perf/seat_sps")
     return [{k: v for k, v in json.loads(line).items() if k not in timing} for line in lines]
+
+
+def _tiny_cli_args(out) -> list[str]:
+    """``experiments.train``'s arguments for TINY's run in ``out``: the gymnax preset with every field set."""
+    args = ["--preset=ppo_gymnax", "--out", str(out), "--quiet"]
+    for key, value in TINY.to_flat_dict().items():
+        if key not in ("env", "hidden"):
+            args += ["--set", f"{key}={value}"]
+    return [*args, "--set", f"hidden={','.join(map(str, TINY.hidden))}"]
 
 
 def _steps(run_dir):
@@ -167,13 +177,10 @@ def test_a_failed_background_save_stops_the_run_with_its_error(tmp_path, monkeyp
 
 def test_the_cli_exits_non_zero_with_one_line_naming_the_update(tmp_path, monkeypatch, capsys):
     _poison_chunk(monkeypatch, at_call=0)
-    args = ["--preset=ppo_gymnax", "--out", str(tmp_path / "r"), "--quiet"]
-    for key, value in TINY.to_flat_dict().items():
-        if key not in ("env", "hidden"):
-            args += ["--set", f"{key}={value}"]
+    args = _tiny_cli_args(tmp_path / "r")
     capsys.readouterr()
     with pytest.raises(SystemExit) as exit_info:
-        train_cli.main([*args, "--set", "hidden=8"])
+        train_cli.main(args)
     err = capsys.readouterr().err
     assert exit_info.value.code == 1 and len(err.strip().splitlines()) == 1  # a non-zero exit with one line
     assert err.startswith("python -m experiments.train: error: update 1: ") and "not finite" in err
@@ -194,11 +201,7 @@ def test_a_full_disk_ends_the_cli_in_one_line_and_the_next_resume_continues(tiny
         real(self, step, *args, **kwargs)
 
     monkeypatch.setattr(CheckpointStore, "save", save)
-    args = ["--preset=ppo_gymnax", "--out", str(tmp_path / "r"), "--quiet"]
-    for key, value in TINY.to_flat_dict().items():
-        if key not in ("env", "hidden"):
-            args += ["--set", f"{key}={value}"]
-    args += ["--set", f"hidden={','.join(map(str, TINY.hidden))}"]
+    args = _tiny_cli_args(tmp_path / "r")
     capsys.readouterr()
     with pytest.raises(SystemExit) as exit_info:
         train_cli.main(args)
@@ -327,30 +330,12 @@ def test_a_run_stopped_during_its_first_compile_resumes_from_update_0(tiny_run, 
     assert _records(stopped) == _records(tiny_run)
 
 
-def _tb_steps(run_dir, tag):
-    """The steps of ``tag`` in the run's tensorboard event files (read with the TFRecord framing)."""
-    import struct
-
-    from tensorboardX.proto import event_pb2
-
-    steps = []
-    for path in sorted((run_dir / "tb").glob("events.out.tfevents.*")):
-        data = path.read_bytes()
-        pos = 0
-        while pos < len(data):
-            (length,) = struct.unpack("<Q", data[pos:pos + 8])
-            event = event_pb2.Event.FromString(data[pos + 12:pos + 12 + length])
-            pos += 12 + length + 4
-            steps += [event.step for value in event.summary.value if value.tag == tag]
-    return steps
-
-
 def test_after_a_resume_tensorboard_shows_each_step_once(tiny_run, tmp_path):
     run_dir = _copy(tiny_run, tmp_path / "r")  # updates 1..4, checkpoints 1..4
     for step in (3, 4):  # as if the run died after logging updates 3 and 4 but before their checkpoints
         shutil.rmtree(run_dir / "checkpoints" / str(step))
     run.train(run.load_config(run_dir), run_dir, resume=True)
-    steps = _tb_steps(run_dir, "loss/value")
+    steps = tb_steps(run_dir, "loss/value")
     assert steps == sorted(set(steps)) and len(steps) == 4  # 1..4 once each (in env steps)
     assert [r["update"] for r in _records(run_dir)] == [1, 2, 3, 4]
 
@@ -497,13 +482,10 @@ def test_ctrl_c_outside_the_chunks_ends_the_cli_in_one_line(tmp_path, monkeypatc
         raise KeyboardInterrupt
 
     monkeypatch.setattr(run, "_train_summary", interrupted)
-    args = ["--preset=ppo_gymnax", "--out", str(tmp_path / "r"), "--quiet"]
-    for key, value in TINY.to_flat_dict().items():
-        if key not in ("env", "hidden"):
-            args += ["--set", f"{key}={value}"]
+    args = _tiny_cli_args(tmp_path / "r")
     capsys.readouterr()
     with pytest.raises(SystemExit) as exit_info:
-        train_cli.main([*args, "--set", "hidden=8"])
+        train_cli.main(args)
     err = capsys.readouterr().err
     assert exit_info.value.code == 130 and len(err.strip().splitlines()) == 1 and "interrupted" in err
     assert f"--out {tmp_path / 'r'} --resume" in err

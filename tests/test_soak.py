@@ -15,7 +15,6 @@ import ctypes
 import gc
 import math
 import os
-import struct
 import time
 
 import jax
@@ -26,6 +25,7 @@ import agents
 from agents.storage.checkpoints import CheckpointStore
 from agents.storage.metrics import load_metrics
 from agents.utils.progress import NoProgress
+from tests.tb_events import tb_steps
 
 pytestmark = [
     pytest.mark.slow(reason="a soak: a few hundred chunks of the smoke preset, a few minutes on 2 cores"),
@@ -84,23 +84,6 @@ class Sampler(NoProgress):
     def chunk(self, num_updates: int, text: str) -> None:
         self.updates += num_updates
         self.samples.append((self.updates, _rss_mb(), _open_fds()))
-
-
-def _tb_steps(run_dir, tag) -> list[int]:
-    """The steps of ``tag`` in the run's tensorboard event files, read with the TFRecord framing (u64 length,
-    u32 length crc, the ``Event`` proto, u32 data crc; the crcs are not checked)."""
-    from tensorboardX.proto import event_pb2
-
-    steps = []
-    for path in sorted((run_dir / "tb").glob("events.out.tfevents.*")):
-        data = path.read_bytes()
-        pos = 0
-        while pos < len(data):
-            (length,) = struct.unpack("<Q", data[pos:pos + 8])
-            event = event_pb2.Event.FromString(data[pos + 12:pos + 12 + length])
-            pos += 12 + length + 4
-            steps += [event.step for value in event.summary.value if value.tag == tag]
-    return steps
 
 
 def test_soak_memory_and_handles_stay_flat_and_metrics_tensorboard_checkpoints_agree(tmp_path):
@@ -180,8 +163,8 @@ def test_soak_memory_and_handles_stay_flat_and_metrics_tensorboard_checkpoints_a
     loss_steps = [r["env_steps"] for r in records if isinstance(r.get("loss/value"), float)
                   and math.isfinite(r["loss/value"])]
     assert len(loss_steps) == n
-    assert _tb_steps(run_dir, "loss/value") == loss_steps
-    assert _tb_steps(run_dir, "eval/placement_vs_greedy") == [u * spu for u in evaluated]
+    assert tb_steps(run_dir, "loss/value") == loss_steps
+    assert tb_steps(run_dir, "eval/placement_vs_greedy") == [u * spu for u in evaluated]
 
     # checkpoints: the last KEEP multiples of the interval, the latest = N, plus at most the best one (best_by
     # placement keeps the best-evaluated step besides the last KEEP); load_policy loads the latest
