@@ -265,6 +265,34 @@ def smoke_run(tmp_path_factory):
 
 
 @game_cli
+def test_a_signal_during_an_evaluation_stops_after_it_with_a_checkpoint(smoke_run, tmp_path, monkeypatch):
+    """SIGTERM while the first in-run evaluation plays (update 2 of the smoke preset): the evaluation finishes and
+    is logged, the run stops at that chunk's boundary with its checkpoint, and a resume ends with the
+    uninterrupted run's records."""
+    import signal
+
+    from agents.run.loop import TrainProgram, train
+
+    real = TrainProgram.evaluate
+
+    def evaluate(self, runner, update):
+        if update == 2:
+            os.kill(os.getpid(), signal.SIGTERM)  # handled by the run's StopSignals: the evaluation goes on
+        return real(self, runner, update)
+
+    monkeypatch.setattr(TrainProgram, "evaluate", evaluate)
+    run_dir, _ = smoke_run
+    summary = train(preset_config("smoke"), tmp_path / "r", stop_on_signals=True)
+    assert summary["stopped"] == "SIGTERM" and summary["updates"] == 2
+    with CheckpointStore(tmp_path / "r" / "checkpoints", keep=1) as store:
+        assert store.steps() == [2]
+    assert "eval/placement_vs_greedy" in _records(tmp_path / "r")[-1]
+    monkeypatch.undo()
+    assert train(preset_config("smoke"), tmp_path / "r", resume=True)["updates"] == 4
+    assert _records(tmp_path / "r") == _records(run_dir)
+
+
+@game_cli
 def test_load_policy_builds_only_the_network_and_reads_only_the_parameters(smoke_run, monkeypatch):
     """``load_policy`` restores the checkpoint's parameters alone (``CheckpointStore.restore_subtree``) into the
     network its config builds: no env is made and no trainer built, and the parameters are the whole runner's."""
