@@ -914,10 +914,10 @@ def flat_dict(data: Mapping) -> dict:
 # ---------------------------------------------------------------- NAME=VALUE text
 
 
-def parse_value(name: str, kind: type, text: str):
+def parse_value(name: str, kind: type, text: str, owner: str = "TrainConfig"):
     """One ``NAME=VALUE`` text parsed as ``kind`` (``bool``: true/false/1/0/yes/no; ``int``: also 1e6; ``float``;
     ``tuple``: comma- or x-separated ints, "64,64" or "64x64"; anything else stays text); a ``ValueError`` names
-    ``TrainConfig.<name>``."""
+    ``<owner>.<name>`` (the CLIs parse game rules with ``owner="GameConfig"`` too)."""
     text = text.strip()
     try:
         if kind is bool:
@@ -937,7 +937,7 @@ def parse_value(name: str, kind: type, text: str):
         return text
     except ValueError:
         kind_name = {bool: "a bool (true/false)", int: "an int", float: "a number", tuple: "comma-separated ints"}
-        raise ValueError(f"TrainConfig.{name} must be {kind_name.get(kind, kind)}, got {text!r}") from None
+        raise ValueError(f"{owner}.{name} must be {kind_name.get(kind, kind)}, got {text!r}") from None
 
 
 def parse_sets(sets: Mapping[str, str]) -> dict:

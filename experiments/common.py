@@ -103,20 +103,10 @@ def parse_rules(parser, items) -> dict:
             hint = f"did you mean {' or '.join(close)}? " if close else ""
             fail(parser, f"--set {key.strip()}: not a game rule ({hint}rules: {', '.join(defaults)}); this command "
                          "takes game rules only, and a policy plays with the rules it trained with")
-        kind = type(defaults[name])
         try:
-            if kind is tuple:
-                rules[name] = tuple(int(x) for x in text.split(",") if x.strip())
-            elif kind is int:
-                number = float(text)  # accepts 1e2
-                if not number.is_integer():
-                    raise ValueError(text)
-                rules[name] = int(number)
-            else:
-                rules[name] = kind(text)
-        except ValueError:
-            kinds = {int: "an int", float: "a number", tuple: "comma-separated ints"}
-            fail(parser, f"--set {item!r}: GameConfig.{name} must be {kinds.get(kind, kind.__name__)}")
+            rules[name] = parse_value(name, type(defaults[name]), text, owner="GameConfig")
+        except ValueError as err:
+            fail(parser, f"--set {item!r}: {err}")
     try:
         GameConfig.from_overrides(**rules)
     except (TypeError, ValueError) as err:

@@ -86,7 +86,7 @@ def typed_overrides(sets: dict) -> dict:
             if bad:
                 raise ValueError(f"--set record.{bad[0]}: only record.games and record.batch_games can be set "
                                  f"(RecordPhase fields: {', '.join(sorted(record_fields))})")
-            out[phase] = {k: parse_value(f"record.{k}", int, v) for k, v in fields.items()}
+            out[phase] = {k: parse_value(k, int, v, owner="RecordPhase") for k, v in fields.items()}
             continue
         out[phase] = {}
         for name, text in fields.items():  # a short (lr) or dotted (optim.lr) field name, as in experiments.train
