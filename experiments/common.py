@@ -9,6 +9,7 @@ import difflib
 import logging
 import os
 import sys
+import threading
 import warnings
 from pathlib import Path
 from typing import NoReturn
@@ -68,6 +69,37 @@ def quiet_logs() -> None:
     prints on stderr stays readable (a corrupt checkpoint is one warning, not a page of log lines)."""
     warnings.formatwarning = lambda message, category, *args, **kwargs: f"warning: {message}\n"
     logging.getLogger("absl").setLevel(logging.ERROR)  # orbax logs through absl's Python logger
+    logging.getLogger("absl").addFilter(_echo_filter)  # the same filter object: added once
+    threading.excepthook = _drop_echoes(threading.excepthook, lambda args: args.exc_value)
+    sys.unraisablehook = _drop_echoes(sys.unraisablehook, lambda args: args.exc_value)
+
+
+# What orbax's/tensorstore's own threads print about a failed write (a full disk) or read (a corrupt step), and
+# its coroutines left to Python's shutdown: the main thread raises the same failure, which the CLI reports in one
+# line (``agents.storage.checkpoints.disk_error``), so these echoes would only bury it under pages of tracebacks.
+_ECHOES = ("os_error_code=", "No space left on device", "Event loop is closed", "Python is likely shutting down")
+
+
+def _echo_of_a_reported_error(text: str) -> bool:
+    return any(echo in text for echo in _ECHOES)
+
+
+def _echo_filter(record: logging.LogRecord) -> bool:
+    return not _echo_of_a_reported_error(record.getMessage())
+
+
+def _drop_echoes(hook, exception_of):
+    """``hook`` (``threading.excepthook`` / ``sys.unraisablehook``) minus the echoes above (``hook`` itself when it
+    already drops them: ``quiet_logs`` runs once per CLI call, several times in one test process)."""
+    if getattr(hook, "drops_echoes", False):
+        return hook
+
+    def filtered(args):
+        if not _echo_of_a_reported_error(str(exception_of(args))):
+            hook(args)
+
+    filtered.drops_echoes = True
+    return filtered
 
 
 def parse_overrides(parser, items, env=None) -> dict:

@@ -215,6 +215,64 @@ def test_a_full_disk_ends_the_cli_in_one_line_and_the_next_resume_continues(tiny
     assert _records(tmp_path / "r") == _records(tiny_run)  # the same config as TINY
 
 
+REPO = __import__("pathlib").Path(__file__).resolve().parents[1]
+TMPFS_SCRIPT = r"""
+set -u
+mount -t tmpfs -o size=4m tmpfs "$DISK" || exit 77  # no mount namespace here: the test skips
+run() { "$PYTHON" -m experiments.train "$@" --out "$DISK/r" --auto-resume; }
+run "${ARGS[@]}" --set total_steps=32 >/dev/null || exit 3             # update 1, checkpoint 1
+dd if=/dev/zero of="$DISK/ballast" bs=4k 2>/dev/null                  # fill the disk ...
+truncate -s -"$FREE" "$DISK/ballast"                                   # ... but for $FREE bytes
+run "${ARGS[@]}" >"$OUT/full.out" 2>"$OUT/full.err"; echo $? >"$OUT/full.rc"
+cp -r "$DISK/r" "$OUT/after_full"
+rm "$DISK/ballast"                                                     # space is freed: the job is requeued
+run "${ARGS[@]}" >"$OUT/resumed.out" 2>"$OUT/resumed.err"; echo $? >"$OUT/resumed.rc"
+cp -r "$DISK/r" "$OUT/resumed"
+"""
+
+
+@pytest.mark.parametrize("free_kib", [0, 48])  # 0: the first write fails; 48: metrics fit, a checkpoint does not
+def test_a_real_full_disk_ends_the_run_in_one_line_and_the_next_resume_continues(tiny_run, tmp_path, free_kib):
+    """A real ENOSPC, not an injected one: the run directory on a 4 MiB tmpfs (in a private mount namespace,
+    ``unshare -rm``; skipped where the machine does not allow one) filled after the first checkpoint. The CLI
+    ends with exit 1 and one line; checkpoint 1 still verifies (``sha256sum -c``), every metrics line is whole,
+    and once space is freed the same command finishes the run with the uninterrupted run's records."""
+    import os
+    import subprocess
+    import sys
+
+    if shutil.which("unshare") is None:
+        pytest.skip("needs util-linux unshare")
+    out = tmp_path / "out"
+    out.mkdir()
+    disk = tmp_path / "disk"
+    disk.mkdir()
+    args = [a for a in _tiny_cli_args("unused") if a not in ("--out", "unused")]
+    script = f"ARGS=({' '.join(map(repr, args))})\n" + TMPFS_SCRIPT
+    env = {**os.environ, "DISK": str(disk), "OUT": str(out), "PYTHON": sys.executable, "FREE": str(free_kib * 1024)}
+    proc = subprocess.run(["unshare", "-rm", "bash", "-c", script], env=env, cwd=str(REPO),
+                          capture_output=True, text=True, timeout=300)
+    if proc.returncode == 77 or "unshare:" in proc.stderr:
+        pytest.skip(f"no private tmpfs on this machine: {proc.stderr.strip()[:200]}")
+    assert proc.returncode == 0, proc.stderr
+
+    err = (out / "full.err").read_text()
+    assert (out / "full.rc").read_text().strip() == "1" and len(err.strip().splitlines()) == 1, err
+    assert "No space left on device" in err and "--resume" in err and "Traceback" not in err
+    after = out / "after_full"
+    assert _steps(after) == [1]
+    sums = subprocess.run(["sha256sum", "-c", "--quiet", "SHA256SUMS"], cwd=after / "checkpoints" / "1",
+                          capture_output=True, text=True)
+    assert sums.returncode == 0, sums.stdout + sums.stderr
+    lines = (after / "metrics.jsonl").read_text().splitlines()
+    assert [json.loads(line).get("update") for line in lines[1:]][:1] == [1]  # whole lines only (json.loads)
+
+    assert (out / "resumed.rc").read_text().strip() == "0", (out / "resumed.err").read_text()
+    resumed = out / "resumed"
+    assert _steps(resumed)[-1] == 4
+    assert _records(resumed) == _records(tiny_run)
+
+
 # ---------------------------------------------------------------- checkpoints saved again, garbled files
 
 
@@ -843,3 +901,30 @@ def test_an_unfinished_game_never_counts_as_a_placement():
     unfinished[0, 3] = 0
     with pytest.raises(ValueError, match="1 of them unfinished"):
         placement_summary(unfinished)
+
+
+def test_orbax_write_failures_become_the_os_errors_they_stand_for():
+    """tensorstore reports a full disk as a ValueError carrying the errno; a save turns it into that OSError (which
+    the CLIs end in one line), and leaves every other error alone."""
+    import errno
+
+    from agents.storage.checkpoints import disk_error
+
+    full = ValueError("RESOURCE_EXHAUSTED: Error writing local file \"x/manifest.ocdbt\": Failed to write 281 bytes "
+                      "to file 17: No space left on device [os_error_code='28']")
+    err = disk_error(full, "checkpoint step 2 in /runs/r/checkpoints")
+    assert isinstance(err, OSError) and err.errno == errno.ENOSPC
+    assert str(err) == "[Errno 28] No space left on device while writing checkpoint step 2 in /runs/r/checkpoints"
+    assert disk_error(ValueError("shape mismatch"), "x") is None
+    assert disk_error(OSError(errno.ENOSPC, "already an OSError"), "x") is None
+
+
+def test_the_cli_drops_only_the_background_echoes_of_an_error_it_reports():
+    from experiments import common
+
+    seen = []
+    hook = common._drop_echoes(seen.append, lambda args: args)
+    assert common._drop_echoes(hook, lambda args: args) is hook  # quiet_logs twice: wrapped once
+    for message in ("Event loop is closed", "RESOURCE_EXHAUSTED: ... [os_error_code='28']", "a real bug"):
+        hook(RuntimeError(message))
+    assert [str(e) for e in seen] == ["a real bug"]

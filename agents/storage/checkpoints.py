@@ -74,6 +74,7 @@ import math
 import os
 import re
 import shutil
+import sys
 import warnings
 from collections.abc import Mapping
 from pathlib import Path
@@ -255,6 +256,23 @@ def _short(err: BaseException) -> str:
     return text if len(text) <= _MAX_ERR_CHARS else text[:_MAX_ERR_CHARS] + "..."
 
 
+
+_OS_ERROR_CODE = re.compile(r"os_error_code='?(\d+)")
+
+
+def disk_error(err: BaseException | None, where: str) -> OSError | None:
+    """``err`` as the ``OSError`` it stands for, or None: orbax/tensorstore report a failed write (a full disk, no
+    permission) as ``ValueError("RESOURCE_EXHAUSTED: ... [os_error_code='28']")``; callers (the CLIs) end a run on
+    an ``OSError`` in one line, so a save raises the OSError (errno from the code, ``where`` in its message) with
+    the original as its cause."""
+    if err is None or isinstance(err, OSError):
+        return None
+    match = _OS_ERROR_CODE.search(str(err))
+    if match is None:
+        return None
+    code = int(match.group(1))
+    return OSError(code, f"{os.strerror(code)} while writing {where}")
+
 class CheckpointStore:
     """Keeps the last ``keep`` checkpoints of a run plus the best one; saves atomically, restores the newest good one.
 
@@ -418,6 +436,9 @@ class CheckpointStore:
                 self._put_back(step, replaced)
             else:
                 self._mgr.reload()
+            disk = disk_error(sys.exc_info()[1], f"checkpoint step {step} in {self.directory}")
+            if disk is not None:
+                raise disk from sys.exc_info()[1]
             raise
         if writer:
             marker.unlink(missing_ok=True)
