@@ -56,7 +56,8 @@ HPARAM_FIELDS = ("lr", "gamma", "gae_lambda", "clip_eps", "ent_coef", "vf_coef",
 WANDB_FORBIDDEN = ("/", "\\", "#", "?", "%", ":")
 LEAGUE_BOTS = ("random", "greedy", "expert")
 LEAGUE_SAMPLING = ("uniform", "pfsp")
-BC_TEACHERS = LEAGUE_BOTS  # the scripted bots
+#: the bots a clone may learn from; ``expert_public`` decides on public information only (docs/observation.md)
+BC_TEACHERS = (*LEAGUE_BOTS, "expert_public")
 SHUFFLES = ("global", "local")
 BEST_BY = ("placement", "rating", "validation")
 
@@ -386,7 +387,8 @@ class BCConfig(_Group):
     STRINGS = {"bc_dataset": 'a directory path string (or "")'}
 
     bc_teacher: str = "expert"
-    """the bot whose actions the policy learns in the "self" seats: "random", "greedy" or "expert\""""
+    """the bot whose actions the policy learns in the "self" seats: "random", "greedy", "expert" (reads the hidden
+    pool) or "expert_public" (the expert's rules on public information only)"""
     bc_teacher_prob: float = 1.0
     """probability in [0, 1] that a "self" seat's step sends the teacher's action, else the policy's own sample; the
     label is the teacher's action either way: 1 = behaviour cloning on the teacher's games, below 1 = DAgger-style

@@ -21,7 +21,7 @@ from pathlib import Path
 
 from agents.policies import baselines
 from agents.policies.export import freeze_baseline
-from agents.policies.load import TABLE_BOTS, PolicyError, load_policy
+from agents.policies.load import PLAYER_BOTS, PolicyError, load_policy
 from agents.storage.checkpoints import NoGoodCheckpointError
 from experiments.common import check_out, fail, make_parser, player_spec, quiet_logs
 
@@ -51,7 +51,7 @@ def parse_args(argv=None):
 
 def freeze(parser, args) -> Path:
     """``freeze``: the run's policy as version ``--name`` in ``--out`` (or the source tree's directory)."""
-    if args.run.strip() in TABLE_BOTS or args.run.strip().startswith(baselines.PREFIX):
+    if args.run.strip() in PLAYER_BOTS or args.run.strip().startswith(baselines.PREFIX):
         fail(parser, f"{args.run!r} is not a training run (RUN_DIR or RUN_DIR:STEP)")
     out = args.out or source_tree_directory()
     if out is None:

@@ -166,6 +166,7 @@ SCRIPTS = {
     "jaxgame-baseline": "experiments.baseline",
     "jaxgame-benchmark": "experiments.benchmark",
     "jaxgame-pipeline": "experiments.pipeline",
+    "jaxgame-reproduce": "experiments.reproduce",
 }
 
 #: ``--games``' meaning in every command that seats players (its ``--help`` says it).

@@ -26,9 +26,11 @@ With ``--compare A B`` (two players) it tests whether A places better than B
 (``agents.arena.tournament.compare_players``): A against each ``--vs`` lineup (default: random, then greedy),
 then B against the same lineup on the same game seeds, and (unless ``--no-head-to-head``) A and B at one table:
 1 A and 7 B, 7 A and 1 B, 4 and 4. Per setting: both mean placements, A - B with its 95% interval, the p-value
-of a paired t-test over the game seeds, the mean rank points (``--rank-points``, default 90,45,0,-135 over
-places 1-2, 3-4, 5-6, 7-8) and the game seeds a difference of ``--difference`` places needs (power 0.8 at
-p < 0.05). The table on stderr, the JSON (per-seed placements included) on stdout.
+of a paired t-test over the game seeds and the same p Holm-adjusted over all the settings tested, the mean rank
+points (``--rank-points``, default 90,45,0,-135 over places 1-2, 3-4, 5-6, 7-8) and the game seeds a difference
+of ``--difference`` places needs (power 0.8 at p < 0.05). The verdict ("A places better than B in every
+setting", or which settings show a difference) reads the Holm-adjusted p-values. The table and the verdict on
+stderr, the JSON (per-seed placements and ``"verdict"`` included) on stdout.
 
 With neither, it plays the 8 bots of ``--seats`` (default greedy,random,... alternating): ``--games`` game seeds,
 the seat list rotated over the 8 seats for each; JSON with each bot's mean placement (and its interval) and the
@@ -52,7 +54,7 @@ import numpy as np
 from agents.arena import significance, tournament
 from agents.arena.evaluation import placement_summary
 from agents.arena.tables import make_table_runner
-from agents.policies.load import TABLE_BOTS, PolicyError, is_baseline, parse_spec
+from agents.policies.load import PLAYER_BOTS, PolicyError, is_baseline, parse_spec
 from agents.storage.checkpoints import CheckpointMismatchError, NoGoodCheckpointError
 from agents.utils import memory
 from agents.utils.progress import ConsoleProgress
@@ -129,7 +131,7 @@ def _fold_checkpoint(parser, args) -> None:
         fail(parser, f"{old} needs a run: the player RUN_DIR:STEP ({parser.prog} RUN_DIR:{args.step} --vs greedy)")
     head, sep, tail = run_dir.rpartition(":")  # the spec's form only: main checks the player exists
     has_step = bool(sep and head and tail.isdigit())
-    if args.step is not None and (run_dir in TABLE_BOTS or has_step or is_baseline(run_dir)):
+    if args.step is not None and (run_dir in PLAYER_BOTS or has_step or is_baseline(run_dir)):
         fail(parser, f"--step {args.step}: {run_dir!r} is not a RUN_DIR without a step")
     args.player = run_dir if args.step is None else f"{run_dir}:{args.step}"
     note_deprecated(old, f"the positional player: {parser.prog} {args.player}")
@@ -165,8 +167,8 @@ def _check(parser, args) -> None:
     except PolicyError as err:
         fail(parser, f"--vs: {err}")
     seats = tuple(s.strip() for s in (args.seats or DEFAULT_SEATS).split(","))
-    if len(seats) != 8 or any(s not in TABLE_BOTS for s in seats):
-        fail(parser, f"--seats needs 8 names from {list(TABLE_BOTS)}, got {args.seats!r}")
+    if len(seats) != 8 or any(s not in PLAYER_BOTS for s in seats):
+        fail(parser, f"--seats needs 8 names from {list(PLAYER_BOTS)}, got {args.seats!r}")
     args.seats = seats
 
 

@@ -10,7 +10,14 @@ chunk (``update``, ``env_steps``, ``seat_steps``, ``wall_s``, ``train/...``,
 ``loss/...``, ``perf/...`` and, on evaluation chunks only, ``eval/...``). A
 RUN_DIR may also be the path of the ``.jsonl`` file itself.
 
-  * ``--x`` picks the x axis: ``env_steps`` (default), ``update`` or ``wall_s``.
+  * ``--x`` picks the x axis: ``env_steps`` (default), ``update``, ``wall_s`` or ``samples_per_learner``: the
+    seat-steps each set of parameters trained on, from the run's config (its meta line): env_steps x 8 for
+    shared-parameter self-play (every seat's samples train the one network), env_steps (seat_steps / 8) for
+    ``independent`` learners (each trains on its own seat only), env_steps x the "self" seats with bot
+    opponents; refused for a league or a ``bc_dataset`` run. It compares learning per sample across runs
+    whose learners see different shares of the data:
+
+        python -m experiments.plot runs/ppo_small runs/independent --x samples_per_learner --out per_learner.png
   * ``--metrics`` is a comma-separated list of record keys, one panel each. By
     default: those of ``eval/placement_vs_random``, ``eval/placement_vs_greedy``,
     ``train/episode_return``, ``train/placement``, ``loss/entropy``,
@@ -46,7 +53,9 @@ def main(argv=None) -> dict:
     parser = make_parser("experiments.plot", __doc__)
     parser.add_argument("run_dirs", nargs="+", metavar="RUN_DIR", help=f"run directory holding {METRICS_FILE}")
     parser.add_argument("--out", required=True, help="PNG path (parent directories are created)")
-    parser.add_argument("--x", default="env_steps", choices=X_FIELDS, help="x axis field (default: env_steps)")
+    parser.add_argument("--x", default="env_steps", choices=X_FIELDS,
+                        help="x axis: a record field or samples_per_learner (derived from the run's config; "
+                             "see above); default: env_steps")
     parser.add_argument("--metrics", default=None, help="comma-separated metric names (default: see above)")
     args = parser.parse_args(argv)
     check_out(parser, args.out, "file")  # before anything is loaded

@@ -31,7 +31,7 @@ import json
 import sys
 import time
 
-from agents.arena.tables import DEFAULT_BOTS, TABLE_BOTS
+from agents.arena.tables import DEFAULT_BOTS, PLAYER_BOTS
 from agents.arena.tournament import rate_checkpoints
 from agents.policies.load import PolicyError
 from agents.storage.checkpoints import CheckpointMismatchError, NoGoodCheckpointError
@@ -54,7 +54,7 @@ def parse_args(argv=None):
     parser.add_argument("--games", type=int, default=16, metavar="N",
                         help=f"{GAMES_HELP}, one drawn lineup a seed; default 16")
     parser.add_argument("--bots", default=",".join(DEFAULT_BOTS),
-                        help=f"comma-separated scripted bots that join, from {','.join(TABLE_BOTS)}, or none "
+                        help=f"comma-separated scripted bots that join, from {','.join(PLAYER_BOTS)}, or none "
                              f"(default {','.join(DEFAULT_BOTS)})")
     parser.add_argument(
         "--all-checkpoints", action="store_true", help="every checkpoint each RUN_DIR kept, not the latest"
@@ -69,9 +69,9 @@ def parse_args(argv=None):
         if getattr(args, name) < 1:
             fail(parser, f"--{name} must be >= 1, got {getattr(args, name)}")
     bots = [] if args.bots.strip() == "none" else [b.strip() for b in args.bots.split(",") if b.strip()]
-    unknown = sorted(set(bots) - set(TABLE_BOTS))
+    unknown = sorted(set(bots) - set(PLAYER_BOTS))
     if unknown:
-        fail(parser, f"--bots: unknown bot(s) {unknown}; choose from {list(TABLE_BOTS)} or none")
+        fail(parser, f"--bots: unknown bot(s) {unknown}; choose from {list(PLAYER_BOTS)} or none")
     args.bots = list(dict.fromkeys(bots))
     return parser, args
 

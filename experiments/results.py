@@ -17,30 +17,9 @@ import difflib
 import sys
 from pathlib import Path
 
-from agents.storage import results as store
+from agents.storage.results import expected_pages
 
 _SOURCE_ROOT = Path(__file__).resolve().parents[1]
-
-
-def expected_pages(root: Path) -> tuple[dict[Path, str], list[str]]:
-    """``({path: the text it should have}, problems)`` for the repository at ``root``: docs/results.md always, the
-    README when it has the markers. With problems in the records the pages are not rendered (``{}``)."""
-    results_dir = root / "docs" / "results"
-    records = store.load_records(results_dir / "records")
-    problems = [p for r in records for p in store.validate(r, results_dir)]
-    if not records:
-        problems.append(f"no records in {results_dir / 'records'}")
-    if problems:
-        return {}, problems
-    problems = [p for r in records for p in store.check_evidence(r, results_dir)]
-    if problems:
-        return {}, problems
-    pages = {root / "docs" / "results.md": store.render_page(records)}
-    readme = root / "README.md"
-    if readme.is_file():
-        # unchanged (so never written) without the markers
-        pages[readme] = store.replace_block(readme.read_text(encoding="utf-8"), store.render_readme_table(records))
-    return pages, []
 
 
 def _diff(path: Path, root: Path, expected: str) -> str:

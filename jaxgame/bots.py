@@ -48,7 +48,22 @@ vmapped over the seats) and plays the best legal one, ties broken at random.
   still bought); below 50 life keep at most 20, below 30 life nothing. It
   never locks the shop.
 
-``mixed_policy`` plays a different bot in each seat.
+  **It reads hidden information**: the raw ``state.pool``, the copies left
+  once every shop is drawn, so it depends on what the *other* seats' shops
+  hold, which no player sees (docs/observation.md, "What is public"). It
+  uses it in one place: whether a third copy is left for a pair
+  (``_merge_value``, which weighs buying and keeping units). It is kept as
+  it is: recorded games and published results were played with it.
+* ``expert_public``: the expert's rules on public information only: the
+  pool is replaced by ``public_pool``, what a seat can count (the initial
+  copies less those on every seat's bench and board and in its own shop),
+  the same number as the vector observation's pool block. Where no copy of
+  a species it pairs sits in another seat's shop, it plays as ``expert``
+  (same key, same action).
+
+``random`` and ``greedy`` read only their own seat (its units, gold, level
+and shop: the legal mask) and the round. ``mixed_policy`` plays a different
+bot in each seat.
 """
 
 from __future__ import annotations
@@ -405,7 +420,8 @@ def expert_scores(p: Players, round_: jnp.ndarray, pool: jnp.ndarray) -> jnp.nda
     In order: place units (fill the board, then swap in better units), buy copies that complete a merge,
     buy XP on the levelling curve, buy units worth it (merges, the board, synergies) above the interest step
     kept, reposition misplaced units, sell bench units worth nothing, roll with the gold above the roll
-    reserve. The gold kept depends on life and streaks (``expert_reserve``).
+    reserve. The gold kept depends on life and streaks (``expert_reserve``). ``pool`` int32[NUM_SPECIES]: the
+    copies the seat counts as left to draw (``expert``: the raw pool; ``expert_public``: ``public_pool``).
     """
     keep, roll_keep = expert_reserve(p, round_)
     contrib, syn_gain, swap_gain = _board_values(p)
@@ -426,13 +442,39 @@ def expert_scores(p: Players, round_: jnp.ndarray, pool: jnp.ndarray) -> jnp.nda
 
 @jax.jit
 def expert_policy(key: jax.Array, state: GameState, mask: jnp.ndarray) -> jnp.ndarray:
-    """Best legal action by ``expert_scores``; ties broken at random. Returns int32[8]."""
+    """Best legal action by ``expert_scores``; ties broken at random. Returns int32[8].
+
+    Reads hidden information: ``state.pool``, the copies left after every seat's shop was drawn (it depends on
+    the other seats' shops). ``expert_public_policy`` is the same bot on public information."""
     scores = jax.vmap(expert_scores, in_axes=(0, None, None))(state.players, state.round, state.pool)
     noise = jax.random.uniform(as_key(key, "expert_policy key"), scores.shape, maxval=1e-3)
     return jnp.argmax(jnp.where(mask, scores + noise, -jnp.inf), axis=-1).astype(jnp.int32)
 
 
-BOTS = {"random": random_policy, "greedy": greedy_policy, "expert": expert_policy}
+def public_pool(state: GameState) -> jnp.ndarray:
+    """int32[8, NUM_SPECIES]: per seat, the copies of each species it can count as neither owned nor offered to it:
+    the initial copies less the copies on every seat's bench and board (public: they can be scouted) and in its
+    own shop. The copies in the other seats' shops, which it cannot see, are counted as left. Equal to the vector
+    observation's pool block (``observation.visible_pool``; the pool is conserved: pool + shops + owned copies =
+    the initial copies), so a learner and this estimate see the same number."""
+    owned = jnp.sum(units.owned_copies(state.players.species, state.players.stars), axis=0)  # [S]: every seat's
+    own_shop = jnp.sum(state.players.shop[..., None] == jnp.arange(sp.NUM_SPECIES), axis=1)  # [8, S]
+    return (jnp.asarray(sp.SPECIES_POOL_COPIES, jnp.int32) - owned - own_shop).astype(jnp.int32)
+
+
+@jax.jit
+def expert_public_policy(key: jax.Array, state: GameState, mask: jnp.ndarray) -> jnp.ndarray:
+    """``expert_policy`` on public information: each seat's ``expert_scores`` with its ``public_pool`` in place of
+    the raw pool; the same tie-breaking noise for the same key. Returns int32[8]."""
+    scores = jax.vmap(expert_scores, in_axes=(0, None, 0))(state.players, state.round, public_pool(state))
+    noise = jax.random.uniform(as_key(key, "expert_public_policy key"), scores.shape, maxval=1e-3)
+    return jnp.argmax(jnp.where(mask, scores + noise, -jnp.inf), axis=-1).astype(jnp.int32)
+
+
+BOTS = {"random": random_policy, "greedy": greedy_policy, "expert": expert_policy,
+        "expert_public": expert_public_policy}
+#: the bots that read information no player has (docs/observation.md, "What is public")
+READS_HIDDEN = ("expert",)
 
 
 def mixed_policy(policies_by_seat):

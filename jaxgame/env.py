@@ -66,7 +66,7 @@ class AutoChessEnv:
         self.obs_size = observation.OBS_SIZE  # the vector size, whatever the obs kind
         # per-seat observation shape: (obs_size,), (72, 20) (packed 2bpp) or a dict of both
         vector, pixels = (self.obs_size,), (packing.FRAME_H, packing.PACKED_W)
-        oracle = (self.obs_size + observation.ORACLE_SIZE,)  # the vector, then the hidden information
+        oracle = (self.obs_size + observation.ORACLE_SIZE,)  # the vector, then what it does not show (oracle_block)
         self.obs_shape = {"vector": vector, "pixels": pixels, "both": {"vector": vector, "pixels": pixels},
                           "oracle": oracle}[obs]
         # under jax.vmap (any depth) the step runs batched_step.step_batch: one fight-or-skip branch for the
@@ -154,7 +154,7 @@ class AutoChessEnv:
     def observe(self, state: GameState):
         """float32[8, obs_size] ("vector"), packed uint8[8, 72, 20] ("pixels", see jaxgame.render),
         {"vector": ..., "pixels": ...} ("both"), or float32[8, obs_size + ORACLE_SIZE] ("oracle": the vector,
-        then what the seat may not know, ``jaxgame.observation.oracle_block``; for an oracle teacher)."""
+        then what the vector does not show, ``jaxgame.observation.oracle_block``; for an oracle teacher)."""
         if self.obs_kind == "pixels":
             return render.render_all(state)
         if self.obs_kind == "oracle":

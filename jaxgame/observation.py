@@ -11,7 +11,8 @@ self               12     life/100, gold/50, level/9, xp progress, streak/5,
 shop               6x12   one unit record per shop slot
 slots              32x12  one unit record per bench (0..7) and board (8..31) slot
 synergies          16     distinct species per type / 7, synergy level / 3
-pool               28     (pool + other seats' shop copies) / initial copies
+pool               28     copies on no bench or board and not in this seat's
+                          shop / initial copies (public: scouting counts it)
 owned              28     base copies owned per species / 9
 opponents          7x6    seats p+1..p+7 (mod 8): life/100, level/9, alive,
                           board units/9, streak/5, was my last opponent
@@ -19,6 +20,10 @@ opponents          7x6    seats p+1..p+7 (mod 8): life/100, level/9, alive,
 
 A unit record is 12 floats: present, stars/3, cost/5, 8 type flags,
 (species + 1)/28; all zeros for an empty slot.
+
+Every block is public information (docs/observation.md, "What is public"): the
+other seats' shops and the pool's remainder, which no player sees, change no
+seat's vector but their owner's own shop and pool blocks.
 """
 
 from __future__ import annotations
@@ -74,11 +79,14 @@ def unit_records(species: jnp.ndarray, stars: jnp.ndarray) -> jnp.ndarray:
 
 
 def visible_pool(state: GameState, seat) -> jnp.ndarray:
-    """int32[NUM_SPECIES]: the copies ``seat`` may know to be outside its own reach.
+    """int32[NUM_SPECIES]: the copies of each species ``seat`` can count as neither owned nor offered to it.
 
-    The pool plus the copies in the other seats' shops (both are 'not owned
-    by anyone and not in my shop'), so the block does not reveal what the
-    other seats were offered.
+    Public: the initial copies less the copies on every seat's bench and board
+    (a player can scout them) and in its own shop. Computed as the pool plus
+    the copies in the other seats' shops, the same number (the pool is
+    conserved: pool + shops + owned copies = the initial copies); the raw pool
+    alone would reveal what the other seats were offered. The public bot
+    ``expert_public`` uses the same count (``bots.public_pool``).
     """
     in_shops = jnp.sum(state.players.shop[..., None] == jnp.arange(sp.NUM_SPECIES), axis=1)  # [8, 28]
     return state.pool + in_shops.sum(axis=0) - in_shops[seat]
@@ -151,9 +159,11 @@ def next_pvp_opponents(state: GameState, config: GameConfig) -> jnp.ndarray:
 
 
 def oracle_block(state: GameState, seat: jnp.ndarray, config: GameConfig) -> jnp.ndarray:
-    """float32[ORACLE_SIZE]: what ``seat`` may not know, per other seat in the order of the public opponents block
-    (seats p+1..p+7 mod 8), ``ORACLE_SEAT_FEATURES`` each: gold/50, xp progress, whether it is this seat's next
-    PvP opponent (``next_pvp_opponents``), its shop (6 unit records) and its bench and board (32 unit records)."""
+    """float32[ORACLE_SIZE]: what the vector does not show ``seat``, per other seat in the order of the public
+    opponents block (seats p+1..p+7 mod 8), ``ORACLE_SEAT_FEATURES`` each: gold/50, xp progress, whether it is this
+    seat's next PvP opponent (``next_pvp_opponents``), its shop (6 unit records) and its bench and board (32 unit
+    records). Gold, XP, bench and board are public (not in the vector); the shop and the next opponent (it follows
+    the seat order, drawn at reset and not shown) are hidden (docs/observation.md, "What is public")."""
     players = state.players
     others = (seat + jnp.arange(1, C.NUM_PLAYERS)) % C.NUM_PLAYERS
     next_opponent = next_pvp_opponents(state, config)[seat]
@@ -172,7 +182,8 @@ def oracle_block(state: GameState, seat: jnp.ndarray, config: GameConfig) -> jnp
 
 def oracle_observation(state: GameState, config: GameConfig) -> jnp.ndarray:
     """float32[8, OBS_SIZE + ORACLE_SIZE]: every seat's public observation (``vector_observation``) followed by
-    its ``oracle_block`` (the hidden information an oracle teacher sees; a student reads the first OBS_SIZE)."""
+    its ``oracle_block`` (what the vector does not show, hidden information included: an oracle teacher's input; a
+    student reads the first OBS_SIZE)."""
     hidden = jax.vmap(lambda seat: oracle_block(state, seat, config))(jnp.arange(C.NUM_PLAYERS))
     return jnp.concatenate([vector_observation(state, config), hidden], axis=1)
 

@@ -39,6 +39,24 @@ def test_bc_loss_by_hand():
                                                 rel=1e-6)
 
 
+def test_held_out_sums_are_the_accuracy_and_cross_entropy_of_the_weighted_samples():
+    """``BCLoss.held_out`` on the hand-checked batch: a miss and a hit, cross-entropies NLL; weight 0 drops sample 0
+    (its sums and its count)."""
+    from agents.core.rollout import Transition
+
+    def traj(weight):
+        return Transition(obs=None, mask=MASK, action=ACTIONS, log_prob=None, value=None, reward=None, terminal=None,
+                          weight=weight)
+
+    sums = bc.BCLoss.held_out(LOGITS, traj(jnp.ones(2)))
+    assert [float(x) for x in sums["val/accuracy"]] == [1.0, 2.0]
+    assert [float(x) for x in sums["val/cross_entropy"]] == pytest.approx([sum(NLL), 2.0], rel=1e-6)
+    sums = bc.BCLoss.held_out(LOGITS, traj(jnp.array([0.0, 1.0])))
+    assert [float(x) for x in sums["val/accuracy"]] == [1.0, 1.0]
+    assert [float(x) for x in sums["val/cross_entropy"]] == pytest.approx([NLL[1], 1.0], rel=1e-6)
+    assert [float(x) for x in bc.BCLoss.held_out(LOGITS, traj(None))["val/accuracy"]] == [1.0, 2.0]
+
+
 def test_bc_loss_weights_drop_samples_and_targets_carry_no_gradient():
     total, m = losses.bc_loss(LOGITS, VALUE, MASK, ACTIONS, TARGETS, jnp.array([0.0, 1.0]), vf_coef=1.0)
     assert float(m["cross_entropy"]) == pytest.approx(NLL[1], rel=1e-6)
@@ -224,6 +242,76 @@ def test_bc_training_learns_the_teacher_with_the_warmup_and_cosine_schedule():
     lr = [config.lr * min((u + 1) / 3, 1.0) * 0.5 * (1 + math.cos(math.pi * u / 12)) for u in range(12)]
     np.testing.assert_allclose(metrics["train/lr"], lr, rtol=1e-5)
     assert int(runner.update) == 12
+
+
+def test_held_out_metrics_are_the_given_parameters_accuracy_on_the_learner_decisions():
+    """``PPO.held_out_metrics`` (what a BC update logs as ``val/accuracy`` before it trains) on made-up samples of
+    the tiny BC trainer (seat 0 learns, 7 greedy bots): the accuracy of the parameters given, by hand, over the
+    learner seat's weighted decisions only; the bots' seats and weight-0 samples do not count."""
+    from agents.core.rollout import Transition
+    from agents.run.loop import build
+
+    trainer = build(tiny_bc_config()).trainer
+    params = jax.jit(trainer.init)(jax.random.key(0)).params
+    steps, envs, seats, actions = 3, 8, 8, trainer.env.num_actions
+    rng = np.random.default_rng(0)
+    _, ts = jax.eval_shape(trainer.env.reset, jax.random.key(0))
+    obs = rng.normal(size=(steps, envs, seats) + ts.observation.shape[2:]).astype(ts.observation.dtype)
+    mask = rng.random((steps, envs, seats, actions)) < 0.5
+    mask[..., 0] = True
+    action = np.argmax(mask * rng.random(mask.shape), axis=-1).astype(np.int32)  # a legal action each
+    weight = (rng.random((steps, envs, seats)) < 0.7).astype(np.float32)
+    zeros = np.zeros((steps, envs, seats), np.float32)
+    traj = Transition(obs=jnp.asarray(obs), mask=jnp.asarray(mask), action=jnp.asarray(action), log_prob=zeros,
+                      value=zeros, reward=zeros, terminal=zeros.astype(bool), weight=jnp.asarray(weight))
+    out = jax.jit(trainer.held_out_metrics)(params, traj)
+
+    logits, _ = trainer.network.apply(params, jnp.asarray(obs))
+    masked = np.where(mask, np.asarray(logits), -np.inf)
+    hit = np.argmax(masked, axis=-1) == action
+    logp = masked - np.logaddexp.reduce(masked, axis=-1, keepdims=True)
+    nll = -np.take_along_axis(logp, action[..., None], axis=-1)[..., 0]
+    learner = np.asarray(trainer.learner)
+    assert learner.tolist() == [True] + [False] * 7
+    counted = (weight > 0) & learner
+    assert float(out["val/accuracy"]) == pytest.approx(hit[counted].mean(), rel=1e-6)
+    assert float(out["val/cross_entropy"]) == pytest.approx(nll[counted].mean(), rel=1e-5)
+    assert hit[counted].mean() != hit[weight > 0].mean()  # the bots' seats would change it
+
+
+@pytest.mark.slow(reason="~50 s: compiles an update and a rollout beside it; the default suite checks the "
+                         "measure on made-up samples (test_held_out_metrics_are_the_given_parameters_accuracy...)")
+def test_a_bc_update_logs_the_accuracy_of_the_parameters_before_it_trained_on_its_samples():
+    """One update of the tiny BC run: ``val/accuracy`` is the accuracy, on the update's own decisions, of the
+    parameters before the update (none of those samples trained on yet), not of those after it (17% and 33% here),
+    while ``loss/accuracy``, the minibatches' over both epochs, is neither."""
+    from agents.algorithms.ppo import targets_with_pending
+    from agents.core import distributions
+    from agents.run.loop import build
+
+    trainer = build(tiny_bc_config()).trainer
+    runner = jax.jit(trainer.init)(jax.random.key(0))
+
+    def update_and_its_samples(runner):  # the update, and its samples rebuilt as PPO.update builds them
+        after, metrics = trainer.update(runner)
+        act_key, _ = jax.random.split(jax.random.fold_in(runner.key, runner.update))
+        rolled, traj, _ = trainer.rollout(runner, act_key)
+        _, end_value = trainer.network.apply(rolled.params, rolled.obs)
+        traj, *_ = targets_with_pending(traj, runner.pending, end_value, rolled.mask.sum(-1) > 1,
+                                        runner.hparams.gamma, runner.hparams.gae_lambda)
+        return after, metrics, traj
+
+    after, metrics, traj = jax.jit(update_and_its_samples)(runner)
+    trained = np.asarray(traj.weight)[:, :, 0] > 0  # seat 0 learns
+
+    def accuracy(params):
+        logits, _ = trainer.network.apply(params, traj.obs)
+        return float(np.asarray(distributions.greedy(logits, traj.mask) == traj.action)[:, :, 0][trained].mean())
+
+    before, later = accuracy(runner.params), accuracy(after.params)
+    assert trained.sum() > 30 and later > before + 0.05, (before, later)
+    assert float(metrics["val/accuracy"]) == pytest.approx(before, abs=1e-6)
+    assert float(metrics["loss/accuracy"]) not in (pytest.approx(before), pytest.approx(later))
 
 
 def test_weight_decay_is_decoupled_and_the_warmup_scales_any_schedule():

@@ -285,6 +285,10 @@ def test_compare_cli_tests_two_bots_on_tiny_games(capsys):
     assert setting["placement"]["mean_b"] < 4.5
     assert setting["placement"]["test"] == "paired t-test" and setting["placement"]["df"] == 1
     assert result["rank_points"] == [90.0, 45.0, 0.0, -135.0] and setting["points"]["mean_a"] == 0.0
+    # one setting tested: Holm adjusts nothing; the verdict (from the adjusted p) ends the table on stderr
+    assert setting["placement"]["p_holm"] == setting["placement"]["p_value"]
+    assert setting["points"]["p_holm"] == setting["points"]["p_value"]
+    assert "p (Holm)" in err and result["verdict"]["text"] in err and "1 setting tested" in result["verdict"]["text"]
 
 
 @pytest.mark.parametrize("args, message", [

@@ -683,6 +683,7 @@ def _more_bad_input_cases(trained, tmp_path, a_file, fresh):
     evaluate, rate, record = (["-m", f"experiments.{m}", "--quiet"] for m in ("evaluate", "rate", "record"))
     plot, render, export = (["-m", f"experiments.{m}"] for m in ("plot", "render", "export"))
     baseline, bench = ["-m", "experiments.baseline"], ["-m", "experiments.benchmark.__main__", "--quiet"]
+    reproduce = ["-m", "experiments.reproduce", "--quiet"]
     png = fresh / "a.png"
     return [
         ("train: unknown preset", [*train, "--preset", "nope"], "invalid choice: 'nope'", None),
@@ -741,6 +742,14 @@ def _more_bad_input_cases(trained, tmp_path, a_file, fresh):
         ("baseline: unknown command", [*baseline, "thaw"], "invalid choice: 'thaw'", None),
         ("benchmark: bad --what", [*bench, "--what", "nope"], "invalid choice", None),
         ("benchmark: bad sizes", [*bench, "--what", "env", "--num-envs", "1,x"], "comma-separated ints", None),
+        ("reproduce: unknown preset", [*reproduce, "ppo_smal", "--out", str(fresh)], "invalid choice", fresh),
+        ("reproduce: bad seeds", [*reproduce, "smoke", "--seeds", "a", "--out", str(fresh)], "--seeds", fresh),
+        ("reproduce: evaluation seed trained on", [*reproduce, "smoke", "--seeds", "3", "--eval-seed", "1", "--out",
+                                                  str(fresh)], "eval_seed 1 is a training seed", fresh),
+        ("reproduce: unknown field", [*reproduce, "smoke", "--set", "lrr=3", "--out", str(fresh)], "lrr", fresh),
+        ("reproduce: out in /proc", [*reproduce, "smoke", "--out", "/proc/x"], "/proc/x", None),
+        ("reproduce: bad record id", [*reproduce, "smoke", "--record", "A B", "--out", str(fresh)], "--record",
+         fresh),
     ]
 
 

@@ -196,3 +196,71 @@ def test_tick_labels_and_duplicate_run_names(tmp_path):
     summary = plotting.plot_runs([a, b], str(tmp_path / "dup.png"), metrics=["loss/entropy"])
     assert summary["runs"] == ["a/seed0", "b/seed0"]
     assert summary["points"] == {"loss/entropy": 4}
+
+
+def _run(path, config: dict, updates=(5, 10)) -> None:
+    """A metrics.jsonl of ``config`` with an evaluation at each of ``updates`` (seat_steps = 8 x env_steps)."""
+    path.mkdir(parents=True)
+    lines = [json.dumps({"meta": {"config": config, "seed": 0}})]
+    lines += [json.dumps(_record(u, eval_chunk=True)) for u in updates]
+    (path / "metrics.jsonl").write_text("\n".join(lines) + "\n")
+
+
+def _drawn_x(monkeypatch) -> dict:
+    """Patches the figure's save to record {run label: x data} of the first panel's lines."""
+    drawn = {}
+
+    def finish(fig, axes, num_panels, handles, out):
+        lines = [line for line in axes[0].get_lines() if not line.get_label().startswith("_")]  # not the 4.5 line
+        drawn.update({line.get_label(): list(line.get_xdata()) for line in lines})
+
+    monkeypatch.setattr(plotting, "_finish", finish)
+    return drawn
+
+
+def test_samples_per_learner_is_one_eighth_for_independent_learners(tmp_path, monkeypatch, capsys):
+    """Same seat_steps: a shared-parameter self-play run trains its one network on all 8 seats' samples, each of 8
+    independent learners on its own seat's, so the independent run's x is 8x smaller; a run with 7 bot seats trains
+    on its one learner seat."""
+    shared, independent, bots = tmp_path / "shared", tmp_path / "independent", tmp_path / "bots"
+    _run(shared, {"env": "autochess", "opponents": "self", "independent": False})
+    _run(independent, {"ppo": {"num_steps": 32}, "net": {"independent": True}})  # the nested config form
+    _run(bots, {"opponents": "greedy"})
+    drawn = _drawn_x(monkeypatch)
+    plot.main([str(shared), str(independent), str(bots), "--out", str(tmp_path / "spl.png"),
+               "--x", "samples_per_learner", "--metrics", "eval/placement_vs_greedy"])
+    assert _summary(capsys)[0]["points"] == {"eval/placement_vs_greedy": 6}
+    seat_steps = [8 * 4096 * u for u in (5, 10)]
+    assert drawn["shared"] == seat_steps
+    assert drawn["independent"] == [s / 8 for s in seat_steps]
+    assert [a / b for a, b in zip(drawn["shared"], drawn["independent"])] == [8.0, 8.0]
+    assert drawn["bots"] == [s / 8 for s in seat_steps]
+    records = metrics.load_metrics(str(shared))[1]
+    assert plotting.series(records, "eval/placement_vs_greedy", "env_steps")[0] == [4096 * 5, 4096 * 10]  # unchanged
+
+
+def test_samples_per_learner_refusals(tmp_path, capsys):
+    league, bare = tmp_path / "league_run", tmp_path / "bare"
+    _run(league, {"opponents": "self", "league_size": 8})
+    bare.mkdir()
+    (bare / "metrics.jsonl").write_text(json.dumps(_record(5, eval_chunk=True)) + "\n")  # no meta line
+    for run, words in ((league, ("league_run", "league_size=8")), (bare, ("bare", "meta line"))):
+        with pytest.raises(ValueError, match="samples_per_learner") as e:
+            plotting.plot_runs([run], str(tmp_path / "x.png"), x="samples_per_learner")
+        assert all(w in str(e.value) for w in words)
+    with pytest.raises(SystemExit) as e:
+        plot.main([str(league), "--out", str(tmp_path / "x.png"), "--x", "samples_per_seat"])
+    assert e.value.code == 2
+    assert "samples_per_seat" in capsys.readouterr().err
+    assert not (tmp_path / "x.png").exists()
+
+
+def test_metrics_files_named_after_their_runs_are_labelled_by_name(tmp_path):
+    """docs/results keeps many runs' files in one folder: each line is labelled by its file's name, not the folder's."""
+    folder = tmp_path / "results"
+    folder.mkdir()
+    for name in ("ppo_small_v1", "independent_v1"):
+        (folder / f"{name}.metrics.jsonl").write_text(json.dumps(_record(1)) + "\n" + json.dumps(_record(2)) + "\n")
+    paths = [folder / "ppo_small_v1.metrics.jsonl", folder / "independent_v1.metrics.jsonl"]
+    summary = plotting.plot_runs(paths, str(tmp_path / "named.png"), metrics=["loss/entropy"])
+    assert summary["runs"] == ["ppo_small_v1", "independent_v1"]

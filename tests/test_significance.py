@@ -112,3 +112,103 @@ def test_rank_points_spread_a_table_over_the_eight_places():
             rank_points(places, table)
     with pytest.raises(ValueError, match="finished games"):
         rank_points(np.array([0, 1, 2]))
+
+
+def test_t_interval_takes_the_t_quantile_of_the_seed_count():
+    """4 seeds [1, 2, 3, 4]: sd = sqrt(5/3) = 1.291, half-width t(0.975, 3) x sd / 2 = 3.182 x 1.291 / 2 = 2.054,
+    where the normal's 1.96 gave 1.265 (a 95% interval that covered about 88% of the time at 4 seeds)."""
+    mean, half = significance.t_interval([1.0, 2.0, 3.0, 4.0])
+    assert mean == 2.5
+    assert half == pytest.approx(3.182446 * math.sqrt(5 / 3) / 2, rel=1e-6)
+    assert half == pytest.approx(2.054260, rel=1e-6) and half > 1.96 * math.sqrt(5 / 3) / 2 + 0.7
+    assert significance.t_interval([1.0, 2.0, 3.0, 4.0], confidence=0.9)[1] == pytest.approx(
+        stats.t.ppf(0.95, 3) * math.sqrt(5 / 3) / 2)
+    assert significance.t_interval([3.5]) == (3.5, None)  # one seed: no spread to measure
+    assert significance.t_interval([2.0, 2.0, 2.0]) == (2.0, 0.0)
+    for bad, message in (([], "at least 1"), ([1.0, float("inf")], "finite"), ([[1.0, 2.0]], "1-d")):
+        with pytest.raises(ValueError, match=message):
+            significance.t_interval(bad)
+    with pytest.raises(ValueError, match="confidence must be in"):
+        significance.t_interval([1.0, 2.0], confidence=1.0)
+
+
+def test_placement_summary_interval_is_the_t_interval_over_game_seeds():
+    """Three game seeds with per-seed mean placements 4.5, 1 and 8 (their 8 rotations are one draw): sd 3.5, so
+    the half-width is t(0.975, 2) x 3.5 / sqrt(3) = 4.303 x 2.021 = 8.694 (the normal's 1.96 gave 3.96)."""
+    from agents.arena.evaluation import placement_summary
+
+    ranks = np.array([np.arange(1, 9), np.ones(8), np.full(8, 8)], np.int32)
+    summary = placement_summary(ranks)
+    assert summary["mean_placement"] == 4.5 and summary["games"] == 24
+    assert summary["ci95"] == pytest.approx(4.302653 * 3.5 / math.sqrt(3), rel=1e-6)
+    assert summary["ci95"] == pytest.approx(8.694482, rel=1e-6)
+    assert (summary["top1"], summary["top4"]) == (9 / 24, 12 / 24)
+    assert placement_summary(ranks[:1])["ci95"] is None  # one seed
+
+
+def test_holm_adjusts_step_down_monotone_and_clipped():
+    """Sorted 0.01, 0.03, 0.04, 0.2 times 4, 3, 2, 1: 0.04, 0.09, 0.08 -> 0.09 (monotone), 0.2; in their order."""
+    np.testing.assert_allclose(significance.holm([0.01, 0.04, 0.03, 0.2]), [0.04, 0.09, 0.09, 0.2], rtol=1e-12)
+    np.testing.assert_allclose(significance.holm([0.5, 0.3]), [0.6, 0.6])  # 2 x 0.3; 1 x 0.5 raised to 0.6
+    np.testing.assert_allclose(significance.holm([0.7, 0.6]), [1.0, 1.0])  # 2 x 0.6 clipped to 1, 0.7 raised
+    np.testing.assert_allclose(significance.holm([0.02]), [0.02])  # one test: nothing to correct
+    np.testing.assert_allclose(significance.holm([0.01, 0.01, 0.01]), [0.03, 0.03, 0.03])  # ties
+    assert significance.holm([]).shape == (0,)
+    for bad in ([0.1, 1.5], [float("nan")], [[0.1]]):
+        with pytest.raises(ValueError, match="p_values must be"):
+            significance.holm(bad)
+
+
+# ---------------------------------------------------------------- compare's settings, corrected for their number
+
+#: per-seed placements of B minus A's (A always places 3rd) in two settings: A better by 0.5 places, raw paired
+#: p = 0.033, and by 0.75, raw p = 0.048. Holm over the 2 settings: 2 x 0.033 = 0.066 for both, not < 0.05.
+WORSE_BY = {"x": [0, 0, 0, 0, 1, 1, 1, 1], "y": [0, 0, 0, 0, 1, 1, 2, 2]}
+A_PLACE = 3
+
+
+def _two_settings(worse_by=WORSE_BY):
+    """``compare_tables`` on hand-made ranks, no game played: participant 0 is A, 1 is B, 2 and 3 the two lineups'
+    opponents; position 0's rank is the same in every rotation of a seed (A's 3, B's 3 + worse_by)."""
+    from agents.arena import tournament
+
+    def play(lineup):
+        setting = "x" if lineup[1] == 2 else "y"
+        places = A_PLACE + (np.asarray(worse_by[setting]) if lineup[0] == 1 else np.zeros(8, np.int64))
+        rows = [[p] + [q for q in range(1, 9) if q != p] for p in places]  # a whole placement, position 0 at p
+        return np.repeat(np.asarray(rows)[:, None, :], 8, axis=1)  # [8 seeds, 8 rotations, 8 positions]
+
+    return tournament.compare_tables(play, 0, 1, {"x": [2] * 7, "y": [3] * 7}, head_to_head=False)
+
+
+def test_compare_settings_carry_raw_and_holm_adjusted_p_values():
+    settings = _two_settings()
+    raw = [settings[s]["placement"]["p_value"] for s in ("vs x", "vs y")]
+    assert raw == pytest.approx([stats.ttest_1samp(WORSE_BY[s], 0).pvalue for s in "xy"])
+    assert raw == pytest.approx([0.033146, 0.047945], rel=1e-4)
+    for name in settings:
+        assert settings[name]["placement"]["p_holm"] == pytest.approx(2 * raw[0])  # 0.066, both (monotone)
+    points = [settings[s]["points"]["p_value"] for s in ("vs x", "vs y")]
+    assert [settings[s]["points"]["p_holm"] for s in ("vs x", "vs y")] == pytest.approx(significance.holm(points))
+
+
+def test_compare_verdict_reads_holm_adjusted_p_values():
+    """Raw p < 0.05 in both settings would say "A places better than B in every setting"; Holm's adjusted p (0.066)
+    does not, and the verdict says so. With larger differences (raw p < 0.025 each) the claim holds."""
+    from agents.arena import tournament
+
+    verdict = tournament.comparison_verdict(_two_settings())
+    assert verdict["a_better"] == [] and verdict["no_difference"] == ["vs x", "vs y"]
+    assert verdict["text"].startswith("no setting shows a difference (Holm-adjusted p < 0.05, 2 settings tested)")
+    assert verdict["text"].endswith("; uncorrected, p < 0.05 would say: A places better than B in every setting")
+
+    settings = _two_settings({"x": [1, 1, 1, 1, 2, 2, 2, 2], "y": [0, 0, 0, 0, 1, 1, 2, 2]})  # raw 0.0002, 0.048
+    assert settings["vs x"]["placement"]["p_value"] < 0.025 and settings["vs y"]["placement"]["p_holm"] < 0.05
+    verdict = tournament.comparison_verdict(settings)
+    assert verdict["a_better"] == ["vs x", "vs y"]
+    assert verdict["text"] == "A places better than B in every setting (Holm-adjusted p < 0.05, 2 settings tested)"
+
+    result = {"a": "A", "b": "B", "games_per_rotation": 8, "rank_points": [90.0, 45.0, 0.0, -135.0],
+              "difference": 0.25, "settings": _two_settings()}
+    table = tournament.comparison_table(result)
+    assert "p (Holm)" in table and "0.066" in table and table.splitlines()[-1].startswith("no setting shows")

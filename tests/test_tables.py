@@ -105,7 +105,7 @@ def test_compare_tables_tests_the_per_seed_results_of_real_games():
     for name, setting in settings.items():
         placement = setting["placement"]
         assert placement == {**significance.compare(setting["per_seed_a"], setting["per_seed_b"], paired=True),
-                             "games_needed": placement["games_needed"]}
+                             "games_needed": placement["games_needed"], "p_holm": placement["p_holm"]}
         assert placement["difference"] > 2 and placement["p_value"] < 0.01, (name, placement)
         assert setting["points"]["mean_a"] < setting["points"]["mean_b"]
 

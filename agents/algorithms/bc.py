@@ -7,8 +7,11 @@ composed with ``TeacherPlay`` (the teacher bot ``config.bc_teacher`` acting in t
 steps of ``num_envs`` games (no disk), then ``update_epochs`` epochs of minibatches of the learner seats' decisions
 with ``losses.bc_loss``: the teacher's action's cross-entropy over the legal actions, and the value's error to the
 semi-MDP GAE targets of the teacher's play (``gamma``, ``gae_lambda``; with ``gae_lambda=1`` the discounted outcome,
-bootstrapped only at rollout edges). Every game is new, so the training metrics are held-out ones (``loss/accuracy``:
-the policy's most likely legal action is the teacher's). The policy's own forward pass still runs at every step (its
+bootstrapped only at rollout edges). Every game is new, so the policy before an update has never trained on that
+update's samples: ``val/accuracy`` (the policy's most likely legal action is the teacher's) and ``val/cross_entropy``
+are measured on them then (``BCLoss.held_out``), the held-out numbers. ``loss/accuracy`` and ``loss/cross_entropy``
+are the minibatches' during the update, averaged over its ``update_epochs`` epochs, so from the second epoch on
+on samples already trained on: training numbers. The policy's own forward pass still runs at every step (its
 value is the GAE's baseline). With ``bc_teacher_prob < 1`` a learner seat sends the policy's own sample instead of
 the teacher's action on that share of its steps, still labelled with the teacher's action (DAgger-style: the teacher
 labels the states the policy's own mistakes lead to). Checkpoints, resume, logs and evaluations are the run
@@ -52,7 +55,7 @@ from agents.algorithms import base as trainer_base
 from agents.algorithms.base import INIT_STREAM, TRAIN_STREAM, Trainer
 from agents.algorithms.ppo import PPO, OwnPlay
 from agents.config import HParams, TrainConfig
-from agents.core import losses
+from agents.core import distributions, losses
 from agents.storage import datasets as dataset
 from agents.utils import health
 from jaxgame import bots
@@ -286,7 +289,7 @@ class DatasetCloning(Trainer):
         return 1  # a sample is one seat's step
 
     def progress(self, record: dict) -> list[str]:
-        parts = BCLoss().progress(record)
+        parts = BCLoss.training_progress(record)
         if "val/cross_entropy" in record:
             parts.insert(1, f"validation: teacher's action {record['val/accuracy']:.0%}, cross-entropy "
                             f"{record['val/cross_entropy']:.3f} (best {record['val/best_cross_entropy']:.3f})")
@@ -301,12 +304,29 @@ class DatasetCloning(Trainer):
 
 class BCLoss:
     """Behaviour cloning's minibatch loss (``losses.bc_loss``): the label's cross-entropy over the legal actions
-    and the value's squared error to the GAE targets (weighted by ``vf_coef``)."""
+    and the value's squared error to the GAE targets (weighted by ``vf_coef``). ``held_out``: what PPO's update
+    measures on its samples before it trains on them (``PPO.held_out_metrics``), logged as ``val/...``."""
 
     names = ("cross_entropy", "value_loss", "accuracy", "entropy")
 
     def __call__(self, logits, value, traj, advantages, targets, extra, hp: HParams, update):
         return losses.bc_loss(logits, value, traj.mask, traj.action, targets, traj.weight, hp.vf_coef)
+
+    @staticmethod
+    def held_out(logits, traj) -> dict:
+        """``{"val/accuracy", "val/cross_entropy"}``: (weighted sum, sum of weights), float32[] each, of samples
+        ``traj`` (leaves [..., ...]: ``action`` the teacher's label, ``mask`` the legal actions, ``weight`` 1 on
+        the decisions; None: all) under the policy's ``logits`` float32[..., A]: its most likely legal action is
+        the label (``losses.bc_loss``'s accuracy, ties: the first), the label's cross-entropy over the legal
+        actions."""
+        hit = (distributions.greedy(logits, traj.mask) == traj.action).astype(jnp.float32)
+        nll = -distributions.log_prob(logits, traj.mask, traj.action)
+        weight = jnp.ones_like(hit) if traj.weight is None else jnp.asarray(traj.weight, jnp.float32)
+
+        def total(x):  # where() keeps a weight-0 sample's value (any, even inf) out of the sum
+            return jnp.sum(jnp.where(weight > 0, weight * x, 0.0))
+
+        return {"val/accuracy": (total(hit), weight.sum()), "val/cross_entropy": (total(nll), weight.sum())}
 
     def log(self, mean: dict, traj, targets) -> dict:
         return {
@@ -320,7 +340,17 @@ class BCLoss:
         }
 
     def progress(self, record: dict) -> list[str]:
-        return [f"teacher's action {record['loss/accuracy']:.0%} | cross-entropy {record['loss/cross_entropy']:.2f}",
+        parts = self.training_progress(record)
+        if "val/accuracy" in record:
+            parts.insert(0, f"new games: teacher's action {record['val/accuracy']:.0%}, cross-entropy "
+                            f"{record['val/cross_entropy']:.2f}")
+        return parts
+
+    @staticmethod
+    def training_progress(record: dict) -> list[str]:
+        """The minibatches' numbers (on samples trained on): the progress line's training part."""
+        return [f"trained on: teacher's action {record['loss/accuracy']:.0%} | cross-entropy "
+                f"{record['loss/cross_entropy']:.2f}",
                 f"entropy {record['loss/entropy']:.2f} | value loss {record['loss/value']:.3f}"]
 
 

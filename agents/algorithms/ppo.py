@@ -285,11 +285,13 @@ class PPO(Trainer):
             traj, advantages, targets, pending = targets_with_pending(
                 traj, pending, end_value, runner.mask.sum(-1) > 1, hp.gamma, hp.gae_lambda)
         batch = self.training_batch(traj, advantages, targets, runner.update, inputs)
+        held_out = self.held_out_metrics(runner.params, traj)  # before the update trains on these samples
         params, opt_state, mb_metrics = self.optimize(runner.params, runner.opt_state, batch, shuffle_key, hp,
                                                       runner.update)
         mean = {k: v.mean() for k, v in mb_metrics.items()}
         metrics = {
             **self.loss.log(mean, self._dense_view(traj), targets),
+            **held_out,
             "train/decisions": decisions,
             **{f"sums/{k}": sums[k].sum() for k in EPISODE_SUMS},
         }
@@ -297,6 +299,23 @@ class PPO(Trainer):
         pool, league_metrics = self.players.after_update(runner.league, params, done)
         runner = runner.replace(params=params, opt_state=opt_state, update=done, league=pool, pending=pending)
         return runner, {**metrics, **league_metrics}
+
+    def held_out_metrics(self, params, traj: Transition) -> dict:
+        """The loss's metrics on samples no update has trained on: ``self.loss.held_out`` (a loss without it: {}),
+        summed over the learner samples of ``traj`` (leaves [T, N, P, ...], the update's samples after GAE: the
+        decisions it trains on carry weight 1) under ``params``, the parameters before the update. One forward
+        pass per rollout step (``lax.map`` over T, so memory is one step's). Returns ``{name: float32[]}``, each
+        the weighted mean ``sum(value * weight) / max(sum(weight), 1)``."""
+        held_out = getattr(self.loss, "held_out", None)
+        if held_out is None:
+            return {}
+
+        def step(t: Transition):
+            logits, _ = self.network.apply(params, t.obs)
+            return held_out(logits, self._dense_view(t))  # {name: (sum of value x weight, sum of weight)}
+
+        sums = jax.lax.map(step, self.learner_samples(traj))
+        return {name: total.sum() / jnp.maximum(weight.sum(), 1.0) for name, (total, weight) in sums.items()}
 
     def optimize(self, params, opt_state, batch, shuffle_key, hp: HParams, update):
         """``update_epochs`` epochs of minibatch steps over ``batch`` = (transitions, advantages, targets, extra)

@@ -17,6 +17,7 @@ import numpy as np
 
 import jaxgame
 from agents.arena.ratings import Ratings
+from agents.arena.significance import t_interval
 from agents.arena.tables import TABLE_BOTS, draw_lineups, make_table_runner
 from agents.league.pool import snapshot_name
 from jaxgame import constants as C
@@ -91,16 +92,16 @@ def make_rating_evaluator(game: jaxgame.AutoChessEnv, network, num_games: int, p
 
 
 def placement_summary(ranks) -> dict:
-    """Mean placement with a 95% interval (half-width over game seeds; None with one seed), top-1 and
-    top-4 rates, from int ranks[G, 8] of finished games (a rank outside 1..8, an unfinished game's 0, is a
+    """Mean placement with a 95% interval (the t interval over the G game seeds' mean placements,
+    ``agents.arena.significance.t_interval``: its half-width, None with one seed), top-1 and top-4 rates,
+    from int ranks[G, 8] of finished games (a rank outside 1..8, an unfinished game's 0, is a
     ``ValueError``: it must never count as a placement)."""
     ranks = np.asarray(ranks, np.float64)
     if ranks.size == 0 or not ((ranks >= 1) & (ranks <= C.NUM_PLAYERS)).all():
         unfinished = int((ranks < 1).sum())
         raise ValueError(f"placements need finished games with ranks 1..{C.NUM_PLAYERS}; got {ranks.size} ranks, "
                          f"{unfinished} of them unfinished (0)")
-    per_seed = ranks.mean(axis=1)
-    half = float(1.96 * per_seed.std(ddof=1) / np.sqrt(len(per_seed))) if len(per_seed) > 1 else None
+    _, half = t_interval(ranks.mean(axis=1))  # per seed: its rotations share the deal, so they are one draw
     return {
         "mean_placement": float(ranks.mean()),
         "ci95": half,

@@ -3,7 +3,7 @@
 A *lineup* names the player of each of a game's 8 seats by *participant*
 index: ``0 .. K-1`` are the K policies (a network and its parameters),
 ``K + i`` is the scripted bot ``bot_names[i]`` of the runner (by default
-``DEFAULT_BOTS``; any of ``TABLE_BOTS``). Every lineup is played 8
+``DEFAULT_BOTS``; any of ``PLAYER_BOTS``). Every lineup is played 8
 times from the same game seed (same reset key, same bot and game randomness)
 with the lineup rotated one seat further each time, so every participant
 sits in every seat and the luck of the draw is shared: the *duplicate*
@@ -26,7 +26,7 @@ import numpy as np
 
 import jaxgame
 from agents.core import distributions
-from agents.policies.load import TABLE_BOTS
+from agents.policies.load import PLAYER_BOTS, TABLE_BOTS  # noqa: F401  (TABLE_BOTS: re-exported for evaluation.py)
 from jaxgame import bots
 from jaxgame import constants as C
 from jaxgame.validation import as_key
@@ -92,10 +92,10 @@ def make_seat_actions(networks, bot_names: tuple[str, ...], greedy_policy: bool,
 
 
 def check_bot_names(bot_names) -> tuple[str, ...]:
-    """``bot_names`` as a tuple; ``ValueError`` unless they are distinct names from ``TABLE_BOTS``."""
+    """``bot_names`` as a tuple; ``ValueError`` unless they are distinct names from ``PLAYER_BOTS``."""
     bot_names = tuple(bot_names)
-    if any(b not in TABLE_BOTS for b in bot_names) or len(set(bot_names)) != len(bot_names):
-        raise ValueError(f"bot_names must be distinct names from {TABLE_BOTS}, got {bot_names!r}")
+    if any(b not in PLAYER_BOTS for b in bot_names) or len(set(bot_names)) != len(bot_names):
+        raise ValueError(f"bot_names must be distinct names from {PLAYER_BOTS}, got {bot_names!r}")
     return bot_names
 
 
@@ -109,7 +109,7 @@ def make_table_runner(
     object may appear more than once); ``params``: a tuple of their K parameter trees. ``greedy_policy``:
     the policies take their most likely legal action instead of sampling. ``sync_axes``: vmapped axes
     around ``run`` (a sweep's) that share the game's branches. ``bot_names``: the scripted bots after the
-    policies (participant ``K + i`` is ``bot_names[i]``), distinct names from ``TABLE_BOTS``. ``run.jitted``
+    policies (participant ``K + i`` is ``bot_names[i]``), distinct names from ``PLAYER_BOTS``. ``run.jitted``
     takes the same arguments without the host-side checks (for use inside another jitted function).
     """
     if isinstance(num_games, bool) or not isinstance(num_games, int) or num_games < 1:

@@ -43,9 +43,10 @@ import jaxgame
 from agents.arena import significance
 from agents.arena.evaluation import placement_summary
 from agents.arena.ratings import Ratings
-from agents.arena.tables import DEFAULT_BOTS, TABLE_BOTS, draw_lineups, make_table_runner
+from agents.arena.tables import DEFAULT_BOTS, draw_lineups, make_table_runner
 from agents.envs.make import make_game
 from agents.policies.load import (
+    PLAYER_BOTS,
     PolicyError,
     check_same_observations,
     checkpoint_steps,
@@ -186,10 +187,10 @@ def table_game(policies, rules: dict | None = None, obs: str = "vector") -> jaxg
 def participant_index(policies, player_of: dict, num_seated: int | None = None) -> tuple[dict, tuple[str, ...]]:
     """``(index, bots)`` for a table runner (``agents.arena.tables``): ``bots`` are the bots ``player_of`` (spec ->
     policy
-    or bot name, ``resolve_players``) names, in ``TABLE_BOTS`` order, and ``index`` maps each policy's name to its
+    or bot name, ``resolve_players``) names, in ``PLAYER_BOTS`` order, and ``index`` maps each policy's name to its
     place in ``policies`` and each bot to its participant index, after the ``num_seated`` seated policies (default
     ``len(policies)``)."""
-    bots = tuple(bot for bot in TABLE_BOTS if bot in player_of.values())
+    bots = tuple(bot for bot in PLAYER_BOTS if bot in player_of.values())
     first_bot = len(policies) if num_seated is None else num_seated
     index = {p.name: i for i, p in enumerate(policies)}
     index.update({bot: first_bot + i for i, bot in enumerate(bots)})
@@ -230,9 +231,11 @@ def compare_players(spec_a: str, spec_b: str, lineups: dict, games: int, seed: i
     the head-to-head tables then test a true null); the same bot cannot be (no head-to-head tables, with a note).
     ``difference``: the difference of mean placement to report the seeds needed for (power 0.8, level 0.05).
     Returns ``{"a", "b", "games_per_rotation", "seed", "settings": {name: {"placement": compare(...) +
-    "games_needed", "points": {"mean_a", "mean_b", "difference", "p_value"}, "per_seed_a", "per_seed_b" (the mean
-    placements tested, float[games])}}, "rank_points", "difference", "seconds"}``; setting names are ``"vs NAME"``
-    and ``HEAD_TO_HEAD``'s; placements are 1..8 (lower is better), points higher is better. ``ValueError`` for
+    "games_needed" + "p_holm", "points": {"mean_a", "mean_b", "difference", "p_value", "p_holm"}, "per_seed_a",
+    "per_seed_b" (the mean placements tested, float[games])}}, "verdict" (``comparison_verdict``), "rank_points",
+    "difference", "seconds"}``; setting names are ``"vs NAME"`` and ``HEAD_TO_HEAD``'s; placements are 1..8 (lower
+    is better), points higher is better. ``p_holm`` is Holm's adjusted p-value over the settings (``add_holm``):
+    a claim over several settings ("better in every setting") reads it, not ``p_value``. ``ValueError`` for
     fewer than 2 games or a bad points table, ``PolicyError`` for players that cannot play, ``MemoryError``
     (with the estimate) when ``games`` cannot fit.
     """
@@ -246,7 +249,7 @@ def compare_players(spec_a: str, spec_b: str, lineups: dict, games: int, seed: i
     for note in rule_differences(policies):
         progress.status(f"note: {note}")
     seated = list(policies)
-    same_policy = player_of[spec_a] == player_of[spec_b] and player_of[spec_a] not in TABLE_BOTS
+    same_policy = player_of[spec_a] == player_of[spec_b] and player_of[spec_a] not in PLAYER_BOTS
     if same_policy:  # B is a second participant with A's parameters, so that at one table its seats are told
         seated.append(next(p for p in policies if p.name == player_of[spec_a]))  # from A's: the null, tested
     index, table_bots = participant_index(policies, player_of, len(seated))
@@ -269,7 +272,7 @@ def compare_players(spec_a: str, spec_b: str, lineups: dict, games: int, seed: i
     lineups = {name: [index[player_of[n]] for n in names] for name, names in lineups.items()}
     settings = compare_tables(play_lineup, a, b, lineups, head_to_head, points, difference)
     return {"a": spec_a, "b": spec_b, "games_per_rotation": games, "seed": seed, "settings": settings,
-            "rank_points": list(points), "difference": difference,
+            "verdict": comparison_verdict(settings), "rank_points": list(points), "difference": difference,
             "seconds": round(time.perf_counter() - start, 2)}
 
 
@@ -278,7 +281,7 @@ def compare_tables(play, a: int, b: int, lineups: dict, head_to_head: bool = Tru
     """The settings of ``compare_players`` from ``play(lineup) -> int ranks[S seeds, 8 rotations, 8 positions]``
     (``lineup``: 8 participant indices; every call plays the same S seeds), participants ``a`` and ``b`` and
     ``lineups``: name -> 7 participant indices. Returns ``{setting: {"placement", "points", "per_seed_a",
-    "per_seed_b"}}`` (``compare_players`` says what they hold)."""
+    "per_seed_b"}}`` (``compare_players`` says what they hold; ``p_holm`` adjusts over all the settings returned)."""
 
     def ranks(lineup):
         out = np.asarray(play(lineup))
@@ -305,23 +308,75 @@ def compare_tables(play, a: int, b: int, lineups: dict, head_to_head: bool = Tru
             table = ranks([a if j in seats_a else b for j in range(C.NUM_PLAYERS)])
             seats_b = [j for j in range(C.NUM_PLAYERS) if j not in seats_a]
             settings[name] = setting(table[:, :, list(seats_a)], table[:, :, seats_b])
+    add_holm(settings)
     return settings
 
 
+def add_holm(settings: dict) -> None:
+    """Adds ``"p_holm"`` beside ``"p_value"`` in every setting's ``"placement"`` and ``"points"``: Holm's adjusted
+    p-values (``significance.holm``) over the settings, the placement tests one family and the points tests
+    another, so a claim over several settings holds at its level."""
+    for test in ("placement", "points"):
+        adjusted = significance.holm([r[test]["p_value"] for r in settings.values()])
+        for r, p in zip(settings.values(), adjusted):
+            r[test]["p_holm"] = float(p)
+
+
+def comparison_verdict(settings: dict, alpha: float = 0.05) -> dict:
+    """Which settings of ``compare_tables`` show a difference of mean placement, read from the Holm-adjusted
+    p-values (``add_holm``: the claim is over all the settings tested). Returns ``{"alpha", "a_better",
+    "b_better", "no_difference"}`` (lists of setting names; A is better where its mean placement is lower) and
+    ``"text"``, one sentence: "A places better than B in every setting" only when every adjusted p is below
+    ``alpha``; it says so when the raw p-values alone would have claimed more."""
+    if not 0 < alpha < 1:
+        raise ValueError(f"alpha must be in (0, 1), got {alpha}")
+    groups = {"a_better": [], "b_better": [], "no_difference": []}
+    raw_groups = {"a_better": [], "b_better": [], "no_difference": []}
+    for name, r in settings.items():
+        pl = r["placement"]
+        for out, p in ((groups, pl["p_holm"]), (raw_groups, pl["p_value"])):
+            side = "no_difference" if p >= alpha else ("a_better" if pl["difference"] < 0 else "b_better")
+            out[side].append(name)
+    count = len(settings)
+    tested = f"{count} setting{'s' if count != 1 else ''} tested"
+    text = f"{_verdict_text(groups, count)} (Holm-adjusted p < {alpha:g}, {tested})"
+    if raw_groups != groups:
+        text += f"; uncorrected, p < {alpha:g} would say: {_verdict_text(raw_groups, count)}"
+    return {"alpha": alpha, **groups, "text": text}
+
+
+def _verdict_text(groups: dict, count: int) -> str:
+    """The claim of ``comparison_verdict``'s groups of ``count`` settings, without its level."""
+    sides = (("a_better", "A places better than B"), ("b_better", "B places better than A"))
+    for side, who in sides:
+        if count and len(groups[side]) == count:
+            return f"{who} in every setting"
+    parts = [f"{who} in {', '.join(groups[side])}" for side, who in sides if groups[side]]
+    if not parts:
+        return "no setting shows a difference"
+    if groups["no_difference"]:
+        parts.append(f"no difference shown in {', '.join(groups['no_difference'])}")
+    return "; ".join(parts)
+
+
 def comparison_table(result: dict) -> str:
-    """A human table of ``compare_players``'s result: one row per setting."""
+    """A human table of ``compare_players``'s result: one row per setting (the raw and the Holm-adjusted p-value
+    of the placement test), then the verdict (``comparison_verdict``)."""
     rows = result["settings"]
     width = max(len("setting"), *(len(n) for n in rows))
     head = (f"A = {result['a']}, B = {result['b']}: {result['games_per_rotation']} game seeds x 8 rotations a "
-            f"setting, paired t-test by seed; points {result['rank_points']}")
-    lines = [head, f"{'setting':<{width}}  A place  B place  A - B (95% CI)    p-value  A points  B points  "
+            f"setting, paired t-test by seed, Holm-adjusted over the {len(rows)} settings; points "
+            f"{result['rank_points']}")
+    lines = [head, f"{'setting':<{width}}  A place  B place  A - B (95% CI)    p-value  p (Holm)  A points  B points  "
                    f"seeds for {result['difference']:g}"]
     for name, r in rows.items():
         pl, pt = r["placement"], r["points"]
         needed = "-" if pl["games_needed"] is None else str(pl["games_needed"])
         lines.append(f"{name:<{width}}  {pl['mean_a']:7.2f}  {pl['mean_b']:7.2f}  "
-                     f"{pl['difference']:+6.2f} +- {pl['ci95']:<6.2f}  {pl['p_value']:7.2g}  {pt['mean_a']:8.1f}  "
-                     f"{pt['mean_b']:8.1f}  {needed:>5}")
+                     f"{pl['difference']:+6.2f} +- {pl['ci95']:<6.2f}  {pl['p_value']:7.2g}  {pl['p_holm']:8.2g}  "
+                     f"{pt['mean_a']:8.1f}  {pt['mean_b']:8.1f}  {needed:>5}")
+    verdict = result.get("verdict") or comparison_verdict(rows)
+    lines.append(verdict["text"])
     return "\n".join(lines)
 
 
@@ -451,6 +506,6 @@ def format_table(table) -> str:
     return "\n".join(lines)
 
 
-__all__ = ["HEAD_TO_HEAD", "compare_players", "compare_tables", "comparison_table", "evaluate_checkpoint",
-           "format_table", "load_players", "placement_table", "play", "participant_index", "rate", "rate_checkpoints",
-           "resolve_players", "table_game", "write_outputs"]
+__all__ = ["HEAD_TO_HEAD", "add_holm", "compare_players", "compare_tables", "comparison_table", "comparison_verdict",
+           "evaluate_checkpoint", "format_table", "load_players", "placement_table", "play", "participant_index",
+           "rate", "rate_checkpoints", "resolve_players", "table_game", "write_outputs"]

@@ -3,7 +3,7 @@
     policy = load_policy("runs/mine")            # the latest good checkpoint (or step=120)
     logits, value = policy.network.apply(policy.params, obs)
 
-A player spec is a scripted bot (``agents.arena.tables.TABLE_BOTS``), ``baseline:NAME``
+A player spec is a scripted bot (``PLAYER_BOTS``), ``baseline:NAME``
 (a shipped baseline policy, ``agents.policies.baselines``), or ``RUN_DIR`` /
 ``RUN_DIR:STEP``: the policy of a training run at its latest good
 checkpoint, or at checkpoint STEP (an update number). Problems raise
@@ -23,8 +23,12 @@ from agents.policies.network import ShapeMismatchError, check_params, policy_net
 from agents.storage.checkpoints import CHECKPOINT_DIR, CheckpointMismatchError, CheckpointStore, fresh_arrays
 from agents.storage.run_dir import read_owner
 
-#: the scripted bots a player spec may name (``jaxgame.bots``)
+#: the scripted bots of the in-run evaluations (``agents.arena.evaluation.OPPONENTS``: a bot there is computed at
+#: every step and logged) and of the tables' bot order
 TABLE_BOTS = ("random", "greedy", "expert")
+#: every scripted bot a player spec may name (``jaxgame.bots.BOTS``): ``TABLE_BOTS``, then the bots that join a
+#: table only when named (``expert_public``: the expert on public information, docs/observation.md)
+PLAYER_BOTS = (*TABLE_BOTS, "expert_public")
 
 
 class PolicyError(ValueError):
@@ -51,7 +55,7 @@ def parse_spec(spec: str) -> tuple[str, int | None] | str:
     (``PolicyError``): a spec that is neither a bot, a shipped ``baseline:NAME`` nor an existing path names the
     closest valid players, and ``RUN_DIR:STEP`` with a STEP that is not an int says so."""
     spec = str(spec).strip()
-    if spec in TABLE_BOTS:
+    if spec in PLAYER_BOTS:
         return spec
     if spec.startswith(baselines.PREFIX):
         name = spec[len(baselines.PREFIX):]
@@ -69,7 +73,7 @@ def parse_spec(spec: str) -> tuple[str, int | None] | str:
         return head, int(tail)
     run_dir = head if sep and tail.isdigit() else spec
     raise PolicyError(f"unknown player {spec!r}: not a bot, baseline:NAME or existing run directory"
-                      f"{_closest(run_dir, _player_names(run_dir))} (bots: {', '.join(TABLE_BOTS)}; baselines: "
+                      f"{_closest(run_dir, _player_names(run_dir))} (bots: {', '.join(PLAYER_BOTS)}; baselines: "
                       f"{', '.join(baselines.PREFIX + b for b in baselines.available()) or 'none'})")
 
 
@@ -87,7 +91,7 @@ def _closest(name: str, candidates) -> str:
 def _player_names(spec: str) -> list[str]:
     """The names a mistyped player may have meant: the bots, the baselines and, for a path, its existing
     siblings (directories in the nearest parent that exists)."""
-    names = [*TABLE_BOTS, *(baselines.PREFIX + b for b in baselines.available())]
+    names = [*PLAYER_BOTS, *(baselines.PREFIX + b for b in baselines.available())]
     parent = Path(spec).parent
     if str(parent) not in ("", ".") or "/" in spec:
         if parent.is_dir():

@@ -9,7 +9,11 @@ evaluation's placement gets its 95% band (the ``<metric>_ci95`` half-width the r
 default a run whose 8 seats are all its own learners (self-play, independent learners) does not draw
 ``train/episode_return`` and ``train/placement``: they are constant by construction (the mean of
 every seat's return or rank); they mean something where some seats are bots or snapshots.
-Null, NaN and non-numeric values are skipped point by point. Drawing uses the Agg canvas (no display, and no
+The x axis is a record field (``env_steps``, ``update``, ``wall_s``) or ``samples_per_learner``, derived from
+env_steps and the run's config (``learner_samples_per_env_step``): the seat-steps each set of parameters has trained
+on, so that a run of 8 independent learners (each learns from its own seat only) and a shared-parameter run (every
+trained seat's samples train the one network) line up at equal data per learner (``plot_bands`` takes record fields
+only). Null, NaN and non-numeric values are skipped point by point. Drawing uses the Agg canvas (no display, and no
 change to pyplot's backend when imported from a notebook); the PNG's parent directories are created.
 ``python -m experiments.plot`` is the command line.
 """
@@ -25,11 +29,14 @@ from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 from matplotlib.ticker import FuncFormatter, MaxNLocator
 
-from agents.config import flat_dict
-from agents.storage.metrics import load_metrics, run_label
+from agents.config import TaskConfig, flat_dict
+from agents.storage.metrics import METRICS_FILE, load_metrics, run_label
 from agents.storage.outputs import check_writable
 
-X_FIELDS = ("env_steps", "update", "wall_s")
+X_FIELDS = ("env_steps", "update", "wall_s", "samples_per_learner")
+SAMPLES_PER_LEARNER = "samples_per_learner"  # derived per record from env_steps and the run's config
+#: what an x axis counts, where the name does not say it
+X_LABELS = {SAMPLES_PER_LEARNER: "samples per learner (seat steps one parameter set trained on)"}
 DEFAULT_METRICS = (
     "eval/placement_vs_random",
     "eval/placement_vs_greedy",
@@ -85,6 +92,41 @@ def all_seats_learn(meta: dict) -> bool:
         "league_size", 0)
 
 
+def learner_samples_per_env_step(meta: dict) -> int:
+    """Seat-steps one set of parameters trains on per env step, from a run's meta line config (the PPO/A2C update's
+    split, ``agents.algorithms.ppo.PPO.optimize``): with shared parameters every "self" seat's sample trains the one
+    network (8 in self-play, 1 with 7 bot opponents, 1 for a gymnax env); with ``independent`` learners seat p's
+    parameters train on seat p's samples only, 1 per env step (1/8 of the run's seat_steps).
+
+    ValueError when the meta has no config, or for a run whose learner data per env step is not a fixed count: a
+    league (its seats' roles change from game to game) or a ``bc_dataset`` run (it learns from a fixed dataset).
+    """
+    config = flat_dict(meta.get("config", {})) if isinstance(meta, dict) else {}
+    if not config:
+        raise ValueError("x='samples_per_learner' needs the run's config (the metrics.jsonl meta line); none found")
+    if config.get("league_size", 0):
+        raise ValueError(f"x='samples_per_learner' is not defined for a league run (league_size="
+                         f"{config['league_size']}): its learner seats change from game to game")
+    if config.get("bc_dataset"):
+        raise ValueError("x='samples_per_learner' is not defined for a bc_dataset run: it learns from a fixed "
+                         f"dataset ({config['bc_dataset']!r}), not from env steps")
+    if config.get("independent", False):
+        return 1  # one learner per seat, vmapped over the seat axis of the [T, N, P] batch
+    task = TaskConfig(env=str(config.get("env", "autochess")), opponents=str(config.get("opponents", "self")))
+    return sum(kind == "self" for kind in task.seat_kinds)
+
+
+def with_samples_per_learner(meta: dict, records: list[dict]) -> list[dict]:
+    """Copies of ``records`` with ``samples_per_learner`` = env_steps x ``learner_samples_per_env_step(meta)``
+    (a float; left out of a record without a numeric env_steps)."""
+    per_step = learner_samples_per_env_step(meta)
+    out = []
+    for r in records:
+        steps = _number(r.get("env_steps"))
+        out.append(r if steps is None else {**r, SAMPLES_PER_LEARNER: steps * per_step})
+    return out
+
+
 def _band(ax, records, metric, x, color) -> int:
     """The 95% band of an evaluation's placement, where the run logged its half-width; returns its points."""
     points = [(_number(r.get(x)), _number(r.get(metric)), _number(r.get(metric + CI_SUFFIX))) for r in records]
@@ -103,9 +145,18 @@ def _short(v: float, _pos=None) -> str:
     return f"{v:.3g}"
 
 
+def _label(run_dir: str) -> str:
+    """``run_label``, but a metrics file named after its run (``docs/results/ppo_small_v1.metrics.jsonl``) is
+    labelled by its own name (``ppo_small_v1``), not by the folder it shares with other runs' files."""
+    name = os.path.basename(run_dir)
+    if os.path.isfile(run_dir) and name.endswith(".jsonl") and name != METRICS_FILE:
+        return name.removesuffix(".jsonl").removesuffix(".metrics")
+    return run_label(run_dir)
+
+
 def _labels(run_dirs: list[str]) -> list[str]:
     """Run dir names, prefixed by their parent's name when two runs share a name."""
-    labels = [run_label(d) for d in run_dirs]
+    labels = [_label(d) for d in run_dirs]
     if len(set(labels)) < len(labels):
         labels = [
             os.path.join(run_label(os.path.dirname(os.path.abspath(d.rstrip(os.sep)))), label)
@@ -121,10 +172,10 @@ def plot_runs(run_dirs, out: str, x: str = "env_steps", metrics=None) -> dict:
     or every available key when none of those is present). Raises
     ``agents.storage.outputs.UnwritableOutputError`` (a ValueError, before anything is loaded) when ``out``
     cannot be written, FileNotFoundError for a run without metrics file and ValueError for an
-    unknown ``x``, for metric names that no run has (with the closest names), or when nothing is
-    plottable. Returns ``{"out", "runs", "metrics", "points", "bands"}`` where
-    ``points[metric]`` counts the points drawn over all runs and ``bands[metric]``
-    the points with a 95% band.
+    unknown ``x``, for ``x="samples_per_learner"`` on a run it is not defined for (naming the run), for metric
+    names that no run has (with the closest names), or when nothing is plottable. Returns ``{"out", "runs",
+    "metrics", "points", "bands"}`` where ``points[metric]`` counts the points drawn over all runs and
+    ``bands[metric]`` the points with a 95% band.
     """
     run_dirs = [str(d) for d in run_dirs]
     if not run_dirs:
@@ -133,8 +184,10 @@ def plot_runs(run_dirs, out: str, x: str = "env_steps", metrics=None) -> dict:
         raise ValueError(f"x must be one of {', '.join(X_FIELDS)}, not {x!r}")
     check_writable(out, "file")  # before anything is loaded: an UnwritableOutputError (a ValueError), one line
     loaded = [load_metrics(d) for d in run_dirs]
-    runs = [records for _, records in loaded]
     labels = _labels(run_dirs)
+    if x == SAMPLES_PER_LEARNER:
+        loaded = [(meta, _derived(meta, records, label)) for (meta, records), label in zip(loaded, labels)]
+    runs = [records for _, records in loaded]
     available = available_metrics(runs, x)
     if metrics is None:
         constant = all(all_seats_learn(meta) for meta, _ in loaded)
@@ -173,6 +226,14 @@ def plot_runs(run_dirs, out: str, x: str = "env_steps", metrics=None) -> dict:
     return {"out": out, "runs": labels, "metrics": metrics, "points": points, "bands": bands}
 
 
+def _derived(meta: dict, records: list[dict], label: str) -> list[dict]:
+    """``with_samples_per_learner``, its ValueError prefixed by the run's label."""
+    try:
+        return with_samples_per_learner(meta, records)
+    except ValueError as e:
+        raise ValueError(f"{label}: {e}") from None
+
+
 def _figure(num_panels: int):
     """An Agg figure with a grid of up to 3 columns: (figure, flat array of axes)."""
     ncols = min(3, num_panels)
@@ -189,7 +250,7 @@ def _style(ax, metric: str, x: str) -> None:
     elif metric in Y_LABELS:
         ax.set_ylabel(Y_LABELS[metric])
     ax.set_title(metric)
-    ax.set_xlabel(x)
+    ax.set_xlabel(X_LABELS.get(x, x))
     ax.xaxis.set_major_locator(MaxNLocator(nbins=6))
     ax.xaxis.set_major_formatter(FuncFormatter(_short))
     ax.grid(True, alpha=0.3)
@@ -200,7 +261,8 @@ def _finish(fig, axes, num_panels: int, handles: dict, out: str) -> None:
     for ax in axes[num_panels:]:
         ax.remove()
     if handles:
-        fig.legend(list(handles.values()), list(handles), loc="outside upper center", ncols=min(len(handles), 4))
+        width = 2 if num_panels == 1 else 4  # legend columns: three long run names overflow one panel
+        fig.legend(list(handles.values()), list(handles), loc="outside upper center", ncols=min(len(handles), width))
     os.makedirs(os.path.dirname(os.path.abspath(out)), exist_ok=True)
     fig.savefig(out, dpi=100)
 
@@ -241,5 +303,6 @@ def plot_bands(groups, out: str, x: str = "env_steps", metrics=None) -> dict:
     return {"out": out, "groups": [label for label, _ in groups], "metrics": metrics, "points": points}
 
 
-__all__ = ["DEFAULT_METRICS", "SELF_PLAY_CONSTANT", "X_FIELDS", "all_seats_learn", "available_metrics", "plot_bands",
-           "plot_runs", "series"]
+__all__ = ["DEFAULT_METRICS", "SAMPLES_PER_LEARNER", "SELF_PLAY_CONSTANT", "X_FIELDS", "all_seats_learn",
+           "available_metrics", "learner_samples_per_env_step", "plot_bands", "plot_runs", "series",
+           "with_samples_per_learner"]

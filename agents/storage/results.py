@@ -342,3 +342,76 @@ def replace_block(text: str, block: str) -> str:
     if start < 0 or end < start:
         return text
     return text[: start + len(START)] + "\n" + block + "\n" + text[end:]
+
+
+#: ``agents.run.over_seeds`` lineup name -> the numbers key of a record
+_LINEUP_KEYS = {source[len("vs_"):]: key for key, source in EVAL_KEYS.items()}
+
+
+def record_from_seeds(result: dict, record_id: str, *, command: list[str], machine: str, environment: str,
+                      date: str, commit: str, files: list[str], evaluation: str) -> dict:
+    """A learning record of ``agents.run.over_seeds.reproduce``'s aggregate ``result`` (its JSON is the record's
+    ``evaluation`` evidence, so ``check_evidence`` re-reads every placement from it): per lineup the mean over
+    training seeds with the 95% t interval over seeds, the mean training seconds, and the median training minutes to
+    the target when every seed reached it."""
+    seeds = result["seeds"]
+    n = len(seeds)
+    over = f"mean over {n} training seeds, 95% t interval over seeds" if n > 1 else "one training seed"
+    numbers: dict = {}
+    for lineup, key in _LINEUP_KEYS.items():
+        entry = result.get(f"vs_{lineup}")
+        if entry is None:
+            continue
+        numbers[key] = {"value": round(entry["mean_placement"], 2), "note": over}
+        if entry["ci95"] is not None:
+            numbers[key]["ci95"] = round(entry["ci95"], 2)
+    numbers["updates"] = max(result["updates"])
+    numbers["env_steps"] = max(result["env_steps"])
+    numbers["train_s"] = {"value": round(sum(result["train_s"]) / n), "note": "mean over seeds"}
+    target = result["minutes_to_target"]
+    name = f"train_minutes_to_{str(target['target']).replace('.', '_')}_vs_greedy"
+    if target["reached"] == n:
+        numbers[name] = {"value": round(target["median"], 2), "note": f"median over {n} seeds"}
+    games = result["games_per_lineup"]
+    reached = f"{target['reached']} of {n} seeds placed <= {target['target']} vs greedy in-run"
+    return {
+        "id": record_id,
+        "title": f"{result['preset']}: the whole preset over {n} training seed{'s' * (n > 1)} on the current code",
+        "kind": "learning",
+        "preset": result["preset"],
+        "subject": f"`{result['preset']}`",
+        "command": command,
+        "machine": machine,
+        "environment": environment,
+        "seeds": {"training": seeds, "evaluation": result["eval_seed"],
+                  "note": f"{games} seat-rotated games per lineup and seed"},
+        "date": date,
+        "commit": commit,
+        "commit_source": "git HEAD when the command wrote the record",
+        "numbers": numbers,
+        "single_seed": n == 1,
+        "notes": f"Each seed's final policy evaluated on {games} seat-rotated games per lineup; {over}. {reached}.",
+        "files": files,
+        "evaluation": evaluation,
+    }
+
+
+def expected_pages(root: Path) -> tuple[dict[Path, str], list[str]]:
+    """``({path: the text it should have}, problems)`` for the repository at ``root``: docs/results.md always, the
+    README when it has the markers. With problems in the records the pages are not rendered (``{}``)."""
+    results_dir = root / "docs" / "results"
+    records = load_records(results_dir / "records")
+    problems = [p for r in records for p in validate(r, results_dir)]
+    if not records:
+        problems.append(f"no records in {results_dir / 'records'}")
+    if problems:
+        return {}, problems
+    problems = [p for r in records for p in check_evidence(r, results_dir)]
+    if problems:
+        return {}, problems
+    pages = {root / "docs" / "results.md": render_page(records)}
+    readme = root / "README.md"
+    if readme.is_file():
+        # unchanged (so never written) without the markers
+        pages[readme] = replace_block(readme.read_text(encoding="utf-8"), render_readme_table(records))
+    return pages, []

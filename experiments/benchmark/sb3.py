@@ -16,7 +16,7 @@ Per opponent bot (``--opponents``, default ``random`` then ``greedy``: 7 of it a
 * ``placement``: each trained policy's mean placement (1 best .. 8) over ``eval_games`` game seeds x 8 seat
   rotations against 7 of the same bot, seeds never used in training (ours: ``agents.arena.evaluation``, sampling from
   the policy; sb3: the Gymnasium env with the seat set at each reset, ``predict(deterministic=False)`` with the
-  mask), with its 95% half-width.
+  mask), with its 95% half-width (the t interval over the game seeds, ``placement_summary``).
 * ``train_speedup``: ours / sb3 training env steps per second (the issue's goal: >= 100); ``placement_better``:
   ours placed better, by more than both 95% half-widths together.
 
@@ -32,6 +32,7 @@ import jax
 import numpy as np
 
 import jaxgame
+from agents.arena.evaluation import placement_summary
 from agents.envs.make import make_game
 from agents.presets import preset_config
 from agents.run.loop import build
@@ -55,10 +56,13 @@ def check_available() -> None:
                            "\".[sb3]\" (on a CPU-only machine install torch's CPU wheel first)") from None
 
 
-def _summary(placements) -> dict:
-    p = np.asarray(placements, np.float64)
-    half = 1.96 * p.std(ddof=1) / np.sqrt(p.size) if p.size > 1 else float("nan")
-    return {"mean_placement": round(float(p.mean()), 3), "ci95": round(float(half), 3), "games": int(p.size)}
+def _summary(ranks) -> dict:
+    """``placement_summary`` of int ranks[seeds, 8 rotations], rounded: the interval is the t interval over the game
+    seeds (a seed's rotations share its deal, so they are not 8 independent games)."""
+    summary = placement_summary(ranks)
+    half = summary["ci95"]
+    return {"mean_placement": round(summary["mean_placement"], 3), "ci95": None if half is None else round(half, 3),
+            "games": summary["games"]}
 
 
 # ---------------------------------------------------------------- sb3-contrib's MaskablePPO
@@ -133,7 +137,7 @@ def bench_sb3_side(bot: str, budget_s: float, eval_games: int, env_probe_steps: 
         "decisions": int(model.num_timesteps),
         "env_steps": int(budget.game_steps),
         "train_env_steps_per_s": round(budget.game_steps / train_s, 1),
-        "placement": _summary(placements),
+        "placement": _summary(np.reshape(placements, (eval_games, 8))),  # seed g's 8 seats
     }
 
 
@@ -182,7 +186,7 @@ def bench_our_side(bot: str, budget_s: float, eval_games: int, chunk_updates: in
         "updates": updates,
         "env_steps": updates * steps_per_update,
         "train_env_steps_per_s": round(updates * steps_per_update / train_s, 1),
-        "placement": _summary(ranks.reshape(-1)),
+        "placement": _summary(ranks),
     }
 
 
@@ -194,7 +198,8 @@ def bench_sb3(opponents=DEFAULT_OPPONENTS, budget_s: float = 300.0, eval_games: 
     for bot in opponents:
         ours = bench_our_side(bot, budget_s, eval_games, chunk_updates, progress)
         sb3 = bench_sb3_side(bot, budget_s, eval_games, env_probe_steps, progress)
-        margin = ours["placement"]["ci95"] + sb3["placement"]["ci95"]
+        halves = (ours["placement"]["ci95"], sb3["placement"]["ci95"])
+        margin = float("inf") if None in halves else sum(halves)  # one seed: no interval, no claim
         results[bot] = {
             "ours": ours,
             "sb3": sb3,

@@ -1,0 +1,155 @@
+"""A preset's result over several training seeds, re-measured on today's code.
+
+``reproduce`` trains the preset once per training seed (each run in ``<out>/seed_<S>``, continued where it stopped
+when the same call is made again), evaluates each final policy on ``games`` game seeds x 8 seat rotations against
+each opponent lineup with an evaluation seed that is none of the training seeds, and aggregates over the training
+seeds: the mean of the per-seed mean placements with a 95% t interval over seeds (``agents.arena.significance``),
+and the training minutes until the in-run evaluation first placed <= ``TARGET`` against 7 greedy bots (median over
+seeds; None for a seed that never did). Each seed's evaluation is kept in ``<out>/seed_<S>.eval.json``, so a
+repeated call re-evaluates nothing; ``<out>/reproduce.json`` is the aggregate (``experiments.reproduce`` turns it
+into a ``docs/results`` record).
+
+Per opponent the aggregate holds ``{"mean_placement", "ci95", "per_seed", "per_seed_ci95"}``: ``ci95`` is the
+half-width over training seeds (None with one seed), ``per_seed_ci95`` each seed's half-width over its game seeds.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import statistics
+from pathlib import Path
+
+from agents.arena.significance import t_interval
+from agents.arena.tournament import evaluate
+from agents.config import TrainConfig
+from agents.run.loop import check_resumable, load_config, train
+from agents.storage.metrics import load_metrics
+from agents.storage.run_dir import read_owner
+from agents.utils.progress import NoProgress, Progress
+
+#: the opponent lineups every game preset is evaluated against (7 of each); ``vs_<name>`` in the aggregate
+OPPONENTS = ("random", "greedy", "expert", "baseline:ppo_small-v1")
+#: mean placement vs 7 greedy bots that "time to strength" measures the time to (issue 43)
+TARGET = 2.5
+TIME_METRIC = "eval/placement_vs_greedy"
+
+
+class StoppedError(RuntimeError):
+    """A training run stopped by a signal: the same call continues it."""
+
+
+def seed_config(config: TrainConfig, seed: int) -> TrainConfig:
+    """``config`` for training seed ``seed``."""
+    return config.with_overrides({"seed": seed})
+
+
+def train_seed(config: TrainConfig, preset: str, seed: int, run_dir, progress: Progress | None = None) -> dict:
+    """Train (or continue: ``run_dir`` holds this seed's run) ``config`` with training seed ``seed``; the run's
+    summary. A run there of another config is a ``RunError`` naming the fields."""
+    config = seed_config(config, seed)
+    run_dir = Path(run_dir)
+    resume = run_dir.is_dir() and read_owner(run_dir) is not None
+    if resume:
+        check_resumable(load_config(run_dir), config)
+    summary = train(config, run_dir, resume=resume, preset=preset, progress=progress, stop_on_signals=True)
+    if summary.get("stopped"):
+        raise StoppedError(f"seed {seed}: stopped by {summary['stopped']} after update {summary['updates']}")
+    return summary
+
+
+def _trained(config, preset, seed, run_dir, progress) -> dict:
+    """``train_seed``'s summary, kept in ``<run_dir>.train.json`` once the run is whole: a finished seed is not
+    compiled again when the call is repeated."""
+    done = run_dir.with_name(run_dir.name + ".train.json")
+    wanted = json.loads(json.dumps(seed_config(config, seed).to_dict()))  # as read back
+    if done.is_file():
+        kept = json.loads(done.read_text())
+        if kept.get("config") == wanted:
+            return kept["summary"]
+    progress.status(f"{preset} seed {seed}: training in {run_dir}")
+    summary = train_seed(config, preset, seed, run_dir, progress)
+    done.write_text(json.dumps({"config": wanted, "summary": summary}, indent=1))
+    return summary
+
+
+def minutes_to_target(run_dir, target: float = TARGET, metric: str = TIME_METRIC) -> float | None:
+    """Training minutes (the run's ``wall_s``: chunks only, no compiling or evaluating) until the in-run
+    evaluation's ``metric`` first was <= ``target``; None when it never was."""
+    _, records = load_metrics(str(run_dir))
+    first = next((r for r in records if r.get(metric) is not None and r[metric] <= target), None)
+    return None if first is None else round(first["wall_s"] / 60, 2)
+
+
+def over_seeds(values) -> dict:
+    """``{"mean", "ci95", "n", "values"}`` of per-seed ``values`` (floats): the t interval over seeds."""
+    values = [float(v) for v in values]
+    mean, half = t_interval(values)
+    return {"mean": mean, "ci95": half, "n": len(values), "values": values}
+
+
+def _median_minutes(minutes: list) -> float | None:
+    """The median over seeds, a seed that never reached the target counted as the slowest; None when the median
+    itself is such a seed (at most half the seeds reached it)."""
+    median = statistics.median([m if m is not None else math.inf for m in minutes]) if minutes else math.inf
+    return None if math.isinf(median) else median
+
+
+def aggregate(per_seed: list[dict], vs: tuple[str, ...]) -> dict:
+    """The aggregate over seeds of ``per_seed`` entries ``{"seed", "eval", "minutes_to_target", ...}``."""
+    out = {}
+    for name in vs:
+        summaries = [entry["eval"][f"vs_{name}"] for entry in per_seed]
+        stats = over_seeds([s["mean_placement"] for s in summaries])
+        out[f"vs_{name}"] = {"mean_placement": stats["mean"], "ci95": stats["ci95"], "per_seed": stats["values"],
+                             "per_seed_ci95": [s["ci95"] for s in summaries]}
+    minutes = [entry["minutes_to_target"] for entry in per_seed]
+    reached = [m for m in minutes if m is not None]
+    out["minutes_to_target"] = {
+        "target": TARGET,
+        "per_seed": minutes,
+        "median": _median_minutes(minutes),
+        "reached": len(reached),
+    }
+    for key in ("updates", "env_steps", "train_s", "compile_s"):
+        out[key] = [entry["summary"].get(key) for entry in per_seed]
+    return out
+
+
+def reproduce(config: TrainConfig, preset: str, seeds, out, vs=OPPONENTS, games: int = 32, eval_seed: int = 4242,
+              progress: Progress | None = None) -> dict:
+    """Train ``config`` (the preset ``preset``'s, with any changes) for each of ``seeds`` in ``out/seed_<S>``,
+    evaluate each (``games`` game seeds x 8
+    rotations per lineup of ``vs``, ``eval_seed``), aggregate (the module docstring); writes and returns
+    ``out/reproduce.json``. ``ValueError`` for an evaluation seed among the training seeds, no seeds or repeated
+    ones; ``StoppedError`` when a signal stopped a run (call again to continue)."""
+    seeds = [int(s) for s in seeds]
+    if not seeds or len(set(seeds)) != len(seeds):
+        raise ValueError(f"seeds must be distinct and at least one, got {seeds}")
+    if eval_seed in seeds:
+        raise ValueError(f"eval_seed {eval_seed} is a training seed: evaluate on seeds never used in training")
+    if isinstance(games, bool) or not isinstance(games, int) or games < 1:
+        raise ValueError(f"games must be an int >= 1, got {games!r}")
+    progress = progress or NoProgress()
+    out = Path(out)
+    out.mkdir(parents=True, exist_ok=True)
+    per_seed = []
+    for seed in seeds:
+        run_dir = out / f"seed_{seed}"
+        summary = _trained(config, preset, seed, run_dir, progress)
+        eval_file = out / f"seed_{seed}.eval.json"
+        wanted = {"vs": list(vs), "games": games, "eval_seed": eval_seed, "update": summary["updates"]}
+        cached = json.loads(eval_file.read_text()) if eval_file.is_file() else None
+        if cached is None or cached.get("wanted") != wanted:
+            progress.status(f"{preset} seed {seed}: evaluating ({games} x 8 games per lineup of {', '.join(vs)})")
+            cached = {"wanted": wanted, "result": evaluate(str(run_dir), vs=list(vs), games=games, seed=eval_seed,
+                                                           progress=progress)}
+            eval_file.write_text(json.dumps(cached, indent=1))
+        per_seed.append({"seed": seed, "run_dir": str(run_dir), "eval": cached["result"], "summary": summary,
+                         "minutes_to_target": minutes_to_target(run_dir)})
+    result = {"preset": preset, "seeds": seeds, "eval_seed": eval_seed, "games_per_lineup": games * 8,
+              "config": seed_config(config, seeds[0]).to_dict(),
+              **aggregate(per_seed, tuple(vs)),
+              "runs": [{k: e[k] for k in ("seed", "run_dir", "minutes_to_target")} for e in per_seed]}
+    (out / "reproduce.json").write_text(json.dumps(result, indent=1))
+    return result

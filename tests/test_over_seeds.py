@@ -1,0 +1,95 @@
+"""A preset's result over training seeds (agents.run.over_seeds, experiments.reproduce): the aggregate's math on
+known values, the record it becomes, and a two-seed run of the smoke preset that a repeated call neither retrains
+nor re-evaluates."""
+
+from __future__ import annotations
+
+import json
+import math
+
+import pytest
+from scipy import stats
+
+from agents import preset
+from agents.run import over_seeds
+from agents.storage import results
+
+T_975_2 = stats.t.ppf(0.975, 2)  # 4.303: 3 seeds
+
+
+def _entry(seed, greedy, minutes, train_s=600.0):
+    return {"seed": seed, "eval": {"vs_greedy": {"mean_placement": greedy, "ci95": 0.2}}, "minutes_to_target": minutes,
+            "summary": {"updates": 10, "env_steps": 1000, "train_s": train_s, "compile_s": 5.0}}
+
+
+def test_the_aggregate_is_a_t_interval_over_training_seeds_and_a_median_time():
+    per_seed = [_entry(0, 2.0, 4.0), _entry(1, 3.0, 6.0), _entry(2, 4.0, None)]
+    out = over_seeds.aggregate(per_seed, ("greedy",))
+    greedy = out["vs_greedy"]
+    assert greedy["mean_placement"] == pytest.approx(3.0)
+    assert greedy["ci95"] == pytest.approx(T_975_2 * 1.0 / math.sqrt(3))  # std 1 over 3 seeds: 2.48, not 1.13
+    assert greedy["per_seed"] == [2.0, 3.0, 4.0] and greedy["per_seed_ci95"] == [0.2, 0.2, 0.2]
+    # a seed that never reached the target counts as slowest: the median of (4, 6, inf) is 6
+    assert out["minutes_to_target"] == {"target": 2.5, "per_seed": [4.0, 6.0, None], "median": 6.0, "reached": 2}
+    assert over_seeds.aggregate(per_seed[2:], ("greedy",))["vs_greedy"]["ci95"] is None  # one seed: no interval
+    two_never = [_entry(0, 2.0, 4.0), _entry(1, 3.0, None), _entry(2, 4.0, None)]
+    assert over_seeds.aggregate(two_never, ("greedy",))["minutes_to_target"]["median"] is None  # not reached
+
+
+def _result(n=3):
+    per_seed = [_entry(s, 2.0 + s, 4.0 + s, train_s=600.0 + s) for s in range(n)]
+    return {"preset": "ppo_small", "seeds": list(range(n)), "eval_seed": 4242, "games_per_lineup": 256,
+            **over_seeds.aggregate(per_seed, ("greedy",))}
+
+
+def test_the_record_of_a_result_over_seeds_is_sound_and_checked_against_its_evidence(tmp_path):
+    result = _result()
+    (tmp_path / "x.seeds.json").write_text(json.dumps(result))
+    record = results.record_from_seeds(result, "x", command=["python -m experiments.reproduce ppo_small"],
+                                       machine="2-core CPU", environment="cpu; jax", date="2026-11-27",
+                                       commit="abcdef1", files=["x.seeds.json"], evaluation="x.seeds.json")
+    assert results.validate(record, tmp_path) == [] and results.check_evidence(record, tmp_path) == []
+    numbers = record["numbers"]
+    assert numbers["vs_greedy"]["value"] == 3.0 and numbers["vs_greedy"]["ci95"] == round(T_975_2 / math.sqrt(3), 2)
+    assert numbers["train_minutes_to_2_5_vs_greedy"]["value"] == 5.0 and numbers["train_s"]["value"] == 601
+    assert not record["single_seed"] and record["seeds"]["training"] == [0, 1, 2]
+    # the evidence decides: a placement that is not the aggregate's is caught
+    (tmp_path / "x.seeds.json").write_text(json.dumps({**result, "vs_greedy": {**result["vs_greedy"],
+                                                                               "mean_placement": 3.5}}))
+    assert any("numbers.vs_greedy" in p for p in results.check_evidence(record, tmp_path))
+    single = results.record_from_seeds(_result(1), "y", command=["c"], machine="m", environment="e", date="2026-11-27",
+                                       commit="abcdef1", files=[], evaluation="x.seeds.json")
+    assert single["single_seed"] and "ci95" not in single["numbers"]["vs_greedy"]
+
+
+def test_reproduce_refuses_an_evaluation_seed_it_trained_on_and_repeated_seeds(tmp_path):
+    with pytest.raises(ValueError, match="eval_seed 1 is a training seed"):
+        over_seeds.reproduce(preset("smoke"), "smoke", [0, 1], tmp_path / "r", eval_seed=1)
+    with pytest.raises(ValueError, match="distinct"):
+        over_seeds.reproduce(preset("smoke"), "smoke", [0, 0], tmp_path / "r")
+    assert not (tmp_path / "r").exists()
+
+
+def test_two_seeds_of_the_smoke_preset_and_a_repeated_call_that_trains_and_plays_nothing(tmp_path, monkeypatch):
+    config = preset("smoke").with_overrides({"eval_every": 0, "total_steps": 8 * 16 * 2})
+    first = over_seeds.reproduce(config, "smoke", [0, 1], tmp_path, vs=("greedy",), games=1, eval_seed=7)
+    per_seed = first["vs_greedy"]["per_seed"]
+    assert len(per_seed) == 2 and all(1.0 <= p <= 8.0 for p in per_seed)
+    mean, half = first["vs_greedy"]["mean_placement"], first["vs_greedy"]["ci95"]
+    assert mean == pytest.approx(sum(per_seed) / 2)
+    assert half == pytest.approx(stats.t.ppf(0.975, 1) * abs(per_seed[0] - per_seed[1]) / 2)  # std/sqrt(2)
+    assert first["updates"] == [2, 2] and first["minutes_to_target"]["per_seed"] == [None, None]
+    for seed in (0, 1):
+        saved = json.loads((tmp_path / f"seed_{seed}" / "config.json").read_text())
+        assert json.dumps(saved).count(f'"seed": {seed}') == 1
+        evaluated = json.loads((tmp_path / f"seed_{seed}.eval.json").read_text())
+        assert evaluated["wanted"] == {"vs": ["greedy"], "games": 1, "eval_seed": 7, "update": 2}
+
+    def nothing(*args, **kwargs):
+        raise AssertionError("a finished seed was trained or evaluated again")
+
+    monkeypatch.setattr(over_seeds, "train", nothing)
+    monkeypatch.setattr(over_seeds, "evaluate", nothing)
+    again = over_seeds.reproduce(config, "smoke", [0, 1], tmp_path, vs=("greedy",), games=1, eval_seed=7)
+    assert again == first
+    assert json.loads((tmp_path / "reproduce.json").read_text()) == json.loads(json.dumps(first))
