@@ -167,6 +167,7 @@ SCRIPTS = {
     "jaxgame-benchmark": "experiments.benchmark",
     "jaxgame-pipeline": "experiments.pipeline",
     "jaxgame-reproduce": "experiments.reproduce",
+    "jaxgame-replay": "experiments.replay",
 }
 
 #: ``--games``' meaning in every command that seats players (its ``--help`` says it).

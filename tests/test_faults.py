@@ -684,6 +684,7 @@ def _more_bad_input_cases(trained, tmp_path, a_file, fresh):
     plot, render, export = (["-m", f"experiments.{m}"] for m in ("plot", "render", "export"))
     baseline, bench = ["-m", "experiments.baseline"], ["-m", "experiments.benchmark.__main__", "--quiet"]
     reproduce = ["-m", "experiments.reproduce", "--quiet"]
+    replay = ["-m", "experiments.replay", "--quiet"]
     png = fresh / "a.png"
     return [
         ("train: unknown preset", [*train, "--preset", "nope"], "invalid choice: 'nope'", None),
@@ -750,6 +751,13 @@ def _more_bad_input_cases(trained, tmp_path, a_file, fresh):
         ("reproduce: out in /proc", [*reproduce, "smoke", "--out", "/proc/x"], "/proc/x", None),
         ("reproduce: bad record id", [*reproduce, "smoke", "--record", "A B", "--out", str(fresh)], "--record",
          fresh),
+        ("replay: unknown player", [*replay, "--players", "nosuch", "--out", str(fresh / "g.json")],
+         "unknown player 'nosuch'", fresh),
+        ("replay: out in /proc", [*replay, "--players", "greedy", "--out", "/proc/x/g.json"], "/proc/x/g.json", None),
+        ("replay: 3 players", [*replay, "--players", "greedy,random,expert", "--out", str(fresh / "g.json")],
+         "--players needs 1 or 8", fresh),
+        ("replay: html before the viewer", [*replay, "--players", "greedy", "--out", str(fresh / "g.html")],
+         "viewer is not there yet", fresh),
     ]
 
 

@@ -20,6 +20,8 @@ game did not end within the game's step limit.
 
 from __future__ import annotations
 
+import functools
+
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -61,33 +63,76 @@ def draw_lineups(num_players: int, num_games: int, rng: np.random.Generator, sea
     return out
 
 
+def table_keys(key) -> tuple[jax.Array, jax.Array]:
+    """``(reset_key, loop_key)``: a table's ``key`` split into its games' resets (``per_game(reset_key)`` of
+    ``make_seat_actions``) and the keys of its steps (``step_keys``)."""
+    reset_key, loop_key = jax.random.split(key)
+    return reset_key, loop_key
+
+
+def step_keys(loop_key) -> tuple[jax.Array, jax.Array, jax.Array]:
+    """``(loop_key, policy_key, bot_key)`` of one step of a table: the loop key carried to the next step, the
+    policies' sampling key and the bots' key (``make_seat_actions``' ``actions``)."""
+    loop_key, policy_key, bot_key = jax.random.split(loop_key, 3)
+    return loop_key, policy_key, bot_key
+
+
 def make_seat_actions(networks, bot_names: tuple[str, ...], greedy_policy: bool, num_games: int,
                       rotations: int = C.NUM_PLAYERS):
-    """``(actions, per_game)`` for games of participants (policies, then bots), shared by the table runner and
-    ``agents.pipeline.recording``. Envs are ``num_games x rotations``, game-major.
+    """``(actions, per_game)`` for games of participants (policies, then bots), shared by the table runner,
+    ``agents.pipeline.recording`` and ``agents.replays.record``. Envs are ``num_games x rotations``, game-major.
 
     ``actions(params, player, states, ts, policy_key, bot_key) -> int32[E, 8]``: ``player`` int32[E, 8] names
     each seat's participant; every policy acts on every seat (sampled, or its most likely legal action with
     ``greedy_policy``) and every bot on every seat, with one bot key per game (shared by its rotations), and
     each seat sends its participant's action. ``per_game(key) -> keys[E]``: ``num_games`` keys, each repeated
-    for the game's rotations."""
+    for the game's rotations.
+
+    ``actions.of_env(env, params, player, states, ts, policy_key, bot_key) -> (actions int32[1, 8], logits
+    float32[K, 1, 8, A], values float32[K, 1, 8])``: the decisions of env ``env`` (an int32 scalar, traced) of
+    such a batch, given that env alone (``player``, ``states``, ``ts`` with a leading axis of 1), and every policy's
+    outputs on its seats. The env is placed in a batch of the table's shape (zeros elsewhere), so that its
+    sampling draws, bot keys and float results are the ones the whole table gives it; its cost is the table's."""
     networks = tuple(networks)
+    num_envs = num_games * rotations
 
     def per_game(key):
         return jnp.repeat(jax.random.split(key, num_games), rotations, axis=0)
 
-    def policy_actions(network, params, key, obs, mask):
-        logits, _ = network.apply(params, obs)
+    def choose(key, logits, mask):
         return distributions.greedy(logits, mask) if greedy_policy else distributions.sample(key, logits, mask)
 
-    def actions(params, player, states, ts, policy_key, bot_key):
+    def decide(params, player, states, obs, mask, policy_key, bot_key):
+        """(actions int32[E, 8], logits float32[K, E, 8, A], values float32[K, E, 8])."""
         bot_keys = per_game(bot_key)
+        outputs = [net.apply(p, obs) for net, p in zip(networks, params)]
         by_participant = [
-            policy_actions(net, p, k, ts.observation, ts.action_mask)
-            for net, p, k in zip(networks, params, jax.random.split(policy_key, len(networks)))
-        ] + [jax.vmap(bots.BOTS[name])(bot_keys, states, ts.action_mask) for name in bot_names]
-        return jnp.take_along_axis(jnp.stack(by_participant), player[None], axis=0)[0].astype(jnp.int32)
+            choose(k, logits, mask) for (logits, _), k in zip(outputs, jax.random.split(policy_key, len(networks)))
+        ] + [jax.vmap(bots.BOTS[name])(bot_keys, states, mask) for name in bot_names]
+        actions = jnp.take_along_axis(jnp.stack(by_participant), player[None], axis=0)[0].astype(jnp.int32)
+        return actions, [logits for logits, _ in outputs], [value for _, value in outputs]
 
+    def actions(params, player, states, ts, policy_key, bot_key):
+        return decide(params, player, states, ts.observation, ts.action_mask, policy_key, bot_key)[0]
+
+    def embed(env, x):
+        """x [1, ...] -> [E, ...]: x at row ``env``, zeros elsewhere (typed keys through their key data)."""
+        if jax.dtypes.issubdtype(x.dtype, jax.dtypes.prng_key):
+            return jax.random.wrap_key_data(embed(env, jax.random.key_data(x)), impl=jax.random.key_impl(x))
+        return jax.lax.dynamic_update_slice_in_dim(jnp.zeros((num_envs, *x.shape[1:]), x.dtype), x, env, axis=0)
+
+    def of_env(env, params, player, states, ts, policy_key, bot_key):
+        full = functools.partial(jax.tree_util.tree_map, functools.partial(embed, env))
+        acts, logits, values = decide(params, full(player), full(states), full(ts.observation), full(ts.action_mask),
+                                      policy_key, bot_key)
+
+        def rows(xs, shape):  # K arrays [E, ...] -> [K, 1, ...]: env's row of each
+            xs = [jax.lax.dynamic_slice_in_dim(x, env, 1) for x in xs]
+            return jnp.stack(xs) if xs else jnp.zeros((0, 1, *shape), jnp.float32)
+
+        return rows([acts], ())[0], rows(logits, (C.NUM_PLAYERS, C.NUM_ACTIONS)), rows(values, (C.NUM_PLAYERS,))
+
+    actions.of_env = of_env
     return actions, per_game
 
 
@@ -130,7 +175,7 @@ def make_table_runner(
     @jax.jit
     def run(params, lineups, key):
         player = jnp.take_along_axis(jnp.repeat(lineups, seats, axis=0), position, axis=1)  # [E, 8] participant
-        reset_key, loop_key = jax.random.split(key)
+        reset_key, loop_key = table_keys(key)
         states, ts = jax.vmap(game.reset)(per_game(reset_key))
 
         def cond(carry):
@@ -139,7 +184,7 @@ def make_table_runner(
 
         def body(carry):
             states, ts, finished, rank, t, key = carry
-            key, policy_key, bot_key = jax.random.split(key, 3)
+            key, policy_key, bot_key = step_keys(key)
             states, ts = venv.step(states, seat_actions(params, player, states, ts, policy_key, bot_key))
             new = ts.done & ~finished
             return states, ts, finished | new, jnp.where(new[:, None], ts.info["rank"], rank), t + 1, key

@@ -1,0 +1,7 @@
+"""Replays: whole games recorded for people to watch.
+
+- ``record``: one game of any lineup (policies and bots) in one compiled program: every decision step's public
+  state, each seat's action, the policies' top actions and value estimates, the final placements.
+- ``fights``: the fights of a fight step, tick by tick, from the combat's own recording.
+- ``format``: the versioned JSON format of a record (docs/replays.md): ``write``, ``read``, ``actions``.
+"""

@@ -1,0 +1,97 @@
+"""Record one whole game of any lineup as a replay file (the format: docs/replays.md).
+
+    python -m experiments.replay --players baseline:ppo_small-v1,expert,expert,expert,expert,expert,expert,expert \
+        --seed 0 --out game.json
+    python -m experiments.replay --players baseline:ppo_small-v1 --seed 3 --deterministic --out self-play.json
+    python -m experiments.replay --players expert,greedy,random,greedy,expert,random,greedy,random \
+        --set max_rounds=20 --out bots.json
+
+``--players``: one player for all 8 seats or 8 comma-separated, seat 0 first; a player is a bot (random, greedy,
+expert, expert_public), a shipped baseline policy ``baseline:NAME`` or a training run ``RUN_DIR[:STEP]``. The
+game is the seat-rotated evaluation's game of the same ``--seed``: with the policy ``P`` in seat 0, the game that
+``python -m experiments.evaluate P --vs OPPONENTS --games 1 --seed S`` plays first (rotation 0), to the same final
+placements. Every decision step's public state of every seat, each seat's action and, for the policies' seats,
+their ``--top-k`` most likely legal actions and value estimate go into the file ``--out`` (compact JSON, a few MB
+for a 40-round game; written atomically). Policies sample their actions (``--deterministic``: their most likely
+legal action) and play with the rules they trained with; ``--set`` (game rules) applies to games of bots only.
+
+Tells stderr what it is doing, then prints one JSON object (the file, its bytes, the steps, the final placement of
+each seat, seconds) as the last line of stdout. A game is one compiled program: the first game of a lineup's
+players compiles it (about a minute on a 2-core CPU; the persistent compilation cache keeps it for the next
+call), the game itself then takes seconds.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+
+from agents.replays import format as replay_format
+from agents.replays import record
+from agents.storage.checkpoints import CheckpointMismatchError, NoGoodCheckpointError
+from agents.utils.progress import ConsoleProgress, NoProgress
+from experiments.common import (
+    add_cache_args,
+    check_out,
+    enable_compilation_cache,
+    fail,
+    make_parser,
+    parse_rules,
+    player_spec,
+    quiet_logs,
+)
+from jaxgame import constants as C
+
+
+def parse_args(argv=None):
+    parser = make_parser("experiments.replay", __doc__)
+    parser.add_argument("--players", required=True, metavar="PLAYER[,PLAYER x7]",
+                        help="one player for all 8 seats or 8 comma-separated, seat 0 first: random / greedy / "
+                             "expert / expert_public / baseline:NAME / RUN_DIR[:STEP]")
+    parser.add_argument("--out", required=True, metavar="FILE.json", help="the replay file (JSON, docs/replays.md)")
+    parser.add_argument("--seed", type=int, default=0, help="the game seed, as evaluate's --seed (default 0)")
+    parser.add_argument("--deterministic", action="store_true",
+                        help="policies take their most likely legal action instead of sampling")
+    parser.add_argument("--top-k", type=int, default=5, metavar="K",
+                        help=f"the policies' most likely legal actions kept per step, 1..{C.NUM_ACTIONS} (default 5)")
+    parser.add_argument("--set", action="append", default=[], metavar="RULE=VALUE",
+                        help="games of bots: a game rule, e.g. --set max_rounds=20 (repeatable)")
+    parser.add_argument("--quiet", action="store_true", help="no progress messages on stderr")
+    add_cache_args(parser)
+    args = parser.parse_args(argv)
+    args.players = [p.strip() for p in args.players.split(",")]
+    if len(args.players) not in (1, C.NUM_PLAYERS) or not all(args.players):
+        fail(parser, f"--players needs 1 or {C.NUM_PLAYERS} comma-separated players, got {len(args.players)}")
+    for player in dict.fromkeys(args.players):  # an unknown one named, with the closest valid players
+        player_spec(parser, player, "--players")
+    if not 1 <= args.top_k <= C.NUM_ACTIONS:
+        fail(parser, f"--top-k must be in 1..{C.NUM_ACTIONS}, got {args.top_k}")
+    if str(args.out).lower().endswith((".html", ".htm")):
+        fail(parser, f"--out {args.out}: the HTML replay viewer is not there yet; write a .json replay")
+    check_out(parser, args.out, "file")
+    return parser, args, parse_rules(parser, args.set)
+
+
+def main(argv=None):
+    quiet_logs()
+    parser, args, rules = parse_args(argv)
+    enable_compilation_cache(None if args.no_cache else args.cache_dir)
+    progress = NoProgress() if args.quiet else ConsoleProgress()
+    start = time.perf_counter()
+    try:
+        game = record.record_game(args.players, args.seed, rules, args.deterministic, args.top_k, progress=progress)
+        size = replay_format.write(game, args.out)
+    except (NoGoodCheckpointError, CheckpointMismatchError) as err:
+        fail(parser, err, status=1)
+    except (ValueError, TypeError, FileNotFoundError, MemoryError) as err:  # PolicyError: a ValueError
+        fail(parser, err)
+    except OSError as err:
+        fail(parser, f"--out {args.out}: {err.strerror or err}", status=1)
+    result = {"out": str(args.out), "bytes": size, "steps": game["steps"], "finished": game["finished"],
+              "placements": game["placements"], "seconds": round(time.perf_counter() - start, 2)}
+    print(json.dumps(result))
+    return result
+
+
+if __name__ == "__main__":
+    main()
