@@ -168,6 +168,7 @@ SCRIPTS = {
     "jaxgame-pipeline": "experiments.pipeline",
     "jaxgame-reproduce": "experiments.reproduce",
     "jaxgame-replay": "experiments.replay",
+    "jaxgame-play": "experiments.play",
 }
 
 #: ``--games``' meaning in every command that seats players (its ``--help`` says it).

@@ -5,6 +5,8 @@
     python -m experiments.replay --players baseline:ppo_small-v1 --seed 3 --deterministic --out self-play.json
     python -m experiments.replay --players expert,greedy,random,greedy,expert,random,greedy,random \
         --set max_rounds=20 --out bots.json
+    python -m experiments.replay --players baseline:ppo_small-v1,expert,expert,expert,expert,expert,expert,expert \
+        --seed 0 --out game.html          # the same record in the browser viewer (one offline HTML file)
 
 ``--players``: one player for all 8 seats or 8 comma-separated, seat 0 first; a player is a bot (random, greedy,
 expert, expert_public), a shipped baseline policy ``baseline:NAME`` or a training run ``RUN_DIR[:STEP]``. The
@@ -12,8 +14,11 @@ game is the seat-rotated evaluation's game of the same ``--seed``: with the poli
 ``python -m experiments.evaluate P --vs OPPONENTS --games 1 --seed S`` plays first (rotation 0), to the same final
 placements. Every decision step's public state of every seat, each seat's action and, for the policies' seats,
 their ``--top-k`` most likely legal actions and value estimate go into the file ``--out`` (compact JSON, a few MB
-for a 40-round game; written atomically). Policies sample their actions (``--deterministic``: their most likely
-legal action) and play with the rules they trained with; ``--set`` (game rules) applies to games of bots only.
+for a 40-round game; written atomically). An ``--out`` ending in ``.html`` (or ``.htm``) writes the replay viewer
+instead (``agents.replays.viewer``): one self-contained page holding the record, which opens offline from the file
+(no server, nothing fetched) and plays the game: the 8 seats, one in focus, its actions, the fights tick by tick.
+Policies sample their actions (``--deterministic``: their most likely legal action) and play with the rules they
+trained with; ``--set`` (game rules) applies to games of bots only.
 
 Tells stderr what it is doing, then prints one JSON object (the file, its bytes, the steps, the final placement of
 each seat, seconds) as the last line of stdout. A game is one compiled program: the first game of a lineup's
@@ -27,7 +32,7 @@ import json
 import time
 
 from agents.replays import format as replay_format
-from agents.replays import record
+from agents.replays import record, viewer
 from agents.storage.checkpoints import CheckpointMismatchError, NoGoodCheckpointError
 from agents.utils.progress import ConsoleProgress, NoProgress
 from experiments.common import (
@@ -48,7 +53,8 @@ def parse_args(argv=None):
     parser.add_argument("--players", required=True, metavar="PLAYER[,PLAYER x7]",
                         help="one player for all 8 seats or 8 comma-separated, seat 0 first: random / greedy / "
                              "expert / expert_public / baseline:NAME / RUN_DIR[:STEP]")
-    parser.add_argument("--out", required=True, metavar="FILE.json", help="the replay file (JSON, docs/replays.md)")
+    parser.add_argument("--out", required=True, metavar="FILE.json|FILE.html",
+                        help="the replay file (JSON, docs/replays.md), or with .html the viewer page holding it")
     parser.add_argument("--seed", type=int, default=0, help="the game seed, as evaluate's --seed (default 0)")
     parser.add_argument("--deterministic", action="store_true",
                         help="policies take their most likely legal action instead of sampling")
@@ -66,8 +72,6 @@ def parse_args(argv=None):
         player_spec(parser, player, "--players")
     if not 1 <= args.top_k <= C.NUM_ACTIONS:
         fail(parser, f"--top-k must be in 1..{C.NUM_ACTIONS}, got {args.top_k}")
-    if str(args.out).lower().endswith((".html", ".htm")):
-        fail(parser, f"--out {args.out}: the HTML replay viewer is not there yet; write a .json replay")
     check_out(parser, args.out, "file")
     return parser, args, parse_rules(parser, args.set)
 
@@ -80,7 +84,8 @@ def main(argv=None):
     start = time.perf_counter()
     try:
         game = record.record_game(args.players, args.seed, rules, args.deterministic, args.top_k, progress=progress)
-        size = replay_format.write(game, args.out)
+        is_page = str(args.out).lower().endswith((".html", ".htm"))
+        size = (viewer.write_html if is_page else replay_format.write)(game, args.out)
     except (NoGoodCheckpointError, CheckpointMismatchError) as err:
         fail(parser, err, status=1)
     except (ValueError, TypeError, FileNotFoundError, MemoryError) as err:  # PolicyError: a ValueError

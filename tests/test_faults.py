@@ -756,8 +756,6 @@ def _more_bad_input_cases(trained, tmp_path, a_file, fresh):
         ("replay: out in /proc", [*replay, "--players", "greedy", "--out", "/proc/x/g.json"], "/proc/x/g.json", None),
         ("replay: 3 players", [*replay, "--players", "greedy,random,expert", "--out", str(fresh / "g.json")],
          "--players needs 1 or 8", fresh),
-        ("replay: html before the viewer", [*replay, "--players", "greedy", "--out", str(fresh / "g.html")],
-         "viewer is not there yet", fresh),
     ]
 
 

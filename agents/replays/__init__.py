@@ -4,4 +4,5 @@
   state, each seat's action, the policies' top actions and value estimates, the final placements.
 - ``fights``: the fights of a fight step, tick by tick, from the combat's own recording.
 - ``format``: the versioned JSON format of a record (docs/replays.md): ``write``, ``read``, ``actions``.
+- ``viewer``: a record as one self-contained HTML page that plays it back in a browser, offline.
 """

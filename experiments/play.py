@@ -1,0 +1,128 @@
+"""Play one seat of a game yourself, in the browser, against policies or bots.
+
+    python -m experiments.play --vs baseline:ppo_small-v1
+    python -m experiments.play --vs expert,expert,greedy,greedy,random,random,baseline:ppo_small-v1 --seat 3
+    python -m experiments.play --vs greedy --set max_rounds=10 --seed 7 --out runs/mine.json --no-browser
+
+``--vs``: one player for the 7 other seats, or 7 comma-separated in seat order (yours skipped); a player is a bot
+(random, greedy, expert, expert_public), a shipped baseline policy ``baseline:NAME`` or a training run
+``RUN_DIR[:STEP]``. Policies sample their actions (``--deterministic``: their most likely legal action) and play
+with the rules they trained with; ``--set`` (game rules) applies to games of bots only.
+
+Serves a page on http://127.0.0.1:PORT/ (this machine only; ``--port 0``, the default, picks a free port) and
+opens it in the web browser (``--no-browser``: only prints the URL). The page shows your board, bench, shop,
+gold and level, the other seats' boards and lives, and a button for every action the legal-action mask allows
+now (the agents' own mask): buy, sell, place, recall, level (buy XP), reroll, lock, end turn. The other seats act
+at every step; while you have nothing to decide (your turn ended, or you are out) the game plays on by itself.
+At the end the game is saved as a replay (docs/replays.md) to ``--out`` (default ``runs/play-TIMESTAMP.json``;
+your seat's player is ``human``) and the page says where. Ctrl-C stops the server: the last line of stdout is then
+a JSON object (the file, the steps, the placements) when the game was saved, else one line on stderr.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import time
+import webbrowser
+
+from agents.replays.play import PlaySession
+from agents.replays.play_server import PlayServer
+from agents.storage.checkpoints import CheckpointMismatchError, NoGoodCheckpointError
+from experiments.common import (
+    add_cache_args,
+    check_out,
+    enable_compilation_cache,
+    fail,
+    make_parser,
+    parse_rules,
+    player_spec,
+    quiet_logs,
+)
+from jaxgame import constants as C
+
+
+def parse_args(argv=None):
+    parser = make_parser("experiments.play", __doc__)
+    parser.add_argument("--vs", required=True, metavar="PLAYER[,PLAYER x6]",
+                        help="one player for the 7 other seats or 7 comma-separated: random / greedy / expert / "
+                             "expert_public / baseline:NAME / RUN_DIR[:STEP]")
+    parser.add_argument("--seat", type=int, default=0, help=f"your seat, 0..{C.NUM_PLAYERS - 1} (default 0)")
+    parser.add_argument("--seed", type=int, default=0, help="the game seed (default 0)")
+    parser.add_argument("--port", type=int, default=0, help="the port on 127.0.0.1 (default 0: a free one)")
+    parser.add_argument("--out", default=None, metavar="FILE.json",
+                        help="the replay file of the finished game (default runs/play-TIMESTAMP.json)")
+    parser.add_argument("--no-browser", action="store_true", help="print the URL without opening a browser")
+    parser.add_argument("--deterministic", action="store_true",
+                        help="policies take their most likely legal action instead of sampling")
+    parser.add_argument("--set", action="append", default=[], metavar="RULE=VALUE",
+                        help="games of bots: a game rule, e.g. --set max_rounds=20 (repeatable)")
+    parser.add_argument("--quiet", action="store_true", help="no progress messages on stderr")
+    add_cache_args(parser)
+    args = parser.parse_args(argv)
+    args.vs = [p.strip() for p in args.vs.split(",")]
+    if len(args.vs) not in (1, C.NUM_PLAYERS - 1) or not all(args.vs):
+        fail(parser, f"--vs needs 1 or {C.NUM_PLAYERS - 1} comma-separated players, got {len(args.vs)}")
+    for player in dict.fromkeys(args.vs):  # an unknown one named, with the closest valid players
+        player_spec(parser, player, "--vs")
+    if not 0 <= args.seat < C.NUM_PLAYERS:
+        fail(parser, f"--seat must be in 0..{C.NUM_PLAYERS - 1}, got {args.seat}")
+    if not 0 <= args.port <= 65535:
+        fail(parser, f"--port must be in 0..65535 (0: a free one), got {args.port}")
+    if args.out is None:
+        args.out = f"runs/play-{time.strftime('%Y%m%d-%H%M%S')}.json"
+    if str(args.out).lower().endswith((".html", ".htm")):
+        fail(parser, f"--out {args.out}: the game is saved as a .json replay")
+    check_out(parser, args.out, "file")
+    return parser, args, parse_rules(parser, args.set)
+
+
+def main(argv=None):
+    quiet_logs()
+    parser, args, rules = parse_args(argv)
+    enable_compilation_cache(None if args.no_cache else args.cache_dir)
+
+    def say(text):
+        if not args.quiet:
+            print(text, file=sys.stderr, flush=True)
+
+    try:
+        session = PlaySession(args.vs, args.seat, args.seed, rules, args.deterministic, notes=say)
+        say(f"compiling the game of you against {', '.join(dict.fromkeys(args.vs))} ...")
+        session.warm_up()
+        server = PlayServer(session, args.out, args.port)
+    except (NoGoodCheckpointError, CheckpointMismatchError) as err:
+        fail(parser, err, status=1)
+    except (ValueError, TypeError, FileNotFoundError) as err:  # PolicyError: a ValueError
+        fail(parser, err)
+    except OSError as err:  # the port is taken
+        fail(parser, f"--port {args.port}: {err.strerror or err}", status=1)
+    except KeyboardInterrupt:
+        fail(parser, "interrupted before the game started; nothing saved", status=130)
+    server.start()
+    print(server.url, flush=True)
+    say(f"your seat is {args.seat}; the finished game goes to {args.out}; Ctrl-C stops the server")
+    if not args.no_browser:
+        webbrowser.open(server.url)
+    told = False
+    try:
+        while True:
+            time.sleep(0.2)
+            if not told and (server.saved or server.save_error):
+                told = True
+                say(f"game over: saved to {server.saved}" if server.saved else f"not saved: {server.save_error}")
+    except KeyboardInterrupt:
+        pass
+    finally:
+        server.close()
+    if not server.saved:
+        fail(parser, f"stopped at step {session.step} before the game was saved"
+             + (f" ({server.save_error})" if server.save_error else "; nothing saved"), status=130)
+    result = {"out": server.saved, "viewer": server.viewer, "steps": session.step, "finished": session.finished,
+              "placements": session.placements.tolist(), "seat": args.seat}
+    print(json.dumps(result), flush=True)
+    return result
+
+
+if __name__ == "__main__":
+    main()
