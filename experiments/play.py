@@ -99,13 +99,13 @@ def main(argv=None):
         fail(parser, f"--port {args.port}: {err.strerror or err}", status=1)
     except KeyboardInterrupt:
         fail(parser, "interrupted before the game started; nothing saved", status=130)
-    server.start()
-    print(server.url, flush=True)
-    say(f"your seat is {args.seat}; the finished game goes to {args.out}; Ctrl-C stops the server")
-    if not args.no_browser:
-        webbrowser.open(server.url)
     told = False
     try:
+        server.start()
+        print(server.url, flush=True)
+        say(f"your seat is {args.seat}; the finished game goes to {args.out}; Ctrl-C stops the server")
+        if not args.no_browser:
+            webbrowser.open(server.url)
         while True:
             time.sleep(0.2)
             if not told and (server.saved or server.save_error):

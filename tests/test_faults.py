@@ -685,6 +685,7 @@ def _more_bad_input_cases(trained, tmp_path, a_file, fresh):
     baseline, bench = ["-m", "experiments.baseline"], ["-m", "experiments.benchmark.__main__", "--quiet"]
     reproduce = ["-m", "experiments.reproduce", "--quiet"]
     replay = ["-m", "experiments.replay", "--quiet"]
+    play = ["-m", "experiments.play", "--quiet", "--no-browser"]
     png = fresh / "a.png"
     return [
         ("train: unknown preset", [*train, "--preset", "nope"], "invalid choice: 'nope'", None),
@@ -756,6 +757,12 @@ def _more_bad_input_cases(trained, tmp_path, a_file, fresh):
         ("replay: out in /proc", [*replay, "--players", "greedy", "--out", "/proc/x/g.json"], "/proc/x/g.json", None),
         ("replay: 3 players", [*replay, "--players", "greedy,random,expert", "--out", str(fresh / "g.json")],
          "--players needs 1 or 8", fresh),
+        ("play: unknown player", [*play, "--vs", "greedy,grredy,greedy,greedy,greedy,greedy,greedy", "--out",
+                                  str(fresh / "g.json")], "did you mean greedy", fresh),
+        ("play: 2 players", [*play, "--vs", "greedy,random", "--out", str(fresh / "g.json")], "--vs needs 1 or 7",
+         fresh),
+        ("play: bad seat", [*play, "--vs", "greedy", "--seat", "8", "--out", str(fresh / "g.json")], "--seat", fresh),
+        ("play: out in /proc", [*play, "--vs", "greedy", "--out", "/proc/x/g.json"], "/proc/x/g.json", None),
     ]
 
 
