@@ -6,6 +6,7 @@
     python -m experiments.evaluate runs/mine --vs baseline:ppo_small-v1 --games 32
     python -m experiments.evaluate runs/mine --vs runs/b:120 --vs greedy,greedy,random,runs/b,greedy,random,random
     python -m experiments.evaluate expert --vs greedy --set max_rounds=20    # a bot is a player too
+    python -m experiments.evaluate runs/mine --vs expert --games 32 --save-replays 3 runs/mine/replays
     python -m experiments.evaluate --compare runs/mine runs/other --games 64
     python -m experiments.evaluate --compare runs/mine baseline:ppo_small-v1 --vs greedy --games 64
     python -m experiments.evaluate --games 16                                   # games of bots
@@ -21,6 +22,9 @@ With PLAYER it evaluates that player in one seat against 7 opponents (``agents.a
 comma-separated players. The policies sample their actions, as in training; ``--deterministic`` makes them play
 their most likely legal action (a behaviour-cloned policy is meant to be played so). JSON with, per ``--vs``, the
 mean placement, a 95% interval over the seeds, top-1 and top-4 rates; a table of the same on stderr.
+``--save-replays N DIR`` also records the first N games of each lineup as the evaluation played them (rotation 0,
+the player in seat 0; ``agents.replays.evaluation``): ``DIR/<lineup>-game<g>.json`` and ``.html``, a viewer page
+to open in a browser. Each recording costs about as much as the evaluation's own games, so keep N small.
 
 With ``--compare A B`` (two players) it tests whether A places better than B
 (``agents.arena.tournament.compare_players``): A against each ``--vs`` lineup (default: random, then greedy),
@@ -55,12 +59,14 @@ from agents.arena import significance, tournament
 from agents.arena.evaluation import placement_summary
 from agents.arena.tables import make_table_runner
 from agents.policies.load import PLAYER_BOTS, PolicyError, is_baseline, parse_spec
+from agents.replays.evaluation import save_evaluation_replays
 from agents.storage.checkpoints import CheckpointMismatchError, NoGoodCheckpointError
 from agents.utils import memory
 from agents.utils.progress import ConsoleProgress
 from experiments.common import (
     GAMES_HELP,
     add_cache_args,
+    check_out,
     deprecated_alias,
     enable_compilation_cache,
     fail,
@@ -104,6 +110,9 @@ def parse_args(argv=None):
     parser.add_argument("--rank-points", default=",".join(f"{v:g}" for v in significance.DEFAULT_RANK_POINTS),
                         help="with --compare: points per place, 1, 2, 4 or 8 comma-separated values spread over the 8 "
                              "places (default %(default)s)")
+    parser.add_argument("--save-replays", nargs=2, metavar=("N", "DIR"), default=None,
+                        help="with PLAYER: also record the first N games of each lineup (rotation 0, PLAYER in seat 0) "
+                             "as replays in DIR: a .json (docs/replays.md) and a .html viewer each")
     parser.add_argument("--quiet", action="store_true", help="no progress messages on stderr")
     add_cache_args(parser)
     parser.add_argument("--checkpoint", help=argparse.SUPPRESS)  # deprecated: the positional PLAYER
@@ -151,6 +160,14 @@ def _check(parser, args) -> None:
     if args.deterministic and not args.player:
         fail(parser, f"--deterministic needs a PLAYER (a policy that plays its most likely action): {parser.prog} "
                      "RUN_DIR[:STEP] --deterministic")
+    if args.save_replays is not None:
+        count, out = args.save_replays
+        if not args.player:
+            fail(parser, "--save-replays records games of a PLAYER's evaluation: give the PLAYER")
+        if not count.isdigit() or not 1 <= int(count) <= args.games:
+            fail(parser, f"--save-replays N DIR: N must be an int in [1, --games={args.games}], got {count!r}")
+        check_out(parser, out, flag="--save-replays DIR")
+        args.save_replays = (int(count), out)
     if args.seats is not None and (args.player or args.compare):
         fail(parser, "--seats names the bots of bot games (no PLAYER, no --compare); give opponents with --vs")
     if args.compare:
@@ -206,6 +223,12 @@ def evaluate_player(args, rules) -> dict:
                   **{f"vs_{spec}": placement_summary(ranks[:, :, 0]) for spec, ranks in tables.items()},
                   "seconds": round(time.perf_counter() - start, 2)}
     status(tournament.placement_table([(spec, result[f"vs_{spec}"]) for spec in args.lineups]), not args.quiet)
+    if args.save_replays is not None:
+        count, out = args.save_replays
+        result["replays"] = save_evaluation_replays(args.player, args.lineups, args.games, args.seed, count, out,
+                                                    rules, args.deterministic,
+                                                    None if args.quiet else ConsoleProgress())
+        status(f"saved {len(result['replays'])} replays in {out} (open the .html files in a browser)", not args.quiet)
     print(json.dumps(result))
     return result
 
