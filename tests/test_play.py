@@ -259,8 +259,20 @@ def test_a_browser_plays_a_whole_game_by_clicking_the_pages_action_buttons(serve
 
 
 def test_cli_serves_the_game_saves_it_and_stops_on_ctrl_c(tmp_path, monkeypatch, capsys):
+    import signal
+
     from experiments import play as play_cli
 
+    # Ctrl-C is simulated with _thread.interrupt_main, which does nothing where SIGINT is ignored (pytest-xdist's
+    # workers ignore it): Python's own handler for the length of the test, so the CLI's wait ends as a user's would
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        _cli_game(tmp_path, monkeypatch, capsys, play_cli)
+    finally:
+        signal.signal(signal.SIGINT, previous)
+
+
+def _cli_game(tmp_path, monkeypatch, capsys, play_cli):
     opened = []
     out = tmp_path / "cli" / "game.json"
 
