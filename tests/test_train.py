@@ -50,7 +50,7 @@ from tests.xla_flags import compile_as_users_do
         ({"algo": "a2c", "shuffle": "local"}, r"TrainConfig\.ppo\.shuffle='local' is PPO's \(algo='ppo'\); algo='a2c'"),
         ({"wandb_project": "x" * 129}, r"TrainConfig\.log\.wandb_project must be a W&B project name: at most 128"),
         ({"algo": "bc", "bc_teacher": "self"},
-         r"TrainConfig\.bc\.bc_teacher must be one of \('random', 'greedy', 'expert'\)"),
+         r"TrainConfig\.bc\.bc_teacher must be one of \('random', 'greedy', 'expert', 'expert_public'\), got 'self'"),
         ({"algo": "bc", "env": "gymnax:CartPole-v1"}, r"TrainConfig\.run\.algo='bc' clones a bot of the game"),
         ({"anneal_lr": "true", "cosine_lr": "true"}, r"TrainConfig\.optim\.anneal_lr \(linear\) and cosine_lr"),
         ({"warmup_updates": "195"}, r"TrainConfig\.optim\.warmup_updates must be fewer than the run's 195 updates"),
