@@ -207,6 +207,28 @@ def player_spec(parser, spec: str, flag: str = ""):
         fail(parser, f"{flag}: {err}" if flag else err)
 
 
+def player_list(parser, text: str, flag: str, counts: tuple[int, ...]) -> list[str]:
+    """``text`` (``--players`` / ``--vs``) as its comma-separated player specs; the CLI's one-line error unless there
+    are ``counts`` of them, each a known player (the closest valid names for an unknown one)."""
+    players = [p.strip() for p in text.split(",")]
+    if len(players) not in counts or not all(players):
+        fail(parser, f"{flag} needs {' or '.join(map(str, counts))} comma-separated players, got {len(players)}")
+    for player in dict.fromkeys(players):
+        player_spec(parser, player, flag)
+    return players
+
+
+def add_game_args(parser) -> None:
+    """The options of a CLI that plays games of players: ``--deterministic``, ``--set RULE=VALUE`` (games of bots),
+    ``--quiet`` and the compilation cache."""
+    parser.add_argument("--deterministic", action="store_true",
+                        help="policies take their most likely legal action instead of sampling")
+    parser.add_argument("--set", action="append", default=[], metavar="RULE=VALUE",
+                        help="games of bots: a game rule, e.g. --set max_rounds=20 (repeatable)")
+    parser.add_argument("--quiet", action="store_true", help="no progress messages on stderr")
+    add_cache_args(parser)
+
+
 def check_out(parser, path, kind: str = "dir", flag: str = "--out") -> None:
     """The CLI's one-line error (exit 2) unless ``path`` can be written as a ``kind`` (``"dir"`` or ``"file"``,
     ``agents.storage.outputs.check_writable``); creates nothing. Every CLI that writes calls it before any work."""

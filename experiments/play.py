@@ -30,13 +30,13 @@ from agents.replays.play import PlaySession
 from agents.replays.play_server import PlayServer
 from agents.storage.checkpoints import CheckpointMismatchError, NoGoodCheckpointError
 from experiments.common import (
-    add_cache_args,
+    add_game_args,
     check_out,
     enable_compilation_cache,
     fail,
     make_parser,
     parse_rules,
-    player_spec,
+    player_list,
     quiet_logs,
 )
 from jaxgame import constants as C
@@ -53,18 +53,9 @@ def parse_args(argv=None):
     parser.add_argument("--out", default=None, metavar="FILE.json",
                         help="the replay file of the finished game (default runs/play-TIMESTAMP.json)")
     parser.add_argument("--no-browser", action="store_true", help="print the URL without opening a browser")
-    parser.add_argument("--deterministic", action="store_true",
-                        help="policies take their most likely legal action instead of sampling")
-    parser.add_argument("--set", action="append", default=[], metavar="RULE=VALUE",
-                        help="games of bots: a game rule, e.g. --set max_rounds=20 (repeatable)")
-    parser.add_argument("--quiet", action="store_true", help="no progress messages on stderr")
-    add_cache_args(parser)
+    add_game_args(parser)
     args = parser.parse_args(argv)
-    args.vs = [p.strip() for p in args.vs.split(",")]
-    if len(args.vs) not in (1, C.NUM_PLAYERS - 1) or not all(args.vs):
-        fail(parser, f"--vs needs 1 or {C.NUM_PLAYERS - 1} comma-separated players, got {len(args.vs)}")
-    for player in dict.fromkeys(args.vs):  # an unknown one named, with the closest valid players
-        player_spec(parser, player, "--vs")
+    args.vs = player_list(parser, args.vs, "--vs", (1, C.NUM_PLAYERS - 1))
     if not 0 <= args.seat < C.NUM_PLAYERS:
         fail(parser, f"--seat must be in 0..{C.NUM_PLAYERS - 1}, got {args.seat}")
     if not 0 <= args.port <= 65535:

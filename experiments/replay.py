@@ -36,13 +36,13 @@ from agents.replays import record, viewer
 from agents.storage.checkpoints import CheckpointMismatchError, NoGoodCheckpointError
 from agents.utils.progress import ConsoleProgress, NoProgress
 from experiments.common import (
-    add_cache_args,
+    add_game_args,
     check_out,
     enable_compilation_cache,
     fail,
     make_parser,
     parse_rules,
-    player_spec,
+    player_list,
     quiet_logs,
 )
 from jaxgame import constants as C
@@ -56,20 +56,11 @@ def parse_args(argv=None):
     parser.add_argument("--out", required=True, metavar="FILE.json|FILE.html",
                         help="the replay file (JSON, docs/replays.md), or with .html the viewer page holding it")
     parser.add_argument("--seed", type=int, default=0, help="the game seed, as evaluate's --seed (default 0)")
-    parser.add_argument("--deterministic", action="store_true",
-                        help="policies take their most likely legal action instead of sampling")
     parser.add_argument("--top-k", type=int, default=5, metavar="K",
                         help=f"the policies' most likely legal actions kept per step, 1..{C.NUM_ACTIONS} (default 5)")
-    parser.add_argument("--set", action="append", default=[], metavar="RULE=VALUE",
-                        help="games of bots: a game rule, e.g. --set max_rounds=20 (repeatable)")
-    parser.add_argument("--quiet", action="store_true", help="no progress messages on stderr")
-    add_cache_args(parser)
+    add_game_args(parser)
     args = parser.parse_args(argv)
-    args.players = [p.strip() for p in args.players.split(",")]
-    if len(args.players) not in (1, C.NUM_PLAYERS) or not all(args.players):
-        fail(parser, f"--players needs 1 or {C.NUM_PLAYERS} comma-separated players, got {len(args.players)}")
-    for player in dict.fromkeys(args.players):  # an unknown one named, with the closest valid players
-        player_spec(parser, player, "--players")
+    args.players = player_list(parser, args.players, "--players", (1, C.NUM_PLAYERS))
     if not 1 <= args.top_k <= C.NUM_ACTIONS:
         fail(parser, f"--top-k must be in 1..{C.NUM_ACTIONS}, got {args.top_k}")
     check_out(parser, args.out, "file")
