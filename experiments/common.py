@@ -207,6 +207,18 @@ def player_spec(parser, spec: str, flag: str = ""):
         fail(parser, f"{flag}: {err}" if flag else err)
 
 
+def parse_seeds(parser, text: str) -> int | list[int]:
+    """``--seeds``: a count (``"3"`` -> 3) or a comma-separated list (``"0,5,7"`` -> [0, 5, 7]); anything else is
+    the CLI's one-line error. What a count means is the CLI's (sweep: from the config's seed; reproduce: from 0)."""
+    try:
+        seeds = [int(s) for s in text.split(",") if s.strip()]
+    except ValueError:
+        seeds = []
+    if not seeds:
+        fail(parser, f"--seeds {text!r}: expected a count or a comma-separated list of ints")
+    return seeds[0] if len(seeds) == 1 and "," not in text else seeds
+
+
 def player_list(parser, text: str, flag: str, counts: tuple[int, ...]) -> list[str]:
     """``text`` (``--players`` / ``--vs``) as its comma-separated player specs; the CLI's one-line error unless there
     are ``counts`` of them, each a known player (the closest valid names for an unknown one)."""

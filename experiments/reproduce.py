@@ -48,23 +48,21 @@ from experiments.common import (
     fail,
     make_parser,
     parse_overrides,
+    parse_seeds,
     quiet_logs,
 )
 
 ROOT = Path(__file__).resolve().parents[1]
 
 
-def parse_seeds(parser, text: str) -> list[int]:
-    """``N`` -> seeds 0 .. N-1; ``a,b,c`` -> those seeds; anything else is the parser's one-line error."""
-    try:
-        if "," in text:
-            return [int(s) for s in text.split(",")]
-        count = int(text)
-    except ValueError:
-        fail(parser, f"--seeds: expected a count or a comma-separated list of ints, got {text!r}")
-    if not 1 <= count <= 64:
-        fail(parser, f"--seeds: a count in [1, 64], got {count}")
-    return list(range(count))
+def training_seeds(parser, text: str) -> list[int]:
+    """``--seeds N`` -> seeds 0 .. N-1 (N in [1, 64]); ``a,b,c`` -> those seeds."""
+    seeds = parse_seeds(parser, text)
+    if isinstance(seeds, list):
+        return seeds
+    if not 1 <= seeds <= 64:
+        fail(parser, f"--seeds: a count in [1, 64], got {seeds}")
+    return list(range(seeds))
 
 
 def describe_machine() -> tuple[str, str]:
@@ -138,7 +136,7 @@ def main(argv=None) -> dict:
     parser.add_argument("--quiet", action="store_true", help="no progress on stderr")
     add_cache_args(parser)
     args = parser.parse_args(argv)
-    seeds = parse_seeds(parser, args.seeds)
+    seeds = training_seeds(parser, args.seeds)
     if args.games < 1:
         fail(parser, f"--games: an int >= 1, got {args.games}")
     if args.record is not None and not results._ID.match(args.record):

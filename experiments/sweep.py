@@ -47,6 +47,7 @@ from experiments.common import (
     fail,
     make_parser,
     parse_overrides,
+    parse_seeds,
     quiet_logs,
     resume_hint,
 )
@@ -120,11 +121,7 @@ def parse_args(argv=None):
     if args.resume and not args.out:
         fail(parser, "--resume needs --out SWEEP_DIR")
     overrides = parse_overrides(parser, args.set, args.env)
-    try:
-        seeds = [int(s) for s in args.seeds.split(",") if s.strip()]
-    except ValueError:
-        fail(parser, f"--seeds {args.seeds!r}: expected a count or a comma-separated list of ints")
-    args.seeds = seeds[0] if len(seeds) == 1 and "," not in args.seeds else seeds
+    args.seeds = parse_seeds(parser, args.seeds)
     return parser, args, overrides
 
 

@@ -60,6 +60,14 @@ def _tiny_cli_args(out) -> list[str]:
     return [*args, "--set", f"hidden={','.join(map(str, TINY.hidden))}"]
 
 
+def _cli_exit(args, capsys) -> tuple[int, str]:
+    """(exit status, stderr) of ``experiments.train`` with ``args``, which must end the CLI (SystemExit)."""
+    capsys.readouterr()
+    with pytest.raises(SystemExit) as exit_info:
+        train_cli.main(args)
+    return exit_info.value.code, capsys.readouterr().err
+
+
 def _steps(run_dir):
     with CheckpointStore(run_dir / "checkpoints", keep=1) as store:
         return store.steps()
@@ -177,12 +185,8 @@ def test_a_failed_background_save_stops_the_run_with_its_error(tmp_path, monkeyp
 
 def test_the_cli_exits_non_zero_with_one_line_naming_the_update(tmp_path, monkeypatch, capsys):
     _poison_chunk(monkeypatch, at_call=0)
-    args = _tiny_cli_args(tmp_path / "r")
-    capsys.readouterr()
-    with pytest.raises(SystemExit) as exit_info:
-        train_cli.main(args)
-    err = capsys.readouterr().err
-    assert exit_info.value.code == 1 and len(err.strip().splitlines()) == 1  # a non-zero exit with one line
+    code, err = _cli_exit(_tiny_cli_args(tmp_path / "r"), capsys)
+    assert code == 1 and len(err.strip().splitlines()) == 1  # a non-zero exit with one line
     assert err.startswith("python -m experiments.train: error: update 1: ") and "not finite" in err
     assert _steps(tmp_path / "r") == []
 
@@ -202,11 +206,8 @@ def test_a_full_disk_ends_the_cli_in_one_line_and_the_next_resume_continues(tiny
 
     monkeypatch.setattr(CheckpointStore, "save", save)
     args = _tiny_cli_args(tmp_path / "r")
-    capsys.readouterr()
-    with pytest.raises(SystemExit) as exit_info:
-        train_cli.main(args)
-    err = capsys.readouterr().err
-    assert exit_info.value.code == 1 and len(err.strip().splitlines()) == 1, err
+    code, err = _cli_exit(args, capsys)
+    assert code == 1 and len(err.strip().splitlines()) == 1, err
     assert "No space left on device" in err and f"--out {tmp_path / 'r'} --resume" in err
     assert _steps(tmp_path / "r") == [1]
     monkeypatch.undo()
@@ -540,12 +541,8 @@ def test_ctrl_c_outside_the_chunks_ends_the_cli_in_one_line(tmp_path, monkeypatc
         raise KeyboardInterrupt
 
     monkeypatch.setattr(run, "_train_summary", interrupted)
-    args = _tiny_cli_args(tmp_path / "r")
-    capsys.readouterr()
-    with pytest.raises(SystemExit) as exit_info:
-        train_cli.main(args)
-    err = capsys.readouterr().err
-    assert exit_info.value.code == 130 and len(err.strip().splitlines()) == 1 and "interrupted" in err
+    code, err = _cli_exit(_tiny_cli_args(tmp_path / "r"), capsys)
+    assert code == 130 and len(err.strip().splitlines()) == 1 and "interrupted" in err
     assert f"--out {tmp_path / 'r'} --resume" in err
 
 

@@ -73,11 +73,16 @@ def _trained(config, preset, seed, run_dir, progress) -> dict:
     return summary
 
 
+def first_at_or_below(records, target: float = TARGET, metric: str = TIME_METRIC) -> dict | None:
+    """The first metrics record (``agents.storage.metrics.load_metrics``) whose in-run evaluation ``metric`` is <=
+    ``target``; None when none is."""
+    return next((r for r in records if r.get(metric) is not None and r[metric] <= target), None)
+
+
 def minutes_to_target(run_dir, target: float = TARGET, metric: str = TIME_METRIC) -> float | None:
     """Training minutes (the run's ``wall_s``: chunks only, no compiling or evaluating) until the in-run
     evaluation's ``metric`` first was <= ``target``; None when it never was."""
-    _, records = load_metrics(str(run_dir))
-    first = next((r for r in records if r.get(metric) is not None and r[metric] <= target), None)
+    first = first_at_or_below(load_metrics(str(run_dir))[1], target, metric)
     return None if first is None else round(first["wall_s"] / 60, 2)
 
 

@@ -19,11 +19,11 @@ from pathlib import Path
 
 from agents.presets import preset_config
 from agents.run.loop import train
+from agents.run.over_seeds import TARGET, TIME_METRIC, first_at_or_below
 from agents.storage.metrics import load_metrics
 from agents.utils.progress import ConsoleProgress, NoProgress
 
 GOAL_MINUTES = 6.0  # the target for ppo_small on the 2-core CPU
-TARGET = 2.5
 
 
 def bench_learning(preset: str, run_dir, target: float = TARGET, eval_games: int = 16, eval_every: int = 1,
@@ -36,10 +36,10 @@ def bench_learning(preset: str, run_dir, target: float = TARGET, eval_games: int
     start = time.perf_counter()
     summary = train(config, Path(run_dir), preset=preset, progress=ConsoleProgress() if progress else NoProgress())
     _, records = load_metrics(str(run_dir))
-    metric = "eval/placement_vs_greedy"
+    metric = TIME_METRIC
     curve = [[r["update"], r["env_steps"], r["wall_s"], r[metric], r.get(metric + "_ci95")]
              for r in records if r.get(metric) is not None]
-    first = next((point for point in curve if point[3] <= target), None)
+    first = first_at_or_below(records, target, metric)
     return {
         "preset": preset,
         "config": config.to_dict(),
@@ -48,10 +48,10 @@ def bench_learning(preset: str, run_dir, target: float = TARGET, eval_games: int
         "goal_minutes": GOAL_MINUTES,
         "games_per_evaluation": eval_games * 8,
         "reached": first is not None,
-        "update_to_target": first[0] if first else None,
-        "env_steps_to_target": first[1] if first else None,
-        "train_s_to_target": first[2] if first else None,
-        "minutes_to_target": round(first[2] / 60, 2) if first else None,
+        "update_to_target": first["update"] if first else None,
+        "env_steps_to_target": first["env_steps"] if first else None,
+        "train_s_to_target": first["wall_s"] if first else None,
+        "minutes_to_target": round(first["wall_s"] / 60, 2) if first else None,
         "compile_s": summary["compile_s"],
         "train_s": summary["train_s"],
         "wall_s": round(time.perf_counter() - start, 1),
