@@ -117,3 +117,28 @@ def test_export_refuses_a_used_directory_and_bad_platforms(exported, tmp_path, c
         export_cli.main(["greedy", "--out", str(tmp_path / "bot")])
     assert "scripted bot" in capsys.readouterr().err
     assert not (tmp_path / "new").exists() and not (tmp_path / "bot").exists()
+
+
+def test_export_from_a_source_tree_without_an_installed_jaxgame(exported, tmp_path, monkeypatch):
+    """Run from a checkout on PYTHONPATH (no ``pip install``, as on a machine without a package index), the export
+    and the freeze still write everything, with the missing version recorded as null (it once raised
+    PackageNotFoundError after the parameters were written, leaving a baseline without its export)."""
+    from importlib import metadata
+
+    from agents.policies.baselines import load_baseline
+    from agents.policies.export import freeze_baseline
+
+    installed = metadata.version
+
+    def version(name):
+        if name == "jaxgame":
+            raise metadata.PackageNotFoundError(name)
+        return installed(name)
+
+    monkeypatch.setattr(metadata, "version", version)
+    _, policy = exported
+    spec = export_policy(policy, tmp_path / "export", platforms=("cpu",))
+    assert spec["versions"]["jaxgame"] is None and spec["versions"]["jax"] == jax.__version__
+    freeze_baseline(policy, "source_tree-v1", {}, tmp_path / "baselines")
+    assert (tmp_path / "baselines" / "source_tree-v1" / FILES["greedy"]).is_file()
+    assert load_baseline("source_tree-v1", tmp_path / "baselines").step == policy.step

@@ -11,6 +11,8 @@ import types
 
 import pytest
 
+from agents.replays import viewer
+
 NOTEBOOKS = sorted((pathlib.Path(__file__).parent.parent / "notebooks").glob("*.ipynb"))
 TRAINING = pathlib.Path(__file__).parent.parent / "notebooks" / "training.ipynb"
 
@@ -21,6 +23,7 @@ def fake_ipython(monkeypatch):
     display_module = types.ModuleType("IPython.display")
     display_module.display = shown.append
     display_module.Image = lambda data=None, filename=None: ("image", data, filename)
+    display_module.IFrame = lambda src, width=None, height=None: ("iframe", src)
     ipython = types.ModuleType("IPython")
     ipython.display = display_module
     ipython.version_info = (9, 0)  # matplotlib reads it from any IPython in sys.modules
@@ -56,9 +59,16 @@ def _run_all(path, namespace):
 @pytest.mark.parametrize("path", [_param(p) for p in NOTEBOOKS])
 def test_notebook_runs(path, tmp_path, monkeypatch, fake_ipython):
     monkeypatch.chdir(tmp_path)
-    _run_all(path, {})
+    namespace = {}
+    _run_all(path, namespace)
     assert fake_ipython, "the notebook displayed nothing"
     assert (tmp_path / "fight.gif").stat().st_size > 0
+    if path.name == "quickstart.ipynb":  # it ends in the replay viewer: a whole game of ppo_small-v1 vs 7 experts
+        game = namespace["game"]
+        assert game["finished"] and sorted(game["placements"]) == list(range(1, 9))
+        assert game["lineup"] == ["baseline:ppo_small-v1"] + ["expert"] * 7 and game["settings"]["seed"] == 0
+        assert (tmp_path / "game.html").read_text(encoding="utf-8") == viewer.html(game)  # this game's viewer page
+        assert ("iframe", "game.html") in fake_ipython
 
 
 @pytest.mark.slow(reason="~1 min: each notebook's second run; the default suite runs each once and checks the "

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import dataclasses
 import datetime
-import importlib.metadata
 import json
 import shutil
 from pathlib import Path
@@ -27,6 +26,7 @@ from agents.envs.make import make_game
 from agents.policies import baselines
 from agents.policies import exported_loader as exported_policy_loader
 from agents.policies.load import PolicyError, RunPolicy, seat_policies
+from agents.utils.versions import package_versions
 from jaxgame import constants as C
 
 DEFAULT_PLATFORMS = ("cpu", "cuda")
@@ -94,7 +94,7 @@ def export_policy(policy: RunPolicy, out_dir, platforms=DEFAULT_PLATFORMS, seat:
         "signature": "act(obs[B, *obs_shape], mask bool[B, num_actions][, key uint32[2]]) -> "
                      "(action int32[B], logits float32[B, num_actions], value float32[B])",
         "files": dict(FILES),
-        "versions": {name: importlib.metadata.version(name) for name in ("jax", "jaxlib", "jaxgame")},
+        "versions": package_versions("jax", "jaxlib", "jaxgame"),
         "exported": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
     }
     out_dir.mkdir(parents=True, exist_ok=True)

@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-from importlib import metadata
 
 import jax
 import jax.numpy as jnp
@@ -39,6 +38,7 @@ from agents.policies.load import parse_spec, rule_differences
 from agents.replays import fights as fights_lib
 from agents.replays import format as replay_format
 from agents.utils.progress import NoProgress, Progress
+from agents.utils.versions import package_version
 from jaxgame import constants as C
 from jaxgame import game as game_lib
 from jaxgame import species, synergy
@@ -278,7 +278,7 @@ def to_record(trace: GameTrace, meta: dict, fights=None) -> dict:
     return {
         "format": replay_format.FORMAT,
         "version": replay_format.VERSION,
-        "jaxgame_version": _version(),
+        "jaxgame_version": package_version("jaxgame"),
         "settings": {key: meta[key] for key in ("seed", "game", "num_games", "rotation", "deterministic", "top_k",
                                                 "max_steps")},
         "rules": rules,
@@ -300,13 +300,6 @@ def to_record(trace: GameTrace, meta: dict, fights=None) -> dict:
         },
         "fights": fights,
     }
-
-
-def _version() -> str | None:
-    try:
-        return metadata.version("jaxgame")
-    except metadata.PackageNotFoundError:
-        return None
 
 
 __all__ = ["STATE_FIELDS", "GameRecorder", "GameTrace", "game_recorder", "game_reset_key", "play_game", "public_state",

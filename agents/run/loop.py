@@ -27,7 +27,6 @@ import concurrent.futures
 import contextlib
 import dataclasses
 import functools
-import importlib.metadata
 import json
 import math
 import signal
@@ -57,6 +56,7 @@ from agents.storage.metrics import MetricsLog, NullLog, finite_or_none
 from agents.storage.run_dir import RunError
 from agents.utils import distributed, health, memory
 from agents.utils.progress import NoProgress, Progress
+from agents.utils.versions import package_versions
 
 CONFIG_FILE = "config.json"
 
@@ -174,12 +174,7 @@ def check_checkpoint_config(store: CheckpointStore, config: TrainConfig) -> None
 
 def run_meta(config: TrainConfig, preset: str | None) -> dict:
     """The ``{"meta": ...}`` record of a new run: config, seed, package versions, devices, git commit, start time."""
-    versions = {}
-    for package in ("jax", "jaxlib", "flax", "optax", "orbax-checkpoint", "jaxgame"):
-        try:
-            versions[package] = importlib.metadata.version(package)
-        except importlib.metadata.PackageNotFoundError:
-            versions[package] = None
+    versions = package_versions("jax", "jaxlib", "flax", "optax", "orbax-checkpoint", "jaxgame")
     try:
         commit = subprocess.run(
             ["git", "rev-parse", "HEAD"], check=False, capture_output=True, text=True, timeout=5,

@@ -26,12 +26,12 @@ Guarantees:
 import hashlib
 import json
 from datetime import datetime, timezone
-from importlib import metadata
 from pathlib import Path
 
 import numpy as np
 
 from agents.storage.run_dir import atomic_write, write_json
+from agents.utils.versions import package_version
 
 __all__ = ["FORMAT", "MANIFEST", "DatasetError", "check_new_directory", "write_dataset", "open_dataset", "Dataset"]
 
@@ -55,13 +55,6 @@ def _sha256(path: Path) -> str:
         for block in iter(lambda: fh.read(1 << 20), b""):
             digest.update(block)
     return digest.hexdigest()
-
-
-def _version() -> str | None:
-    try:
-        return metadata.version("jaxgame")
-    except metadata.PackageNotFoundError:
-        return None
 
 
 def _check_shard(index: int, shard, fields: dict | None) -> tuple[dict[str, np.ndarray], int]:
@@ -138,7 +131,7 @@ def write_dataset(directory, shards, meta: dict | None = None) -> dict:
 
     manifest = {
         "format": FORMAT,
-        "jaxgame_version": _version(),
+        "jaxgame_version": package_version("jaxgame"),
         "created": datetime.now(timezone.utc).isoformat(),
         "fields": fields,
         "num_samples": sum(entry["samples"] for entry in entries),

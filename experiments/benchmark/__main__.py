@@ -12,6 +12,9 @@
     python -m experiments.benchmark --what learning --presets ppo_small --set hidden=128,128
     python -m experiments.benchmark --what sb3 --budget-s 300
     python -m experiments.benchmark --what memory --presets ppo_large,a2c_stream --devices 1,4,8
+    python -m experiments.benchmark --what replay
+    python -m experiments.benchmark --what replay \
+        --players baseline:ppo_small-v1,expert,expert,expert,expert,expert,expert,expert
 
 The default sweep of ``--what env`` depends on the backend. On a GPU/TPU it is
 the full sweep: 1, 64, 1024 and 4096 envs, 1024 fights, fight-skip at 256 envs.
@@ -142,8 +145,22 @@ host devices, one child process per count) and reports per device, from XLA's bu
 outputs, temporaries and peak (their sum) in GiB and the largest all-gather, for PPO with ``shuffle`` "global"
 and "local" (on one device they are the same program); nothing is run. About 5 minutes on a 2-core CPU at the
 default, all of it compiling.
+
+``--what replay`` (experiments/benchmark/replay.py) records one whole game of ``--players`` (one player for all 8
+seats or 8 comma-separated, seat 0 first; default ``baseline:ppo_small-v1`` in all 8 seats: 8 policies) at
+``--seed`` (default 0) with ``agents.replays.record`` as ``record_game`` does, once (compiling) and then
+``--repeats`` more times (default 3), and reports per call the seconds of each part: ``play_s`` (``play_game``: the
+game, one compiled program per lineup's participants), ``fights_s`` (``fights_of_game``: the fights tick by tick),
+``to_record_s`` (``to_record``: the JSON-ready record), ``write_s`` (``format.write``) and ``total_s``, under
+``first`` and ``again`` (``best`` and ``median`` of the repeats), with the XLA compilations during each part
+(``compiles``, ``compile_s``) and ``compiled_again`` (did a repeat compile anything); the game's ``steps``,
+``fight_steps``, ``fights``, ``placements``, ``steps_per_s`` (``first``, ``best``, ``median``), ``record_bytes``
+and ``same_game``. ``--set RULE=VALUE`` sets game rules of a game of bots (policies play the rules they trained
+with). ``compilation_cache`` as for ``--what train``. About 40 seconds on a 2-core CPU for 8 policies: the first
+call about 30 s (compiling the game ~17 s and the fights' recorder ~6 s), each later call about a second.
+
 The benchmarks live in experiments/benchmark/: ``env.py``, ``combat.py``, ``render.py``, ``train.py``,
-``sweep.py``, ``learning.py``, ``sb3.py`` and ``memory.py`` (one per ``--what``), the shared
+``sweep.py``, ``learning.py``, ``sb3.py``, ``memory.py`` and ``replay.py`` (one per ``--what``), the shared
 timing helpers and default sizes in ``timing.py``; this module is the CLI (``parse_args``, then one function per
 ``--what``: ``MODES``).
 
@@ -166,6 +183,7 @@ from experiments.benchmark.env import bench_env_throughput, bench_fight_skip
 from experiments.benchmark.learning import TARGET, bench_learning
 from experiments.benchmark.memory import bench_memory
 from experiments.benchmark.render import bench_obs_kinds, bench_render
+from experiments.benchmark.replay import DEFAULT_PLAYERS, DEFAULT_REPEATS, bench_replay
 from experiments.benchmark.sb3 import DEFAULT_OPPONENTS as SB3_OPPONENTS
 from experiments.benchmark.sb3 import bench_sb3
 from experiments.benchmark.sb3 import check_available as check_sb3
@@ -179,7 +197,17 @@ from experiments.benchmark.train import (
     bench_train,
     train_updates,
 )
-from experiments.common import apply_sets, deprecated_alias, fail, make_parser, parse_overrides, status
+from experiments.common import (
+    apply_sets,
+    deprecated_alias,
+    fail,
+    make_parser,
+    parse_overrides,
+    parse_rules,
+    player_list,
+    status,
+)
+from jaxgame import constants as C
 
 
 def _train_presets(text, parser):
@@ -239,17 +267,18 @@ def _add_size_args(parser) -> None:
 
 
 def _add_run_args(parser) -> None:
-    """The options of ``--what learning``, ``sb3`` and ``memory`` (and ``--set``)."""
+    """The options of ``--what learning``, ``sb3``, ``memory`` and ``replay`` (and ``--set``)."""
     parser.add_argument("--out", default=None, metavar="RUN_DIR",
                         help="learning: the run directory (default runs/learning-<time>)")
     parser.add_argument("--target", type=float, default=TARGET,
                         help=f"learning: the placement vs 7 greedy bots to reach (default {TARGET})")
-    parser.add_argument("--seed", type=int, default=0, help="learning: the training seed (default 0)")
+    parser.add_argument("--seed", type=int, default=0,
+                        help="learning: the training seed; replay: the game seed, as evaluate's --seed (default 0)")
     parser.add_argument("--total-steps", type=int, default=None, help="learning: cap the preset's env steps")
     parser.add_argument("--eval-every", type=int, default=1, help="learning: evaluate every N chunks (default 1)")
     parser.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
                         help="train, learning: override a config field of every preset timed or trained "
-                             "(repeatable), as in experiments.train")
+                             "(repeatable), as in experiments.train; replay: a game rule of a game of bots")
     parser.add_argument("--budget-s", type=float, default=300.0,
                         help="sb3: training seconds per side and opponent (default 300)")
     parser.add_argument("--opponents", default=",".join(SB3_OPPONENTS),
@@ -259,6 +288,12 @@ def _add_run_args(parser) -> None:
                              "(N x 8 games; default 16: 128 games)")
     parser.add_argument("--devices", default="1,4,8",
                         help="memory: comma-separated device counts (default 1,4,8; forced host devices on a CPU)")
+    parser.add_argument("--players", default=DEFAULT_PLAYERS, metavar="PLAYER[,PLAYER x7]",
+                        help=f"replay: one player for all 8 seats or 8 comma-separated, seat 0 first (default "
+                             f"{DEFAULT_PLAYERS})")
+    parser.add_argument("--repeats", type=int, default=DEFAULT_REPEATS,
+                        help=f"replay: the same game recorded again after the first call, best and median "
+                             f"(default {DEFAULT_REPEATS})")
 
 
 def parse_args(argv=None):
@@ -271,8 +306,9 @@ def parse_args(argv=None):
     deprecated_alias(parser, "--run-dir", "--out", "out")
     args = parser.parse_args(argv)
     sets = parse_overrides(parser, args.set)
-    if sets and args.what not in ("train", "learning"):
-        fail(parser, f"--set applies to --what train and --what learning, not --what {args.what}")
+    if sets and args.what not in ("train", "learning", "replay"):
+        fail(parser, f"--set applies to --what train and --what learning (game rules: --what replay), "
+                     f"not --what {args.what}")
     return parser, args, sets
 
 
@@ -282,6 +318,16 @@ def _configured(parser, name, sets):
         return apply_sets(preset_config(name), sets)
     except ValueError as err:
         fail(parser, f"--set: {err}")
+
+
+def _compilation_cache(progress: bool) -> str | None:
+    """JAX's persistent compilation cache dir where the environment turned it on (warned: compile times may then
+    be cache hits), else None; the benchmarks do not turn it on."""
+    cache = jax.config.jax_compilation_cache_dir if jax.config.jax_enable_compilation_cache else None
+    if cache:
+        status(f"warning: JAX's persistent compilation cache is on ({cache}): compile times may be cache hits",
+               progress)
+    return cache or None
 
 
 def _header(what: str) -> dict:
@@ -342,6 +388,24 @@ def run_learning(parser, args, sets) -> dict:
             **bench_learning(names[0], run_dir, args.target, eval_every=args.eval_every, seed=args.seed,
                              total_steps=args.total_steps, progress=not args.quiet,
                              config=_configured(parser, names[0], sets))}
+
+
+def run_replay(parser, args, sets) -> dict:
+    """``--what replay``: one whole game of a lineup recorded, the first call and again
+    (experiments/benchmark/replay.py)."""
+    players = player_list(parser, args.players, "--players", (1, C.NUM_PLAYERS))
+    players = players * C.NUM_PLAYERS if len(players) == 1 else players
+    if args.repeats < 1:
+        fail(parser, f"--repeats must be positive, got {args.repeats}")
+    rules = parse_rules(parser, args.set)
+    status(f"benchmark --what replay: a game of {', '.join(dict.fromkeys(players))} at seed {args.seed}, recorded "
+           f"once and {args.repeats} more time(s)", not args.quiet)
+    cache = _compilation_cache(not args.quiet)
+    try:
+        measured = bench_replay(players, args.seed, rules, args.repeats, progress=not args.quiet)
+    except ValueError as err:  # PolicyError among them: rules for a game with a policy
+        fail(parser, err)
+    return {**_header("replay"), "compilation_cache": cache, **measured}
 
 
 def _sizes(parser, args) -> dict:
@@ -439,11 +503,7 @@ def run_train(parser, args, sets) -> dict:
     updates = f"{args.updates} updates" if args.updates else f"{sweep['train_steps']} steps of every env"
     gymnax = f"gymnax {args.gymnax_steps} steps" if args.gymnax_steps else "gymnax skipped"
     result = _start(args, sweep, f"presets {','.join(presets) or 'none'}, {updates} per chunk; {gymnax}")
-    cache = jax.config.jax_compilation_cache_dir if jax.config.jax_enable_compilation_cache else None
-    if cache:
-        status(f"warning: JAX's persistent compilation cache is on ({cache}): compile times may be cache hits",
-               progress)
-    result["compilation_cache"] = cache or None
+    result["compilation_cache"] = _compilation_cache(progress)
     result["overhead_goal"] = OVERHEAD_GOAL
     result["overrides"] = sets
     configs = {name: _configured(parser, name, sets) for name in presets}
@@ -479,7 +539,7 @@ def run_sweep(parser, args, sets) -> dict:
 
 #: ``--what`` -> its function ``(parser, args, sets) -> result``; the sized ones also say how long they took.
 MODES = {"env": run_env, "combat": run_combat, "render": run_render, "train": run_train, "sweep": run_sweep,
-         "learning": run_learning, "sb3": run_sb3, "memory": run_memory}
+         "learning": run_learning, "sb3": run_sb3, "memory": run_memory, "replay": run_replay}
 SIZED = ("env", "combat", "render", "train", "sweep")
 
 
