@@ -2,7 +2,7 @@
 
     python -m experiments.record --players expert --games 64 --out data/expert
     python -m experiments.record --players expert,greedy,greedy,greedy,greedy,greedy,greedy,greedy --out data/e1
-    python -m experiments.record --players runs/mine,greedy,random,greedy,random,greedy,random,expert --positions 0,7 \
+    python -m experiments.record --players runs/mine,greedy,random,greedy,random,greedy,random,expert --positions 0,7 \\
         --games 32 --out data/mine
     python -m experiments.record --players greedy --obs pixels --set max_rounds=20 --games 16 --out data/pixels
 

@@ -1,11 +1,11 @@
 """Record one whole game of any lineup as a replay file (the format: docs/replays.md).
 
-    python -m experiments.replay --players baseline:ppo_small-v1,expert,expert,expert,expert,expert,expert,expert \
+    python -m experiments.replay --players baseline:ppo_small-v1,expert,expert,expert,expert,expert,expert,expert \\
         --seed 0 --out game.json
     python -m experiments.replay --players baseline:ppo_small-v1 --seed 3 --deterministic --out self-play.json
-    python -m experiments.replay --players expert,greedy,random,greedy,expert,random,greedy,random \
+    python -m experiments.replay --players expert,greedy,random,greedy,expert,random,greedy,random \\
         --set max_rounds=20 --out bots.json
-    python -m experiments.replay --players baseline:ppo_small-v1,expert,expert,expert,expert,expert,expert,expert \
+    python -m experiments.replay --players baseline:ppo_small-v1,expert,expert,expert,expert,expert,expert,expert \\
         --seed 0 --out game.html          # the same record in the browser viewer (one offline HTML file)
 
 ``--players``: one player for all 8 seats or 8 comma-separated, seat 0 first; a player is a bot (random, greedy,

@@ -13,7 +13,7 @@
     python -m experiments.benchmark --what sb3 --budget-s 300
     python -m experiments.benchmark --what memory --presets ppo_large,a2c_stream --devices 1,4,8
     python -m experiments.benchmark --what replay
-    python -m experiments.benchmark --what replay \
+    python -m experiments.benchmark --what replay \\
         --players baseline:ppo_small-v1,expert,expert,expert,expert,expert,expert,expert
 
 The default sweep of ``--what env`` depends on the backend. On a GPU/TPU it is
