@@ -213,3 +213,52 @@ def test_vector_env_resets_a_finished_game_in_the_same_step():
             totals[i] = 0.0
     with pytest.raises(ValueError, match="actions"):
         venv.step(np.zeros(2, np.int64))
+
+
+@interop_group
+def test_gymnasium_make_works_after_import_jaxgame_alone():
+    """A fresh interpreter: ``import gymnasium, jaxgame`` registers the id (no ``agents`` import needed)."""
+    import subprocess
+    import sys
+
+    code = ("import gymnasium, jaxgame, sys; assert 'agents' not in sys.modules; "
+            "assert 'jaxgame/AutoChess-v0' in gymnasium.registry; "
+            "spec = gymnasium.spec('jaxgame/AutoChess-v0'); print(spec.entry_point, spec.vector_entry_point)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=120)
+    assert out.stdout.split() == ["agents.interop.gymnasium_env:AutoChessSingleSeatEnv",
+                                  "agents.interop.gymnasium_env:AutoChessVectorEnv"]
+
+
+@interop_group
+def test_vector_env_takes_a_list_of_seeds_and_gives_per_env_info_masks():
+    """``reset(seed=[...])`` seeds each env as the single env's ``reset(seed=s)`` does (same first observation, mask
+    and seat); an int seeds env i with seed + i; a None leaves that env's game to its own generator; every info key
+    has its ``_key`` mask; a bad seed list is refused with one line."""
+    from agents.interop.gymnasium_env import AutoChessVectorEnv
+
+    venv = AutoChessVectorEnv(num_envs=3, opponents="random", rules=TINY)
+    single = AutoChessSingleSeatEnv("random", rules=TINY)
+    obs, info = venv.reset(seed=[11, 12, 13])
+    for i, s in enumerate([11, 12, 13]):
+        want_obs, want_info = single.reset(seed=s)
+        np.testing.assert_array_equal(obs[i], want_obs)
+        np.testing.assert_array_equal(info["action_mask"][i], want_info["action_mask"])
+        assert info["seat"][i] == want_info["seat"]
+    for key in ("action_mask", "seat"):
+        np.testing.assert_array_equal(info[f"_{key}"], np.ones(3, bool))
+    again, _ = venv.reset(seed=11)  # env i: 11 + i
+    np.testing.assert_array_equal(again, obs)
+    kept, _ = venv.reset(seed=[None, 12, None])  # envs 0 and 2 go on with their generators: new games
+    np.testing.assert_array_equal(kept[1], obs[1])
+    assert not np.array_equal(kept[0], obs[0]) or not np.array_equal(kept[2], obs[2])
+    rng = np.random.default_rng(0)
+    ended = False
+    while not ended:
+        actions = np.array([rng.choice(np.flatnonzero(m)) for m in info["action_mask"]])
+        _, _, terminated, _, info = venv.step(actions)
+        np.testing.assert_array_equal(info["_action_mask"], np.ones(3, bool))
+        np.testing.assert_array_equal(info["_rank"], terminated)
+        ended = terminated.any()
+    for bad in ([1, 2], [1, 2, -3], [1.5, 2, 3], "0", True):
+        with pytest.raises(ValueError, match="seed must be None, a non-negative int or a list of 3"):
+            venv.reset(seed=bad)

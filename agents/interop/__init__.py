@@ -9,22 +9,8 @@
 
 from __future__ import annotations
 
-ENV_ID = "jaxgame/AutoChess-v0"
+from jaxgame.gymnasium_registration import ENV_ID, register
 
+register()  # idempotent: ``import jaxgame`` has done it already where Gymnasium is installed
 
-def register() -> None:
-    """Register ``jaxgame/AutoChess-v0`` with Gymnasium (done on ``import agents.interop`` when Gymnasium is
-    installed; the env's module is imported only when one is made); idempotent."""
-    import gymnasium
-
-    if ENV_ID not in gymnasium.registry:
-        gymnasium.register(id=ENV_ID, entry_point="agents.interop.gymnasium_env:AutoChessSingleSeatEnv",
-                           vector_entry_point="agents.interop.gymnasium_env:AutoChessVectorEnv")
-
-
-try:
-    import gymnasium  # noqa: F401
-except ImportError:  # the Gymnasium adapter is an optional extra
-    pass
-else:
-    register()
+__all__ = ["ENV_ID", "register"]

@@ -1,6 +1,6 @@
 """Gymnasium: one learning seat against 7 opponents (``jaxgame/AutoChess-v0``).
 
-    import gymnasium, agents.interop   # importing agents.interop registers the id
+    import gymnasium, jaxgame   # importing jaxgame registers the id (where Gymnasium is installed)
     env = gymnasium.make("jaxgame/AutoChess-v0", opponents="greedy")
     obs, info = env.reset(seed=0)
     obs, reward, terminated, truncated, info = env.step(env.unwrapped.action_masks().argmax())
@@ -105,8 +105,13 @@ class AutoChessVectorEnv(gymnasium.vector.VectorEnv):
     """``num_envs`` single-seat games stepped as one batch (one compiled program for steps and resets), for
     batched host-side learners; ``gymnasium.make_vec("jaxgame/AutoChess-v0", num_envs=N)`` builds one.
     Same-step autoreset: a terminated game is replaced by a new one within the step; its last observation is
-    ``infos["final_obs"]`` and its place ``infos["rank"]`` (masks ``infos["_final_obs"]``, ``infos["_rank"]``).
-    Other arguments as ``AutoChessSingleSeatEnv``; ``infos["action_mask"]`` is bool[num_envs, 258]."""
+    ``infos["final_obs"]`` and its place ``infos["rank"]``. Every info key ``k`` comes with Gymnasium's per-env mask
+    ``infos["_k"]`` (bool[num_envs]: which envs have it): ``action_mask`` (bool[num_envs, 258]) and ``seat``
+    (int32[num_envs]) for every env, ``final_obs`` and ``rank`` for the envs whose game ended in this step.
+    ``reset(seed=)`` takes an int (env ``i`` gets ``seed + i``, as Gymnasium's ``SyncVectorEnv`` seeds its envs),
+    a list of ``num_envs`` ints or Nones (None: that env's own generator goes on), or None; env ``i`` seeded with
+    ``s`` starts the game that ``AutoChessSingleSeatEnv.reset(seed=s)`` starts. Other arguments as
+    ``AutoChessSingleSeatEnv``."""
 
     metadata = {"render_modes": [], "autoreset_mode": gymnasium.vector.AutoresetMode.SAME_STEP}
 
@@ -128,26 +133,57 @@ class AutoChessVectorEnv(gymnasium.vector.VectorEnv):
         # one program with the game's step for steps and resets (pending True / False), as the single env
         self._start_all, self._play_all = jax.jit(start_all), jax.jit(jax.vmap(game.play))
         self._merge = jax.jit(select)
-        self._states = None
+        self._states, self._env_rngs = None, None
 
     def _reset_all(self):
         states = self._start_all(*self._draw())
         return self._play_all(states, np.zeros(self.num_envs, np.int32), np.zeros(self.num_envs, bool))
 
     def _draw(self):
-        """Reset keys (uint32[N, 2]) and seats (int32[N]) from the vector env's generator."""
-        key_data = self.np_random.integers(0, 2**32, (self.num_envs, 2), dtype=np.uint32)
-        seats = (np.full(self.num_envs, self.fixed_seat, np.int32) if self.fixed_seat is not None
-                 else self.np_random.integers(0, C.NUM_PLAYERS, self.num_envs, dtype=np.int32))
+        """Reset keys (uint32[N, 2]) and seats (int32[N]), each env from its own generator in the order
+        ``AutoChessSingleSeatEnv.reset`` draws them (the seat, then the key), so a seed starts the same game."""
+        if self._env_rngs is None:
+            self._draw_generators()
+        seats, key_data = np.empty(self.num_envs, np.int32), np.empty((self.num_envs, 2), np.uint32)
+        for i, rng in enumerate(self._env_rngs):
+            seats[i] = self.fixed_seat if self.fixed_seat is not None else rng.integers(C.NUM_PLAYERS)
+            key_data[i] = jax.random.key_data(jax.random.key(int(rng.integers(2**31 - 1))))
         return key_data, seats
 
-    def reset(self, *, seed: int | None = None, options: dict | None = None):
-        if seed is not None:
-            self._np_random, self._np_random_seed = gymnasium.utils.seeding.np_random(seed)
+    def _seed(self, seed):
+        """``reset(seed=)``: an int, a list of ``num_envs`` ints or Nones, or None (see the class docstring)."""
+        if seed is None:
+            return
+        if isinstance(seed, (int, np.integer)) and not isinstance(seed, bool):
+            seed = [int(seed) + i for i in range(self.num_envs)]
+        if not isinstance(seed, (list, tuple)) or len(seed) != self.num_envs or any(
+                s is not None and (isinstance(s, bool) or not isinstance(s, (int, np.integer)) or s < 0) for s in seed):
+            raise ValueError(f"seed must be None, a non-negative int or a list of {self.num_envs} non-negative ints "
+                             f"or Nones, got {seed!r}")
+        if self._env_rngs is None:
+            self._draw_generators()
+        for i, s in enumerate(seed):
+            if s is not None:
+                self._env_rngs[i] = gymnasium.utils.seeding.np_random(int(s))[0]
+
+    def _draw_generators(self):
+        """One generator per env, seeded from the vector env's own (``np_random``)."""
+        self._env_rngs = [np.random.default_rng(s) for s in self.np_random.integers(0, 2**63, self.num_envs)]
+
+    def _infos(self, out, fresh, done):
+        every = np.ones(self.num_envs, bool)
+        infos = {"action_mask": np.asarray(fresh.action_mask), "_action_mask": every,
+                 "seat": np.asarray(self._states.seat), "_seat": every}
+        if done is not None:
+            infos.update({"final_obs": np.asarray(out.observation), "_final_obs": done,
+                          "rank": np.asarray(out.rank), "_rank": done})
+        return infos
+
+    def reset(self, *, seed: int | list | None = None, options: dict | None = None):
+        self._seed(seed)
         self._states, out = self._reset_all()
         out = jax.device_get(out)
-        return np.asarray(out.observation), {"action_mask": np.asarray(out.action_mask),
-                                             "seat": np.asarray(self._states.seat)}
+        return np.asarray(out.observation), self._infos(out, out, None)
 
     def step(self, actions):
         if self._states is None:
@@ -165,9 +201,7 @@ class AutoChessVectorEnv(gymnasium.vector.VectorEnv):
             states, fresh = self._merge(done, self._reset_all(), (states, step_out))
             fresh = jax.device_get(fresh)
         self._states = states
-        infos = {"action_mask": np.asarray(fresh.action_mask), "seat": np.asarray(self._states.seat),
-                 "final_obs": np.asarray(out.observation), "_final_obs": done,
-                 "rank": np.asarray(out.rank), "_rank": done}
+        infos = self._infos(out, fresh, done)
         return (np.asarray(fresh.observation), np.asarray(out.reward, np.float32), done,
                 np.zeros(self.num_envs, bool), infos)
 
