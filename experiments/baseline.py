@@ -3,6 +3,8 @@
     python -m experiments.baseline list                       # the versions, where they came from, their results
     python -m experiments.baseline freeze runs/mine:120 --name ppo_small-v2 --results eval.json
     python -m experiments.baseline freeze runs/mine --name ppo_small-v2 --out /tmp/baselines
+    python -m experiments.baseline card                       # write every version's model card again
+    python -m experiments.baseline card ppo_small-v1 --check  # exit 1 if its card differs from what NAME.json gives
 
 ``freeze`` writes a run's policy (``RUN_DIR`` for its latest good checkpoint, ``RUN_DIR:STEP``) into the directory
 ``--out`` as a new version (``NAME.msgpack``, ``NAME.json`` and its standalone export ``NAME/``:
@@ -12,6 +14,11 @@ tree), and otherwise refuses: it never writes into an installed package (site-pa
 file of what it measured (e.g. the output of ``experiments.evaluate RUN_DIR``), kept beside it. Versions are never
 overwritten. Anywhere a player is named (``experiments.evaluate``, ``experiments.rate``), ``baseline:NAME`` plays a
 version of ``agents/policies/baseline_policies/``.
+
+``freeze`` also writes the version's model card ``NAME.MODEL_CARD.md`` (``agents.policies.card``: training, strength
+per lineup with intervals, what it loses to, the observation it needs), generated from ``NAME.json``. ``card``
+writes the cards of the versions named (default: all) again, into the source tree's directory or ``--dir``;
+``card --check`` writes nothing and exits 1 naming each card that is missing or out of date.
 """
 
 from __future__ import annotations
@@ -19,7 +26,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from agents.policies import baselines
+from agents.policies import baselines, card
 from agents.policies.export import freeze_baseline
 from agents.policies.load import PLAYER_BOTS, PolicyError, load_policy
 from agents.storage.checkpoints import NoGoodCheckpointError
@@ -46,6 +53,12 @@ def parse_args(argv=None):
                         help="the directory it goes to (default: the source tree's agents/policies/baseline_policies/ "
                              "in a checkout; an installed package refuses)")
     freeze.add_argument("--results", type=Path, help="a JSON file of what the policy measured, kept beside it")
+    cards = commands.add_parser("card", help="write the versions' model cards again (or --check them)")
+    cards.add_argument("names", nargs="*", metavar="NAME", help="the versions (default: all in the directory)")
+    cards.add_argument("--dir", type=Path, metavar="DIR",
+                       help="the versions' directory (default: the source tree's agents/policies/baseline_policies/, "
+                            "or for --check the package's)")
+    cards.add_argument("--check", action="store_true", help="write nothing; exit 1 if a card is missing or stale")
     return parser, parser.parse_args(argv)
 
 
@@ -73,6 +86,31 @@ def freeze(parser, args) -> Path:
     return path
 
 
+def cards(parser, args) -> dict:
+    """``card``: each named version's card written again (or, with ``--check``, compared), as ``{name: path}``."""
+    directory = args.dir or (baselines.DIRECTORY if args.check else source_tree_directory())
+    if directory is None:
+        fail(parser, f"give --dir DIR: the package is installed ({baselines.DIRECTORY}), not a source checkout, and "
+                     "card never writes into an installed package")
+    shipped = baselines.available(directory)
+    unknown = [name for name in args.names if name not in shipped]
+    if unknown:
+        fail(parser, f"no baseline {', '.join(map(repr, unknown))} in {directory}; there: "
+                     f"{', '.join(shipped) or 'none'}")
+    names = args.names or shipped
+    if args.check:
+        stale = [name for name in card.stale_cards(directory) if name in names]
+        if stale:
+            where = f" --dir {args.dir}" if args.dir else ""
+            fail(parser, f"model cards missing or out of date in {directory}: {', '.join(stale)} (write them: "
+                         f"python -m experiments.baseline card {' '.join(stale)}{where})", status=1)
+        out = {name: str(card.card_path(name, directory)) for name in names}
+    else:
+        out = {name: str(card.write_card(name, directory)) for name in names}
+    print(json.dumps(out))
+    return out
+
+
 def main(argv=None):
     quiet_logs()
     parser, args = parse_args(argv)
@@ -81,6 +119,8 @@ def main(argv=None):
                for name in baselines.available()}
         print(json.dumps(out, indent=1))
         return out
+    if args.command == "card":
+        return cards(parser, args)
     return freeze(parser, args)
 
 

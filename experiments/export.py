@@ -4,11 +4,15 @@
     python -m experiments.export runs/mine:120 --out exported/ --platforms cpu
     python -m experiments.export baseline:ppo_small-v1 --out exported/
     python -m experiments.export runs/independent --seat 3 --out exported/   # one learner of an independent run
+    python -m experiments.export baseline:ppo_small-v1 --out ppo_small-v1-jax-now/   # re-export for this jax
 
 Writes ``act_greedy.jaxexport`` / ``act_sample.jaxexport`` (``jax.export`` serializations of
 ``act(obs, mask[, key]) -> (action, logits, value)``, any batch size, lowered for each platform), ``spec.json``
 and ``policy_loader.py``, which loads them with only jax and numpy (docs/interop.md, "Policies to take away").
-``--out`` must be new or empty.
+``--out`` must be new or empty, and outside ``agents/policies/baseline_policies/``: a shipped version's export is
+never overwritten. An export ages with the jax that wrote it (``jax.export`` promises 6 months of backward and 3 weeks
+of forward compatibility); when the loader says the running jax is outside that window, re-export the same
+checkpoint or baseline with the installed jax, into a new directory, with the command it names.
 """
 
 from __future__ import annotations
@@ -16,6 +20,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from agents.policies import baselines
 from agents.policies.export import DEFAULT_PLATFORMS, export_policy
 from agents.policies.load import PolicyError, load_policy
 from agents.storage.checkpoints import NoGoodCheckpointError
@@ -33,6 +38,10 @@ def main(argv=None):
                         help="an independent-learners run: the seat whose learner to export")
     args = parser.parse_args(argv)
     parsed = player_spec(parser, args.policy)
+    shipped = baselines.DIRECTORY.resolve()
+    if args.out.resolve() == shipped or shipped in args.out.resolve().parents:
+        fail(parser, f"--out {args.out} is inside the shipped baselines ({shipped}), whose versions are never "
+                     "overwritten: give a directory elsewhere")
     check_out(parser, args.out)  # before anything is loaded or lowered
     if isinstance(parsed, str):
         fail(parser, f"{args.policy!r} is a scripted bot, not a trained policy (RUN_DIR[:STEP] or baseline:NAME)")

@@ -16,8 +16,9 @@ import pytest
 
 import jaxgame
 from agents.core import distributions
-from agents.policies import baselines
+from agents.policies import baselines, card
 from agents.policies.load import PolicyError, load_policy
+from experiments import baseline as baseline_cli
 
 
 def test_ppo_small_v1_is_shipped():
@@ -122,3 +123,88 @@ def test_freezing_writes_the_digest(tmp_path):
     baselines.write_digest("copy-v1", tmp_path)
     assert "copy-v1/spec.json" in baselines.digest_path("copy-v1", tmp_path).read_text()
     assert baselines.verify("copy-v1", tmp_path)
+
+
+@pytest.mark.parametrize("name", baselines.available())
+def test_every_shipped_baseline_has_its_model_card_as_generated(name):
+    """NAME.MODEL_CARD.md equals what agents.policies.card writes from NAME.json (regenerate: python -m
+    experiments.baseline card); it lies outside the digest (the digest test above lists exactly what NAME.sha256
+    covers)."""
+    path = card.card_path(name)
+    assert path.is_file(), f"{path.name} missing: python -m experiments.baseline card {name}"
+    stale = f"{path.name} is stale: python -m experiments.baseline card {name}"
+    assert path.read_text() == card.model_card(name), stale
+    assert path.name not in baselines.digest_path(name).read_text()
+
+
+MADE_UP = {
+    "name": "made_up-v1",
+    "config": {"obs": "vector", "hidden": [32, 16], "seed": 5, "num_envs": 8, "total_steps": 4096, "max_rounds": 10,
+               "steps_per_round": 6},
+    "source": {"run": "runs/made_up", "step": 16, "frozen": "2026-01-02"},
+    "results": {
+        "training": {"command": "python -m experiments.train --preset smoke --out RUN", "seed": 5, "env_steps": 4096,
+                     "updates": 16, "wall_s": 90.0, "train_s": 60.5, "compile_s": 20.25, "machine": "a test box"},
+        "evaluate": {"command": "python -m experiments.evaluate RUN --vs random --vs greedy --vs expert",
+                     "machine": "a test box", "date": "2026-01-03",
+                     "vs_random": {"mean_placement": 1.5, "ci95": 0.25, "top1": 0.5, "top4": 1.0, "games": 64},
+                     "vs_greedy": {"mean_placement": 4.4, "ci95": 0.2, "top1": 0.125, "top4": 0.5, "games": 64},
+                     "vs_expert": {"mean_placement": 5.25, "ci95": 0.5, "top1": 0.03125, "top4": 0.25, "games": 64}},
+    },
+}
+
+
+def _made_up(directory, meta):
+    (directory / f"{meta['name']}.json").write_text(json.dumps(meta))
+    (directory / f"{meta['name']}.msgpack").write_bytes(b"")  # a version is a .json with its .msgpack
+    return meta["name"]
+
+
+def test_model_card_says_what_its_json_records(tmp_path):
+    lines = card.model_card("made_up-v1", MADE_UP).splitlines()
+    for line in (
+        "`baseline:made_up-v1`: a PPO policy (mlp 32x16, tanh) trained on autochess with opponents `self`; frozen at "
+        "update 16 of runs/made_up on 2026-01-02. Parameters `made_up-v1.msgpack`, the standalone export "
+        "`made_up-v1/` (`agents.policies.exported_loader`), both checked by `made_up-v1.sha256`.",
+        "- command: `python -m experiments.train --preset smoke --out RUN`",
+        "- seed: 5",
+        "- env steps: 4,096 in 16 updates, 8 envs (configured total_steps: 4,096)",
+        "- wall time: 90.0 s (1.5 min); training 60.5 s, compiling 20.25 s",
+        "- hardware: a test box",
+        "| random | 1.50 ± 0.25 | 50.0% | 100.0% | 64 |",
+        "| expert | 5.25 ± 0.50 | 3.1% | 25.0% | 64 |",
+        "- loses to (95% interval worse than 4.5): expert",
+        "- level with (95% interval contains 4.5): greedy",
+        "- worst measured lineup: expert, mean placement 5.25 ± 0.50, first in 3.1% of games (an even share: 12.5%), "
+        "top-4 in 25.0% (an even share: 50.0%)",
+        "- kind: vector",
+        "- shape and dtype, per seat: float32[582]",
+        "- rules: max_rounds=10, steps_per_round=6, max_combat_ticks=400, reward_win=0.0, reward_life=0.0",
+    ):
+        assert line in lines, line
+    unmeasured = card.model_card("made_up-v1", {**MADE_UP, "results": {}}).splitlines()
+    assert "Not measured: made_up-v1.json records no evaluation." in unmeasured
+    assert "- hardware: not recorded" in unmeasured and "- seed: 5" in unmeasured  # the config's seed
+    pixels = card.model_card("made_up-v1", {**MADE_UP, "config": {**MADE_UP["config"], "obs": "pixels",
+                                                                  "network": "cnn"}})
+    assert "- shape and dtype, per seat: uint8[72, 20]" in pixels.splitlines()
+
+
+def test_card_command_writes_and_checks_the_cards(tmp_path, capsys):
+    name = _made_up(tmp_path, MADE_UP)
+    with pytest.raises(SystemExit) as info:
+        baseline_cli.main(["card", "--check", "--dir", str(tmp_path)])
+    assert info.value.code == 1
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and f"out of date in {tmp_path}: {name} (write them: " in err
+    baseline_cli.main(["card", "--dir", str(tmp_path)])
+    assert card.card_path(name, tmp_path).read_text() == card.model_card(name, MADE_UP)
+    assert card.stale_cards(tmp_path) == []
+    assert baseline_cli.main(["card", name, "--check", "--dir", str(tmp_path)]) == {
+        name: str(card.card_path(name, tmp_path))}
+    changed = {**MADE_UP, "source": {**MADE_UP["source"], "step": 17}}
+    (tmp_path / f"{name}.json").write_text(json.dumps(changed))
+    assert card.stale_cards(tmp_path) == [name]
+    with pytest.raises(SystemExit):
+        baseline_cli.main(["card", "nope-v1", "--dir", str(tmp_path)])
+    assert "no baseline 'nope-v1'" in capsys.readouterr().err

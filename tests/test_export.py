@@ -3,15 +3,19 @@ imports only jax and numpy, act as the checkpoint does at any batch size, never 
 bad directories or input are one-line errors."""
 
 import json
+import shutil
 import subprocess
 import sys
 import textwrap
+import warnings
 
 import jax
 import numpy as np
 import pytest
 
 from agents.core import distributions
+from agents.policies import baselines, card
+from agents.policies import exported_loader as loader
 from agents.policies.export import FILES, LOADER_FILE, export_policy
 from agents.policies.load import PolicyError, load_policy
 from experiments import export as export_cli
@@ -96,8 +100,11 @@ def test_loader_refuses_bad_input_and_broken_files(exported, tmp_path):
     for name in (*FILES.values(), LOADER_FILE, "spec.json"):
         (broken / name).write_bytes((out / name).read_bytes())
     (broken / FILES["sample"]).write_bytes((out / FILES["sample"]).read_bytes()[:1000])  # truncated
-    with pytest.raises(ExportedPolicyError, match="cannot deserialize"):
+    with pytest.raises(ExportedPolicyError, match="cannot deserialize") as info:
         ExportedPolicy(broken)
+    assert "\n" not in str(info.value)
+    assert str(info.value).endswith("re-export it for this jax: python -m experiments.export baseline:ppo_small-v1 "
+                                     "--platforms cpu,cuda --out NEW_DIR")
     (broken / "spec.json").write_text('{"format": "something-else"}')
     with pytest.raises(ExportedPolicyError, match="not a jaxgame-exported-policy"):
         ExportedPolicy(broken)
@@ -141,4 +148,67 @@ def test_export_from_a_source_tree_without_an_installed_jaxgame(exported, tmp_pa
     assert spec["versions"]["jaxgame"] is None and spec["versions"]["jax"] == jax.__version__
     freeze_baseline(policy, "source_tree-v1", {}, tmp_path / "baselines")
     assert (tmp_path / "baselines" / "source_tree-v1" / FILES["greedy"]).is_file()
+    assert (tmp_path / "baselines" / "source_tree-v1.MODEL_CARD.md").is_file()  # the freeze writes the model card
+    assert card.stale_cards(tmp_path / "baselines") == []
     assert load_baseline("source_tree-v1", tmp_path / "baselines").step == policy.step
+
+
+def test_jax_export_window_from_the_recorded_jaxlib():
+    """Inside: the same jaxlib, a newer patch, one minor version newer; outside: any older jaxlib (3 weeks of forward
+    compatibility, and no release dates to hand), 2+ minor versions or a major version newer (6 months back)."""
+    for written_by, running in [("0.10.2", "0.10.2"), ("0.10.0", "0.10.2"), ("0.9.5", "0.10.2"),
+                                ("0.4.31.dev20240701", "0.4.35"), (None, "0.10.2"), ("0.10.2", "unknown")]:
+        assert loader.version_window(written_by, running) is None, (written_by, running)
+    assert loader.version_window("0.10.3", "0.10.2") == (
+        "jaxlib 0.10.2 is older than jaxlib 0.10.3, which wrote it (jax.export promises 3 weeks of forward "
+        "compatibility)")
+    for written_by, running in [("0.8.9", "0.10.0"), ("0.12.0", "1.0.0")]:
+        assert loader.version_window(written_by, running).startswith(
+            f"jaxlib {running} is 2 or more minor versions newer than jaxlib {written_by}, which wrote it"), running
+    assert loader.reexport_command({"source": {"run": "runs/mine", "step": 120, "seat": 3}, "platforms": ["cpu"]}) == (
+        "python -m experiments.export runs/mine:120 --seat 3 --platforms cpu --out NEW_DIR")
+
+
+def _shipped_copy(tmp_path, jaxlib):
+    """A copy of the shipped ppo_small-v1 export whose spec.json says jaxlib ``jaxlib`` wrote it."""
+    out = shutil.copytree(baselines.DIRECTORY / "ppo_small-v1", tmp_path / f"written-by-{jaxlib}")
+    spec = json.loads((out / "spec.json").read_text())
+    spec["versions"]["jaxlib"] = jaxlib
+    (out / "spec.json").write_text(json.dumps(spec))
+    return out
+
+
+def test_loader_warns_outside_the_window_and_accepts_inside(tmp_path):
+    again = "re-export it for this jax: python -m experiments.export baseline:ppo_small-v1 --platforms cpu,cuda " \
+            "--out NEW_DIR"
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", loader.ExportedPolicyVersionWarning)  # inside the window: not a word
+        policy = loader.ExportedPolicy(_shipped_copy(tmp_path, loader.running_jaxlib()))
+    for jaxlib, why in [("0.0.1", "2 or more minor versions newer than jaxlib 0.0.1"),
+                        ("999.0.0", "older than jaxlib 999.0.0")]:
+        with pytest.warns(loader.ExportedPolicyVersionWarning) as record:
+            aged = loader.ExportedPolicy(_shipped_copy(tmp_path, jaxlib))
+        (message,) = [str(w.message) for w in record]
+        assert why in message and message.endswith(again) and "\n" not in message
+        obs, mask = _inputs(policy.obs_shape[0], 2, 0)
+        np.testing.assert_array_equal(aged.act(obs, mask)[0], policy.act(obs, mask)[0])  # a warning, not a refusal
+
+
+def test_loader_refuses_a_calling_convention_this_jax_cannot_call(tmp_path, monkeypatch):
+    out = _shipped_copy(tmp_path, loader.running_jaxlib())
+    version = jax.export.deserialize(bytearray((out / FILES["greedy"]).read_bytes())).calling_convention_version
+    monkeypatch.setattr(jax.export, "minimum_supported_calling_convention_version", version + 1)
+    monkeypatch.setattr(jax.export, "maximum_supported_calling_convention_version", version + 2)
+    with pytest.raises(loader.ExportedPolicyError) as info:
+        loader.ExportedPolicy(out)
+    assert str(info.value) == (
+        f"{out / FILES['greedy']}: calling convention version {version}, outside {version + 1}..{version + 2} that "
+        f"jax {jax.__version__} supports: re-export it for this jax: python -m experiments.export "
+        "baseline:ppo_small-v1 --platforms cpu,cuda --out NEW_DIR")
+
+
+def test_export_never_writes_into_the_shipped_baselines(capsys):
+    inside = baselines.DIRECTORY / "ppo_small-v1-again"
+    with pytest.raises(SystemExit):
+        export_cli.main([BASELINE, "--out", str(inside)])
+    assert "inside the shipped baselines" in capsys.readouterr().err and not inside.exists()

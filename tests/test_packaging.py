@@ -111,7 +111,8 @@ def test_wheel_holds_code_data_licences_and_scripts(wheel):
                      "agents/policies/exported_loader.py", "agents/policies/baseline_policies/ppo_small-v1.json",
                      "agents/policies/baseline_policies/ppo_small-v1.msgpack",
                      "agents/policies/baseline_policies/ppo_small-v1/act_greedy.jaxexport",
-                     "agents/policies/baseline_policies/ppo_small-v1/spec.json", "experiments/train.py",
+                     "agents/policies/baseline_policies/ppo_small-v1/spec.json",
+                     "agents/policies/baseline_policies/ppo_small-v1.MODEL_CARD.md", "experiments/train.py",
                      "experiments/benchmark/purejaxrl_reference.py", f"{dist_info}/licenses/LICENSE",
                      f"{dist_info}/licenses/experiments/benchmark/PUREJAXRL_LICENSE"):
         assert required in names, f"{required} missing from the wheel"

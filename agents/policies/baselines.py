@@ -21,6 +21,9 @@ Each version carries ``NAME.sha256``: the SHA-256 of each of its files (``NAME.j
 file of ``NAME/``), one line ``<hex>  <path relative to baseline_policies/>`` (``cd baseline_policies && sha256sum -c
 NAME.sha256`` checks them); ``load_baseline`` verifies them first, and a mismatch is a ``BaselineError`` naming the
 file. Freezing writes it (``write_digest``); a version without one loads with one warning.
+
+Each version has a model card ``NAME.MODEL_CARD.md`` beside them (``agents.policies.card``, generated from
+``NAME.json``; outside the digest, as it is derived from files the digest covers).
 """
 
 from __future__ import annotations

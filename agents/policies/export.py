@@ -22,8 +22,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from agents.core import distributions
-from agents.envs.make import make_game
-from agents.policies import baselines
+from agents.policies import baselines, card
 from agents.policies import exported_loader as exported_policy_loader
 from agents.policies.load import PolicyError, RunPolicy, seat_policies
 from agents.utils.versions import package_versions
@@ -56,9 +55,8 @@ def export_policy(policy: RunPolicy, out_dir, platforms=DEFAULT_PLATFORMS, seat:
     platforms = tuple(platforms)
     if not platforms or any(p not in ("cpu", "cuda", "rocm", "tpu") for p in platforms):
         raise PolicyError(f"platforms must be among cpu, cuda, rocm, tpu; got {platforms!r}")
-    game = make_game(policy.config)
-    obs_shape = tuple(game.obs_shape)
-    obs_dtype = np.dtype(np.uint8 if policy.config.obs == "pixels" else np.float32)
+    observation = card.observation(policy.config)
+    obs_shape, obs_dtype = observation["shape"], observation["dtype"]
     network, params = policy.network, policy.params
 
     def greedy(obs, mask):
@@ -107,10 +105,11 @@ def export_policy(policy: RunPolicy, out_dir, platforms=DEFAULT_PLATFORMS, seat:
 
 
 def freeze_baseline(policy: RunPolicy, name: str, results: dict | None = None, directory=None) -> Path:
-    """Ship ``policy`` as baseline ``name``: ``agents.policies.baselines.freeze`` (parameters and ``NAME.json``) and its
+    """Ship ``policy`` as baseline ``name``: ``agents.policies.baselines.freeze`` (parameters and ``NAME.json``), its
     export in ``NAME/`` beside them (without the loader copy: ``agents.policies.exported_loader`` is in the
-    package). Returns the ``.json`` path."""
+    package) and its model card ``NAME.MODEL_CARD.md`` (``agents.policies.card``). Returns the ``.json`` path."""
     path = baselines.freeze(policy, name, results, directory)
     export_policy(dataclasses.replace(policy, name=baselines.PREFIX + name), path.parent / name, loader=False)
     baselines.write_digest(name, path.parent)  # NAME.sha256 over NAME.json, NAME.msgpack and the export NAME/
+    card.write_card(name, path.parent)  # derived from NAME.json: outside the digest
     return path

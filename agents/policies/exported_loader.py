@@ -11,11 +11,28 @@ self-contained: nothing of jaxgame, flax or the training code is imported to run
 
 ``obs``: float32[B, obs_size] (vector) or uint8[B, 72, 20] (packed pixel frames), for any batch size B;
 ``mask``: bool[B, 258], the legal actions. Returns int32[B], float32[B, 258], float32[B].
+
+Exports age. ``jax.export`` promises that an artefact runs on a jaxlib up to 6 months newer and up to 3 weeks
+older than the one that wrote it (https://docs.jax.dev/en/latest/export/export.html#compatibility-guarantees).
+Loading checks, in one line each:
+
+- the artefact's own numbers, which jax exposes: a file this jax cannot deserialize (jax >= 0.11.1 itself refuses
+  artefacts past its window), or whose calling convention version is outside this jax's
+  ``jax.export.minimum/maximum_supported_calling_convention_version``, is an ``ExportedPolicyError``;
+- the jaxlib version ``spec.json`` records (the artefact carries no date, and jaxlib no build date): a running
+  jaxlib older than it, or two or more minor versions newer (JAX makes a minor release about every 3 months, so
+  about 6 months), is an ``ExportedPolicyVersionWarning`` (``warnings.simplefilter("error",
+  ExportedPolicyVersionWarning)`` makes it an error).
+
+Both name the command that re-exports the policy for the running jax.
 """
 
 from __future__ import annotations
 
 import json
+import re
+import warnings
+from importlib import metadata
 from pathlib import Path
 
 import jax
@@ -24,10 +41,70 @@ import numpy as np
 SPEC_FILE = "spec.json"
 FORMAT = "jaxgame-exported-policy"
 FORMAT_VERSION = 1
+#: a running jaxlib this many minor versions newer than the writer is past jax.export's 6 months of backward
+#: compatibility (a minor release about every 3 months); a new major version counts as past it
+MINOR_VERSIONS_PER_WINDOW = 2
 
 
 class ExportedPolicyError(ValueError):
     """An export directory that cannot be loaded, or input the policy cannot take."""
+
+
+class ExportedPolicyVersionWarning(UserWarning):
+    """The running jaxlib is outside ``jax.export``'s compatibility window of the jaxlib that wrote the export."""
+
+
+def _release(version) -> tuple[int, int, int] | None:
+    """(major, minor, patch) of a version string such as ``0.10.2`` or ``0.4.31.dev20240701``; None if unparsable."""
+    match = re.match(r"^(\d+)\.(\d+)(?:\.(\d+))?", str(version or ""))
+    return None if match is None else (int(match[1]), int(match[2]), int(match[3] or 0))
+
+
+def running_jaxlib() -> str:
+    """The running jaxlib's version (jax's where jaxlib is not an installed distribution)."""
+    try:
+        return metadata.version("jaxlib")
+    except metadata.PackageNotFoundError:
+        return jax.__version__
+
+
+def reexport_command(spec: dict) -> str:
+    """The ``experiments.export`` command (in a jaxgame install or checkout) that writes this policy again with the
+    running jax, into a new directory: shipped versions are never overwritten."""
+    source = spec.get("source") or {}
+    run = str(source.get("run") or spec.get("name"))
+    policy = run if run.startswith("baseline:") or source.get("step") is None else f"{run}:{source['step']}"
+    seat = f" --seat {source['seat']}" if source.get("seat") is not None else ""
+    platforms = ",".join(spec.get("platforms") or ["cpu"])
+    return f"python -m experiments.export {policy}{seat} --platforms {platforms} --out NEW_DIR"
+
+
+def version_window(written_by, running) -> str | None:
+    """Why jaxlib ``running`` is outside jax.export's window for an export written by jaxlib ``written_by``, or None
+    when it is inside or either version is unknown: older than the writer (only 3 weeks of forward compatibility
+    are promised, and a release's date is not known here), or ``MINOR_VERSIONS_PER_WINDOW`` or more minor versions
+    newer (about 6 months: the backward window)."""
+    old, new = _release(written_by), _release(running)
+    if old is None or new is None:
+        return None
+    if new < old:
+        return (f"jaxlib {running} is older than jaxlib {written_by}, which wrote it (jax.export promises 3 weeks of "
+                "forward compatibility)")
+    if new[0] > old[0] or new[1] - old[1] >= MINOR_VERSIONS_PER_WINDOW:
+        return (f"jaxlib {running} is {MINOR_VERSIONS_PER_WINDOW} or more minor versions newer than jaxlib "
+                f"{written_by}, which wrote it (jax.export promises 6 months of backward compatibility, about "
+                f"{MINOR_VERSIONS_PER_WINDOW} minor releases)")
+    return None
+
+
+def _check_calling_convention(path, exported, again: str) -> None:
+    """``ExportedPolicyError`` when ``exported``'s calling convention version is one this jax cannot call."""
+    low = getattr(jax.export, "minimum_supported_calling_convention_version", None)
+    high = getattr(jax.export, "maximum_supported_calling_convention_version", None)
+    version = exported.calling_convention_version
+    if low is not None and high is not None and not low <= version <= high:
+        raise ExportedPolicyError(f"{path}: calling convention version {version}, outside {low}..{high} that jax "
+                                  f"{jax.__version__} supports: {again}")
 
 
 class ExportedPolicy:
@@ -47,12 +124,20 @@ class ExportedPolicy:
         self.obs_dtype = np.dtype(spec["obs_dtype"])
         self.num_actions = int(spec["num_actions"])
         self._functions = {}
+        written_by = (spec.get("versions") or {}).get("jaxlib") or (spec.get("versions") or {}).get("jax")
+        again = f"re-export it for this jax: {reexport_command(spec)}"
         for variant in ("greedy", "sample"):
             path = directory / spec["files"][variant]
             try:
                 self._functions[variant] = jax.export.deserialize(bytearray(path.read_bytes()))
-            except Exception as err:  # a truncated or foreign file: one line, never a silent wrong policy
-                raise ExportedPolicyError(f"{path}: cannot deserialize ({type(err).__name__}: {err})") from None
+            except Exception as err:  # truncated, foreign or expired: one line, never a silent wrong policy
+                reason = " ".join(f"{type(err).__name__}: {err}".split())
+                raise ExportedPolicyError(f"{path}: cannot deserialize ({reason}); written by jaxlib "
+                                          f"{written_by or '?'}, running {running_jaxlib()}: {again}") from None
+            _check_calling_convention(path, self._functions[variant], again)
+        outside = version_window(written_by, running_jaxlib())
+        if outside:
+            warnings.warn(f"{directory}: {outside}; {again}", ExportedPolicyVersionWarning, stacklevel=2)
 
     def act(self, obs, mask, key=None):
         """(action int32[B], logits float32[B, A], value float32[B]); greedy without ``key``, else sampled with
