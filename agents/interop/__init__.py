@@ -3,7 +3,8 @@
 * ``single_seat``: one learning seat against 7 opponents (bots, baselines, saved runs) as two jitted functions;
 * ``gymnasium_env``: that seat as a Gymnasium env, registered as ``jaxgame/AutoChess-v0`` when Gymnasium is
   installed (``pip install "jaxgame[gymnasium]"``), and a batch of them as a Gymnasium ``VectorEnv``;
-* ``pettingzoo_env``: the 8 seats as a PettingZoo ``ParallelEnv`` (``pip install "jaxgame[pettingzoo]"``);
+* ``pettingzoo_env``: the 8 seats for PettingZoo (``pip install "jaxgame[pettingzoo]"``): ``parallel_env()``,
+  ``env()`` / ``raw_env()`` (the AEC form), ``state()`` for centralised critics;
 * ``jaxmarl_env``: a JaxMARL-style multi-agent view, pure JAX (no extra).
 """
 

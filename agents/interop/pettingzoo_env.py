@@ -1,49 +1,117 @@
-"""PettingZoo: the 8 seats as a ``ParallelEnv`` (agents ``seat_0`` .. ``seat_7``).
+"""PettingZoo: the 8 seats (agents ``seat_0`` .. ``seat_7``) in PettingZoo's two forms, made the way
+PettingZoo's own environments are:
 
-    from agents.interop.pettingzoo_env import AutoChessParallelEnv
-    env = AutoChessParallelEnv()
+    from agents.interop import pettingzoo_env
+    env = pettingzoo_env.parallel_env()            # ParallelEnv (AutoChessParallelEnv)
     observations, infos = env.reset(seed=0)
     while env.agents:
         actions = {a: env.action_space(a).sample(mask=observations[a]["action_mask"]) for a in env.agents}
         observations, rewards, terminations, truncations, infos = env.step(actions)
 
+    aec = pettingzoo_env.env()                     # AECEnv: parallel_to_aec + AssertOutOfBoundsWrapper
+    raw = pettingzoo_env.raw_env()                 # AECEnv: parallel_to_aec alone
+
 Each agent's observation is a dict with ``observation`` (float32[obs_size], or packed uint8[72, 20] frames)
-and ``action_mask`` (int8[258], 1 = legal), the common PettingZoo convention for masked actions. A seat
-knocked out terminates and leaves ``agents``; when the game ends every remaining seat terminates; the
-final place (1..8) of a terminated seat is ``infos[agent]["rank"]``. One jitted ``env.step`` per step.
+and ``action_mask`` (int8[258], 1 = legal), the common PettingZoo convention for masked actions; with
+``flatten=True`` it is ``gymnasium.spaces.flatten`` of that dict, float32[258 + obs_size] (the mask first), the
+Box that SuperSuit's ``black_death_v3`` and ``pettingzoo_env_to_vec_env_v1`` need (``action_masks`` reads the
+mask back). A seat knocked out terminates and leaves ``agents``; when the game ends every remaining seat
+terminates; the final place (1..8) of a terminated seat is ``infos[agent]["rank"]``. ``state()`` is the game as
+a centralised critic may see it (``world_state``). One jitted ``env.step`` per step.
 """
 
 from __future__ import annotations
 
+import functools
+
 import jax
+import jax.numpy as jnp
 import numpy as np
 from gymnasium import spaces
 from pettingzoo import ParallelEnv
+from pettingzoo.utils import wrappers
+from pettingzoo.utils.conversions import parallel_to_aec
 
 import jaxgame
 from jaxgame import constants as C
 from jaxgame import observation as observation_lib
 from jaxgame import packing, render
 from jaxgame.config import GameConfig
+from jaxgame.state import GameState
 
 AGENTS = tuple(f"seat_{i}" for i in range(C.NUM_PLAYERS))
+#: ``state()``: every seat's vector observation (seat 0 first), then one row per seat naming its next PvP opponent
+STATE_SIZE = C.NUM_PLAYERS * observation_lib.OBS_SIZE + C.NUM_PLAYERS * C.NUM_PLAYERS
+
+
+def parallel_env(**kwargs) -> AutoChessParallelEnv:
+    """The ParallelEnv; ``kwargs`` as ``AutoChessParallelEnv``."""
+    return AutoChessParallelEnv(**kwargs)
+
+
+def raw_env(**kwargs):
+    """The AEC form as PettingZoo's converter makes it (``parallel_to_aec``, order enforced): seats act one
+    after another, the game steps once the last live seat has acted; ``kwargs`` as ``AutoChessParallelEnv``."""
+    return parallel_to_aec(parallel_env(**kwargs))
+
+
+def env(**kwargs):
+    """``raw_env`` with PettingZoo's ``AssertOutOfBoundsWrapper``: an action outside ``Discrete(258)`` fails at
+    the seat's own turn (the parallel env checks actions only when the game steps, after the last seat)."""
+    return wrappers.AssertOutOfBoundsWrapper(raw_env(**kwargs))
+
+
+@functools.partial(jax.jit, static_argnums=1)
+def world_state(state: GameState, config: GameConfig) -> jax.Array:
+    """float32[STATE_SIZE], the game as a centralised critic may see it: every seat's vector observation in
+    seat order (float32[8 * obs_size]: each seat's own gold, XP, shop, bench and board, so every seat's hidden
+    shop too, and the public facts), then float32[8, 8] one-hot rows, row p naming the seat p fights in this
+    round's PvP fight (``jaxgame.observation.next_pvp_opponents``; all zeros for a PvE round, a ghost fight or
+    a seat out of the game). Left out: the PRNG key and the seat order beyond the next pairing."""
+    vectors = observation_lib.vector_observation(state, config)
+    opponent = observation_lib.next_pvp_opponents(state, config)
+    pairing = (opponent[:, None] == jnp.arange(C.NUM_PLAYERS)[None, :]).astype(jnp.float32)
+    return jnp.concatenate([vectors.reshape(-1), pairing.reshape(-1)])
+
+
+def world_state_bounds(config: GameConfig) -> tuple[np.ndarray, np.ndarray]:
+    """(low, high) float32[STATE_SIZE]: the vector observation's bounds per seat, [0, 1] for the pairing."""
+    low, high = observation_lib.observation_bounds(config)
+    pairs = C.NUM_PLAYERS * C.NUM_PLAYERS
+    return (np.concatenate([np.tile(low, C.NUM_PLAYERS), np.zeros(pairs, np.float32)]),
+            np.concatenate([np.tile(high, C.NUM_PLAYERS), np.ones(pairs, np.float32)]))
+
+
+def action_masks(flat_observations) -> np.ndarray:
+    """bool[..., 258]: the action masks inside ``flatten=True`` observations float32[..., 258 + obs_size]
+    (all False for SuperSuit's black_death zero observation of a knocked-out seat)."""
+    flat = np.asarray(flat_observations)
+    if flat.shape[-1:] != (C.NUM_ACTIONS + observation_lib.OBS_SIZE,):
+        raise ValueError(f"flat_observations: last axis must be {C.NUM_ACTIONS + observation_lib.OBS_SIZE} "
+                         f"(flatten=True observations), got shape {flat.shape}")
+    return flat[..., : C.NUM_ACTIONS] > 0.5
 
 
 class AutoChessParallelEnv(ParallelEnv):
     """The game's 8 seats as PettingZoo agents. ``obs``: "vector" or "pixels"; ``render_mode``: "rgb_array"
-    (the 8 seats' screens in a 2 x 4 grid, uint8[288, 640, 3]) or None; ``rules``: ``GameConfig`` overrides."""
+    (the 8 seats' screens in a 2 x 4 grid, uint8[288, 640, 3]) or None; ``rules``: ``GameConfig`` overrides;
+    ``flatten``: observations as float32[258 + obs_size] Boxes (``obs="vector"`` only, see the module doc)."""
 
     metadata = {"render_modes": ["rgb_array"], "name": "jaxgame_autochess_v0", "is_parallelizable": True,
                 "render_fps": 4}
 
-    def __init__(self, obs: str = "vector", render_mode: str | None = None, rules: dict | None = None):
+    def __init__(self, obs: str = "vector", render_mode: str | None = None, rules: dict | None = None,
+                 flatten: bool = False):
         if obs not in ("vector", "pixels"):
             raise ValueError(f"obs must be 'vector' or 'pixels', got {obs!r}")
         if render_mode not in (None, "rgb_array"):
             raise ValueError(f"render_mode must be None or 'rgb_array', got {render_mode!r}")
+        if flatten and obs != "vector":
+            raise ValueError(f"flatten=True needs obs='vector', got obs={obs!r}")
         self.config = GameConfig.from_overrides(**(rules or {}))
         self.game = jaxgame.AutoChessEnv(self.config, obs=obs)
         self.render_mode = render_mode
+        self.flatten = bool(flatten)
         self.possible_agents = list(AGENTS)
         self.agents = []
         if obs == "vector":
@@ -51,9 +119,11 @@ class AutoChessParallelEnv(ParallelEnv):
             observation = spaces.Box(low, high, dtype=np.float32)
         else:
             observation = spaces.Box(0, 255, (packing.FRAME_H, packing.PACKED_W), dtype=np.uint8)
-        self._observation_space = spaces.Dict(
+        self._dict_space = spaces.Dict(
             {"observation": observation, "action_mask": spaces.Box(0, 1, (C.NUM_ACTIONS,), dtype=np.int8)})
+        self._observation_space = spaces.flatten_space(self._dict_space) if self.flatten else self._dict_space
         self._action_space = spaces.Discrete(C.NUM_ACTIONS)
+        self.state_space = spaces.Box(*world_state_bounds(self.config), dtype=np.float32)
         self._rng = np.random.default_rng()
         self._state = self._final = None
 
@@ -64,6 +134,9 @@ class AutoChessParallelEnv(ParallelEnv):
         return self._action_space
 
     def _observations(self, observation, mask, agents):
+        if self.flatten:  # gymnasium.spaces.flatten's layout: the Dict's keys in sorted order, mask first
+            return {a: np.concatenate([mask[AGENTS.index(a)].astype(np.float32), observation[AGENTS.index(a)]])
+                    for a in agents}
         return {a: {"observation": observation[AGENTS.index(a)], "action_mask": mask[AGENTS.index(a)].astype(np.int8)}
                 for a in agents}
 
@@ -77,11 +150,14 @@ class AutoChessParallelEnv(ParallelEnv):
         return self._observations(observation, mask, self.agents), {a: {} for a in self.agents}
 
     def step(self, actions: dict):
-        if not self.agents:
-            raise RuntimeError("step() after the game ended: call reset() first")
+        if self._state is None:
+            raise RuntimeError("step() before reset(): call reset() first")
         unknown = set(actions) - set(self.agents)
         if unknown:
-            raise ValueError(f"actions for agents not in the game: {sorted(unknown)} (live: {self.agents})")
+            raise ValueError(f"actions for agents not in the game: {sorted(unknown)} (live: {self.agents}; "
+                             "after the game ended, call reset())")
+        if not self.agents:  # a finished game stepped with no actions: nothing happens, as in PettingZoo's
+            return {}, {}, {}, {}, {}  # converters (SuperSuit 3.11's black_death_v3 ends its episode here)
         chosen = np.zeros(C.NUM_PLAYERS, np.int32)  # a seat without an action plays 0 (end turn / no-op)
         for agent, action in actions.items():
             a = np.asarray(action)
@@ -93,7 +169,7 @@ class AutoChessParallelEnv(ParallelEnv):
             (ts.done, ts.reward, ts.info["alive"], ts.info["rank"], ts.observation, ts.info["final_observation"],
              ts.action_mask))
         self._state = state
-        self._final = ts.info["final_state"] if done else None  # what render() shows once the game ended
+        self._final = ts.info["final_state"] if done else None  # what render() and state() show once it ended
         live = self.agents
         terminated = {a: bool(done or not alive[AGENTS.index(a)]) for a in live}
         observations = self._observations(final_observation if done else observation, mask, live)
@@ -101,6 +177,14 @@ class AutoChessParallelEnv(ParallelEnv):
         infos = {a: ({"rank": int(rank[AGENTS.index(a)])} if terminated[a] else {}) for a in live}
         self.agents = [a for a in live if not terminated[a]]
         return observations, rewards, terminated, dict.fromkeys(live, False), infos
+
+    def state(self) -> np.ndarray:
+        """float32[STATE_SIZE] (``state_space``): ``world_state`` of the game now, of its last state once it
+        ended; for centralised critics (the hidden shops and pairing included: not a seat's observation)."""
+        if self._state is None:
+            raise RuntimeError("state() before reset(): call reset() first")
+        game = self._final if self._final is not None else self._state
+        return np.asarray(jax.device_get(world_state(game, self.config)))
 
     def render(self):
         if self.render_mode != "rgb_array" or self._state is None:
