@@ -22,10 +22,7 @@ a centralised critic may see it (``world_state``). One jitted ``env.step`` per s
 
 from __future__ import annotations
 
-import functools
-
 import jax
-import jax.numpy as jnp
 import numpy as np
 from gymnasium import spaces
 from pettingzoo import ParallelEnv
@@ -33,15 +30,16 @@ from pettingzoo.utils import wrappers
 from pettingzoo.utils.conversions import parallel_to_aec
 
 import jaxgame
+from agents.interop.world_state import STATE_SIZE as STATE_SIZE
+from agents.interop.world_state import world_state as world_state
+from agents.interop.world_state import world_state_bounds
 from jaxgame import constants as C
 from jaxgame import observation as observation_lib
 from jaxgame import packing, render
 from jaxgame.config import GameConfig
-from jaxgame.state import GameState
 
+# STATE_SIZE and world_state (the centralised critic's state, agents.interop.world_state) are re-exported here
 AGENTS = tuple(f"seat_{i}" for i in range(C.NUM_PLAYERS))
-#: ``state()``: every seat's vector observation (seat 0 first), then one row per seat naming its next PvP opponent
-STATE_SIZE = C.NUM_PLAYERS * observation_lib.OBS_SIZE + C.NUM_PLAYERS * C.NUM_PLAYERS
 
 
 def parallel_env(**kwargs) -> AutoChessParallelEnv:
@@ -59,27 +57,6 @@ def env(**kwargs):
     """``raw_env`` with PettingZoo's ``AssertOutOfBoundsWrapper``: an action outside ``Discrete(258)`` fails at
     the seat's own turn (the parallel env checks actions only when the game steps, after the last seat)."""
     return wrappers.AssertOutOfBoundsWrapper(raw_env(**kwargs))
-
-
-@functools.partial(jax.jit, static_argnums=1)
-def world_state(state: GameState, config: GameConfig) -> jax.Array:
-    """float32[STATE_SIZE], the game as a centralised critic may see it: every seat's vector observation in
-    seat order (float32[8 * obs_size]: each seat's own gold, XP, shop, bench and board, so every seat's hidden
-    shop too, and the public facts), then float32[8, 8] one-hot rows, row p naming the seat p fights in this
-    round's PvP fight (``jaxgame.observation.next_pvp_opponents``; all zeros for a PvE round, a ghost fight or
-    a seat out of the game). Left out: the PRNG key and the seat order beyond the next pairing."""
-    vectors = observation_lib.vector_observation(state, config)
-    opponent = observation_lib.next_pvp_opponents(state, config)
-    pairing = (opponent[:, None] == jnp.arange(C.NUM_PLAYERS)[None, :]).astype(jnp.float32)
-    return jnp.concatenate([vectors.reshape(-1), pairing.reshape(-1)])
-
-
-def world_state_bounds(config: GameConfig) -> tuple[np.ndarray, np.ndarray]:
-    """(low, high) float32[STATE_SIZE]: the vector observation's bounds per seat, [0, 1] for the pairing."""
-    low, high = observation_lib.observation_bounds(config)
-    pairs = C.NUM_PLAYERS * C.NUM_PLAYERS
-    return (np.concatenate([np.tile(low, C.NUM_PLAYERS), np.zeros(pairs, np.float32)]),
-            np.concatenate([np.tile(high, C.NUM_PLAYERS), np.ones(pairs, np.float32)]))
 
 
 def action_masks(flat_observations) -> np.ndarray:
