@@ -70,13 +70,15 @@ def quiet_logs() -> None:
     warnings.formatwarning = lambda message, category, *args, **kwargs: f"warning: {message}\n"
     logging.getLogger("absl").setLevel(logging.ERROR)  # orbax logs through absl's Python logger
     logging.getLogger("absl").addFilter(_echo_filter)  # the same filter object: added once
+    logging.getLogger("asyncio").addFilter(_echo_filter)  # "exception was never retrieved" of orbax's coroutines
     threading.excepthook = _drop_echoes(threading.excepthook, lambda args: args.exc_value)
     sys.unraisablehook = _drop_echoes(sys.unraisablehook, lambda args: args.exc_value)
 
 
-# What orbax's/tensorstore's own threads print about a failed write (a full disk) or read (a corrupt step), and
-# its coroutines left to Python's shutdown: the main thread raises the same failure, which the CLI reports in one
-# line (``agents.storage.checkpoints.disk_error``), so these echoes would only bury it under pages of tracebacks.
+# What orbax's/tensorstore's own threads print about a failed write (a full disk) or read (a corrupt step), its
+# coroutines' unretrieved exceptions (asyncio's logger) and its coroutines left to Python's shutdown: the main
+# thread raises the same failure, which the CLI reports in one line (``agents.storage.checkpoints.disk_error``),
+# so these echoes would only bury it under pages of tracebacks.
 _ECHOES = ("os_error_code=", "No space left on device", "Event loop is closed", "Python is likely shutting down")
 
 
