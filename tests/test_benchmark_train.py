@@ -183,6 +183,9 @@ def test_learning_benchmark_reads_the_first_evaluation_at_the_target(tmp_path, m
     (["--opponents", "greedy,nope"], "--opponents must be"),
     (["--budget-s", "0"], "--budget-s must be positive"),
     (["--eval-games", "1"], "--eval-games at least 2"),
+    (["--sb3-envs", "0"], "--sb3-envs and --sb3-games must be at least 1"),
+    (["--sb3-envs", "3", "--sb3-games", "0"], "got 3, 0, 0"),
+    (["--sb3-envs", "2", "--torch-threads", "-1"], "--torch-threads at least 0 (0: torch's default); got 2, 16, -1"),
     (["--set", "lr=0.1"], "--set applies to"),
 ])
 def test_sb3_rejects_bad_arguments(argv, message, capsys):

@@ -132,12 +132,18 @@ the evaluations. ``config`` in the JSON is the config trained.
 timed or trained, as ``experiments.train --set`` does (e.g. ``--set update_epochs=2 --set hidden=128,128``:
 how much faster an update gets, and whether the policy gets strong sooner); ``overrides`` in the JSON.
 
-``--what sb3`` (experiments/benchmark/sb3.py; needs ``pip install -e ".[sb3]"``) trains sb3-contrib's
-``MaskablePPO`` (default hyperparameters) on the Gymnasium single-seat env and our fused PPO at ``ppo_small``'s
-shapes against 7 of each ``--opponents`` bot, ``--budget-s`` seconds of training each, then evaluates both on
-``--eval-games`` seeds x 8 seat rotations: per opponent the env alone's and training's env steps/s of each side,
-``train_speedup`` (ours / sb3; the goal is >= 100) and the placements (``placement_better``: beyond both 95%
-half-widths). Four trainings of ``--budget-s`` plus compiling and evaluating: about 30 minutes at the default.
+``--what sb3`` (experiments/benchmark/sb3.py; needs ``pip install -e ".[sb3]"``) trains, against 7 of each
+``--opponents`` bot and for ``--budget-s`` seconds of training each (startup apart: ``startup_s``), three sides:
+sb3-contrib's ``MaskablePPO`` (default hyperparameters, ``device="cpu"``) as SB3's users run it, on a
+``SubprocVecEnv`` of ``--sb3-envs`` Gymnasium envs (``make_vec_env``; default: the logical cores, as SB3's docs
+advise); the same ``MaskablePPO`` on our batched SB3 ``VecEnv`` (``make_sb3_vec_env``, ``--sb3-games`` games,
+default 16); and our fused PPO at ``ppo_small``'s shapes. Then it evaluates each final policy on
+``--eval-games`` seeds x 8 seat rotations (``placement_summary``): per opponent each side's env-alone and training
+env steps/s, ``train_speedup``/``env_speedup`` (ours over each SB3 side, SB3 batched over SB3 subproc; the goal
+is ours >= 100x) and ``placement_better``. ``--torch-threads N`` sets torch's threads (default: torch's own);
+``method`` in the JSON records the settings. Three trainings of ``--budget-s`` per opponent plus startups (about
+2-3 minutes per opponent on a 2-core CPU) and evaluations: about 40 minutes at the default; ``--opponents random
+--budget-s 150`` about 12 to 15.
 
 ``--what memory`` (experiments/benchmark/memory.py) compiles one training update of each ``--presets`` preset
 (default ``ppo_large,a2c_stream``) at its full shapes on each ``--devices`` count (default 1,4,8; on a CPU forced
@@ -185,7 +191,7 @@ from experiments.benchmark.memory import bench_memory
 from experiments.benchmark.render import bench_obs_kinds, bench_render
 from experiments.benchmark.replay import DEFAULT_PLAYERS, DEFAULT_REPEATS, bench_replay
 from experiments.benchmark.sb3 import DEFAULT_OPPONENTS as SB3_OPPONENTS
-from experiments.benchmark.sb3 import bench_sb3
+from experiments.benchmark.sb3 import DEFAULT_SB3_GAMES, bench_sb3, default_sb3_envs
 from experiments.benchmark.sb3 import check_available as check_sb3
 from experiments.benchmark.sweep import bench_sweep
 from experiments.benchmark.timing import default_sweep
@@ -286,6 +292,12 @@ def _add_run_args(parser) -> None:
     parser.add_argument("--eval-games", type=int, default=16, metavar="N",
                         help="sb3: evaluation game seeds per side and opponent, each played in 8 seat rotations "
                              "(N x 8 games; default 16: 128 games)")
+    parser.add_argument("--sb3-envs", type=int, default=None, metavar="N",
+                        help="sb3: SubprocVecEnv workers (default: the logical cores, as SB3's docs advise)")
+    parser.add_argument("--sb3-games", type=int, default=DEFAULT_SB3_GAMES, metavar="N",
+                        help=f"sb3: games of the batched SB3 VecEnv (default {DEFAULT_SB3_GAMES})")
+    parser.add_argument("--torch-threads", type=int, default=0, metavar="N",
+                        help="sb3: torch.set_num_threads(N) (default 0: torch's own default, left as is)")
     parser.add_argument("--devices", default="1,4,8",
                         help="memory: comma-separated device counts (default 1,4,8; forced host devices on a CPU)")
     parser.add_argument("--players", default=DEFAULT_PLAYERS, metavar="PLAYER[,PLAYER x7]",
@@ -344,14 +356,19 @@ def run_sb3(parser, args, sets) -> dict:
                      f"got {args.opponents!r}")
     if args.budget_s <= 0 or args.eval_games < 2:
         fail(parser, "--budget-s must be positive and --eval-games at least 2")
+    sb3_envs = default_sb3_envs() if args.sb3_envs is None else args.sb3_envs
+    if sb3_envs < 1 or args.sb3_games < 1 or args.torch_threads < 0:
+        fail(parser, f"--sb3-envs and --sb3-games must be at least 1 and --torch-threads at least 0 (0: torch's "
+                     f"default); got {sb3_envs}, {args.sb3_games}, {args.torch_threads}")
     try:
         check_sb3()
     except RuntimeError as err:
         fail(parser, str(err))
-    status(f"benchmark --what sb3: {args.budget_s:.0f} s of training per side vs 7 of each of {', '.join(bots)}",
-           not args.quiet)
+    status(f"benchmark --what sb3: {args.budget_s:.0f} s of training per side (SB3 on {sb3_envs} subprocess envs, "
+           f"SB3 on {args.sb3_games} batched games, ours) vs 7 of each of {', '.join(bots)}", not args.quiet)
     return {**_header("sb3"), "cpus": os.cpu_count(),
-            **bench_sb3(tuple(bots), args.budget_s, args.eval_games, progress=not args.quiet)}
+            **bench_sb3(tuple(bots), args.budget_s, args.eval_games, sb3_envs, args.sb3_games, args.torch_threads,
+                        progress=not args.quiet)}
 
 
 def run_memory(parser, args, sets) -> dict:
