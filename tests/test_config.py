@@ -166,7 +166,7 @@ def test_configs_are_frozen_hashable_and_picklable():
     rebuilt = TrainConfig.from_dict(json.loads(json.dumps(config.to_dict())))
     assert rebuilt == config and hash(rebuilt) == hash(config) and rebuilt is not config
     assert pickle.loads(pickle.dumps(config)) == config == copy.deepcopy(config)
-    assert config != config.with_overrides({"lr": 1e-3}) and hash(config) != hash(config.with_overrides({"lr": 1e-3}))
+    assert config != config.with_overrides({"lr": 1e-4}) and hash(config) != hash(config.with_overrides({"lr": 1e-4}))
 
     calls = []
 
