@@ -105,7 +105,9 @@ def test_check_mode_fails_on_a_hand_edited_readme_table(tmp_path, capsys):
     root = _copy_repo(tmp_path, readme=f"intro\n{store.START}\n{store.render_readme_table(RECORDS)}\n{store.END}\n")
     assert cli.main(["--check", "--root", str(root)]) == 0
     readme = root / "README.md"
-    readme.write_text(readme.read_text(encoding="utf-8").replace("| 21.3 |", "| 20.0 |"), encoding="utf-8")
+    edited = readme.read_text(encoding="utf-8").replace("| 2-core CPU |", "| 3-core CPU |", 1)  # one cell of a row
+    assert edited != readme.read_text(encoding="utf-8")
+    readme.write_text(edited, encoding="utf-8")
     assert cli.main(["--check", "--root", str(root)]) == 1
     assert "README.md (committed)" in capsys.readouterr().out
 
