@@ -310,16 +310,11 @@ def test_docs_supersuit_recipe_trains_maskable_ppo():
     finite and change, monitored episodes have a placement reward as return, and predict picks legal actions."""
     pytest.importorskip("supersuit")
     pytest.importorskip("sb3_contrib")
-    from stable_baselines3.common.logger import KVWriter, Logger
+    from stable_baselines3.common.logger import Logger
 
-    class Recorder(KVWriter):
-        def __init__(self):
-            self.rows = []
+    from tests.sb3_logs import log_recorder
 
-        def write(self, key_values, key_excluded, step=0):
-            self.rows.append(dict(key_values))
-
-    namespace = {"TINY": TINY, "Logger": Logger, "recorder": Recorder()}
+    namespace = {"TINY": TINY, "Logger": Logger, "recorder": log_recorder()}
     with warnings.catch_warnings():
         warnings.filterwarnings("ignore", message="The `render_mode` attribute is not defined")  # SuperSuit's VecEnv
         exec(compile(_shrunk(_doc_recipe()), str(DOC), "exec"), namespace)

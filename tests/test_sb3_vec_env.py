@@ -349,19 +349,13 @@ def test_maskable_ppo_trains_on_it(selfplay):
     pytest.importorskip("sb3_contrib")
     import torch
     from sb3_contrib import MaskablePPO
-    from stable_baselines3.common.logger import KVWriter, Logger
+    from stable_baselines3.common.logger import Logger
     from stable_baselines3.common.vec_env import VecMonitor
 
     from agents.interop.sb3_vec_env import sb3_vec_env_class
+    from tests.sb3_logs import log_recorder
 
-    class Recorder(KVWriter):
-        def __init__(self):
-            self.rows = []
-
-        def write(self, key_values, key_excluded, step=0):
-            self.rows.append(dict(key_values))
-
-    recorder = Recorder()
+    recorder = log_recorder()
     venv = VecMonitor(sb3_vec_env_class()(selfplay))
     threads = torch.get_num_threads()
     torch.set_num_threads(1)  # on a busy 2-core machine torch's thread pool turns this 1 s run into a minute
