@@ -14,6 +14,7 @@ from agents.interop import ENV_ID  # noqa: E402
 from agents.interop.gymnasium_env import AutoChessSingleSeatEnv  # noqa: E402
 from jaxgame import constants as C  # noqa: E402
 from jaxgame.game import PLACEMENT_REWARDS  # noqa: E402
+from jaxgame.observation import OBS_LAYOUT  # noqa: E402
 from tests import tiny_games  # noqa: E402
 from tests.tiny_games import TINY  # noqa: E402
 
@@ -26,6 +27,9 @@ tiny_group = pytest.mark.xdist_group(tiny_games.group)
 #: every source of opponents at one table: a shipped baseline (played with the tiny rules, with a warning),
 #: and two bots; one compiled program serves the tests below
 MIXED = ["baseline:ppo_small-v1"] * 3 + ["greedy"] * 2 + ["random"] * 2
+
+#: the observation's step-in-round entry (step_in_round / steps_per_round) and its turn-ended and alive flags
+STEP_IN_ROUND, TURN_ENDED, ALIVE = (OBS_LAYOUT["self"][0] + i for i in (6, 8, 9))
 
 
 @pytest.fixture(scope="module")
@@ -191,6 +195,29 @@ def test_pettingzoo_game_ends_with_every_place_and_its_reward(parallel_env):
         env.step({"seat_0": 0})
 
 
+@tiny_group
+def test_pettingzoo_masks_belong_to_their_observations(parallel_env):
+    """Every observation comes with its own state's mask, a terminating seat's final one too (the finished game's,
+    not the next game's): only the no-op is legal exactly when the observation shows the seat's turn ended or the
+    seat out of the game."""
+    env, rng, out_at_end = parallel_env, np.random.default_rng(2), 0
+
+    def check(observations):
+        for agent, o in observations.items():
+            no_choice = o["observation"][TURN_ENDED] == 1 or o["observation"][ALIVE] == 0
+            assert (o["action_mask"].sum() == 1) == no_choice, agent
+
+    for seed in (3, 4):
+        observations, _ = env.reset(seed=seed)
+        while env.agents:
+            check(observations)
+            actions = {a: int(rng.choice(np.flatnonzero(observations[a]["action_mask"]))) for a in env.agents}
+            observations, _, terminations, _, _ = env.step(actions)
+            check(observations)
+        out_at_end += sum(o["observation"][ALIVE] == 0 for o in observations.values())  # knocked out in the last fight
+    assert out_at_end >= 1  # the check met the final observations of a game's end with seats out of the game
+
+
 
 def test_vector_env_resets_a_finished_game_in_the_same_step():
     """gymnasium.make_vec: one batch of single-seat games; a terminated game's last observation and place are
@@ -206,7 +233,9 @@ def test_vector_env_resets_a_finished_game_in_the_same_step():
         totals += reward
         assert not truncated.any() and venv.observation_space.contains(obs)
         np.testing.assert_array_equal(info["_final_obs"], terminated)
-        assert (info["action_mask"].sum(axis=1) >= 2).all()  # every slot is at a choice, new games too
+        # some learner decides at every step (lock-step: the others may have one legal action); a new game at a choice
+        assert (info["action_mask"].sum(axis=1) >= 2).any()
+        assert (info["action_mask"][terminated].sum(axis=1) >= 2).all()
         for i in np.flatnonzero(terminated):
             assert 1 <= info["rank"][i] <= 8 and venv.single_observation_space.contains(info["final_obs"][i])
             np.testing.assert_allclose(totals[i], PLACEMENT_REWARDS[info["rank"][i] - 1], atol=1e-6)
@@ -230,15 +259,20 @@ def test_gymnasium_make_works_after_import_jaxgame_alone():
                                   "agents.interop.gymnasium_env:AutoChessVectorEnv"]
 
 
+@pytest.fixture(scope="module")
+def random_vector():
+    """3 tiny games against random bots as one vector env, with the single env of the same games."""
+    from agents.interop.gymnasium_env import AutoChessVectorEnv
+
+    return AutoChessVectorEnv(num_envs=3, opponents="random", rules=TINY), AutoChessSingleSeatEnv("random", rules=TINY)
+
+
 @interop_group
-def test_vector_env_takes_a_list_of_seeds_and_gives_per_env_info_masks():
+def test_vector_env_takes_a_list_of_seeds_and_gives_per_env_info_masks(random_vector):
     """``reset(seed=[...])`` seeds each env as the single env's ``reset(seed=s)`` does (same first observation, mask
     and seat); an int seeds env i with seed + i; a None leaves that env's game to its own generator; every info key
     has its ``_key`` mask; a bad seed list is refused with one line."""
-    from agents.interop.gymnasium_env import AutoChessVectorEnv
-
-    venv = AutoChessVectorEnv(num_envs=3, opponents="random", rules=TINY)
-    single = AutoChessSingleSeatEnv("random", rules=TINY)
+    venv, single = random_vector
     obs, info = venv.reset(seed=[11, 12, 13])
     for i, s in enumerate([11, 12, 13]):
         want_obs, want_info = single.reset(seed=s)
@@ -263,3 +297,72 @@ def test_vector_env_takes_a_list_of_seeds_and_gives_per_env_info_masks():
     for bad in ([1, 2], [1, 2, -3], [1.5, 2, 3], "0", True):
         with pytest.raises(ValueError, match="seed must be None, a non-negative int or a list of 3"):
             venv.reset(seed=bad)
+
+
+def _random_legal(rng, masks):
+    return np.array([rng.choice(np.flatnonzero(m)) for m in masks])
+
+
+def _hasty(rng, mask) -> int:
+    """End the turn (action 0) half the time, else a random legal action: turns end at different steps."""
+    return 0 if rng.random() < 0.5 else int(rng.choice(np.flatnonzero(mask)))
+
+
+@interop_group
+def test_vector_env_steps_its_games_in_step(random_vector):
+    """Every step plays the same game steps in every game: after each step all envs' games are at the same step of
+    their round (new games too, started at a round's start like the others); a learner whose turn ended while
+    another decides gets steps with one legal action (games stepped one by one fall out of step instead)."""
+    venv, _ = random_vector
+    obs, info = venv.reset(seed=0)
+    rng, ended, one_action = np.random.default_rng(0), 0, 0
+    for _ in range(40):
+        np.testing.assert_array_equal(obs[:, STEP_IN_ROUND], obs[0, STEP_IN_ROUND])
+        assert (info["action_mask"].sum(axis=1) >= 2).any()
+        one_action += int((info["action_mask"].sum(axis=1) == 1).sum())
+        obs, _, terminated, _, info = venv.step(_random_legal(rng, info["action_mask"]))
+        ended += int(terminated.sum())
+    assert ended >= 2 and one_action >= 5, (ended, one_action)  # the run met autoresets and one-action steps
+
+
+@interop_group
+def test_vector_env_learners_decide_as_in_the_single_env(random_vector):
+    """Env i seeded with s: its steps with two or more legal actions, up to its episode's end, are the single env's
+    steps from ``reset(seed=s)`` (same observations and masks, given the same choices), with the same final
+    observation, place and summed reward; the one-action steps between them are the lock-step's. Its next game is
+    the single env's next ``reset()``'s."""
+    venv, single = random_vector
+    seeds = [21, 22, 23]
+    obs, info = venv.reset(seed=seeds)
+    rngs = [np.random.default_rng(i) for i in range(3)]
+    seen, totals, ranks, calls, episode_calls = [[] for _ in seeds], np.zeros(3), [None] * 3, 0, [0] * 3
+    next_game = [None] * 3
+    while None in ranks:
+        actions = np.zeros(3, np.int64)  # anything: at a one-action step every action is the no-op
+        for i, mask in enumerate(info["action_mask"]):
+            if ranks[i] is None and mask.sum() >= 2:
+                seen[i].append((obs[i], mask))
+                actions[i] = _hasty(rngs[i], mask)
+        obs, reward, terminated, _, info = venv.step(actions)
+        calls += 1
+        for i in range(3):
+            if ranks[i] is None:
+                totals[i] += reward[i]
+                if terminated[i]:
+                    ranks[i], episode_calls[i] = int(info["rank"][i]), calls
+                    seen[i].append((info["final_obs"][i], None))
+                    next_game[i] = obs[i]
+    assert any(n > len(s) - 1 for n, s in zip(episode_calls, seen))  # some env's episode had one-action steps
+    for i, seed in enumerate(seeds):
+        rng, (single_obs, single_info) = np.random.default_rng(i), single.reset(seed=seed)
+        total, terminated = 0.0, False
+        for step, (vector_obs, vector_mask) in enumerate(seen[i]):
+            np.testing.assert_array_equal(vector_obs, single_obs, err_msg=f"env {i} step {step}")
+            if vector_mask is None:
+                assert terminated and single_info["rank"] == ranks[i]
+                break
+            np.testing.assert_array_equal(vector_mask, single_info["action_mask"])
+            single_obs, reward, terminated, _, single_info = single.step(_hasty(rng, vector_mask))
+            total += reward
+        np.testing.assert_allclose(totals[i], total, rtol=0, atol=1e-5)
+        np.testing.assert_array_equal(next_game[i], single.reset()[0])

@@ -17,9 +17,11 @@ from typing import Sequence
 
 import gymnasium
 import jax
+import jax.numpy as jnp
 import numpy as np
 from gymnasium import spaces
 
+from agents.interop.sb3_vec_env import play_in_step  # the lock-step loop (that module imports no SB3)
 from agents.interop.single_seat import SingleSeatGame
 from jaxgame import constants as C
 from jaxgame import observation as observation_lib
@@ -104,14 +106,28 @@ class AutoChessSingleSeatEnv(gymnasium.Env):
 class AutoChessVectorEnv(gymnasium.vector.VectorEnv):
     """``num_envs`` single-seat games stepped as one batch (one compiled program for steps and resets), for
     batched host-side learners; ``gymnasium.make_vec("jaxgame/AutoChess-v0", num_envs=N)`` builds one.
-    Same-step autoreset: a terminated game is replaced by a new one within the step; its last observation is
-    ``infos["final_obs"]`` and its place ``infos["rank"]``. Every info key ``k`` comes with Gymnasium's per-env mask
-    ``infos["_k"]`` (bool[num_envs]: which envs have it): ``action_mask`` (bool[num_envs, 258]) and ``seat``
-    (int32[num_envs]) for every env, ``final_obs`` and ``rank`` for the envs whose game ended in this step.
-    ``reset(seed=)`` takes an int (env ``i`` gets ``seed + i``, as Gymnasium's ``SyncVectorEnv`` seeds its envs),
-    a list of ``num_envs`` ints or Nones (None: that env's own generator goes on), or None; env ``i`` seeded with
-    ``s`` starts the game that ``AutoChessSingleSeatEnv.reset(seed=s)`` starts. Other arguments as
-    ``AutoChessSingleSeatEnv``."""
+
+    The games stay in step (``play_in_step``, the loop of the SB3 VecEnv, ``agents.interop.sb3_vec_env``): a step
+    plays every env's action, then, while no env's learner has a choice (two or more legal actions), every game
+    steps on together; so all games play the same game steps and their fights run together, once a round. Hence,
+    unlike ``AutoChessSingleSeatEnv``, an env may be at a step where its learner has exactly one legal action (its
+    turn ended while another env's learner still decides): its action there changes nothing (the only legal
+    action, end turn, and every illegal one are the same no-op) and its reward is that of the step's game steps.
+    An env's learner makes the same decisions as in the single env: the steps where ``infos["action_mask"][i]``
+    has two or more legal actions are the single env's steps, the game in between is the same (the one-action
+    steps play what the single env plays inside its own step) and the rewards sum to the same; with
+    ``num_envs=1`` every step is a decision, as in the single env.
+
+    Same-step autoreset: a terminated game (the learner knocked out or the game over, which happens only on a
+    round's fight step) is replaced by a new game within the step, not played on (the others are at a round's
+    start too, so it starts in step with them); its last observation is ``infos["final_obs"]`` and its place
+    ``infos["rank"]``. Every info key ``k`` comes with Gymnasium's per-env mask ``infos["_k"]`` (bool[num_envs]: which
+    envs have it): ``action_mask`` (bool[num_envs, 258]) and ``seat`` (int32[num_envs]) for every env, ``final_obs``
+    and ``rank`` for the envs whose game ended in this step. ``reset(seed=)`` takes an int (env ``i`` gets
+    ``seed + i``, as Gymnasium's ``SyncVectorEnv`` seeds its envs), a list of ``num_envs`` ints or Nones (None:
+    that env's own generator goes on), or None; env ``i`` seeded with ``s`` starts the game that
+    ``AutoChessSingleSeatEnv.reset(seed=s)`` starts, and each env's next games come from its own generator as
+    the single env's next ``reset()``s do. Other arguments as ``AutoChessSingleSeatEnv``."""
 
     metadata = {"render_modes": [], "autoreset_mode": gymnasium.vector.AutoresetMode.SAME_STEP}
 
@@ -124,28 +140,47 @@ class AutoChessVectorEnv(gymnasium.vector.VectorEnv):
         self.single_observation_space, self.single_action_space = single.observation_space, single.action_space
         self.observation_space = gymnasium.vector.utils.batch_space(self.single_observation_space, num_envs)
         self.action_space = gymnasium.vector.utils.batch_space(self.single_action_space, num_envs)
-        game = self.game
-
-        def start_all(key_data, seats):
-            keys = jax.vmap(lambda k: jax.random.wrap_key_data(k, impl="threefry2x32"))(key_data)
-            return jax.vmap(game.start_game)(keys, seats)
-
         # one program with the game's step for steps and resets (pending True / False), as the single env
-        self._start_all, self._play_all = jax.jit(start_all), jax.jit(jax.vmap(game.play))
+        self._start_all, self._play_all = jax.jit(self._start_games), jax.jit(self._play_games)
         self._merge = jax.jit(select)
         self._states, self._env_rngs = None, None
 
-    def _reset_all(self):
-        states = self._start_all(*self._draw())
-        return self._play_all(states, np.zeros(self.num_envs, np.int32), np.zeros(self.num_envs, bool))
+    def _start_games(self, key_data, seats):
+        """New games from key data uint32[N, 2] and seats int32[N], no step played -> (SeatState, SeatStep) [N]."""
+        keys = jax.vmap(lambda k: jax.random.wrap_key_data(k, impl="threefry2x32"))(key_data)
+        states = jax.vmap(self.game.start_game)(keys, seats)
+        zero = jnp.zeros(seats.shape, jnp.float32), jnp.zeros(seats.shape, jnp.int32)
+        return states, jax.vmap(self.game.outcome)(states, *zero)
 
-    def _draw(self):
-        """Reset keys (uint32[N, 2]) and seats (int32[N]), each env from its own generator in the order
-        ``AutoChessSingleSeatEnv.reset`` draws them (the seat, then the key), so a seed starts the same game."""
+    def _play_games(self, states, actions, pending):
+        """The N games in step (``play_in_step``): ``actions`` int32[N] played if ``pending`` (bool[]), then on while
+        no learner has a choice, up to the step where some learner's episode ends -> (SeatState, SeatStep) [N]."""
+        game, rows = self.game, jnp.arange(actions.shape[0])
+
+        def record(states, reward):
+            ts = states.timestep
+            ended = jax.vmap(game.learner_done)(ts, states.seat)
+            return states, reward + ts.reward[rows, states.seat], ended.any()
+
+        states, reward, steps = play_in_step(
+            jax.vmap(lambda state, action: game.advance(state, action[0])),
+            lambda states: states.timestep.action_mask[rows, states.seat][:, None], record, states, actions[:, None],
+            pending, jnp.zeros(actions.shape, jnp.float32))
+        return states, jax.vmap(game.outcome, in_axes=(0, 0, None))(states, reward, steps)
+
+    def _reset_all(self):
+        states, _ = self._start_all(*self._draw(np.ones(self.num_envs, bool)))
+        return self._play_all(states, np.zeros(self.num_envs, np.int32), np.False_)
+
+    def _draw(self, which):
+        """Reset keys (uint32[N, 2]) and seats (int32[N]) of the envs in ``which`` (bool[N]; the others' are zeros),
+        each env from its own generator in the order ``AutoChessSingleSeatEnv.reset`` draws them (the seat, then the
+        key), so a seed starts the same game."""
         if self._env_rngs is None:
             self._draw_generators()
-        seats, key_data = np.empty(self.num_envs, np.int32), np.empty((self.num_envs, 2), np.uint32)
-        for i, rng in enumerate(self._env_rngs):
+        seats, key_data = np.zeros(self.num_envs, np.int32), np.zeros((self.num_envs, 2), np.uint32)
+        for i in np.flatnonzero(which):
+            rng = self._env_rngs[i]
             seats[i] = self.fixed_seat if self.fixed_seat is not None else rng.integers(C.NUM_PLAYERS)
             key_data[i] = jax.random.key_data(jax.random.key(int(rng.integers(2**31 - 1))))
         return key_data, seats
@@ -193,12 +228,12 @@ class AutoChessVectorEnv(gymnasium.vector.VectorEnv):
                 actions.min() < 0 or actions.max() >= C.NUM_ACTIONS):
             raise ValueError(f"actions must be ints in [0, {C.NUM_ACTIONS}) of shape ({self.num_envs},), got "
                              f"{actions.dtype}{list(actions.shape)}")
-        states, step_out = self._play_all(self._states, actions.astype(np.int32), np.ones(self.num_envs, bool))
+        states, step_out = self._play_all(self._states, actions.astype(np.int32), np.True_)
         out = jax.device_get(step_out)  # the step's view: a finished game's last observation and place
         done = np.asarray(out.terminated)
         fresh = out
-        if done.any():  # same-step autoreset: new games in the finished slots, played on to their first choice
-            states, fresh = self._merge(done, self._reset_all(), (states, step_out))
+        if done.any():  # same-step autoreset: new games in the finished slots, at their start (in step)
+            states, fresh = self._merge(done, self._start_all(*self._draw(done)), (states, step_out))
             fresh = jax.device_get(fresh)
         self._states = states
         infos = self._infos(out, fresh, done)

@@ -16,8 +16,9 @@ and ``action_mask`` (int8[258], 1 = legal), the common PettingZoo convention for
 ``flatten=True`` it is ``gymnasium.spaces.flatten`` of that dict, float32[258 + obs_size] (the mask first), the
 Box that SuperSuit's ``black_death_v3`` and ``pettingzoo_env_to_vec_env_v1`` need (``action_masks`` reads the
 mask back). A seat knocked out terminates and leaves ``agents``; when the game ends every remaining seat
-terminates; the final place (1..8) of a terminated seat is ``infos[agent]["rank"]``. ``state()`` is the game as
-a centralised critic may see it (``world_state``). One jitted ``env.step`` per step.
+terminates; the final place (1..8) of a terminated seat is ``infos[agent]["rank"]``, and its last observation and
+mask are both of the game as that step left it (at the game's end the finished game's, not the next game's).
+``state()`` is the game as a centralised critic may see it (``world_state``). One jitted ``env.step`` per step.
 """
 
 from __future__ import annotations
@@ -40,6 +41,9 @@ from jaxgame.config import GameConfig
 
 # STATE_SIZE and world_state (the centralised critic's state, agents.interop.world_state) are re-exported here
 AGENTS = tuple(f"seat_{i}" for i in range(C.NUM_PLAYERS))
+#: (env, game) -> bool[8, 258]: the seats' legal actions in a game, for a finished game's final observations (the
+#: step's ``ts.action_mask`` is the next game's); equal envs share the program
+_legal_masks = jax.jit(jaxgame.AutoChessEnv.action_mask, static_argnums=0)
 
 
 def parallel_env(**kwargs) -> AutoChessParallelEnv:
@@ -142,14 +146,15 @@ class AutoChessParallelEnv(ParallelEnv):
                 raise ValueError(f"{agent}: action must be an int in [0, {C.NUM_ACTIONS}), got {action!r}")
             chosen[AGENTS.index(agent)] = int(a)
         state, ts = self.game.step(self._state, chosen)
-        done, reward, alive, rank, observation, final_observation, mask = jax.device_get(
-            (ts.done, ts.reward, ts.info["alive"], ts.info["rank"], ts.observation, ts.info["final_observation"],
-             ts.action_mask))
+        done, reward, alive, rank, observation, mask = jax.device_get(
+            (ts.done, ts.reward, ts.info["alive"], ts.info["rank"], ts.observation, ts.action_mask))
         self._state = state
         self._final = ts.info["final_state"] if done else None  # what render() and state() show once it ended
+        if done:  # ts.observation and ts.action_mask are the next game's: the seats get the finished game's
+            observation, mask = jax.device_get((ts.info["final_observation"], _legal_masks(self.game, self._final)))
         live = self.agents
         terminated = {a: bool(done or not alive[AGENTS.index(a)]) for a in live}
-        observations = self._observations(final_observation if done else observation, mask, live)
+        observations = self._observations(observation, mask, live)
         rewards = {a: float(reward[AGENTS.index(a)]) for a in live}
         infos = {a: ({"rank": int(rank[AGENTS.index(a)])} if terminated[a] else {}) for a in live}
         self.agents = [a for a in live if not terminated[a]]

@@ -124,6 +124,34 @@ def opponent_seat_specs(opponents, learners: tuple[int, ...]) -> dict[int, str]:
     return {seat: spec.strip() for seat, spec in zip(seats, specs)}
 
 
+def play_in_step(advance, learner_masks, record, states, actions, pending, tally):
+    """The lock-step loop of N games with L learner seats each (``SeatTable.play``, the Gymnasium
+    ``AutoChessVectorEnv``): ``actions`` (int32[N, L]) played if ``pending`` (bool[]), then, while no learner seat of
+    any game has a choice (two or more legal actions) and ``record`` did not stop, every game steps on, each learner
+    seat playing its only legal action. All games play the same game steps, so their fights run together, once a
+    round (games stepped on one by one would fall out of step and run the fight at nearly every step).
+
+    ``advance(states, actions int32[N, L]) -> states``: one game step of every game. ``learner_masks(states)`` ->
+    bool[N, L, 258]: the learner seats' legal actions. ``record(states, tally) -> (states, tally, stop bool[])``:
+    after each game step, fold it into ``tally`` (any pytree) and adjust ``states``; ``stop`` ends the call.
+    -> (states, tally, steps int32[]: the game steps played). One ``advance`` in the program, in a while loop."""
+
+    def going(c):
+        states, _, _, stop, pending = c
+        return pending | (~stop & ~(learner_masks(states).sum(-1) >= 2).any())
+
+    def one_step(c):
+        states, tally, steps, _, pending = c
+        forced = jnp.argmax(learner_masks(states), axis=-1).astype(jnp.int32)
+        states = advance(states, jnp.where(pending, actions, forced))
+        states, tally, stop = record(states, tally)
+        return states, tally, steps + 1, stop, jnp.bool_(False)
+
+    init = (states, tally, jnp.int32(0), jnp.bool_(False), jnp.asarray(pending, bool))
+    states, tally, steps, _, _ = jax.lax.while_loop(going, one_step, init)
+    return states, tally, steps
+
+
 class SeatTable:
     """Games with L learner seats and the other seats played by bots or saved policies: ``start`` (one game) and
     ``play`` (N games in step, the program ``SeatVecEnv`` jits). ``opponents``: {seat: spec} of the non-learner
@@ -177,10 +205,6 @@ class SeatTable:
         actions = jnp.stack(rows)[self._rows, jnp.arange(C.NUM_PLAYERS)]  # seat s plays its participant's row
         return actions.astype(jnp.int32).at[self.learners].set(learner_actions)
 
-    def _any_choice(self, ts):
-        """bool[]: some learner seat of some game has two or more legal actions (an eliminated seat has one)."""
-        return (ts.action_mask[:, self.learners].sum(-1) >= 2).any()
-
     def _waiting(self, ts):
         """bool[N, L]: the learner seat is knocked out and its game goes on."""
         return ~ts.done[:, None] & ~ts.info["alive"][:, self.learners]
@@ -213,35 +237,29 @@ class SeatTable:
 
     def play(self, states: TableState, actions, pending):
         """``states``: N games (leading [N] axis); ``actions`` int32[N, L] (an illegal one is the game's no-op),
-        played if ``pending`` (bool[]); then every game steps on while no learner seat has a choice and no game
-        ended -> (TableState, SeatsStep). One ``env.step`` (batched) in the program, in a while loop."""
-        actions = jnp.asarray(actions, jnp.int32)
+        played if ``pending`` (bool[]); then every game steps on while no learner seat has a choice (an eliminated
+        seat has one legal action) and no game ended (``play_in_step``) -> (TableState, SeatsStep)."""
         before = self._waiting(states.timestep)
         shape = before.shape
-        init = dict(states=states, reward=jnp.zeros(shape, jnp.float32), steps=jnp.int32(0), ended=jnp.bool_(False),
-                    over=jnp.zeros(shape, bool), rank=jnp.zeros(shape, jnp.int32),
-                    final=jnp.zeros(shape + (self.env.obs_size,), jnp.float32), pending=jnp.asarray(pending, bool))
+        tally = dict(reward=jnp.zeros(shape, jnp.float32), over=jnp.zeros(shape, bool),
+                     rank=jnp.zeros(shape, jnp.int32), final=jnp.zeros(shape + (self.env.obs_size,), jnp.float32))
 
-        def going(c):
-            return c["pending"] | (~c["ended"] & ~self._any_choice(c["states"].timestep))
-
-        def one_step(c):
-            forced = jnp.argmax(c["states"].timestep.action_mask[:, self.learners], axis=-1).astype(jnp.int32)
-            states = jax.vmap(self._advance)(c["states"], jnp.where(c["pending"], actions, forced))
+        def record(states, t):
             ts = states.timestep
             # the step that ends a seat's episode: its knock-out or its game's end (not again while it waits)
-            ends = ~before & ~c["over"] & (ts.done[:, None] | ~ts.info["alive"][:, self.learners])
+            ends = ~before & ~t["over"] & (ts.done[:, None] | ~ts.info["alive"][:, self.learners])
             seen = self._view(ts.info["final_observation"])[:, self.learners]
-            return dict(states=self._restart_abandoned(states), reward=c["reward"] + ts.reward[:, self.learners],
-                        steps=c["steps"] + 1, ended=ts.done.any(), over=c["over"] | ends,
-                        rank=jnp.where(ends, ts.info["rank"][:, self.learners], c["rank"]),
-                        final=jnp.where(ends[..., None], seen, c["final"]), pending=jnp.bool_(False))
+            t = dict(reward=t["reward"] + ts.reward[:, self.learners], over=t["over"] | ends,
+                     rank=jnp.where(ends, ts.info["rank"][:, self.learners], t["rank"]),
+                     final=jnp.where(ends[..., None], seen, t["final"]))
+            return self._restart_abandoned(states), t, ts.done.any()
 
-        c = jax.lax.while_loop(going, one_step, init)
-        ts = c["states"].timestep
-        out = SeatsStep(self._view(ts.observation)[:, self.learners], c["final"], ts.action_mask[:, self.learners],
-                        c["reward"], c["over"], c["rank"], self._waiting(ts), c["steps"])
-        return c["states"], out
+        states, t, steps = play_in_step(jax.vmap(self._advance), lambda s: s.timestep.action_mask[:, self.learners],
+                                        record, states, jnp.asarray(actions, jnp.int32), pending, tally)
+        ts = states.timestep
+        out = SeatsStep(self._view(ts.observation)[:, self.learners], t["final"], ts.action_mask[:, self.learners],
+                        t["reward"], t["over"], t["rank"], self._waiting(ts), steps)
+        return states, out
 
 
 class SeatVecEnv:
@@ -456,4 +474,5 @@ def make_sb3_vec_env(num_games: int = 8, learners: Sequence[int] | None = None,
     return sb3_vec_env_class()(SeatVecEnv(num_games, learners, opponents, greedy_opponents, rules, seed))
 
 
-__all__ = ["SeatTable", "SeatVecEnv", "SeatsStep", "TableState", "make_sb3_vec_env", "sb3_vec_env_class"]
+__all__ = ["SeatTable", "SeatVecEnv", "SeatsStep", "TableState", "make_sb3_vec_env", "play_in_step",
+           "sb3_vec_env_class"]

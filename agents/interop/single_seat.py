@@ -133,18 +133,15 @@ class SingleSeatGame:
         rank = jnp.where(terminated, ts.info["rank"][seat], 0)
         return SeatStep(observation, ts.action_mask[seat], reward, terminated, rank.astype(jnp.int32), steps)
 
-    def _learner_done(self, ts, seat):
+    def learner_done(self, ts, seat):
+        """bool[]: the learner in ``seat`` is knocked out or its game ended in ``ts``."""
         return ts.done | ~ts.info["alive"][seat]
 
     def _advance(self, carry, learner_action):
         """One env step with the learner playing ``learner_action``; rewards summed into the carry."""
         state, reward, steps = carry
-        key, act_key = jax.random.split(state.key)
-        actions = self._opponent_actions(act_key, state.game, state.timestep, state.seat)
-        actions = actions.at[state.seat].set(learner_action)
-        game, ts = self.env.step(state.game, actions)
-        state = state.replace(game=game, timestep=ts, key=key)
-        return state, reward + ts.reward[state.seat], steps + 1
+        state = self.advance(state, learner_action)
+        return state, reward + state.timestep.reward[state.seat], steps + 1
 
     def _play(self, state, learner_action, pending):
         """Play ``learner_action`` if ``pending`` (bool[]), then step on while the learner has at most one legal
@@ -154,7 +151,7 @@ class SingleSeatGame:
         def going(carry):
             state, _, _, pending = carry
             ts = state.timestep
-            return pending | (~self._learner_done(ts, state.seat) & (ts.action_mask[state.seat].sum() <= 1))
+            return pending | (~self.learner_done(ts, state.seat) & (ts.action_mask[state.seat].sum() <= 1))
 
         def one_step(carry):
             state, reward, steps, pending = carry
@@ -173,12 +170,24 @@ class SingleSeatGame:
         game, ts = self.env.reset(game_key)
         return SeatState(game, ts, jnp.asarray(seat, jnp.int32), opponent_key)
 
+    def advance(self, state: SeatState, learner_action) -> SeatState:
+        """One game step: the learner plays ``learner_action`` (int32[]), the opponents their choices."""
+        key, act_key = jax.random.split(state.key)
+        actions = self._opponent_actions(act_key, state.game, state.timestep, state.seat)
+        game, ts = self.env.step(state.game, actions.at[state.seat].set(learner_action))
+        return state.replace(game=game, timestep=ts, key=key)
+
+    def outcome(self, state: SeatState, reward, steps) -> SeatStep:
+        """What the learner sees in ``state`` after a call that played ``steps`` (int32[]) game steps and summed
+        its rewards to ``reward`` (float32[])."""
+        done = self.learner_done(state.timestep, state.seat)
+        return self._seat_step(state.timestep, state.seat, reward, done, steps)
+
     def play(self, state: SeatState, action, pending):
         """The learner's ``action`` (int32[]; an illegal one is the env's no-op) if ``pending`` (bool[]), then
         the game on to the learner's next choice -> (SeatState, SeatStep)."""
         state, reward, steps = self._play(state, jnp.asarray(action, jnp.int32), pending)
-        done = self._learner_done(state.timestep, state.seat)
-        return state, self._seat_step(state.timestep, state.seat, reward, done, steps)
+        return state, self.outcome(state, reward, steps)
 
     def reset(self, key, seat):
         """A new game with the learner in ``seat``, played on to its first choice -> (SeatState, SeatStep)."""
