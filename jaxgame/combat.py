@@ -21,13 +21,14 @@ board; the game passes ``K = MAX_LEVEL`` (9), the most units a board can hold.
 
 Fights are simulated in batches with the batch as the LAST axis (per-unit
 arrays ``[2K, B]``), so every op of a tick is a vector op across fights, and
-pairwise work is unrolled over the K units of the other side instead of
-being reduced over short minor axes. :func:`simulate_fight` is written for
+pairwise work is one ``[K, K, B]`` block per side, reduced over its leading
+axis (row by row on a CPU). :func:`simulate_fight` is written for
 one fight but defines its ``vmap`` (``jax.custom_batching.custom_vmap``): a
 vmapped call, nested vmaps included, runs :func:`simulate_fights` once on the
 whole flattened batch. :func:`simulate_fights` runs a ``lax.while_loop`` until
-every fight of the batch is decided; :func:`record_fight` runs the same
-:func:`tick` under ``lax.scan`` and keeps every frame for replays.
+every fight of the batch is decided, jumping over the ticks in which no
+unit can act (:func:`idle_ticks`); :func:`record_fight` runs the same
+:func:`tick` under ``lax.scan``, every tick, and keeps every frame for replays.
 """
 
 from __future__ import annotations
@@ -305,11 +306,16 @@ def _div_spell(potency_f, inv_divisor):
 
 
 def _materialize(zero, *arrays):
-    """The arrays (same shape) unchanged, but computed once: XLA:CPU would otherwise fuse (and so
+    """The arrays (same shape) unchanged, but on a CPU computed once: XLA:CPU would otherwise fuse (and so
     re-compute) their producers, reductions included, into every consumer. ``zero``: an int32 scalar that
     is 0 at run time but unknown to the compiler, so the scatter below stays a scatter (never fused into
     its users) instead of being simplified away; ``lax.optimization_barrier`` is expanded before fusion on
-    CPU."""
+    CPU. Elsewhere the arrays as they are (a scatter would be one more kernel)."""
+    return jax.lax.platform_dependent(zero, *arrays, cpu=_materialized, default=lambda zero, *arrays: arrays)
+
+
+def _materialized(zero, *arrays):
+    """:func:`_materialize` on a CPU."""
     dtypes = [a.dtype for a in arrays]
     padded = [a.astype(jnp.int32) for a in arrays] + [jnp.zeros_like(arrays[0], jnp.int32)]  # 2+ rows: not
     stacked = jnp.stack(padded)  # a single-row scatter, which XLA would turn into a fusible update
@@ -322,28 +328,45 @@ def _cheb(ax, ay, bx, by):
     return jnp.maximum(jnp.abs(ax - bx), jnp.abs(ay - by))
 
 
-#: Pairwise reductions over at most this many other units (all of them with up to 9 units a side) are
-#: unrolled into elementwise ops that XLA fuses into a few loops; longer ones (the 24-a-side layout) are
-#: rolled loops, which compile much faster.
+#: Pairwise reductions over at most this many other units (all of them with up to 9 units a side) are one
+#: block of elementwise ops that XLA fuses into a few loops; longer ones (the 24-a-side layout) are rolled
+#: loops over the other units, which compile much faster.
 UNROLL_MAX = 18
 
 _COMBINE = {"min": jnp.minimum, "add": jnp.add, "or": jnp.logical_or}
 
 
+_REDUCE = {"min": jnp.min, "add": jnp.sum, "or": jnp.any}
+
+
 def _reduce_rows(op: str, block: jax.Array) -> jax.Array:
-    """``op`` ("min", "add" or "or") over the leading axis of ``block`` [m, ...]."""
+    """``op`` ("min", "add" or "or") over the leading axis of ``block`` [m, ...], keeping its dtype. On a CPU
+    row by row (elementwise ops on the rows, unrolled up to :data:`UNROLL_MAX` rows): XLA:CPU's reductions
+    over a major axis do not vectorise. Elsewhere one reduction, one kernel on an accelerator instead of a
+    chain."""
     combine, m = _COMBINE[op], block.shape[0]
-    if m <= UNROLL_MAX:
-        return functools.reduce(combine, [block[i] for i in range(m)])
-    return jax.lax.fori_loop(1, m, lambda i, acc: combine(acc, block[i]), block[0])
+
+    def rows(block):
+        if m <= UNROLL_MAX:
+            return functools.reduce(combine, [block[i] for i in range(m)])
+        return jax.lax.fori_loop(1, m, lambda i, acc: combine(acc, block[i]), block[0])
+
+    def reduction(block):
+        return _REDUCE[op](block, axis=0).astype(block.dtype)
+
+    return jax.lax.platform_dependent(block, cpu=rows, default=reduction)
 
 
 def _over(op: str, others: range, term) -> jax.Array:
-    """``op``-reduce ``term(pick, j)`` over the other units ``j`` in ``others``; ``pick(a)`` is unit j's
-    row ``[B]`` of a per-unit array ``a[2K, B]`` (j: a Python int when unrolled, else a traced int32)."""
+    """``op``-reduce ``term(pick, j)`` over the other units ``j`` in ``others``. Up to :data:`UNROLL_MAX` of
+    them, at once: ``pick(a)`` is their rows ``[m, 1, B]`` of a per-unit array ``a[2K, B]`` (or ``[m, 1, 1]``
+    of an ``[2K, 1]`` one) and ``j`` their indices int32[m, 1, 1], so ``term`` builds one ``[m, k, B]`` block
+    (broadcast against ``[k, B]`` unit arrays) that :func:`_reduce_rows` reduces; else one at a time in a
+    rolled loop (``pick(a)`` row j ``[B]``, ``j`` a traced int32)."""
     combine = _COMBINE[op]
     if len(others) <= UNROLL_MAX:
-        return functools.reduce(combine, [term(lambda a, j=j: a[j], j) for j in others])
+        ids = jnp.arange(others.start, others.stop, dtype=jnp.int32)[:, None, None]
+        return _reduce_rows(op, term(lambda a: a[others.start : others.stop, None], ids))
     first = term(lambda a: a[others.start], others.start)
     return jax.lax.fori_loop(others.start + 1, others.stop, lambda j, acc: combine(acc, term(lambda a: a[j], j)), first)
 
@@ -407,6 +430,8 @@ class _Tick(NamedTuple):
     inv_div: jax.Array | None = None  # float32: 1 / (100 + 5 * spdef), as a victim
     shield_gain: jax.Array | None = None  # shield received from shield casts
     heal: jax.Array | None = None  # hp received from heal casts
+    # phase 6, _move_units
+    moves: jax.Array | None = None  # bool: stepped to a neighbouring cell
     # phase 7.1-7.3, _collect_hits and _apply_damage
     incoming: jax.Array | None = None  # sum of the damage instances taken
     mana_hit: jax.Array | None = None  # sum of ceil(instance / 10) over the instances taken
@@ -590,16 +615,14 @@ def _move_units(w: _Tick) -> _Tick:
     bit = jnp.where(w.s.alive, jnp.left_shift(u32(1), (cell & 31).astype(u32)), u32(0))
     occ_lo = _reduce_rows("add", jnp.where(cell < 32, bit, u32(0)))
     occ_hi = _reduce_rows("add", jnp.where(cell >= 32, bit, u32(0)))
-    scores = []
-    for dx, dy in zip(NEIGHBOUR_DX.tolist(), NEIGHBOUR_DY.tolist()):
-        nx, ny = x + dx, y + dy
-        npos = ny * COLS + nx
-        word = jnp.where(npos < 32, occ_lo, occ_hi)
-        taken = (jnp.right_shift(word, (npos & 31).astype(u32)) & u32(1)) > 0
-        free = (nx >= 0) & (nx < COLS) & (ny >= 0) & (ny < ROWS) & ~taken
-        score = (_cheb(nx, ny, ex, ey) * 128 + (nx - ex) ** 2 + (ny - ey) ** 2) * 16 + (dy + 1) * 3 + (dx + 1)
-        scores.append(jnp.where(free, score, _NO_KEY))
-    (score,) = _materialize(w.opaque, functools.reduce(jnp.minimum, scores))
+    dx, dy = NEIGHBOUR_DX[:, None, None], NEIGHBOUR_DY[:, None, None]  # the 8 steps at once: [8, n, B] below
+    nx, ny = x + dx, y + dy
+    npos = ny * COLS + nx
+    word = jnp.where(npos < 32, occ_lo, occ_hi)
+    taken = (jnp.right_shift(word, (npos & 31).astype(u32)) & u32(1)) > 0
+    free = (nx >= 0) & (nx < COLS) & (ny >= 0) & (ny < ROWS) & ~taken
+    score = (_cheb(nx, ny, ex, ey) * 128 + (nx - ex) ** 2 + (ny - ey) ** 2) * 16 + (dy + 1) * 3 + (dx + 1)
+    (score,) = _materialize(w.opaque, _reduce_rows("min", jnp.where(free, score, _NO_KEY)))
     best_cheb, best_sq, step = score >> 11, (score >> 4) & 127, score & 15
     cur_sq = (x - ex) ** 2 + (y - ey) ** 2
     closer = (best_cheb < w.near_dist) | ((best_cheb == w.near_dist) & (best_sq < cur_sq))
@@ -611,6 +634,7 @@ def _move_units(w: _Tick) -> _Tick:
     beaten = _over("or", range(w.s.alive.shape[0] - 1), lambda pick, j: (dest == pick(dest)) & (idx > j))
     (moves,) = _materialize(w.opaque, want & ~beaten)
     return w._replace(
+        moves=moves,
         x=jnp.where(moves, dest_x, x),
         y=jnp.where(moves, dest_y, y),
         move_cd=jnp.where(moves, w.move_cd + w.f.move_interval, w.move_cd),
@@ -714,12 +738,17 @@ def tick(f: Fighters, s: FightState, t, keys, clock=None) -> FightState:
     draws and its once-a-second effects; ``clock`` (int32 scalar, default ``t``): the loop's own counter.
 
     The phases are those of docs/combat.md ("A tick"), each a function of the tick's working record
-    (:class:`_Tick`). Pairwise work (targets, damage, shields, kill credit, move claims) goes over the other
-    units one at a time (:func:`_over`): each step compares every unit ``[K, B]`` with one other unit
-    ``[B]``, elementwise across the batch. The occupancy of the 48 grid cells is a bitmask. The only gathers
-    are the units' draws on the generic path of :func:`_unit_crits`; the only scatters are
-    :func:`_materialize`'s.
+    (:class:`_Tick`). Pairwise work (targets, damage, shields, kill credit, move claims) is one block of
+    every unit ``[K, B]`` against every other unit (:func:`_over`), elementwise across the batch, reduced
+    over the other units. The occupancy of the 48 grid cells is a bitmask. The only gathers are the units'
+    draws on the generic path of :func:`_unit_crits`; the only scatters are :func:`_materialize`'s (on a
+    CPU).
     """
+    return _end_tick(_tick_record(f, s, t, keys, clock))  # 7.7
+
+
+def _tick_record(f: Fighters, s: FightState, t, keys, clock) -> _Tick:
+    """The working record of :func:`tick` at the end of phase 7.6 (its arguments are :func:`tick`'s)."""
     w = _start_tick(f, s, t, keys, clock)
     w = _cool_down(w)  # 1
     w = _apply_stun(w)  # 2
@@ -729,11 +758,67 @@ def tick(f: Fighters, s: FightState, t, keys, clock=None) -> FightState:
     w = _move_units(w)  # 6
     w = _collect_hits(w)  # 7.1
     w = _apply_damage(w)  # 7.1-7.3
-    w = _apply_gains(w)  # 7.4-7.6
-    return _end_tick(w)  # 7.7
+    return _apply_gains(w)  # 7.4-7.6
 
 
 # ---------------- whole fights ----------------
+def idle_ticks(f: Fighters, s: FightState, t, max_ticks: int, stuck=None) -> jax.Array:
+    """int32[B]: how many ticks from now, at most ``max_ticks - t``, change nothing but the clocks.
+
+    A tick only counts down cooldowns and stuns and adds the once-a-second mana and grass heal unless some
+    unit attacks, casts or moves in it; units die only from damage, so nothing else changes either. With
+    the positions fixed, an acting (alive, unstunned) unit with an alive enemy within range keeps or takes
+    that target and acts first on the tick its ``atk_cd`` reaches 0; one without an enemy in range can act
+    first on the tick its ``move_cd`` reaches 0; a stunned unit on neither before its stun ends. The
+    bound per unit is the later of those, the batch's the earliest over its units (0: the next tick may
+    act). ``s``: the state at the start of the next tick (``[n, B]`` fields), ``t`` int32[B] its number.
+    ``stuck`` (bool[n, B], optional): units known unable to act while the positions stay as they are (see
+    :func:`stuck_units`); they do not bound the count.
+    """
+    n = s.alive.shape[0]
+    h, big = n // 2, jnp.int32(1 << 20)
+    in_range = []
+    for units, enemies in ((slice(0, h), range(h, n)), (slice(h, n), range(h))):
+
+        def reachable(pick, e, units=units):
+            d = _cheb(s.x[units], s.y[units], pick(s.x), pick(s.y))
+            return pick(s.alive) & (d <= f.range[units])
+
+        in_range.append(_over("or", enemies, reachable))
+    cooldown = jnp.where(jnp.concatenate(in_range), s.atk_cd, s.move_cd)  # ms until it may act
+    ready = jnp.maximum((cooldown + (TICK_MS - 1)) // TICK_MS - 1, 0)  # ticks before that tick
+    per_unit = jnp.where(s.alive & (True if stuck is None else ~stuck), jnp.maximum(ready, s.stun), big)
+    return jnp.minimum(_reduce_rows("min", per_unit), max_ticks - jnp.asarray(t, jnp.int32))
+
+
+def stuck_units(w: _Tick) -> jax.Array:
+    """bool[n, B]: after the tick of record ``w``, the units that cannot act on any later tick until some unit
+    moves or dies. A unit that acted in the tick without a target (no alive enemy within range) and had its
+    move ready but did not step finds, while every position stays the same, the same cells taken and no
+    step that brings it closer; if some unit moved or died in this tick of its fight, none is known stuck."""
+    changed = _reduce_rows("or", w.moves | (w.s.alive & ~w.alive))  # bool[B]
+    return w.act & ~w.has_target & (w.move_cd == 0) & ~w.moves & ~changed
+
+
+def skip_ticks(f: Fighters, s: FightState, t, ticks) -> FightState:
+    """The state after ``ticks`` (int32[B], from :func:`idle_ticks`) ticks in which no unit acts, from the
+    state ``s`` at the start of tick ``t`` (int32[B]): cooldowns and stuns count down, and the mana and grass
+    heal of each second boundary crossed (ticks ``j`` with ``j % 10 == 9``) are added. Equal, field for field
+    except the stored targets, to running :func:`tick` ``ticks`` times; a stored target that is dead or out
+    of range is left as it is rather than cleared, which no later decision can tell apart from no target
+    (phase 3 only keeps a target that is alive and within range)."""
+    t = jnp.asarray(t, jnp.int32)
+    seconds = (t + ticks) // TICKS_PER_SECOND - t // TICKS_PER_SECOND  # int32[B]
+    grown = jnp.where(s.alive, seconds, 0)
+    return s.replace(
+        hp=jnp.minimum(f.max_hp, s.hp + grown * f.grass),
+        mana=s.mana + grown * (MANA_PER_SECOND + f.water),
+        atk_cd=jnp.maximum(s.atk_cd - TICK_MS * ticks, 0),
+        move_cd=jnp.maximum(s.move_cd - TICK_MS * ticks, 0),
+        stun=jnp.maximum(s.stun - ticks, 0),
+    )
+
+
 def _counts(s: FightState):
     h = s.alive.shape[0] // 2
     home = _reduce_rows("add", s.alive[:h].astype(jnp.int32))
@@ -841,9 +926,12 @@ def _run_fights(
 
     def tick_lanes(c: _Lanes) -> _Lanes:
         fl, sl, kl = c.lane
-        sl = tick(fl, sl, c.lt, kl, c.t)
-        lt = c.lt + 1
-        ended = c.busy & (_decided(sl) | (lt >= max_ticks))
+        w = _tick_record(fl, sl, c.lt, kl, c.t)
+        sl, lt = _end_tick(w), c.lt + 1
+        decided = _decided(sl)
+        idle = jnp.where(c.busy & ~decided, idle_ticks(fl, sl, lt, max_ticks, stuck_units(w)), 0)  # no unit acts
+        sl, lt = skip_ticks(fl, sl, lt, idle), lt + idle
+        ended = c.busy & (decided | (lt >= max_ticks))
         target = jnp.where(ended, c.ids, n_fights)  # out of range: dropped
         out = jax.tree.map(lambda o, r: o.at[target].set(r, mode="drop"), c.out, _result(sl, lt))
         return c._replace(t=c.t + 1, busy=c.busy & ~ended, lt=lt, lane=(fl, sl, kl), out=out)

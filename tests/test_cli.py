@@ -245,6 +245,7 @@ def test_benchmark_sweep_quick_on_cpu_full_elsewhere():
     (["--what", "learning", "--presets", "ppo_small,smoke"], "trains one preset"),
     (["--what", "env", "--num-envs", "1,x"], "comma-separated ints"),
     (["--what", "combat", "--fights", "0"], "must be positive"),
+    (["--what", "combat", "--combat-batch", "64,100"], "multiples of 8"),
     (["--what", "train", "--updates", "0", "--presets", "none"], "--updates must be positive"),
     (["--what", "sweep", "--presets", "ppo_gymnax"], "is a gymnax preset"),
     (["--what", "memory", "--devices", "1,x"], "--devices must be comma-separated ints"),

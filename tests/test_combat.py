@@ -381,3 +381,54 @@ def test_fight_lanes_do_not_change_outcomes():
         for field in FIELDS:
             np.testing.assert_array_equal(getattr(got, field), np.tile(expected[field], copies), err_msg=field)
         assert np.any(got.ticks == MAX_TICKS) and np.all(got.ticks[empty] == 0)
+
+
+@jax.jit
+def _ticks_with_skips(f, s0, keys):
+    """Every tick's start state (``[T + 1, 2K, B]`` fields) of B fights ticked one by one for MAX_TICKS ticks,
+    with the idle-tick count at each tick (int32[T, B]) and the state :func:`combat.skip_ticks` jumps to."""
+
+    def body(carry, t):
+        s, stuck = carry
+        idle = combat.idle_ticks(f, s, jnp.full(s.hp.shape[1:], t), MAX_TICKS, stuck)
+        skipped = combat.skip_ticks(f, s, t, idle)
+        w = combat._tick_record(f, s, t, keys, t)
+        return (combat._end_tick(w), combat.stuck_units(w)), (s, idle, skipped)
+
+    stuck0 = jnp.zeros_like(s0.alive)
+    _, (states, idle, skipped) = jax.lax.scan(body, (s0, stuck0), jnp.arange(MAX_TICKS, dtype=jnp.int32))
+    return states, idle, skipped
+
+
+def test_skipped_ticks_are_idle_and_skip_to_the_same_state():
+    """The fight loop jumps over the ticks ``idle_ticks`` counts with ``skip_ticks``: on random fights at every
+    tick, those ticks move, damage and stun nobody, the jump lands on the state the ticks themselves reach
+    (targets aside, which are re-picked before any use), and one more tick from there equals the real one."""
+    arrays, keys = random_fights(77, 64)
+    f, s0 = combat.init_fights(*arrays, 9)
+    keys = combat._typed_keys(keys)
+    states, idle, skipped = jax.tree.map(np.asarray, _ticks_with_skips(f, s0, keys))
+    t_idx, b_idx = np.nonzero(idle > 0)
+    assert idle.sum() > MAX_TICKS * 64 // 4, "the fights should have many idle ticks to skip"
+    fields = [n for n in ("x", "y", "hp", "shield", "mana", "atk", "atk_cd", "move_cd", "stun", "alive")]
+    landed = t_idx + idle[t_idx, b_idx]
+    inside = landed < MAX_TICKS  # the trajectory holds the landing tick's start state
+    for name in fields:
+        real = getattr(states, name)[landed[inside], :, b_idx[inside]]
+        jumped = getattr(skipped, name)[t_idx[inside], :, b_idx[inside]]
+        np.testing.assert_array_equal(jumped, real, err_msg=name)
+    for name in ("home_damage", "away_damage"):
+        np.testing.assert_array_equal(getattr(skipped, name)[t_idx[inside], b_idx[inside]],
+                                      getattr(states, name)[landed[inside], b_idx[inside]], err_msg=name)
+    # one real tick from each landing state equals the trajectory's next state, stored targets included
+    sample = np.flatnonzero(inside & (landed + 1 < MAX_TICKS))[:256]
+    t_s, b_s, l_s = t_idx[sample], b_idx[sample], landed[sample]
+    take = lambda tree, ts, bs: jax.tree.map(lambda a: jnp.asarray(a[ts, ..., bs]).T if a.ndim == 3  # noqa: E731
+                                             else jnp.asarray(a[ts, bs]), tree)
+    f_s = jax.tree.map(lambda a: jnp.asarray(np.asarray(a)[:, b_s]), f)
+    after = jax.jit(combat.tick)(f_s, take(skipped, t_s, b_s), jnp.asarray(l_s, jnp.int32), keys[b_s],
+                                     jnp.int32(0))
+    expected = take(states, l_s + 1, b_s)
+    for name in fields + ["target"]:
+        np.testing.assert_array_equal(np.asarray(getattr(after, name)), np.asarray(getattr(expected, name)),
+                                      err_msg=name)

@@ -12,7 +12,7 @@ import jaxgame
 from agents.envs.make import make_game
 from agents.presets import preset_config
 from agents.run.loop import build
-from agents.utils.lowering import lowering_problems, text_problems
+from agents.utils.lowering import lowered_text, lowering_problems, text_problems, while_body_op_counts
 from agents.utils.memory import compiled_bytes
 
 
@@ -60,3 +60,43 @@ def test_the_check_finds_callbacks_host_transfers_and_float64():
     assert text_problems("func.func public @main(%arg0: tensor<3xf64>) -> tensor<3xf64>") == ["float64 values"]
     assert text_problems("%cst = stablehlo.constant dense<2.0> : tensor<f64>") == ["float64 values"]
     assert text_problems("%3 = stablehlo.custom_call @cu_threefry2x32(%a) : (tensor<3xf32>) -> tensor<3xf32>") == []
+
+
+def test_while_body_op_counts_count_the_functions_a_body_calls():
+    """The count of a loop body goes into the private functions JAX outlines (a nested jit): a helper of 3 ops
+    called once more in the body adds 3, not 1; ops outside the loop do not count."""
+    helper = jax.jit(lambda x: jnp.sin(x) + jnp.cos(x))  # sine, cosine, add
+
+    def loop(calls):
+        def body(i, x):
+            for _ in range(calls):
+                x = helper(x)
+            return x * 2.0
+
+        return jax.jit(lambda x: jnp.exp(jax.lax.fori_loop(0, 3, body, x)))
+
+    x = jnp.ones(4)
+    one, two = (while_body_op_counts(lowered_text(loop(n), x)) for n in (1, 2))
+    assert len(one) == len(two) == 1
+    assert two[0] - one[0] == 3
+
+
+def test_the_fight_loop_lowers_for_cuda_without_the_cpu_workarounds():
+    """On a CPU the fight loop's reductions over units are rows of elementwise ops and ``_materialize`` scatters
+    intermediates into memory (XLA:CPU fusion fixes); lowered for CUDA its body has native reductions, none of
+    those scatters, and under 3/4 of the CPU program's ops (``benchmark --what combat`` tracks the count against a
+    baseline revision)."""
+    from jaxgame import combat, rounds
+
+    boards = [jnp.full((64, 24), -1, jnp.int32), jnp.zeros((64, 24), jnp.int32)] * 2
+
+    def fights(hs, ht, as_, at, keys):
+        return combat.simulate_fights(hs, ht, as_, at, keys, 400, 9, lanes=rounds.LANES_PER_GAME * 8)
+
+    keys = jax.random.split(jax.random.key(0), 64)
+    bodies = {p: lowered_text(jax.jit(fights), *boards, keys, platform=p) for p in ("cpu", "cuda")}
+    scatters = {p: text.count('"stablehlo.scatter"') for p, text in bodies.items()}
+    assert scatters["cuda"] < scatters["cpu"], scatters  # the loop's results are scattered on both
+    assert "applies stablehlo.minimum" in bodies["cuda"] and "applies stablehlo.minimum" not in bodies["cpu"]
+    cpu, cuda = (max(while_body_op_counts(t)) for t in (bodies["cpu"], bodies["cuda"]))
+    assert cuda < 0.75 * cpu, (cuda, cpu)  # 1,795 vs 2,863 at 2026-11-28

@@ -46,9 +46,9 @@ next to a baseline revision (``--baseline REV``: ``jaxgame/combat.py`` and
 baseline measurement runs right after the current one, so both see the same
 machine load):
   * ``combat[n]``: fights/s of ``n`` random fights (``--combat-batch``, default
-    64 and 1024) with 3 and 9 units a side, ``current`` (as the game runs its
-    fights: 9 units a side, n/2 lanes), ``baseline`` (``jax.vmap`` of its
-    ``simulate_fight``) and ``speedup``;
+    64 and 1024, multiples of 8) with 3 and 9 units a side, each side as its
+    own game runs its fights (its ``rounds.run_fights`` on the plans of n/8
+    games): ``current``, ``baseline`` and ``speedup``;
   * ``seat_steps_per_s``: VecEnv seat-steps/s as ``--what env`` measures them
     (``--num-envs``, default 64; ``--rounds`` rounds from the start of the
     game, default 1: the first 3 rounds are PvE), current, baseline and speedup;
@@ -445,6 +445,9 @@ def _sizes(parser, args) -> dict:
     skip_envs = sweep["skip_envs"] if args.skip_envs is None else args.skip_envs
     if any(n < 1 for n in num_envs + render_batch + combat_batch) or min(args.rounds, fights, skip_envs) < 1:
         fail(parser, "--num-envs, --render-batch, --rounds, --fights and --skip-envs must be positive")
+    if any(n % 8 for n in combat_batch + [fights]):
+        fail(parser, f"--fights and --combat-batch must be multiples of 8 (a game's 8 fight slots), got "
+                     f"{fights} and {','.join(map(str, combat_batch))}")
     return {"sweep": sweep, "num_envs": num_envs, "render_batch": render_batch, "combat_batch": combat_batch,
             "fights": fights, "skip_envs": skip_envs}
 

@@ -4,10 +4,14 @@
 ``git show``; each baseline measurement runs right after the current one, so both see the same machine load.
 JSON fields (``bench_combat_vs_baseline``; ``--what combat`` adds ``rounds``):
   * ``baseline``: the revision, or null;
-  * ``combat[n]``: fights/s of ``n`` random fights (``--combat-batch``, default 64 and 1024) with 3 and 9
-    units a side, ``current`` (as the game runs its fights: 9 units a side, n/2 lanes), ``baseline``
-    (``jax.vmap`` of its ``simulate_fight``) and ``speedup``; each entry of ``current``/``baseline`` is
-    ``bench_combat``'s: ``num_fights``, ``units_per_side``, ``fights_per_s``, ``mean_ticks``;
+  * ``combat[n]``: fights/s of ``n`` random fights (``--combat-batch``, default 64 and 1024, multiples of 8)
+    with 3 and 9 units a side, each side as its own game runs its fights (its ``rounds.run_fights`` on the
+    plans of n/8 games, every slot a fight): ``current``, ``baseline`` and ``speedup``; each entry of
+    ``current``/``baseline`` is ``bench_combat``'s: ``num_fights``, ``units_per_side``, ``fights_per_s``,
+    ``mean_ticks``;
+  * ``tick_loop_ops``: the StableHLO ops of each fight loop's body (one per lane stage) in the program of the
+    largest batch lowered for CUDA (``tick_loop_ops``; no GPU needed): ``current``, ``baseline`` and
+    ``ratio`` (the largest bodies, current / baseline), a GPU-free proxy of the kernels a tick launches;
   * ``seat_steps_per_s``: VecEnv seat-steps/s as ``--what env`` measures them (``--num-envs``, default 64;
     ``--rounds`` rounds from the start of the game, default 1: the first 3 rounds are PvE), ``current``,
     ``baseline`` and ``speedup``; with a baseline both rollouts are compiled first and timed in turn, the
@@ -19,7 +23,7 @@ alone, vmapped over random boards.
 from __future__ import annotations
 
 import contextlib
-import functools
+import dataclasses
 import subprocess
 import sys
 import types
@@ -29,11 +33,12 @@ import jax
 import jax.numpy as jnp
 
 import jaxgame
+from agents.utils.lowering import lowered_text, while_body_op_counts
 from experiments.benchmark.env import bench_env_throughput, random_rollout
 from experiments.benchmark.timing import aot_compile, best_time, time_interleaved
 from experiments.common import status
-from jaxgame import combat, rounds
 from jaxgame import constants as C
+from jaxgame import rounds
 from jaxgame.play import random_boards
 
 #: Timed calls of each side of an A/B env measurement, alternating (so both see the same machine load).
@@ -43,21 +48,40 @@ AB_REPEATS = 5
 REPO_ROOT = Path(__file__).resolve().parent.parent.parent
 
 
-def bench_combat(num_fights, units_list, max_ticks, progress, combat_module=None, label="combat"):
+def fight_plans(rounds_module, home_species, home_stars, away_species, away_stars, key):
+    """``rounds_module.FightPlan`` of ``n / 8`` games from n boards per side (int32[n, 24] each): every slot a
+    PvP-like fight between the two boards, one key per game; the other fields as a PvP round's."""
+    games = home_species.shape[0] // C.NUM_PLAYERS
+    slots = lambda a: a.reshape(games, C.NUM_PLAYERS, C.BOARD_CELLS)  # noqa: E731
+    known = dict(home_species=slots(home_species), home_stars=slots(home_stars), away_species=slots(away_species),
+                 away_stars=slots(away_stars), active=jnp.ones((games, C.NUM_PLAYERS), bool),
+                 opponent=jnp.full((games, C.NUM_PLAYERS), -1, jnp.int32),
+                 ghost_source=jnp.full((games, C.NUM_PLAYERS), -1, jnp.int32), is_pve=jnp.zeros(games, bool),
+                 key=jax.random.split(key, games))
+    names = [field.name for field in dataclasses.fields(rounds_module.FightPlan)]
+    if set(names) - set(known):
+        raise ValueError(f"FightPlan of {rounds_module.__name__} has fields this benchmark cannot fill: "
+                         f"{sorted(set(names) - set(known))}")
+    return rounds_module.FightPlan(**{name: known[name] for name in names})
+
+
+def bench_combat(num_fights, units_list, max_ticks, progress, rounds_module=None, label="combat"):
     """Fights/s of the combat on random boards, one entry per number of units a side.
 
-    This tree's combat runs as the game runs it: ``combat.simulate_fights`` with ``MAX_LEVEL`` units a
-    side and half as many lanes as fights (``rounds.LANES_PER_GAME`` of a game's 8 slots).
-    ``combat_module``: another implementation of ``jaxgame.combat`` to time instead (``--baseline``), as
-    ``jax.vmap(simulate_fight)`` (how every revision before lanes ran its fights).
+    The fights run as a game runs them: ``rounds_module.run_fights`` (default this tree's ``jaxgame.rounds``;
+    ``--baseline``: the baseline revision's, which calls its own combat) on the plans of ``num_fights / 8``
+    games (:func:`fight_plans`).
     """
-    if combat_module is None:
-        lanes = max(1, num_fights * rounds.LANES_PER_GAME // C.NUM_PLAYERS)
-        fight = jax.jit(functools.partial(combat.simulate_fights, max_ticks=max_ticks, max_units=C.MAX_LEVEL,
-                                          lanes=lanes))
-    else:
-        fight = jax.jit(jax.vmap(functools.partial(combat_module.simulate_fight, max_ticks=max_ticks)))
-    keys = jax.random.split(jax.random.key(2), num_fights)
+    if num_fights < C.NUM_PLAYERS or num_fights % C.NUM_PLAYERS:
+        raise ValueError(f"--combat-batch sizes must be positive multiples of {C.NUM_PLAYERS} (8 fight slots a "
+                         f"game), got {num_fights}")
+    rounds_module = rounds if rounds_module is None else rounds_module
+
+    def fight(hs, ht, as_, at, key):
+        return rounds_module.run_fights(fight_plans(rounds_module, hs, ht, as_, at, key), max_ticks)
+
+    fight = jax.jit(fight)
+    keys = jax.random.key(2)
     out = []
     for i, units in enumerate(units_list):
         status(f"[{label} {i + 1}/{len(units_list)}] {num_fights} fights, {units} units a side: ", progress, end="")
@@ -68,7 +92,7 @@ def bench_combat(num_fights, units_list, max_ticks, progress, combat_module=None
         else:
             status("timing ...", progress, end="")
         seconds = best_time(fight, hs, ht, as_, at, keys)
-        ticks = fight(hs, ht, as_, at, keys).ticks
+        ticks = fight(hs, ht, as_, at, keys).ticks  # [games, 8]
         out.append({
             "num_fights": num_fights,
             "units_per_side": units,
@@ -77,6 +101,20 @@ def bench_combat(num_fights, units_list, max_ticks, progress, combat_module=None
         })
         status(f" {out[-1]['fights_per_s']:,.0f} fights/s", progress)
     return out
+
+
+def tick_loop_ops(num_fights: int, rounds_module=None) -> list[int]:
+    """StableHLO ops of each fight loop's body (``agents.utils.lowering.while_body_op_counts``) in the program
+    that runs ``num_fights`` fights as :func:`bench_combat` does, lowered for CUDA (no GPU needed): the loop
+    copies of the lane stages, in order."""
+    rounds_module = rounds if rounds_module is None else rounds_module
+    max_ticks = jaxgame.make("autochess").config.max_combat_ticks
+
+    def fight(hs, ht, as_, at, key):
+        return rounds_module.run_fights(fight_plans(rounds_module, hs, ht, as_, at, key), max_ticks)
+
+    boards = [*random_boards(jax.random.key(0), num_fights, 9), *random_boards(jax.random.key(1), num_fights, 9)]
+    return while_body_op_counts(lowered_text(jax.jit(fight), *boards, jax.random.key(2), platform="cuda"))
 
 
 def load_baseline(rev: str):
@@ -118,10 +156,17 @@ def bench_combat_vs_baseline(batch_sizes, num_envs_list, rev, progress, num_roun
     for n in batch_sizes:
         entry = {"current": bench_combat(n, (3, 9), max_ticks, progress)}
         if baseline:
-            entry["baseline"] = bench_combat(n, (3, 9), max_ticks, progress, baseline[0], label="baseline combat")
+            entry["baseline"] = bench_combat(n, (3, 9), max_ticks, progress, baseline[1], label="baseline combat")
             entry["speedup"] = [round(c["fights_per_s"] / b["fights_per_s"], 2)
                                 for c, b in zip(entry["current"], entry["baseline"])]
         out["combat"][str(n)] = entry
+    n = max(batch_sizes)
+    ops = {"num_fights": n, "current": tick_loop_ops(n)}
+    if baseline:
+        ops["baseline"] = tick_loop_ops(n, baseline[1])
+        ops["ratio"] = round(max(ops["current"]) / max(ops["baseline"]), 2)
+    out["tick_loop_ops"] = ops
+    status(f"fight loop body ops (StableHLO lowered for CUDA, {n} fights): {ops}", progress)
     if not baseline:
         out["seat_steps_per_s"]["current"] = bench_env_throughput(env, num_envs_list, num_rounds, progress)
         return out
