@@ -6,6 +6,7 @@ one crit-free variant for the symmetry test).
 """
 
 import functools
+import re
 
 import jax
 import jax.numpy as jnp
@@ -382,6 +383,33 @@ def test_fight_lanes_do_not_change_outcomes():
             np.testing.assert_array_equal(getattr(got, field), np.tile(expected[field], copies), err_msg=field)
         assert np.any(got.ticks == MAX_TICKS) and np.all(got.ticks[empty] == 0)
 
+
+
+def test_the_games_fights_on_a_cpu_queue_for_at_most_cpu_max_lanes(monkeypatch):
+    """``rounds.run_fights`` gives a batch of games ``LANES_PER_GAME`` lanes a game, but at most ``CPU_MAX_LANES``
+    on a CPU (``platform_dependent``): the same results whether the cap applies or not, and a capped program runs
+    a loop of that many lanes."""
+    from jaxgame import rounds
+
+    arrays, keys, res = random_batch()
+    units = np.maximum(*(np.sum((arrays[i] >= 0) & (arrays[i + 1] > 0), axis=1) for i in (0, 2)))
+    small = np.flatnonzero(units <= combat.C.MAX_LEVEL)[:48]  # 6 games of 8 fights: 24 lanes uncapped
+    slots = lambda a: jnp.asarray(a[small].reshape(6, 8, *a.shape[1:]))  # noqa: E731
+    plan = rounds.FightPlan(home_species=slots(arrays[0]), home_stars=slots(arrays[1]),
+                            away_species=slots(arrays[2]), away_stars=slots(arrays[3]),
+                            active=jnp.ones((6, 8), bool), opponent=jnp.full((6, 8), -1, jnp.int32),
+                            ghost_source=jnp.full((6, 8), -1, jnp.int32), is_pve=jnp.zeros(6, bool),
+                            key=jax.random.split(jax.random.key(3), 6))
+    results = {}
+    for cap in (1000, 7):
+        monkeypatch.setattr(rounds, "CPU_MAX_LANES", cap)
+        fights = jax.jit(lambda p: rounds.run_fights(p, MAX_TICKS))
+        results[cap] = jax.tree.map(np.asarray, fights(plan))
+        widths = {int(w) for w in re.findall(r"s32\[18,(\d+)\]", fights.lower(plan).compile().as_text())}
+        assert max(widths & {24, 7}) == min(cap, 24), widths
+    for field in FIELDS:
+        np.testing.assert_array_equal(getattr(results[7], field), getattr(results[1000], field), err_msg=field)
+    assert np.count_nonzero(results[7].ticks) > 24  # more fights than lanes: the capped loop queued them
 
 @jax.jit
 def _ticks_with_skips(f, s0, keys):
