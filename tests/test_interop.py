@@ -87,6 +87,10 @@ def test_an_episode_is_the_learners_decisions_until_its_place(tiny_mixed):
         assert all(i["game_steps"] >= 1 for i in infos[1:])
         rank = infos[-1]["rank"]
         assert 1 <= rank <= 8 and "rank" not in infos[-2]
+        ts = env._state.timestep  # the last mask is the legal actions of the state the final observation shows
+        last = ts.info["final_state"] if bool(ts.done) else env._state.game
+        np.testing.assert_array_equal(infos[-1]["action_mask"],
+                                      np.asarray(env.game.env.action_mask(last))[int(env._state.seat)])
         np.testing.assert_allclose(sum(rewards), PLACEMENT_REWARDS[rank - 1], rtol=0, atol=1e-6)
         ranks.append(rank)
         with pytest.raises(RuntimeError, match="reset"):

@@ -8,7 +8,8 @@
 Each ``step`` is one compiled call (``agents.interop.single_seat``): the learner acts, then the game goes on
 until it has a choice again, is knocked out or the game ends. ``action_masks()`` gives sb3-contrib's
 ``MaskablePPO`` the legal actions; the same mask is in ``info["action_mask"]``. An illegal action is the
-game's no-op (it changes nothing). ``info["rank"]`` is the learner's final place (1..8) once terminated.
+game's no-op (it changes nothing). ``info["rank"]`` is the learner's final place (1..8) once terminated; the
+final observation and its mask are both of the game as it ended (not of the next game).
 """
 
 from __future__ import annotations

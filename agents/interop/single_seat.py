@@ -47,7 +47,7 @@ class SeatStep:
     """What the learner sees after a reset or a step."""
 
     observation: jax.Array  # float32[obs_size] or packed uint8[72, 20]: the learner's, the final one at the end
-    action_mask: jax.Array  # bool[258]: the learner's legal actions now
+    action_mask: jax.Array  # bool[258]: the learner's legal actions now (at a game's end: in the finished game)
     reward: jax.Array  # float32[]: the learner's rewards since its last action, summed
     terminated: jax.Array  # bool[]: the learner was knocked out or the game ended
     rank: jax.Array  # int32[]: the learner's final place (1 = first) once terminated, else 0
@@ -127,11 +127,13 @@ class SingleSeatGame:
         return actions.astype(jnp.int32)
 
     def _seat_step(self, ts, seat, reward, terminated, steps):
-        # at a game end ts.observation is the next game's (auto-reset): the learner gets the final one
+        # at a game end ts.observation and ts.action_mask are the next game's (auto-reset): the learner gets the
+        # finished game's, its final observation with that state's mask
         observation = jnp.where(ts.done, self._view(ts.info["final_observation"], self.obs_kind)[seat],
                                 self._view(ts.observation, self.obs_kind)[seat])
+        mask = jnp.where(ts.done, self.env.action_mask(ts.info["final_state"])[seat], ts.action_mask[seat])
         rank = jnp.where(terminated, ts.info["rank"][seat], 0)
-        return SeatStep(observation, ts.action_mask[seat], reward, terminated, rank.astype(jnp.int32), steps)
+        return SeatStep(observation, mask, reward, terminated, rank.astype(jnp.int32), steps)
 
     def learner_done(self, ts, seat):
         """bool[]: the learner in ``seat`` is knocked out or its game ended in ``ts``."""
