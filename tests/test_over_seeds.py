@@ -51,6 +51,7 @@ def test_the_record_of_a_result_over_seeds_is_sound_and_checked_against_its_evid
     assert results.validate(record, tmp_path) == [] and results.check_evidence(record, tmp_path) == []
     numbers = record["numbers"]
     assert numbers["vs_greedy"]["value"] == 3.0 and numbers["vs_greedy"]["ci95"] == round(T_975_2 / math.sqrt(3), 2)
+    assert "note" not in numbers["vs_greedy"] and "3 training seeds, 95% t interval" in record["notes"]
     assert numbers["train_minutes_to_2_5_vs_greedy"]["value"] == 5.0 and numbers["train_s"]["value"] == 601
     assert not record["single_seed"] and record["seeds"]["training"] == [0, 1, 2]
     # the evidence decides: a placement that is not the aggregate's is caught

@@ -352,8 +352,8 @@ def record_from_seeds(result: dict, record_id: str, *, command: list[str], machi
                       date: str, commit: str, files: list[str], evaluation: str) -> dict:
     """A learning record of ``agents.run.over_seeds.reproduce``'s aggregate ``result`` (its JSON is the record's
     ``evaluation`` evidence, so ``check_evidence`` re-reads every placement from it): per lineup the mean over
-    training seeds with the 95% t interval over seeds, the mean training seconds, and the median training minutes to
-    the target when every seed reached it."""
+    training seeds with the 95% t interval over seeds (the record's notes say so, once), the mean training seconds,
+    and the median training minutes to the target when every seed reached it."""
     seeds = result["seeds"]
     n = len(seeds)
     over = f"mean over {n} training seeds, 95% t interval over seeds" if n > 1 else "one training seed"
@@ -362,7 +362,7 @@ def record_from_seeds(result: dict, record_id: str, *, command: list[str], machi
         entry = result.get(f"vs_{lineup}")
         if entry is None:
             continue
-        numbers[key] = {"value": round(entry["mean_placement"], 2), "note": over}
+        numbers[key] = {"value": round(entry["mean_placement"], 2)}  # no per-number note: the README prints notes
         if entry["ci95"] is not None:
             numbers[key]["ci95"] = round(entry["ci95"], 2)
     numbers["updates"] = max(result["updates"])
@@ -376,7 +376,8 @@ def record_from_seeds(result: dict, record_id: str, *, command: list[str], machi
     reached = f"{target['reached']} of {n} seeds placed <= {target['target']} vs greedy in-run"
     return {
         "id": record_id,
-        "title": f"{result['preset']}: the whole preset over {n} training seed{'s' * (n > 1)} on the current code",
+        "title": f"{result['preset']}: {max(result['updates'])} updates over {n} training seed{'s' * (n > 1)} on the "
+                 f"current code",
         "kind": "learning",
         "preset": result["preset"],
         "subject": f"`{result['preset']}`",
