@@ -749,8 +749,8 @@ def _train_summary(program: TrainProgram, result: LoopResult, evaluation: dict, 
         "seat_steps": result.updates * steps_per_update * program.num_players,
         "wall_s": round(time.perf_counter() - start_wall, 2),
         "compile_s": round(compile_s, 2),
-        "train_s": round(result.train_s, 2),
-        "loop_s": round(result.loop_s, 2),
+        "train_s": round(result.train_s, 3),  # ms: a tiny run's chunks can take less than 5 ms in all
+        "loop_s": round(result.loop_s, 3),
         "sps": round(result.trained_updates * steps_per_update / result.train_s, 1) if result.train_s else None,
         # what a user waits for: the chunks and the logs, evaluations and checkpoints between them
         "loop_sps": (round(result.trained_updates * steps_per_update / result.loop_s, 1)

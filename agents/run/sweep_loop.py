@@ -188,7 +188,7 @@ def run_sweep(config: TrainConfig, spec: SweepSpec, run_dir, resume: bool = Fals
         "env_steps_per_run": result.updates * steps_per_update,
         "wall_s": round(time.perf_counter() - start_wall, 2),
         "compile_s": round(compile_s, 2),
-        "train_s": round(result.train_s, 2),
+        "train_s": round(result.train_s, 3),  # ms: a tiny run's chunks can take less than 5 ms in all
         "sweep_sps": (round(result.trained_updates * steps_per_update * len(runs) / result.train_s, 1)
                       if result.train_s else None),
         "summary": str(run_dir / "summary.json"),
