@@ -324,6 +324,12 @@ def _materialized(zero, *arrays):
     return tuple(o.astype(d) for o, d in zip(out, dtypes))
 
 
+def _sides(n: int) -> tuple:
+    """Per side of ``n`` units (home first), (its units: slice, their enemies: range) of unit indices."""
+    h = n // 2
+    return (slice(0, h), range(h, n)), (slice(h, n), range(h))
+
+
 def _cheb(ax, ay, bx, by):
     return jnp.maximum(jnp.abs(ax - bx), jnp.abs(ay - by))
 
@@ -451,7 +457,6 @@ def _start_tick(f: Fighters, s: FightState, t, keys, clock) -> _Tick:
     or [B]), typed ``keys[B]``, ``clock`` (int32 scalar or None: the loop's counter, default ``t``); ``idx``
     int32[n, 1], ``cell`` int32[n, B] and the start-of-tick x, y, cooldowns, stun and target."""
     n = s.alive.shape[0]
-    h = n // 2
     idx = jnp.arange(n, dtype=jnp.int32)[:, None]
     cell = s.y * COLS + s.x
     return _Tick(
@@ -461,7 +466,7 @@ def _start_tick(f: Fighters, s: FightState, t, keys, clock) -> _Tick:
         keys=keys,
         opaque=jnp.asarray(t if clock is None else clock, jnp.int32) >> 30,  # 0 (< 2**30), see _materialize
         idx=idx,
-        sides=((slice(0, h), range(h, n)), (slice(h, n), range(h))),
+        sides=_sides(n),
         cell=cell,
         x=s.x,
         y=s.y,
@@ -762,7 +767,7 @@ def _tick_record(f: Fighters, s: FightState, t, keys, clock) -> _Tick:
 
 
 # ---------------- whole fights ----------------
-def idle_ticks(f: Fighters, s: FightState, t, max_ticks: int, stuck=None) -> jax.Array:
+def idle_ticks(f: Fighters, s: FightState, t, max_ticks: int, stuck) -> jax.Array:
     """int32[B]: how many ticks from now, at most ``max_ticks - t``, change nothing but the clocks.
 
     A tick only counts down cooldowns and stuns and adds the once-a-second mana and grass heal unless some
@@ -772,13 +777,11 @@ def idle_ticks(f: Fighters, s: FightState, t, max_ticks: int, stuck=None) -> jax
     first on the tick its ``move_cd`` reaches 0; a stunned unit on neither before its stun ends. The
     bound per unit is the later of those, the batch's the earliest over its units (0: the next tick may
     act). ``s``: the state at the start of the next tick (``[n, B]`` fields), ``t`` int32[B] its number.
-    ``stuck`` (bool[n, B], optional): units known unable to act while the positions stay as they are (see
+    ``stuck`` (bool[n, B]): units known unable to act while the positions stay as they are (see
     :func:`stuck_units`); they do not bound the count.
     """
-    n = s.alive.shape[0]
-    h, big = n // 2, jnp.int32(1 << 20)
     in_range = []
-    for units, enemies in ((slice(0, h), range(h, n)), (slice(h, n), range(h))):
+    for units, enemies in _sides(s.alive.shape[0]):
 
         def reachable(pick, e, units=units):
             d = _cheb(s.x[units], s.y[units], pick(s.x), pick(s.y))
@@ -787,7 +790,7 @@ def idle_ticks(f: Fighters, s: FightState, t, max_ticks: int, stuck=None) -> jax
         in_range.append(_over("or", enemies, reachable))
     cooldown = jnp.where(jnp.concatenate(in_range), s.atk_cd, s.move_cd)  # ms until it may act
     ready = jnp.maximum((cooldown + (TICK_MS - 1)) // TICK_MS - 1, 0)  # ticks before that tick
-    per_unit = jnp.where(s.alive & (True if stuck is None else ~stuck), jnp.maximum(ready, s.stun), big)
+    per_unit = jnp.where(s.alive & ~stuck, jnp.maximum(ready, s.stun), jnp.int32(1 << 20))
     return jnp.minimum(_reduce_rows("min", per_unit), max_ticks - jnp.asarray(t, jnp.int32))
 
 

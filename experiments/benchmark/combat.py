@@ -65,22 +65,28 @@ def fight_plans(rounds_module, home_species, home_stars, away_species, away_star
     return rounds_module.FightPlan(**{name: known[name] for name in names})
 
 
-def bench_combat(num_fights, units_list, max_ticks, progress, rounds_module=None, label="combat"):
-    """Fights/s of the combat on random boards, one entry per number of units a side.
-
-    The fights run as a game runs them: ``rounds_module.run_fights`` (default this tree's ``jaxgame.rounds``;
-    ``--baseline``: the baseline revision's, which calls its own combat) on the plans of ``num_fights / 8``
-    games (:func:`fight_plans`).
-    """
-    if num_fights < C.NUM_PLAYERS or num_fights % C.NUM_PLAYERS:
-        raise ValueError(f"--combat-batch sizes must be positive multiples of {C.NUM_PLAYERS} (8 fight slots a "
-                         f"game), got {num_fights}")
+def game_fights(max_ticks: int, rounds_module=None):
+    """Jitted ``(home_species, home_stars, away_species, away_stars, key) -> FightResult [n / 8, 8]``: n fights
+    (int32[n, 24] boards) run as a game runs them, by ``rounds_module.run_fights`` (default this tree's
+    ``jaxgame.rounds``; ``--baseline``: the baseline revision's, which calls its own combat) on the plans of n / 8
+    games (:func:`fight_plans`)."""
     rounds_module = rounds if rounds_module is None else rounds_module
 
     def fight(hs, ht, as_, at, key):
         return rounds_module.run_fights(fight_plans(rounds_module, hs, ht, as_, at, key), max_ticks)
 
-    fight = jax.jit(fight)
+    return jax.jit(fight)
+
+
+def bench_combat(num_fights, units_list, max_ticks, progress, rounds_module=None, label="combat"):
+    """Fights/s of the combat on random boards, one entry per number of units a side.
+
+    The fights run as a game runs them (:func:`game_fights` of ``rounds_module``).
+    """
+    if num_fights < C.NUM_PLAYERS or num_fights % C.NUM_PLAYERS:
+        raise ValueError(f"--combat-batch sizes must be positive multiples of {C.NUM_PLAYERS} (8 fight slots a "
+                         f"game), got {num_fights}")
+    fight = game_fights(max_ticks, rounds_module)
     keys = jax.random.key(2)
     out = []
     for i, units in enumerate(units_list):
@@ -107,14 +113,9 @@ def tick_loop_ops(num_fights: int, rounds_module=None) -> list[int]:
     """StableHLO ops of each fight loop's body (``agents.utils.lowering.while_body_op_counts``) in the program
     that runs ``num_fights`` fights as :func:`bench_combat` does, lowered for CUDA (no GPU needed): the loop
     copies of the lane stages, in order."""
-    rounds_module = rounds if rounds_module is None else rounds_module
-    max_ticks = jaxgame.make("autochess").config.max_combat_ticks
-
-    def fight(hs, ht, as_, at, key):
-        return rounds_module.run_fights(fight_plans(rounds_module, hs, ht, as_, at, key), max_ticks)
-
+    fight = game_fights(jaxgame.make("autochess").config.max_combat_ticks, rounds_module)
     boards = [*random_boards(jax.random.key(0), num_fights, 9), *random_boards(jax.random.key(1), num_fights, 9)]
-    return while_body_op_counts(lowered_text(jax.jit(fight), *boards, jax.random.key(2), platform="cuda"))
+    return while_body_op_counts(lowered_text(fight, *boards, jax.random.key(2), platform="cuda"))
 
 
 def load_baseline(rev: str):
