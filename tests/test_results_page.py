@@ -17,6 +17,7 @@ from experiments import results as cli
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "docs" / "results"
 RECORDS = store.load_records(RESULTS / "records")
+CURRENT, _ = store.load_current_code(RESULTS)
 
 
 def test_there_are_records_of_every_main_kind():
@@ -68,14 +69,40 @@ def test_readme_block_equals_the_generated_table():
     if store.START not in readme or store.END not in readme:
         pytest.skip("README.md has no results-table markers")
     block = readme[readme.index(store.START) + len(store.START): readme.index(store.END)]
-    assert block.strip("\n") == store.render_readme_table(RECORDS), "run python -m experiments.results"
+    assert block.strip("\n") == store.render_readme_table(RECORDS, CURRENT), "run python -m experiments.results"
 
 
 def test_output_is_deterministic():
     shuffled = list(RECORDS)
     random.Random(0).shuffle(shuffled)
-    assert store.render_page(shuffled) == store.render_page(RECORDS)
-    assert store.render_readme_table(shuffled) == store.render_readme_table(RECORDS)
+    assert store.render_page(shuffled, CURRENT) == store.render_page(RECORDS, CURRENT)
+    assert store.render_readme_table(shuffled, CURRENT) == store.render_readme_table(RECORDS, CURRENT)
+
+
+def test_a_row_measured_before_the_current_code_says_so():
+    """The README's last column: "older" for a record dated before ``current_code.json``'s day, else "current"."""
+    assert store.load_current_code(RESULTS)[1] == []
+    row = next(r for r in RECORDS if "readme_row" in r)
+    current = {"since": "2026-11-28", "change": "x"}
+    ages = {}
+    for date in ("2026-11-27", "2026-11-28", "2026-12-01"):
+        table = store.render_readme_table([{**row, "date": date}], current)
+        ages[date] = table.splitlines()[2].rsplit("|", 2)[1].strip()
+    assert table.splitlines()[0].endswith("| seeds | code |")
+    assert ages == {"2026-11-27": "older", "2026-11-28": "current", "2026-12-01": "current"}
+
+
+@pytest.mark.parametrize("text", [None, "not json", '{"since": "28.11.2026", "change": "x"}',
+                                  '{"since": "2026-11-28"}', '{"since": "2026-11-28", "change": " "}'])
+def test_a_missing_or_malformed_current_code_file_is_a_problem(tmp_path, text):
+    root = _copy_repo(tmp_path)
+    path = root / "docs" / "results" / store.CURRENT_CODE_FILE
+    if text is None:
+        path.unlink()
+    else:
+        path.write_text(text, encoding="utf-8")
+    pages, problems = cli.expected_pages(root)
+    assert pages == {} and len(problems) == 1 and store.CURRENT_CODE_FILE in problems[0]
 
 
 def _copy_repo(tmp_path: Path, readme: str | None = None) -> Path:
@@ -102,7 +129,8 @@ def test_check_mode_fails_on_a_hand_edited_page(tmp_path, capsys):
 
 
 def test_check_mode_fails_on_a_hand_edited_readme_table(tmp_path, capsys):
-    root = _copy_repo(tmp_path, readme=f"intro\n{store.START}\n{store.render_readme_table(RECORDS)}\n{store.END}\n")
+    table = store.render_readme_table(RECORDS, CURRENT)
+    root = _copy_repo(tmp_path, readme=f"intro\n{store.START}\n{table}\n{store.END}\n")
     assert cli.main(["--check", "--root", str(root)]) == 0
     readme = root / "README.md"
     edited = readme.read_text(encoding="utf-8").replace("| 2-core CPU |", "| 3-core CPU |", 1)  # one cell of a row

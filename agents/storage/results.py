@@ -6,8 +6,9 @@ Pages are generated from the records, never edited by hand, so a number has one 
 
     records = load_records("docs/results/records")
     problems = [p for r in records for p in validate(r, "docs/results")]   # [] when every record is sound
-    page = render_page(records)                                            # docs/results.md
-    readme = replace_block(readme_text, render_readme_table(records))      # the README's table, between markers
+    current, _ = load_current_code("docs/results")                        # since when code counts as current
+    page = render_page(records, current)                                   # docs/results.md
+    readme = replace_block(readme_text, render_readme_table(records, current))   # the README's table
 
 Pure Python (json, re): no JAX. Output is deterministic: records sorted by (date, id), no timestamps.
 """
@@ -43,6 +44,9 @@ EVAL_KEYS = {"vs_random": "vs_random", "vs_greedy": "vs_greedy", "vs_expert": "v
 #: setting prefix of a numbers key -> setting in an ``evaluate --compare`` JSON (``compare``)
 COMPARE_SETTINGS = {"vs_greedy": "vs greedy", "1v7": "1v7", "7v1": "7v1", "4v4": "4v4"}
 START, END = "<!-- results-table:start -->", "<!-- results-table:end -->"
+#: in the results directory: ``{"since": "YYYY-MM-DD", "change": str}``, the day of the last change to what or how
+#: fast the presets train; a README row whose record is dated earlier ran on older code and says so
+CURRENT_CODE_FILE = "current_code.json"
 
 _ID = re.compile(r"^[a-z0-9][a-z0-9_.-]*$")
 _NAME = re.compile(r"^[a-z0-9][a-z0-9_]*$")
@@ -296,11 +300,13 @@ read from; the record format is in [results/README.md](results/README.md). Place
 t-test's p over game seeds."""
 
 
-def render_page(records: list[dict], link_dir: str = "results") -> str:
+def render_page(records: list[dict], current: dict, link_dir: str = "results") -> str:
     """docs/results.md: for each kind (``KINDS``' order) a table of its records (sorted by date, id), each row
     linking its record and evidence files (``link_dir``: the results directory relative to the page), then the
-    records' notes, commands, seeds and commits."""
-    parts = [PAGE_HEADER]
+    records' notes, commands, seeds and commits. ``current`` (``load_current_code``) dates the current code."""
+    parts = [PAGE_HEADER, f"Code counts as current from {current['since']}, the day of the last change to what or how "
+                          f"fast the presets train: {current['change'].rstrip('.')}. The README's table marks a row "
+                          f"measured before that day \"older\"."]
     for kind, title in KINDS.items():
         group = sorted((r for r in records if r["kind"] == kind), key=lambda r: (r["date"], r["id"]))
         if not group:
@@ -320,17 +326,40 @@ def _minutes(numbers: dict) -> str:
     return "-"
 
 
-def render_readme_table(records: list[dict]) -> str:
+def load_current_code(results_dir) -> tuple[dict | None, list[str]]:
+    """``(current, problems)``: the results directory's ``CURRENT_CODE_FILE`` (None with a problem when it is
+    missing or malformed)."""
+    path = Path(results_dir) / CURRENT_CODE_FILE
+    if not path.is_file():
+        return None, [f"{path}: missing; it names the day since which a result counts as measured on current code"]
+    try:
+        current = json.loads(path.read_text(encoding="utf-8"))
+    except json.JSONDecodeError as err:
+        return None, [f"{path}: not JSON ({err})"]
+    if (not isinstance(current, dict) or set(current) != {"since", "change"}
+            or not isinstance(current["since"], str) or not _DATE.match(current["since"])
+            or not isinstance(current["change"], str) or not current["change"].strip()):
+        return None, [f'{path}: must be {{"since": "YYYY-MM-DD", "change": "what changed that day"}}']
+    return current, []
+
+
+def code_age(record: dict, current: dict) -> str:
+    """``"current"`` when ``record`` ran on or after ``current["since"]`` (``load_current_code``), else ``"older"``."""
+    return "current" if record["date"] >= current["since"] else "older"
+
+
+def render_readme_table(records: list[dict], current: dict) -> str:
     """The README's results table: one row per record with ``readme_row`` (in that order): what, hardware, training
     minutes ("(wall)": only the wall time was measured), placement vs random / greedy / expert (+- the 95%
-    interval), seeds. The caption around it is the README's own."""
+    interval), seeds, and whether it ran on the current code (``code_age`` against ``current``,
+    ``load_current_code``). The caption around it is the README's own."""
     rows = sorted((r for r in records if "readme_row" in r), key=lambda r: (r["readme_row"], r["id"]))
-    lines = ["| preset | hardware | training minutes | " + " | ".join(README_COLUMNS.values()) + " | seeds |",
-             "|---|---|---|" + "---|" * len(README_COLUMNS) + "---|"]
+    lines = ["| preset | hardware | training minutes | " + " | ".join(README_COLUMNS.values()) + " | seeds | code |",
+             "|---|---|---|" + "---|" * len(README_COLUMNS) + "---|---|"]
     for r in rows:
         placements = [format_number(r["numbers"][k]) if k in r["numbers"] else "-" for k in README_COLUMNS]
         seeds = "single seed" if r["single_seed"] else ", ".join(str(s) for s in r["seeds"]["training"])
-        cells = [r["subject"], r["machine"], _minutes(r["numbers"]), *placements, seeds]
+        cells = [r["subject"], r["machine"], _minutes(r["numbers"]), *placements, seeds, code_age(r, current)]
         lines.append("| " + " | ".join(_cell(c) for c in cells) + " |")
     return "\n".join(lines)
 
@@ -408,11 +437,13 @@ def expected_pages(root: Path) -> tuple[dict[Path, str], list[str]]:
     if problems:
         return {}, problems
     problems = [p for r in records for p in check_evidence(r, results_dir)]
+    current, current_problems = load_current_code(results_dir)
+    problems += current_problems
     if problems:
         return {}, problems
-    pages = {root / "docs" / "results.md": render_page(records)}
+    pages = {root / "docs" / "results.md": render_page(records, current)}
     readme = root / "README.md"
     if readme.is_file():
         # unchanged (so never written) without the markers
-        pages[readme] = replace_block(readme.read_text(encoding="utf-8"), render_readme_table(records))
+        pages[readme] = replace_block(readme.read_text(encoding="utf-8"), render_readme_table(records, current))
     return pages, []
