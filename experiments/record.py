@@ -5,6 +5,8 @@
     python -m experiments.record --players runs/mine,greedy,random,greedy,random,greedy,random,expert --positions 0,7 \\
         --games 32 --out data/mine
     python -m experiments.record --players greedy --obs pixels --set max_rounds=20 --games 16 --out data/pixels
+    python -m experiments.record --players expert,greedy,greedy,greedy,greedy,greedy,greedy,greedy --obs oracle \\
+        --games 64 --out data/e1_oracle
 
 ``--players``: one player for all 8 lineup positions or 8 comma-separated; a player is a bot (random, greedy,
 expert), a shipped baseline policy ``baseline:NAME`` or a training run ``RUN_DIR[:STEP]``. Each game seed is
@@ -15,7 +17,9 @@ reward, return-to-go, final placement, decision flag and the game/rotation/posit
 sharded ``.npz`` files with a manifest (shapes, dtypes, players, rules, jaxgame version, a sha256 per shard;
 ``agents.pipeline.recording``, ``agents.storage.datasets``). ``--set`` (game rules) and ``--obs`` apply to games of
 bots; policies play with the rules and observations they trained with, sampling their actions (``--deterministic``:
-their most likely legal action).
+their most likely legal action). ``--obs oracle`` stores each step's vector observation followed by the hidden
+information (``jaxgame.observation.oracle_block``): the same games as ``--obs vector`` with the same seed and
+players, for a clone (``--set obs=oracle``) that sees what the recorded player could not.
 
 Tells stderr what it is doing (a progress bar over the games), then prints one JSON object (the dataset's
 directory, samples, shards, bytes, the recorded positions' mean placements, seconds) as the last line of stdout.
@@ -55,7 +59,9 @@ def parse_args(argv=None):
     parser.add_argument("--batch-games", type=int, default=8,
                         help="game seeds played at once, one shard each (default 8)")
     parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--obs", choices=("vector", "pixels"), default="vector", help="games of bots: observations")
+    parser.add_argument("--obs", choices=recording.RECORDED_OBS, default="vector",
+                        help="games of bots: the observations stored (oracle: the vector, then the hidden "
+                             "information; default vector)")
     parser.add_argument("--set", action="append", default=[], metavar="RULE=VALUE",
                         help="games of bots: a game rule, e.g. --set max_rounds=20 (repeatable)")
     parser.add_argument("--deterministic", action="store_true",

@@ -22,6 +22,7 @@ from agents.envs.make import make_game
 from agents.policies.load import load_policy
 from agents.run.loop import RunError, train
 from agents.storage import datasets as dataset
+from jaxgame.observation import OBS_SIZE, ORACLE_SIZE
 
 pytestmark = pytest.mark.xdist_group("bc_dataset")
 
@@ -35,10 +36,11 @@ def config_for(data_dir, **overrides) -> TrainConfig:
     return TrainConfig(**{**fields, **overrides})
 
 
-def write_random_dataset(directory, seed: int, games: int = 8, steps: int = 30, **rules):
-    """``games`` games of ``steps`` samples each, in the game's observation and mask shapes: random observations,
-    random masks with the recorded action legal, two thirds of the steps decisions."""
-    game = make_game(config_for(directory, **{**RULES, **rules}))
+def write_random_dataset(directory, seed: int, games: int = 8, steps: int = 30, obs: str = "vector", **rules):
+    """``games`` games of ``steps`` samples each, in the game's observation (kind ``obs``: "vector" or "oracle")
+    and mask shapes: random observations, random masks with the recorded action legal, two thirds of the steps
+    decisions."""
+    game = make_game(config_for(directory, **{**RULES, **rules}), obs)
     _, ts = jax.eval_shape(game.reset, jax.random.key(0))
     obs_size, actions = ts.observation.shape[-1], ts.action_mask.shape[-1]
     rng = np.random.default_rng(seed)
@@ -54,7 +56,7 @@ def write_random_dataset(directory, seed: int, games: int = 8, steps: int = 30, 
         "decision": np.arange(n) % 3 != 0,
         "game": np.repeat(np.arange(games, dtype=np.int32), steps),
     }
-    meta = {"obs": "vector", "rules": json.loads(json.dumps(dataclasses.asdict(game.config)))}
+    meta = {"obs": obs, "rules": json.loads(json.dumps(dataclasses.asdict(game.config)))}
     dataset.write_dataset(directory, [samples], meta)
 
 
@@ -142,6 +144,7 @@ def test_early_stopping_ends_the_run_and_keeps_the_best_checkpoint(data_dir, tmp
 @pytest.mark.parametrize("change, games, message", [
     ({"max_rounds": 7}, None, "recorded with other rules: max_rounds=6"),
     ({"obs": "pixels", "network": "tiles"}, None, "holds 'vector' observations"),
+    ({"obs": "oracle"}, None, "holds 'vector' observations; the run has obs='oracle'"),
     ({}, 1, "leaves none to train on"),  # one game, held out
 ])
 def test_a_dataset_that_does_not_fit_the_run_is_refused_before_anything_is_written(data_dir, tmp_path, change, games,
@@ -152,6 +155,29 @@ def test_a_dataset_that_does_not_fit_the_run_is_refused_before_anything_is_writt
     with pytest.raises(RunError, match=message):
         train(config_for(data_dir, **change), tmp_path / "run")
     assert not (tmp_path / "run").exists()
+
+
+def test_an_oracle_dataset_clones_into_an_oracle_policy_that_plays_greedy_bots(tmp_path):
+    """A dataset of oracle observations (``experiments.record --obs oracle``) trains a run of obs="oracle" (a
+    network reading the vector and the hidden information), whose checkpoint the evaluator seats with the oracle
+    observation against 7 greedy bots; a run of obs="vector" refuses it, naming both kinds."""
+    from experiments import evaluate
+
+    data = tmp_path / "oracle"
+    write_random_dataset(data, seed=0, obs="oracle")
+    with pytest.raises(RunError, match="holds 'oracle' observations; the run has obs='vector'"):
+        train(config_for(data), tmp_path / "vector")
+    run_dir = tmp_path / "run"
+    summary = train(config_for(data, obs="oracle", total_steps=32 * 10), run_dir)
+    assert summary["updates"] == 10 and [r["update"] for r in records(run_dir)] == [5, 10]
+    policy = load_policy(run_dir)
+    assert policy.config.obs == "oracle"
+    inputs = {kernel.shape[0] for name, torso in policy.params["params"].items() if name.endswith("torso")
+              for kernel in [torso["Dense_0"]["kernel"]]}
+    assert inputs == {OBS_SIZE + ORACLE_SIZE}
+    result = evaluate.main([str(run_dir), "--vs", "greedy", "--games", "1", "--deterministic", "--quiet"])
+    assert result["update"] == 10 and result["greedy_policy"]
+    assert result["vs_greedy"]["games"] == 8 and 1 <= result["vs_greedy"]["mean_placement"] <= 8
 
 
 def test_a_missing_dataset_and_bad_dataset_configs_are_one_line_errors(tmp_path):

@@ -19,6 +19,7 @@ from agents.arena import tables
 from agents.pipeline import recording
 from agents.storage import datasets as dataset
 from jaxgame.game import placement_reward
+from jaxgame.observation import ORACLE_SIZE
 from tests.tiny_games import TINY
 
 pytestmark = pytest.mark.xdist_group("recording")
@@ -169,6 +170,45 @@ def test_the_cli_records_and_prints_one_json_line(tmp_path, capsys):
     assert json.loads(capsys.readouterr().out.strip().splitlines()[-1]) == result
     assert result["rotations"] == 8 and result["games"] == 2 and result["shards"] == 1
     np.testing.assert_array_equal(dataset.open_dataset(out).load()["action"], recorded()[0]["action"])
+
+
+def test_an_oracle_recording_holds_the_vector_recordings_games_and_each_seats_oracle_observation(tmp_path):
+    """obs="oracle": the games of the vector recording of the same seed and players (every field but obs equal,
+    obs's first obs_size columns its vector observations), and every row the oracle env's observation of its seat
+    at its step, replayed from the recorded actions of all 8 positions (a seat out of the game cannot act)."""
+    out = tmp_path / "oracle"
+    recording.record(PLAYERS, out, games=NUM_GAMES, positions=tuple(range(8)), seed=SEED, batch_games=NUM_GAMES,
+                     rules=TINY, obs="oracle")  # recorded()'s first batch, every position
+    data = dataset.open_dataset(out)
+    obs_size, width = game().obs_size, game().obs_size + ORACLE_SIZE
+    assert data.manifest["meta"]["obs"] == "oracle"
+    assert data.manifest["fields"]["obs"] == {"dtype": "<f4", "shape": [width]}
+    oracle, vector = data.load(), recorded()[0]
+    kept = np.isin(oracle["position"], POSITIONS)
+    for name in recording.FIELDS:
+        got = oracle[name][kept]
+        np.testing.assert_array_equal(got[:, :obs_size] if name == "obs" else got, vector[name], err_msg=name)
+    assert oracle["obs"][:, obs_size:].any()
+
+    num_envs, num_steps = NUM_GAMES * 8, int(oracle["step"].max()) + 1
+    env = oracle["game"].astype(np.int64) * 8 + oracle["rotation"]
+    actions = np.zeros((num_steps, num_envs, 8), np.int32)
+    actions[oracle["step"], env, oracle["seat"]] = oracle["action"]
+    venv = jaxgame.VecEnv(jaxgame.make("autochess", obs="oracle", **TINY), num_envs)
+    reset_key, _ = jax.random.split(jax.random.fold_in(jax.random.key(SEED), 0))
+    states, ts = jax.vmap(venv.env.reset)(jnp.repeat(jax.random.split(reset_key, NUM_GAMES), 8, axis=0))
+    step = jax.jit(venv.step)
+    for t in range(num_steps):
+        at = oracle["step"] == t
+        np.testing.assert_array_equal(oracle["obs"][at], np.asarray(ts.observation)[env[at], oracle["seat"][at]],
+                                      err_msg=f"step {t}")
+        states, ts = step(states, jnp.asarray(actions[t]))
+
+
+def test_games_of_bots_record_one_observation_kind(tmp_path):
+    """A dataset field is one array: obs="both" (the env's dict of vector and pixels) is refused, naming the kinds."""
+    with pytest.raises(ValueError, match=r"obs must be one of \('vector', 'pixels', 'oracle'\), got 'both'"):
+        recording.record(PLAYERS, tmp_path / "both", games=1, rules=TINY, obs="both")
 
 
 def test_packed_pixels_are_stored_packed():

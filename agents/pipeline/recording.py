@@ -15,7 +15,9 @@ One sample per step of a recorded position while its seat is still in the game (
 step that knocks it out or ends the game). Fields (``FIELDS``; N samples, grouped by game, rotation, position, and
 in step order within each):
 
-    obs          float32[N, obs_size] (vector) or uint8[N, 72, 20] (pixels, packed 2bpp, as the env gives them)
+    obs          float32[N, obs_size] (vector), float32[N, obs_size + ORACLE_SIZE] (oracle: the vector, then the
+                 hidden information, ``jaxgame.observation.oracle_block``) or uint8[N, 72, 20] (pixels, packed 2bpp,
+                 as the env gives them)
     mask         bool[N, A]     the legal actions
     action       int16[N]       the action the seat's player sent
     reward       float32[N]     the seat's reward on that step (the placement reward on its last)
@@ -57,6 +59,8 @@ from jaxgame import constants as C
 
 FIELDS = ("obs", "mask", "action", "reward", "outcome", "placement", "decision", "game", "rotation", "position",
           "seat", "step")
+#: The observation kinds a game of bots records (``jaxgame.env.OBS_KINDS`` but "both": a dataset field is one array).
+RECORDED_OBS = ("vector", "pixels", "oracle")
 
 
 @struct.dataclass
@@ -254,7 +258,8 @@ def record(players, out_dir, games: int, positions=(0,), seed: int = 0, rotation
     ``baseline:NAME`` or ``RUN_DIR[:STEP]`` (``agents.policies.load``). ``positions``: the lineup positions recorded.
     ``rotations``: 1..8 (default: 8, or 1 when every position has the same player: its rotations would be the
     same game). ``batch_games``: game seeds played at once (one shard each). ``rules`` (``GameConfig`` fields)
-    and ``obs`` ("vector" or "pixels") apply to games of bots only: policies play with the rules and observations
+    and ``obs`` ("vector", "pixels" or "oracle": the vector followed by the hidden information, to clone from what
+    the recorded players may not see) apply to games of bots only: policies play with the rules and observations
     they trained with. The manifest's meta holds the players, the recorded positions, the rules, the observation
     kind, the seed and the sizes. ``out_dir`` must be new or empty (checked first). Raises ``ValueError``
     (``PolicyError``, ``DatasetError`` among them) with a one-line message, ``MemoryError`` when a batch cannot fit.
@@ -273,8 +278,8 @@ def record(players, out_dir, games: int, positions=(0,), seed: int = 0, rotation
     check_new_directory(out_dir)  # ... and the output new and writable, before anything is compiled or played
     check_writable(out_dir, "dir")
     policies, player_of = resolve_players(dict.fromkeys(players))
-    if not policies and obs not in ("vector", "pixels"):  # a dataset field is one array: not "both"
-        raise ValueError(f"obs must be 'vector' or 'pixels', got {obs!r}")
+    if not policies and obs not in RECORDED_OBS:  # a dataset field is one array: not "both"
+        raise ValueError(f"obs must be one of {RECORDED_OBS}, got {obs!r}")
     game = table_game(policies, rules, obs)
     index, bot_names = participant_index(policies, player_of)
     lineup = [index[player_of[p]] for p in players]
@@ -326,4 +331,4 @@ def record(players, out_dir, games: int, positions=(0,), seed: int = 0, rotation
     }
 
 
-__all__ = ["FIELDS", "Recorder", "Tables", "make_recorder", "record", "record_shards", "samples"]
+__all__ = ["FIELDS", "RECORDED_OBS", "Recorder", "Tables", "make_recorder", "record", "record_shards", "samples"]
