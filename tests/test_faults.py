@@ -174,6 +174,87 @@ def test_a_checkpoint_is_written_while_the_next_chunk_trains_and_the_run_returns
     assert _records(tmp_path / "overlap") == _records(tiny_run)
 
 
+def _trace_chunks(monkeypatch, events: list):
+    """``events`` gets ("dispatch", update the chunk ends at) when a compiled chunk is called, ("log", update)
+    when a chunk's record is written."""
+    real_compile, real_write = run.TrainProgram.compile_all, run.MetricsLog.write
+
+    def compile_all(self, runner):
+        compiled = real_compile(self, runner)
+
+        def chunk(runner):
+            events.append(("dispatch", sum(e[0] == "dispatch" for e in events) + 1))
+            return compiled(runner)
+
+        return chunk
+
+    def write(self, record):
+        events.append(("log", record["update"]))
+        real_write(self, record)
+
+    monkeypatch.setattr(run.TrainProgram, "compile_all", compile_all)
+    monkeypatch.setattr(run.MetricsLog, "write", write)
+
+
+def test_the_next_chunk_is_dispatched_before_the_host_work_and_the_run_is_the_same(tiny_run, tmp_path,
+                                                                                  monkeypatch):
+    """Without evaluations each chunk is dispatched before the previous one's metrics are logged (run ahead);
+    the run's records and checkpoints equal a run whose loop never runs ahead."""
+    events = []
+    _trace_chunks(monkeypatch, events)
+    summary = run.train(TINY, tmp_path / "ahead")
+    assert summary["updates"] == 4 and summary["loop_s"] >= summary["train_s"] > 0
+    assert events == [("dispatch", 1), ("dispatch", 2), ("log", 1), ("dispatch", 3), ("log", 2),
+                      ("dispatch", 4), ("log", 3), ("log", 4)]
+    monkeypatch.undo()
+    monkeypatch.setattr(run.ChunkLoop, "runs_ahead", lambda self, updates_after, total: False)
+    run.train(TINY, tmp_path / "in_turn")
+    assert _records(tmp_path / "ahead") == _records(tmp_path / "in_turn") == _records(tiny_run)
+    assert _steps(tmp_path / "ahead") == _steps(tmp_path / "in_turn") == [1, 2, 3, 4]
+
+
+def test_a_stop_finishes_and_saves_the_chunk_already_dispatched(tiny_run, tmp_path, monkeypatch):
+    """SIGTERM while update 1's record is written, after update 2's chunk was dispatched: the run stops at update 2
+    (the next chunk boundary) with its checkpoint, and a resume gives the uninterrupted run's records."""
+    import os
+    import signal
+
+    real_write = run.MetricsLog.write
+
+    def write(self, record):
+        if record["update"] == 1:
+            os.kill(os.getpid(), signal.SIGTERM)
+        real_write(self, record)
+
+    monkeypatch.setattr(run.MetricsLog, "write", write)
+    summary = run.train(TINY, tmp_path / "stop", stop_on_signals=True)
+    assert summary["stopped"] == "SIGTERM" and summary["updates"] == 2
+    assert _steps(tmp_path / "stop") == [1, 2]
+    monkeypatch.undo()
+    assert run.train(TINY, tmp_path / "stop", resume=True)["updates"] == 4
+    assert _records(tmp_path / "stop") == _records(tiny_run)
+
+
+@pytest.mark.parametrize("updates_after, total, has_eval, may_finish_early, processes, expected", [
+    (10, 40, False, False, 1, True),   # a whole chunk left, nothing after this one: run ahead
+    (30, 40, False, False, 1, True),   # the last chunk is whole
+    (30, 35, False, False, 1, False),  # a last, shorter chunk (compiled after this one)
+    (20, 40, True, False, 1, False),   # an evaluation after this chunk (eval_every=2) may change the runner
+    (10, 40, True, False, 1, True),    # no evaluation after this one
+    (10, 40, False, True, 1, False),   # a dataset run that may stop early would discard it
+    (10, 40, False, False, 2, False),  # several processes meet at a barrier before each chunk
+])
+def test_which_chunks_run_ahead(monkeypatch, updates_after, total, has_eval, may_finish_early, processes,
+                                expected):
+    class Program:
+        config = TrainConfig(updates_per_chunk=10, eval_every=2)
+
+    Program.has_eval, Program.may_finish_early = has_eval, may_finish_early
+    monkeypatch.setattr(jax, "process_count", lambda: processes)
+    loop = run.ChunkLoop(Program(), None, [], None)
+    assert loop.runs_ahead(updates_after, total) is expected
+
+
 def test_a_failed_background_save_stops_the_run_with_its_error(tmp_path, monkeypatch):
     _slow_saves(monkeypatch, 0.0, fail_at=2)
     with pytest.raises(OSError, match="disk full at step 2"):
