@@ -44,12 +44,15 @@ PRESETS = {
     "ppo_small": Preset(
         "CPU (2 cores), 30 minutes: shared-parameter self-play PPO on full games, evaluated vs the bots",
         TrainConfig(
-            run=RunConfig(num_envs=64, total_steps=1_000_000, updates_per_chunk=20),
+            # 2M env steps with a cosine decay (1M at a constant rate until 2026-11-28): the faster combat fits 976
+            # updates in about 25 minutes of wall time; stronger vs greedy, expert and ppo_small-v1 over 3 seeds
+            # (docs/results.md: ppo_small_v2_3seeds against ppo_small_lr1e-3_3seeds)
+            run=RunConfig(num_envs=64, total_steps=2_000_000, updates_per_chunk=20),
             ppo=PPOConfig(num_steps=32, update_epochs=4, num_minibatches=4),
             net=NetConfig(hidden=(256, 256)),
             # 1e-3 (3e-4 until 2026-11-27, ppo_small-v1): to <= 2.5 vs greedy in a median 250 updates instead
             # of 400, stronger at the end, over 3 seeds (docs/results.md: ppo_small_lr1e-3_3seeds, ppo_small_lr_sweep)
-            optim=OptimConfig(lr=1e-3),
+            optim=OptimConfig(lr=1e-3, cosine_lr=True),
             loss=LossConfig(gamma=0.995, ent_coef=0.01),
             log=LogConfig(eval_every=5, eval_games=4, checkpoint_every=5),
         ),
@@ -145,14 +148,14 @@ PRESETS["league_small"] = Preset(
     dataclasses.replace(PRESETS["ppo_small"].config, league_size=8, league_learner_seats=4, league_pool_prob=1.0,
                         league_self_share=0.5, league_anchor_share=0.2, anchor="baseline:ppo_small-v1", anchor_kl=0.0,
                         league_bot="greedy", league_groups=8, snapshot_every=20, total_steps=880_640,
-                        lr=3e-4),  # the rate its results were measured with (ppo_small's until 2026-11-27)
+                        lr=3e-4, cosine_lr=False),  # the schedule its results were measured with (ppo_small-v1's)
 )
 PRESETS["independent"] = Preset(
     "CPU (2 cores), 30 minutes: ppo_small with one independent learner per seat (own parameters and optimizer, "
     "own data)",
     # 1.4x ppo_small's time per update (8 parameter sets, 8x smaller minibatches): 488 updates would take about
     # 40 minutes; 320 took 21 min 36 s wall (docs/log-2026-11.md "Results")
-    dataclasses.replace(PRESETS["ppo_small"].config, independent=True, total_steps=655_360, lr=3e-4),
+    dataclasses.replace(PRESETS["ppo_small"].config, independent=True, total_steps=655_360, lr=3e-4, cosine_lr=False),
 )
 
 
@@ -196,10 +199,12 @@ PIPELINES = {
             TrainPhase("bc", dataclasses.replace(PRESETS["bc_data"].config, bc_dataset="@record", bc_patience=3,
                                                  total_steps=256 * 12_000)),
             TrainPhase("teacher", dataclasses.replace(
-                PRESETS["ppo_small"].config, lr=3e-4, obs="oracle", warmup_updates=10, total_steps=64 * 32 * 40,
+                PRESETS["ppo_small"].config, lr=3e-4, cosine_lr=False, obs="oracle", warmup_updates=10,
+                total_steps=64 * 32 * 40,
                 eval_every=2, eval_games=8, checkpoint_every=1, init_from="@bc")),
             TrainPhase("student", dataclasses.replace(
-                PRESETS["ppo_small"].config, lr=3e-4, warmup_updates=10, total_steps=64 * 32 * 150, teacher_kl=1.0,
+                PRESETS["ppo_small"].config, lr=3e-4, cosine_lr=False, warmup_updates=10, total_steps=64 * 32 * 150,
+                teacher_kl=1.0,
                 teacher_kl_updates=150, oracle_dropout_updates=100, anchor_kl=0.1, anchor_kl_updates=100,
                 eval_every=5, eval_games=8, checkpoint_every=1, init_from="@bc", teacher="@teacher",
                 anchor="@bc")),
