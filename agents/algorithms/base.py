@@ -201,9 +201,6 @@ class Trainer:
         """Whether the run ends before its ``num_updates`` (a dataset run's early stopping); never here."""
         return False
 
-    #: whether ``finished_early`` can ever be true (the chunk loop then runs no chunk ahead of its host work)
-    may_finish_early = False
-
     #: what the progress line's throughput counts
     sample_unit = "seat-steps"
 

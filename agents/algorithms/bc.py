@@ -298,10 +298,6 @@ class DatasetCloning(Trainer):
     def finished_early(self, runner: DatasetRunner) -> bool:
         return bool(self.config.bc_patience) and int(runner.since_best) >= self.config.bc_patience
 
-    @property
-    def may_finish_early(self) -> bool:
-        return bool(self.config.bc_patience)
-
     def _run(self, runner: DatasetRunner, num_updates: int, train: dict, val: dict | None):
         return clone_chunk(self.config, self.network, runner, num_updates, train, val)
 

@@ -218,7 +218,6 @@ class ChunkProgram:
     trainer: object
     num_players: int = 1
     has_eval: bool = False
-    may_finish_early: bool = False  # ``finished_early`` can be true (then no chunk is dispatched ahead)
 
     @functools.cached_property
     def run_shapes(self):
@@ -324,12 +323,6 @@ class ChunkLoop:
     is in flight; the next save, the end of the loop, a stop and an error each wait for it first, so the last
     good checkpoint is complete on disk whenever the loop returns or raises. The last save and a stop's are
     written before the loop returns. A failed background save raises its error at the next of those waits.
-
-    In a one-process run the next chunk is dispatched before this one's host work (fetching and checking its
-    metrics, the logs, the save), so the device never waits for the host between chunks (``runs_ahead``): not
-    when an evaluation follows the chunk (it may change the runner), nor before a last, shorter chunk. A chunk
-    whose metrics fail the check discards the one dispatched after it. A stop finishes the chunk already
-    dispatched (the next chunk boundary) and saves it.
     """
 
     def __init__(self, program: ChunkProgram, store: CheckpointStore | None, logs, progress: Progress,
@@ -356,23 +349,13 @@ class ChunkLoop:
             self._saver = concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="checkpoint")
         start = time.perf_counter()
         result.stopped = stop.requested() if stop is not None else None  # a signal before the first chunk
-        ahead = None  # (updates, outputs) of the chunk dispatched from the newest runner, before its host work
-        ready = start  # when the last chunk's metrics were fetched
         try:
-            while ahead is not None or (not result.stopped and result.updates < total
-                                        and not self.program.finished_early(result.runner)):
-                if ahead is None:
-                    n = min(chunk, total - result.updates)
-                    run = compiled_chunk if n == chunk else self.program.compile(result.runner, n)  # a last, shorter
-                    self.before_chunk()
-                    started, outputs = time.perf_counter(), run(result.runner)
-                else:  # it ran on the device from the moment the chunk before it was done
-                    (n, outputs), started, ahead = ahead, ready, None
-                if not result.stopped and self.runs_ahead(result.updates + n, total):
-                    ahead = (chunk, compiled_chunk(outputs[0]))
-                saved, ready = self._chunk(result, outputs, n, started)
-                result.stopped = result.stopped or (stop.requested() if stop is not None else None)
-                if result.stopped and ahead is None:
+            while not result.stopped and result.updates < total and not self.program.finished_early(result.runner):
+                n = min(chunk, total - result.updates)
+                run = compiled_chunk if n == chunk else self.program.compile(result.runner, n)  # a last, shorter one
+                saved = self._chunk(result, run, n)
+                result.stopped = stop.requested() if stop is not None else None
+                if result.stopped:
                     if not saved and self.store is not None:
                         self._save(result)
                     break
@@ -410,25 +393,15 @@ class ChunkLoop:
         else:
             self.store.save(*args)
 
-    def runs_ahead(self, updates_after: int, total: int) -> bool:
-        """Whether the chunk after the one that ends at ``updates_after`` may be dispatched before this one's host
-        work: one process (no barrier between chunks), a whole chunk left, no evaluation after this one, and a program
-        that cannot end early (a dataset run's early stop would discard the chunk)."""
-        config = self.program.config
-        chunk = config.updates_per_chunk
-        evaluates = self.program.has_eval and (-(-updates_after // chunk)) % config.eval_every == 0
-        return (jax.process_count() == 1 and updates_after + chunk <= total and not evaluates
-                and not self.program.may_finish_early)
-
-    def _chunk(self, result: LoopResult, outputs, n: int, started: float) -> tuple[bool, float]:
-        """The host work of one chunk of ``n`` updates (``outputs``: its ``(runner, metrics)``, dispatched from
-        ``result.runner``; ``started``: when it began to run): its records, evaluation, logs and checkpoint;
-        updates ``result``. Returns whether it saved a checkpoint, and when its metrics were fetched."""
+    def _chunk(self, result: LoopResult, run, n: int) -> bool:
+        """One chunk of ``n`` updates, then its records, evaluation, logs and checkpoint; updates ``result``.
+        Returns whether it saved a checkpoint."""
         program, config = self.program, self.program.config
-        runner, metrics = outputs
+        self.before_chunk()
+        t0 = time.perf_counter()
+        runner, metrics = run(result.runner)
         metrics = health.check_chunk(jax.device_get(metrics), result.updates)  # raises before anything is kept
-        ready = time.perf_counter()
-        elapsed = ready - started
+        elapsed = time.perf_counter() - t0
         result.train_s += elapsed
         result.trained_updates += n
         done = result.updates = program.updates_done(runner)
@@ -450,7 +423,7 @@ class ChunkLoop:
         if save:
             self._save(result, background=not finished)
         self.progress.chunk(n, program.progress_text(result.records, result.evaluation))
-        return bool(save), ready
+        return bool(save)
 
 
 def restore_or_init(program, store: CheckpointStore, resume: bool, progress: Progress):
@@ -553,10 +526,6 @@ class TrainProgram(ChunkProgram):
 
     def finished_early(self, runner) -> bool:
         return self.trainer.finished_early(runner)
-
-    @property
-    def may_finish_early(self) -> bool:
-        return self.trainer.may_finish_early
 
     def chunk_inputs(self) -> tuple:
         """The chunk's arguments after the runner (a dataset run's samples), read once; a dataset that does not
