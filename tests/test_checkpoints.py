@@ -95,6 +95,8 @@ def test_roundtrip_bitwise_and_typed_keys(tmp_path):
     assert step == 10 and cfg == config
     assert_trees_bitwise_equal(restored, tree)
     assert isinstance(restored["params"], Params)
+    # saved from host copies (numpy leaves), restored as jax.Arrays as the docstring says
+    assert all(isinstance(leaf, jax.Array) for leaf in jax.tree_util.tree_leaves(restored))
     assert restored["key"].dtype == jax.random.key(0).dtype  # typed key again, same (threefry) impl
     assert restored["env_keys"].dtype == tree["env_keys"].dtype and restored["env_keys"].shape == (3,)
     assert restored["legacy_key"].dtype == jnp.uint32
