@@ -140,22 +140,24 @@ PRESETS["bc_data"] = Preset(
         log=LogConfig(best_by="validation", eval_every=4, eval_games=4, checkpoint_every=1),
     ),
 )
+#: ppo_small as ppo_small-v1 was trained (a constant learning rate of 3e-4): the base of the presets whose results
+#: were measured with it, so the later ppo_small (1e-3, cosine decay) leaves them as they were
+_PPO_SMALL_V1 = dataclasses.replace(PRESETS["ppo_small"].config, lr=3e-4, cosine_lr=False)
 PRESETS["league_small"] = Preset(
     "CPU (2 cores), 30 minutes: ppo_small's PPO in a league with the design's opponent mix: 50% of the games "
     "self-play, 30% 4 learner seats against past snapshots, 20% against the frozen baseline ppo_small-v1",
     # 430 updates took 29 min 29 s wall with the earlier mix (75% snapshots, 25% greedy bot) and 30 min 45 s with
     # this one (2026-11-27; docs/log-2026-11.md "Results")
-    dataclasses.replace(PRESETS["ppo_small"].config, league_size=8, league_learner_seats=4, league_pool_prob=1.0,
+    dataclasses.replace(_PPO_SMALL_V1, league_size=8, league_learner_seats=4, league_pool_prob=1.0,
                         league_self_share=0.5, league_anchor_share=0.2, anchor="baseline:ppo_small-v1", anchor_kl=0.0,
-                        league_bot="greedy", league_groups=8, snapshot_every=20, total_steps=880_640,
-                        lr=3e-4, cosine_lr=False),  # the schedule its results were measured with (ppo_small-v1's)
+                        league_bot="greedy", league_groups=8, snapshot_every=20, total_steps=880_640),
 )
 PRESETS["independent"] = Preset(
     "CPU (2 cores), 30 minutes: ppo_small with one independent learner per seat (own parameters and optimizer, "
     "own data)",
     # 1.4x ppo_small's time per update (8 parameter sets, 8x smaller minibatches): 488 updates would take about
     # 40 minutes; 320 took 21 min 36 s wall (docs/log-2026-11.md "Results")
-    dataclasses.replace(PRESETS["ppo_small"].config, independent=True, total_steps=655_360, lr=3e-4, cosine_lr=False),
+    dataclasses.replace(_PPO_SMALL_V1, independent=True, total_steps=655_360),
 )
 
 
@@ -199,12 +201,10 @@ PIPELINES = {
             TrainPhase("bc", dataclasses.replace(PRESETS["bc_data"].config, bc_dataset="@record", bc_patience=3,
                                                  total_steps=256 * 12_000)),
             TrainPhase("teacher", dataclasses.replace(
-                PRESETS["ppo_small"].config, lr=3e-4, cosine_lr=False, obs="oracle", warmup_updates=10,
-                total_steps=64 * 32 * 40,
+                _PPO_SMALL_V1, obs="oracle", warmup_updates=10, total_steps=64 * 32 * 40,
                 eval_every=2, eval_games=8, checkpoint_every=1, init_from="@bc")),
             TrainPhase("student", dataclasses.replace(
-                PRESETS["ppo_small"].config, lr=3e-4, cosine_lr=False, warmup_updates=10, total_steps=64 * 32 * 150,
-                teacher_kl=1.0,
+                _PPO_SMALL_V1, warmup_updates=10, total_steps=64 * 32 * 150, teacher_kl=1.0,
                 teacher_kl_updates=150, oracle_dropout_updates=100, anchor_kl=0.1, anchor_kl_updates=100,
                 eval_every=5, eval_games=8, checkpoint_every=1, init_from="@bc", teacher="@teacher",
                 anchor="@bc")),
