@@ -48,6 +48,12 @@ def recorded():
     return list(recording.record_shards(recorder(), (), LINEUP, 3, SEED))
 
 
+def reset_keys():
+    """The first batch's games' reset keys, drawn as ``record_shards`` draws them from ``SEED``: [NUM_GAMES]."""
+    reset_key, _ = jax.random.split(jax.random.fold_in(jax.random.key(SEED), 0))
+    return jax.random.split(reset_key, NUM_GAMES)
+
+
 def trajectories(shard):
     """{(game, rotation, position): indices of its samples}, in stored order."""
     keys = np.stack([shard["game"], shard["rotation"], shard["position"]], axis=1)
@@ -75,8 +81,7 @@ def test_every_sample_is_its_seats_step():
     return-to-go sums the rewards after it and, with no shaping, starts at the placement's reward; a seat's
     last step is its knock-out or the game's end."""
     shard = recorded()[0]
-    reset_key, _ = jax.random.split(jax.random.fold_in(jax.random.key(SEED), 0))
-    keys = jax.random.split(reset_key, NUM_GAMES)
+    keys = reset_keys()
     observations = [np.asarray(game().reset(keys[g])[1].observation) for g in range(NUM_GAMES)]
     assert shard["mask"][np.arange(len(shard["action"])), shard["action"]].all()
     for (g, r, p), index in trajectories(shard).items():
@@ -195,8 +200,7 @@ def test_an_oracle_recording_holds_the_vector_recordings_games_and_each_seats_or
     actions = np.zeros((num_steps, num_envs, 8), np.int32)
     actions[oracle["step"], env, oracle["seat"]] = oracle["action"]
     venv = jaxgame.VecEnv(jaxgame.make("autochess", obs="oracle", **TINY), num_envs)
-    reset_key, _ = jax.random.split(jax.random.fold_in(jax.random.key(SEED), 0))
-    states, ts = jax.vmap(venv.env.reset)(jnp.repeat(jax.random.split(reset_key, NUM_GAMES), 8, axis=0))
+    states, ts = jax.vmap(venv.env.reset)(jnp.repeat(reset_keys(), 8, axis=0))
     step = jax.jit(venv.step)
     for t in range(num_steps):
         at = oracle["step"] == t
