@@ -155,8 +155,8 @@ PRESETS["league_small"] = Preset(
 PRESETS["independent"] = Preset(
     "CPU (2 cores), 30 minutes: ppo_small with one independent learner per seat (own parameters and optimizer, "
     "own data)",
-    # 1.4x ppo_small's time per update (8 parameter sets, 8x smaller minibatches): 488 updates would take about
-    # 40 minutes; 320 took 21 min 36 s wall (docs/log-2026-11.md "Results")
+    # 1.4x ppo_small's time per update (8 parameter sets, 8x smaller minibatches): ppo_small-v1's 488 updates would take
+    # about 40 minutes; 320 took 21 min 36 s wall (docs/log-2026-11.md "Results")
     dataclasses.replace(_PPO_SMALL_V1, independent=True, total_steps=655_360),
 )
 
