@@ -405,8 +405,9 @@ def record_from_seeds(result: dict, record_id: str, *, command: list[str], machi
     reached = f"{target['reached']} of {n} seeds placed <= {target['target']} vs greedy in-run"
     return {
         "id": record_id,
-        "title": f"{result['preset']}: {max(result['updates'])} updates over {n} training seed{'s' * (n > 1)} on the "
-                 f"current code",
+        # no "on the current code": the record's commit and date say which code it ran, the README's code column
+        # whether that is still current
+        "title": f"{result['preset']}: {max(result['updates'])} updates over {n} training seed{'s' * (n > 1)}",
         "kind": "learning",
         "preset": result["preset"],
         "subject": f"`{result['preset']}`",
