@@ -399,7 +399,9 @@ class BCConfig(_Group):
     Each update is then one optimizer step on bc_batch_size samples drawn uniformly (with replacement) from its
     training games, total_steps counts the samples drawn (env_steps in the logs), and every chunk ends with a
     validation on its held-out games (val/cross_entropy, val/accuracy, val/value_loss); one device. A relative path
-    is read from the working directory (agents.algorithms.bc.DatasetCloning)"""
+    is read from the working directory. Several directories separated by commas are cloned as one dataset, each
+    recording's games kept apart (DAgger: the teacher's games, then labelled recordings of the clone's;
+    agents.algorithms.bc.DatasetCloning)"""
     bc_batch_size: int = 256
     """samples per optimizer step of a bc_dataset run, in [1, 2^20]"""
     bc_val_fraction: float = 0.1
@@ -411,10 +413,20 @@ class BCConfig(_Group):
 
     def __post_init__(self):
         super().__post_init__()
+        if self.bc_dataset:
+            dirs = [d.strip() for d in self.bc_dataset.split(",")]
+            if not all(dirs) or len(set(dirs)) != len(dirs):
+                self._fail("bc_dataset", "must be one directory or distinct comma-separated directories, none empty; "
+                           f"got {self.bc_dataset!r}")
         if self.bc_patience and not self.validates:
             self._fail("bc_patience", "(early stopping on the validation cross-entropy) needs a bc_dataset run "
                        f"with bc_val_fraction > 0; got bc_dataset={self.bc_dataset!r}, "
                        f"bc_val_fraction={self.bc_val_fraction}")
+
+    @property
+    def dataset_dirs(self) -> tuple[str, ...]:
+        """bc_dataset's directories, in order (none without a bc_dataset)."""
+        return tuple(d.strip() for d in self.bc_dataset.split(",")) if self.bc_dataset else ()
 
     @property
     def validates(self) -> bool:

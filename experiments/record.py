@@ -7,6 +7,8 @@
     python -m experiments.record --players greedy --obs pixels --set max_rounds=20 --games 16 --out data/pixels
     python -m experiments.record --players expert,greedy,greedy,greedy,greedy,greedy,greedy,greedy --obs oracle \\
         --games 64 --out data/e1_oracle
+    python -m experiments.record --players runs/clone:STEP,greedy,greedy,greedy,greedy,greedy,greedy,greedy \
+        --label expert_public --games 64 --out data/dagger1
 
 ``--players``: one player for all 8 lineup positions or 8 comma-separated; a player is a bot (random, greedy,
 expert), a shipped baseline policy ``baseline:NAME`` or a training run ``RUN_DIR[:STEP]``. Each game seed is
@@ -19,7 +21,10 @@ sharded ``.npz`` files with a manifest (shapes, dtypes, players, rules, jaxgame 
 bots; policies play with the rules and observations they trained with, sampling their actions (``--deterministic``:
 their most likely legal action). ``--obs oracle`` stores each step's vector observation followed by the hidden
 information (``jaxgame.observation.oracle_block``): the same games as ``--obs vector`` with the same seed and
-players, for a clone (``--set obs=oracle``) that sees what the recorded player could not.
+players, for a clone (``--set obs=oracle``) that sees what the recorded player could not. ``--label PLAYER``
+stores PLAYER's action in each recorded state as the label (``action``) and the seat's own as ``played``: DAgger's
+data, a teacher labelling the states its clone's own play leads to (clone several such recordings at once with
+``--set bc_dataset=DIR1,DIR2``).
 
 Tells stderr what it is doing (a progress bar over the games), then prints one JSON object (the dataset's
 directory, samples, shards, bytes, the recorded positions' mean placements, seconds) as the last line of stdout.
@@ -64,6 +69,9 @@ def parse_args(argv=None):
                              "information; default vector)")
     parser.add_argument("--set", action="append", default=[], metavar="RULE=VALUE",
                         help="games of bots: a game rule, e.g. --set max_rounds=20 (repeatable)")
+    parser.add_argument("--label", metavar="PLAYER",
+                        help="store PLAYER's action in each recorded state as the label, the seat's own as "
+                             "'played' (DAgger; PLAYER need not play)")
     parser.add_argument("--deterministic", action="store_true",
                         help="policies take their most likely legal action instead of sampling")
     parser.add_argument("--quiet", action="store_true", help="no progress messages or bar on stderr")
@@ -82,6 +90,8 @@ def parse_args(argv=None):
         fail(parser, f"--players needs 1 or 8 comma-separated players, got {len(args.players)}")
     for player in dict.fromkeys(args.players):  # an unknown one named, with the closest valid players
         player_spec(parser, player, "--players")
+    if args.label is not None:
+        player_spec(parser, args.label.strip(), "--label")
     check_out(parser, args.out)
     return parser, args, parse_rules(parser, args.set)
 
@@ -93,7 +103,7 @@ def main(argv=None):
     try:
         result = recording.record(args.players, args.out, args.games, args.positions, args.seed, args.rotations,
                                   args.batch_games, rules, args.obs, args.deterministic,
-                                  NoProgress() if args.quiet else ConsoleProgress())
+                                  NoProgress() if args.quiet else ConsoleProgress(), label=args.label)
     except (NoGoodCheckpointError, CheckpointMismatchError) as err:
         fail(parser, err, status=1)
     except (ValueError, TypeError, FileNotFoundError, MemoryError) as err:  # PolicyError, DatasetError: ValueErrors

@@ -194,3 +194,46 @@ def test_a_missing_dataset_and_bad_dataset_configs_are_one_line_errors(tmp_path)
     ]:
         with pytest.raises(ValueError, match=message):
             TrainConfig(**fields)
+
+
+def test_several_datasets_are_cloned_as_one_with_each_recordings_games_kept_apart(data_dir, tmp_path):
+    """bc_dataset="A,B" (DAgger: the teacher's games, then labelled games of the clone): the samples of A then B,
+    B's games numbered after A's, so the split holds out whole games of either; the digest covers both in order;
+    a second dataset that does not fit the run is refused naming its directory."""
+    from agents.algorithms import bc
+
+    other = tmp_path / "other"
+    write_random_dataset(other, seed=1, games=4)
+    config = config_for(f"{data_dir},{other}")
+    assert config.bc.dataset_dirs == (str(data_dir), str(other))
+    game = make_game(config)
+    _, ts = jax.eval_shape(game.reset, jax.random.key(0))
+    observation = jax.ShapeDtypeStruct(ts.observation.shape[1:], ts.observation.dtype)  # one seat's
+    first, second = dataset.open_dataset(data_dir), dataset.open_dataset(other)
+    samples, digest = bc.joined_samples([first, second])
+    a, b = first.load(), second.load()
+    assert set(samples) == set(bc.DATASET_FIELDS)
+    for name in bc.DATASET_FIELDS:
+        expected = np.concatenate([a[name], b[name] + (8 if name == "game" else 0)])
+        np.testing.assert_array_equal(samples[name], expected, err_msg=name)
+    assert digest != bc.dataset_digest(first) and bc.joined_samples([first])[1] == bc.dataset_digest(first)
+    assert bc.joined_samples([second, first])[1] != digest
+
+    train_set, val_set, got_digest = bc.load_dataset(config, observation, game.num_actions)
+    assert got_digest == digest
+    assert train_set["action"].shape[0] + val_set["action"].shape[0] == first.num_samples + second.num_samples
+    assert val_set["action"].shape[0] == 3 * 30  # 0.25 of 12 games, whole games
+    summary = train(config, tmp_path / "run")
+    assert summary["updates"] == 20
+
+    bad = tmp_path / "bad"
+    write_random_dataset(bad, seed=2, max_rounds=7)
+    with pytest.raises(RunError, match=f"{bad} was recorded with other rules"):
+        train(config_for(f"{data_dir},{bad}"), tmp_path / "run_bad")
+    assert not (tmp_path / "run_bad").exists()
+
+
+@pytest.mark.parametrize("value", ["a,,b", "a, a", "a,"])
+def test_a_dataset_list_with_an_empty_or_repeated_directory_is_refused(value):
+    with pytest.raises(ValueError, match="TrainConfig.bc.bc_dataset.*distinct comma-separated"):
+        TrainConfig(algo="bc", bc_dataset=value)

@@ -209,6 +209,37 @@ def test_an_oracle_recording_holds_the_vector_recordings_games_and_each_seats_or
         states, ts = step(states, jnp.asarray(actions[t]))
 
 
+def test_a_labelled_recording_stores_the_labellers_action_in_the_games_its_players_played(tmp_path):
+    """label="greedy" (DAgger's data): the games are recorded()'s (every field equal, ``played`` its actions); at
+    position 0, where greedy plays, the label is the action sent; at position 3, where a random bot plays, it is a
+    legal action that often differs; the summary's agreement is the share of decisions where they match."""
+    out = tmp_path / "labelled"
+    summary = recording.record(PLAYERS, out, games=NUM_GAMES, positions=POSITIONS, seed=SEED, batch_games=NUM_GAMES,
+                               rules=TINY, label="greedy")
+    data = dataset.open_dataset(out)
+    labelled, plain = data.load(), recorded()[0]
+    assert data.manifest["meta"]["label"] == "greedy"
+    assert set(labelled) == set(recording.FIELDS) | set(recording.LABELLED_FIELDS)
+    for name in recording.FIELDS:
+        if name != "action":
+            np.testing.assert_array_equal(labelled[name], plain[name], err_msg=name)
+    np.testing.assert_array_equal(labelled["played"], plain["action"])
+    label, played, decision = labelled["action"], labelled["played"], labelled["decision"]
+    assert labelled["mask"][np.arange(label.size), label].all()
+    greedy_seat = labelled["position"] == 0
+    np.testing.assert_array_equal(label[greedy_seat], played[greedy_seat])
+    assert (label != played)[~greedy_seat & decision].mean() > 0.3
+    assert summary["label"] == "greedy"
+    assert summary["label_agreement"] == pytest.approx((label == played)[decision].mean(), abs=1e-4)
+
+
+def test_a_labeller_must_be_a_player(tmp_path):
+    with pytest.raises(ValueError, match="nobody"):
+        recording.record(PLAYERS, tmp_path / "x", games=1, rules=TINY, label="nobody")
+    with pytest.raises(ValueError, match="label must be a participant index in 0..1"):
+        recording.make_recorder(game(), (), 1, (0,), BOTS, label=2)
+
+
 def test_games_of_bots_record_one_observation_kind(tmp_path):
     """A dataset field is one array: obs="both" (the env's dict of vector and pixels) is refused, naming the kinds."""
     with pytest.raises(ValueError, match=r"obs must be one of \('vector', 'pixels', 'oracle'\), got 'both'"):

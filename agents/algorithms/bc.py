@@ -206,7 +206,7 @@ def check_dataset(data: dataset.Dataset, config: TrainConfig, observation) -> No
     (``DATASET_FIELDS``) with ``observation``'s per-sample shape and dtype (``ShapeDtypeStruct`` of one seat's
     observation), ``config``'s observation kind and game rules (every ``GameConfig`` field in the manifest's meta,
     those a ``TrainConfig`` cannot set at their defaults)."""
-    where = config.bc_dataset
+    where = data.directory
     missing = [f for f in DATASET_FIELDS if f not in data.fields]
     if missing:
         raise dataset.DatasetError(f"{where}: no field(s) {missing}: not a recording of python -m experiments.record")
@@ -228,16 +228,42 @@ def check_dataset(data: dataset.Dataset, config: TrainConfig, observation) -> No
             + "; set those rule fields in the run's config, or record with the run's rules")
 
 
+def open_datasets(config: TrainConfig, observation, num_actions: int) -> list[dataset.Dataset]:
+    """``config.bc_dataset``'s datasets (``BCConfig.dataset_dirs``), opened and each checked (``check_dataset``,
+    and its action count): ``DatasetError`` with a one-line message naming the directory."""
+    datasets = []
+    for directory in config.bc.dataset_dirs:
+        data = dataset.open_dataset(directory)
+        check_dataset(data, config, observation)
+        if data.fields["mask"]["shape"] != [num_actions]:
+            raise dataset.DatasetError(f"{directory}: action masks of {data.fields['mask']['shape']} actions, the "
+                                       f"run's game has {num_actions}")
+        datasets.append(data)
+    return datasets
+
+
+def joined_samples(datasets: list[dataset.Dataset]) -> tuple[dict, str]:
+    """``(samples, digest)``: the ``DATASET_FIELDS`` of every dataset's samples, concatenated in order, with each
+    dataset's ``game`` shifted past the games of those before it (a game of one recording is never another's), and
+    ``dataset_digest`` of one dataset, or the sha256 over the digests of several in order."""
+    loaded, offset = [], 0
+    for data in datasets:
+        samples = data.load()
+        samples = {name: samples[name] for name in DATASET_FIELDS}
+        samples["game"] = samples["game"].astype(np.int64) + offset
+        offset = int(samples["game"].max()) + 1 if samples["game"].size else offset
+        loaded.append(samples)
+    digests = [dataset_digest(data) for data in datasets]
+    digest = digests[0] if len(digests) == 1 else hashlib.sha256("".join(digests).encode()).hexdigest()
+    return {name: np.concatenate([s[name] for s in loaded]) for name in DATASET_FIELDS}, digest
+
+
 def load_dataset(config: TrainConfig, observation, num_actions: int):
-    """``(train, val, digest)`` of ``config.bc_dataset``: ``device_samples`` of the training and held-out games
-    (``split_by_game`` with ``config.bc_val_fraction`` and ``config.seed``; ``val`` None when nothing is held
-    out) and ``dataset_digest``. Raises ``DatasetError`` with a one-line message."""
-    data = dataset.open_dataset(config.bc_dataset)
-    check_dataset(data, config, observation)
-    if data.fields["mask"]["shape"] != [num_actions]:
-        raise dataset.DatasetError(f"{config.bc_dataset}: action masks of {data.fields['mask']['shape']} actions, "
-                                   f"the run's game has {num_actions}")
-    samples = data.load()
+    """``(train, val, digest)`` of ``config.bc_dataset`` (one directory, or several cloned as one:
+    ``joined_samples``): ``device_samples`` of the training and held-out games (``split_by_game`` with
+    ``config.bc_val_fraction`` and ``config.seed``; ``val`` None when nothing is held out) and the digest. Raises
+    ``DatasetError`` with a one-line message."""
+    samples, digest = joined_samples(open_datasets(config, observation, num_actions))
     try:
         train, val = split_by_game(samples["game"], config.bc_val_fraction, config.seed)
     except ValueError as err:
@@ -245,8 +271,7 @@ def load_dataset(config: TrainConfig, observation, num_actions: int):
     if not samples["decision"][train].any():
         raise dataset.DatasetError(f"{config.bc_dataset}: no decision (a step with two or more legal actions) "
                                    "to learn from in its training games")
-    return device_samples(samples, train), (device_samples(samples, val) if val.size else None), \
-        dataset_digest(data)
+    return device_samples(samples, train), (device_samples(samples, val) if val.size else None), digest
 
 
 class DatasetCloning(Trainer):
@@ -278,9 +303,12 @@ class DatasetCloning(Trainer):
 
     def data_bytes(self) -> int:
         """The bytes of the samples a run keeps on its device (the manifest's sizes; nothing is read)."""
-        data = dataset.open_dataset(self.config.bc_dataset)
-        return data.num_samples * sum(int(np.dtype(data.fields[f]["dtype"]).itemsize * np.prod(data.fields[f]["shape"]))
-                                      for f in DATASET_FIELDS)
+        total = 0
+        for directory in self.config.bc.dataset_dirs:
+            data = dataset.open_dataset(directory)
+            total += data.num_samples * sum(int(np.dtype(data.fields[f]["dtype"]).itemsize
+                                                * np.prod(data.fields[f]["shape"])) for f in DATASET_FIELDS)
+        return total
 
     sample_unit = "samples"
 
@@ -382,5 +410,5 @@ def behaviour_cloning(config: TrainConfig, env) -> PPO:
 
 __all__ = ["BCLoss", "DATASET_FIELDS", "DatasetCloning", "DatasetRunner", "TeacherPlay", "VALIDATION_METRICS",
            "behaviour_cloning",
-           "check_dataset", "clone_chunk", "dataset_digest", "device_samples", "init_dataset_runner", "load_dataset",
-           "split_by_game", "validate"]
+           "check_dataset", "clone_chunk", "dataset_digest", "device_samples", "init_dataset_runner", "joined_samples",
+           "load_dataset", "open_datasets", "split_by_game", "validate"]

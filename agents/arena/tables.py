@@ -88,6 +88,10 @@ def make_seat_actions(networks, bot_names: tuple[str, ...], greedy_policy: bool,
     each seat sends its participant's action. ``per_game(key) -> keys[E]``: ``num_games`` keys, each repeated
     for the game's rotations.
 
+    ``actions.with_every(params, player, states, ts, policy_key, bot_key) -> (actions int32[E, 8], every
+    int32[K + B, E, 8])``: the same actions, and every participant's action on every seat (policies, then bots):
+    what a labeller that plays no seat would have sent (``agents.pipeline.recording``'s ``label``).
+
     ``actions.of_env(env, params, player, states, ts, policy_key, bot_key) -> (actions int32[1, 8], logits
     float32[K, 1, 8, A], values float32[K, 1, 8])``: the decisions of env ``env`` (an int32 scalar, traced) of
     such a batch, given that env alone (``player``, ``states``, ``ts`` with a leading axis of 1), and every policy's
@@ -103,17 +107,22 @@ def make_seat_actions(networks, bot_names: tuple[str, ...], greedy_policy: bool,
         return distributions.greedy(logits, mask) if greedy_policy else distributions.sample(key, logits, mask)
 
     def decide(params, player, states, obs, mask, policy_key, bot_key):
-        """(actions int32[E, 8], logits float32[K, E, 8, A], values float32[K, E, 8])."""
+        """(actions int32[E, 8], logits float32[K, E, 8, A], values float32[K, E, 8], every int32[K + B, E, 8])."""
         bot_keys = per_game(bot_key)
         outputs = [net.apply(p, obs) for net, p in zip(networks, params)]
         by_participant = [
             choose(k, logits, mask) for (logits, _), k in zip(outputs, jax.random.split(policy_key, len(networks)))
         ] + [jax.vmap(bots.BOTS[name])(bot_keys, states, mask) for name in bot_names]
-        actions = jnp.take_along_axis(jnp.stack(by_participant), player[None], axis=0)[0].astype(jnp.int32)
-        return actions, [logits for logits, _ in outputs], [value for _, value in outputs]
+        every = jnp.stack(by_participant).astype(jnp.int32)
+        actions = jnp.take_along_axis(every, player[None], axis=0)[0]
+        return actions, [logits for logits, _ in outputs], [value for _, value in outputs], every
 
     def actions(params, player, states, ts, policy_key, bot_key):
         return decide(params, player, states, ts.observation, ts.action_mask, policy_key, bot_key)[0]
+
+    def with_every(params, player, states, ts, policy_key, bot_key):
+        acts, _, _, every = decide(params, player, states, ts.observation, ts.action_mask, policy_key, bot_key)
+        return acts, every
 
     def embed(env, x):
         """x [1, ...] -> [E, ...]: x at row ``env``, zeros elsewhere (typed keys through their key data)."""
@@ -123,7 +132,7 @@ def make_seat_actions(networks, bot_names: tuple[str, ...], greedy_policy: bool,
 
     def of_env(env, params, player, states, ts, policy_key, bot_key):
         full = functools.partial(jax.tree_util.tree_map, functools.partial(embed, env))
-        acts, logits, values = decide(params, full(player), full(states), full(ts.observation), full(ts.action_mask),
+        acts, logits, values, _ = decide(params, full(player), full(states), full(ts.observation), full(ts.action_mask),
                                       policy_key, bot_key)
 
         def rows(xs, shape):  # K arrays [E, ...] -> [K, 1, ...]: env's row of each
@@ -133,6 +142,7 @@ def make_seat_actions(networks, bot_names: tuple[str, ...], greedy_policy: bool,
         return rows([acts], ())[0], rows(logits, (C.NUM_PLAYERS, C.NUM_ACTIONS)), rows(values, (C.NUM_PLAYERS,))
 
     actions.of_env = of_env
+    actions.with_every = with_every
     return actions, per_game
 
 

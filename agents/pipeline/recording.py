@@ -19,7 +19,8 @@ in step order within each):
                  hidden information, ``jaxgame.observation.oracle_block``) or uint8[N, 72, 20] (pixels, packed 2bpp,
                  as the env gives them)
     mask         bool[N, A]     the legal actions
-    action       int16[N]       the action the seat's player sent
+    action       int16[N]       the action the seat's player sent; with a labeller (``label``), the labeller's action
+                                in that state: DAgger's data, a teacher labelling the states another player reaches
     reward       float32[N]     the seat's reward on that step (the placement reward on its last)
     outcome      float32[N]     the seat's rewards from that step to its last, summed (undiscounted return-to-go)
     placement    int8[N]        the seat's final rank in the game (1 = first)
@@ -29,6 +30,10 @@ in step order within each):
     position     int8[N]        the lineup position (its player is ``meta["players"][position]``)
     seat         int8[N]
     step         int16[N]       the step's index in the game (0 = the first decision)
+
+With a labeller, one more field (``LABELLED_FIELDS``):
+
+    played       int16[N]       the action the seat's player sent (``action`` is the labeller's)
 
 Games are played ``num_games`` seeds at a time (one compiled program, ``segment_steps`` steps per call, stopped
 when every game of the batch has ended); each batch is one shard. Batch ``b`` uses ``fold_in(key(seed), b)``:
@@ -61,6 +66,8 @@ FIELDS = ("obs", "mask", "action", "reward", "outcome", "placement", "decision",
           "seat", "step")
 #: The observation kinds a game of bots records (``jaxgame.env.OBS_KINDS`` but "both": a dataset field is one array).
 RECORDED_OBS = ("vector", "pixels", "oracle")
+#: the fields a labelled recording adds (``make_recorder(label=...)``)
+LABELLED_FIELDS = ("played",)
 
 
 @struct.dataclass
@@ -80,9 +87,10 @@ class Tables:
 class Recorder:
     """The compiled parts of a recording (``make_recorder``)."""
 
-    def __init__(self, game, networks, num_games, positions, bot_names, rotations, greedy_policy, segment_steps):
+    def __init__(self, game, networks, num_games, positions, bot_names, rotations, greedy_policy, segment_steps,
+                 label):
         self.game, self.num_games, self.rotations = game, num_games, rotations
-        self.positions, self.bot_names = positions, bot_names
+        self.positions, self.bot_names, self.label = positions, bot_names, label
         self.num_policies = len(networks)
         self.num_participants = self.num_policies + len(bot_names)
         self.max_steps = game.config.max_rounds * game.config.steps_per_round + 1
@@ -111,16 +119,18 @@ class Recorder:
 
             def body(c: Tables, _):
                 key, policy_key, bot_key = jax.random.split(c.key, 3)
-                actions = seat_actions(params, c.player, c.states, c.ts, policy_key, bot_key)
+                actions, every = seat_actions.with_every(params, c.player, c.states, c.ts, policy_key, bot_key)
                 states, ts = venv.step(c.states, actions)
                 live = c.playing & ~c.finished[:, None] & (c.t < self.max_steps)
                 row = {
                     "obs": jax.tree_util.tree_map(at_recorded, c.ts.observation),
                     "mask": at_recorded(c.ts.action_mask),
-                    "action": at_recorded(actions),
+                    "action": at_recorded(actions if label is None else every[label]),
                     "reward": at_recorded(ts.reward),
                     "live": at_recorded(live),
                 }
+                if label is not None:
+                    row["played"] = at_recorded(actions)
                 new = ts.done & ~c.finished
                 c = c.replace(states=states, ts=ts, playing=c.playing & ts.info["alive"], finished=c.finished | new,
                               rank=jnp.where(new[:, None], ts.info["rank"], c.rank), t=c.t + 1, key=key)
@@ -148,12 +158,15 @@ class Recorder:
 
 
 def make_recorder(game: jaxgame.AutoChessEnv, networks, num_games: int, positions, bot_names,
-                  rotations: int = C.NUM_PLAYERS, greedy_policy: bool = False, segment_steps: int = 48) -> Recorder:
+                  rotations: int = C.NUM_PLAYERS, greedy_policy: bool = False, segment_steps: int = 48,
+                  label: int | None = None) -> Recorder:
     """A ``Recorder`` of ``num_games`` game seeds at a time, each in ``rotations`` rotations (1..8).
 
     ``networks``: the policies' networks (participants ``0..K-1``); ``bot_names``: the bots after them (distinct
     names from ``agents.arena.tables.TABLE_BOTS``); ``positions``: the lineup positions recorded (distinct, in 0..7);
-    ``greedy_policy``: policies take their most likely legal action instead of sampling."""
+    ``greedy_policy``: policies take their most likely legal action instead of sampling; ``label``: a participant
+    index whose action in each recorded state is stored as ``action`` (the seat's own goes to ``played``; it need
+    not sit in the lineup), or None: the seat's own action."""
     for name, value, low, high in (("num_games", num_games, 1, 1 << 16), ("rotations", rotations, 1, C.NUM_PLAYERS),
                                    ("segment_steps", segment_steps, 1, 1 << 16)):
         if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
@@ -161,8 +174,12 @@ def make_recorder(game: jaxgame.AutoChessEnv, networks, num_games: int, position
     positions = tuple(int(p) for p in positions)
     if not positions or len(set(positions)) != len(positions) or not all(0 <= p < C.NUM_PLAYERS for p in positions):
         raise ValueError(f"positions must be distinct lineup positions in 0..{C.NUM_PLAYERS - 1}, got {positions!r}")
-    return Recorder(game, tuple(networks), num_games, positions, check_bot_names(bot_names), rotations,
-                    greedy_policy, segment_steps)
+    bot_names = check_bot_names(bot_names)
+    participants = len(tuple(networks)) + len(bot_names)
+    if label is not None and (isinstance(label, bool) or not isinstance(label, int) or not 0 <= label < participants):
+        raise ValueError(f"label must be a participant index in 0..{participants - 1} or None, got {label!r}")
+    return Recorder(game, tuple(networks), num_games, positions, bot_names, rotations, greedy_policy,
+                    segment_steps, label)
 
 
 def samples(recorder: Recorder, rows: dict, rank: np.ndarray, first_game: int) -> dict[str, np.ndarray]:
@@ -180,6 +197,7 @@ def samples(recorder: Recorder, rows: dict, rank: np.ndarray, first_game: int) -
     seat = recorder.recorded_seats[:, :, None]
     broadcast = np.zeros(live.shape, np.int64)
     mask = grouped(rows["mask"])
+    labelled = {"played": grouped(rows["played"]).astype(np.int16)} if "played" in rows else {}
     return {
         "obs": jax.tree_util.tree_map(grouped, rows["obs"]),
         "mask": mask,
@@ -193,6 +211,7 @@ def samples(recorder: Recorder, rows: dict, rank: np.ndarray, first_game: int) -
         "position": (np.asarray(recorder.positions)[None, :, None] + broadcast)[live].astype(np.int8),
         "seat": (seat + broadcast)[live].astype(np.int8),
         "step": (np.arange(num_steps)[None, None, :] + broadcast)[live].astype(np.int16),
+        **labelled,
     }
 
 
@@ -238,18 +257,21 @@ def _check_batch_fits(game, recorder, batch_games: int, rotations: int) -> None:
 
 
 def _counted(shards, placements: dict, decisions: list):
-    """``shards`` passed through, each game's placement per recorded position and the decisions counted."""
+    """``shards`` passed through, each game's placement per recorded position and the decisions counted (and,
+    in a labelled recording, the decisions where the player sent the label)."""
     for shard in shards:
         first = shard["step"] == 0  # one per game, rotation and position
         for p in placements:
             placements[p].extend(shard["placement"][first & (shard["position"] == p)].tolist())
         decisions[0] += int(shard["decision"].sum())
+        if "played" in shard:
+            decisions[1] += int((shard["decision"] & (shard["played"] == shard["action"])).sum())
         yield shard
 
 
 def record(players, out_dir, games: int, positions=(0,), seed: int = 0, rotations: int | None = None,
            batch_games: int = 8, rules: dict | None = None, obs: str = "vector", greedy_policy: bool = False,
-           progress: Progress | None = None) -> dict:
+           progress: Progress | None = None, label: str | None = None) -> dict:
     """Record ``games`` game seeds of ``players`` into the dataset directory ``out_dir``; returns a summary: the
     directory, the samples (and decisions among them), shards, bytes, games, rotations, the recorded positions'
     mean placements (``"POSITION:PLAYER"``; 0 counts a game that did not end) and the seconds.
@@ -260,9 +282,13 @@ def record(players, out_dir, games: int, positions=(0,), seed: int = 0, rotation
     same game). ``batch_games``: game seeds played at once (one shard each). ``rules`` (``GameConfig`` fields)
     and ``obs`` ("vector", "pixels" or "oracle": the vector followed by the hidden information, to clone from what
     the recorded players may not see) apply to games of bots only: policies play with the rules and observations
-    they trained with. The manifest's meta holds the players, the recorded positions, the rules, the observation
-    kind, the seed and the sizes. ``out_dir`` must be new or empty (checked first). Raises ``ValueError``
-    (``PolicyError``, ``DatasetError`` among them) with a one-line message, ``MemoryError`` when a batch cannot fit.
+    they trained with. ``label``: a player spec (as in ``players``; it need not play) whose action in each recorded
+    state is stored as the sample's ``action``, the seat's own as ``played`` (DAgger: ``players`` puts a clone in
+    the recorded position, ``label`` its teacher); the summary then adds ``label_agreement``, the share of the
+    recorded decisions where the player sent the label. The manifest's meta holds the players, the recorded
+    positions, the rules, the observation kind, the seed, the sizes and the labeller (None: none). ``out_dir``
+    must be new or empty (checked first). Raises ``ValueError`` (``PolicyError``, ``DatasetError`` among them)
+    with a one-line message, ``MemoryError`` when a batch cannot fit.
     """
     progress = progress or NoProgress()
     players = [str(p).strip() for p in players]
@@ -272,19 +298,20 @@ def record(players, out_dir, games: int, positions=(0,), seed: int = 0, rotation
         raise ValueError(f"players must name 1 or {C.NUM_PLAYERS} players, got {len(players)}")
     if rotations is None:
         rotations = C.NUM_PLAYERS if len(set(players)) > 1 else 1
-    for player in dict.fromkeys(players):  # every player named (PolicyError: the closest valid names) ...
-        parse_spec(player)
+    label = None if label is None else str(label).strip()
+    for player in dict.fromkeys(players + ([label] if label is not None else [])):  # every player named
+        parse_spec(player)  # (PolicyError: the closest valid names) ...
     out_dir = Path(out_dir)
     check_new_directory(out_dir)  # ... and the output new and writable, before anything is compiled or played
     check_writable(out_dir, "dir")
-    policies, player_of = resolve_players(dict.fromkeys(players))
+    policies, player_of = resolve_players(dict.fromkeys(players + ([label] if label is not None else [])))
     if not policies and obs not in RECORDED_OBS:  # a dataset field is one array: not "both"
         raise ValueError(f"obs must be one of {RECORDED_OBS}, got {obs!r}")
     game = table_game(policies, rules, obs)
     index, bot_names = participant_index(policies, player_of)
     lineup = [index[player_of[p]] for p in players]
     recorder = make_recorder(game, [p.network for p in policies], batch_games, positions, bot_names, rotations,
-                             greedy_policy)
+                             greedy_policy, label=None if label is None else index[player_of[label]])
     _check_batch_fits(game, recorder, batch_games, rotations)
     meta = {
         "players": players,
@@ -298,6 +325,7 @@ def record(players, out_dir, games: int, positions=(0,), seed: int = 0, rotation
         "seed": seed,
         "batch_games": batch_games,
         "greedy_policy": greedy_policy,
+        "label": label,
     }
     progress.status(f"recording {games} games of {', '.join(players)} (positions {list(recorder.positions)}, "
                     f"{rotations} rotation(s) each) into {out_dir}: compiling ...")
@@ -310,7 +338,7 @@ def record(players, out_dir, games: int, positions=(0,), seed: int = 0, rotation
         done[0] = games_done
 
     placements = {p: [] for p in recorder.positions}
-    decisions = [0]
+    decisions = [0, 0]
     counted = functools.partial(_counted, placements=placements, decisions=decisions)
     try:
         params = tuple(p.params for p in policies)
@@ -318,6 +346,8 @@ def record(players, out_dir, games: int, positions=(0,), seed: int = 0, rotation
                                  meta)
     finally:
         progress.close()
+    agreement = {} if label is None else {"label": label,
+                                          "label_agreement": round(decisions[1] / max(decisions[0], 1), 4)}
     return {
         "out": str(out_dir),
         "samples": manifest["num_samples"],
@@ -327,8 +357,10 @@ def record(players, out_dir, games: int, positions=(0,), seed: int = 0, rotation
         "games": games,
         "rotations": rotations,
         "mean_placement": {f"{p}:{players[p]}": round(float(np.mean(placements[p])), 3) for p in placements},
+        **agreement,
         "seconds": round(time.perf_counter() - start, 2),
     }
 
 
-__all__ = ["FIELDS", "RECORDED_OBS", "Recorder", "Tables", "make_recorder", "record", "record_shards", "samples"]
+__all__ = ["FIELDS", "LABELLED_FIELDS", "RECORDED_OBS", "Recorder", "Tables", "make_recorder", "record",
+           "record_shards", "samples"]

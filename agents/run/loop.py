@@ -119,7 +119,8 @@ def check_env_available(config: TrainConfig) -> None:
         raise RunError(str(err)) from None
     if config.bc_dataset:
         try:
-            dataset.open_dataset(config.bc_dataset)
+            for directory in config.bc.dataset_dirs:
+                dataset.open_dataset(directory)
         except dataset.DatasetError as err:
             raise RunError(f"bc_dataset {err} (record one with agents.pipeline.recording.record)") from None
 
