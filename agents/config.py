@@ -151,7 +151,7 @@ class RunConfig(_Group):
 
     NAME = "run"
     RANGES = {"seed": (0, 2**31 - 1), "num_envs": (1, 1 << 20), "num_devices": (0, 1 << 16),
-              "total_steps": (1, 1 << 50), "updates_per_chunk": (1, 1 << 20)}
+              "total_steps": (1, 1 << 50), "updates_per_chunk": (1, 1 << 20), "stop_at_update": (0, 1 << 40)}
     CHOICES = {"algo": ALGOS}
     STRINGS = {"init_from": _POLICY_NAME}
 
@@ -179,6 +179,10 @@ class RunConfig(_Group):
     parameters"""
     updates_per_chunk: int = 10
     """updates per jitted chunk, in [1, 2^20]; logging, evaluation and checkpoints happen between chunks"""
+    stop_at_update: int = 0
+    """end the run after this many updates (with its evaluation and checkpoint), in [0, 2^40] and at most the run's
+    updates; its schedules (learning rate, KL decays) stay those of total_steps', so the run is the first updates
+    of the whole one (to measure how fast a long schedule starts). 0 = run all of total_steps"""
 
     def __post_init__(self):
         super().__post_init__()
@@ -700,6 +704,9 @@ class TrainConfig:
                 f"{'' if self.bc_dataset else 'num_steps' if self.has_rollout else 'update_every'}), "
                 f"got {self.total_steps}"
             )
+        if self.stop_at_update > self.num_updates:
+            raise ValueError(f"TrainConfig.run.stop_at_update must be in [0, {self.num_updates}] (the run's updates; "
+                             f"0 = all), got {self.stop_at_update}")
         if self.warmup_updates and self.warmup_updates >= self.num_updates:
             raise ValueError(f"TrainConfig.optim.warmup_updates must be fewer than the run's {self.num_updates} "
                              f"updates, got {self.warmup_updates}")
@@ -777,6 +784,11 @@ class TrainConfig:
         if self.bc_dataset:
             return self.bc_batch_size
         return self.num_envs * (self.num_steps if self.has_rollout else self.update_every)
+
+    @property
+    def last_update(self) -> int:
+        """The update the run ends at: stop_at_update, or num_updates when it is 0."""
+        return self.stop_at_update or self.num_updates
 
     @property
     def num_updates(self) -> int:

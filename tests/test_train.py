@@ -292,6 +292,26 @@ def test_a_signal_during_an_evaluation_stops_after_it_with_a_checkpoint(smoke_ru
     assert _records(tmp_path / "r") == _records(run_dir)
 
 
+def test_stop_at_update_runs_the_first_updates_of_the_whole_run_and_resumes_to_its_end(smoke_run, tmp_path):
+    """stop_at_update=2 of the smoke preset's 4 updates: the run is the whole run's first chunk (its record, its
+    evaluation and checkpoint; the schedules keep num_updates), and a resume with stop_at_update=0 ends as the
+    uninterrupted run. A stop beyond the run's updates is refused, naming the field and the range."""
+    from agents.run.loop import train
+
+    run_dir, _ = smoke_run
+    config = preset_config("smoke").with_overrides({"stop_at_update": 2})
+    assert (config.num_updates, config.last_update) == (4, 2)
+    summary = train(config, tmp_path / "r")
+    assert summary["updates"] == 2 and not summary["early_stopped"] and summary["stopped"] is None
+    assert _records(tmp_path / "r") == _records(run_dir)[:1]
+    with CheckpointStore(tmp_path / "r" / "checkpoints", keep=1) as store:
+        assert store.steps() == [2]
+    assert train(preset_config("smoke"), tmp_path / "r", resume=True)["updates"] == 4
+    assert _records(tmp_path / "r") == _records(run_dir)
+    with pytest.raises(ValueError, match=r"TrainConfig\.run\.stop_at_update must be in \[0, 4\]"):
+        preset_config("smoke").with_overrides({"stop_at_update": 5})
+
+
 @game_cli
 def test_load_policy_builds_only_the_network_and_reads_only_the_parameters(smoke_run, monkeypatch):
     """``load_policy`` restores the checkpoint's parameters alone (``CheckpointStore.restore_subtree``) into the

@@ -64,8 +64,8 @@ CONFIG_FILE = "config.json"
 #: ``num_devices`` too: a checkpoint holds global arrays, restored onto any number of devices (and with it
 #: ``shuffle``, how the update splits its work over them); ``wandb_project`` only says where the scalars also go.
 RESUMABLE_CHANGES = frozenset(
-    {"total_steps", "eval_every", "eval_games", "checkpoint_every", "keep_checkpoints", "updates_per_chunk",
-     "num_devices", "shuffle", "wandb_project"}
+    {"total_steps", "stop_at_update", "eval_every", "eval_games", "checkpoint_every", "keep_checkpoints",
+     "updates_per_chunk", "num_devices", "shuffle", "wandb_project"}
 )
 
 
@@ -311,7 +311,8 @@ class StopSignals:
 
 
 class ChunkLoop:
-    """Runs ``program`` chunk by chunk from ``runner`` to ``config.num_updates`` updates.
+    """Runs ``program`` chunk by chunk from ``runner`` to ``config.last_update`` updates (``num_updates``, or
+    ``stop_at_update``).
 
     After each chunk: one record per log (``logs``, ``MetricsLog``-like), an evaluation every ``eval_every``
     chunks and after the last, a checkpoint in ``store`` every ``checkpoint_every`` chunks and after the last.
@@ -341,7 +342,7 @@ class ChunkLoop:
         """Chunks until the run is done, or until ``stop`` says a signal asked it to stop: then it checkpoints
         the chunk it just finished (if not saved already) and returns with ``result.stopped`` set."""
         config = self.program.config
-        chunk, total = config.updates_per_chunk, config.num_updates
+        chunk, total = config.updates_per_chunk, config.last_update
         done = self.program.updates_done(runner)
         self.progress.start(total, done)
         result = LoopResult(runner, done, 0, 0.0, [], [{} for _ in self.logs])
@@ -407,7 +408,7 @@ class ChunkLoop:
         result.trained_updates += n
         done = result.updates = program.updates_done(runner)
         chunks_done = -(-done // config.updates_per_chunk)  # from the run's start: a resume keeps the schedule
-        finished = done >= config.num_updates or program.finished_early(runner)
+        finished = done >= config.last_update or program.finished_early(runner)
         steps = done * config.steps_per_update
         base = {"update": done, "env_steps": steps, "seat_steps": steps * program.num_players,
                 "wall_s": round(self.wall_before + result.train_s, 3)}
