@@ -61,6 +61,11 @@ def test_the_record_of_a_result_over_seeds_is_sound_and_checked_against_its_evid
     single = results.record_from_seeds(_result(1), "y", command=["c"], machine="m", environment="e", date="2026-11-27",
                                        commit="abcdef1", files=[], evaluation="x.seeds.json")
     assert single["single_seed"] and "ci95" not in single["numbers"]["vs_greedy"]
+    assert record["title"] == "ppo_small: 10 updates over 3 training seeds"
+    stopped = results.record_from_seeds({**result, "schedule_updates": 976}, "z", command=["c"], machine="m",
+                                        environment="e", date="2026-11-27", commit="abcdef1", files=[],
+                                        evaluation="x.seeds.json")
+    assert stopped["title"] == "ppo_small: the first 10 of its 976 updates (stop_at_update) over 3 training seeds"
 
 
 def test_reproduce_refuses_an_evaluation_seed_it_trained_on_and_repeated_seeds(tmp_path):
@@ -76,6 +81,7 @@ def test_two_seeds_of_the_smoke_preset_and_a_repeated_call_that_trains_and_plays
     first = over_seeds.reproduce(config, "smoke", [0, 1], tmp_path, vs=("greedy",), games=1, eval_seed=7)
     per_seed = first["vs_greedy"]["per_seed"]
     assert len(per_seed) == 2 and all(1.0 <= p <= 8.0 for p in per_seed)
+    assert first["schedule_updates"] == config.num_updates == 2
     mean, half = first["vs_greedy"]["mean_placement"], first["vs_greedy"]["ci95"]
     assert mean == pytest.approx(sum(per_seed) / 2)
     assert half == pytest.approx(stats.t.ppf(0.975, 1) * abs(per_seed[0] - per_seed[1]) / 2)  # std/sqrt(2)

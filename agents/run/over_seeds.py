@@ -153,7 +153,7 @@ def reproduce(config: TrainConfig, preset: str, seeds, out, vs=OPPONENTS, games:
         per_seed.append({"seed": seed, "run_dir": str(run_dir), "eval": cached["result"], "summary": summary,
                          "minutes_to_target": minutes_to_target(run_dir)})
     result = {"preset": preset, "seeds": seeds, "eval_seed": eval_seed, "games_per_lineup": games * 8,
-              "config": seed_config(config, seeds[0]).to_dict(),
+              "config": seed_config(config, seeds[0]).to_dict(), "schedule_updates": config.num_updates,
               **aggregate(per_seed, tuple(vs)),
               "runs": [{k: e[k] for k in ("seed", "run_dir", "minutes_to_target")} for e in per_seed]}
     (out / "reproduce.json").write_text(json.dumps(result, indent=1))

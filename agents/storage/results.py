@@ -377,6 +377,15 @@ def replace_block(text: str, block: str) -> str:
 _LINEUP_KEYS = {source[len("vs_"):]: key for key, source in EVAL_KEYS.items()}
 
 
+def _updates_span(result: dict) -> str:
+    """"N updates", or "the first N of its M updates (stop_at_update)" for runs stopped before their schedule's
+    end (``result["schedule_updates"]``: the schedule's length)."""
+    updates, schedule = max(result["updates"]), result.get("schedule_updates")
+    if schedule and updates < schedule:
+        return f"the first {updates} of its {schedule} updates (stop_at_update)"
+    return f"{updates} updates"
+
+
 def record_from_seeds(result: dict, record_id: str, *, command: list[str], machine: str, environment: str,
                       date: str, commit: str, files: list[str], evaluation: str) -> dict:
     """A learning record of ``agents.run.over_seeds.reproduce``'s aggregate ``result`` (its JSON is the record's
@@ -407,7 +416,7 @@ def record_from_seeds(result: dict, record_id: str, *, command: list[str], machi
         "id": record_id,
         # no "on the current code": the record's commit and date say which code it ran, the README's code column
         # whether that is still current
-        "title": f"{result['preset']}: {max(result['updates'])} updates over {n} training seed{'s' * (n > 1)}",
+        "title": f"{result['preset']}: {_updates_span(result)} over {n} training seed{'s' * (n > 1)}",
         "kind": "learning",
         "preset": result["preset"],
         "subject": f"`{result['preset']}`",
