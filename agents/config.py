@@ -36,7 +36,7 @@ import jax.numpy as jnp
 from flax import struct
 
 from agents.core.networks import NETWORK_KINDS as NETWORKS
-from agents.core.networks import PIXEL_NETWORKS
+from agents.core.networks import PIXEL_NETWORKS, VECTOR_ONLY_NETWORKS
 from jaxgame.config import FLOAT_RULE_RANGES, INT_RULE_RANGES, GameConfig, check_float, check_int
 
 ALGOS = ("ppo", "a2c", "bc")
@@ -267,8 +267,10 @@ class NetConfig(_Group):
     CHOICES = {"network": NETWORKS, "activation": ACTIVATIONS}
 
     network: str = "mlp"
-    """"mlp" (needs obs="vector" or "oracle"); for obs="pixels": "cnn" (three strided convolutions, accelerator-sized)
-    or "tiles" (one embedding per 8x8 tile of the frame, about an eighth of the cnn's work: CPU-sized)"""
+    """"mlp" (needs obs="vector" or "oracle"), "entity" (the game's vector observation read as units, each action
+    scored from the units it names; obs="vector" only; agents.core.entity_network); for obs="pixels": "cnn" (three
+    strided convolutions, accelerator-sized) or "tiles" (one embedding per 8x8 tile of the frame, about an eighth of
+    the cnn's work: CPU-sized)"""
     hidden: tuple = (256, 256)
     """hidden layer widths: a tuple of 1 to 8 ints, each in [1, 2^16]"""
     activation: str = "tanh"
@@ -648,8 +650,12 @@ class TrainConfig:
         if (self.obs == "pixels") != (self.network in PIXEL_NETWORKS):
             raise ValueError(
                 f"TrainConfig.net.network must be {' or '.join(map(repr, PIXEL_NETWORKS))} for obs='pixels' and "
-                f"'mlp' for obs='vector' or 'oracle', got network={self.network!r} with obs={self.obs!r}"
+                f"'mlp' or 'entity' for obs='vector', 'mlp' for 'oracle', got network={self.network!r} with "
+                f"obs={self.obs!r}"
             )
+        if self.network in VECTOR_ONLY_NETWORKS and (self.obs != "vector" or self.is_gymnax):
+            raise ValueError(f"TrainConfig.net.network={self.network!r} reads the game's vector observation: it "
+                             f"needs env='autochess' and obs='vector', got env={self.env!r}, obs={self.obs!r}")
 
     def _check_references(self):
         """A teacher or an anchor: a KL term in PPO's loss on the game's vector observation."""

@@ -111,7 +111,9 @@ class TileTorso(nn.Module):
 #: the pixel networks (``TrainConfig.network`` for ``obs="pixels"``) and their frame torsos
 PIXEL_TORSOS = {"cnn": PixelTorso, "tiles": TileTorso}
 PIXEL_NETWORKS = tuple(PIXEL_TORSOS)
-NETWORK_KINDS = ("mlp", *PIXEL_NETWORKS)
+#: networks of the game's vector observation only (not oracle, not gymnax): ``agents.core.entity_network``
+VECTOR_ONLY_NETWORKS = ("entity",)
+NETWORK_KINDS = ("mlp", *VECTOR_ONLY_NETWORKS, *PIXEL_NETWORKS)
 
 
 class ActorCritic(nn.Module):
@@ -176,8 +178,9 @@ def actor_critic(
     activation: str = "tanh",
     shared_torso: bool = False,
 ) -> nn.Module:
-    """Build an actor-critic: ``"mlp"`` -> ``ActorCritic``; ``"cnn"`` (three convolutions) or ``"tiles"``
-    (one embedding per 8x8 tile) -> ``PixelActorCritic`` on packed frames.
+    """Build an actor-critic: ``"mlp"`` -> ``ActorCritic``; ``"entity"`` -> ``entity_network.EntityActorCritic``
+    (the game's vector observation read as units; ``shared_torso`` does not apply); ``"cnn"`` (three convolutions)
+    or ``"tiles"`` (one embedding per 8x8 tile) -> ``PixelActorCritic`` on packed frames.
 
     For the pixel networks, ``hidden`` are the dense layers after the frame torso.
     """
@@ -185,6 +188,10 @@ def actor_critic(
     hidden = tuple(int(h) for h in hidden)
     if kind == "mlp":
         return ActorCritic(num_actions, hidden, activation, shared_torso)
+    if kind == "entity":
+        from agents.core.entity_network import EntityActorCritic  # it builds on this module's MLP
+
+        return EntityActorCritic(num_actions, hidden, activation)
     if kind in PIXEL_NETWORKS:
         return PixelActorCritic(num_actions, hidden, activation, shared_torso, torso=kind)
     raise ValueError(f"unknown network kind {kind!r}; expected one of {NETWORK_KINDS}")

@@ -1,0 +1,116 @@
+"""The entity network (agents.core.entity_network, ``network="entity"``): its unit features against the game state,
+its action layout, permutation equivariance over the shop and the bench, a run that trains it, and the configs it
+refuses."""
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+import jaxgame
+from agents.config import TrainConfig
+from agents.core import networks
+from agents.core.entity_network import NUM_ENTITIES, unit_features
+from jaxgame import bots
+from jaxgame import constants as C
+from jaxgame import species as sp
+from jaxgame.observation import OBS_LAYOUT, UNIT_FEATURES
+
+
+@pytest.fixture(scope="module")
+def played():
+    """A few games of greedy bots, 40 steps in: (states, observations float32[4, 8, OBS_SIZE])."""
+    game = jaxgame.make("autochess", max_rounds=6, steps_per_round=8, max_combat_ticks=100)
+    venv = jaxgame.VecEnv(game, 4)
+    states, ts = jax.vmap(game.reset)(jax.random.split(jax.random.key(0), 4))
+    step = jax.jit(venv.step)
+    for t in range(40):
+        keys = jax.random.split(jax.random.key(t), 4)
+        states, ts = step(states, jax.vmap(bots.greedy_policy)(keys, states, ts.action_mask))
+    return states, np.asarray(ts.observation)
+
+
+def test_unit_features_name_each_slots_species_and_its_owned_and_drawable_copies(played):
+    states, obs = played
+    features = np.asarray(unit_features(jnp.asarray(obs)))
+    assert features.shape == (4, 8, NUM_ENTITIES, UNIT_FEATURES + sp.NUM_SPECIES + 2)
+    species = np.concatenate([np.asarray(states.players.shop), np.asarray(states.players.species)], axis=-1)
+    assert (species >= 0).any() and (species < 0).any()
+    owned, pool = (obs[..., slice(*OBS_LAYOUT[name])] for name in ("owned", "pool"))
+    for g, seat, slot in np.ndindex(species.shape):
+        s = species[g, seat, slot]
+        one_hot = features[g, seat, slot, UNIT_FEATURES:UNIT_FEATURES + sp.NUM_SPECIES]
+        if s < 0:
+            assert not one_hot.any() and not features[g, seat, slot, -2:].any()
+        else:
+            assert one_hot.argmax() == s and one_hot.sum() == 1
+            assert features[g, seat, slot, -2] == owned[g, seat, s] and features[g, seat, slot, -1] == pool[g, seat, s]
+
+
+def _network_and_params(obs):
+    network = networks.actor_critic("entity", C.NUM_ACTIONS, (32, 32))
+    params = network.init(jax.random.key(1), jnp.asarray(obs[:1, 0]))
+    # the slot embeddings tell slots apart; zeroed, the network treats every shop (and bench) slot alike
+    flat = jax.tree_util.tree_map(lambda x: x, params)
+    flat["params"]["slot_embedding"] = jnp.zeros_like(flat["params"]["slot_embedding"])
+    return network, params, flat
+
+
+def _permuted(obs, block, first, count, order):
+    """obs with the unit records ``first .. first + count`` of ``block`` in ``order``."""
+    start = OBS_LAYOUT[block][0] + first * UNIT_FEATURES
+    records = obs[..., start:start + count * UNIT_FEATURES].reshape(*obs.shape[:-1], count, UNIT_FEATURES)
+    out = obs.copy()
+    out[..., start:start + count * UNIT_FEATURES] = records[..., order, :].reshape(*obs.shape[:-1], -1)
+    return out
+
+
+def test_the_logits_follow_the_action_layout_and_permuting_the_shop_or_bench_permutes_their_actions(played):
+    _, obs = played
+    obs = obs.reshape(-1, obs.shape[-1])
+    network, params, same_slots = _network_and_params(obs[:, None])
+    logits, value = network.apply(params, obs)
+    assert logits.shape == (obs.shape[0], C.NUM_ACTIONS) and value.shape == (obs.shape[0],)
+    assert np.isfinite(np.asarray(logits)).all() and np.isfinite(np.asarray(value)).all()
+
+    base, _ = network.apply(same_slots, obs)
+    base = np.asarray(base)
+    shop_order = np.array([3, 0, 5, 1, 4, 2])
+    shopped, _ = network.apply(same_slots, _permuted(obs, "shop", 0, C.SHOP_SIZE, shop_order))
+    shopped = np.asarray(shopped)
+    buy = slice(C.ACTION_BUY, C.ACTION_BUY + C.SHOP_SIZE)
+    np.testing.assert_allclose(shopped[:, buy], base[:, buy][:, shop_order], atol=1e-5)
+    others = np.r_[0:C.ACTION_BUY, C.ACTION_BUY + C.SHOP_SIZE:C.NUM_ACTIONS]
+    np.testing.assert_allclose(shopped[:, others], base[:, others], atol=1e-5)
+
+    bench_order = np.array([7, 6, 5, 4, 3, 2, 1, 0])
+    benched, _ = network.apply(same_slots, _permuted(obs, "slots", 0, C.BENCH_SIZE, bench_order))
+    benched = np.asarray(benched)
+    sell = base[:, C.ACTION_SELL:C.ACTION_SELL + C.BENCH_SIZE]
+    np.testing.assert_allclose(benched[:, C.ACTION_SELL:C.ACTION_SELL + C.BENCH_SIZE], sell[:, bench_order], atol=1e-5)
+    place = base[:, C.ACTION_PLACE:C.ACTION_RECALL].reshape(-1, C.BENCH_SIZE, C.BOARD_CELLS)
+    np.testing.assert_allclose(benched[:, C.ACTION_PLACE:C.ACTION_RECALL].reshape(place.shape), place[:, bench_order],
+                               atol=1e-5)
+    np.testing.assert_allclose(benched[:, C.ACTION_RECALL:], base[:, C.ACTION_RECALL:], atol=1e-5)
+
+
+def test_a_dataset_run_trains_the_entity_network(tmp_path):
+    from agents.policies.load import load_policy
+    from agents.run.loop import train
+    from tests.test_bc_dataset import config_for, write_random_dataset
+
+    write_random_dataset(tmp_path / "data", seed=0)
+    summary = train(config_for(tmp_path / "data", network="entity"), tmp_path / "run")
+    assert summary["updates"] == 20
+    policy = load_policy(tmp_path / "run")
+    assert policy.config.network == "entity" and "slot_embedding" in policy.params["params"]
+
+
+@pytest.mark.parametrize("fields, message", [
+    (dict(network="entity", obs="oracle"), "reads the game's vector observation"),
+    (dict(network="entity", env="gymnax:CartPole-v1"), "reads the game's vector observation"),
+    (dict(network="entity", obs="pixels"), "for obs='pixels'"),
+])
+def test_the_entity_network_is_refused_off_the_games_vector_observation(fields, message):
+    with pytest.raises(ValueError, match=message):
+        TrainConfig(**fields)
