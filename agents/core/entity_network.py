@@ -27,7 +27,7 @@ import flax.linen as nn
 import jax
 import jax.numpy as jnp
 
-from agents.core.networks import MLP, _activation, _dense
+from agents.core.layers import MLP, activation_fn, dense
 from jaxgame import constants as C
 from jaxgame import species as sp
 from jaxgame.observation import OBS_LAYOUT, OBS_SIZE, UNIT_FEATURES
@@ -72,31 +72,31 @@ class EntityActorCritic(nn.Module):
         if obs.shape[-1] != OBS_SIZE or self.num_actions != C.NUM_ACTIONS:
             raise ValueError(f"the entity network reads the game's vector observation ([..., {OBS_SIZE}], "
                              f"{C.NUM_ACTIONS} actions), got [..., {obs.shape[-1]}] and {self.num_actions} actions")
-        act = _activation(self.activation)
+        act = activation_fn(self.activation)
         slot = self.param("slot_embedding", nn.initializers.normal(0.1), (NUM_ENTITIES, self.width))
-        units = act(_dense(self.width, 1.0, "unit_in")(unit_features(obs)) + slot)
-        units = act(_dense(self.width, 1.0, "unit_out")(units))  # [..., 38, W]
+        units = act(dense(self.width, 1.0, "unit_in")(unit_features(obs)) + slot)
+        units = act(dense(self.width, 1.0, "unit_out")(units))  # [..., 38, W]
         shop, bench, board = jnp.split(units, [C.SHOP_SIZE, C.SHOP_SIZE + C.BENCH_SIZE], axis=-2)
         own = [_block(obs, name) for name in ("self", "synergies", "pool", "owned", "opponents")]
         summary = jnp.concatenate(own + [shop.mean(-2), bench.mean(-2), board.mean(-2)], axis=-1)
         context = MLP(self.hidden, self.activation, name="context")(summary)
-        value = _dense(1, 1.0, "value_head")(MLP(self.hidden, self.activation, name="critic_torso")(summary))[..., 0]
+        value = dense(1, 1.0, "value_head")(MLP(self.hidden, self.activation, name="critic_torso")(summary))[..., 0]
 
         def with_context(x):  # [..., n, W] -> [..., n, W + H]
             return jnp.concatenate([x, jnp.broadcast_to(context[..., None, :], (*x.shape[:-1], context.shape[-1]))],
                                    axis=-1)
 
         def per_entity(x, name):  # one logit per entity, from it and the context
-            return _dense(1, 0.01, name)(act(_dense(self.width, 1.0, name + "_hidden")(with_context(x))))[..., 0]
+            return dense(1, 0.01, name)(act(dense(self.width, 1.0, name + "_hidden")(with_context(x))))[..., 0]
 
-        globals_ = _dense(len(_GLOBAL_ACTIONS), 0.01, "global_head")(context)
+        globals_ = dense(len(_GLOBAL_ACTIONS), 0.01, "global_head")(context)
         buy = per_entity(shop, "buy_head")
         sell = per_entity(jnp.concatenate([bench, board], axis=-2), "sell_head")
         recall = per_entity(board, "recall_head")
-        query = _dense(self.width, 0.1, "place_query")(with_context(bench))  # [..., 8, W]
-        key = _dense(self.width, 0.1, "place_key")(with_context(board))  # [..., 24, W]
+        query = dense(self.width, 0.1, "place_query")(with_context(bench))  # [..., 8, W]
+        key = dense(self.width, 0.1, "place_key")(with_context(board))  # [..., 24, W]
         place = jnp.einsum("...bw,...cw->...bc", query, key) / jnp.sqrt(float(self.width))
-        place = place + _dense(1, 0.01, "place_cell")(key)[..., 0][..., None, :]
+        place = place + dense(1, 0.01, "place_cell")(key)[..., 0][..., None, :]
         logits = jnp.concatenate([
             globals_[..., :1], buy, globals_[..., 1:], sell, place.reshape(*place.shape[:-2], -1), recall,
         ], axis=-1)

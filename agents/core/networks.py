@@ -13,22 +13,12 @@ from collections.abc import Sequence
 import flax.linen as nn
 import jax
 import jax.numpy as jnp
-import numpy as np
 
+from agents.core.entity_network import EntityActorCritic
+from agents.core.layers import HIDDEN_SCALE, MLP
+from agents.core.layers import activation_fn as _activation
+from agents.core.layers import dense as _dense
 from jaxgame.packing import FRAME_H, FRAME_W, PACKED_W, TILE, UNPACK_LUT
-
-_ACTIVATIONS = {"tanh": nn.tanh, "relu": nn.relu}
-_HIDDEN_SCALE = float(np.sqrt(2.0))
-
-
-def _activation(name: str):
-    if name not in _ACTIVATIONS:
-        raise ValueError(f"unknown activation {name!r}; expected one of {sorted(_ACTIVATIONS)}")
-    return _ACTIVATIONS[name]
-
-
-def _dense(features: int, scale: float, name: str | None = None) -> nn.Dense:
-    return nn.Dense(features, kernel_init=nn.initializers.orthogonal(scale), bias_init=nn.initializers.zeros, name=name)
 
 
 def unpack_frames(packed: jax.Array) -> jax.Array:
@@ -41,20 +31,6 @@ def unpack_frames(packed: jax.Array) -> jax.Array:
     pixels = jnp.asarray(UNPACK_LUT)[packed.astype(jnp.int32)]
     pixels = pixels.reshape(*packed.shape[:-1], packed.shape[-1] * 4)
     return pixels.astype(jnp.float32) / 3.0
-
-
-class MLP(nn.Module):
-    """float32[..., D] -> float32[..., hidden[-1]]: dense layers with the given activation."""
-
-    hidden: Sequence[int] = (256, 256)
-    activation: str = "tanh"
-
-    @nn.compact
-    def __call__(self, x: jax.Array) -> jax.Array:
-        act = _activation(self.activation)
-        for features in self.hidden:
-            x = act(_dense(features, _HIDDEN_SCALE)(x))
-        return x
 
 
 class PixelTorso(nn.Module):
@@ -76,7 +52,7 @@ class PixelTorso(nn.Module):
                 (kernel, kernel),
                 strides=(2, 2),
                 padding="SAME",
-                kernel_init=nn.initializers.orthogonal(_HIDDEN_SCALE),
+                kernel_init=nn.initializers.orthogonal(HIDDEN_SCALE),
                 bias_init=nn.initializers.zeros,
             )(x)
             x = nn.relu(x)
@@ -104,7 +80,7 @@ class TileTorso(nn.Module):
         rows, cols = FRAME_H // TILE, FRAME_W // TILE
         patches = frames.reshape(batch, rows, TILE, cols, TILE).transpose(0, 1, 3, 2, 4)
         patches = patches.reshape(batch, rows, cols, TILE * TILE)
-        x = nn.relu(_dense(self.features, _HIDDEN_SCALE, name="tile_embed")(patches))
+        x = nn.relu(_dense(self.features, HIDDEN_SCALE, name="tile_embed")(patches))
         return MLP(self.hidden, self.activation)(x.reshape(batch, -1))
 
 
@@ -189,8 +165,6 @@ def actor_critic(
     if kind == "mlp":
         return ActorCritic(num_actions, hidden, activation, shared_torso)
     if kind == "entity":
-        from agents.core.entity_network import EntityActorCritic  # it builds on this module's MLP
-
         return EntityActorCritic(num_actions, hidden, activation)
     if kind in PIXEL_NETWORKS:
         return PixelActorCritic(num_actions, hidden, activation, shared_torso, torso=kind)
