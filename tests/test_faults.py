@@ -463,7 +463,7 @@ class _CompileOnlyProgram:
     must never run."""
 
     class config:  # noqa: N801 (stands in for a TrainConfig)
-        updates_per_chunk, num_updates = 2, 4
+        updates_per_chunk, num_updates, last_update = 2, 4, 4
 
     has_eval = False
 
