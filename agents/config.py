@@ -420,7 +420,7 @@ class BCConfig(_Group):
     def __post_init__(self):
         super().__post_init__()
         if self.bc_dataset:
-            dirs = [d.strip() for d in self.bc_dataset.split(",")]
+            dirs = self.dataset_dirs
             if not all(dirs) or len(set(dirs)) != len(dirs):
                 self._fail("bc_dataset", "must be one directory or distinct comma-separated directories, none empty; "
                            f"got {self.bc_dataset!r}")

@@ -299,12 +299,13 @@ def record(players, out_dir, games: int, positions=(0,), seed: int = 0, rotation
     if rotations is None:
         rotations = C.NUM_PLAYERS if len(set(players)) > 1 else 1
     label = None if label is None else str(label).strip()
-    for player in dict.fromkeys(players + ([label] if label is not None else [])):  # every player named
-        parse_spec(player)  # (PolicyError: the closest valid names) ...
+    named = dict.fromkeys(players + ([label] if label is not None else []))  # the labeller need not play
+    for player in named:  # every player named (PolicyError: the closest valid names) ...
+        parse_spec(player)
     out_dir = Path(out_dir)
     check_new_directory(out_dir)  # ... and the output new and writable, before anything is compiled or played
     check_writable(out_dir, "dir")
-    policies, player_of = resolve_players(dict.fromkeys(players + ([label] if label is not None else [])))
+    policies, player_of = resolve_players(named)
     if not policies and obs not in RECORDED_OBS:  # a dataset field is one array: not "both"
         raise ValueError(f"obs must be one of {RECORDED_OBS}, got {obs!r}")
     game = table_game(policies, rules, obs)
