@@ -2,6 +2,7 @@
 its action layout, permutation equivariance over the shop and the bench, a run that trains it, and the configs it
 refuses."""
 
+import flax.linen as nn
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -10,7 +11,8 @@ import pytest
 import jaxgame
 from agents.config import TrainConfig
 from agents.core import networks
-from agents.core.entity_network import NUM_ENTITIES, unit_features
+from agents.core.entity_network import NUM_ENTITIES, EntityContextDense, entitywise, unit_features
+from agents.core.layers import dense
 from jaxgame import bots
 from jaxgame import constants as C
 from jaxgame import species as sp
@@ -45,6 +47,31 @@ def test_unit_features_name_each_slots_species_and_its_owned_and_drawable_copies
         else:
             assert one_hot.argmax() == s and one_hot.sum() == 1
             assert features[g, seat, slot, -2] == owned[g, seat, s] and features[g, seat, slot, -1] == pool[g, seat, s]
+
+
+def test_the_entity_context_dense_is_a_dense_layer_of_the_entity_and_context_concatenated():
+    x = jax.random.normal(jax.random.key(0), (3, 5, 7, 16))
+    context = jax.random.normal(jax.random.key(1), (3, 5, 24))
+    layer = EntityContextDense(8, 1.0)
+    params = layer.init(jax.random.key(2), x, context)
+    params = jax.tree_util.tree_map(lambda p: p + 0.1, params)  # a non-zero bias too
+    joined = jnp.concatenate([x, jnp.broadcast_to(context[..., None, :], (3, 5, 7, 24))], axis=-1)
+    reference = dense(8, 1.0).apply(params, joined)  # the same parameter tree: kernel float32[16 + 24, 8], bias
+    np.testing.assert_allclose(layer.apply(params, x, context), reference, rtol=1e-5, atol=1e-5)
+
+
+def test_entitywise_applies_a_layer_to_every_entity_as_rows():
+    class Rows(nn.Module):
+        @nn.compact
+        def __call__(self, x):
+            return entitywise(dense(8, 1.0, "layer"), x)
+
+    x = jax.random.normal(jax.random.key(3), (3, 5, 7, 40))
+    params = jax.tree_util.tree_map(lambda p: p + 0.1, Rows().init(jax.random.key(4), x))
+    out = Rows().apply(params, x)
+    assert out.shape == (3, 5, 7, 8)
+    np.testing.assert_allclose(out, dense(8, 1.0).apply({"params": params["params"]["layer"]}, x), rtol=1e-5,
+                               atol=1e-5)
 
 
 def _network_and_params(obs):
