@@ -15,9 +15,7 @@ import jax
 import jax.numpy as jnp
 
 from agents.core.entity_network import EntityActorCritic
-from agents.core.layers import HIDDEN_SCALE, MLP
-from agents.core.layers import activation_fn as _activation
-from agents.core.layers import dense as _dense
+from agents.core.layers import HIDDEN_SCALE, MLP, activation_fn, dense
 from jaxgame.packing import FRAME_H, FRAME_W, PACKED_W, TILE, UNPACK_LUT
 
 
@@ -80,7 +78,7 @@ class TileTorso(nn.Module):
         rows, cols = FRAME_H // TILE, FRAME_W // TILE
         patches = frames.reshape(batch, rows, TILE, cols, TILE).transpose(0, 1, 3, 2, 4)
         patches = patches.reshape(batch, rows, cols, TILE * TILE)
-        x = nn.relu(_dense(self.features, HIDDEN_SCALE, name="tile_embed")(patches))
+        x = nn.relu(dense(self.features, HIDDEN_SCALE, name="tile_embed")(patches))
         return MLP(self.hidden, self.activation)(x.reshape(batch, -1))
 
 
@@ -112,8 +110,8 @@ class ActorCritic(nn.Module):
         else:
             actor = MLP(self.hidden, self.activation, name="actor_torso")(obs)
             critic = MLP(self.hidden, self.activation, name="critic_torso")(obs)
-        logits = _dense(self.num_actions, 0.01, name="policy_head")(actor)
-        value = _dense(1, 1.0, name="value_head")(critic)[..., 0]
+        logits = dense(self.num_actions, 0.01, name="policy_head")(actor)
+        value = dense(1, 1.0, name="value_head")(critic)[..., 0]
         return logits, value
 
 
@@ -142,8 +140,8 @@ class PixelActorCritic(nn.Module):
         else:
             actor = torso(self.hidden, self.activation, name="actor_torso")(frames)
             critic = torso(self.hidden, self.activation, name="critic_torso")(frames)
-        logits = _dense(self.num_actions, 0.01, name="policy_head")(actor)
-        value = _dense(1, 1.0, name="value_head")(critic)[..., 0]
+        logits = dense(self.num_actions, 0.01, name="policy_head")(actor)
+        value = dense(1, 1.0, name="value_head")(critic)[..., 0]
         return logits.reshape(*lead, self.num_actions), value.reshape(lead)
 
 
@@ -160,7 +158,7 @@ def actor_critic(
 
     For the pixel networks, ``hidden`` are the dense layers after the frame torso.
     """
-    _activation(activation)
+    activation_fn(activation)
     hidden = tuple(int(h) for h in hidden)
     if kind == "mlp":
         return ActorCritic(num_actions, hidden, activation, shared_torso)
