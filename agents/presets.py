@@ -159,6 +159,14 @@ PRESETS["independent"] = Preset(
     # about 40 minutes; 320 took 21 min 36 s wall (docs/log-2026-11.md "Results")
     dataclasses.replace(_PPO_SMALL_V1, independent=True, total_steps=655_360),
 )
+PRESETS["independent_large"] = Preset(
+    "one GPU: ppo_large with one independent learner per seat (own parameters, optimizer and data), 400M env steps",
+    # Per sample, each independent learner learned like ppo_small's one network as far as the 30-minute CPU run went
+    # (record independent_per_sample); what it lacks there is samples: 553 per learner per training second against
+    # ppo_small's 6,251. Here each learner trains on 400M samples of its own seat, 4x the 105M seat-steps after
+    # which ppo_large-v1 placed 1.16 vs greedy (update 100, record ppo_large_v1).
+    dataclasses.replace(PRESETS["ppo_large"].config, independent=True),
+)
 
 
 def preset_config(name: str) -> TrainConfig:

@@ -187,6 +187,7 @@ DERIVED = {
     "bc_data": (20000, 256, 8192, 8, 40, 8, False, False, "vector"),
     "bc_small": (160, 2048, 16384, 8, 16, 8, False, True, "vector"),
     "independent": (320, 2048, 2048, 8, 16, 8, False, True, "vector"),
+    "independent_large": (3051, 131072, 131072, 8, 306, 8, False, True, "vector"),
     "league_small": (430, 2048, 16384, 8, 22, 8, False, True, "vector"),
     "ppo_gymnax": (976, 512, 512, 1, 16, 1, True, True, "vector"),
     "ppo_large": (3051, 131072, 1048576, 8, 306, 8, False, True, "vector"),
@@ -267,7 +268,7 @@ def test_each_group_checks_its_own_fields(build, message):
 @pytest.mark.parametrize(
     "fields, message",
     [
-        (dict(obs="pixels"), r"TrainConfig\.net\.network must be 'cnn' or 'tiles' for obs='pixels'"),
+        (dict(obs="pixels"), r"TrainConfig\.net\.network must be 'cnn' or 'tiles' or 'tile_ids' for obs='pixels'"),
         (dict(teacher="r", algo="a2c"), r"TrainConfig\.distill\.teacher \(a KL term in PPO's loss\) needs algo"),
         (dict(teacher="r", league_size=2), r"TrainConfig\.distill\.teacher: a league run cannot distil"),
         (dict(anchor="r", anchor_kl=0.0), r"TrainConfig\.distill\.anchor_kl must be > 0 with an anchor"),

@@ -16,7 +16,7 @@ from agents.utils.lowering import lowered_text, lowering_problems, text_problems
 from agents.utils.memory import compiled_bytes
 
 
-@pytest.mark.parametrize("preset", ["ppo_large", "a2c_stream", "ppo_pixels"])
+@pytest.mark.parametrize("preset", ["ppo_large", "a2c_stream", "ppo_pixels", "independent_large"])
 def test_a_training_chunk_lowers_for_cuda_with_nothing_that_stalls_it(preset):
     config = preset_config(preset)
     trainer = build(config).trainer
