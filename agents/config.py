@@ -203,8 +203,8 @@ class TaskConfig(_Group):
     env: str = "autochess"
     """"autochess" or "gymnax:<EnvName>" (single agent, e.g. "gymnax:CartPole-v1")"""
     obs: str = "vector"
-    """"vector", "pixels" (packed 2bpp frames; needs network="cnn" or "tiles") or "oracle" (the vector followed by
-    what a seat may not know: the other seats' shops, benches, boards, gold, xp and the next PvP opponent,
+    """"vector", "pixels" (packed 2bpp frames; needs network="cnn", "tiles" or "tile_ids") or "oracle" (the vector
+    followed by what a seat may not know: the other seats' shops, benches, boards, gold, xp and the next PvP opponent,
     jaxgame.observation.oracle_block; for an oracle teacher); game only: a gymnax env needs "vector\""""
     opponents: str = "self"
     """who plays the 8 seats: "self" (every seat is the learner: shared-parameter self-play), "random", "greedy" or
@@ -269,8 +269,9 @@ class NetConfig(_Group):
     network: str = "mlp"
     """"mlp" (needs obs="vector" or "oracle"), "entity" (the game's vector observation read as units, each action
     scored from the units it names; obs="vector" only; agents.core.entity_network); for obs="pixels": "cnn" (three
-    strided convolutions, accelerator-sized) or "tiles" (one embedding per 8x8 tile of the frame, about an eighth of
-    the cnn's work: CPU-sized)"""
+    strided convolutions, accelerator-sized), "tiles" (one embedding per 8x8 tile of the frame, about an eighth of
+    the cnn's work: CPU-sized) or "tile_ids" (the tiles network plus each tile's index in the renderer's atlas, found
+    by an exact lookup: learns the game without learning to see; agents.core.tile_ids)"""
     hidden: tuple = (256, 256)
     """hidden layer widths: a tuple of 1 to 8 ints, each in [1, 2^16]"""
     activation: str = "tanh"

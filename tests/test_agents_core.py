@@ -550,7 +550,7 @@ def test_unpack_frames_matches_host_unpack():
     assert got.min() == 0.0 and got.max() == 1.0
 
 
-@pytest.mark.parametrize("kind", ["cnn", "tiles"])
+@pytest.mark.parametrize("kind", ["cnn", "tiles", "tile_ids"])
 def test_pixel_net_shapes_and_batch_independence(kind):
     net = N.actor_critic(kind, 11, hidden=(32,), activation="relu", shared_torso=True)
     assert isinstance(net, N.PixelActorCritic)

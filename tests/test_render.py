@@ -334,3 +334,24 @@ def test_replay_gif(tmp_path):
         assert im.format == "GIF" and im.size == (160, 120) and im.n_frames == n
         im.seek(0)
         np.testing.assert_array_equal(np.asarray(im.convert("RGB")), frames[0])
+
+
+def test_the_tile_ids_network_names_each_tile_the_renderer_drew(played, crafted):
+    """``agents.core.tile_ids.tile_ids`` on rendered frames is the renderer's own tile map (identical atlas tiles
+    named by their lowest index), except the two computed synergy-bar tiles; bytes that are no atlas tile are
+    ``UNKNOWN_TILE``."""
+    from agents.core import tile_ids as TI
+
+    flat = render.RENDER_ATLAS_PACKED.reshape(render.NUM_RENDER_TILES, -1)
+    lowest = np.array([next(j for j in range(len(flat)) if (flat[j] == flat[i]).all()) for i in range(len(flat))])
+    assert (lowest != np.arange(len(flat))).any()  # the atlas has identical tiles: the lowest index names them
+    states = [played[0][0], played[0][3], played[0][-1], crafted]
+    frames = np.stack([np.asarray(render_all(s)) for s in states]).reshape(-1, 72, 20)
+    maps = np.stack([np.asarray(render.seat_tilemap(s, seat)) for s in states for seat in range(C.NUM_PLAYERS)])
+    got = np.asarray(jax.jit(TI.tile_ids)(frames)).reshape(-1, 9, 10)
+    synergy = np.zeros((9, 10), bool)
+    synergy[6, 8:] = True
+    np.testing.assert_array_equal(got[:, ~synergy], lowest[maps][:, ~synergy])
+    assert len(np.unique(got[:, ~synergy])) > 30  # many different tiles were drawn and named
+    noise = np.random.default_rng(0).integers(0, 256, size=(4, 72, 20), dtype=np.uint8)
+    assert (np.asarray(TI.tile_ids(noise)) == TI.UNKNOWN_TILE).all()

@@ -42,7 +42,7 @@ from tests.xla_flags import compile_as_users_do
         ({"gama": "0.9"}, r"unknown config key\(s\) 'gama' \(did you mean gamma\?\)"),
         ({"ppo.lr": "0.1"}, r"unknown config key\(s\) 'ppo\.lr' \(did you mean optim\.lr\?\)"),
         ({"num_minibatches": "7"}, r"num_minibatches must divide the rollout batch"),
-        ({"obs": "pixels"}, r"network must be 'cnn' or 'tiles' for obs='pixels'"),
+        ({"obs": "pixels"}, r"network must be 'cnn' or 'tiles' or 'tile_ids' for obs='pixels'"),
         ({"opponents": "self,greedy"}, r"TrainConfig\.task\.opponents must be one of"),
         ({"total_steps": "10"}, r"total_steps must be >= one update's env steps"),
         ({"wandb_project": "team/proj"}, r"TrainConfig\.log\.wandb_project must be a W&B project name: .*'team/proj'"),

@@ -16,6 +16,7 @@ import jax.numpy as jnp
 
 from agents.core.entity_network import EntityActorCritic
 from agents.core.layers import HIDDEN_SCALE, MLP, activation_fn, dense
+from agents.core.tile_ids import TileIdTorso
 from jaxgame.packing import FRAME_H, FRAME_W, PACKED_W, TILE, UNPACK_LUT
 
 
@@ -83,11 +84,25 @@ class TileTorso(nn.Module):
 
 
 #: the pixel networks (``TrainConfig.network`` for ``obs="pixels"``) and their frame torsos
-PIXEL_TORSOS = {"cnn": PixelTorso, "tiles": TileTorso}
+PIXEL_TORSOS = {"cnn": PixelTorso, "tiles": TileTorso, "tile_ids": TileIdTorso}
+#: the torsos that read the packed frames themselves (the others get them unpacked, float32[B, 72, 80] in [0, 1])
+PACKED_TORSOS = ("tile_ids",)
 PIXEL_NETWORKS = tuple(PIXEL_TORSOS)
 #: networks of the game's vector observation only (not oracle, not gymnax): ``agents.core.entity_network``
 VECTOR_ONLY_NETWORKS = ("entity",)
 NETWORK_KINDS = ("mlp", *VECTOR_ONLY_NETWORKS, *PIXEL_NETWORKS)
+
+
+def _heads(make_torso, x: jax.Array, shared_torso: bool, num_actions: int) -> tuple[jax.Array, jax.Array]:
+    """Inside a compact module: the policy and value heads over one shared torso ``make_torso("torso")`` or one each
+    (``"actor_torso"``, ``"critic_torso"``). Returns (logits float32[B, A], value float32[B])."""
+    if shared_torso:
+        actor = critic = make_torso("torso")(x)
+    else:
+        actor, critic = make_torso("actor_torso")(x), make_torso("critic_torso")(x)
+    logits = dense(num_actions, 0.01, name="policy_head")(actor)
+    value = dense(1, 1.0, name="value_head")(critic)[..., 0]
+    return logits, value
 
 
 class ActorCritic(nn.Module):
@@ -105,21 +120,16 @@ class ActorCritic(nn.Module):
     @nn.compact
     def __call__(self, obs: jax.Array) -> tuple[jax.Array, jax.Array]:
         obs = jnp.asarray(obs, jnp.float32)
-        if self.shared_torso:
-            actor = critic = MLP(self.hidden, self.activation, name="torso")(obs)
-        else:
-            actor = MLP(self.hidden, self.activation, name="actor_torso")(obs)
-            critic = MLP(self.hidden, self.activation, name="critic_torso")(obs)
-        logits = dense(self.num_actions, 0.01, name="policy_head")(actor)
-        value = dense(1, 1.0, name="value_head")(critic)[..., 0]
-        return logits, value
+        return _heads(lambda name: MLP(self.hidden, self.activation, name=name), obs, self.shared_torso,
+                      self.num_actions)
 
 
 class PixelActorCritic(nn.Module):
     """Packed frames uint8[..., 72, 20] -> (logits float32[..., A], value float32[...]).
 
     Frames are unpacked on device (``unpack_frames``), then a ``PixelTorso`` (``torso="cnn"``) or a
-    ``TileTorso`` (``torso="tiles"``), shared by both heads, or one per head when ``shared_torso`` is False.
+    ``TileTorso`` (``torso="tiles"``); or a ``TileIdTorso`` (``torso="tile_ids"``) reads the packed frames. The torso
+    is shared by both heads, or one per head when ``shared_torso`` is False.
     """
 
     num_actions: int
@@ -133,15 +143,13 @@ class PixelActorCritic(nn.Module):
         if tuple(packed.shape[-2:]) != (FRAME_H, PACKED_W):
             raise ValueError(f"expected packed frames [..., {FRAME_H}, {PACKED_W}], got {packed.shape}")
         lead = packed.shape[:-2]
-        frames = unpack_frames(packed).reshape(-1, FRAME_H, FRAME_W)
-        torso = PIXEL_TORSOS[self.torso]
-        if self.shared_torso:
-            actor = critic = torso(self.hidden, self.activation, name="torso")(frames)
+        if self.torso in PACKED_TORSOS:
+            frames = jnp.asarray(packed).reshape(-1, FRAME_H, PACKED_W)
         else:
-            actor = torso(self.hidden, self.activation, name="actor_torso")(frames)
-            critic = torso(self.hidden, self.activation, name="critic_torso")(frames)
-        logits = dense(self.num_actions, 0.01, name="policy_head")(actor)
-        value = dense(1, 1.0, name="value_head")(critic)[..., 0]
+            frames = unpack_frames(packed).reshape(-1, FRAME_H, FRAME_W)
+        torso = PIXEL_TORSOS[self.torso]
+        logits, value = _heads(lambda name: torso(self.hidden, self.activation, name=name), frames,
+                               self.shared_torso, self.num_actions)
         return logits.reshape(*lead, self.num_actions), value.reshape(lead)
 
 
@@ -154,7 +162,8 @@ def actor_critic(
 ) -> nn.Module:
     """Build an actor-critic: ``"mlp"`` -> ``ActorCritic``; ``"entity"`` -> ``entity_network.EntityActorCritic``
     (the game's vector observation read as units; ``shared_torso`` does not apply); ``"cnn"`` (three convolutions)
-    or ``"tiles"`` (one embedding per 8x8 tile) -> ``PixelActorCritic`` on packed frames.
+    or ``"tiles"`` (one embedding per 8x8 tile) or ``"tile_ids"`` (each tile named by its index in the renderer's
+    atlas, ``agents.core.tile_ids``) -> ``PixelActorCritic`` on packed frames.
 
     For the pixel networks, ``hidden`` are the dense layers after the frame torso.
     """
