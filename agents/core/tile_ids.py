@@ -5,7 +5,7 @@ only the two synergy-bar tiles are computed. ``tile_ids`` looks each of a frame'
 exact match of its 16 packed bytes) and gives the network the tile's index, so what it must learn is what the
 frame shows, not how to see it. Next to the ``tiles`` network, which must learn to tell the atlas's tiles apart
 from their pixels, it separates the two halves of learning from pixels: perception and the game (record
-``ppo_pixels_tile_ids``).
+``pixels_gap``).
 """
 
 from __future__ import annotations
