@@ -17,19 +17,16 @@ import jax.numpy as jnp
 from agents.core.entity_network import EntityActorCritic
 from agents.core.layers import HIDDEN_SCALE, MLP, activation_fn, dense
 from agents.core.tile_ids import TileIdTorso
-from jaxgame.packing import FRAME_H, FRAME_W, PACKED_W, TILE, UNPACK_LUT
+from jaxgame.packing import FRAME_H, FRAME_W, PACKED_W, TILE, unpack
 
 
 def unpack_frames(packed: jax.Array) -> jax.Array:
     """Packed 2bpp frames uint8[..., 72, 20] -> float32[..., 72, 80] shades scaled to [0, 1].
 
     Pixel ``i`` (0 = leftmost) of a byte lives in bits ``2i .. 2i+1``; the
-    unpacking is one gather from ``jaxgame.packing.UNPACK_LUT``.
+    unpacking is ``jaxgame.packing.unpack``, one gather from its ``UNPACK_LUT``.
     """
-    packed = jnp.asarray(packed)
-    pixels = jnp.asarray(UNPACK_LUT)[packed.astype(jnp.int32)]
-    pixels = pixels.reshape(*packed.shape[:-1], packed.shape[-1] * 4)
-    return pixels.astype(jnp.float32) / 3.0
+    return unpack(packed).astype(jnp.float32) / 3.0
 
 
 class PixelTorso(nn.Module):

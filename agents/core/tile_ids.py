@@ -18,7 +18,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from agents.core.layers import HIDDEN_SCALE, MLP, dense
-from jaxgame.packing import FRAME_H, PACKED_W, TILE, TILE_PACKED_W, TILES_H, TILES_W, UNPACK_LUT
+from jaxgame.packing import FRAME_H, PACKED_W, TILE, TILE_PACKED_W, TILES_H, TILES_W, unpack
 from jaxgame.render import RENDER_ATLAS_PACKED
 
 NUM_TILES = TILES_H * TILES_W  # 90 tiles a frame
@@ -68,9 +68,14 @@ UNKNOWN_TILE = len(RENDER_ATLAS_PACKED)
 
 def tile_ids(packed: jax.Array) -> jax.Array:
     """Packed frames uint8[B, 72, 20] -> int32[B, 90]: each tile's index in ``RENDER_ATLAS_PACKED`` (the lowest of
-    identical tiles), ``UNKNOWN_TILE`` for a tile not in the atlas. Exact: a hash finds the candidate, its 16 bytes
-    are then compared."""
-    words = _words(frame_tiles(jnp.asarray(packed, jnp.uint8)))
+    identical tiles), ``UNKNOWN_TILE`` for a tile not in the atlas."""
+    return atlas_ids(frame_tiles(jnp.asarray(packed, jnp.uint8)))
+
+
+def atlas_ids(tiles: jax.Array) -> jax.Array:
+    """Packed tiles uint8[..., 16] (``frame_tiles``) -> int32[...]: ``tile_ids`` of tiles already cut out. Exact: a
+    hash finds the candidate, its 16 bytes are then compared."""
+    words = _words(tiles)
     hashes = _hash(words)
     pos = jnp.clip(jnp.searchsorted(jnp.asarray(_ATLAS_HASHES), hashes), 0, len(_ATLAS_HASHES) - 1)
     exact = jnp.all(jnp.asarray(_ATLAS_WORDS)[pos] == words, axis=-1)
@@ -95,8 +100,7 @@ class TileIdTorso(nn.Module):
             raise ValueError(f"expected packed frames [B, {FRAME_H}, {PACKED_W}], got {packed.shape}")
         batch = packed.shape[0]
         tiles = frame_tiles(jnp.asarray(packed, jnp.uint8))
-        pixels = jnp.asarray(UNPACK_LUT)[tiles.astype(jnp.int32)].reshape(batch, NUM_TILES, TILE * TILE)
-        ids = tile_ids(packed)
-        embedded = nn.Embed(UNKNOWN_TILE + 1, self.features, name="tile_id_embed")(ids)
-        x = nn.relu(embedded + dense(self.features, HIDDEN_SCALE, name="tile_embed")(pixels.astype(jnp.float32) / 3))
+        pixels = unpack(tiles).astype(jnp.float32) / 3  # [B, 90, 64]
+        embedded = nn.Embed(UNKNOWN_TILE + 1, self.features, name="tile_id_embed")(atlas_ids(tiles))
+        x = nn.relu(embedded + dense(self.features, HIDDEN_SCALE, name="tile_embed")(pixels))
         return MLP(self.hidden, self.activation)(x.reshape(batch, -1))
