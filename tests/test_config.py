@@ -193,6 +193,7 @@ DERIVED = {
     "ppo_large": (3051, 131072, 1048576, 8, 306, 8, False, True, "vector"),
     "ppo_pixels": (300, 2048, 16384, 8, 15, 8, False, True, "pixels"),
     "ppo_small": (976, 2048, 16384, 8, 49, 8, False, True, "vector"),
+    "ppo_small_entity": (300, 2048, 16384, 8, 15, 8, False, True, "vector"),
     "smoke": (4, 128, 1024, 8, 2, 8, False, True, "vector"),
 }
 
@@ -208,6 +209,12 @@ def test_preset_derived_values_are_unchanged(name):
     assert {n: float(getattr(hp, n)) for n in config_module.HPARAM_FIELDS} == pytest.approx(
         {n: getattr(c, n) for n in config_module.HPARAM_FIELDS}, rel=1e-6)
     assert len(c.seat_kinds) == c.num_seats
+
+
+def test_ppo_small_entity_is_ppo_small_with_the_entity_network_for_300_updates():
+    # its result (record ppo_small_entity_3seeds) was measured as ppo_small with these two fields set
+    assert PRESETS["ppo_small_entity"].config == PRESETS["ppo_small"].config.with_overrides(
+        {"network": "entity", "total_steps": 614_400})
 
 
 def test_seat_kinds():

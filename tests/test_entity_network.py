@@ -11,8 +11,8 @@ import pytest
 import jaxgame
 from agents.config import TrainConfig
 from agents.core import networks
-from agents.core.entity_network import NUM_ENTITIES, EntityContextDense, entitywise, unit_features
-from agents.core.layers import dense
+from agents.core.entity_network import NUM_ENTITIES, entitywise, unit_features
+from agents.core.layers import MLP, activation_fn, dense
 from jaxgame import bots
 from jaxgame import constants as C
 from jaxgame import species as sp
@@ -49,15 +49,63 @@ def test_unit_features_name_each_slots_species_and_its_owned_and_drawable_copies
             assert features[g, seat, slot, -2] == owned[g, seat, s] and features[g, seat, slot, -1] == pool[g, seat, s]
 
 
-def test_the_entity_context_dense_is_a_dense_layer_of_the_entity_and_context_concatenated():
-    x = jax.random.normal(jax.random.key(0), (3, 5, 7, 16))
-    context = jax.random.normal(jax.random.key(1), (3, 5, 24))
-    layer = EntityContextDense(8, 1.0)
-    params = layer.init(jax.random.key(2), x, context)
-    params = jax.tree_util.tree_map(lambda p: p + 0.1, params)  # a non-zero bias too
-    joined = jnp.concatenate([x, jnp.broadcast_to(context[..., None, :], (3, 5, 7, 24))], axis=-1)
-    reference = dense(8, 1.0).apply(params, joined)  # the same parameter tree: kernel float32[16 + 24, 8], bias
-    np.testing.assert_allclose(layer.apply(params, x, context), reference, rtol=1e-5, atol=1e-5)
+class ReferenceEntityActorCritic(nn.Module):
+    """The entity network as the module docstring states it, written plainly: each head's hidden layer a dense
+    layer of the unit concatenated with the context, one layer per head, one logit per unit from a dense layer.
+    The same parameter names and shapes as ``EntityActorCritic``'s."""
+
+    hidden: tuple = (32, 32)
+    width: int = 64
+
+    @nn.compact
+    def __call__(self, obs):
+        act = activation_fn("tanh")
+        slot = self.param("slot_embedding", nn.initializers.normal(0.1), (NUM_ENTITIES, self.width))
+        units = act(dense(self.width, 1.0, "unit_in")(unit_features(obs)) + slot)
+        units = act(dense(self.width, 1.0, "unit_out")(units))
+        shop, bench, board = jnp.split(units, [C.SHOP_SIZE, C.SHOP_SIZE + C.BENCH_SIZE], axis=-2)
+        own = [obs[..., slice(*OBS_LAYOUT[name])] for name in ("self", "synergies", "pool", "owned", "opponents")]
+        summary = jnp.concatenate(own + [shop.mean(-2), bench.mean(-2), board.mean(-2)], axis=-1)
+        context = MLP(self.hidden, "tanh", name="context")(summary)
+        value = dense(1, 1.0, "value_head")(MLP(self.hidden, "tanh", name="critic_torso")(summary))[..., 0]
+
+        def with_context(x, name, scale):
+            joined = jnp.concatenate([x, jnp.broadcast_to(context[..., None, :], (*x.shape[:-1], context.shape[-1]))],
+                                     axis=-1)
+            return dense(self.width, scale, name)(joined)
+
+        sell_layer = dense(self.width, 1.0, "sell_head_hidden")
+        sell_score = dense(1, 0.01, "sell_head")
+        sell = [sell_score(act(sell_layer(jnp.concatenate(
+            [x, jnp.broadcast_to(context[..., None, :], (*x.shape[:-1], context.shape[-1]))], axis=-1))))[..., 0]
+            for x in (bench, board)]
+        buy = dense(1, 0.01, "buy_head")(act(with_context(shop, "buy_head_hidden", 1.0)))[..., 0]
+        recall = dense(1, 0.01, "recall_head")(act(with_context(board, "recall_head_hidden", 1.0)))[..., 0]
+        query, key = with_context(bench, "place_query", 0.1), with_context(board, "place_key", 0.1)
+        place = jnp.einsum("...bw,...cw->...bc", query, key) / jnp.sqrt(float(self.width))
+        place = place + dense(1, 0.01, "place_cell")(key)[..., 0][..., None, :]
+        globals_ = dense(4, 0.01, "global_head")(context)
+        logits = jnp.concatenate([globals_[..., :1], buy, globals_[..., 1:], *sell,
+                                  place.reshape(*place.shape[:-2], -1), recall], axis=-1)
+        return logits, value
+
+
+def test_the_entity_network_equals_its_plain_reference_with_the_same_parameters(played):
+    _, obs = played
+    obs = jnp.asarray(obs.reshape(-1, obs.shape[-1]))
+    network = networks.actor_critic("entity", C.NUM_ACTIONS, (32, 32))
+    params = network.init(jax.random.key(5), obs[:1])
+    reference = ReferenceEntityActorCritic()
+    reference_params = reference.init(jax.random.key(5), obs[:1])
+    # the same tree and the same initial values (so checkpoints of either load in the other)
+    assert jax.tree_util.tree_structure(params) == jax.tree_util.tree_structure(reference_params)
+    jax.tree_util.tree_map(np.testing.assert_array_equal, params, reference_params)
+    params = jax.tree_util.tree_map(lambda p: p + 0.05 * jax.random.normal(jax.random.key(6), p.shape), params)
+    logits, value = network.apply(params, obs)
+    expected_logits, expected_value = reference.apply(params, obs)
+    assert float(jnp.abs(expected_logits).std()) > 0.01  # not a comparison of near-constants
+    np.testing.assert_allclose(logits, expected_logits, rtol=1e-4, atol=1e-5)
+    np.testing.assert_allclose(value, expected_value, rtol=1e-4, atol=1e-5)
 
 
 def test_entitywise_applies_a_layer_to_every_entity_as_rows():

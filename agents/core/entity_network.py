@@ -65,23 +65,28 @@ def entitywise(layer, x: jax.Array) -> jax.Array:
     return out.reshape(*x.shape[:-1], out.shape[-1])
 
 
-class EntityContextDense(nn.Module):
-    """A dense layer of each entity's embedding concatenated with the context, computed without the concatenation:
-    ``concat(x, context) @ kernel + bias == x @ kernel[:W] + (context @ kernel[W:])[..., None, :] + bias``, so
-    the context's share is computed once per observation rather than once per entity. Its parameters are
-    ``dense(features, scale)``'s over the concatenation (``kernel`` float32[W + H, features], ``bias``).
-    ``x`` float32[..., n, W], ``context`` float32[..., H] -> float32[..., n, features]."""
+class DenseParams(nn.Module):
+    """The parameters of ``dense(features, scale)`` over ``in_features`` inputs (``kernel`` float32[in_features,
+    features], ``bias`` float32[features], the same names and initialisers), returned instead of applied, so that
+    several layers that read the same rows can run as one matrix product."""
 
+    in_features: int
     features: int
     scale: float
 
     @nn.compact
-    def __call__(self, x: jax.Array, context: jax.Array) -> jax.Array:
-        width = x.shape[-1]
-        kernel = self.param("kernel", nn.initializers.orthogonal(self.scale),
-                            (width + context.shape[-1], self.features))
+    def __call__(self) -> tuple[jax.Array, jax.Array]:
+        kernel = self.param("kernel", nn.initializers.orthogonal(self.scale), (self.in_features, self.features))
         bias = self.param("bias", nn.initializers.zeros, (self.features,))
-        return entitywise(lambda rows: rows @ kernel[:width], x) + (context @ kernel[width:] + bias)[..., None, :]
+        return kernel, bias
+
+
+#: the heads' hidden layers of a unit and the context (parameter name, output scale), and which unit
+#: groups each reads
+_UNIT_HEADS = (("buy_head_hidden", 1.0), ("sell_head_hidden", 1.0), ("recall_head_hidden", 1.0),
+               ("place_query", 0.1), ("place_key", 0.1))
+_HEADS_OF_GROUP = {"shop": ("buy_head_hidden",), "bench": ("sell_head_hidden", "place_query"),
+                   "board": ("sell_head_hidden", "recall_head_hidden", "place_key")}
 
 
 class EntityActorCritic(nn.Module):
@@ -100,31 +105,54 @@ class EntityActorCritic(nn.Module):
             raise ValueError(f"the entity network reads the game's vector observation ([..., {OBS_SIZE}], "
                              f"{C.NUM_ACTIONS} actions), got [..., {obs.shape[-1]}] and {self.num_actions} actions")
         act = activation_fn(self.activation)
-        slot = self.param("slot_embedding", nn.initializers.normal(0.1), (NUM_ENTITIES, self.width))
-        units = act(entitywise(dense(self.width, 1.0, "unit_in"), unit_features(obs)) + slot)
-        units = act(entitywise(dense(self.width, 1.0, "unit_out"), units))  # [..., 38, W]
-        shop, bench, board = jnp.split(units, [C.SHOP_SIZE, C.SHOP_SIZE + C.BENCH_SIZE], axis=-2)
+        width = self.width
+        slot = self.param("slot_embedding", nn.initializers.normal(0.1), (NUM_ENTITIES, width))
+        units = act(entitywise(dense(width, 1.0, "unit_in"), unit_features(obs)) + slot)
+        units = act(entitywise(dense(width, 1.0, "unit_out"), units))  # [..., 38, W]
+        groups = dict(zip(("shop", "bench", "board"),
+                          jnp.split(units, [C.SHOP_SIZE, C.SHOP_SIZE + C.BENCH_SIZE], axis=-2)))
         own = [_block(obs, name) for name in ("self", "synergies", "pool", "owned", "opponents")]
-        summary = jnp.concatenate(own + [shop.mean(-2), bench.mean(-2), board.mean(-2)], axis=-1)
+        summary = jnp.concatenate(own + [group.mean(-2) for group in groups.values()], axis=-1)
         context = MLP(self.hidden, self.activation, name="context")(summary)
         value = dense(1, 1.0, "value_head")(MLP(self.hidden, self.activation, name="critic_torso")(summary))[..., 0]
 
-        def per_entity(x, name):  # one logit per entity, from it and the context
-            hidden = EntityContextDense(self.width, 1.0, name=name + "_hidden")(x, context)
-            return entitywise(dense(1, 0.01, name), act(hidden))[..., 0]
+        # Each head's hidden layer is dense(width) over a unit concatenated with the context (kernel float32[W + H,
+        # W]). Without the concatenation: concat(x, context) @ kernel == x @ kernel[:W] + context @ kernel[W:], so
+        # the context's share is computed once per observation, not once per unit; and the heads that read the
+        # same unit group run as one matrix product (one per group, one for all the context's shares): a
+        # ppo_small_entity update takes 4.5-4.6 s on the 2-core CPU against 4.9-5.1 s with one product per head.
+        names = [name for name, _ in _UNIT_HEADS]
+        layers = {name: DenseParams(width + context.shape[-1], width, scale, name=name)()
+                  for name, scale in _UNIT_HEADS}
+        shares = context @ jnp.concatenate([layers[n][0][width:] for n in names], axis=1)
+        shares = shares + jnp.concatenate([layers[n][1] for n in names])
+        share = {n: shares[..., i * width:(i + 1) * width][..., None, :] for i, n in enumerate(names)}
+        hidden = {}
+        for group, heads in _HEADS_OF_GROUP.items():
+            kernel = jnp.concatenate([layers[n][0][:width] for n in heads], axis=1)
+            rows = entitywise(lambda x, kernel=kernel: x @ kernel, groups[group])
+            for i, n in enumerate(heads):
+                hidden[group, n] = rows[..., i * width:(i + 1) * width] + share[n]
+
+        scorers = {name: DenseParams(width, 1, 0.01, name=name)()
+                   for name in ("buy_head", "sell_head", "recall_head", "place_cell")}
+
+        def score(x, name):  # dense(1, 0.01, name) over each unit: one logit per unit
+            kernel, bias = scorers[name]
+            return entitywise(lambda rows: rows @ kernel, x)[..., 0] + bias[0]
 
         globals_ = dense(len(_GLOBAL_ACTIONS), 0.01, "global_head")(context)
-        buy = per_entity(shop, "buy_head")
-        sell = per_entity(jnp.concatenate([bench, board], axis=-2), "sell_head")
-        recall = per_entity(board, "recall_head")
-        query = EntityContextDense(self.width, 0.1, name="place_query")(bench, context)  # [..., 8, W]
-        key = EntityContextDense(self.width, 0.1, name="place_key")(board, context)  # [..., 24, W]
-        place = jnp.einsum("...bw,...cw->...bc", query, key) / jnp.sqrt(float(self.width))
-        place = place + entitywise(dense(1, 0.01, "place_cell"), key)[..., 0][..., None, :]
+        buy = score(act(hidden["shop", "buy_head_hidden"]), "buy_head")
+        sell = jnp.concatenate([score(act(hidden[g, "sell_head_hidden"]), "sell_head") for g in ("bench", "board")],
+                               axis=-1)
+        recall = score(act(hidden["board", "recall_head_hidden"]), "recall_head")
+        query, key = hidden["bench", "place_query"], hidden["board", "place_key"]  # [..., 8, W], [..., 24, W]
+        place = jnp.einsum("...bw,...cw->...bc", query, key) / jnp.sqrt(float(width))
+        place = place + score(key, "place_cell")[..., None, :]
         logits = jnp.concatenate([
             globals_[..., :1], buy, globals_[..., 1:], sell, place.reshape(*place.shape[:-2], -1), recall,
         ], axis=-1)
         return logits, value
 
 
-__all__ = ["EntityActorCritic", "EntityContextDense", "NUM_ENTITIES", "unit_features"]
+__all__ = ["DenseParams", "EntityActorCritic", "NUM_ENTITIES", "entitywise", "unit_features"]
