@@ -57,22 +57,6 @@ PRESETS = {
             log=LogConfig(eval_every=5, eval_games=4, checkpoint_every=5),
         ),
     ),
-    "ppo_small_entity": Preset(
-        "CPU (2 cores), 30 minutes: ppo_small with the entity network (network='entity'), 300 updates: better "
-        "than ppo_small against expert bots after 30 minutes; ppo_small is faster to its first strength",
-        TrainConfig(
-            # An entity update takes about 5 s against the MLP's 1.3 s, but learns far more per sample: after 300
-            # updates (about 26 minutes of wall time) it places better than ppo_small's 976 against expert bots on
-            # each of 3 seeds, level against greedy and ppo_small-v1 (docs/results.md: ppo_small_entity_3seeds).
-            # ppo_small reaches 2.5 vs greedy sooner (the entity network: 8 to 17 training minutes).
-            run=RunConfig(num_envs=64, total_steps=614_400, updates_per_chunk=20),
-            ppo=PPOConfig(num_steps=32, update_epochs=4, num_minibatches=4),
-            net=NetConfig(network="entity", hidden=(256, 256)),
-            optim=OptimConfig(lr=1e-3, cosine_lr=True),
-            loss=LossConfig(gamma=0.995, ent_coef=0.01),
-            log=LogConfig(eval_every=5, eval_games=4, checkpoint_every=5),
-        ),
-    ),
     "ppo_large": Preset(
         "one GPU: self-play PPO with 4096 games at once",
         TrainConfig(
@@ -131,6 +115,15 @@ PRESETS = {
 }
 
 
+PRESETS["ppo_small_entity"] = Preset(
+    "CPU (2 cores), 30 minutes: ppo_small with the entity network (network='entity'), 300 updates: better "
+    "than ppo_small against expert bots after 30 minutes; ppo_small is faster to its first strength",
+    # An entity update takes about 5 s against the MLP's 1.3 s, but learns far more per sample: after 300 updates
+    # (about 26 minutes of wall time) it places better than ppo_small's 976 against expert bots on each of 3 seeds,
+    # level against greedy and ppo_small-v1 (docs/results.md: ppo_small_entity_3seeds). ppo_small reaches 2.5 vs
+    # greedy sooner (the entity network: 8 to 17 training minutes).
+    dataclasses.replace(PRESETS["ppo_small"].config, network="entity", total_steps=614_400),
+)
 PRESETS["bc_small"] = Preset(
     "CPU (2 cores): behaviour cloning of the expert bot (phase 1) on games generated inside the compiled program: "
     "the expert plays all 8 seats, the policy learns its actions; ppo_small's network, AdamW with warmup and cosine",

@@ -69,19 +69,18 @@ class ReferenceEntityActorCritic(nn.Module):
         context = MLP(self.hidden, "tanh", name="context")(summary)
         value = dense(1, 1.0, "value_head")(MLP(self.hidden, "tanh", name="critic_torso")(summary))[..., 0]
 
-        def with_context(x, name, scale):
+        def with_context(x, layer):
             joined = jnp.concatenate([x, jnp.broadcast_to(context[..., None, :], (*x.shape[:-1], context.shape[-1]))],
                                      axis=-1)
-            return dense(self.width, scale, name)(joined)
+            return layer(joined)
 
-        sell_layer = dense(self.width, 1.0, "sell_head_hidden")
-        sell_score = dense(1, 0.01, "sell_head")
-        sell = [sell_score(act(sell_layer(jnp.concatenate(
-            [x, jnp.broadcast_to(context[..., None, :], (*x.shape[:-1], context.shape[-1]))], axis=-1))))[..., 0]
-            for x in (bench, board)]
-        buy = dense(1, 0.01, "buy_head")(act(with_context(shop, "buy_head_hidden", 1.0)))[..., 0]
-        recall = dense(1, 0.01, "recall_head")(act(with_context(board, "recall_head_hidden", 1.0)))[..., 0]
-        query, key = with_context(bench, "place_query", 0.1), with_context(board, "place_key", 0.1)
+        sell_layer, sell_score = dense(self.width, 1.0, "sell_head_hidden"), dense(1, 0.01, "sell_head")
+        sell = [sell_score(act(with_context(x, sell_layer)))[..., 0] for x in (bench, board)]
+        buy = dense(1, 0.01, "buy_head")(act(with_context(shop, dense(self.width, 1.0, "buy_head_hidden"))))[..., 0]
+        recall = dense(1, 0.01, "recall_head")(act(with_context(board, dense(self.width, 1.0, "recall_head_hidden"))))
+        recall = recall[..., 0]
+        query = with_context(bench, dense(self.width, 0.1, "place_query"))
+        key = with_context(board, dense(self.width, 0.1, "place_key"))
         place = jnp.einsum("...bw,...cw->...bc", query, key) / jnp.sqrt(float(self.width))
         place = place + dense(1, 0.01, "place_cell")(key)[..., 0][..., None, :]
         globals_ = dense(4, 0.01, "global_head")(context)

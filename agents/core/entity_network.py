@@ -27,7 +27,7 @@ import flax.linen as nn
 import jax
 import jax.numpy as jnp
 
-from agents.core.layers import MLP, activation_fn, dense
+from agents.core.layers import MLP, DenseParams, activation_fn, dense
 from jaxgame import constants as C
 from jaxgame import species as sp
 from jaxgame.observation import OBS_LAYOUT, OBS_SIZE, UNIT_FEATURES
@@ -63,22 +63,6 @@ def entitywise(layer, x: jax.Array) -> jax.Array:
     one with two batch dimensions."""
     out = layer(x.reshape(-1, x.shape[-1]))
     return out.reshape(*x.shape[:-1], out.shape[-1])
-
-
-class DenseParams(nn.Module):
-    """The parameters of ``dense(features, scale)`` over ``in_features`` inputs (``kernel`` float32[in_features,
-    features], ``bias`` float32[features], the same names and initialisers), returned instead of applied, so that
-    several layers that read the same rows can run as one matrix product."""
-
-    in_features: int
-    features: int
-    scale: float
-
-    @nn.compact
-    def __call__(self) -> tuple[jax.Array, jax.Array]:
-        kernel = self.param("kernel", nn.initializers.orthogonal(self.scale), (self.in_features, self.features))
-        bias = self.param("bias", nn.initializers.zeros, (self.features,))
-        return kernel, bias
 
 
 #: the heads' hidden layers of a unit and the context (parameter name, output scale), and which unit
@@ -155,4 +139,4 @@ class EntityActorCritic(nn.Module):
         return logits, value
 
 
-__all__ = ["DenseParams", "EntityActorCritic", "NUM_ENTITIES", "entitywise", "unit_features"]
+__all__ = ["EntityActorCritic", "NUM_ENTITIES", "entitywise", "unit_features"]

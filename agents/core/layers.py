@@ -23,6 +23,22 @@ def dense(features: int, scale: float, name: str | None = None) -> nn.Dense:
     return nn.Dense(features, kernel_init=nn.initializers.orthogonal(scale), bias_init=nn.initializers.zeros, name=name)
 
 
+class DenseParams(nn.Module):
+    """The parameters of ``dense(features, scale)`` over ``in_features`` inputs (``kernel`` float32[in_features,
+    features], ``bias`` float32[features], the same names and initialisers), returned instead of applied, so that
+    several layers that read the same rows can run as one matrix product."""
+
+    in_features: int
+    features: int
+    scale: float
+
+    @nn.compact
+    def __call__(self) -> tuple[jax.Array, jax.Array]:
+        kernel = self.param("kernel", nn.initializers.orthogonal(self.scale), (self.in_features, self.features))
+        bias = self.param("bias", nn.initializers.zeros, (self.features,))
+        return kernel, bias
+
+
 class MLP(nn.Module):
     """float32[..., D] -> float32[..., hidden[-1]]: dense layers with the given activation."""
 
@@ -37,4 +53,4 @@ class MLP(nn.Module):
         return x
 
 
-__all__ = ["HIDDEN_SCALE", "MLP", "activation_fn", "dense"]
+__all__ = ["HIDDEN_SCALE", "MLP", "DenseParams", "activation_fn", "dense"]
