@@ -3,10 +3,13 @@
     python -m experiments.reproduce ppo_small --seeds 3 --out runs/repro-ppo_small
     python -m experiments.reproduce ppo_small --seeds 3 --out runs/repro-ppo_small --record ppo_small_seeds
     python -m experiments.reproduce smoke --seeds 0,1 --games 2 --vs greedy --out runs/repro-smoke
+    python -m experiments.reproduce bc_data --set bc_dataset=data/expert --checkpoint best --deterministic --out DIR
 
 Trains PRESET once per training seed (``--seeds N``: seeds 0 .. N-1; or a comma-separated list), each run in
 ``OUT/seed_S``; the same command continues where it stopped (a signal, a requeued job) and neither retrains nor
-re-evaluates a finished seed. Each final policy plays ``--games`` game seeds x 8 seat rotations against each
+re-evaluates a finished seed. Each final policy (``--checkpoint best``: each run's best checkpoint by its
+``best_by``, e.g. a clone's lowest validation cross-entropy; ``--deterministic``: playing its most likely legal
+action instead of sampling) plays ``--games`` game seeds x 8 seat rotations against each
 ``--vs`` lineup (default random, greedy, expert, baseline:ppo_small-v1; one player for all 7 seats or 7
 comma-separated players) from ``--eval-seed`` (never a training seed). The aggregate (``agents.run.over_seeds``):
 per lineup the mean placement over the training seeds with a 95% t interval over seeds, each seed's mean and
@@ -133,6 +136,10 @@ def main(argv=None) -> dict:
                         help="override a config field of every seed's run, as experiments.train --set")
     parser.add_argument("--record", metavar="ID", default=None,
                         help="also write docs/results/records/ID.json and its evidence, and regenerate the pages")
+    parser.add_argument("--checkpoint", choices=over_seeds.CHECKPOINTS, default="final",
+                        help="which checkpoint of each run plays: its final one (default) or its best by best_by")
+    parser.add_argument("--deterministic", action="store_true",
+                        help="the evaluated policies play their most likely legal action instead of sampling")
     parser.add_argument("--quiet", action="store_true", help="no progress on stderr")
     add_cache_args(parser)
     args = parser.parse_args(argv)
@@ -158,6 +165,7 @@ def main(argv=None) -> dict:
     try:
         result = over_seeds.reproduce(config, args.preset, seeds, args.out, games=args.games,
                                       vs=tuple(args.vs or over_seeds.OPPONENTS), eval_seed=args.eval_seed,
+                                      checkpoint=args.checkpoint, deterministic=args.deterministic,
                                       progress=progress)
     except (ValueError, RunError, PolicyError) as err:
         fail(parser, err)

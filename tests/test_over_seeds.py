@@ -100,3 +100,29 @@ def test_two_seeds_of_the_smoke_preset_and_a_repeated_call_that_trains_and_plays
     again = over_seeds.reproduce(config, "smoke", [0, 1], tmp_path, vs=("greedy",), games=1, eval_seed=7)
     assert again == first
     assert json.loads((tmp_path / "reproduce.json").read_text()) == json.loads(json.dumps(first))
+
+    # the best checkpoint, playing its most likely actions: each seed is evaluated again (nothing is retrained), at
+    # the step best_checkpoint ranks first, and the aggregate and the record say which policy played and how
+    monkeypatch.undo()
+    monkeypatch.setattr(over_seeds, "train", nothing)
+    calls = []
+
+    def spy(player, **kwargs):
+        calls.append((player, kwargs["deterministic"]))
+        return evaluate(player, **kwargs)
+
+    evaluate = over_seeds.evaluate
+    monkeypatch.setattr(over_seeds, "evaluate", spy)
+    best = over_seeds.reproduce(config, "smoke", [0, 1], tmp_path, vs=("greedy",), games=1, eval_seed=7,
+                                checkpoint="best", deterministic=True)
+    steps = [over_seeds.best_checkpoint(tmp_path / f"seed_{seed}") for seed in (0, 1)]
+    assert all(step is not None for step in steps)
+    assert calls == [(f"{tmp_path / f'seed_{seed}'}:{step}", True) for seed, step in zip((0, 1), steps)]
+    assert [run["evaluated_update"] for run in best["runs"]] == steps
+    assert (best["checkpoint"], best["deterministic"]) == ("best", True)
+    assert (first["checkpoint"], first["deterministic"]) == ("final", False)
+    record = results.record_from_seeds(best, "smoke_best", command=["c"], machine="m", environment="e",
+                                       date="2026-11-28", commit="0" * 40, files=[], evaluation="e.json")
+    assert "best checkpoint" in record["notes"] and "most likely legal action" in record["notes"]
+    with pytest.raises(ValueError, match="checkpoint must be one of"):
+        over_seeds.reproduce(config, "smoke", [0, 1], tmp_path, checkpoint="last")

@@ -1,7 +1,8 @@
 """A preset's result over several training seeds, re-measured on today's code.
 
 ``reproduce`` trains the preset once per training seed (each run in ``<out>/seed_<S>``, continued where it stopped
-when the same call is made again), evaluates each final policy on ``games`` game seeds x 8 seat rotations against
+when the same call is made again), evaluates each final policy (or each run's best checkpoint, ``checkpoint="best"``;
+playing its most likely actions with ``deterministic``) on ``games`` game seeds x 8 seat rotations against
 each opponent lineup with an evaluation seed that is none of the training seeds, and aggregates over the training
 seeds: the mean of the per-seed mean placements with a 95% t interval over seeds (``agents.arena.significance``),
 and the training minutes until the in-run evaluation first placed <= ``TARGET`` against 7 greedy bots (median over
@@ -23,7 +24,7 @@ from pathlib import Path
 from agents.arena.significance import t_interval
 from agents.arena.tournament import evaluate
 from agents.config import TrainConfig
-from agents.run.loop import check_resumable, load_config, train
+from agents.run.loop import best_checkpoint, check_resumable, load_config, train
 from agents.storage.metrics import load_metrics
 from agents.storage.run_dir import read_owner
 from agents.utils.progress import NoProgress, Progress
@@ -32,6 +33,8 @@ from agents.utils.progress import NoProgress, Progress
 OPPONENTS = ("random", "greedy", "expert", "baseline:ppo_small-v1")
 #: mean placement vs 7 greedy bots that "time to strength" measures the time to (issue 43)
 TARGET = 2.5
+#: which checkpoint of each seed's run is evaluated (``reproduce``'s ``checkpoint``)
+CHECKPOINTS = ("final", "best")
 TIME_METRIC = "eval/placement_vs_greedy"
 
 
@@ -122,13 +125,18 @@ def aggregate(per_seed: list[dict], vs: tuple[str, ...]) -> dict:
 
 
 def reproduce(config: TrainConfig, preset: str, seeds, out, vs=OPPONENTS, games: int = 32, eval_seed: int = 4242,
-              progress: Progress | None = None) -> dict:
+              checkpoint: str = "final", deterministic: bool = False, progress: Progress | None = None) -> dict:
     """Train ``config`` (the preset ``preset``'s, with any changes) for each of ``seeds`` in ``out/seed_<S>``,
     evaluate each (``games`` game seeds x 8
     rotations per lineup of ``vs``, ``eval_seed``), aggregate (the module docstring); writes and returns
-    ``out/reproduce.json``. ``ValueError`` for an evaluation seed among the training seeds, no seeds or repeated
-    ones; ``StoppedError`` when a signal stopped a run (call again to continue)."""
+    ``out/reproduce.json``. ``checkpoint``: which of a run's checkpoints plays, ``"final"`` (its latest good one)
+    or ``"best"`` (``agents.run.loop.best_checkpoint``: by the run's ``best_by``, e.g. a clone's lowest validation
+    cross-entropy; the latest when none was ranked); ``deterministic``: it plays its most likely legal action
+    instead of sampling. ``ValueError`` for an evaluation seed among the training seeds, no seeds or repeated
+    ones, an unknown ``checkpoint``; ``StoppedError`` when a signal stopped a run (call again to continue)."""
     seeds = [int(s) for s in seeds]
+    if checkpoint not in CHECKPOINTS:
+        raise ValueError(f"checkpoint must be one of {CHECKPOINTS}, got {checkpoint!r}")
     if not seeds or len(set(seeds)) != len(seeds):
         raise ValueError(f"seeds must be distinct and at least one, got {seeds}")
     if eval_seed in seeds:
@@ -142,19 +150,26 @@ def reproduce(config: TrainConfig, preset: str, seeds, out, vs=OPPONENTS, games:
     for seed in seeds:
         run_dir = out / f"seed_{seed}"
         summary = _trained(config, preset, seed, run_dir, progress)
+        step = summary["updates"] if checkpoint == "final" else best_checkpoint(run_dir) or summary["updates"]
         eval_file = out / f"seed_{seed}.eval.json"
-        wanted = {"vs": list(vs), "games": games, "eval_seed": eval_seed, "update": summary["updates"]}
+        wanted = {"vs": list(vs), "games": games, "eval_seed": eval_seed, "update": step}
+        if checkpoint != "final" or deterministic:  # the defaults' files stay as earlier versions wrote them
+            wanted.update(checkpoint=checkpoint, deterministic=deterministic)
         cached = json.loads(eval_file.read_text()) if eval_file.is_file() else None
         if cached is None or cached.get("wanted") != wanted:
-            progress.status(f"{preset} seed {seed}: evaluating ({games} x 8 games per lineup of {', '.join(vs)})")
-            cached = {"wanted": wanted, "result": evaluate(str(run_dir), vs=list(vs), games=games, seed=eval_seed,
-                                                           progress=progress)}
+            progress.status(f"{preset} seed {seed}: evaluating update {step} ({games} x 8 games per lineup of "
+                            f"{', '.join(vs)}{', most likely actions' if deterministic else ''})")
+            player = str(run_dir) if checkpoint == "final" else f"{run_dir}:{step}"
+            cached = {"wanted": wanted, "result": evaluate(player, vs=list(vs), games=games, seed=eval_seed,
+                                                           deterministic=deterministic, progress=progress)}
             eval_file.write_text(json.dumps(cached, indent=1))
         per_seed.append({"seed": seed, "run_dir": str(run_dir), "eval": cached["result"], "summary": summary,
-                         "minutes_to_target": minutes_to_target(run_dir)})
+                         "evaluated_update": step, "minutes_to_target": minutes_to_target(run_dir)})
     result = {"preset": preset, "seeds": seeds, "eval_seed": eval_seed, "games_per_lineup": games * 8,
               "config": seed_config(config, seeds[0]).to_dict(), "schedule_updates": config.num_updates,
+              "checkpoint": checkpoint, "deterministic": deterministic,
               **aggregate(per_seed, tuple(vs)),
-              "runs": [{k: e[k] for k in ("seed", "run_dir", "minutes_to_target")} for e in per_seed]}
+              "runs": [{k: e[k] for k in ("seed", "run_dir", "evaluated_update", "minutes_to_target")}
+                       for e in per_seed]}
     (out / "reproduce.json").write_text(json.dumps(result, indent=1))
     return result

@@ -411,6 +411,9 @@ def record_from_seeds(result: dict, record_id: str, *, command: list[str], machi
     if target["reached"] == n:
         numbers[name] = {"value": round(target["median"], 2), "note": f"median over {n} seeds"}
     games = result["games_per_lineup"]
+    # older aggregates have neither key: they evaluated the final policy, sampling its actions
+    which = "best checkpoint (its best_by)" if result.get("checkpoint") == "best" else "final policy"
+    play = ", playing its most likely legal action" if result.get("deterministic") else ""
     reached = f"{target['reached']} of {n} seeds placed <= {target['target']} vs greedy in-run"
     return {
         "id": record_id,
@@ -430,7 +433,7 @@ def record_from_seeds(result: dict, record_id: str, *, command: list[str], machi
         "commit_source": "git HEAD when the command wrote the record",
         "numbers": numbers,
         "single_seed": n == 1,
-        "notes": f"Each seed's final policy evaluated on {games} seat-rotated games per lineup; {over}. {reached}.",
+        "notes": f"Each seed's {which} evaluated on {games} seat-rotated games per lineup{play}; {over}. {reached}.",
         "files": files,
         "evaluation": evaluation,
     }
