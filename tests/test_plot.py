@@ -264,3 +264,24 @@ def test_metrics_files_named_after_their_runs_are_labelled_by_name(tmp_path):
     paths = [folder / "ppo_small_v1.metrics.jsonl", folder / "independent_v1.metrics.jsonl"]
     summary = plotting.plot_runs(paths, str(tmp_path / "named.png"), metrics=["loss/entropy"])
     assert summary["runs"] == ["ppo_small_v1", "independent_v1"]
+
+
+def test_a_legend_wider_than_the_panels_is_not_cut_off(tmp_path):
+    """Six long run names on one panel: the legend is wider than the panel, and the saved image grows to hold it,
+    so no legend text touches the image's left or right edge (it did when the figure kept its width)."""
+    config = {"env": "autochess", "opponents": "greedy", "league_size": 0}
+    run_dirs = []
+    for i in range(6):
+        run_dir = tmp_path / f"a_rather_long_run_name_number_{i}_of_six_runs"
+        run_dir.mkdir()
+        lines = [json.dumps({"meta": {"config": config}})] + [json.dumps(_record(u, eval_chunk=True)) for u in (5, 10)]
+        (run_dir / "metrics.jsonl").write_text("\n".join(lines) + "\n")
+        run_dirs.append(str(run_dir))
+    out = tmp_path / "wide.png"
+    plotting.plot_runs(run_dirs, str(out), metrics=["eval/placement_vs_greedy"])
+    _check_png(out)
+    with Image.open(out) as im:
+        gray = im.convert("L")
+        width, height = gray.size
+        edges = [gray.getpixel((x, y)) for x in (0, 1, width - 2, width - 1) for y in range(height)]
+    assert min(edges) > 200, "legend or panel drawn up to the image's edge: cut off"

@@ -264,7 +264,7 @@ def _finish(fig, axes, num_panels: int, handles: dict, out: str) -> None:
         width = 2 if num_panels == 1 else 4  # legend columns: three long run names overflow one panel
         fig.legend(list(handles.values()), list(handles), loc="outside upper center", ncols=min(len(handles), width))
     os.makedirs(os.path.dirname(os.path.abspath(out)), exist_ok=True)
-    fig.savefig(out, dpi=100)
+    fig.savefig(out, dpi=100, bbox_inches="tight")  # "tight": a legend wider than the panels is not cut off
 
 
 def plot_bands(groups, out: str, x: str = "env_steps", metrics=None) -> dict:
