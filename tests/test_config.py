@@ -186,7 +186,7 @@ DERIVED = {
     "a2c_stream": (48828, 8192, 4194304, 8, 245, 8, False, False, "vector"),
     "bc_data": (20000, 256, 8192, 8, 40, 8, False, False, "vector"),
     "bc_small": (160, 2048, 16384, 8, 16, 8, False, True, "vector"),
-    "independent": (320, 2048, 2048, 8, 16, 8, False, True, "vector"),
+    "independent": (1600, 2048, 2048, 8, 80, 8, False, True, "vector"),
     "independent_large": (3051, 131072, 131072, 8, 306, 8, False, True, "vector"),
     "league_small": (430, 2048, 16384, 8, 22, 8, False, True, "vector"),
     "ppo_gymnax": (976, 512, 512, 1, 16, 1, True, True, "vector"),
@@ -215,6 +215,14 @@ def test_ppo_small_entity_is_ppo_small_with_the_entity_network_for_300_updates()
     # its result (record ppo_small_entity_3seeds) was measured as ppo_small with these two fields set
     assert PRESETS["ppo_small_entity"].config == PRESETS["ppo_small"].config.with_overrides(
         {"network": "entity", "total_steps": 614_400})
+
+
+def test_independent_is_ppo_small_with_one_learner_per_seat_for_1600_updates():
+    # its result (record independent_30min_3seeds) was measured as the earlier independent preset with these set
+    measured = PRESETS["ppo_small"].config.with_overrides({"lr": 3e-4, "cosine_lr": False, "independent": True,
+                                                           "total_steps": 655_360})
+    assert PRESETS["independent"].config == measured.with_overrides(
+        {"lr": 1e-3, "cosine_lr": True, "total_steps": 3_276_800})
 
 
 def test_seat_kinds():
