@@ -150,7 +150,12 @@ def reproduce(config: TrainConfig, preset: str, seeds, out, vs=OPPONENTS, games:
     for seed in seeds:
         run_dir = out / f"seed_{seed}"
         summary = _trained(config, preset, seed, run_dir, progress)
-        step = summary["updates"] if checkpoint == "final" else best_checkpoint(run_dir) or summary["updates"]
+        if checkpoint == "final":
+            step, player = summary["updates"], str(run_dir)
+        else:
+            best = best_checkpoint(run_dir)  # None: no checkpoint was ranked, the latest plays
+            step = summary["updates"] if best is None else best
+            player = f"{run_dir}:{step}"
         eval_file = out / f"seed_{seed}.eval.json"
         wanted = {"vs": list(vs), "games": games, "eval_seed": eval_seed, "update": step}
         if checkpoint != "final" or deterministic:  # the defaults' files stay as earlier versions wrote them
@@ -159,7 +164,6 @@ def reproduce(config: TrainConfig, preset: str, seeds, out, vs=OPPONENTS, games:
         if cached is None or cached.get("wanted") != wanted:
             progress.status(f"{preset} seed {seed}: evaluating update {step} ({games} x 8 games per lineup of "
                             f"{', '.join(vs)}{', most likely actions' if deterministic else ''})")
-            player = str(run_dir) if checkpoint == "final" else f"{run_dir}:{step}"
             cached = {"wanted": wanted, "result": evaluate(player, vs=list(vs), games=games, seed=eval_seed,
                                                            deterministic=deterministic, progress=progress)}
             eval_file.write_text(json.dumps(cached, indent=1))
