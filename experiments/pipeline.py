@@ -18,14 +18,11 @@ the pipeline (exit 0, resumable). Progress goes to stderr; the last line on stdo
 
 from __future__ import annotations
 
-import dataclasses
 import json
 import time
 from pathlib import Path
 
-from agents.config import TrainConfig
-from agents.config import parse_sets as parse_config_sets
-from agents.pipeline.runner import PIPELINE_FILE, RECORD, RecordPhase, run_pipeline
+from agents.pipeline.runner import PIPELINE_FILE, run_pipeline
 from agents.presets import PIPELINES, pipeline_spec
 from agents.run.loop import RunError
 from agents.storage.checkpoints import CheckpointMismatchError, NoGoodCheckpointError
@@ -38,7 +35,8 @@ from experiments.common import (
     enable_compilation_cache,
     fail,
     make_parser,
-    parse_value,
+    parse_phase_sets,
+    phase_overrides,
     quiet_logs,
     resume_hint,
 )
@@ -63,44 +61,6 @@ def parse_args(argv=None):
     return parser, args
 
 
-def parse_sets(parser, items) -> dict:
-    """``--set PHASE.FIELD=VALUE`` strings -> {phase: {field: text}}; malformed ones are parser errors."""
-    sets: dict = {}
-    for item in items:
-        key, sep, value = item.partition("=")
-        phase, dot, field = key.strip().partition(".")
-        if not sep or not dot or not phase or not field:
-            fail(parser, f"--set {item!r}: expected PHASE.FIELD=VALUE (e.g. student.total_steps=409600)")
-        sets.setdefault(phase, {})[field] = value
-    return sets
-
-
-def typed_overrides(sets: dict) -> dict:
-    """{phase: {field: text}} -> {phase: {field: value}} parsed by the field's type (``record``: ``RecordPhase``'s
-    int fields; the others ``TrainConfig``'s, named short or GROUP.NAME); a ``ValueError`` names the field."""
-    record_fields = {f.name for f in dataclasses.fields(RecordPhase)}
-    out = {}
-    for phase, fields in sets.items():
-        if phase == RECORD:
-            bad = sorted(set(fields) - {"games", "batch_games"})
-            if bad:
-                raise ValueError(f"--set record.{bad[0]}: only record.games and record.batch_games can be set "
-                                 f"(RecordPhase fields: {', '.join(sorted(record_fields))})")
-            out[phase] = {k: parse_value(k, int, v, owner="RecordPhase") for k, v in fields.items()}
-            continue
-        out[phase] = {}
-        for name, text in fields.items():  # a short (lr) or dotted (optim.lr) field name, as in experiments.train
-            try:
-                TrainConfig.field_path(name)
-            except ValueError as err:
-                raise ValueError(f"--set {phase}.{name}: unknown config field; {err}") from None
-            try:
-                out[phase].update(parse_config_sets({name: text}))
-            except ValueError as err:
-                raise ValueError(f"--set {phase}.{name}: {err}") from None
-    return out
-
-
 def main(argv=None):
     quiet_logs()
     parser, args = parse_args(argv)
@@ -112,7 +72,7 @@ def main(argv=None):
                 links = ", ".join(f"{f}=@{p}" for f, p in phase.links)
                 print(f"    {phase.name}: {phase.config.algo}, {phase.config.num_updates} updates ({links})")
         return None
-    sets = parse_sets(parser, args.set)
+    sets = parse_phase_sets(parser, args.set)
     if args.resume:
         if not args.out:
             fail(parser, "--resume needs --out DIR")
@@ -126,7 +86,7 @@ def main(argv=None):
     else:
         preset, seed = args.preset, args.seed
         try:
-            overrides = typed_overrides(sets)
+            overrides = phase_overrides(sets)
         except ValueError as err:
             fail(parser, err)
     try:

@@ -4,6 +4,7 @@
     python -m experiments.reproduce ppo_small --seeds 3 --out runs/repro-ppo_small --record ppo_small_seeds
     python -m experiments.reproduce smoke --seeds 0,1 --games 2 --vs greedy --out runs/repro-smoke
     python -m experiments.reproduce bc_data --set bc_dataset=data/expert --checkpoint best --deterministic --out DIR
+    python -m experiments.reproduce pipeline_short --seeds 3 --out runs/repro-pipeline_short
 
 Trains PRESET once per training seed (``--seeds N``: seeds 0 .. N-1; or a comma-separated list), each run in
 ``OUT/seed_S``; the same command continues where it stopped (a signal, a requeued job) and neither retrains nor
@@ -21,6 +22,12 @@ greedy bots (median over seeds). It is written to ``OUT/reproduce.json`` and pri
 and regenerates docs/results.md and the README's table (``python -m experiments.results``). The record carries
 the command, the machine, the seeds, the date and the commit (git HEAD; a work tree with uncommitted changes is
 refused, since the record would name code it did not run).
+
+A pipeline preset (``experiments.pipeline --list-presets``) is re-measured the same way
+(``agents.pipeline.over_seeds``): the whole pipeline runs once per seed in ``OUT/seed_S`` (the recording with seed
+S, phase i training with S + i; the evaluation seed must be none of these), and its final policy, the last phase's
+result, plays. ``--set PHASE.FIELD=VALUE`` changes one phase's field; the record's time is the wall time of every
+phase (``pipeline_wall_s``), and its evidence includes each seed's ``pipeline.json`` and each phase's metrics.
 """
 
 from __future__ import annotations
@@ -37,11 +44,15 @@ from pathlib import Path
 
 import jax
 
+from agents.pipeline.over_seeds import reproduce_pipeline
+from agents.pipeline.runner import PIPELINE_FILE
 from agents.policies.load import PolicyError
-from agents.presets import PRESETS, preset_config
+from agents.presets import PIPELINES, PRESETS, pipeline_spec, preset_config
 from agents.run import over_seeds
 from agents.storage import results
+from agents.storage.checkpoints import NoGoodCheckpointError
 from agents.storage.run_dir import RunError
+from agents.utils.health import NonFiniteError
 from agents.utils.progress import ConsoleProgress, NoProgress
 from experiments.common import (
     add_cache_args,
@@ -51,7 +62,9 @@ from experiments.common import (
     fail,
     make_parser,
     parse_overrides,
+    parse_phase_sets,
     parse_seeds,
+    phase_overrides,
     quiet_logs,
 )
 
@@ -101,9 +114,16 @@ def write_record(result: dict, record_id: str, out: Path, command: list[str], co
     shutil.copyfile(out / "reproduce.json", docs / evidence)
     files = [evidence]
     for seed in result["seeds"]:
-        name = f"{record_id}.seed{seed}.metrics.jsonl"
-        shutil.copyfile(out / f"seed_{seed}" / "metrics.jsonl", docs / name)
-        files.append(name)
+        run_dir = out / f"seed_{seed}"
+        if result.get("pipeline"):  # its pipeline.json, and each training phase's metrics
+            copies = {f"{record_id}.seed{seed}.pipeline.json": run_dir / PIPELINE_FILE}
+            copies.update({f"{record_id}.seed{seed}.{phase}.metrics.jsonl": run_dir / phase / "metrics.jsonl"
+                           for phase in result["config"]["phases"]})
+        else:
+            copies = {f"{record_id}.seed{seed}.metrics.jsonl": run_dir / "metrics.jsonl"}
+        for name, source in copies.items():
+            shutil.copyfile(source, docs / name)
+            files.append(name)
     machine, environment = describe_machine()
     record = results.record_from_seeds(result, record_id, command=command, machine=machine, environment=environment,
                                        date=datetime.date.today().isoformat(), commit=commit, files=files,
@@ -124,8 +144,9 @@ def write_record(result: dict, record_id: str, out: Path, command: list[str], co
 def main(argv=None) -> dict:
     quiet_logs()
     parser = make_parser("experiments.reproduce", __doc__)
-    parser.add_argument("preset", choices=sorted(PRESETS), metavar="PRESET",
-                        help=f"the preset to re-measure: {', '.join(sorted(PRESETS))}")
+    names = sorted(PRESETS) + sorted(PIPELINES)
+    parser.add_argument("preset", choices=names, metavar="PRESET",
+                        help=f"the preset or pipeline preset to re-measure: {', '.join(names)}")
     parser.add_argument("--seeds", default="3", help="a count N (seeds 0..N-1) or a comma-separated list (default 3)")
     parser.add_argument("--out", required=True, help="the directory of the runs and evaluations")
     parser.add_argument("--games", type=int, default=32, help="game seeds per lineup, each x 8 rotations (default 32)")
@@ -133,7 +154,8 @@ def main(argv=None) -> dict:
     parser.add_argument("--vs", action="append", default=None,
                         help=f"a lineup (repeatable; default {', '.join(over_seeds.OPPONENTS)})")
     parser.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
-                        help="override a config field of every seed's run, as experiments.train --set")
+                        help="override a config field of every seed's run, as experiments.train --set (a "
+                        "pipeline's: PHASE.FIELD=VALUE, as experiments.pipeline --set)")
     parser.add_argument("--record", metavar="ID", default=None,
                         help="also write docs/results/records/ID.json and its evidence, and regenerate the pages")
     parser.add_argument("--checkpoint", choices=over_seeds.CHECKPOINTS, default="final",
@@ -148,9 +170,15 @@ def main(argv=None) -> dict:
         fail(parser, f"--games: an int >= 1, got {args.games}")
     if args.record is not None and not results._ID.match(args.record):
         fail(parser, f"--record: lower case letters, digits, '_', '.', '-', got {args.record!r}")
-    overrides = parse_overrides(parser, args.set)
-    try:
-        config = apply_sets(preset_config(args.preset), overrides)  # a bad --set fails before any work
+    pipeline = args.preset in PIPELINES
+    if pipeline and args.checkpoint != "final":
+        fail(parser, "--checkpoint: a pipeline's final policy is its last phase's result (its best checkpoint by "
+                     "its best_by); only --checkpoint final applies")
+    try:  # a bad --set fails before any work
+        if pipeline:
+            config = pipeline_spec(args.preset).with_overrides(phase_overrides(parse_phase_sets(parser, args.set)))
+        else:
+            config = apply_sets(preset_config(args.preset), parse_overrides(parser, args.set))
     except ValueError as err:
         fail(parser, err)
     check_out(parser, args.out)
@@ -163,14 +191,21 @@ def main(argv=None) -> dict:
     enable_compilation_cache(None if args.no_cache else args.cache_dir)
     progress = NoProgress() if args.quiet else ConsoleProgress()
     try:
-        result = over_seeds.reproduce(config, args.preset, seeds, args.out, games=args.games,
-                                      vs=tuple(args.vs or over_seeds.OPPONENTS), eval_seed=args.eval_seed,
-                                      checkpoint=args.checkpoint, deterministic=args.deterministic,
-                                      progress=progress)
+        vs = tuple(args.vs or over_seeds.OPPONENTS)
+        if pipeline:
+            result = reproduce_pipeline(config, args.preset, seeds, args.out, games=args.games, vs=vs,
+                                        eval_seed=args.eval_seed, deterministic=args.deterministic,
+                                        progress=progress)
+        else:
+            result = over_seeds.reproduce(config, args.preset, seeds, args.out, games=args.games, vs=vs,
+                                          eval_seed=args.eval_seed, checkpoint=args.checkpoint,
+                                          deterministic=args.deterministic, progress=progress)
     except (ValueError, RunError, PolicyError) as err:
         fail(parser, err)
     except over_seeds.StoppedError as err:
         fail(parser, f"{err}; the same command continues", status=1)
+    except (NonFiniteError, NoGoodCheckpointError) as err:  # nothing non-finite was saved
+        fail(parser, err, status=1)
     except OSError as err:
         fail(parser, f"{err}; the same command continues from the complete checkpoints", status=1)
     except KeyboardInterrupt:

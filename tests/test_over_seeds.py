@@ -126,3 +126,63 @@ def test_two_seeds_of_the_smoke_preset_and_a_repeated_call_that_trains_and_plays
     assert "best checkpoint" in record["notes"] and "most likely legal action" in record["notes"]
     with pytest.raises(ValueError, match="checkpoint must be one of"):
         over_seeds.reproduce(config, "smoke", [0, 1], tmp_path, checkpoint="last")
+
+
+def test_a_pipeline_over_seeds_evaluates_each_final_policy_and_its_record_says_so(tmp_path, monkeypatch):
+    """The pipeline counterpart (agents.pipeline.over_seeds) with stand-in pipelines and evaluations (each is tested
+    for real in tests/test_pipeline.py and the arena's tests): each seed's pipeline runs once in its own directory
+    with its seed, its final result is the player evaluated, a repeated call runs and plays nothing, the seeds its
+    phases train with are refused as the evaluation seed, and the record carries the pipeline's wall time."""
+    from agents.pipeline import over_seeds as pipe_seeds
+    from agents.presets import PIPELINES
+
+    spec = PIPELINES["pipeline_smoke"]
+    ran, played = [], []
+
+    def fake_pipeline(spec_, out_dir, name, seed, resume, progress):
+        ran.append((name, seed, resume, str(out_dir)))
+        phases = {"record": {"dir": "r", "record": {}, "result": "r", "summary": {}, "wall_s": 10.0}}
+        for i, phase in enumerate(spec_.phases, start=1):
+            phases[phase.name] = {"dir": f"{out_dir}/{phase.name}", "config": {}, "result": f"{out_dir}:{i}",
+                                  "wall_s": 20.0 + seed, "summary": {"updates": i, "env_steps": 100 * i,
+                                                                     "train_s": 1.5, "compile_s": 2.0}}
+        return {"phases": phases, "final": f"{out_dir}/league:{3 + seed}", "wall_s": 90.0 + seed, "stopped": None}
+
+    def fake_evaluate(player, vs, games, seed, deterministic, progress):
+        played.append((player, seed, deterministic))
+        return {f"vs_{v}": {"mean_placement": 2.0 + int(player[-1]), "ci95": 0.1} for v in vs}
+
+    monkeypatch.setattr(pipe_seeds, "run_pipeline", fake_pipeline)
+    monkeypatch.setattr(over_seeds, "evaluate", fake_evaluate)
+    with pytest.raises(ValueError, match="eval_seed 6 is a training seed"):  # seed 2's 4th phase trains with 6
+        pipe_seeds.reproduce_pipeline(spec, "pipeline_smoke", [0, 2], tmp_path, eval_seed=6)
+    assert ran == [] and len(spec.phases) == 4
+    first = pipe_seeds.reproduce_pipeline(spec, "pipeline_smoke", [0, 1], tmp_path, vs=("greedy",), games=2,
+                                          eval_seed=7, deterministic=True)
+    assert ran == [("pipeline_smoke", s, False, str(tmp_path / f"seed_{s}")) for s in (0, 1)]
+    assert played == [(f"{tmp_path / f'seed_{s}'}/league:{3 + s}", 7, True) for s in (0, 1)]
+    assert first["vs_greedy"]["per_seed"] == [5.0, 6.0] and first["vs_greedy"]["mean_placement"] == 5.5
+    assert first["pipeline_wall_s"] == [90.0, 91.0] and first["train_s"] == [6.0, 6.0]
+    assert first["updates"] == [4, 4] and first["env_steps"] == [1000, 1000]
+    assert [r["evaluated_update"] for r in first["runs"]] == [3, 4]
+    assert first["runs"][1]["phases_wall_s"] == {"record": 10.0, "bc": 21.0, "teacher": 21.0, "student": 21.0,
+                                                 "league": 21.0}
+    assert list(first["config"]["phases"]) == ["bc", "teacher", "student", "league"]
+    again = pipe_seeds.reproduce_pipeline(spec, "pipeline_smoke", [0, 1], tmp_path, vs=("greedy",), games=2,
+                                          eval_seed=7, deterministic=True)
+    assert again == first and len(ran) == 2 and len(played) == 2
+    changed = spec.with_overrides({"league": {"lr": 1e-4}})  # another spec: its pipelines run again (resumed)
+    pipe_seeds.reproduce_pipeline(changed, "pipeline_smoke", [0], tmp_path / "b", vs=("greedy",), games=2, eval_seed=7)
+    assert ran[-1] == ("pipeline_smoke", 0, False, str(tmp_path / "b" / "seed_0"))
+
+    record = results.record_from_seeds(json.loads(json.dumps(first)), "pipe", command=["c"], machine="m",
+                                       environment="e", date="2026-11-28", commit="0" * 40, files=["pipe.json"],
+                                       evaluation="pipe.json")
+    (tmp_path / "pipe.json").write_text(json.dumps(first))
+    assert results.validate(record, tmp_path) == [] and results.check_evidence(record, tmp_path) == []
+    assert record["numbers"]["wall_s"]["value"] == 90.5 and "train_s" not in record["numbers"]
+    assert record["title"] == ("pipeline_smoke: the pipeline (record, bc, teacher, student, league) over 2 pipeline "
+                               "seeds")
+    assert "last phase's result" in record["notes"] and "pipeline seeds" in record["seeds"]["note"]
+    table = results.render_readme_table([{**record, "readme_row": 1}], {"since": "2026-11-28", "change": "x"})
+    assert table.count("| 1.5 (wall) |") == 1  # 90.5 s

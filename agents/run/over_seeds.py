@@ -121,7 +121,60 @@ def aggregate(per_seed: list[dict], vs: tuple[str, ...]) -> dict:
     }
     for key in ("updates", "env_steps", "train_s", "compile_s"):
         out[key] = [entry["summary"].get(key) for entry in per_seed]
+    if all("pipeline_wall_s" in entry["summary"] for entry in per_seed):  # every phase, compiles included
+        out["pipeline_wall_s"] = [entry["summary"]["pipeline_wall_s"] for entry in per_seed]
     return out
+
+
+def evaluated(player: str, step: int, eval_file: Path, label: str, vs, games: int, eval_seed: int,
+              checkpoint: str = "final", deterministic: bool = False, progress: Progress | None = None) -> dict:
+    """``player``'s evaluation (``agents.arena.tournament.evaluate``: ``games`` game seeds x 8 rotations per lineup
+    of ``vs`` from ``eval_seed``), kept in ``eval_file`` with what was asked, so that the same question asked again
+    (same lineups, games, seed, ``step``, ``checkpoint`` and ``deterministic``) plays nothing."""
+    progress = progress or NoProgress()
+    wanted = {"vs": list(vs), "games": games, "eval_seed": eval_seed, "update": step}
+    if checkpoint != "final" or deterministic:  # the defaults' files stay as earlier versions wrote them
+        wanted.update(checkpoint=checkpoint, deterministic=deterministic)
+    cached = json.loads(eval_file.read_text()) if eval_file.is_file() else None
+    if cached is None or cached.get("wanted") != wanted:
+        progress.status(f"{label}: evaluating update {step} ({games} x 8 games per lineup of "
+                        f"{', '.join(vs)}{', most likely actions' if deterministic else ''})")
+        cached = {"wanted": wanted, "result": evaluate(player, vs=list(vs), games=games, seed=eval_seed,
+                                                       deterministic=deterministic, progress=progress)}
+        eval_file.write_text(json.dumps(cached, indent=1))
+    return cached["result"]
+
+
+def check_arguments(seeds, eval_seed: int, games, span: int = 1) -> list[int]:
+    """``seeds`` as ints; ``ValueError`` for no seeds or repeated ones, an evaluation seed that a run trains with
+    (the run of seed ``s`` uses seeds ``s`` .. ``s + span - 1``: a pipeline's phases add their number), or
+    ``games`` not an int >= 1."""
+    seeds = [int(s) for s in seeds]
+    if not seeds or len(set(seeds)) != len(seeds):
+        raise ValueError(f"seeds must be distinct and at least one, got {seeds}")
+    if any(0 <= eval_seed - s < span for s in seeds):
+        raise ValueError(f"eval_seed {eval_seed} is a training seed: evaluate on seeds never used in training")
+    if isinstance(games, bool) or not isinstance(games, int) or games < 1:
+        raise ValueError(f"games must be an int >= 1, got {games!r}")
+    return seeds
+
+
+def evaluated_runs(run, seeds, out, preset: str, vs, games: int, eval_seed: int, checkpoint: str = "final",
+                   deterministic: bool = False, progress: Progress | None = None) -> list[dict]:
+    """For each of ``seeds``: ``run(seed, run_dir)`` (``run_dir`` is ``out/seed_<S>``) trains it or reads it
+    back and returns ``(summary, player, step)``; the player is ``evaluated`` (kept in ``out/seed_<S>.eval.json``).
+    Returns per seed ``{"seed", "run_dir", "eval", "summary", "evaluated", "evaluated_update"}``."""
+    out = Path(out)
+    out.mkdir(parents=True, exist_ok=True)
+    per_seed = []
+    for seed in seeds:
+        run_dir = out / f"seed_{seed}"
+        summary, player, step = run(seed, run_dir)
+        result = evaluated(player, step, out / f"seed_{seed}.eval.json", f"{preset} seed {seed}", vs, games,
+                           eval_seed, checkpoint, deterministic, progress)
+        per_seed.append({"seed": seed, "run_dir": str(run_dir), "eval": result, "summary": summary,
+                         "evaluated": player, "evaluated_update": step})
+    return per_seed
 
 
 def reproduce(config: TrainConfig, preset: str, seeds, out, vs=OPPONENTS, games: int = 32, eval_seed: int = 4242,
@@ -134,46 +187,27 @@ def reproduce(config: TrainConfig, preset: str, seeds, out, vs=OPPONENTS, games:
     cross-entropy; the latest when none was ranked); ``deterministic``: it plays its most likely legal action
     instead of sampling. ``ValueError`` for an evaluation seed among the training seeds, no seeds or repeated
     ones, an unknown ``checkpoint``; ``StoppedError`` when a signal stopped a run (call again to continue)."""
-    seeds = [int(s) for s in seeds]
     if checkpoint not in CHECKPOINTS:
         raise ValueError(f"checkpoint must be one of {CHECKPOINTS}, got {checkpoint!r}")
-    if not seeds or len(set(seeds)) != len(seeds):
-        raise ValueError(f"seeds must be distinct and at least one, got {seeds}")
-    if eval_seed in seeds:
-        raise ValueError(f"eval_seed {eval_seed} is a training seed: evaluate on seeds never used in training")
-    if isinstance(games, bool) or not isinstance(games, int) or games < 1:
-        raise ValueError(f"games must be an int >= 1, got {games!r}")
+    seeds = check_arguments(seeds, eval_seed, games)
     progress = progress or NoProgress()
-    out = Path(out)
-    out.mkdir(parents=True, exist_ok=True)
-    per_seed = []
-    for seed in seeds:
-        run_dir = out / f"seed_{seed}"
+
+    def run(seed, run_dir):
         summary = _trained(config, preset, seed, run_dir, progress)
         if checkpoint == "final":
-            step, player = summary["updates"], str(run_dir)
-        else:
-            best = best_checkpoint(run_dir)  # None: no checkpoint was ranked, the latest plays
-            step = summary["updates"] if best is None else best
-            player = f"{run_dir}:{step}"
-        eval_file = out / f"seed_{seed}.eval.json"
-        wanted = {"vs": list(vs), "games": games, "eval_seed": eval_seed, "update": step}
-        if checkpoint != "final" or deterministic:  # the defaults' files stay as earlier versions wrote them
-            wanted.update(checkpoint=checkpoint, deterministic=deterministic)
-        cached = json.loads(eval_file.read_text()) if eval_file.is_file() else None
-        if cached is None or cached.get("wanted") != wanted:
-            progress.status(f"{preset} seed {seed}: evaluating update {step} ({games} x 8 games per lineup of "
-                            f"{', '.join(vs)}{', most likely actions' if deterministic else ''})")
-            cached = {"wanted": wanted, "result": evaluate(player, vs=list(vs), games=games, seed=eval_seed,
-                                                           deterministic=deterministic, progress=progress)}
-            eval_file.write_text(json.dumps(cached, indent=1))
-        per_seed.append({"seed": seed, "run_dir": str(run_dir), "eval": cached["result"], "summary": summary,
-                         "evaluated_update": step, "minutes_to_target": minutes_to_target(run_dir)})
+            return summary, str(run_dir), summary["updates"]
+        best = best_checkpoint(run_dir)  # None: no checkpoint was ranked, the latest plays
+        step = summary["updates"] if best is None else best
+        return summary, f"{run_dir}:{step}", step
+
+    per_seed = evaluated_runs(run, seeds, out, preset, vs, games, eval_seed, checkpoint, deterministic, progress)
+    for entry in per_seed:
+        entry["minutes_to_target"] = minutes_to_target(entry["run_dir"])
     result = {"preset": preset, "seeds": seeds, "eval_seed": eval_seed, "games_per_lineup": games * 8,
               "config": seed_config(config, seeds[0]).to_dict(), "schedule_updates": config.num_updates,
               "checkpoint": checkpoint, "deterministic": deterministic,
               **aggregate(per_seed, tuple(vs)),
               "runs": [{k: e[k] for k in ("seed", "run_dir", "evaluated_update", "minutes_to_target")}
                        for e in per_seed]}
-    (out / "reproduce.json").write_text(json.dumps(result, indent=1))
+    (Path(out) / "reproduce.json").write_text(json.dumps(result, indent=1))
     return result

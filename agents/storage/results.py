@@ -403,9 +403,15 @@ def record_from_seeds(result: dict, record_id: str, *, command: list[str], machi
         numbers[key] = {"value": round(entry["mean_placement"], 2)}  # no per-number note: the README prints notes
         if entry["ci95"] is not None:
             numbers[key]["ci95"] = round(entry["ci95"], 2)
-    numbers["updates"] = max(result["updates"])
-    numbers["env_steps"] = max(result["env_steps"])
-    numbers["train_s"] = {"value": round(sum(result["train_s"]) / n), "note": "mean over seeds"}
+    pipeline = bool(result.get("pipeline"))
+    if pipeline:  # every phase's wall time: its compiles, evaluations and the recording too
+        walls = result["pipeline_wall_s"]
+        numbers["wall_s"] = {"value": round(sum(walls) / n, 1), "note": "mean over seeds (per seed "
+                             + ", ".join(f"{w:,.0f}" for w in walls) + "): every phase, recording included"}
+    else:
+        numbers["updates"] = max(result["updates"])
+        numbers["env_steps"] = max(result["env_steps"])
+        numbers["train_s"] = {"value": round(sum(result["train_s"]) / n), "note": "mean over seeds"}
     target = result["minutes_to_target"]
     name = f"train_minutes_to_{str(target['target']).replace('.', '_')}_vs_greedy"
     if target["reached"] == n:
@@ -415,19 +421,27 @@ def record_from_seeds(result: dict, record_id: str, *, command: list[str], machi
     which = "best checkpoint (its best_by)" if result.get("checkpoint") == "best" else "final policy"
     play = ", playing its most likely legal action" if result.get("deterministic") else ""
     reached = f"{target['reached']} of {n} seeds placed <= {target['target']} vs greedy in-run"
+    title = f"{result['preset']}: {_updates_span(result)} over {n} training seed{'s' * (n > 1)}"
+    seeds_note = f"{games} seat-rotated games per lineup and seed"
+    if pipeline:
+        phases = ", ".join(["record", *result["config"]["phases"]])
+        title = f"{result['preset']}: the pipeline ({phases}) over {n} pipeline seed{'s' * (n > 1)}"
+        which = "final policy (the pipeline's last phase's result)"
+        over = over.replace("training seed", "pipeline seed")
+        reached = "The phases evaluate at their ends only, so no time to strength is measured"
+        seeds_note = f"pipeline seeds (the recording's; phase i trains with seed + i); {seeds_note}"
     return {
         "id": record_id,
         # no "on the current code": the record's commit and date say which code it ran, the README's code column
         # whether that is still current
-        "title": f"{result['preset']}: {_updates_span(result)} over {n} training seed{'s' * (n > 1)}",
+        "title": title,
         "kind": "learning",
         "preset": result["preset"],
         "subject": f"`{result['preset']}`",
         "command": command,
         "machine": machine,
         "environment": environment,
-        "seeds": {"training": seeds, "evaluation": result["eval_seed"],
-                  "note": f"{games} seat-rotated games per lineup and seed"},
+        "seeds": {"training": seeds, "evaluation": result["eval_seed"], "note": seeds_note},
         "date": date,
         "commit": commit,
         "commit_source": "git HEAD when the command wrote the record",
