@@ -42,6 +42,8 @@ from jaxgame.config import FLOAT_RULE_RANGES, INT_RULE_RANGES, GameConfig, check
 ALGOS = ("ppo", "a2c", "bc")
 OBS_KINDS = ("vector", "pixels", "oracle")
 ACTIVATIONS = ("tanh", "relu")
+#: what of the vector observation the network reads (``NetConfig.view``)
+VIEWS = ("all", "frame")
 SEAT_KINDS = ("self", "random", "greedy", "expert")
 NUM_SEATS = 8
 
@@ -264,7 +266,7 @@ class NetConfig(_Group):
     """The policy-value network and who owns its parameters."""
 
     NAME = "net"
-    CHOICES = {"network": NETWORKS, "activation": ACTIVATIONS}
+    CHOICES = {"network": NETWORKS, "activation": ACTIVATIONS, "view": VIEWS}
 
     network: str = "mlp"
     """"mlp" (needs obs="vector" or "oracle"), "entity" (the game's vector observation read as units, each action
@@ -281,6 +283,10 @@ class NetConfig(_Group):
     independent: bool = False
     """one parameter set and optimizer state per seat, each trained only on its own seat's transitions (no
     parameter or data sharing); needs algo="ppo" on the game with opponents="self" and no league"""
+    view: str = "all"
+    """what of the game's vector observation the network reads: "all", or "frame": only what the seat's rendered
+    frame shows (jaxgame.observation.frame_view: no pool, of the opponents only the last one's life, level and
+    board size), a diagnostic of what ppo_pixels' frames leave out; "frame" needs obs="vector\""""
 
     def __post_init__(self):
         super().__post_init__()
@@ -654,6 +660,9 @@ class TrainConfig:
                 f"'mlp' or 'entity' for obs='vector', 'mlp' for 'oracle', got network={self.network!r} with "
                 f"obs={self.obs!r}"
             )
+        if self.view == "frame" and (self.obs != "vector" or self.is_gymnax):
+            raise ValueError(f"TrainConfig.net.view='frame' cuts the game's vector observation: it needs "
+                             f"env='autochess' and obs='vector', got env={self.env!r}, obs={self.obs!r}")
         if self.network in VECTOR_ONLY_NETWORKS and (self.obs != "vector" or self.is_gymnax):
             raise ValueError(f"TrainConfig.net.network={self.network!r} reads the game's vector observation: it "
                              f"needs env='autochess' and obs='vector', got env={self.env!r}, obs={self.obs!r}")

@@ -143,6 +143,29 @@ def seat_observation(state: GameState, seat: jnp.ndarray, config: GameConfig) ->
     ).astype(jnp.float32)
 
 
+def frame_view(obs: jnp.ndarray) -> jnp.ndarray:
+    """float32[..., OBS_SIZE] -> the same observations cut down to what the seat's rendered frame shows
+    (``jaxgame.render``; docs/pixels.md, "Rendered view"): a diagnostic that separates what the frame leaves out
+    from learning to see (issue 43, ``ppo_pixels``).
+
+    Kept: the self block (the HUD), the shop, bench and board records (the frame draws each unit's species and
+    stars, of which cost and types are functions), the synergies (the bars) and the owned copies (a function of
+    the bench and board). Zeroed: the pool (the frame has no pool), and every opponent row but the last
+    opponent's, of which the life, level, board units (the frame draws its board), alive and the flag itself are
+    kept and the streak zeroed. The frame's count of players alive is not kept (the vector has no such count).
+    """
+    obs = jnp.asarray(obs, jnp.float32)
+    keep = np.ones(OBS_SIZE, np.float32)
+    keep[slice(*OBS_LAYOUT["pool"])] = 0.0
+    start, end = OBS_LAYOUT["opponents"]
+    lead = obs.shape[:-1]
+    opponents = obs[..., start:end].reshape(*lead, C.NUM_PLAYERS - 1, OPPONENT_FEATURES)
+    last = opponents[..., 5:6]  # "was my last opponent": 1 on at most one row
+    columns = jnp.asarray([1, 1, 1, 1, 0, 1], jnp.float32)  # life, level, alive, board units, (streak), the flag
+    shown = (opponents * last * columns).reshape(*lead, end - start)
+    return jnp.concatenate([obs[..., :start] * jnp.asarray(keep[:start]), shown, obs[..., end:]], axis=-1)
+
+
 def vector_observation(state: GameState, config: GameConfig) -> jnp.ndarray:
     """float32[8, OBS_SIZE]: every seat's observation."""
     return jax.vmap(lambda seat: seat_observation(state, seat, config))(jnp.arange(C.NUM_PLAYERS))

@@ -51,8 +51,11 @@ class Runner:
 
 
 def make_network(config: TrainConfig, num_actions: int):
-    """The actor-critic of a config; ``networks.PerSeat`` around it for independent learners."""
+    """The actor-critic of a config; ``networks.FrameView`` around it when it reads only what the frame shows,
+    ``networks.PerSeat`` around that for independent learners."""
     network = networks.actor_critic(config.network, num_actions, config.hidden, config.activation, config.shared_torso)
+    if config.view == "frame":
+        network = networks.FrameView(network)
     return networks.PerSeat(network, NUM_SEATS) if config.independent else network
 
 

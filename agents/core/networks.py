@@ -17,6 +17,7 @@ import jax.numpy as jnp
 from agents.core.entity_network import EntityActorCritic
 from agents.core.layers import HIDDEN_SCALE, MLP, activation_fn, dense
 from agents.core.tile_ids import TileIdTorso
+from jaxgame.observation import frame_view
 from jaxgame.packing import FRAME_H, FRAME_W, PACKED_W, TILE, unpack
 
 
@@ -210,6 +211,21 @@ class PublicView:
 
     def apply(self, params, obs):
         return self.base.apply(params, obs[..., :self.width])
+
+
+class FrameView:
+    """``base`` on ``jaxgame.observation.frame_view`` of each vector observation (``NetConfig.view="frame"``): the
+    network reads only what the seat's rendered frame shows. ``init(key, obs)`` and ``apply(params, obs)`` as
+    flax's, obs float32[..., OBS_SIZE]; the parameters are exactly ``base``'s."""
+
+    def __init__(self, base):
+        self.base = base
+
+    def init(self, key, obs):
+        return self.base.init(key, frame_view(obs))
+
+    def apply(self, params, obs):
+        return self.base.apply(params, frame_view(obs))
 
 
 class OneSeat:
