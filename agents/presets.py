@@ -153,10 +153,10 @@ PRESETS["bc_data"] = Preset(
 #: were measured with it, so the later ppo_small (1e-3, cosine decay) leaves them as they were
 _PPO_SMALL_V1 = dataclasses.replace(PRESETS["ppo_small"].config, lr=3e-4, cosine_lr=False)
 PRESETS["league_small"] = Preset(
-    "CPU (2 cores), 30 minutes: ppo_small's PPO in a league with the design's opponent mix: 50% of the games "
-    "self-play, 30% 4 learner seats against past snapshots, 20% against the frozen baseline ppo_small-v1",
-    # 430 updates took 29 min 29 s wall with the earlier mix (75% snapshots, 25% greedy bot) and 30 min 45 s with
-    # this one (2026-11-27; docs/log-2026-11.md "Results")
+    "CPU (2 cores), about 10 minutes: ppo_small's PPO in a league with the design's opponent mix: 50% of the "
+    "games self-play, 30% 4 learner seats against past snapshots, 20% against the frozen baseline ppo_small-v1",
+    # 430 updates: about 7 training minutes a seed, 10 of wall time with compiles and in-run evaluations (record
+    # league_small_3seeds); 30 min 45 s wall before the combat got faster (2026-11-27, record league_small_mix)
     dataclasses.replace(_PPO_SMALL_V1, league_size=8, league_learner_seats=4, league_pool_prob=1.0,
                         league_self_share=0.5, league_anchor_share=0.2, anchor="baseline:ppo_small-v1", anchor_kl=0.0,
                         league_bot="greedy", league_groups=8, snapshot_every=20, total_steps=880_640),

@@ -444,7 +444,7 @@ def record_from_seeds(result: dict, record_id: str, *, command: list[str], machi
         "seeds": {"training": seeds, "evaluation": result["eval_seed"], "note": seeds_note},
         "date": date,
         "commit": commit,
-        "commit_source": "git HEAD when the command wrote the record",
+        "commit_source": "git HEAD when the command started (a clean work tree)",
         "numbers": numbers,
         "single_seed": n == 1,
         "notes": f"Each seed's {which} evaluated on {games} seat-rotated games per lineup{play}; {over}. {reached}.",
