@@ -80,7 +80,8 @@ PRESETS = {
         ),
     ),
     "a2c_small": Preset(
-        "CPU (2 cores), 30 minutes: streaming A2C over 64 games (no rollout buffer), evaluated vs the bots",
+        "CPU (2 cores), about 11 training minutes (record a2c_small_3seeds): streaming A2C over 64 games (no "
+        "rollout buffer), evaluated vs the bots",
         TrainConfig(
             run=RunConfig(algo="a2c", num_envs=64, total_steps=1_500_000, updates_per_chunk=100),
             a2c=A2CConfig(update_every=4),
@@ -90,7 +91,8 @@ PRESETS = {
         ),
     ),
     "ppo_pixels": Preset(
-        "CPU (2 cores), 30 minutes: self-play PPO on packed 2bpp pixel observations (unpacked on device, "
+        "CPU (2 cores), about 10 training minutes (record ppo_pixels_3seeds): self-play PPO on packed 2bpp pixel "
+        "observations (unpacked on device, "
         "one embedding per 8x8 tile; --set network=cnn for the convolutional torso on an accelerator)",
         TrainConfig(
             task=TaskConfig(obs="pixels"),
