@@ -263,7 +263,8 @@ PIPELINES["pipeline_short"] = dataclasses.replace(
                     "anchor_kl_updates": 30, "eval_every": 1_000, "eval_games": 4},
         "league": {"total_steps": 64 * 32 * 160, "anchor_kl_updates": 100, "eval_every": 1_000, "eval_games": 4},
     }),
-    description="CPU (2 cores), about 20 minutes: pipeline_small's phases with their minutes moved to PPO from the "
+    description="CPU (2 cores), about 8 minutes (record pipeline_short_3seeds): pipeline_small's phases with their "
+    "minutes moved to PPO from the "
     "clone. The same recording; a clone of 8,000 updates; 12 teacher updates; a student of 40 updates (the "
     "teacher's KL decaying over 40, the hidden inputs faded out over 30, the clone's KL over 30); a league of 160 "
     "updates; evaluations only at each phase's end",
