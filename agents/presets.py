@@ -212,7 +212,7 @@ _EXPERT_VS_GREEDY = ("expert",) + ("greedy",) * 7
 
 PIPELINES = {
     "pipeline_small": PipelineSpec(
-        "CPU (2 cores), about 40 minutes: the design's phases end to end. Record 96 games of the expert against 7 "
+        "CPU (2 cores), about 12 minutes: the design's phases end to end. Record 96 games of the expert against 7 "
         "greedy bots; clone them (bc_data's settings); PPO on the oracle observation from the clone (the teacher); "
         "PPO from the clone distilling the teacher (KL decaying over 150 updates, its hidden inputs faded out over "
         "100) with a decaying KL anchor to the clone (the student); a league from the student (50% self-play, 30% "

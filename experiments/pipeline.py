@@ -1,7 +1,7 @@
 """Run the design's training pipeline end to end: record -> behaviour cloning -> oracle teacher -> distilled student
 -> anchored league, each phase in its own run directory under ``--out`` (the console script: ``jaxgame-pipeline``).
 
-    python -m experiments.pipeline --preset=pipeline_small --out runs/pipe        # CPU (2 cores), about 40 min
+    python -m experiments.pipeline --preset=pipeline_small --out runs/pipe        # CPU (2 cores), about 12 min
     python -m experiments.pipeline --out runs/pipe --resume                          # continue where it stopped
     python -m experiments.pipeline --preset=pipeline_small --set student.total_steps=409600 --out runs/pipe2
     python -m experiments.pipeline --preset=pipeline_smoke --out /tmp/pipe --stop-after bc
