@@ -17,8 +17,6 @@ from typing import NoReturn
 import jax
 
 from agents.config import TrainConfig, parse_value
-from agents.config import parse_sets as parse_config_sets
-from agents.pipeline.runner import RECORD, RecordPhase
 from agents.policies.load import PolicyError, parse_spec
 from agents.storage.outputs import UnwritableOutputError, check_writable
 from agents.storage.run_dir import TOOLS
@@ -120,7 +118,8 @@ def parse_overrides(parser, items, env=None) -> dict:
 
 
 def parse_phase_sets(parser, items) -> dict:
-    """``--set PHASE.FIELD=VALUE`` strings -> {phase: {field: text}}; malformed ones are parser errors."""
+    """``--set PHASE.FIELD=VALUE`` strings -> {phase: {field: text}}; malformed ones are parser errors. The texts
+    are parsed by their fields' types in ``agents.pipeline.runner.phase_overrides``."""
     sets: dict = {}
     for item in items:
         key, sep, value = item.partition("=")
@@ -129,32 +128,6 @@ def parse_phase_sets(parser, items) -> dict:
             fail(parser, f"--set {item!r}: expected PHASE.FIELD=VALUE (e.g. student.total_steps=409600)")
         sets.setdefault(phase, {})[field] = value
     return sets
-
-
-def phase_overrides(sets: dict) -> dict:
-    """{phase: {field: text}} -> {phase: {field: value}} parsed by the field's type (``record``: ``RecordPhase``'s
-    int fields; the others ``TrainConfig``'s, named short or GROUP.NAME); a ``ValueError`` names the field."""
-    record_fields = {f.name for f in dataclasses.fields(RecordPhase)}
-    out = {}
-    for phase, fields in sets.items():
-        if phase == RECORD:
-            bad = sorted(set(fields) - {"games", "batch_games"})
-            if bad:
-                raise ValueError(f"--set record.{bad[0]}: only record.games and record.batch_games can be set "
-                                 f"(RecordPhase fields: {', '.join(sorted(record_fields))})")
-            out[phase] = {k: parse_value(k, int, v, owner="RecordPhase") for k, v in fields.items()}
-            continue
-        out[phase] = {}
-        for name, text in fields.items():  # a short (lr) or dotted (optim.lr) field name, as in experiments.train
-            try:
-                TrainConfig.field_path(name)
-            except ValueError as err:
-                raise ValueError(f"--set {phase}.{name}: unknown config field; {err}") from None
-            try:
-                out[phase].update(parse_config_sets({name: text}))
-            except ValueError as err:
-                raise ValueError(f"--set {phase}.{name}: {err}") from None
-    return out
 
 
 def parse_rules(parser, items) -> dict:

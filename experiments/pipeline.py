@@ -22,7 +22,7 @@ import json
 import time
 from pathlib import Path
 
-from agents.pipeline.runner import PIPELINE_FILE, run_pipeline
+from agents.pipeline.runner import PIPELINE_FILE, phase_overrides, run_pipeline
 from agents.presets import PIPELINES, pipeline_spec
 from agents.run.loop import RunError
 from agents.storage.checkpoints import CheckpointMismatchError, NoGoodCheckpointError
@@ -36,7 +36,6 @@ from experiments.common import (
     fail,
     make_parser,
     parse_phase_sets,
-    phase_overrides,
     quiet_logs,
     resume_hint,
 )

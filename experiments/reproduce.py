@@ -45,7 +45,7 @@ from pathlib import Path
 import jax
 
 from agents.pipeline.over_seeds import reproduce_pipeline
-from agents.pipeline.runner import PIPELINE_FILE
+from agents.pipeline.runner import PIPELINE_FILE, phase_overrides
 from agents.policies.load import PolicyError
 from agents.presets import PIPELINES, PRESETS, pipeline_spec, preset_config
 from agents.run import over_seeds
@@ -64,7 +64,6 @@ from experiments.common import (
     parse_overrides,
     parse_phase_sets,
     parse_seeds,
-    phase_overrides,
     quiet_logs,
 )
 

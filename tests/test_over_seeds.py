@@ -141,6 +141,7 @@ def test_a_pipeline_over_seeds_evaluates_each_final_policy_and_its_record_says_s
 
     def fake_pipeline(spec_, out_dir, name, seed, resume, progress):
         ran.append((name, seed, resume, str(out_dir)))
+        (out_dir / "league").mkdir(parents=True, exist_ok=True)  # the final result's run directory, as a real one
         phases = {"record": {"dir": "r", "record": {}, "result": "r", "summary": {}, "wall_s": 10.0}}
         for i, phase in enumerate(spec_.phases, start=1):
             phases[phase.name] = {"dir": f"{out_dir}/{phase.name}", "config": {}, "result": f"{out_dir}:{i}",

@@ -179,10 +179,10 @@ def test_bad_specs_and_overrides_are_one_line_errors():
         SPEC.with_overrides({"bc": {"lr": 5.0}})
     with pytest.raises(ValueError, match="RecordPhase.games must be an int >= 1"):
         SPEC.with_overrides({"record": {"games": 0}})
-    assert pipeline_cli.phase_overrides({"student": {"total_steps": "1e3"}, "record": {"games": "4"}}) == {
+    assert pipeline.phase_overrides({"student": {"total_steps": "1e3"}, "record": {"games": "4"}}) == {
         "student": {"total_steps": 1000}, "record": {"games": 4}}
     with pytest.raises(ValueError, match=r"--set student\.nope: unknown config field"):
-        pipeline_cli.phase_overrides({"student": {"nope": "1"}})
+        pipeline.phase_overrides({"student": {"nope": "1"}})
 
 
 def test_the_cli_lists_its_presets_and_refuses_bad_flags(capsys, tmp_path):

@@ -19,7 +19,15 @@ import json
 from pathlib import Path
 
 from agents.pipeline.runner import PIPELINE_FILE, PipelineSpec, run_pipeline
-from agents.run.over_seeds import OPPONENTS, StoppedError, aggregate, check_arguments, evaluated_runs
+from agents.policies.load import parse_spec
+from agents.run.over_seeds import (
+    OPPONENTS,
+    StoppedError,
+    aggregate,
+    check_arguments,
+    evaluated_runs,
+    kept_summary,
+)
 from agents.utils.progress import NoProgress, Progress
 
 
@@ -46,22 +54,17 @@ def pipeline_summary(state: dict) -> dict:
 
 
 def _piped(spec: PipelineSpec, preset: str, seed: int, pipe_dir: Path, progress: Progress) -> dict:
-    """The pipeline's summary (``pipeline_summary``), kept in ``<pipe_dir>.train.json`` once the pipeline is whole:
-    a finished seed is not compiled again when the call is repeated."""
-    done = pipe_dir.with_name(pipe_dir.name + ".train.json")
-    wanted = json.loads(json.dumps({"pipeline": preset, "seed": seed, "spec": spec_dict(spec)}))
-    if done.is_file():
-        kept = json.loads(done.read_text())
-        if kept.get("config") == wanted:
-            return kept["summary"]
-    resume = (pipe_dir / PIPELINE_FILE).is_file()
-    progress.status(f"{preset} seed {seed}: {'continuing' if resume else 'running'} the pipeline in {pipe_dir}")
-    state = run_pipeline(spec, pipe_dir, preset, seed, resume=resume, progress=progress)
-    if state.get("stopped"):
-        raise StoppedError(f"seed {seed}: stopped by {state['stopped']}")
-    summary = pipeline_summary(state)
-    done.write_text(json.dumps({"config": wanted, "summary": summary}, indent=1))
-    return summary
+    """The pipeline's summary (``pipeline_summary``), kept (``agents.run.over_seeds.kept_summary``) once the
+    pipeline is whole."""
+    def make():
+        resume = (pipe_dir / PIPELINE_FILE).is_file()
+        progress.status(f"{preset} seed {seed}: {'continuing' if resume else 'running'} the pipeline in {pipe_dir}")
+        state = run_pipeline(spec, pipe_dir, preset, seed, resume=resume, progress=progress)
+        if state.get("stopped"):
+            raise StoppedError(f"seed {seed}: stopped by {state['stopped']}")
+        return pipeline_summary(state)
+
+    return kept_summary(pipe_dir, {"pipeline": preset, "seed": seed, "spec": spec_dict(spec)}, make)
 
 
 def reproduce_pipeline(spec: PipelineSpec, preset: str, seeds, out, vs=OPPONENTS, games: int = 32,
@@ -80,7 +83,8 @@ def reproduce_pipeline(spec: PipelineSpec, preset: str, seeds, out, vs=OPPONENTS
 
     def run(seed, pipe_dir):
         summary = _piped(spec, preset, seed, pipe_dir, progress)
-        return summary, summary["final"], int(summary["final"].rpartition(":")[2])
+        _, step = parse_spec(summary["final"])  # RUN_DIR:STEP
+        return summary, summary["final"], step
 
     per_seed = evaluated_runs(run, seeds, out, preset, vs, games, eval_seed, "final", deterministic, progress)
     for entry in per_seed:

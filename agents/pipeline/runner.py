@@ -37,7 +37,7 @@ import shutil
 import time
 from pathlib import Path
 
-from agents.config import TrainConfig
+from agents.config import TrainConfig, parse_sets, parse_value
 from agents.pipeline import recording
 from agents.run.build import CHECKPOINT_DIR
 from agents.run.loop import CONFIG_FILE, RunError, best_checkpoint, train
@@ -131,6 +131,33 @@ class PipelineSpec:
         phases = tuple(dataclasses.replace(p, config=p.config.with_overrides(overrides[p.name]))
                        if p.name in overrides else p for p in self.phases)
         return dataclasses.replace(self, record=record, phases=phases)
+
+
+def phase_overrides(sets: dict) -> dict:
+    """{phase: {field: text}} (the CLIs' ``--set PHASE.FIELD=VALUE``) -> {phase: {field: value}} parsed by the
+    field's type (``record``: ``RecordPhase``'s int fields; the others ``TrainConfig``'s, named short or
+    GROUP.NAME), as ``PipelineSpec.with_overrides`` takes them; a ``ValueError`` names the field."""
+    record_fields = {f.name for f in dataclasses.fields(RecordPhase)}
+    out = {}
+    for phase, fields in sets.items():
+        if phase == RECORD:
+            bad = sorted(set(fields) - {"games", "batch_games"})
+            if bad:
+                raise ValueError(f"--set record.{bad[0]}: only record.games and record.batch_games can be set "
+                                 f"(RecordPhase fields: {', '.join(sorted(record_fields))})")
+            out[phase] = {k: parse_value(k, int, v, owner="RecordPhase") for k, v in fields.items()}
+            continue
+        out[phase] = {}
+        for name, text in fields.items():  # a short (lr) or dotted (optim.lr) field name, as in experiments.train
+            try:
+                TrainConfig.field_path(name)
+            except ValueError as err:
+                raise ValueError(f"--set {phase}.{name}: unknown config field; {err}") from None
+            try:
+                out[phase].update(parse_sets({name: text}))
+            except ValueError as err:
+                raise ValueError(f"--set {phase}.{name}: {err}") from None
+    return out
 
 
 def phase_config(phase: TrainPhase, index: int, seed: int, results: dict) -> TrainConfig:
@@ -234,5 +261,5 @@ def run_pipeline(spec: PipelineSpec, out_dir, name: str = "custom", seed: int = 
         run_dir_lib.release(out_dir)
 
 
-__all__ = ["LINK", "PIPELINE_FILE", "PipelineSpec", "RecordPhase", "TrainPhase", "phase_config", "run_pipeline",
-           "train_result"]
+__all__ = ["LINK", "PIPELINE_FILE", "PipelineSpec", "RecordPhase", "TrainPhase", "phase_config", "phase_overrides",
+           "run_pipeline", "train_result"]

@@ -61,19 +61,27 @@ def train_seed(config: TrainConfig, preset: str, seed: int, run_dir, progress: P
     return summary
 
 
-def _trained(config, preset, seed, run_dir, progress) -> dict:
-    """``train_seed``'s summary, kept in ``<run_dir>.train.json`` once the run is whole: a finished seed is not
-    compiled again when the call is repeated."""
+def kept_summary(run_dir: Path, wanted: dict, make) -> dict:
+    """``make()``'s summary of the run in ``run_dir``, kept in ``<run_dir>.train.json`` with ``wanted`` (JSON data
+    naming what the run is) once the run is whole: the same call repeated returns it without compiling again."""
     done = run_dir.with_name(run_dir.name + ".train.json")
-    wanted = json.loads(json.dumps(seed_config(config, seed).to_dict()))  # as read back
+    wanted = json.loads(json.dumps(wanted))  # as read back
     if done.is_file():
         kept = json.loads(done.read_text())
         if kept.get("config") == wanted:
             return kept["summary"]
-    progress.status(f"{preset} seed {seed}: training in {run_dir}")
-    summary = train_seed(config, preset, seed, run_dir, progress)
+    summary = make()
     done.write_text(json.dumps({"config": wanted, "summary": summary}, indent=1))
     return summary
+
+
+def _trained(config, preset, seed, run_dir, progress) -> dict:
+    """``train_seed``'s summary, kept (``kept_summary``) once the run is whole."""
+    def make():
+        progress.status(f"{preset} seed {seed}: training in {run_dir}")
+        return train_seed(config, preset, seed, run_dir, progress)
+
+    return kept_summary(run_dir, seed_config(config, seed).to_dict(), make)
 
 
 def first_at_or_below(records, target: float = TARGET, metric: str = TIME_METRIC) -> dict | None:
