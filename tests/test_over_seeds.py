@@ -4,6 +4,7 @@ nor re-evaluates."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
 
@@ -172,6 +173,10 @@ def test_a_pipeline_over_seeds_evaluates_each_final_policy_and_its_record_says_s
     again = pipe_seeds.reproduce_pipeline(spec, "pipeline_smoke", [0, 1], tmp_path, vs=("greedy",), games=2,
                                           eval_seed=7, deterministic=True)
     assert again == first and len(ran) == 2 and len(played) == 2
+    reworded = dataclasses.replace(spec, description="reworded")  # prose, not a change of pipeline
+    assert pipe_seeds.reproduce_pipeline(reworded, "pipeline_smoke", [0, 1], tmp_path, vs=("greedy",), games=2,
+                                         eval_seed=7, deterministic=True)["vs_greedy"] == first["vs_greedy"]
+    assert len(ran) == 2 and len(played) == 2
     changed = spec.with_overrides({"league": {"lr": 1e-4}})  # another spec: its pipelines run again (resumed)
     pipe_seeds.reproduce_pipeline(changed, "pipeline_smoke", [0], tmp_path / "b", vs=("greedy",), games=2, eval_seed=7)
     assert ran[-1] == ("pipeline_smoke", 0, False, str(tmp_path / "b" / "seed_0"))

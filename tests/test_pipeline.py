@@ -159,6 +159,9 @@ def test_a_resume_needs_the_same_pipeline(monkeypatch, tmp_path):
             pipeline.run_pipeline(SPEC, d, "pipeline_smoke", **{"seed": 1, **change}, resume=True)
     with pytest.raises(ValueError, match="stop_after must be one of"):
         pipeline.run_pipeline(SPEC, d, "pipeline_smoke", seed=1, resume=True, stop_after="nope")
+    reworded = dataclasses.replace(SPEC, description="the same phases, described in other words")
+    state = pipeline.run_pipeline(reworded, d, "pipeline_smoke", seed=1, resume=True)  # prose fixes no run
+    assert list(state["phases"]) == PHASES
 
 
 def test_bad_specs_and_overrides_are_one_line_errors():

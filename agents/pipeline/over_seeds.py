@@ -64,7 +64,8 @@ def _piped(spec: PipelineSpec, preset: str, seed: int, pipe_dir: Path, progress:
             raise StoppedError(f"seed {seed}: stopped by {state['stopped']}")
         return pipeline_summary(state)
 
-    return kept_summary(pipe_dir, {"pipeline": preset, "seed": seed, "spec": spec_dict(spec)}, make)
+    fixed = {k: v for k, v in spec_dict(spec).items() if k != "description"}  # prose: rewording it changes no run
+    return kept_summary(pipe_dir, {"pipeline": preset, "seed": seed, "spec": fixed}, make)
 
 
 def reproduce_pipeline(spec: PipelineSpec, preset: str, seeds, out, vs=OPPONENTS, games: int = 32,

@@ -177,7 +177,9 @@ def train_result(run_dir: Path) -> str:
 
 
 def _identity(name: str, seed: int, spec: PipelineSpec) -> dict:
-    return {"pipeline": name, "seed": seed, "spec": repr(spec)}
+    """What fixes a pipeline run: its name, seed and spec without the description, which is prose (rewording a
+    preset's description does not make its unfinished pipelines unresumable)."""
+    return {"pipeline": name, "seed": seed, "spec": repr(dataclasses.replace(spec, description=""))}
 
 
 def run_pipeline(spec: PipelineSpec, out_dir, name: str = "custom", seed: int = 0, resume: bool = False,
