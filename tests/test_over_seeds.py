@@ -14,6 +14,7 @@ from scipy import stats
 from agents import preset
 from agents.run import over_seeds
 from agents.storage import results
+from agents.storage.metrics import load_metrics
 
 T_975_2 = stats.t.ppf(0.975, 2)  # 4.303: 3 seeds
 
@@ -77,6 +78,17 @@ def test_reproduce_refuses_an_evaluation_seed_it_trained_on_and_repeated_seeds(t
     assert not (tmp_path / "r").exists()
 
 
+def test_a_runs_training_time_counts_every_call_of_a_resumed_run(tmp_path):
+    """train's summary counts the chunks of the call that finished the run; a run stopped after 600 s and resumed
+    for 400 more trained 1000 s, which its metrics' last wall_s says (the checkpoint carries it across)."""
+    run_dir = tmp_path / "run"
+    run_dir.mkdir()
+    lines = [{"meta": {}}, {"update": 20, "wall_s": 600.0}, {"update": 40, "wall_s": 1000.0, "train/loss": 1.0}]
+    (run_dir / "metrics.jsonl").write_text("".join(json.dumps(line) + "\n" for line in lines))
+    assert over_seeds.run_train_s(run_dir, {"train_s": 400.0}) == 1000.0
+    assert over_seeds.run_train_s(tmp_path / "no_metrics", {"train_s": 400.0}) == 400.0
+
+
 def test_two_seeds_of_the_smoke_preset_and_a_repeated_call_that_trains_and_plays_nothing(tmp_path, monkeypatch):
     config = preset("smoke").with_overrides({"eval_every": 0, "total_steps": 8 * 16 * 2})
     first = over_seeds.reproduce(config, "smoke", [0, 1], tmp_path, vs=("greedy",), games=1, eval_seed=7)
@@ -87,6 +99,8 @@ def test_two_seeds_of_the_smoke_preset_and_a_repeated_call_that_trains_and_plays
     assert mean == pytest.approx(sum(per_seed) / 2)
     assert half == pytest.approx(stats.t.ppf(0.975, 1) * abs(per_seed[0] - per_seed[1]) / 2)  # std/sqrt(2)
     assert first["updates"] == [2, 2] and first["minutes_to_target"]["per_seed"] == [None, None]
+    ends = [[r for r in load_metrics(str(tmp_path / f"seed_{seed}"))[1] if "update" in r][-1] for seed in (0, 1)]
+    assert first["train_s"] == [round(r["wall_s"], 3) for r in ends]
     for seed in (0, 1):
         saved = json.loads((tmp_path / f"seed_{seed}" / "config.json").read_text())
         assert json.dumps(saved).count(f'"seed": {seed}') == 1

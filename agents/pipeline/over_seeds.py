@@ -27,6 +27,7 @@ from agents.run.over_seeds import (
     check_arguments,
     evaluated_runs,
     kept_summary,
+    run_train_s,
 )
 from agents.utils.progress import NoProgress, Progress
 
@@ -40,13 +41,15 @@ def spec_dict(spec: PipelineSpec) -> dict:
 def pipeline_summary(state: dict) -> dict:
     """A finished pipeline's summary in ``agents.run.over_seeds.aggregate``'s terms, from its ``pipeline.json``
     ``state``: ``updates`` (the last phase's), ``env_steps``, ``train_s`` and ``compile_s`` (the training phases'
-    added up), ``pipeline_wall_s`` (every phase, the recording included), ``phases_wall_s`` (phase -> its wall
+    added up; ``train_s`` per phase by ``agents.run.over_seeds.run_train_s``, a resumed phase's earlier calls
+    included), ``pipeline_wall_s`` (every phase, the recording included), ``phases_wall_s`` (phase -> its wall
     seconds) and ``final`` (the last phase's result, ``RUN_DIR:STEP``)."""
     phases = state["phases"]
     trained = [entry["summary"] for entry in phases.values() if "config" in entry]
+    train_s = [run_train_s(entry["dir"], entry["summary"]) for entry in phases.values() if "config" in entry]
     return {"updates": trained[-1]["updates"],
             "env_steps": sum(s["env_steps"] for s in trained),
-            "train_s": round(sum(s["train_s"] for s in trained), 2),
+            "train_s": round(sum(train_s), 2),
             "compile_s": round(sum(s["compile_s"] for s in trained), 2),
             "pipeline_wall_s": state["wall_s"],
             "phases_wall_s": {name: entry["wall_s"] for name, entry in phases.items()},

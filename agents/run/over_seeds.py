@@ -6,7 +6,8 @@ playing its most likely actions with ``deterministic``) on ``games`` game seeds 
 each opponent lineup with an evaluation seed that is none of the training seeds, and aggregates over the training
 seeds: the mean of the per-seed mean placements with a 95% t interval over seeds (``agents.arena.significance``),
 and the training minutes until the in-run evaluation first placed <= ``TARGET`` against 7 greedy bots (median over
-seeds; None for a seed that never did). Each seed's evaluation is kept in ``<out>/seed_<S>.eval.json``, so a
+seeds; None for a seed that never did); each run's ``train_s`` counts every call of a run that was stopped and
+resumed (``run_train_s``). Each seed's evaluation is kept in ``<out>/seed_<S>.eval.json``, so a
 repeated call re-evaluates nothing; ``<out>/reproduce.json`` is the aggregate (``experiments.reproduce`` turns it
 into a ``docs/results`` record).
 
@@ -82,6 +83,18 @@ def _trained(config, preset, seed, run_dir, progress) -> dict:
         return train_seed(config, preset, seed, run_dir, progress)
 
     return kept_summary(run_dir, seed_config(config, seed).to_dict(), make)
+
+
+def run_train_s(run_dir, summary: dict) -> float:
+    """A finished run's training seconds over all its calls: the last ``wall_s`` of its metrics (the chunks'
+    seconds, carried across a resume by the checkpoint). ``train``'s summary counts only the call that finished
+    the run, too little for a run that was stopped and resumed; it is the answer only when there are no
+    metrics."""
+    try:
+        records = [r for r in load_metrics(str(run_dir))[1] if "update" in r and r.get("wall_s") is not None]
+    except FileNotFoundError:
+        records = []
+    return round(float(records[-1]["wall_s"]), 3) if records else summary["train_s"]
 
 
 def first_at_or_below(records, target: float = TARGET, metric: str = TIME_METRIC) -> dict | None:
@@ -211,6 +224,7 @@ def reproduce(config: TrainConfig, preset: str, seeds, out, vs=OPPONENTS, games:
     per_seed = evaluated_runs(run, seeds, out, preset, vs, games, eval_seed, checkpoint, deterministic, progress)
     for entry in per_seed:
         entry["minutes_to_target"] = minutes_to_target(entry["run_dir"])
+        entry["summary"] = {**entry["summary"], "train_s": run_train_s(entry["run_dir"], entry["summary"])}
     result = {"preset": preset, "seeds": seeds, "eval_seed": eval_seed, "games_per_lineup": games * 8,
               "config": seed_config(config, seeds[0]).to_dict(), "schedule_updates": config.num_updates,
               "checkpoint": checkpoint, "deterministic": deterministic,
