@@ -19,7 +19,7 @@ import jax
 from agents.config import TrainConfig, parse_value
 from agents.policies.load import PolicyError, parse_spec
 from agents.storage.outputs import UnwritableOutputError, check_writable
-from agents.storage.run_dir import TOOLS
+from agents.storage.run_dir import TOOLS, RunError
 from jaxgame.config import GameConfig
 
 #: JAX's persistent compilation cache of the CLIs: ``$JAXGAME_CACHE_DIR`` or ``~/.cache/jaxgame/jax``
@@ -62,6 +62,29 @@ def resume_hint(err, out) -> str:
         if f"{function}(..., resume=True)" in message:
             return f"{message} (the command: {prog_name(f'experiments.{tool}')} --out {out} --resume)"
     return message
+
+
+def run_job(parser, job, out, kept: str = "the checkpoints completed before it are kept", bad_input: tuple = ()):
+    """``job()``'s result, for a CLI whose work is a run directory ``out`` that ``--out OUT --resume`` continues;
+    each way it can end early is one line on stderr (``fail``): a non-finite run, no good checkpoint or a
+    checkpoint of another config exit 1; a ``RunError`` (and each of ``bad_input``) exits 2 with the command that
+    continues the run where the library names one (``resume_hint``); an ``OSError`` (a full disk) exits 1 saying
+    what is ``kept`` and how to continue; Ctrl-C outside the compile and the chunks (``StopSignals`` covers
+    those) exits 130."""
+    from agents.storage.checkpoints import CheckpointMismatchError, NoGoodCheckpointError  # orbax: imported late
+    from agents.utils.health import NonFiniteError
+
+    again = f"continue with --out {out} --resume"
+    try:
+        return job()
+    except (NonFiniteError, NoGoodCheckpointError, CheckpointMismatchError) as err:  # before ValueError's kin
+        fail(parser, err, status=1)
+    except (RunError, *bad_input) as err:
+        fail(parser, resume_hint(err, out))
+    except OSError as err:
+        fail(parser, f"{err}; {kept}: {again}", status=1)
+    except KeyboardInterrupt:
+        fail(parser, f"interrupted; {again}", status=130)
 
 
 def quiet_logs() -> None:

@@ -24,9 +24,6 @@ from pathlib import Path
 
 from agents.pipeline.runner import PIPELINE_FILE, phase_overrides, run_pipeline
 from agents.presets import PIPELINES, pipeline_spec
-from agents.run.loop import RunError
-from agents.storage.checkpoints import CheckpointMismatchError, NoGoodCheckpointError
-from agents.utils.health import NonFiniteError
 from agents.utils.progress import ConsoleProgress, NoProgress
 from experiments.common import (
     add_cache_args,
@@ -37,7 +34,7 @@ from experiments.common import (
     make_parser,
     parse_phase_sets,
     quiet_logs,
-    resume_hint,
+    run_job,
 )
 
 
@@ -95,19 +92,11 @@ def main(argv=None):
     out_dir = args.out or f"runs/{preset}-{time.strftime('%Y%m%d-%H%M%S')}"
     check_out(parser, out_dir)  # before anything is recorded or compiled
     enable_compilation_cache(None if args.no_cache else args.cache_dir)
-    try:
-        summary = run_pipeline(spec, out_dir, preset, seed, args.resume,
-                               NoProgress() if args.quiet else ConsoleProgress(), args.stop_after, overrides)
-    except NonFiniteError as err:
-        fail(parser, err, status=1)
-    except (NoGoodCheckpointError, CheckpointMismatchError) as err:
-        fail(parser, err, status=1)
-    except (RunError, ValueError, TypeError, FileNotFoundError, MemoryError) as err:
-        fail(parser, resume_hint(err, out_dir))
-    except OSError as err:  # a full disk: the phases and checkpoints completed before it are kept
-        fail(parser, f"{err}; what was completed before it is kept: continue with --out {out_dir} --resume", status=1)
-    except KeyboardInterrupt:  # outside a phase's compile and chunks (StopSignals covers those)
-        fail(parser, f"interrupted; continue with --out {out_dir} --resume", status=130)
+    summary = run_job(parser, lambda: run_pipeline(spec, out_dir, preset, seed, args.resume,
+                                                   NoProgress() if args.quiet else ConsoleProgress(),
+                                                   args.stop_after, overrides),
+                      out_dir, kept="what was completed before it is kept",
+                      bad_input=(ValueError, TypeError, FileNotFoundError, MemoryError))
     result = {"dir": str(out_dir), "pipeline": preset, "final": summary["final"], "wall_s": summary["wall_s"],
               "stopped": summary["stopped"],
               "phases": {k: {"dir": v["dir"], "result": v["result"], "wall_s": v["wall_s"]}

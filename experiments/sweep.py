@@ -35,8 +35,6 @@ from agents.presets import PRESETS, preset_config
 from agents.run.loop import RunError, check_resumable
 from agents.run.sweep import MAX_RUNS, SweepSpec, unsweepable
 from agents.run.sweep_loop import load_sweep, run_sweep
-from agents.storage.checkpoints import CheckpointMismatchError, NoGoodCheckpointError
-from agents.utils.health import NonFiniteError
 from agents.utils.progress import ConsoleProgress
 from experiments.common import (
     add_cache_args,
@@ -49,7 +47,7 @@ from experiments.common import (
     parse_overrides,
     parse_seeds,
     quiet_logs,
-    resume_hint,
+    run_job,
 )
 
 #: Fields whose ``--set`` value contains commas as part of ONE value.
@@ -147,25 +145,9 @@ def main(argv=None):
     run_dir = Path(args.out or f"runs/sweep-{args.preset}-{time.strftime('%Y%m%d-%H%M%S')}")
     check_out(parser, run_dir)  # before anything is compiled
     cache = enable_compilation_cache(None if args.no_cache else args.cache_dir)
-    try:
-        summary = run_sweep(
-            config,
-            spec,
-            run_dir,
-            resume=args.resume,
-            preset=args.preset,
-            progress=None if args.quiet else ConsoleProgress(),
-            stop_on_signals=True,
-        )
-    except RunError as err:
-        fail(parser, resume_hint(err, run_dir))
-    except (NonFiniteError, NoGoodCheckpointError, CheckpointMismatchError) as err:
-        fail(parser, err, status=1)
-    except OSError as err:  # a full disk: the complete checkpoints before it are kept
-        fail(parser, f"{err}; the checkpoints completed before it are kept: continue with --out {run_dir} --resume",
-             status=1)
-    except KeyboardInterrupt:  # outside the compile and the chunks (StopSignals covers those)
-        fail(parser, f"interrupted; continue with --out {run_dir} --resume", status=130)
+    summary = run_job(parser, lambda: run_sweep(config, spec, run_dir, resume=args.resume, preset=args.preset,
+                                                progress=None if args.quiet else ConsoleProgress(),
+                                                stop_on_signals=True), run_dir)
     print(summary.pop("table"))
     if summary["stopped"]:
         print(

@@ -39,13 +39,11 @@ from pathlib import Path
 from agents.config import TrainConfig
 from agents.presets import PRESETS, describe, preset_config
 from agents.run.loop import RunError, check_resumable, load_config, train
-from agents.storage.checkpoints import CheckpointMismatchError, NoGoodCheckpointError
 from agents.storage.run_dir import read_owner
 
 # Importing these starts no JAX computation (tests/test_layering.py checks it), so ``main`` can still
 # initialise jax.distributed first, as a multi-host run must.
 from agents.utils import distributed
-from agents.utils.health import NonFiniteError
 from agents.utils.progress import ConsoleProgress
 from experiments.common import (
     add_cache_args,
@@ -57,7 +55,7 @@ from experiments.common import (
     make_parser,
     parse_overrides,
     quiet_logs,
-    resume_hint,
+    run_job,
 )
 
 
@@ -170,24 +168,9 @@ def main(argv=None):
     run_dir = Path(args.out or f"runs/{args.preset}-{time.strftime('%Y%m%d-%H%M%S')}")
     check_out(parser, run_dir)  # before anything is compiled
     cache = enable_compilation_cache(None if args.no_cache else args.cache_dir)
-    try:
-        summary = train(
-            config,
-            run_dir,
-            resume=args.resume,
-            preset=args.preset,
-            progress=None if args.quiet else ConsoleProgress(),
-            stop_on_signals=True,
-        )
-    except RunError as err:
-        fail(parser, resume_hint(err, run_dir))
-    except (NonFiniteError, NoGoodCheckpointError, CheckpointMismatchError) as err:
-        fail(parser, err, status=1)
-    except OSError as err:  # a full disk, a vanished directory: the complete checkpoints before it are kept
-        fail(parser, f"{err}; the checkpoints completed before it are kept: continue with --out {run_dir} --resume",
-             status=1)
-    except KeyboardInterrupt:  # Ctrl-C outside the compile and the chunks (StopSignals covers those)
-        fail(parser, f"interrupted; continue with --out {run_dir} --resume", status=130)
+    summary = run_job(parser, lambda: train(config, run_dir, resume=args.resume, preset=args.preset,
+                                            progress=None if args.quiet else ConsoleProgress(),
+                                            stop_on_signals=True), run_dir)
     summary["cache_dir"] = cache
     if distributed.is_main_process():
         if summary["stopped"]:
