@@ -191,7 +191,7 @@ DERIVED = {
     "league_small": (430, 2048, 16384, 8, 22, 8, False, True, "vector"),
     "ppo_gymnax": (976, 512, 512, 1, 16, 1, True, True, "vector"),
     "ppo_large": (3051, 131072, 1048576, 8, 306, 8, False, True, "vector"),
-    "ppo_pixels": (300, 2048, 16384, 8, 15, 8, False, True, "pixels"),
+    "ppo_pixels": (1300, 2048, 16384, 8, 65, 8, False, True, "pixels"),
     "ppo_small": (976, 2048, 16384, 8, 49, 8, False, True, "vector"),
     "ppo_small_entity": (300, 2048, 16384, 8, 15, 8, False, True, "vector"),
     "smoke": (4, 128, 1024, 8, 2, 8, False, True, "vector"),
