@@ -18,7 +18,7 @@ import dataclasses
 import json
 from pathlib import Path
 
-from agents.pipeline.runner import PIPELINE_FILE, PipelineSpec, run_pipeline
+from agents.pipeline.runner import PIPELINE_FILE, PipelineSpec, pipeline_identity, run_pipeline
 from agents.policies.load import parse_spec
 from agents.run.over_seeds import (
     OPPONENTS,
@@ -45,12 +45,11 @@ def pipeline_summary(state: dict) -> dict:
     included), ``pipeline_wall_s`` (every phase, the recording included), ``phases_wall_s`` (phase -> its wall
     seconds) and ``final`` (the last phase's result, ``RUN_DIR:STEP``)."""
     phases = state["phases"]
-    trained = [entry["summary"] for entry in phases.values() if "config" in entry]
-    train_s = [run_train_s(entry["dir"], entry["summary"]) for entry in phases.values() if "config" in entry]
-    return {"updates": trained[-1]["updates"],
-            "env_steps": sum(s["env_steps"] for s in trained),
-            "train_s": round(sum(train_s), 2),
-            "compile_s": round(sum(s["compile_s"] for s in trained), 2),
+    trained = [entry for entry in phases.values() if "config" in entry]
+    return {"updates": trained[-1]["summary"]["updates"],
+            "env_steps": sum(e["summary"]["env_steps"] for e in trained),
+            "train_s": round(sum(run_train_s(e["dir"], e["summary"]) for e in trained), 2),
+            "compile_s": round(sum(e["summary"]["compile_s"] for e in trained), 2),
             "pipeline_wall_s": state["wall_s"],
             "phases_wall_s": {name: entry["wall_s"] for name, entry in phases.items()},
             "final": state["final"]}
@@ -67,8 +66,7 @@ def _piped(spec: PipelineSpec, preset: str, seed: int, pipe_dir: Path, progress:
             raise StoppedError(f"seed {seed}: stopped by {state['stopped']}")
         return pipeline_summary(state)
 
-    fixed = {k: v for k, v in spec_dict(spec).items() if k != "description"}  # prose: rewording it changes no run
-    return kept_summary(pipe_dir, {"pipeline": preset, "seed": seed, "spec": fixed}, make)
+    return kept_summary(pipe_dir, pipeline_identity(preset, seed, spec), make)
 
 
 def reproduce_pipeline(spec: PipelineSpec, preset: str, seeds, out, vs=OPPONENTS, games: int = 32,

@@ -176,8 +176,9 @@ def train_result(run_dir: Path) -> str:
     return f"{run_dir}:{step}"
 
 
-def _identity(name: str, seed: int, spec: PipelineSpec) -> dict:
-    """What fixes a pipeline run: its name, seed and spec without the description, which is prose (rewording a
+def pipeline_identity(name: str, seed: int, spec: PipelineSpec) -> dict:
+    """What fixes a pipeline run (its run directory's identity, and what ``agents.pipeline.over_seeds`` keeps a
+    finished one's summary under): its name, seed and spec without the description, which is prose (rewording a
     preset's description does not make its unfinished pipelines unresumable)."""
     return {"pipeline": name, "seed": seed, "spec": repr(dataclasses.replace(spec, description=""))}
 
@@ -199,7 +200,7 @@ def run_pipeline(spec: PipelineSpec, out_dir, name: str = "custom", seed: int = 
     known = [RECORD, *(p.name for p in spec.phases)]
     if stop_after is not None and stop_after not in known:
         raise ValueError(f"stop_after must be one of {known}, got {stop_after!r}")
-    identity = _identity(name, seed, spec)
+    identity = pipeline_identity(name, seed, spec)
     if resume:  # either takes out_dir's lock: no other process runs this pipeline until it is released
         run_dir_lib.check_owner(out_dir, "pipeline", identity, PIPELINE_FILE)
     else:
@@ -264,4 +265,4 @@ def run_pipeline(spec: PipelineSpec, out_dir, name: str = "custom", seed: int = 
 
 
 __all__ = ["LINK", "PIPELINE_FILE", "PipelineSpec", "RecordPhase", "TrainPhase", "phase_config", "phase_overrides",
-           "run_pipeline", "train_result"]
+           "pipeline_identity", "run_pipeline", "train_result"]
