@@ -96,8 +96,8 @@ PRESETS = {
         "one embedding per 8x8 tile; --set network=cnn for the convolutional torso on an accelerator)",
         TrainConfig(
             task=TaskConfig(obs="pixels"),
-            # 1,300 updates (300 until 2026-11-29, 7.85 vs greedy over 3 seeds: record ppo_pixels_3seeds): the
-            # pixel learner starts late (flat at 8th for about 400 updates) and then climbs; this fills the 30 minutes
+            # 1,300 updates (300 until 2026-11-29: record ppo_pixels_3seeds): the pixel learner starts late (flat
+            # at 8th for about 400 updates) and then climbs; this fills the 30 minutes (record ppo_pixels_30min_3seeds)
             run=RunConfig(num_envs=64, total_steps=2_662_400, updates_per_chunk=20),
             ppo=PPOConfig(num_steps=32),
             net=NetConfig(network="tiles", hidden=(256,), activation="relu", shared_torso=True),
