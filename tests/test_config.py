@@ -212,15 +212,26 @@ def test_preset_derived_values_are_unchanged(name):
 
 
 def test_ppo_small_entity_is_ppo_small_with_the_entity_network_for_300_updates():
-    # its result (record ppo_small_entity_3seeds) was measured as ppo_small with these two fields set
+    # its result (record ppo_small_entity_3seeds) was measured as ppo_small (then at gamma 0.995) with these set
     assert PRESETS["ppo_small_entity"].config == PRESETS["ppo_small"].config.with_overrides(
-        {"network": "entity", "total_steps": 614_400})
+        {"gamma": 0.995, "network": "entity", "total_steps": 614_400})
+
+
+def test_ppo_small_is_ppo_small_v2_at_gamma_0999_and_the_presets_measured_on_v2_keep_its_gamma():
+    # ppo_small-v2 (record ppo_small_v2_3seeds) was trained at gamma 0.995; the presets derived from ppo_small were
+    # measured with it and keep it, so the later ppo_small (record ppo_small_v3_3seeds) leaves their results as they are
+    assert PRESETS["ppo_small"].config.gamma == 0.999
+    derived = ["ppo_small_entity", "independent", "league_small"]
+    assert all(PRESETS[name].config.gamma == 0.995 for name in derived)
+    phases = [phase.config for name in ("pipeline_small", "pipeline_short", "pipeline_entity")
+              for phase in PIPELINES[name].phases if phase.config.algo == "ppo"]
+    assert len(phases) == 7 and all(config.gamma == 0.995 for config in phases)
 
 
 def test_independent_is_ppo_small_with_one_learner_per_seat_for_1600_updates():
     # its result (record independent_30min_3seeds) was measured as the earlier independent preset with these set
-    measured = PRESETS["ppo_small"].config.with_overrides({"lr": 3e-4, "cosine_lr": False, "independent": True,
-                                                           "total_steps": 655_360})
+    measured = PRESETS["ppo_small"].config.with_overrides({"gamma": 0.995, "lr": 3e-4, "cosine_lr": False,
+                                                           "independent": True, "total_steps": 655_360})
     assert PRESETS["independent"].config == measured.with_overrides(
         {"lr": 1e-3, "cosine_lr": True, "total_steps": 3_276_800})
 
