@@ -33,9 +33,9 @@ class Preset:
 #: ppo_small as ppo_small-v2 was trained (gamma 0.995): the base of the presets derived from ppo_small, so the later
 #: ppo_small (gamma 0.999) leaves their measured results as they were
 _PPO_SMALL_V2 = TrainConfig(
-    # 2M env steps with a cosine decay (1M at a constant rate until 2026-11-28): the faster combat fits 976
-    # updates in about 25 minutes of wall time; stronger vs greedy, expert and ppo_small-v1 over 3 seeds
-    # (docs/results.md: ppo_small_v2_3seeds against ppo_small_lr1e-3_3seeds)
+    # 2M env steps with a cosine decay (1M at a constant rate until 2026-11-28): 976 updates, 21 to 28 minutes of
+    # wall time when ppo_small-v2 was trained, about 13 on the code of 2026-11-29; stronger vs greedy, expert and
+    # ppo_small-v1 over 3 seeds (docs/results.md: ppo_small_v2_3seeds against ppo_small_lr1e-3_3seeds)
     run=RunConfig(num_envs=64, total_steps=2_000_000, updates_per_chunk=20),
     ppo=PPOConfig(num_steps=32, update_epochs=4, num_minibatches=4),
     net=NetConfig(hidden=(256, 256)),
@@ -59,7 +59,8 @@ PRESETS = {
         ),
     ),
     "ppo_small": Preset(
-        "CPU (2 cores), 30 minutes: shared-parameter self-play PPO on full games, evaluated vs the bots",
+        "CPU (2 cores), about 13 minutes of wall time (record ppo_small_v3_3seeds): shared-parameter self-play PPO "
+        "on full games, evaluated vs the bots",
         # gamma 0.999 (0.995 until 2026-11-29, ppo_small-v2): a game lasts about 320 decision steps and a seat's
         # reward comes with its placement, so an early decision saw about a fifth of it; stronger vs greedy and
         # expert over 3 seeds (docs/results.md: ppo_small_v3_3seeds against ppo_small_v2_3seeds)
