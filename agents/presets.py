@@ -129,12 +129,12 @@ PRESETS = {
 
 
 PRESETS["ppo_small_entity"] = Preset(
-    "CPU (2 cores), 30 minutes: ppo_small with the entity network (network='entity'), 300 updates: better "
-    "than ppo_small against expert bots after 30 minutes; ppo_small is faster to its first strength",
-    # An entity update takes about 5 s against the MLP's 1.3 s, but learns far more per sample: after 300 updates
-    # (about 26 minutes of wall time) it places better than ppo_small's 976 against expert bots on each of 3 seeds,
-    # level against greedy and ppo_small-v1 (docs/results.md: ppo_small_entity_3seeds). ppo_small reaches 2.5 vs
-    # greedy sooner (the entity network: 8 to 17 training minutes).
+    "CPU (2 cores), 30 minutes: ppo_small-v2's settings (gamma 0.995) with the entity network (network='entity'), "
+    "300 updates: it placed better than ppo_small-v2 against expert bots after 30 minutes",
+    # An entity update took about 5 s against the MLP's 1.3 s, but learns far more per sample: after 300 updates
+    # (about 26 minutes of wall time) it placed better than ppo_small-v2's 976 against expert bots on each of 3
+    # seeds, level against greedy and ppo_small-v1 (docs/results.md: ppo_small_entity_3seeds). ppo_small reaches
+    # 2.5 vs greedy sooner (the entity network: 8 to 17 training minutes).
     dataclasses.replace(_PPO_SMALL_V2, network="entity", total_steps=614_400),
 )
 PRESETS["bc_small"] = Preset(

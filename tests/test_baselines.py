@@ -73,7 +73,7 @@ def test_a_damaged_baseline_is_a_one_line_error(tmp_path, monkeypatch):
     baselines.write_digest("ppo_small-v1", shipped)  # as if frozen so: the digest matches, the network does not
     with pytest.raises(PolicyError, match="do not fit its network"):
         load_policy("baseline:ppo_small-v1")
-    shipped = "pipeline_entity-v1, ppo_large-v1, ppo_small-v1, ppo_small-v2, ppo_small_entity-v1"
+    shipped = "pipeline_entity-v1, ppo_large-v1, ppo_small-v1, ppo_small-v2, ppo_small-v3, ppo_small_entity-v1"
     with pytest.raises(PolicyError, match=f"no baseline 'nope-v1'; shipped: {shipped}$"):
         load_policy("baseline:nope-v1")
     with pytest.raises(PolicyError, match="no checkpoint steps"):

@@ -845,9 +845,9 @@ def test_a_player_spec_names_the_unknown_player_or_the_bad_step(tiny_run, tmp_pa
                           (str(tiny_run.parent / "rnu"), r"did you mean .*/run\?"),
                           (str(tmp_path / "gone:3"), "unknown player"),
                           ("baseline:ppo_smal-v1",
-                           r"no baseline 'ppo_smal-v1'; did you mean ppo_small-v1 or ppo_small-v2 or "
-                           r"ppo_small_entity-v1\? \(shipped: pipeline_entity-v1, ppo_large-v1, ppo_small-v1, "
-                           r"ppo_small-v2, ppo_small_entity-v1\)")]:
+                           r"no baseline 'ppo_smal-v1'; did you mean ppo_small-v1 or ppo_small-v3 or "
+                           r"ppo_small-v2\? \(shipped: pipeline_entity-v1, ppo_large-v1, ppo_small-v1, "
+                           r"ppo_small-v2, ppo_small-v3, ppo_small_entity-v1\)")]:
         with pytest.raises(PolicyError, match=message):
             parse_spec(spec)
     assert not (tmp_path / "gone").exists()
