@@ -1,8 +1,8 @@
 """The shipped baseline policies (``agents.policies.baselines``): ``python -m experiments.baseline``.
 
     python -m experiments.baseline list                       # the versions, where they came from, their results
-    python -m experiments.baseline freeze runs/mine:120 --name ppo_small-v2 --results eval.json
-    python -m experiments.baseline freeze runs/mine --name ppo_small-v2 --out /tmp/baselines
+    python -m experiments.baseline freeze runs/mine:120 --name mine-v1 --results eval.json
+    python -m experiments.baseline freeze runs/mine --name mine-v1 --out /tmp/baselines
     python -m experiments.baseline card                       # write every version's model card again
     python -m experiments.baseline card ppo_small-v1 --check  # exit 1 if its card differs from what NAME.json gives
 
@@ -48,7 +48,7 @@ def parse_args(argv=None):
     commands.add_parser("list", help="the shipped versions")
     freeze = commands.add_parser("freeze", help="write a run's policy as a new version")
     freeze.add_argument("run", metavar="RUN_DIR[:STEP]")
-    freeze.add_argument("--name", required=True, help="the new version, e.g. ppo_small-v2")
+    freeze.add_argument("--name", required=True, help="the new version, e.g. mine-v1 (a name taken is refused)")
     freeze.add_argument("--out", type=Path, metavar="DIR",
                         help="the directory it goes to (default: the source tree's agents/policies/baseline_policies/ "
                              "in a checkout; an installed package refuses)")
