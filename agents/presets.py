@@ -34,8 +34,9 @@ class Preset:
 #: ppo_small (gamma 0.999) leaves their measured results as they were
 _PPO_SMALL_V2 = TrainConfig(
     # 2M env steps with a cosine decay (1M at a constant rate until 2026-11-28): 976 updates, 21 to 28 minutes of
-    # wall time when ppo_small-v2 was trained, about 13 on the code of 2026-11-29; stronger vs greedy, expert and
-    # ppo_small-v1 over 3 seeds (docs/results.md: ppo_small_v2_3seeds against ppo_small_lr1e-3_3seeds)
+    # wall time when ppo_small-v2 was trained, about 13 on the faster machine of ppo_small_v3_3seeds; stronger vs
+    # greedy, expert and ppo_small-v1 over 3 seeds (docs/results.md: ppo_small_v2_3seeds against
+    # ppo_small_lr1e-3_3seeds)
     run=RunConfig(num_envs=64, total_steps=2_000_000, updates_per_chunk=20),
     ppo=PPOConfig(num_steps=32, update_epochs=4, num_minibatches=4),
     net=NetConfig(hidden=(256, 256)),
