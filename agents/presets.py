@@ -60,8 +60,8 @@ PRESETS = {
         ),
     ),
     "ppo_small": Preset(
-        "CPU (2 cores), about 13 minutes of wall time (record ppo_small_v3_3seeds): shared-parameter self-play PPO "
-        "on full games, evaluated vs the bots",
+        "CPU (2 cores), 13 to 28 minutes of wall time by the machine (records ppo_small_v3_3seeds, "
+        "ppo_small_v2_3seeds): shared-parameter self-play PPO on full games, evaluated vs the bots",
         # gamma 0.999 (0.995 until 2026-11-29, ppo_small-v2): a game lasts about 320 decision steps and a seat's
         # reward comes with its placement, so an early decision saw about a fifth of it; stronger vs greedy and
         # expert over 3 seeds (docs/results.md: ppo_small_v3_3seeds against ppo_small_v2_3seeds)
