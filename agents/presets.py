@@ -60,12 +60,12 @@ PRESETS = {
         ),
     ),
     "ppo_small": Preset(
-        "CPU (2 cores), 13 to 28 minutes of wall time by the machine (records ppo_small_v3_3seeds, "
+        "CPU (2 cores), 12 to 28 minutes of wall time by the machine (records ppo_small_v3_6seeds, "
         "ppo_small_v2_3seeds): shared-parameter self-play PPO on full games, evaluated vs the bots",
         # gamma 0.999 (0.995 until 2026-11-29, ppo_small-v2): a game lasts about 320 decision steps and a seat's
         # reward comes with its placement, so an early decision saw about a fifth of it; lower (better) vs expert
         # on each of 3 seeds, though not significant over 3 + 3 seeds, level vs greedy and ppo_small-v1
-        # (docs/results.md: ppo_small_v3_3seeds against ppo_small_v2_3seeds)
+        # (docs/results.md: ppo_small_v3_3seeds against ppo_small_v2_3seeds); its 6-seed result: ppo_small_v3_6seeds
         dataclasses.replace(_PPO_SMALL_V2, gamma=0.999),
     ),
     "ppo_large": Preset(
