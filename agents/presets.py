@@ -284,7 +284,7 @@ PIPELINES["pipeline_short"] = dataclasses.replace(
 )
 
 PIPELINES["pipeline_entity"] = PipelineSpec(
-    "CPU (2 cores), about 11 minutes (ppo_small's whole run takes about 21): the entity network through the "
+    "CPU (2 cores), 11 to 14 minutes (about ppo_small's whole run on the same machine): the entity network through the "
     "phases the vector observation can follow. Record 1,024 games of expert_public (a bot that reads only public "
     "information) against 7 greedy bots; clone them with network='entity' (bc_data's optimiser, 4,000 updates); "
     "PPO with the entity network from the clone, anchored to it by a KL decaying over its 90 updates, at a "
