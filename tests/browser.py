@@ -154,6 +154,7 @@ class Browser:
         self.virtual_time = virtual_time
         self.console, self.errors = [], []
         self._events, self._buffer, self._next_id = [], b"", 0
+        self._late_replies = {}  # command id -> its reply, arrived while another command was awaited
         self._profile = tempfile.mkdtemp(prefix="jaxgame-chromium-")
         try:
             self._proc = self._launch()
@@ -214,30 +215,52 @@ class Browser:
         message, self._buffer = self._buffer.split(b"\0", 1)
         return json.loads(message)
 
-    def _send(self, method, session=None, timeout_s=REPLY_TIMEOUT_S, **params):
-        """Sends one command and returns its result, recording the events that arrive meanwhile."""
+    def _post(self, method, session=None, **params):
+        """Sends one command without waiting; returns its id (``_await`` reads its reply)."""
         self._next_id += 1
         message = {"id": self._next_id, "method": method, "params": params}
         if session:
             message["sessionId"] = session
         os.write(self._to_browser, json.dumps(message).encode() + b"\0")
+        return self._next_id
+
+    def _await(self, method, ids, timeout_s):
+        """The result of the first reply to any of the commands ``ids`` (late replies to earlier commands that
+        were given up on included), recording the events that arrive meanwhile; BrowserTimeout after
+        ``timeout_s``."""
+        for command_id in ids:  # a reply that arrived while something else was awaited
+            if command_id in self._late_replies:
+                return self._result(method, self._late_replies.pop(command_id))
+        ids = set(ids)
         deadline = time.monotonic() + timeout_s
         while True:
             reply = self._read_message(deadline)
             if reply is None:
                 raise BrowserTimeout(f"{method}: no answer from the browser within {timeout_s:.0f} s")
-            if reply.get("id") == self._next_id:
-                if "error" in reply:
-                    raise BrowserError(f"{method}: {reply['error'].get('message', reply['error'])}")
-                return reply.get("result", {})
+            if reply.get("id") in ids:
+                return self._result(method, reply)
             self._record(reply)
+
+    @staticmethod
+    def _result(method, reply):
+        if "error" in reply:
+            raise BrowserError(f"{method}: {reply['error'].get('message', reply['error'])}")
+        return reply.get("result", {})
+
+    def _send(self, method, session=None, timeout_s=REPLY_TIMEOUT_S, **params):
+        """Sends one command and returns its result, recording the events that arrive meanwhile."""
+        return self._await(method, [self._post(method, session, **params)], timeout_s)
 
     def _call(self, method, timeout_s=REPLY_TIMEOUT_S, **params):
         """A command to the page's session."""
         return self._send(method, session=self._session, timeout_s=timeout_s, **params)
 
     def _record(self, event):
-        """Files a console message, exception or log entry in console/errors, and keeps the event for _wait_event."""
+        """Files a console message, exception or log entry in console/errors, and keeps the event for _wait_event
+        (a reply to a command no longer awaited is kept for ``_await``)."""
+        if "id" in event:
+            self._late_replies[event["id"]] = event
+            return
         method, params = event.get("method"), event.get("params", {})
         line, is_error = None, False
         if method == "Runtime.consoleAPICalled":
@@ -356,19 +379,39 @@ class Browser:
         return Page(dom=self.dom(), console=list(self.console), errors=list(self.errors))
 
     def screenshot(self, out_png):
-        """Saves the viewport as a PNG at ``out_png`` (``size`` pixels); returns its path."""
-        try:
-            data = self._call("Page.captureScreenshot", format="png", timeout_s=SCREENSHOT_TIMEOUT_S)["data"]
-        except BrowserTimeout:
-            # A capture waits for a compositor frame, which a page under paused virtual time may never draw (a
-            # 30 s hang was seen once in about 25 runs of tests/test_browser_harness.py): a screencast asks for one.
-            self._call("Page.startScreencast", format="jpeg", quality=10)
-            self._pump(0.25)
-            self._call("Page.stopScreencast")
-            data = self._call("Page.captureScreenshot", format="png")["data"]
+        """Saves the viewport as a PNG at ``out_png`` (``size`` pixels); returns its path.
+
+        A capture waits for a compositor frame, which a page under paused virtual time may never draw (a 30 s hang
+        was seen about once in 25 runs of tests/test_browser_harness.py, and once more after a screencast had asked
+        for a frame). So a capture that does not answer within SCREENSHOT_TIMEOUT_S is asked again after each of
+        two wake-ups in turn, and the first answer to any of the captures is taken: a screencast (it asks for a
+        frame and leaves the page as it was), then one frame (16 ms) of the page's time (``advance``).
+        """
+        captures = []
+        wake_ups = (None, self._wake_by_screencast, self._wake_by_one_frame)
+        for attempt, wake_up in enumerate(wake_ups):
+            if wake_up is not None:
+                wake_up()
+            captures.append(self._post("Page.captureScreenshot", session=self._session, format="png"))
+            last = attempt == len(wake_ups) - 1
+            try:
+                data = self._await("Page.captureScreenshot", captures,
+                                   REPLY_TIMEOUT_S if last else SCREENSHOT_TIMEOUT_S)["data"]
+                break
+            except BrowserTimeout:
+                if last:
+                    raise
         out = pathlib.Path(out_png)
         out.write_bytes(base64.b64decode(data))
         return out
+
+    def _wake_by_screencast(self):
+        self._call("Page.startScreencast", format="jpeg", quality=10)
+        self._pump(0.25)
+        self._call("Page.stopScreencast")
+
+    def _wake_by_one_frame(self):
+        self.advance(16)
 
     def close(self):
         """Ends the browser (asks it to close; kills its process group if it does not) and removes its profile."""

@@ -225,6 +225,62 @@ def test_screenshot_of_an_empty_page_is_blank(browser, tmp_path):
     assert br.is_blank(browser.screenshot(tmp_path / "empty.png"))
 
 
+@pytest.fixture
+def unanswered_captures(browser, monkeypatch):
+    """Makes the shared browser's next captures hang, as a capture that waits for a frame that never comes: the
+    replies to the first ``hang[0]`` Page.captureScreenshot commands are dropped. Returns ``(hang, methods)``:
+    set ``hang[0]``; ``methods`` lists the commands sent, in order."""
+    hang, methods, captures = [0], [], set()
+    post, read = browser._post, browser._read_message
+
+    def logged_post(method, session=None, **params):
+        command_id = post(method, session, **params)
+        methods.append(method)
+        if method == "Page.captureScreenshot" and len(captures) < hang[0]:
+            captures.add(command_id)
+        return command_id
+
+    def dropping_read(deadline):
+        while True:
+            message = read(deadline)
+            if message is None or message.get("id") not in captures:
+                return message
+
+    monkeypatch.setattr(browser, "_post", logged_post)
+    monkeypatch.setattr(browser, "_read_message", dropping_read)
+    monkeypatch.setattr(br, "SCREENSHOT_TIMEOUT_S", 0.5)
+    return hang, methods
+
+
+@pytest.mark.parametrize("hung", [1, 2])
+def test_a_screenshot_that_does_not_answer_is_asked_again_after_a_wake_up(browser, tmp_path, unanswered_captures,
+                                                                           hung):
+    hang, methods = unanswered_captures
+    browser.goto(write(tmp_path, "red.html", '<html><body style="background:#c00"></body></html>'), budget_ms=10)
+    hang[0] = hung
+    methods.clear()
+    shot = browser.screenshot(tmp_path / "red.png")
+    image = Image.open(shot).convert("RGB")
+    assert image.size == browser.size and image.getpixel((5, 5)) == (204, 0, 0)
+    wake_ups = ["Page.startScreencast", "Emulation.setVirtualTimePolicy"][:hung]
+    assert [m for m in methods if m in ("Page.captureScreenshot", *wake_ups)] == (
+        ["Page.captureScreenshot", "Page.startScreencast", "Page.captureScreenshot"]
+        + (["Emulation.setVirtualTimePolicy", "Page.captureScreenshot"] if hung == 2 else []))
+
+
+def test_a_screenshot_that_never_answers_is_a_timeout(browser, tmp_path, unanswered_captures, monkeypatch):
+    hang, methods = unanswered_captures
+    browser.goto(write(tmp_path, "empty.html", "<html><body></body></html>"), budget_ms=10)
+    hang[0] = 3
+    monkeypatch.setattr(br, "REPLY_TIMEOUT_S", 1.0)
+    with pytest.raises(br.BrowserTimeout, match="Page.captureScreenshot"):
+        browser.screenshot(tmp_path / "never.png")
+    assert methods.count("Page.captureScreenshot") == 3
+    monkeypatch.undo()  # the browser answers again
+    browser.goto(write(tmp_path, "after.html", "<html><body></body></html>"), budget_ms=10)  # still usable
+    assert br.is_blank(browser.screenshot(tmp_path / "after.png"))
+
+
 def test_is_blank_on_known_images(tmp_path):
     image = Image.new("RGB", (8, 6), (30, 40, 50))
     image.save(tmp_path / "flat.png")
