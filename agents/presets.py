@@ -298,9 +298,10 @@ PIPELINES["pipeline_entity"] = PipelineSpec(
         # 60 updates of a KL decaying over 120 (90 of 90 at gamma 0.995 until 2026-11-29, pipeline_entity-v1):
         # along a 120-update phase, head to head against ppo_small's whole run, seeds 0 and 1 placed best 4 vs 4
         # around update 60 and fell back to level or worse by 120 (docs/results.md: pipeline_entity_phase_curve);
-        # the first 60 updates of that phase are this phase, update for update. On seeds 2 and 3, which did not
-        # choose it, better 1 vs 7 on both and 4 vs 4 on seed 2; on seed 4 ppo_small placed better 1 vs 7, 7 vs 1
-        # and 4 vs 4 (pipeline_entity_v2_vs_ppo_small_v3_s2 to _s4): the result varies from seed to seed
+        # the first 60 updates of that phase are this phase, update for update. On seeds 2 to 5, which did not
+        # choose it, better 1 vs 7 and 4 vs 4 on seeds 2 and 5, 1 vs 7 only on seed 3; on seed 4 ppo_small placed
+        # better 1 vs 7, 7 vs 1 and 4 vs 4 (pipeline_entity_v2_vs_ppo_small_v3_s2 to _s5): the result varies from
+        # seed to seed, as two seeds of ppo_small differ (pipeline_entity_v2_vs_ppo_small_v3_over_seeds)
         TrainPhase("ppo", dataclasses.replace(
             _PPO_SMALL_V2, network="entity", gamma=0.999, lr=3e-4, cosine_lr=False, warmup_updates=5,
             ent_coef=0.003, anchor_kl=0.1, anchor_kl_updates=120, total_steps=64 * 32 * 60, updates_per_chunk=10,
