@@ -36,6 +36,11 @@ of ``--difference`` places needs (power 0.8 at p < 0.05). The verdict ("A places
 setting", or which settings show a difference) reads the Holm-adjusted p-values. The table and the verdict on
 stderr, the JSON (per-seed placements and ``"verdict"`` included) on stdout.
 
+``--compare A1,A2,A3 B1,B2,B3`` (as many players on each side, at least 2: one run per training seed, paired in
+order) compares each pair as above, then tests over training seeds (``agents.arena.tournament.compare_over_seeds``):
+per setting the pairs' mean placements, a paired t-test over the pairs, its interval over training seeds, Holm over
+the settings. Each pair's table, then the one over seeds; the JSON holds each pair's result under ``"pairs"``.
+
 With neither, it plays the 8 bots of ``--seats`` (default greedy,random,... alternating): ``--games`` game seeds,
 the seat list rotated over the 8 seats for each; JSON with each bot's mean placement (and its interval) and the
 ranks int[games][8 rotations][8 positions of --seats].
@@ -101,7 +106,8 @@ def parse_args(argv=None):
     parser.add_argument("--seats", default=None,
                         help=f"without PLAYER: the 8 comma-separated bots of the bot games (default {DEFAULT_SEATS})")
     parser.add_argument("--compare", nargs=2, metavar=("A", "B"),
-                        help=f"test whether player A places better than player B ({PLAYER})")
+                        help=f"test whether player A places better than player B ({PLAYER}); comma-separated lists "
+                             "of as many players (one per training seed) test over training seeds")
     parser.add_argument("--no-head-to-head", action="store_true",
                         help="with --compare: only the --vs lineups, not A and B at one table")
     parser.add_argument("--difference", type=float, default=significance.DEFAULT_DIFFERENCE,
@@ -171,6 +177,13 @@ def _check(parser, args) -> None:
     if args.seats is not None and (args.player or args.compare):
         fail(parser, "--seats names the bots of bot games (no PLAYER, no --compare); give opponents with --vs")
     if args.compare:
+        sides = [[n.strip() for n in side.split(",")] for side in args.compare]
+        if any(not n for side in sides for n in side):
+            fail(parser, f"--compare A B: an empty name in {args.compare[0]!r} {args.compare[1]!r}")
+        if len(sides[0]) != len(sides[1]):
+            fail(parser, f"--compare A B: A lists {len(sides[0])} players and B {len(sides[1])}; give as many on each "
+                         "side, one run per training seed, paired in order")
+        args.pairs = list(zip(*sides)) if len(sides[0]) > 1 else None
         if args.games < 2:
             fail(parser, f"--compare needs --games >= 2 game seeds (a test needs a spread), got {args.games}")
         if not (args.difference > 0):
@@ -234,11 +247,16 @@ def evaluate_player(args, rules) -> dict:
 
 
 def compare(args, rules) -> dict:
-    """``--compare A B``: the significance tests of ``agents.arena.tournament.compare_players``, as a table and JSON."""
-    result = tournament.compare_players(*args.compare, args.lineups, args.games, args.seed,
-                                        head_to_head=not args.no_head_to_head, rules=rules,
-                                        points=args.rank_points, difference=args.difference,
-                                        progress=None if args.quiet else ConsoleProgress())
+    """``--compare A B``: the significance tests of ``agents.arena.tournament.compare_players`` (or with lists of
+    players, ``compare_over_seeds``), as tables and JSON."""
+    options = dict(head_to_head=not args.no_head_to_head, rules=rules, points=args.rank_points,
+                   difference=args.difference, progress=None if args.quiet else ConsoleProgress())
+    if args.pairs is None:
+        result = tournament.compare_players(*args.compare, args.lineups, args.games, args.seed, **options)
+    else:
+        result = tournament.compare_over_seeds(args.pairs, args.lineups, args.games, args.seed, **options)
+        for pair in result["pairs"]:
+            status(tournament.comparison_table(pair) + "\n", not args.quiet)
     status(tournament.comparison_table(result), not args.quiet)
     print(json.dumps(result))
     return result
@@ -266,8 +284,9 @@ def main(argv=None):
     parser, args, rules = parse_args(argv)
     if args.player:  # the players named (the closest valid names for an unknown one) before any work
         player_spec(parser, args.player)
-    for name in args.compare or ():
-        player_spec(parser, name, "--compare")
+    for side in args.compare or ():
+        for name in side.split(","):
+            player_spec(parser, name.strip(), "--compare")
     enable_compilation_cache(None if args.no_cache else args.cache_dir)
     try:
         if args.compare:

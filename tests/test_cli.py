@@ -292,7 +292,30 @@ def test_compare_cli_tests_two_bots_on_tiny_games(capsys):
     assert "p (Holm)" in err and result["verdict"]["text"] in err and "1 setting tested" in result["verdict"]["text"]
 
 
+@evaluate_group
+def test_compare_cli_over_training_seeds_pairs_the_lists_in_order(capsys):
+    """``--compare random,random greedy,greedy``: two pairs, each compared as ``--compare random greedy`` is (the same
+    game seeds, so the same numbers), then tested over the pairs: equal pairs leave no spread over seeds."""
+    result = evaluate.main(["--compare", "random,random", "greedy,greedy", "--vs", "random", "--no-head-to-head",
+                            *TINY])
+    out, err = capsys.readouterr()
+    assert json.loads(out.strip().splitlines()[-1]) == result
+    assert result["a"] == "random,random" and result["b"] == "greedy,greedy" and len(result["pairs"]) == 2
+    first, second = (pair["settings"]["vs random"]["placement"] for pair in result["pairs"])
+    assert first == second and result["pairs"][0]["a"] == "random" and result["pairs"][0]["b"] == "greedy"
+    over = result["settings"]["vs random"]
+    assert over["per_pair_a"] == [4.5, 4.5] and over["per_pair_b"] == [first["mean_b"]] * 2
+    placement = over["placement"]
+    assert placement["difference"] == pytest.approx(first["difference"]) and placement["ci95"] == 0.0
+    assert placement["p_value"] == 0.0 and result["verdict"]["a_better"] == []  # B (greedy) places better
+    assert err.count("A = random, B = greedy: 2 game seeds") == 2
+    assert "A = random,random, B = greedy,greedy: 2 pairs of training seeds" in err
+
+
 @pytest.mark.parametrize("args, message", [
+    (["--compare", "random,greedy", "greedy"], "A lists 2 players and B 1"),
+    (["--compare", "random,", "greedy,random"], "an empty name"),
+    (["--compare", "random,no/such/run", "greedy,random"], "no/such/run"),
     (["--compare", "random", "greedy", "--games", "1"], "--games >= 2"),
     (["--compare", "random", "greedy", "--rank-points", "3,2,1"], "1, 2, 4 or 8 finite values"),
     (["--compare", "random", "greedy", "--difference", "0"], "--difference must be > 0"),

@@ -212,3 +212,62 @@ def test_compare_verdict_reads_holm_adjusted_p_values():
               "difference": 0.25, "settings": _two_settings()}
     table = tournament.comparison_table(result)
     assert "p (Holm)" in table and "0.066" in table and table.splitlines()[-1].startswith("no setting shows")
+
+
+def _fake_pair_comparison(placements):
+    """A stand-in for ``compare_players``: pair ``(a, b)`` (spec strings naming a row of ``placements``) gets, per
+    setting, the mean placements ``placements[a][setting]`` for A and ``placements[b][setting]`` for B."""
+    calls = []
+
+    def compare(spec_a, spec_b, lineups, games, seed, **options):
+        calls.append((spec_a, spec_b, games, seed, options["head_to_head"]))
+        settings = {}
+        for name in ("vs x", "4v4"):
+            a, b = placements[spec_a][name], placements[spec_b][name]
+            settings[name] = {"placement": {"mean_a": a, "mean_b": b, "difference": a - b, "p_value": 0.5},
+                              "points": {"mean_a": -a, "mean_b": -b, "difference": b - a, "p_value": 0.5}}
+        return {"a": spec_a, "b": spec_b, "settings": settings, "rank_points": [1.0, 0.0], "games_per_rotation": games}
+
+    return compare, calls
+
+
+def test_compare_over_seeds_tests_the_pairs_mean_placements_over_training_seeds():
+    """Three training-seed pairs: per setting, a paired t-test over the pairs' mean placements (scipy's one-sample
+    test of the differences), its t interval over the 3 seeds, Holm over the 2 settings; every pair played the
+    same game seeds."""
+    from agents.arena import tournament
+
+    placements = {"a0": {"vs x": 3.0, "4v4": 4.0}, "a1": {"vs x": 3.2, "4v4": 4.4}, "a2": {"vs x": 3.1, "4v4": 4.9},
+                  "b0": {"vs x": 4.0, "4v4": 4.5}, "b1": {"vs x": 4.1, "4v4": 4.2}, "b2": {"vs x": 4.2, "4v4": 4.6}}
+    compare, calls = _fake_pair_comparison(placements)
+    result = tournament.compare_over_seeds([("a0", "b0"), ("a1", "b1"), ("a2", "b2")], {"x": ["greedy"] * 7}, 16, 7,
+                                           compare=compare)
+    assert calls == [("a0", "b0", 16, 7, True), ("a1", "b1", 16, 7, True), ("a2", "b2", 16, 7, True)]
+    assert result["a"] == "a0,a1,a2" and result["b"] == "b0,b1,b2" and len(result["pairs"]) == 3
+    raw = []
+    for name in ("vs x", "4v4"):
+        setting = result["settings"][name]
+        diffs = [placements[f"a{i}"][name] - placements[f"b{i}"][name] for i in range(3)]
+        assert setting["per_pair_a"] == [placements[f"a{i}"][name] for i in range(3)]
+        placement = setting["placement"]
+        assert placement["difference"] == pytest.approx(np.mean(diffs))
+        assert placement["ci95"] == pytest.approx(significance.t_interval(diffs)[1])
+        assert placement["p_value"] == pytest.approx(stats.ttest_1samp(diffs, 0).pvalue)
+        assert placement["df"] == 2
+        raw.append(placement["p_value"])
+    # vs x: differences -1.0, -0.9, -1.1 (t = -17.3, 2 df: p 0.0033, Holm 0.0066); 4v4: -0.5, +0.2, +0.3 (mean 0)
+    assert raw == pytest.approx([0.0033168, 1.0], abs=1e-6)
+    assert [result["settings"][n]["placement"]["p_holm"] for n in ("vs x", "4v4")] == pytest.approx(
+        significance.holm(raw))
+    assert result["verdict"]["a_better"] == ["vs x"] and result["verdict"]["no_difference"] == ["4v4"]
+    table = tournament.comparison_table(result)
+    assert "3 pairs of training seeds" in table and "pairs for 0.25" in table
+
+
+def test_compare_over_seeds_refuses_fewer_than_two_pairs():
+    from agents.arena import tournament
+
+    compare, _ = _fake_pair_comparison({})
+    for pairs in ([], [("a", "b")], [("a", "b"), ("c",)]):
+        with pytest.raises(ValueError, match="at least 2"):
+            tournament.compare_over_seeds(pairs, {}, 2, compare=compare)

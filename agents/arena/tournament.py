@@ -276,6 +276,54 @@ def compare_players(spec_a: str, spec_b: str, lineups: dict, games: int, seed: i
             "seconds": round(time.perf_counter() - start, 2)}
 
 
+def compare_over_seeds(pairs, lineups: dict, games: int, seed: int = 0, head_to_head: bool = True,
+                       rules: dict | None = None, points=significance.DEFAULT_RANK_POINTS,
+                       difference: float = significance.DEFAULT_DIFFERENCE, progress: Progress | None = None,
+                       compare=None) -> dict:
+    """Is a training recipe A better than B over training seeds? ``pairs``: at least 2 ``(spec_a, spec_b)``, one
+    pair per training seed (A's and B's runs of that seed); each pair is compared by ``compare_players`` on the
+    same game seeds, and each setting's per-pair mean placements (and points) are then tested with a paired
+    t-test over the pairs (``significance.compare``: one result per training seed, so the interval and p-value are
+    over training seeds, not game seeds), Holm-adjusted over the settings (``add_holm``).
+
+    Returns ``compare_players``'s keys for the whole, with ``"a"`` and ``"b"`` the comma-joined specs,
+    ``"pairs"`` (each pair's ``compare_players`` result) and per setting ``"per_pair_a"``, ``"per_pair_b"``
+    (float[P]: the mean placements tested) in place of ``per_seed_*``; ``games_needed`` is then the number of
+    training-seed pairs a test of ``difference`` needs. ``compare``: ``compare_players`` or a stand-in of its
+    signature (tests). ``ValueError`` for fewer than 2 pairs."""
+    pairs = [tuple(p) for p in pairs]
+    if len(pairs) < 2 or any(len(p) != 2 for p in pairs):
+        raise ValueError(f"a comparison over training seeds needs at least 2 (A, B) pairs, got {pairs!r}")
+    progress = progress or NoProgress()
+    compare = compare or compare_players
+    start = time.perf_counter()
+    results = []
+    for i, (spec_a, spec_b) in enumerate(pairs):
+        progress.status(f"pair {i + 1}/{len(pairs)}")
+        results.append(compare(spec_a, spec_b, lineups, games, seed, head_to_head=head_to_head, rules=rules,
+                               points=points, difference=difference, progress=progress))
+    names = list(results[0]["settings"])
+    if any(list(r["settings"]) != names for r in results):
+        raise ValueError("the pairs' comparisons tested different settings (A and B the same bot in one pair?)")
+    settings = {}
+    for name in names:
+        per = [r["settings"][name] for r in results]
+        per_pair_a = [r["placement"]["mean_a"] for r in per]
+        per_pair_b = [r["placement"]["mean_b"] for r in per]
+        placement = significance.compare(per_pair_a, per_pair_b, paired=True)
+        placement["games_needed"] = significance.games_needed(placement["sd"], difference)
+        test = significance.compare([r["points"]["mean_a"] for r in per], [r["points"]["mean_b"] for r in per],
+                                    paired=True)
+        settings[name] = {"placement": placement,
+                          "points": {k: test[k] for k in ("mean_a", "mean_b", "difference", "p_value")},
+                          "per_pair_a": per_pair_a, "per_pair_b": per_pair_b}
+    add_holm(settings)
+    return {"a": ",".join(a for a, _ in pairs), "b": ",".join(b for _, b in pairs), "pairs": results,
+            "games_per_rotation": games, "seed": seed, "settings": settings, "verdict": comparison_verdict(settings),
+            "rank_points": list(results[0]["rank_points"]), "difference": difference,
+            "seconds": round(time.perf_counter() - start, 2)}
+
+
 def compare_tables(play, a: int, b: int, lineups: dict, head_to_head: bool = True,
                    points=significance.DEFAULT_RANK_POINTS, difference: float = significance.DEFAULT_DIFFERENCE):
     """The settings of ``compare_players`` from ``play(lineup) -> int ranks[S seeds, 8 rotations, 8 positions]``
@@ -364,11 +412,19 @@ def comparison_table(result: dict) -> str:
     of the placement test), then the verdict (``comparison_verdict``)."""
     rows = result["settings"]
     width = max(len("setting"), *(len(n) for n in rows))
-    head = (f"A = {result['a']}, B = {result['b']}: {result['games_per_rotation']} game seeds x 8 rotations a "
-            f"setting, paired t-test by seed, Holm-adjusted over the {len(rows)} settings; points "
-            f"{result['rank_points']}")
+    if "pairs" in result:  # compare_over_seeds
+        head = (f"A = {result['a']}, B = {result['b']}: {len(result['pairs'])} pairs of training seeds, each on "
+                f"{result['games_per_rotation']} game seeds x 8 rotations a setting; paired t-test over the pairs "
+                f"(the interval is over training seeds), Holm-adjusted over the {len(rows)} settings; points "
+                f"{result['rank_points']}")
+        needed = "pairs"
+    else:
+        head = (f"A = {result['a']}, B = {result['b']}: {result['games_per_rotation']} game seeds x 8 rotations a "
+                f"setting, paired t-test by seed, Holm-adjusted over the {len(rows)} settings; points "
+                f"{result['rank_points']}")
+        needed = "seeds"
     lines = [head, f"{'setting':<{width}}  A place  B place  A - B (95% CI)    p-value  p (Holm)  A points  B points  "
-                   f"seeds for {result['difference']:g}"]
+                   f"{needed} for {result['difference']:g}"]
     for name, r in rows.items():
         pl, pt = r["placement"], r["points"]
         needed = "-" if pl["games_needed"] is None else str(pl["games_needed"])
@@ -506,6 +562,6 @@ def format_table(table) -> str:
     return "\n".join(lines)
 
 
-__all__ = ["HEAD_TO_HEAD", "add_holm", "compare_players", "compare_tables", "comparison_table", "comparison_verdict",
-           "evaluate_checkpoint", "format_table", "load_players", "placement_table", "play", "participant_index",
-           "rate", "rate_checkpoints", "resolve_players", "table_game", "write_outputs"]
+__all__ = ["HEAD_TO_HEAD", "add_holm", "compare_over_seeds", "compare_players", "compare_tables", "comparison_table",
+           "comparison_verdict", "evaluate_checkpoint", "format_table", "load_players", "placement_table", "play",
+           "participant_index", "rate", "rate_checkpoints", "resolve_players", "table_game", "write_outputs"]
