@@ -183,7 +183,7 @@ def _check(parser, args) -> None:
         if len(sides[0]) != len(sides[1]):
             fail(parser, f"--compare A B: A lists {len(sides[0])} players and B {len(sides[1])}; give as many on each "
                          "side, one run per training seed, paired in order")
-        args.pairs = list(zip(*sides)) if len(sides[0]) > 1 else None
+        args.pairs = list(zip(*sides))  # one pair: compare_players; more: compare_over_seeds
         if args.games < 2:
             fail(parser, f"--compare needs --games >= 2 game seeds (a test needs a spread), got {args.games}")
         if not (args.difference > 0):
@@ -251,8 +251,8 @@ def compare(args, rules) -> dict:
     players, ``compare_over_seeds``), as tables and JSON."""
     options = dict(head_to_head=not args.no_head_to_head, rules=rules, points=args.rank_points,
                    difference=args.difference, progress=None if args.quiet else ConsoleProgress())
-    if args.pairs is None:
-        result = tournament.compare_players(*args.compare, args.lineups, args.games, args.seed, **options)
+    if len(args.pairs) == 1:
+        result = tournament.compare_players(*args.pairs[0], args.lineups, args.games, args.seed, **options)
     else:
         result = tournament.compare_over_seeds(args.pairs, args.lineups, args.games, args.seed, **options)
         for pair in result["pairs"]:
@@ -284,9 +284,9 @@ def main(argv=None):
     parser, args, rules = parse_args(argv)
     if args.player:  # the players named (the closest valid names for an unknown one) before any work
         player_spec(parser, args.player)
-    for side in args.compare or ():
-        for name in side.split(","):
-            player_spec(parser, name.strip(), "--compare")
+    for pair in args.pairs if args.compare else ():
+        for name in pair:
+            player_spec(parser, name, "--compare")
     enable_compilation_cache(None if args.no_cache else args.cache_dir)
     try:
         if args.compare:

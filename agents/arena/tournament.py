@@ -310,12 +310,8 @@ def compare_over_seeds(pairs, lineups: dict, games: int, seed: int = 0, head_to_
         per = [r["settings"][name] for r in results]
         per_pair_a = [r["placement"]["mean_a"] for r in per]
         per_pair_b = [r["placement"]["mean_b"] for r in per]
-        placement = significance.compare(per_pair_a, per_pair_b, paired=True)
-        placement["games_needed"] = significance.games_needed(placement["sd"], difference)
-        test = significance.compare([r["points"]["mean_a"] for r in per], [r["points"]["mean_b"] for r in per],
-                                    paired=True)
-        settings[name] = {"placement": placement,
-                          "points": {k: test[k] for k in ("mean_a", "mean_b", "difference", "p_value")},
+        settings[name] = {**paired_setting(per_pair_a, per_pair_b, [r["points"]["mean_a"] for r in per],
+                                           [r["points"]["mean_b"] for r in per], difference),
                           "per_pair_a": per_pair_a, "per_pair_b": per_pair_b}
     add_holm(settings)
     return {"a": ",".join(a for a, _ in pairs), "b": ",".join(b for _, b in pairs), "pairs": results,
@@ -340,12 +336,8 @@ def compare_tables(play, a: int, b: int, lineups: dict, head_to_head: bool = Tru
     def setting(ranks_a, ranks_b):
         """From A's and B's positions: (ranks_a, ranks_b) int[S, 8, n]; per-seed means, paired by seed."""
         per_seed_a, per_seed_b = ranks_a.mean((1, 2)), ranks_b.mean((1, 2))
-        placement = significance.compare(per_seed_a, per_seed_b, paired=True)
-        placement["games_needed"] = significance.games_needed(placement["sd"], difference)
         pa, pb = (significance.rank_points(r, points).mean((1, 2)) for r in (ranks_a, ranks_b))
-        test = significance.compare(pa, pb, paired=True)
-        return {"placement": placement,
-                "points": {k: test[k] for k in ("mean_a", "mean_b", "difference", "p_value")},
+        return {**paired_setting(per_seed_a, per_seed_b, pa, pb, difference),
                 "per_seed_a": per_seed_a.tolist(), "per_seed_b": per_seed_b.tolist()}
 
     settings = {}
@@ -358,6 +350,16 @@ def compare_tables(play, a: int, b: int, lineups: dict, head_to_head: bool = Tru
             settings[name] = setting(table[:, :, list(seats_a)], table[:, :, seats_b])
     add_holm(settings)
     return settings
+
+
+def paired_setting(placement_a, placement_b, points_a, points_b, difference: float) -> dict:
+    """One setting's tests from paired results (float[S] each, one per seed: game seeds in ``compare_tables``,
+    training seeds in ``compare_over_seeds``): ``{"placement": significance.compare(...) + "games_needed" (the
+    seeds a test of ``difference`` needs), "points": its mean_a, mean_b, difference and p_value}``."""
+    placement = significance.compare(placement_a, placement_b, paired=True)
+    placement["games_needed"] = significance.games_needed(placement["sd"], difference)
+    test = significance.compare(points_a, points_b, paired=True)
+    return {"placement": placement, "points": {k: test[k] for k in ("mean_a", "mean_b", "difference", "p_value")}}
 
 
 def add_holm(settings: dict) -> None:
@@ -412,17 +414,15 @@ def comparison_table(result: dict) -> str:
     of the placement test), then the verdict (``comparison_verdict``)."""
     rows = result["settings"]
     width = max(len("setting"), *(len(n) for n in rows))
+    games = f"{result['games_per_rotation']} game seeds x 8 rotations a setting"
     if "pairs" in result:  # compare_over_seeds
-        head = (f"A = {result['a']}, B = {result['b']}: {len(result['pairs'])} pairs of training seeds, each on "
-                f"{result['games_per_rotation']} game seeds x 8 rotations a setting; paired t-test over the pairs "
-                f"(the interval is over training seeds), Holm-adjusted over the {len(rows)} settings; points "
-                f"{result['rank_points']}")
+        tests = (f"{len(result['pairs'])} pairs of training seeds, each on {games}; paired t-test over the pairs (the "
+                 "interval is over training seeds)")
         needed = "pairs"
     else:
-        head = (f"A = {result['a']}, B = {result['b']}: {result['games_per_rotation']} game seeds x 8 rotations a "
-                f"setting, paired t-test by seed, Holm-adjusted over the {len(rows)} settings; points "
-                f"{result['rank_points']}")
-        needed = "seeds"
+        tests, needed = f"{games}, paired t-test by seed", "seeds"
+    head = (f"A = {result['a']}, B = {result['b']}: {tests}, Holm-adjusted over the {len(rows)} settings; points "
+            f"{result['rank_points']}")
     lines = [head, f"{'setting':<{width}}  A place  B place  A - B (95% CI)    p-value  p (Holm)  A points  B points  "
                    f"{needed} for {result['difference']:g}"]
     for name, r in rows.items():
@@ -564,4 +564,5 @@ def format_table(table) -> str:
 
 __all__ = ["HEAD_TO_HEAD", "add_holm", "compare_over_seeds", "compare_players", "compare_tables", "comparison_table",
            "comparison_verdict", "evaluate_checkpoint", "format_table", "load_players", "placement_table", "play",
-           "participant_index", "rate", "rate_checkpoints", "resolve_players", "table_game", "write_outputs"]
+           "paired_setting", "participant_index", "rate", "rate_checkpoints", "resolve_players", "table_game",
+           "write_outputs"]
