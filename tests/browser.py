@@ -42,7 +42,8 @@ BROWSER_NAMES = ("chromium", "chromium-browser", "google-chrome", "google-chrome
 REQUIRE_ENV = "JAXGAME_REQUIRE_BROWSER"
 DEFAULT_SIZE = (1200, 800)  # the viewport, CSS pixels (width, height)
 REPLY_TIMEOUT_S = 30.0  # real seconds for any one protocol reply: a cold start on a loaded 2-core machine
-SCREENSHOT_TIMEOUT_S = 10.0  # real seconds before a screenshot is retried (a healthy one takes well under 1 s)
+SCREENSHOT_TIMEOUT_S = 5.0  # real seconds before a screenshot is retried (a healthy one takes well under 1 s)
+WAKE_UP_BUDGETS_MS = (1000, 4000, 16000)  # the page's time run before each retry of an unanswered screenshot
 ERROR_CONSOLE_TYPES = ("error", "assert")  # console API calls that count as errors
 
 # Moves the pipe's two ends onto fds 3 and 4 in the child, then runs the browser: a preexec_fn would do the same
@@ -381,19 +382,20 @@ class Browser:
     def screenshot(self, out_png):
         """Saves the viewport as a PNG at ``out_png`` (``size`` pixels); returns its path.
 
-        A capture waits for a compositor frame, which a page under paused virtual time may never draw (a 30 s hang
-        was seen about once in 25 runs of tests/test_browser_harness.py, and once more after a screencast had asked
-        for a frame). So a capture that does not answer within SCREENSHOT_TIMEOUT_S is asked again after each of
-        two wake-ups in turn, and the first answer to any of the captures is taken: a screencast (it asks for a
-        frame and leaves the page as it was), then one frame (16 ms) of the page's time (``advance``).
+        A capture waits for a compositor frame, and under paused virtual time headless Chromium sometimes holds that
+        frame back until the page's clock moves (about once in 40-70 runs of the harness tests' page sequence on a
+        loaded 2-core machine, just after a navigation: 16 or 250 ms of page time did not release it, 366 and 1250 ms
+        did, a screencast or a resize did not). So a capture not answered within SCREENSHOT_TIMEOUT_S real seconds
+        is asked again after the page runs WAKE_UP_BUDGETS_MS milliseconds of its time (``advance``), each in turn,
+        and the first answer to any of the captures is taken: a screenshot that had to wait shows the page up to 21
+        s (page time) later than when it was asked for. BrowserTimeout if none answers.
         """
         captures = []
-        wake_ups = (None, self._wake_by_screencast, self._wake_by_one_frame)
-        for attempt, wake_up in enumerate(wake_ups):
-            if wake_up is not None:
-                wake_up()
+        for attempt, budget_ms in enumerate((None, *WAKE_UP_BUDGETS_MS)):
+            if budget_ms is not None:
+                self.advance(budget_ms)
             captures.append(self._post("Page.captureScreenshot", session=self._session, format="png"))
-            last = attempt == len(wake_ups) - 1
+            last = attempt == len(WAKE_UP_BUDGETS_MS)
             try:
                 data = self._await("Page.captureScreenshot", captures,
                                    REPLY_TIMEOUT_S if last else SCREENSHOT_TIMEOUT_S)["data"]
@@ -404,14 +406,6 @@ class Browser:
         out = pathlib.Path(out_png)
         out.write_bytes(base64.b64decode(data))
         return out
-
-    def _wake_by_screencast(self):
-        self._call("Page.startScreencast", format="jpeg", quality=10)
-        self._pump(0.25)
-        self._call("Page.stopScreencast")
-
-    def _wake_by_one_frame(self):
-        self.advance(16)
 
     def close(self):
         """Ends the browser (asks it to close; kills its process group if it does not) and removes its profile."""

@@ -252,30 +252,35 @@ def unanswered_captures(browser, monkeypatch):
     return hang, methods
 
 
-@pytest.mark.parametrize("hung", [1, 2])
-def test_a_screenshot_that_does_not_answer_is_asked_again_after_a_wake_up(browser, tmp_path, unanswered_captures,
-                                                                           hung):
+TICKING_RED_PAGE = """<html><body style="background:#c00"><script>
+let ticks = 0; setInterval(() => ticks++, 50);
+</script></body></html>"""
+
+
+@pytest.mark.parametrize("hung", [0, 1, 2, 3])
+def test_a_screenshot_that_does_not_answer_is_asked_again_after_the_page_runs(browser, tmp_path, unanswered_captures,
+                                                                              hung):
     hang, methods = unanswered_captures
-    browser.goto(write(tmp_path, "red.html", '<html><body style="background:#c00"></body></html>'), budget_ms=10)
+    browser.goto(write(tmp_path, "red.html", TICKING_RED_PAGE), budget_ms=10)
     hang[0] = hung
     methods.clear()
     shot = browser.screenshot(tmp_path / "red.png")
     image = Image.open(shot).convert("RGB")
     assert image.size == browser.size and image.getpixel((5, 5)) == (204, 0, 0)
-    wake_ups = ["Page.startScreencast", "Emulation.setVirtualTimePolicy"][:hung]
-    assert [m for m in methods if m in ("Page.captureScreenshot", *wake_ups)] == (
-        ["Page.captureScreenshot", "Page.startScreencast", "Page.captureScreenshot"]
-        + (["Emulation.setVirtualTimePolicy", "Page.captureScreenshot"] if hung == 2 else []))
+    assert [m for m in methods if m in ("Page.captureScreenshot", "Emulation.setVirtualTimePolicy")] == (
+        ["Page.captureScreenshot"] + ["Emulation.setVirtualTimePolicy", "Page.captureScreenshot"] * hung)
+    # each retry ran the page for its wake-up budget first (a 50 ms timer: budget / 50 ticks), and no more
+    assert browser.evaluate("ticks") == sum(br.WAKE_UP_BUDGETS_MS[:hung]) // 50
 
 
 def test_a_screenshot_that_never_answers_is_a_timeout(browser, tmp_path, unanswered_captures, monkeypatch):
     hang, methods = unanswered_captures
     browser.goto(write(tmp_path, "empty.html", "<html><body></body></html>"), budget_ms=10)
-    hang[0] = 3
+    hang[0] = 1 + len(br.WAKE_UP_BUDGETS_MS)
     monkeypatch.setattr(br, "REPLY_TIMEOUT_S", 1.0)
     with pytest.raises(br.BrowserTimeout, match="Page.captureScreenshot"):
         browser.screenshot(tmp_path / "never.png")
-    assert methods.count("Page.captureScreenshot") == 3
+    assert methods.count("Page.captureScreenshot") == 1 + len(br.WAKE_UP_BUDGETS_MS)
     monkeypatch.undo()  # the browser answers again
     browser.goto(write(tmp_path, "after.html", "<html><body></body></html>"), budget_ms=10)  # still usable
     assert br.is_blank(browser.screenshot(tmp_path / "after.png"))
