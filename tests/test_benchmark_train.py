@@ -105,8 +105,11 @@ def test_gymnax_section_and_reference(capsys):
         assert set(gym[side]) == SIDE_KEYS
         assert gym[side]["sps"] > 0 and gym[side]["compile_s"] > 0 and gym[side]["run_s"] > 0
         assert gym[side]["final_return"] >= 1  # random CartPole episodes last ~20 steps: some finished
-    assert set(gym["cli"]) == {"compile_s", "train_s", "sps", "loop_s", "loop_sps", "final_return"}
+    assert set(gym["cli"]) == {"compile_s", "train_s", "sps", "loop_s", "loop_sps", "checkpoint_s", "log_s",
+                               "final_return"}
     assert gym["cli"]["loop_s"] >= gym["cli"]["train_s"] > 0  # the loop holds the chunks and the work between
+    assert gym["cli"]["checkpoint_s"] > 0 and gym["cli"]["log_s"] > 0  # the run's one save (at its end), its log
+    assert gym["cli"]["loop_s"] >= gym["cli"]["train_s"] + gym["cli"]["checkpoint_s"] + gym["cli"]["log_s"] - 0.002
     assert gym["cli"]["sps"] >= gym["cli"]["loop_sps"] > 0
     assert gym["cli_over_purejaxrl_sps"] == round(gym["cli"]["loop_sps"] / gym["purejaxrl"]["sps"], 3)
     assert gym["cli"]["final_return"] >= 1

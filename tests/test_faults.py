@@ -174,6 +174,17 @@ def test_a_checkpoint_is_written_while_the_next_chunk_trains_and_the_run_returns
     assert _records(tmp_path / "overlap") == _records(tiny_run)
 
 
+def test_the_summary_says_how_long_the_loop_spent_on_checkpoints_and_logs(tmp_path, monkeypatch):
+    """Four saves of >= 0.2 s and chunks of milliseconds: each background save is still running when the next
+    chunk ends, so the loop's thread waits for saves 1-3 and writes the last one: >= 0.6 s, not in ``train_s``."""
+    _slow_saves(monkeypatch, 0.2)
+    summary = run.train(TINY, tmp_path / "parts")
+    assert summary["updates"] == 4 and summary["checkpoint_s"] >= 0.6 > summary["train_s"]
+    assert summary["eval_s"] == 0 and summary["log_s"] > 0  # a gymnax run has no evaluations
+    parts = summary["train_s"] + summary["checkpoint_s"] + summary["eval_s"] + summary["log_s"]
+    assert parts - 0.002 <= summary["loop_s"] <= parts + 0.1  # the rest: records and progress, milliseconds
+
+
 def test_a_failed_background_save_stops_the_run_with_its_error(tmp_path, monkeypatch):
     _slow_saves(monkeypatch, 0.0, fail_at=2)
     with pytest.raises(OSError, match="disk full at step 2"):

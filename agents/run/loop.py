@@ -269,6 +269,11 @@ class LoopResult:
     stopped: str | None = None  # the signal that stopped the run early ("SIGTERM", "SIGINT"), else None
     early_stopped: bool = False  # the program ended the run before its last update (``finished_early``)
     loop_s: float = 0.0  # the whole loop: the chunks and the host work between them (logs, evaluations, saves)
+    # the loop's own thread's time outside the chunks: checkpoints (its saves, and its waits for the background
+    # ones; a background save's work beside a chunk shows in ``train_s`` instead), evaluations, log records
+    checkpoint_s: float = 0.0
+    eval_s: float = 0.0
+    log_s: float = 0.0
 
 
 class StopSignals:
@@ -365,7 +370,9 @@ class ChunkLoop:
             self._wait_for_save(raise_error=False)  # the error in flight is the one to report
             raise
         else:
+            waited = time.perf_counter()
             self._wait_for_save()
+            result.checkpoint_s += time.perf_counter() - waited
         finally:
             if self._saver is not None:
                 self._saver.shutdown()
@@ -385,15 +392,19 @@ class ChunkLoop:
 
     def _save(self, result: LoopResult, background: bool = False) -> None:
         """Checkpoint ``result``'s runner; with ``background`` (and a one-process run) in the saver thread."""
+        start = time.perf_counter()
         for log in self.logs:
             log.sync()  # the records a checkpoint follows are on disk before it
         self._wait_for_save()
         args = (result.updates, result.runner, self.program.checkpoint_payload(self.wall_before + result.train_s),
                 self.program.checkpoint_metrics(result.records))
-        if background and self._saver is not None:
-            self._saving = self._saver.submit(self.store.save, *args)
-        else:
-            self.store.save(*args)
+        try:
+            if background and self._saver is not None:
+                self._saving = self._saver.submit(self.store.save, *args)
+            else:
+                self.store.save(*args)
+        finally:
+            result.checkpoint_s += time.perf_counter() - start
 
     def _chunk(self, result: LoopResult, run, n: int) -> bool:
         """One chunk of ``n`` updates, then its records, evaluation, logs and checkpoint; updates ``result``.
@@ -414,11 +425,15 @@ class ChunkLoop:
                 "wall_s": round(self.wall_before + result.train_s, 3)}
         result.records = program.records(base, metrics, n, elapsed)
         if program.has_eval and (chunks_done % config.eval_every == 0 or finished):
+            evaluating = time.perf_counter()
             runner, result.evaluation = program.evaluate(runner, done)
+            result.eval_s += time.perf_counter() - evaluating
             for record, values in zip(result.records, result.evaluation):
                 record.update(values)
+        writing = time.perf_counter()
         for log, record in zip(self.logs, result.records):
             log.write(record)
+        result.log_s += time.perf_counter() - writing
         result.runner = runner
         save = self.store is not None and (
             finished or (config.checkpoint_every and chunks_done % config.checkpoint_every == 0))
@@ -757,6 +772,10 @@ def _train_summary(program: TrainProgram, result: LoopResult, evaluation: dict, 
         # what a user waits for: the chunks and the logs, evaluations and checkpoints between them
         "loop_sps": (round(result.trained_updates * steps_per_update / result.loop_s, 1)
                      if result.trained_updates and result.loop_s else None),
+        # where the loop's time beside the chunks went (the rest: records, progress)
+        "checkpoint_s": round(result.checkpoint_s, 3),
+        "eval_s": round(result.eval_s, 3),
+        "log_s": round(result.log_s, 3),
         "final_eval": evaluation,
         "episode_return": finite_or_none(record.get("train/episode_return")),  # None: no episode finished
         "devices": num_devices,

@@ -36,8 +36,10 @@ not used), run after each rep of the two sides (``--gymnax-reps`` runs; the one 
 reported): chunks of 61 updates with logs and checkpoints between them, its ``compile_s`` (the smallest),
 ``train_s`` (the chunks' seconds: each chunk's run and the fetch and check of its metrics), ``sps`` (steps over
 ``train_s``), ``loop_s`` and ``loop_sps`` (the whole chunk loop: the chunks plus the logging and checkpoints
-between them) and ``final_return`` (the last chunk's); ``ours_over_purejaxrl_sps``, ``cli_over_purejaxrl_sps`` (the
-CLI's ``loop_sps``: what a user waits for) and ``cli_chunks_over_purejaxrl_sps`` (its chunks alone, ``sps``).
+between them), of the loop's time beside the chunks ``checkpoint_s`` (its saves and its waits for the background
+ones) and ``log_s`` (writing the records), and ``final_return`` (the last chunk's); ``ours_over_purejaxrl_sps``,
+``cli_over_purejaxrl_sps`` (the CLI's ``loop_sps``: what a user waits for) and ``cli_chunks_over_purejaxrl_sps``
+(its chunks alone, ``sps``).
 ``min_ratio`` is the smallest ``ours_over_purejaxrl_sps`` or ``cli_over_purejaxrl_sps`` over the envs (the goal:
 >= 1.0). ``{"skipped": ...}`` without gymnax or with ``--gymnax-steps 0``.
 Compile times are honest: the benchmark does not turn JAX's persistent compilation cache on
@@ -196,6 +198,7 @@ def _gymnax_one(name, total_steps, reps, progress, label):
     summary = min(cli_runs, key=lambda s: s["loop_s"])  # every run trains the same updates (same seed)
     cli = {"compile_s": round(min(s["compile_s"] for s in cli_runs), 2), "train_s": summary["train_s"],
            "sps": summary["sps"], "loop_s": summary["loop_s"], "loop_sps": summary["loop_sps"],
+           "checkpoint_s": summary["checkpoint_s"], "log_s": summary["log_s"],
            "final_return": rounded(summary["episode_return"])}
     status(f" ours {ours['sps']:,.0f} steps/s (return {ours_return:.1f}), PureJaxRL {ref['sps']:,.0f} "
            f"(return {ref_return:.1f}), the CLI {cli['loop_sps']:,.0f}", progress)
