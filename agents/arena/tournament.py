@@ -418,13 +418,13 @@ def comparison_table(result: dict) -> str:
     if "pairs" in result:  # compare_over_seeds
         tests = (f"{len(result['pairs'])} pairs of training seeds, each on {games}; paired t-test over the pairs (the "
                  "interval is over training seeds)")
-        needed = "pairs"
+        unit = "pairs"  # what games_needed counts
     else:
-        tests, needed = f"{games}, paired t-test by seed", "seeds"
+        tests, unit = f"{games}, paired t-test by seed", "seeds"
     head = (f"A = {result['a']}, B = {result['b']}: {tests}, Holm-adjusted over the {len(rows)} settings; points "
             f"{result['rank_points']}")
     lines = [head, f"{'setting':<{width}}  A place  B place  A - B (95% CI)    p-value  p (Holm)  A points  B points  "
-                   f"{needed} for {result['difference']:g}"]
+                   f"{unit} for {result['difference']:g}"]
     for name, r in rows.items():
         pl, pt = r["placement"], r["points"]
         needed = "-" if pl["games_needed"] is None else str(pl["games_needed"])
