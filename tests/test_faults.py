@@ -427,8 +427,9 @@ def test_sigterm_saves_at_the_chunk_boundary_exits_0_and_auto_resume_finishes_th
     import sys
     import time
 
-    # 30 updates, a checkpoint only at the end (and where a signal stops it)
-    long = TrainConfig(**{**TINY.to_dict(), "hidden": TINY.hidden, "total_steps": 4 * 8 * 30, "checkpoint_every": 0})
+    # 300 updates, a checkpoint only at the end (and where a signal stops it). With 30, a fast machine finished the
+    # 27 chunks of a few ms each left after the third record before the signal arrived
+    long = TrainConfig(**{**TINY.to_dict(), "hidden": TINY.hidden, "total_steps": 4 * 8 * 300, "checkpoint_every": 0})
     run.train(long, tmp_path / "clean")
     run_dir = tmp_path / "signalled"
     err_path = tmp_path / "stderr.txt"
@@ -444,13 +445,13 @@ def test_sigterm_saves_at_the_chunk_boundary_exits_0_and_auto_resume_finishes_th
     assert proc.returncode == 0, err_path.read_text()[-2000:]
     summary = json.loads(out.strip().splitlines()[-1])
     stopped_at = summary["updates"]
-    assert summary["stopped"] == "SIGTERM" and 2 <= stopped_at < 30
+    assert summary["stopped"] == "SIGTERM" and 2 <= stopped_at < 300
     assert _steps(run_dir)[-1] == stopped_at  # checkpointed at the boundary where it stopped
     assert [r["update"] for r in _records(run_dir)] == list(range(1, stopped_at + 1))
     assert "stopped by SIGTERM" in err_path.read_text()
 
     finished = train_cli.main([*_cli_args(long, run_dir)[2:], "--quiet"])  # the same command, in-process
-    assert finished["updates"] == 30 and finished["stopped"] is None
+    assert finished["updates"] == 300 and finished["stopped"] is None
     assert _records(run_dir) == _records(tmp_path / "clean")  # bitwise: the uninterrupted run's records
 
 
