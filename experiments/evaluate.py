@@ -63,7 +63,7 @@ import numpy as np
 from agents.arena import significance, tournament
 from agents.arena.evaluation import placement_summary
 from agents.arena.tables import make_table_runner
-from agents.policies.load import PLAYER_BOTS, PolicyError, is_baseline, parse_spec
+from agents.policies.load import PLAYER_BOTS, PolicyError, is_baseline, parse_spec, table_networks
 from agents.replays.evaluation import save_evaluation_replays
 from agents.storage.checkpoints import CheckpointMismatchError, NoGoodCheckpointError
 from agents.utils import memory
@@ -210,7 +210,7 @@ def play_lineups(lineups: dict, games: int, seed: int, rules: dict, deterministi
     game = tournament.table_game(policies, rules)
     index, bots = tournament.participant_index(policies, player_of)
     memory.check_fits(f"--games {games}", memory.table_bytes(game, games))
-    run = make_table_runner(game, [p.network for p in policies], games, deterministic, bot_names=bots)
+    run = make_table_runner(game, table_networks(policies, game), games, deterministic, bot_names=bots)
     params, key = tuple(p.params for p in policies), jax.random.key(seed)
     return {name: np.asarray(run(params, np.tile([index[player_of[n]] for n in names], (games, 1)), key))
             for name, names in lineups.items()}

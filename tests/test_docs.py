@@ -135,3 +135,30 @@ def test_readme_checks_catch_what_they_name():
 
 def test_readme_is_one_screen():
     assert not readme_problems((ROOT / "README.md").read_text(encoding="utf-8"))
+
+
+GPU_SCRIPT = ROOT / "docs" / "gpu" / "checklist.sh"
+
+
+def test_the_gpu_checklist_script_parses_and_names_what_exists():
+    """docs/gpu/checklist.sh (run only on a lent GPU, or with SMALL=1 by hand) is valid bash; its presets are
+    presets, and every --flag it gives a ``python -m experiments.X`` is one that module declares."""
+    import subprocess
+
+    text = GPU_SCRIPT.read_text(encoding="utf-8")
+    check = subprocess.run(["bash", "-n", str(GPU_SCRIPT)], capture_output=True, text=True)
+    assert check.returncode == 0, check.stderr
+    presets_source = (ROOT / "agents" / "presets.py").read_text(encoding="utf-8")
+    named = set(re.findall(r'PRESETS:-([\w ]+)\}', text)[0].split()) | set(re.findall(r"TRAIN_PRESETS=([\w,]+)", text)
+                                                                             [1].split(","))
+    assert named >= {"a2c_stream", "ppo_pixels", "ppo_large"}
+    missing = [p for p in named if f'"{p}"' not in presets_source]
+    assert not missing, f"the GPU script names presets that do not exist: {missing}"
+    calls = re.findall(r"-m experiments\.(\w+)((?:[^\n]|\\\n)*)", text)
+    assert {module for module, _ in calls} == {"benchmark", "train", "evaluate"}
+    for module, args in calls:
+        sources = "".join(p.read_text(encoding="utf-8") for p in
+                          [*(ROOT / "experiments").glob(f"{module}.py"), *(ROOT / "experiments").glob(f"{module}/*.py"),
+                           ROOT / "experiments" / "common.py"])
+        unknown = [flag for flag in re.findall(r"\s(--[a-z][\w-]*)", args) if f'"{flag}"' not in sources]
+        assert not unknown, f"experiments.{module} has no {unknown}"

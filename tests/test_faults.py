@@ -515,11 +515,39 @@ def test_a_signal_during_the_compile_stops_the_run_before_its_first_chunk(name):
     before = signal.getsignal(signal.SIGINT), signal.getsignal(signal.SIGTERM)
     store, log = _Closable(), _Closable()
     started = run.Started(store, runner=None, wall_before=0.0, restored=False, compile_start=time.perf_counter())
-    result, _ = run.compile_and_loop(_CompileOnlyProgram(getattr(signal, name)), started, [log], run.NoProgress(),
-                                     "the training chunk", stop_on_signals=True)
+    with run.stop_signals(True, run.NoProgress()) as stop:
+        result, _ = run.compile_and_loop(_CompileOnlyProgram(getattr(signal, name)), started, [log],
+                                         run.NoProgress(), "the training chunk", stop)
     assert result.stopped == name and result.updates == 0 and result.records == []
     assert store.closed and log.closed
     assert (signal.getsignal(signal.SIGINT), signal.getsignal(signal.SIGTERM)) == before
+
+
+@pytest.mark.parametrize("name", ["SIGTERM", "SIGINT"])
+def test_a_signal_while_the_run_is_built_stops_it_without_compiling_and_it_resumes(name, tiny_run, tmp_path,
+                                                                                   monkeypatch):
+    """Ctrl-C or SIGTERM while a new run makes its first runner (its init is compiled and run: a KeyboardInterrupt
+    raised inside XLA's compile was lost or crashed the process): the handlers are already the run's, so the run
+    stops without compiling its chunk, exits normally with ``"stopped"`` set and nothing saved, and a resume gives
+    the uninterrupted run's records."""
+    import os
+    import signal
+
+    init = run.TrainProgram.init
+
+    def init_then_signal(self):
+        runner = init(self)
+        os.kill(os.getpid(), getattr(signal, name))  # delivered while the run is built
+        return runner
+
+    monkeypatch.setattr(run.TrainProgram, "init", init_then_signal)
+    monkeypatch.setattr(run.TrainProgram, "compile_all", lambda self, runner: pytest.fail("compiled after the stop"))
+    stopped = tmp_path / "stopped"
+    summary = run.train(TINY, stopped, stop_on_signals=True)
+    assert summary["stopped"] == name and summary["updates"] == 0 and _steps(stopped) == []
+    monkeypatch.undo()
+    assert run.train(run.load_config(stopped), stopped, resume=True)["updates"] == 4
+    assert _records(stopped) == _records(tiny_run)
 
 
 def test_a_signal_during_a_background_save_stops_at_the_next_chunk_with_every_checkpoint(tiny_run, tmp_path,

@@ -119,3 +119,84 @@ def test_bad_lineups_are_refused():
         run((jnp.float32(1.0),), np.zeros((2, 8), int), jax.random.key(0))
     with pytest.raises(ValueError, match="1 parameter tree"):
         run((), np.zeros((1, 8), int), jax.random.key(0))
+
+
+class KindProbe:
+    """A 'network' for one observation kind that fails at trace time on any other input (so a table that hands it
+    the wrong part cannot run) and whose logits depend on the observation's values: ``"vector"`` reads float32[...,
+    OBS_SIZE], ``"pixels"`` packed uint8[..., 72, 20]. ``params`` scales the end-turn logit (large: it never buys)."""
+
+    def __init__(self, kind):
+        self.kind = kind
+
+    def apply(self, params, obs):
+        if self.kind == "vector":
+            assert obs.dtype == jnp.float32 and obs.shape[-1] == jaxgame.observation.OBS_SIZE, (obs.dtype, obs.shape)
+            signal = obs[..., : C.NUM_ACTIONS]
+        else:
+            assert obs.dtype == jnp.uint8 and obs.shape[-2:] == (72, 20), (obs.dtype, obs.shape)
+            signal = jnp.broadcast_to(obs.astype(jnp.float32).mean((-2, -1))[..., None] / 64.0,
+                                      obs.shape[:-2] + (C.NUM_ACTIONS,))
+        logits = signal.at[..., C.ACTION_END_TURN].add(params)
+        return logits, signal.sum(-1)
+
+
+def fake_policy(name, obs):
+    from agents.config import TrainConfig
+    from agents.policies.load import RunPolicy
+
+    config = TrainConfig().with_overrides({"obs": obs, "network": "tiles"} if obs == "pixels" else {"obs": obs})
+    return RunPolicy(name, name, 0, config, KindProbe("pixels" if obs == "pixels" else "vector"), jnp.float32(0.0))
+
+
+def test_vector_and_pixel_policies_share_a_table_each_reading_its_own_observations():
+    """tournament.table_game: the game observes both kinds; table_networks: each network gets its own part, the
+    same numbers it gets at a table of its own kind (checked on a played state)."""
+    from agents.arena.tournament import table_game
+    from agents.policies.load import table_networks
+
+    vec, pix = fake_policy("v", "vector"), fake_policy("p", "pixels")
+    game = table_game([vec, pix])
+    assert game.obs_kind == "both"
+    assert table_game([vec]).obs_kind == "vector" and table_game([pix]).obs_kind == "pixels"
+    plain = jaxgame.make("autochess", **SHORT)
+    state, ts = plain.reset(jax.random.key(3))
+    for step in range(6):  # greedy play into the second round: a state with units, gold and a shop
+        state, ts = plain.step(state, jaxgame.bots.BOTS["greedy"](jax.random.key(step), state, ts.action_mask))
+    both = game.observe(state)
+    for policy, network in zip([vec, pix], table_networks([vec, pix], game)):
+        own = table_game([policy]).observe(state)
+        for got, want in zip(network.apply(jnp.float32(1.0), both), policy.network.apply(jnp.float32(1.0), own)):
+            np.testing.assert_array_equal(got, want)
+
+
+def test_a_mixed_table_plays_each_policy_in_its_own_position():
+    """A vector policy and a passive pixel policy (it never buys) with greedy bots, at one table: full rankings, and
+    the pixel policy finishes at the bottom in its own lineup position in every rotation."""
+    from agents.arena.tournament import table_game
+    from agents.policies.load import table_networks
+
+    vec, pix = fake_policy("v", "vector"), fake_policy("p", "pixels")
+    game = jaxgame.make("autochess", obs="both", **SHORT)
+    assert game.obs_kind == table_game([vec, pix]).obs_kind
+    run = tables.make_table_runner(game, table_networks([vec, pix], game), num_games=1)
+    lineup = np.full((1, C.NUM_PLAYERS), 2 + tables.TABLE_BOTS.index("greedy"))
+    lineup[0, 0], lineup[0, 5] = 0, 1
+    ranks = np.asarray(run((jnp.float32(0.0), jnp.float32(100.0)), lineup, jax.random.key(0)))[0]
+    assert np.all(np.sort(ranks, axis=-1) == np.arange(1, C.NUM_PLAYERS + 1))
+    assert np.argmax(ranks.mean(axis=0)) == 5 and ranks[:, 5].mean() >= 7.0
+
+
+def test_observations_that_cannot_share_a_table_are_refused_by_name():
+    from agents.policies.load import PolicyError, check_same_observations, table_observations
+
+    vec, pix, oracle = fake_policy("v", "vector"), fake_policy("p", "pixels"), fake_policy("o", "oracle")
+    assert table_observations([]) == "vector" and table_observations([pix, pix]) == "pixels"
+    assert table_observations([vec, pix]) == "both"
+    with pytest.raises(PolicyError, match="v: vector, o: oracle"):
+        table_observations([vec, oracle])
+    assert table_observations([pix], learner="vector") == "both"  # agents.interop: a learner's seat and opponents
+    with pytest.raises(PolicyError, match="o: oracle, the learner: pixels"):
+        table_observations([oracle], learner="pixels")
+    with pytest.raises(PolicyError, match="v: vector, p: pixels"):  # a dataset's observations are one array
+        check_same_observations([vec, pix])

@@ -48,13 +48,14 @@ from agents.envs.make import make_game
 from agents.policies.load import (
     PLAYER_BOTS,
     PolicyError,
-    check_same_observations,
     checkpoint_steps,
     is_baseline,
     load_policy,
     parse_spec,
     rule_differences,
     seat_policies,
+    table_networks,
+    table_observations,
 )
 from agents.storage.outputs import check_writable
 from agents.storage.run_dir import write_csv, write_json
@@ -119,7 +120,7 @@ def evaluate_checkpoint(run_dir, step: int | None, lineups: dict, games: int, se
     memory.check_fits(f"games={games} (x 8 rotations)", memory.table_bytes(game, games))
     progress.status(f"evaluating {candidate.name} against {len(lineups)} lineup(s): compiling ...")
     start = time.perf_counter()
-    run = make_table_runner(game, [p.network for p in policies], games, greedy_policy, bot_names=table_bots)
+    run = make_table_runner(game, table_networks(policies, game), games, greedy_policy, bot_names=table_bots)
     params = tuple(p.params for p in policies)
     result = {"checkpoint": str(run_dir), "update": candidate.step, "games_per_rotation": games,
               "greedy_policy": greedy_policy}
@@ -173,14 +174,15 @@ def lineup_of(spec: str) -> list[str]:
 
 
 def table_game(policies, rules: dict | None = None, obs: str = "vector") -> jaxgame.AutoChessEnv:
-    """The game players sit at: the first policy's (policies play the rules and observations they trained with, and
-    must share the observations: ``PolicyError`` otherwise, or when ``rules`` are given) or, with bots alone, the
-    game of ``rules`` (``GameConfig`` fields) and ``obs``."""
+    """The game players sit at: the first policy's rules (policies play the rules they trained with:
+    ``PolicyError`` when ``rules`` are given) and the policies' observations (``table_observations``: ``"both"``
+    for vector and pixel policies together, whose networks then read their own part, ``table_networks``;
+    ``PolicyError`` for a mix that cannot sit together) or, with bots alone, the game of ``rules`` (``GameConfig``
+    fields) and ``obs``."""
     if policies:
         if rules:
             raise PolicyError("rules apply to games of bots only; a policy plays with the rules it trained with")
-        check_same_observations(policies)
-        return make_game(policies[0].config)
+        return make_game(policies[0].config, table_observations(policies))
     return jaxgame.make("autochess", obs=obs, **(rules or {}))
 
 
@@ -262,7 +264,7 @@ def compare_players(spec_a: str, spec_b: str, lineups: dict, games: int, seed: i
     memory.check_fits(f"games={games} (x 8 rotations)", memory.table_bytes(game, games))
     progress.status(f"comparing {spec_a} with {spec_b}: compiling ...")
     start = time.perf_counter()
-    run = make_table_runner(game, [p.network for p in seated], games, bot_names=table_bots)
+    run = make_table_runner(game, table_networks(seated, game), games, bot_names=table_bots)
     params = tuple(p.params for p in seated)
     key = jax.random.key(seed)
 
@@ -476,14 +478,15 @@ def load_players(specs, all_checkpoints: bool = False, bots=()):
             for p in seat_policies(policy):  # an independent run: one player a seat
                 policies.setdefault(p.name, p)
     policies = list(policies.values())
-    check_same_observations(policies)
+    table_observations(policies)  # PolicyError now for players that cannot share a table
     return policies, [p.name for p in policies] + list(bots)
 
 
 def play(policies, bots, rows, batch: int, seed: int, on_batch=None):
     """ranks int[G, 8 rotations, 8 positions] of every lineup in ``rows`` (indices into policies + bots);
     ``on_batch(lineups)`` is called after each batch with the number it played."""
-    run = make_table_runner(make_game(policies[0].config), [p.network for p in policies], batch, bot_names=bots)
+    game = make_game(policies[0].config, table_observations(policies))
+    run = make_table_runner(game, table_networks(policies, game), batch, bot_names=bots)
     # player index -> participant index of the runner: the same order, policies first, then the bots
     participant = np.arange(len(policies) + len(bots))
     params = tuple(p.params for p in policies)

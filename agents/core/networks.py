@@ -228,6 +228,20 @@ class FrameView:
         return self.base.apply(params, frame_view(obs))
 
 
+class ObservationPart:
+    """``base`` on one part of a table's ``obs="both"`` observations (``{"vector": float32[..., OBS_SIZE], "pixels":
+    uint8[..., 72, 20]}``): a vector policy and a pixel policy at one table, each reading its own kind
+    (``agents.policies.load.table_networks``). ``apply(params, obs)`` as flax's; the parameters are exactly
+    ``base``'s."""
+
+    def __init__(self, base, kind: str):
+        self.base = base
+        self.kind = kind
+
+    def apply(self, params, obs):
+        return self.base.apply(params, obs[self.kind])
+
+
 class OneSeat:
     """Seat ``seat``'s learner of a ``PerSeat`` parameter stack, as a policy for any seat: ``apply(params,
     obs)`` runs the wrapped network with ``params[seat]`` on every observation (rating each seat's learner)."""

@@ -70,7 +70,7 @@ from gymnasium import spaces
 import jaxgame
 from agents.config import RULE_FIELDS
 from agents.core import distributions
-from agents.policies.load import load_policy, parse_spec, rule_differences, seat_policies
+from agents.policies.load import load_policy, parse_spec, rule_differences, seat_policies, table_observations
 from jaxgame import bots
 from jaxgame import constants as C
 from jaxgame import observation as observation_lib
@@ -178,8 +178,7 @@ class SeatTable:
             rules = policies[0].config.rules() if policies else {}
         self.config = GameConfig.from_overrides(**rules)
         self.rule_notes = rule_differences(policies, {n: getattr(self.config, n) for n in RULE_FIELDS})
-        kinds = {"vector", *(p.config.obs for p in policies)}
-        self.env = jaxgame.AutoChessEnv(self.config, obs="vector" if kinds == {"vector"} else "both")
+        self.env = jaxgame.AutoChessEnv(self.config, obs=table_observations(policies, learner="vector"))
         self.greedy_opponents = bool(greedy_opponents)
         self.kinds = sorted(set(participant.values()))
         # row of each seat in the stacked per-participant actions (learner seats: any row, overwritten)

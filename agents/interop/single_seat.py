@@ -26,7 +26,7 @@ from flax import struct
 import jaxgame
 from agents.config import RULE_FIELDS
 from agents.core import distributions
-from agents.policies.load import load_policy, parse_spec, rule_differences, seat_policies
+from agents.policies.load import load_policy, parse_spec, rule_differences, seat_policies, table_observations
 from jaxgame import bots
 from jaxgame import constants as C
 from jaxgame.config import GameConfig
@@ -97,8 +97,7 @@ class SingleSeatGame:
         self.config = GameConfig.from_overrides(**rules)
         for note in rule_differences(policies, {name: getattr(self.config, name) for name in RULE_FIELDS}):
             warnings.warn(note, stacklevel=2)
-        kinds = {obs, *(p.config.obs for p in policies)}
-        self.env = jaxgame.AutoChessEnv(self.config, obs=obs if len(kinds) == 1 else "both")
+        self.env = jaxgame.AutoChessEnv(self.config, obs=table_observations(policies, learner=obs))
         self.greedy_opponents = bool(greedy_opponents)
         # one program with the game's step in it, for resets and steps alike (``pending`` is traced)
         self.start, self.run = jax.jit(self.start_game), jax.jit(self.play)

@@ -55,7 +55,7 @@ from flax import struct
 import jaxgame
 from agents.arena.tables import check_bot_names, make_seat_actions, rotation_seats
 from agents.arena.tournament import participant_index, resolve_players, table_game
-from agents.policies.load import parse_spec
+from agents.policies.load import check_same_observations, parse_spec
 from agents.storage.datasets import check_new_directory, write_dataset
 from agents.storage.outputs import check_writable
 from agents.utils import memory
@@ -308,6 +308,7 @@ def record(players, out_dir, games: int, positions=(0,), seed: int = 0, rotation
     policies, player_of = resolve_players(named)
     if not policies and obs not in RECORDED_OBS:  # a dataset field is one array: not "both"
         raise ValueError(f"obs must be one of {RECORDED_OBS}, got {obs!r}")
+    check_same_observations(policies)  # likewise: no table of vector and pixel policies ("both")
     game = table_game(policies, rules, obs)
     index, bot_names = participant_index(policies, player_of)
     lineup = [index[player_of[p]] for p in players]

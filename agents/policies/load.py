@@ -17,7 +17,7 @@ import difflib
 from pathlib import Path
 
 from agents.config import TrainConfig
-from agents.core.networks import OneSeat
+from agents.core.networks import ObservationPart, OneSeat
 from agents.policies import baselines
 from agents.policies.network import ShapeMismatchError, check_params, policy_network
 from agents.storage.checkpoints import CHECKPOINT_DIR, CheckpointMismatchError, CheckpointStore, fresh_arrays
@@ -178,12 +178,40 @@ def seat_policies(policy: RunPolicy) -> list[RunPolicy]:
             for p in range(policy.network.num_seats)]
 
 
+#: the observation kinds that can share a table: the game then observes both (``obs="both"``) and each policy reads
+#: its own part (``table_networks``)
+SHARED_TABLE_OBS = ("vector", "pixels")
+
+
+def table_observations(policies, learner: str | None = None) -> str:
+    """The observation kind of the game ``policies`` sit at (with ``learner``: also a learner's seat of that kind,
+    ``agents.interop``): their kind when they share one, ``"both"`` when vector and pixel players sit together
+    (each reads its own part, ``table_networks``); ``PolicyError`` for any other mix (an oracle policy sees what
+    no other seat's policy is trained on: it sits with oracle policies only). ``"vector"`` for no players."""
+    kinds = {p.config.obs for p in policies} | ({learner} if learner is not None else set())
+    if len(kinds) <= 1:
+        return kinds.pop() if kinds else "vector"
+    if kinds <= set(SHARED_TABLE_OBS):
+        return "both"
+    players = [f"{p.name}: {p.config.obs}" for p in policies] + ([f"the learner: {learner}"] if learner else [])
+    raise PolicyError("policies at one table must use the same observations, or vector and pixel ones together; "
+                      "got " + ", ".join(players))
+
+
 def check_same_observations(policies) -> None:
-    """Policies at one table see the same observations: their runs must share the obs kind."""
+    """Policies whose observations are written as one array (a dataset's field) must share the obs kind."""
     kinds = {p.config.obs for p in policies}
     if len(kinds) > 1:
         raise PolicyError("policies at one table must use the same observations; got "
                          + ", ".join(f"{p.name}: {p.config.obs}" for p in policies))
+
+
+def table_networks(policies, game) -> tuple:
+    """The networks of ``policies`` at ``game``'s table: each as it is, or on its own part of the observations when
+    the game observes both kinds (``table_observations``: ``"both"``, ``agents.core.networks.ObservationPart``)."""
+    if game.obs_kind != "both":
+        return tuple(p.network for p in policies)
+    return tuple(ObservationPart(p.network, p.config.obs) for p in policies)
 
 
 def rule_differences(policies, table_rules: dict | None = None) -> list[str]:

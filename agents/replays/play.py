@@ -33,7 +33,7 @@ import jaxgame
 from agents.arena.tables import make_seat_actions, step_keys, table_keys
 from agents.arena.tournament import participant_index, resolve_players, table_game
 from agents.core import distributions
-from agents.policies.load import parse_spec, rule_differences
+from agents.policies.load import parse_spec, rule_differences, table_networks
 from agents.replays import fights as fights_lib
 from agents.replays import record as record_lib
 from jaxgame import constants as C
@@ -231,7 +231,8 @@ class PlaySession:
         player = [0 if s == HUMAN else index[player_of[s]] for s in self.seats]  # the human's entry is overridden
         self.policy_seats = np.asarray([s != HUMAN and p < len(policies) for s, p in zip(self.seats, player)])
         self.max_steps = self.game.config.max_rounds * self.game.config.steps_per_round + 1
-        self._networks, self._params = tuple(p.network for p in policies), tuple(p.params for p in policies)
+        self._networks = table_networks(policies, self.game)
+        self._params = tuple(p.params for p in policies)
         self._player = jnp.asarray(player, jnp.int32)
         self._advance = step_program(self.game, self._networks, bot_names, self.deterministic, top_k)
         reset_key, self._key = table_keys(jax.random.key(self.seed))

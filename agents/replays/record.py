@@ -34,7 +34,7 @@ import jaxgame
 from agents.arena.tables import make_seat_actions, rotation_seats, step_keys, table_keys
 from agents.arena.tournament import participant_index, resolve_players, table_game
 from agents.core import distributions
-from agents.policies.load import parse_spec, rule_differences
+from agents.policies.load import parse_spec, rule_differences, table_networks
 from agents.replays import fights as fights_lib
 from agents.replays import format as replay_format
 from agents.utils.progress import NoProgress, Progress
@@ -252,7 +252,7 @@ def play_game(players, seed: int, rules: dict | None = None, deterministic: bool
     for note in rule_differences(policies):
         progress.status(f"note: {note}")
     index, bot_names = participant_index(policies, player_of)
-    recorder = game_recorder(table, tuple(p.network for p in policies), bot_names, deterministic, top_k, num_games)
+    recorder = game_recorder(table, table_networks(policies, table), bot_names, deterministic, top_k, num_games)
     progress.status(f"recording a game of {', '.join(dict.fromkeys(lineup))}: compiling ...")
     trace = recorder.play(tuple(p.params for p in policies), [index[player_of[p]] for p in lineup],
                           jax.random.key(int(seed)), game, rotation)

@@ -678,21 +678,32 @@ def start_run(program: ChunkProgram, run_dir: Path, resume: bool, progress: Prog
     return Started(store, runner, wall_before, restored, compile_start)
 
 
+def stop_signals(stop_on_signals: bool, progress: Progress):
+    """``StopSignals(progress)`` with ``stop_on_signals``, else a context that gives None. A run enters it before
+    it builds anything: a signal while the run is built (its first runner compiled and made, a checkpoint
+    restored) is then a stop before the first chunk, never an exception inside a compile."""
+    return StopSignals(progress) if stop_on_signals else contextlib.nullcontext()
+
+
 def compile_and_loop(program: ChunkProgram, started: Started, logs: list, progress: Progress, what: str,
-                     stop_on_signals: bool, before_chunk=None) -> tuple[LoopResult, float]:
+                     stop: StopSignals | None, before_chunk=None) -> tuple[LoopResult, float]:
     """Compile ``program``'s chunk (and evaluation), then drive the chunk loop to the end (or to a stop signal,
-    with ``stop_on_signals``: a signal during the compile stops the run before its first chunk, one during a
-    chunk, an evaluation or a save at the chunk's end); closes ``logs`` and the store. Returns ``(result, compile
-    seconds)``."""
+    with ``stop``, ``stop_signals``'s: a signal before the compile stops the run without compiling, one during
+    the compile before its first chunk, one during a chunk, an evaluation or a save at the chunk's end); closes
+    ``logs`` and the store. Returns ``(result, compile seconds)``."""
     try:
-        with StopSignals(progress) if stop_on_signals else contextlib.nullcontext() as stop:
-            progress.status(f"compiling {what} ({program.config.updates_per_chunk} updates)"
-                            + (" and the evaluation" if program.has_eval else "") + " ...")
-            compiled_chunk = program.compile_all(started.runner)
-            compile_s = time.perf_counter() - started.compile_start
-            progress.status(f"compiled in {compile_s:.1f} s")
-            loop = ChunkLoop(program, started.store, logs, progress, started.wall_before, before_chunk=before_chunk)
-            result = loop.run(started.runner, compiled_chunk, stop)
+        stopped = stop.requested() if stop is not None else None
+        if stopped:  # asked while the run was built: nothing to compile for
+            done = program.updates_done(started.runner)
+            result = LoopResult(started.runner, done, 0, 0.0, [], [{} for _ in logs], stopped=stopped)
+            return result, time.perf_counter() - started.compile_start
+        progress.status(f"compiling {what} ({program.config.updates_per_chunk} updates)"
+                        + (" and the evaluation" if program.has_eval else "") + " ...")
+        compiled_chunk = program.compile_all(started.runner)
+        compile_s = time.perf_counter() - started.compile_start
+        progress.status(f"compiled in {compile_s:.1f} s")
+        loop = ChunkLoop(program, started.store, logs, progress, started.wall_before, before_chunk=before_chunk)
+        result = loop.run(started.runner, compiled_chunk, stop)
     finally:
         for log in logs:
             log.close()
@@ -731,7 +742,8 @@ def train(config: TrainConfig, run_dir, resume: bool = False, preset: str | None
     program.chunk_inputs()  # a dataset that does not fit the run fails here, before the run directory is claimed
     if not resume:
         program.start_params()  # and so does a policy init_from cannot start from
-    with claim_run_dir(run_dir, "train", run_identity(config), CONFIG_FILE, resume, take=main_process):
+    with stop_signals(stop_on_signals, progress) as stop, \
+            claim_run_dir(run_dir, "train", run_identity(config), CONFIG_FILE, resume, take=main_process):
         distributed.barrier("start")  # process 0 has checked (or created) run_dir before the others look at it
         progress.status(f"run dir {run_dir}; building {config.algo} on {config.env} with {config.num_envs} envs "
                         f"({num_devices} {jax.default_backend()} device(s)"
@@ -745,9 +757,9 @@ def train(config: TrainConfig, run_dir, resume: bool = False, preset: str | None
         else:
             log = NullLog()
         result, compile_s = compile_and_loop(program, started, [log], progress, "the training chunk",
-                                             stop_on_signals, before_chunk=lambda: distributed.barrier("chunk"))
+                                             stop, before_chunk=lambda: distributed.barrier("chunk"))
         evaluation = result.evaluation[0]
-        if result.updates and not result.records and program.has_eval:  # resumed a finished run
+        if result.updates and not result.records and program.has_eval and not result.stopped:  # resumed, finished
             _, (evaluation,) = program.evaluate(result.runner, result.updates)
     return _train_summary(program, result, evaluation, run_dir, preset, num_devices, start_wall, compile_s)
 
@@ -787,7 +799,7 @@ def _train_summary(program: TrainProgram, result: LoopResult, evaluation: dict, 
 
 __all__ = [
     "RESUMABLE_CHANGES", "Built", "ChunkLoop", "ChunkProgram", "LoopResult", "RunError", "Started", "StopSignals",
-    "TrainProgram", "claim_run_dir", "compile_and_loop", "start_run",
+    "TrainProgram", "claim_run_dir", "compile_and_loop", "start_run", "stop_signals",
     "best_checkpoint", "best_metric", "build", "check_checkpoint_config", "check_env_available", "check_memory",
     "check_resumable", "compile_together", "fresh_arrays", "load_config", "restore_or_init", "run_identity",
     "run_meta", "train",

@@ -41,6 +41,7 @@ from agents.run.loop import (
     run_identity,
     run_meta,
     start_run,
+    stop_signals,
 )
 from agents.run.plotting import plot_bands
 from agents.run.sweep import Sweep, SweepSpec
@@ -148,7 +149,8 @@ def run_sweep(config: TrainConfig, spec: SweepSpec, run_dir, resume: bool = Fals
     program = SweepProgram(config, spec)
     devices = 1 if program.sweep.mesh is None else program.sweep.mesh.devices.size
     check_memory(config, program, runs=spec.num_runs // devices)  # each device holds its share of the runs
-    with claim_run_dir(run_dir, "sweep", {**run_identity(config), "sweep": spec.to_dict()}, SWEEP_FILE, resume):
+    with stop_signals(stop_on_signals, progress) as stop, \
+            claim_run_dir(run_dir, "sweep", {**run_identity(config), "sweep": spec.to_dict()}, SWEEP_FILE, resume):
         runs = spec.runs
         progress.status(f"sweep dir {run_dir}; {len(runs)} runs ({len(spec.points)} grid points x {len(spec.seeds)} "
                         f"seeds) of {config.algo} on {config.env} with {config.num_envs} envs each "
@@ -169,7 +171,7 @@ def run_sweep(config: TrainConfig, spec: SweepSpec, run_dir, resume: bool = Fals
                                    wandb_log.sinks(spec.run_config(config, r.index), log_dir, group=run_dir.name)))
 
         result, compile_s = compile_and_loop(program, started, logs, progress,
-                                             f"the sweep's training chunk for {len(runs)} runs", stop_on_signals)
+                                             f"the sweep's training chunk for {len(runs)} runs", stop)
 
         records = load_runs(run_dir, spec)  # the whole run's, resumed parts included
         table = summarize_sweep(records, spec)
