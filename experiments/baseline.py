@@ -30,7 +30,7 @@ from agents.policies import baselines, card
 from agents.policies.export import freeze_baseline
 from agents.policies.load import PLAYER_BOTS, PolicyError, load_policy
 from agents.storage.checkpoints import NoGoodCheckpointError
-from experiments.common import check_out, fail, make_parser, player_spec, quiet_logs
+from experiments.common import check_out, fail, handles_ctrl_c, make_parser, player_spec, quiet_logs
 
 
 def source_tree_directory(directory: Path | None = None) -> Path | None:
@@ -111,6 +111,7 @@ def cards(parser, args) -> dict:
     return out
 
 
+@handles_ctrl_c
 def main(argv=None):
     quiet_logs()
     parser, args = parse_args(argv)

@@ -3,13 +3,17 @@ rules as ``--set``, ``--games``), one-line errors, the compilation cache and ``-
 
 from __future__ import annotations
 
+import _thread
 import argparse
 import dataclasses
 import difflib
+import functools
 import logging
 import os
+import signal
 import sys
 import threading
+import time
 import warnings
 from pathlib import Path
 from typing import NoReturn
@@ -85,6 +89,80 @@ def run_job(parser, job, out, kept: str = "the checkpoints completed before it a
         fail(parser, f"{err}; {kept}: {again}", status=1)
     except KeyboardInterrupt:
         fail(parser, f"interrupted; {again}", status=130)
+
+
+#: JAX's functions that run XLA's compile (``jax/_src/compiler.py``): a ``KeyboardInterrupt`` raised inside one is
+#: dropped by it (the default handler) or leaves the compile running in C++ while Python exits (a crash at exit)
+_XLA_COMPILE = frozenset({"backend_compile_and_load", "compile_or_get_cached"})
+
+
+def in_xla_compile(frame) -> bool:
+    """Whether ``frame`` (a Python frame, or None) is inside JAX's call of XLA's compile."""
+    while frame is not None:
+        code = frame.f_code
+        if code.co_name in _XLA_COMPILE and "jax" in code.co_filename:
+            return True
+        frame = frame.f_back
+    return False
+
+
+class CtrlC:
+    """SIGINT in a CLI (``handles_ctrl_c``): the first Ctrl-C raises ``KeyboardInterrupt`` in the main thread (the
+    CLI ends in one line, exit 130); during an XLA compile, which cannot be stopped, it waits for the compile to
+    return first (one line says so); a second Ctrl-C ends the process at once (killed by the signal)."""
+
+    POLL_S = 0.05
+
+    def __init__(self, prog: str, in_compile=in_xla_compile):
+        self.prog = prog
+        self.in_compile = in_compile
+        self.pressed = 0
+        self.deferred = False
+
+    def __call__(self, signum, frame) -> None:
+        if self.deferred:  # the compile it waited for has returned: the first Ctrl-C takes effect now
+            self.deferred = False
+            raise KeyboardInterrupt
+        self.pressed += 1
+        if self.pressed > 1:
+            signal.signal(signal.SIGINT, signal.SIG_DFL)
+            os.kill(os.getpid(), signal.SIGINT)
+            return
+        if not self.in_compile(frame):
+            raise KeyboardInterrupt
+        sys.stderr.write(f"{self.prog}: interrupted during a compile: stopping when it returns "
+                         "(Ctrl-C again stops at once)\n")
+        main = threading.main_thread().ident
+        threading.Thread(target=self._after_compile, args=(main,), daemon=True, name="ctrl-c").start()
+
+    def _after_compile(self, main: int) -> None:
+        while self.in_compile(sys._current_frames().get(main)):
+            time.sleep(self.POLL_S)
+        self.deferred = True
+        _thread.interrupt_main(signal.SIGINT)  # runs this handler in the main thread, at its next Python step
+
+
+def handles_ctrl_c(main):
+    """Decorate a CLI's ``main``: while it runs (in the main thread), Ctrl-C is ``CtrlC``'s, and a
+    ``KeyboardInterrupt`` that reaches ``main``'s caller is one line, ``PROG: error: interrupted``, exit 130. The
+    previous handler is put back when ``main`` returns (tests call the CLIs in one process)."""
+
+    @functools.wraps(main)
+    def wrapped(*args, **kwargs):
+        if threading.current_thread() is not threading.main_thread():
+            return main(*args, **kwargs)
+        module = main.__module__ if main.__module__ != "__main__" else Path(sys.argv[0]).stem
+        prog = prog_name(module if module.startswith("experiments.") else f"experiments.{module}")
+        previous = signal.signal(signal.SIGINT, CtrlC(prog))
+        try:
+            return main(*args, **kwargs)
+        except KeyboardInterrupt:
+            sys.stderr.write(f"{prog}: error: interrupted\n")
+            raise SystemExit(130) from None
+        finally:
+            signal.signal(signal.SIGINT, previous)
+
+    return wrapped
 
 
 def quiet_logs() -> None:

@@ -75,6 +75,7 @@ from experiments.common import (
     deprecated_alias,
     enable_compilation_cache,
     fail,
+    handles_ctrl_c,
     make_parser,
     note_deprecated,
     parse_rules,
@@ -279,6 +280,7 @@ def play_bots(args, rules) -> dict:
     return result
 
 
+@handles_ctrl_c
 def main(argv=None):
     quiet_logs()
     parser, args, rules = parse_args(argv)

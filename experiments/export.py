@@ -24,9 +24,10 @@ from agents.policies import baselines
 from agents.policies.export import DEFAULT_PLATFORMS, export_policy
 from agents.policies.load import PolicyError, load_policy
 from agents.storage.checkpoints import NoGoodCheckpointError
-from experiments.common import check_out, fail, make_parser, player_spec, quiet_logs
+from experiments.common import check_out, fail, handles_ctrl_c, make_parser, player_spec, quiet_logs
 
 
+@handles_ctrl_c
 def main(argv=None):
     quiet_logs()
     parser = make_parser("experiments.export", __doc__)

@@ -31,6 +31,7 @@ from experiments.common import (
     deprecated_alias,
     enable_compilation_cache,
     fail,
+    handles_ctrl_c,
     make_parser,
     parse_phase_sets,
     quiet_logs,
@@ -57,6 +58,7 @@ def parse_args(argv=None):
     return parser, args
 
 
+@handles_ctrl_c
 def main(argv=None):
     quiet_logs()
     parser, args = parse_args(argv)

@@ -42,6 +42,7 @@ from experiments.common import (
     check_out,
     enable_compilation_cache,
     fail,
+    handles_ctrl_c,
     make_parser,
     player_spec,
     quiet_logs,
@@ -76,6 +77,7 @@ def parse_args(argv=None):
     return parser, args
 
 
+@handles_ctrl_c
 def main(argv=None) -> dict:
     quiet_logs()
     parser, args = parse_args(argv)

@@ -43,6 +43,7 @@ from experiments.common import (
     deprecated_alias,
     enable_compilation_cache,
     fail,
+    handles_ctrl_c,
     make_parser,
     parse_rules,
     player_spec,
@@ -96,6 +97,7 @@ def parse_args(argv=None):
     return parser, args, parse_rules(parser, args.set)
 
 
+@handles_ctrl_c
 def main(argv=None):
     quiet_logs()
     parser, args, rules = parse_args(argv)

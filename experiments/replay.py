@@ -40,6 +40,7 @@ from experiments.common import (
     check_out,
     enable_compilation_cache,
     fail,
+    handles_ctrl_c,
     make_parser,
     parse_rules,
     player_list,
@@ -67,6 +68,7 @@ def parse_args(argv=None):
     return parser, args, parse_rules(parser, args.set)
 
 
+@handles_ctrl_c
 def main(argv=None):
     quiet_logs()
     parser, args, rules = parse_args(argv)

@@ -60,6 +60,7 @@ from experiments.common import (
     check_out,
     enable_compilation_cache,
     fail,
+    handles_ctrl_c,
     make_parser,
     parse_overrides,
     parse_phase_sets,
@@ -140,6 +141,7 @@ def write_record(result: dict, record_id: str, out: Path, command: list[str], co
     return path
 
 
+@handles_ctrl_c
 def main(argv=None) -> dict:
     quiet_logs()
     parser = make_parser("experiments.reproduce", __doc__)

@@ -43,6 +43,7 @@ from experiments.common import (
     deprecated_alias,
     enable_compilation_cache,
     fail,
+    handles_ctrl_c,
     make_parser,
     parse_overrides,
     parse_seeds,
@@ -138,6 +139,7 @@ def build_config(parser, args, overrides):
         fail(parser, err)
 
 
+@handles_ctrl_c
 def main(argv=None):
     quiet_logs()
     parser, args, overrides = parse_args(argv)

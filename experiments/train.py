@@ -52,6 +52,7 @@ from experiments.common import (
     deprecated_alias,
     enable_compilation_cache,
     fail,
+    handles_ctrl_c,
     make_parser,
     parse_overrides,
     quiet_logs,
@@ -153,6 +154,7 @@ def describe_fields() -> str:
     return "\n".join(f"{name} = {defaults[name]!r}: {doc}" for name, doc in TrainConfig.field_docs().items())
 
 
+@handles_ctrl_c
 def main(argv=None):
     start_distributed(argv)
     quiet_logs()
