@@ -94,52 +94,63 @@ def run_job(parser, job, out, kept: str = "the checkpoints completed before it a
 #: JAX's functions that run XLA's compile (``jax/_src/compiler.py``): a ``KeyboardInterrupt`` raised inside one is
 #: dropped by it (the default handler) or leaves the compile running in C++ while Python exits (a crash at exit)
 _XLA_COMPILE = frozenset({"backend_compile_and_load", "compile_or_get_cached"})
+#: functions whose exceptions Python drops ("Exception ignored in ..."): JAX's garbage-collection callback
+#: (``jax/_src/lib``), finalizers
+_DROPS_EXCEPTIONS = frozenset({"_xla_gc_callback", "__del__"})
 
 
-def in_xla_compile(frame) -> bool:
-    """Whether ``frame`` (a Python frame, or None) is inside JAX's call of XLA's compile."""
+def unsafe_frame(frame) -> str | None:
+    """Where a ``KeyboardInterrupt`` raised in ``frame`` (a Python frame, or None) would be lost: ``"compile"``
+    (inside JAX's call of XLA's compile), ``"callback"`` (inside a function whose exceptions Python drops), or
+    None (it propagates)."""
     while frame is not None:
         code = frame.f_code
         if code.co_name in _XLA_COMPILE and "jax" in code.co_filename:
-            return True
+            return "compile"
+        if code.co_name in _DROPS_EXCEPTIONS:
+            return "callback"
         frame = frame.f_back
-    return False
+    return None
 
 
 class CtrlC:
     """SIGINT in a CLI (``handles_ctrl_c``): the first Ctrl-C raises ``KeyboardInterrupt`` in the main thread (the
-    CLI ends in one line, exit 130); during an XLA compile, which cannot be stopped, it waits for the compile to
-    return first (one line says so); a second Ctrl-C ends the process at once (killed by the signal)."""
+    CLI ends in one line, exit 130), but only where it propagates (``unsafe_frame``): during an XLA compile, which
+    cannot be stopped, it waits for the compile to return (one line says so), and inside a callback whose
+    exceptions Python drops, for the callback to return; a second Ctrl-C ends the process at once (killed by the
+    signal). ``unsafe``: the frame test (tests inject one)."""
 
     POLL_S = 0.05
 
-    def __init__(self, prog: str, in_compile=in_xla_compile):
+    def __init__(self, prog: str, unsafe=unsafe_frame):
         self.prog = prog
-        self.in_compile = in_compile
+        self.unsafe = unsafe
         self.pressed = 0
-        self.deferred = False
+        self.deferred = False  # the next call is the watcher's retry of the first Ctrl-C, not a new Ctrl-C
 
     def __call__(self, signum, frame) -> None:
-        if self.deferred:  # the compile it waited for has returned: the first Ctrl-C takes effect now
-            self.deferred = False
+        retry, self.deferred = self.deferred, False
+        if not retry:
+            self.pressed += 1
+            if self.pressed > 1:
+                signal.signal(signal.SIGINT, signal.SIG_DFL)
+                os.kill(os.getpid(), signal.SIGINT)
+                return
+        where = self.unsafe(frame)
+        if where is None:
             raise KeyboardInterrupt
-        self.pressed += 1
-        if self.pressed > 1:
-            signal.signal(signal.SIGINT, signal.SIG_DFL)
-            os.kill(os.getpid(), signal.SIGINT)
-            return
-        if not self.in_compile(frame):
-            raise KeyboardInterrupt
-        sys.stderr.write(f"{self.prog}: interrupted during a compile: stopping when it returns "
-                         "(Ctrl-C again stops at once)\n")
+        if where == "compile" and not retry:
+            sys.stderr.write(f"{self.prog}: interrupted during a compile: stopping when it returns "
+                             "(Ctrl-C again stops at once)\n")
         main = threading.main_thread().ident
-        threading.Thread(target=self._after_compile, args=(main,), daemon=True, name="ctrl-c").start()
+        threading.Thread(target=self._retry_when_safe, args=(main,), daemon=True, name="ctrl-c").start()
 
-    def _after_compile(self, main: int) -> None:
-        while self.in_compile(sys._current_frames().get(main)):
+    def _retry_when_safe(self, main: int) -> None:
+        while self.unsafe(sys._current_frames().get(main)):
             time.sleep(self.POLL_S)
-        self.deferred = True
-        _thread.interrupt_main(signal.SIGINT)  # runs this handler in the main thread, at its next Python step
+        if signal.getsignal(signal.SIGINT) is self:  # the CLI has not ended meanwhile
+            self.deferred = True
+            _thread.interrupt_main(signal.SIGINT)  # runs this handler in the main thread, at its next Python step
 
 
 def handles_ctrl_c(main):

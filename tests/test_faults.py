@@ -1007,7 +1007,7 @@ def test_the_cli_drops_only_the_background_echoes_of_an_error_it_reports():
 CTRL_C_TWICE = """
 import os, signal, sys, time
 from experiments.common import CtrlC
-signal.signal(signal.SIGINT, CtrlC("prog", in_compile=lambda frame: True))  # as if always inside a compile
+signal.signal(signal.SIGINT, CtrlC("prog", unsafe=lambda frame: "compile"))  # always inside a compile
 os.kill(os.getpid(), signal.SIGINT)      # the first: deferred until the compile returns (never, here)
 time.sleep(0.3)
 print("first deferred", flush=True)
@@ -1028,7 +1028,7 @@ def test_ctrl_c_during_a_compile_waits_for_it_and_a_second_one_stops_at_once():
     from experiments.common import CtrlC
 
     compiling = {"now": True}
-    ctrl_c = CtrlC("prog", in_compile=lambda frame: compiling["now"])
+    ctrl_c = CtrlC("prog", unsafe=lambda frame: "compile" if compiling["now"] else None)
     previous = signal.signal(signal.SIGINT, ctrl_c)
     try:
         os.kill(os.getpid(), signal.SIGINT)
@@ -1045,6 +1045,39 @@ def test_ctrl_c_during_a_compile_waits_for_it_and_a_second_one_stops_at_once():
     proc = subprocess.run([sys.executable, "-c", CTRL_C_TWICE], capture_output=True, text=True, timeout=120)
     assert "first deferred" in proc.stdout and "interrupted during a compile" in proc.stderr, proc.stderr[-2000:]
     assert "still running" not in proc.stdout and proc.returncode == -signal.SIGINT
+
+
+def test_ctrl_c_inside_a_callback_whose_exceptions_python_drops_is_raised_after_it():
+    """A Ctrl-C handled inside a finalizer (as inside JAX's garbage-collection callback, where CI saw one dropped:
+    "Exception ignored in _xla_gc_callback") is not raised there but in the main thread once the finalizer
+    returns."""
+    import gc
+    import os
+    import signal
+    import sys
+
+    from experiments.common import CtrlC, unsafe_frame
+
+    class SignalledWhileFinalized:
+        def __del__(self):
+            os.kill(os.getpid(), signal.SIGINT)
+            time.sleep(0.2)  # the handler runs here, inside __del__
+
+    def _xla_gc_callback():
+        return unsafe_frame(sys._getframe())
+
+    assert _xla_gc_callback() == "callback" and unsafe_frame(sys._getframe()) is None
+    ctrl_c = CtrlC("prog")
+    previous = signal.signal(signal.SIGINT, ctrl_c)
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            SignalledWhileFinalized()  # finalized at once: the signal arrives inside __del__
+            gc.collect()
+            for _ in range(100):
+                time.sleep(0.05)
+    finally:
+        signal.signal(signal.SIGINT, previous)
+    assert ctrl_c.pressed == 1
 
 
 def test_a_cli_ends_a_keyboard_interrupt_in_one_line_and_puts_the_handler_back(capsys):
