@@ -127,6 +127,7 @@ class CtrlC:
         self.unsafe = unsafe
         self.pressed = 0
         self.deferred = False  # the next call is the watcher's retry of the first Ctrl-C, not a new Ctrl-C
+        self.closed = False  # the CLI has ended (``handles_ctrl_c``): nothing is re-delivered any more
 
     def __call__(self, signum, frame) -> None:
         retry, self.deferred = self.deferred, False
@@ -148,9 +149,11 @@ class CtrlC:
     def _retry_when_safe(self, main: int) -> None:
         while self.unsafe(sys._current_frames().get(main)):
             time.sleep(self.POLL_S)
-        if signal.getsignal(signal.SIGINT) is self:  # the CLI has not ended meanwhile
+        if not self.closed:
             self.deferred = True
-            _thread.interrupt_main(signal.SIGINT)  # runs this handler in the main thread, at its next Python step
+            # runs the SIGINT handler in the main thread, at its next Python step: this one, or one a run installed
+            # meanwhile (``agents.run.loop.StopSignals``: then the Ctrl-C stops the run at a chunk boundary)
+            _thread.interrupt_main(signal.SIGINT)
 
 
 def handles_ctrl_c(main):
@@ -164,13 +167,15 @@ def handles_ctrl_c(main):
             return main(*args, **kwargs)
         module = main.__module__ if main.__module__ != "__main__" else Path(sys.argv[0]).stem
         prog = prog_name(module if module.startswith("experiments.") else f"experiments.{module}")
-        previous = signal.signal(signal.SIGINT, CtrlC(prog))
+        ctrl_c = CtrlC(prog)
+        previous = signal.signal(signal.SIGINT, ctrl_c)
         try:
             return main(*args, **kwargs)
         except KeyboardInterrupt:
             sys.stderr.write(f"{prog}: error: interrupted\n")
             raise SystemExit(130) from None
         finally:
+            ctrl_c.closed = True
             signal.signal(signal.SIGINT, previous)
 
     return wrapped

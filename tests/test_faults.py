@@ -1047,6 +1047,42 @@ def test_ctrl_c_during_a_compile_waits_for_it_and_a_second_one_stops_at_once():
     assert "still running" not in proc.stdout and proc.returncode == -signal.SIGINT
 
 
+def test_a_ctrl_c_deferred_past_a_compile_reaches_the_run_that_started_meanwhile():
+    """A Ctrl-C during a compile before the run's stop handlers are installed (``train`` builds, then claims its
+    directory): re-delivered after the compile, it reaches the run's ``StopSignals`` (a stop at the next chunk
+    boundary), not a handler that is no longer there. Once the CLI has ended, nothing is re-delivered."""
+    import os
+    import signal
+
+    from experiments.common import CtrlC
+
+    compiling = {"now": True}
+    ctrl_c = CtrlC("prog", unsafe=lambda frame: "compile" if compiling["now"] else None)
+    previous = signal.signal(signal.SIGINT, ctrl_c)
+    try:
+        os.kill(os.getpid(), signal.SIGINT)
+        time.sleep(0.2)
+        with run.StopSignals() as stop:
+            compiling["now"] = False
+            for _ in range(100):
+                if stop.requested():
+                    break
+                time.sleep(0.05)
+            assert stop.requested() == "SIGINT"
+        ended = CtrlC("prog", unsafe=lambda frame: "compile" if compiling["now"] else None)
+        signal.signal(signal.SIGINT, ended)
+        compiling["now"] = True
+        os.kill(os.getpid(), signal.SIGINT)
+        time.sleep(0.2)
+        ended.closed = True  # as handles_ctrl_c does when the CLI returns
+        signal.signal(signal.SIGINT, previous)
+        compiling["now"] = False
+        time.sleep(0.3)  # the watcher sees the compile end and the CLI gone: no KeyboardInterrupt here
+        assert not ended.deferred
+    finally:
+        signal.signal(signal.SIGINT, previous)
+
+
 def test_ctrl_c_inside_a_callback_whose_exceptions_python_drops_is_raised_after_it():
     """A Ctrl-C handled inside a finalizer (as inside JAX's garbage-collection callback, where CI saw one dropped:
     "Exception ignored in _xla_gc_callback") is not raised there but in the main thread once the finalizer
