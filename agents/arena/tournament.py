@@ -485,7 +485,7 @@ def load_players(specs, all_checkpoints: bool = False, bots=()):
 def play(policies, bots, rows, batch: int, seed: int, on_batch=None):
     """ranks int[G, 8 rotations, 8 positions] of every lineup in ``rows`` (indices into policies + bots);
     ``on_batch(lineups)`` is called after each batch with the number it played."""
-    game = make_game(policies[0].config, table_observations(policies))
+    game = table_game(policies)
     run = make_table_runner(game, table_networks(policies, game), batch, bot_names=bots)
     # player index -> participant index of the runner: the same order, policies first, then the bots
     participant = np.arange(len(policies) + len(bots))
