@@ -48,6 +48,9 @@ from experiments.common import (
 )
 from jaxgame import constants as C
 
+#: the --out suffixes: the replay record (JSON) or the viewer page holding it
+OUT_SUFFIXES = (".json", ".html", ".htm")
+
 
 def parse_args(argv=None):
     parser = make_parser("experiments.replay", __doc__)
@@ -64,6 +67,9 @@ def parse_args(argv=None):
     args.players = player_list(parser, args.players, "--players", (1, C.NUM_PLAYERS))
     if not 1 <= args.top_k <= C.NUM_ACTIONS:
         fail(parser, f"--top-k must be in 1..{C.NUM_ACTIONS}, got {args.top_k}")
+    if not str(args.out).lower().endswith(OUT_SUFFIXES):
+        fail(parser, f"--out {args.out}: a replay is written as {' or '.join(OUT_SUFFIXES)} (the JSON record, or the "
+                     "viewer page holding it); this suffix is not one of them")
     check_out(parser, args.out, "file")
     return parser, args, parse_rules(parser, args.set)
 

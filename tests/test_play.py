@@ -11,6 +11,7 @@ import http.client
 import json
 import socket
 import threading
+import time
 import urllib.error
 import urllib.request
 
@@ -308,3 +309,45 @@ def _cli_game(tmp_path, monkeypatch, capsys, play_cli):
 
 def _token(page: str) -> str:
     return json.loads(page.split("const TOKEN = ", 1)[1].split(";", 1)[0])
+
+
+def test_the_server_holds_against_nested_oversized_slow_and_too_many_clients(tmp_path):
+    """No request reaches the session here (each is refused first), so the server needs none."""
+    server = play_server.PlayServer(None, tmp_path / "game.json", read_timeout=1.0, max_connections=2)
+    server.start()
+    silent = []
+    try:
+        act = server.url + "act"
+        status, answer = _post(act, b"[" * 60_000)  # under the 64 KB bound, too deep for json
+        assert status == 400 and "nested too deeply" in answer["error"], answer
+        status, answer = _post(act, b"x" * (play_server.MAX_BODY + 1))
+        assert status == 413 and "Content-Length" in answer["error"]
+        # a Content-Length larger than the bytes sent: answered 408 after the read timeout, not held forever
+        with socket.create_connection(("127.0.0.1", server.port), timeout=10) as conn:
+            conn.sendall(b"POST /act HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 200\r\n\r\n{\"action\": 0")
+            started = time.monotonic()
+            reply = conn.recv(4096)
+            waited = time.monotonic() - started
+        assert reply.split(b"\r\n")[0].split()[1] == b"408" and b"did not arrive within 1 s" in reply, reply
+        assert 0.5 < waited < 8, waited
+        # two silent connections hold both slots: a third is answered 503 at once; once they time out, served again
+        silent = [socket.create_connection(("127.0.0.1", server.port), timeout=10) for _ in range(2)]
+        deadline = time.monotonic() + 2.0
+        while server.httpd._slots._value and time.monotonic() < deadline:  # both accepted, each holding a slot
+            time.sleep(0.02)
+        busy = http.client.HTTPConnection("127.0.0.1", server.port, timeout=5)
+        busy.request("GET", "/nothing")
+        response = busy.getresponse()
+        assert response.status == 503 and "too many connections" in json.load(response)["error"]
+        time.sleep(3.0)  # their read timeouts (1 s) drop them
+        later = http.client.HTTPConnection("127.0.0.1", server.port, timeout=5)
+        later.request("GET", "/nothing")
+        assert later.getresponse().status == 404
+    finally:
+        for conn in silent:
+            conn.close()
+        server.close()
+    with pytest.raises(ValueError, match="read_timeout"):
+        play_server.PlayServer(None, tmp_path / "x.json", read_timeout=0)
+    with pytest.raises(ValueError, match="max_connections"):
+        play_server.PlayServer(None, tmp_path / "x.json", max_connections=0)

@@ -214,6 +214,17 @@ def test_cli_writes_the_replay_and_prints_one_line(tmp_path, capsys):
     assert printed["steps"] == written["steps"] == bot_game()[0].steps and printed["finished"]
 
 
+@pytest.mark.parametrize("out", ["game.gif", "game", "game.json.txt"])
+def test_cli_refuses_an_out_suffix_it_cannot_write_before_any_work(tmp_path, out, capsys):
+    from experiments import replay
+
+    with pytest.raises(SystemExit) as exit_info:
+        replay.main(["--players", "greedy", "--out", str(tmp_path / out), "--quiet"])
+    err = capsys.readouterr().err
+    assert exit_info.value.code == 2 and "a replay is written as .json or .html or .htm" in err, err
+    assert len(err.strip().splitlines()) == 1 and not (tmp_path / out).exists()
+
+
 @pytest.mark.slow(reason="a full 40-round game of baseline:ppo_small-v1 at a table of 8 rotations: minutes")
 def test_a_baseline_replay_places_as_the_same_seeds_evaluate_game():
     from agents.arena.tournament import evaluate_checkpoint, resolve_players, table_game

@@ -11,10 +11,12 @@ the session's ``view()`` as JSON, plus ``saved`` (the record's path once the gam
 (its HTML replay, when written) and ``save_error``. ``POST /act`` with ``{"action": ID, "step": STEP, "session":
 TOKEN}``: the new view, or ``{"error": ...}`` with 400 (malformed, illegal action), 403 (a wrong token: the page
 of this server carries it, another site's page cannot read it), 409 (``step`` is not the current step: a repeated
-post, or another tab acted first), 413 (a body over 64 KB). Requests for another host name than 127.0.0.1 or
-localhost are refused (403: DNS rebinding). One lock serialises the actions: two tabs play the same game, and a
-closed tab leaves the game waiting. At the game's end the record is written to ``out`` (``format.write``) before the
-answer to the action that ended it.
+post, or another tab acted first), 413 (a body over 64 KB), 400 for JSON nested too deeply to parse, 408 for a
+body that does not arrive within ``read_timeout`` seconds (a Content-Length larger than what is sent). Every
+connection has that read timeout, and at most ``max_connections`` are served at once: one more is answered 503
+and closed. Requests for another host name than 127.0.0.1 or localhost are refused (403: DNS rebinding). One lock
+serialises the actions: two tabs play the same game, and a closed tab leaves the game waiting. At the game's end
+the record is written to ``out`` (``format.write``) before the answer to the action that ended it.
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ from __future__ import annotations
 import hmac
 import json
 import secrets
+import socket
 import threading
 from http import HTTPStatus
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -32,21 +35,31 @@ from agents.replays.play import PlaySession, StaleStepError
 
 HOST = "127.0.0.1"
 MAX_BODY = 64 * 1024
+#: seconds a connection may stay silent (its request line, headers or body) before it is answered or dropped
+READ_TIMEOUT_S = 10.0
+#: connections served at once; one more is answered 503 and closed
+MAX_CONNECTIONS = 16
 
 
 class PlayServer:
     """Serves ``session`` on 127.0.0.1:``port`` (0: a free port; ``url`` says which) and saves its record to
-    ``out`` once the game is over. ``fights``: the record holds every fight tick by tick."""
+    ``out`` once the game is over. ``fights``: the record holds every fight tick by tick. ``read_timeout``
+    (seconds) and ``max_connections``: the module docstring."""
 
-    def __init__(self, session: PlaySession, out, port: int = 0, fights: bool = True):
+    def __init__(self, session: PlaySession, out, port: int = 0, fights: bool = True,
+                 read_timeout: float = READ_TIMEOUT_S, max_connections: int = MAX_CONNECTIONS):
         if isinstance(port, bool) or not isinstance(port, int) or not 0 <= port <= 65535:
             raise ValueError(f"port must be an int in [0, 65535] (0: a free one), got {port!r}")
+        if not read_timeout > 0:
+            raise ValueError(f"read_timeout must be > 0 seconds, got {read_timeout!r}")
+        if isinstance(max_connections, bool) or not isinstance(max_connections, int) or max_connections < 1:
+            raise ValueError(f"max_connections must be an int >= 1, got {max_connections!r}")
         self.session, self.out, self.fights = session, Path(out), fights
         self.token = secrets.token_urlsafe(16)
         self.saved = self.viewer = self.save_error = None
         self._lock = threading.Lock()
         self._thread = None
-        self.httpd = _Server((HOST, port), _handler(self))
+        self.httpd = _Server((HOST, port), _handler(self, read_timeout), max_connections)
         self.port = self.httpd.server_address[1]
         self.url = f"http://{HOST}:{self.port}/"
 
@@ -114,16 +127,46 @@ def _write_viewer(record: dict, out: Path) -> str | None:
     return str(path)
 
 
+_BUSY = json.dumps({"error": "too many connections at once; try again"}).encode()
+
+
 class _Server(ThreadingHTTPServer):
     daemon_threads = True
+
+    def __init__(self, address, handler, max_connections: int):
+        super().__init__(address, handler)
+        self._slots = threading.BoundedSemaphore(max_connections)
+
+    def process_request(self, request, client_address):
+        if not self._slots.acquire(blocking=False):  # every slot is held: answer 503 here, spawn no thread
+            try:
+                request.sendall(b"HTTP/1.1 503 Service Unavailable\r\nContent-Type: application/json\r\n"
+                                b"Connection: close\r\nContent-Length: " + str(len(_BUSY)).encode() + b"\r\n\r\n"
+                                + _BUSY)
+            except OSError:
+                pass
+            self.shutdown_request(request)
+            return
+        try:
+            super().process_request(request, client_address)
+        except BaseException:
+            self._slots.release()
+            raise
+
+    def process_request_thread(self, request, client_address):
+        try:
+            super().process_request_thread(request, client_address)
+        finally:
+            self._slots.release()
 
     def handle_error(self, request, client_address):
         pass  # a tab closed mid-answer (a broken pipe): nothing to report, the game waits
 
 
-def _handler(server: PlayServer):
+def _handler(server: PlayServer, read_timeout: float = READ_TIMEOUT_S):
     class Handler(BaseHTTPRequestHandler):
         server_version = "jaxgame-play"
+        timeout = read_timeout  # every read of the connection: a silent client is dropped, its thread freed
 
         def log_message(self, format, *args):  # noqa: A002 (the base class's name)
             pass
@@ -175,7 +218,20 @@ def _handler(server: PlayServer):
                                 {"error": f"a body of 0..{MAX_BODY} bytes, got Content-Length {length}"})
                 return
             try:
-                body = json.loads(self.rfile.read(length) or b"null")
+                raw = self.rfile.read(length)
+            except (TimeoutError, socket.timeout):
+                self.close_connection = True
+                message = f"the body did not arrive within {read_timeout:g} s (Content-Length {length})"
+                self._send_json(HTTPStatus.REQUEST_TIMEOUT, {"error": message})
+                return
+            if len(raw) < length:  # the client closed the connection mid-body
+                self.close_connection = True
+                return
+            try:
+                body = json.loads(raw or b"null")
+            except RecursionError:
+                self._send_json(HTTPStatus.BAD_REQUEST, {"error": "the body is JSON nested too deeply to read"})
+                return
             except (ValueError, UnicodeDecodeError) as err:
                 self._send_json(HTTPStatus.BAD_REQUEST, {"error": f"the body is not JSON: {err}"})
                 return
