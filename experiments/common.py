@@ -291,6 +291,7 @@ SCRIPTS = {
     "jaxgame-sweep": "experiments.sweep",
     "jaxgame-evaluate": "experiments.evaluate",
     "jaxgame-rate": "experiments.rate",
+    "jaxgame-ladder": "experiments.ladder",
     "jaxgame-record": "experiments.record",
     "jaxgame-plot": "experiments.plot",
     "jaxgame-render": "experiments.render",

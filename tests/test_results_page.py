@@ -187,3 +187,24 @@ def test_format_number():
     assert store.format_number(7e-19) == "7e-19"
     assert store.format_number({"value": 1.8, "ci95": 0.17}) == "1.80 +- 0.17"
     assert store.format_number({"value": 7.04, "ci95": 0.26, "note": "argmax play"}) == "7.04 +- 0.26 (argmax play)"
+
+
+def test_every_generated_page_equals_the_committed_one():
+    """docs/results.md, the README's two tables and docs/evaluation.md's ladder tables."""
+    pages, problems = cli.expected_pages(ROOT)
+    assert problems == [] and ROOT / "docs" / "evaluation.md" in pages and ROOT / "README.md" in pages
+    for path, text in pages.items():
+        assert path.read_text(encoding="utf-8") == text, f"stale {path.name}: run python -m experiments.results"
+    readme = pages[ROOT / "README.md"]
+    assert readme.count("| `baseline:") >= 6  # the ladder table holds every shipped baseline's rating
+
+
+def test_the_ladder_records_are_checked_against_their_ratings(tmp_path):
+    ladder_records = [r for r in RECORDS if "ladder" in r]
+    assert len(ladder_records) >= 10  # every member of ladder-v1 rated as a player
+    record = json.loads(json.dumps(ladder_records[0]))
+    record["numbers"]["ladder_points"]["value"] += 5
+    (problem,) = store.check_evidence(record, RESULTS)
+    assert f"{record['id']}: numbers.ladder_points: " in problem and "but the ladder rating says" in problem
+    del record["numbers"]["ladder_high"]
+    assert any("numbers.ladder_high: missing" in p for p in store.check_evidence(record, RESULTS))

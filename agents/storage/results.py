@@ -33,7 +33,7 @@ REQUIRED = {"id": str, "title": str, "kind": str, "subject": str, "command": lis
             "date": str, "commit": str, "numbers": dict, "single_seed": bool, "notes": str, "files": list}
 #: field -> allowed types, when present
 OPTIONAL = {"preset": (str, type(None)), "environment": str, "commit_source": str, "published_in": str,
-            "evaluation": str, "compare": str, "metrics": str, "readme_row": int}
+            "evaluation": str, "compare": str, "metrics": str, "readme_row": int, "ladder": str}
 #: a record's numbers: name -> number, or {"value": number, "ci95": number, "note": str} (ci95 and note optional)
 VALUE_KEYS = {"value", "ci95", "note"}
 #: the README's placement columns: numbers key -> column title
@@ -44,6 +44,14 @@ EVAL_KEYS = {"vs_random": "vs_random", "vs_greedy": "vs_greedy", "vs_expert": "v
 #: setting prefix of a numbers key -> setting in an ``evaluate --compare`` JSON (``compare``)
 COMPARE_SETTINGS = {"vs_greedy": "vs greedy", "1v7": "1v7", "7v1": "7v1", "4v4": "4v4"}
 START, END = "<!-- results-table:start -->", "<!-- results-table:end -->"
+#: the README's ladder table: every record with a ``ladder`` rating (``experiments.ladder``'s JSON), best first
+LADDER_START, LADDER_END = "<!-- ladder-table:start -->", "<!-- ladder-table:end -->"
+#: docs/evaluation.md's tables: the ladder's members (its ratings beside the population fit's), the agreement table
+MEMBERS_START, MEMBERS_END = "<!-- ladder-members:start -->", "<!-- ladder-members:end -->"
+AGREEMENT_START, AGREEMENT_END = "<!-- ladder-agreement:start -->", "<!-- ladder-agreement:end -->"
+#: numbers key -> key in an ``experiments.ladder`` rating JSON (``ladder``), and the tolerance of the published value
+LADDER_KEYS = {"ladder_points": ("rating", 0.05), "ladder_low": ("ci95", 0.05), "ladder_high": ("ci95", 0.05),
+               "ladder_mean_placement": ("mean_placement", 0.005)}
 #: in the results directory: ``{"since": "YYYY-MM-DD", "change": str}``, the day of the last change to what or how
 #: fast the presets train; a README row whose record is dated earlier ran on older code and says so
 CURRENT_CODE_FILE = "current_code.json"
@@ -211,6 +219,21 @@ def _compare_problems(numbers: dict, settings: dict) -> list[str]:
     return problems
 
 
+def _ladder_problems(numbers: dict, data: dict) -> list[str]:
+    problems = [f"numbers.{key}: missing (a ladder record publishes {', '.join(LADDER_KEYS)})"
+                for key in LADDER_KEYS if key not in numbers]
+    for key, (source, tolerance) in LADDER_KEYS.items():
+        if key not in numbers:
+            continue
+        found = data.get(source)
+        if source == "ci95":
+            found = (found or [None, None])[0 if key == "ladder_low" else 1]
+        value = _value(numbers[key])[0]
+        if found is None or not _close(value, round(found, 2), tolerance):
+            problems.append(f"numbers.{key}: {value} but the ladder rating says {found}")
+    return problems
+
+
 def _metrics_problems(numbers: dict, path: Path) -> list[str]:
     lines = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
     last = [line for line in lines if "update" in line][-1]
@@ -236,6 +259,8 @@ def check_evidence(record: dict, results_dir) -> list[str]:
         problems += _compare_problems(numbers, settings)
     if "metrics" in record:
         problems += _metrics_problems(numbers, root / record["metrics"])
+    if "ladder" in record:
+        problems += _ladder_problems(numbers, json.loads((root / record["ladder"]).read_text(encoding="utf-8")))
     return [f"{record['id']}: {p}" for p in problems]
 
 
@@ -364,13 +389,59 @@ def render_readme_table(records: list[dict], current: dict) -> str:
     return "\n".join(lines)
 
 
-def replace_block(text: str, block: str) -> str:
-    """``text`` with the lines between ``START`` and ``END`` replaced by ``block``; unchanged without both
-    markers (in that order)."""
-    start, end = text.find(START), text.find(END)
+def render_ladder_table(records: list[dict], population: dict | None = None, link_dir: str = "docs/results") -> str:
+    """The ladder table: one row per record with a ``ladder`` rating, highest points first: the player, its points
+    with the 95% interval, its mean placement at the ladder's tables, the game seeds, the record; with
+    ``population`` (a ladder version's JSON) also the population fit's points of the members."""
+    rows = sorted((r for r in records if "ladder" in r), key=lambda r: (-_value(r["numbers"]["ladder_points"])[0],
+                                                                          r["id"]))
+    fitted = {m["spec"]: m for m in (population or {}).get("members", [])}
+    head = ["player", "ladder points (95% interval)", "mean placement at its tables", "game seeds"]
+    head += ["in the population fit"] if population else []
+    lines = ["| " + " | ".join([*head, "record"]) + " |", "|" + "---|" * (len(head) + 1)]
+    for r in rows:
+        n = {k: _value(r["numbers"][k])[0] for k in LADDER_KEYS}
+        games = _value(r["numbers"]["games"])[0] if "games" in r["numbers"] else None
+        cells = [r["subject"], f"{n['ladder_points']:.0f} ({n['ladder_low']:.0f} .. {n['ladder_high']:.0f})",
+                 f"{n['ladder_mean_placement']:.2f}", "-" if games is None else _fmt(games)]
+        if population:
+            m = fitted.get(r["subject"].strip("`"))
+            cells.append("-" if m is None else f"{m['points']:.0f} ({m['ci95'][0]:.0f} .. {m['ci95'][1]:.0f})"
+                         + (" (a bound)" if "note" in m else ""))
+        cells.append(f"[{r['id']}]({link_dir}/records/{r['id']}.json)")
+        lines.append("| " + " | ".join(_cell(c) for c in cells) + " |")
+    return "\n".join(lines)
+
+
+def render_agreement_table(data: dict) -> str:
+    """docs/evaluation.md's agreement table from ``experiments.ladder --agreement``'s JSON: one row per pair, per
+    setting A - B of mean placement with its interval and the verdict."""
+    mark = {"agree": "agrees", "disagree": "**disagrees**", "not_significant": "not significant"}
+    settings = list(data["pairs"][0]["settings"]) if data["pairs"] else []
+    lines = ["| A (points) | B (points) | " + " | ".join(f"{s}: A - B" for s in settings) + " |",
+             "|---|---|" + "---|" * len(settings)]
+    for pair in data["pairs"]:
+        cells = [f"`{pair['a']}` ({pair['points_a']:.0f})", f"`{pair['b']}` ({pair['points_b']:.0f})"]
+        for name in settings:
+            t = pair["settings"][name]
+            cells.append(f"{t['difference']:+.2f} +- {t['ci95']:.2f}, {mark[t['verdict']]}")
+        lines.append("| " + " | ".join(_cell(c) for c in cells) + " |")
+    s = data["summary"]
+    lines.append("")
+    lines.append(f"Over {len(data['pairs'])} pairs x {len(settings)} settings ({data['games_per_rotation']} game seeds "
+                 f"x 8 rotations each, seed {data['seed']}): {s['agree']} agree, {s['disagree']} disagree, "
+                 f"{s['not_significant']} not significant after Holm. A - B is A's mean placement minus B's "
+                 "(negative: A places better).")
+    return "\n".join(lines)
+
+
+def replace_block(text: str, block: str, start_marker: str = START, end_marker: str = END) -> str:
+    """``text`` with the lines between ``start_marker`` and ``end_marker`` (default the results table's) replaced by
+    ``block``; unchanged without both markers (in that order)."""
+    start, end = text.find(start_marker), text.find(end_marker)
     if start < 0 or end < start:
         return text
-    return text[: start + len(START)] + "\n" + block + "\n" + text[end:]
+    return text[: start + len(start_marker)] + "\n" + block + "\n" + text[end:]
 
 
 #: ``agents.run.over_seeds`` lineup name -> the numbers key of a record
@@ -472,5 +543,17 @@ def expected_pages(root: Path) -> tuple[dict[Path, str], list[str]]:
     readme = root / "README.md"
     if readme.is_file():
         # unchanged (so never written) without the markers
-        pages[readme] = replace_block(readme.read_text(encoding="utf-8"), render_readme_table(records, current))
+        text = replace_block(readme.read_text(encoding="utf-8"), render_readme_table(records, current))
+        pages[readme] = replace_block(text, render_ladder_table(records), LADDER_START, LADDER_END)
+    evaluation = root / "docs" / "evaluation.md"
+    population = root / "agents" / "arena" / "ladders" / "ladder-v1.json"
+    if evaluation.is_file() and population.is_file():
+        text = replace_block(evaluation.read_text(encoding="utf-8"),
+                             render_ladder_table(records, json.loads(population.read_text(encoding="utf-8")),
+                                                 link_dir="results"), MEMBERS_START, MEMBERS_END)
+        agreement = next((r for r in records if r["id"] == "ladder_v1_agreement"), None)
+        if agreement is not None:
+            data = json.loads((results_dir / agreement["files"][0]).read_text(encoding="utf-8"))
+            text = replace_block(text, render_agreement_table(data), AGREEMENT_START, AGREEMENT_END)
+        pages[evaluation] = text
     return pages, []

@@ -1,0 +1,334 @@
+"""The ladder: one rating of any player against a fixed, versioned population of bots and shipped baselines.
+
+A ladder version (``agents/arena/ladders/<version>.json``) names its members, each pinned by a sha256, and their
+Plackett-Luce strengths, fitted once from a seat-rotated round robin of mixed tables (``fit_population``) and
+never refitted: a new fit is a new version. ``rate_on_ladder`` seats a player with 7 members drawn at random for
+each game seed, plays each lineup in its 8 seat rotations, and fits the player's one strength with the members'
+held fixed (``agents.arena.plackett_luce.fit_one``). The scale is the ladder's own: ``expert`` = 1000 points and
+400 points per factor of 10 in Plackett-Luce strength (the Elo convention: a player 400 points above another
+places above it in 10 of 11 of their meetings, other things equal). The interval is a percentile bootstrap over
+game seeds (a seed's 8 rotations resampled together). docs/evaluation.md is the protocol.
+
+    result = rate_on_ladder("baseline:ppo_small-v3", games=64)   # result["rating"], result["ci95"]
+    population = fit_population(LADDER_V1_MEMBERS, games=384, seed=9001)   # a new version's fit
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+import time
+from pathlib import Path
+
+import numpy as np
+
+from agents.arena import plackett_luce
+from agents.arena.tables import draw_lineups
+from agents.arena.tournament import load_players, play, table_game
+from agents.policies import baselines
+from agents.policies.load import PLAYER_BOTS, PolicyError, is_baseline, load_policy, parse_spec, rule_differences
+from agents.utils import memory
+from agents.utils.progress import NoProgress, Progress
+from jaxgame import bots as _bots
+from jaxgame import constants as C
+
+#: Where the ladder versions live (package data).
+LADDERS = Path(__file__).resolve().parent / "ladders"
+#: The version a rating uses unless told otherwise.
+CURRENT_LADDER = "ladder-v1"
+#: ladder-v1's population: every scripted bot and every baseline shipped when it was fitted.
+LADDER_V1_MEMBERS = ("random", "greedy", "expert", "expert_public", "baseline:ppo_small-v1", "baseline:ppo_small-v2",
+                     "baseline:ppo_small-v3", "baseline:ppo_small_entity-v1", "baseline:pipeline_entity-v1",
+                     "baseline:ppo_large-v1")
+#: The scale: the anchor member's points, and points per natural-log unit of strength (400 per factor of 10).
+ANCHOR, ANCHOR_POINTS, POINTS_PER_UNIT = "expert", 1000.0, 400.0 / math.log(10.0)
+#: Defaults of a rating: game seeds (each 8 rotations) and the evaluation seed, which no training run uses.
+DEFAULT_GAMES, DEFAULT_SEED, DEFAULT_DRAWS = 64, 9002, 2000
+#: The seed of ladder-v1's population fit (a rating's default seed differs, so its tables are new games).
+FIT_SEED = 9001
+
+
+class LadderError(ValueError):
+    """A ladder version that does not exist, or whose pinned members are not the ones installed."""
+
+
+def points(strength, anchor_strength: float) -> np.ndarray | float:
+    """Ladder points of a strength (log units) on a population whose anchor has ``anchor_strength``."""
+    return ANCHOR_POINTS + POINTS_PER_UNIT * (np.asarray(strength) - anchor_strength)
+
+
+def member_pin(spec: str) -> str:
+    """The sha256 that pins a member: a baseline's digest file (``NAME.sha256``, which lists the sha256 of each of
+    its files), a bot's source file (``jaxgame/bots.py``)."""
+    if is_baseline(spec):
+        path = baselines.DIRECTORY / f"{spec[len(baselines.PREFIX):]}.sha256"
+    elif spec in PLAYER_BOTS:
+        path = Path(_bots.__file__)
+    else:
+        raise LadderError(f"a ladder member is a bot or baseline:NAME, got {spec!r}")
+    if not path.is_file():
+        raise LadderError(f"ladder member {spec}: {path.name} is missing")
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def game_pin() -> str:
+    """The sha256 of the game's source (every ``jaxgame/*.py``, by name): a ladder's ratings assume its game."""
+    digest = hashlib.sha256()
+    for path in sorted(Path(_bots.__file__).parent.glob("*.py")):
+        digest.update(path.name.encode() + b"\0" + path.read_bytes())
+    return digest.hexdigest()
+
+
+def available() -> list[str]:
+    """The shipped ladder versions, sorted."""
+    return sorted(p.stem for p in LADDERS.glob("ladder-v*.json"))
+
+
+def load_ladder(version: str = CURRENT_LADDER) -> dict:
+    """A ladder version's JSON: ``members`` (spec, pin, strength, points, ci95 ...), ``scale``, ``fit``; checked:
+    ``LadderError`` for an unknown version or a baseline member whose files are not the pinned ones."""
+    path = LADDERS / f"{version}.json"
+    if not path.is_file():
+        raise LadderError(f"no ladder {version!r}; shipped: {', '.join(available()) or 'none'}")
+    ladder = json.loads(path.read_text())
+    for member in ladder["members"]:
+        if is_baseline(member["spec"]) and member_pin(member["spec"]) != member["sha256"]:
+            raise LadderError(f"{version}: {member['spec']} is not the policy the ladder was fitted with (its digest "
+                              f"file's sha256 differs from the pinned {member['sha256'][:12]}...)")
+    return ladder
+
+
+def drift_notes(ladder: dict) -> list[str]:
+    """Notes for what changed since the ladder was fitted and is not refused: the bots' or the game's source."""
+    notes = []
+    bots = sorted(m["spec"] for m in ladder["members"] if m["spec"] in PLAYER_BOTS)
+    if bots and member_pin(bots[0]) != next(m["sha256"] for m in ladder["members"] if m["spec"] == bots[0]):
+        notes.append(f"the bots' source (jaxgame/bots.py) differs from the one {ladder['version']} was fitted with: "
+                     "its members may play differently now")
+    if game_pin() != ladder["fit"]["game_sha256"]:
+        notes.append(f"the game's source (jaxgame/*.py) differs from the one {ladder['version']} was fitted with: "
+                     "ratings hold as far as the game plays the same (a new ladder version is fitted when it does not)")
+    return notes
+
+
+def _participants(specs, extra=None):
+    """``(policies, bots, participant)``: the members' (and ``extra``'s) policies and bots as a table runner
+    seats them (policies first, then the bots), and ``participant[spec]``, each spec's index there."""
+    policy_specs = [s for s in specs if s not in PLAYER_BOTS]
+    bot_specs = [b for b in PLAYER_BOTS if b in specs]
+    policies, _ = load_players(policy_specs) if policy_specs else ([], [])
+    if extra is not None:
+        policies = [*policies, extra]
+    participant = {spec: i for i, spec in enumerate(policy_specs)}
+    participant.update({bot: len(policies) + i for i, bot in enumerate(bot_specs)})
+    return policies, bot_specs, participant
+
+
+def _check_table(policies, progress: Progress, batch: int) -> None:
+    for note in rule_differences(policies):
+        progress.status(f"note: {note}")
+    memory.check_fits(f"batch={batch} lineups (x 8 rotations)", memory.table_bytes(table_game(policies), batch))
+
+
+def _orders(competitors, ranks):
+    """(orders int[G*8, 8], seed int[G*8], finished bool[G*8]) from ``competitors`` int[G, 8] (each lineup
+    position's competitor) and ``ranks`` int[G, 8 rotations, 8 positions] of ``tournament.play``."""
+    games = ranks.shape[0]
+    who = np.repeat(competitors[:, None, :], C.NUM_PLAYERS, axis=1).reshape(-1, C.NUM_PLAYERS)
+    flat = ranks.reshape(-1, C.NUM_PLAYERS)
+    finished = (flat >= 1).all(axis=1)
+    seed = np.repeat(np.arange(games), C.NUM_PLAYERS)
+    return plackett_luce.orders_from_ranks(who, flat), seed, finished
+
+
+def fit_population(members=LADDER_V1_MEMBERS, games: int = 384, seed: int = FIT_SEED, batch: int = 8,
+                   draws: int = 200, prior_sd: float = plackett_luce.PRIOR_SD, progress: Progress | None = None,
+                   version: str = CURRENT_LADDER) -> dict:
+    """A new ladder version's population fit: ``games`` lineups of 8 different members drawn at random
+    (``tables.draw_lineups``, rng ``seed``), each played in its 8 seat rotations from game seed ``seed``, and the
+    members' joint MAP Plackett-Luce strengths with ``draws`` bootstrap resamples of the lineups for 95%
+    intervals. Returns the version's JSON (``load_ladder``'s form) and, under ``"evidence"``, the games
+    (``lineups`` int[G, 8] member indices, ``ranks`` int[G, 8, 8])."""
+    progress = progress or NoProgress()
+    start = time.perf_counter()
+    members = list(dict.fromkeys(members))
+    if ANCHOR not in members or len(members) < C.NUM_PLAYERS:
+        raise LadderError(f"a ladder needs at least {C.NUM_PLAYERS} members including {ANCHOR!r}, got {members}")
+    for spec in members:
+        parse_spec(spec)
+        member_pin(spec)
+    policies, bots, participant = _participants(members)
+    _check_table(policies, progress, min(batch, games))
+    lineups = draw_lineups(len(members), games, np.random.default_rng(seed))
+    index = np.array([participant[m] for m in members])
+    progress.status(f"{version}: {len(members)} members, {games} lineups x 8 rotations: compiling ...")
+    progress.start(games, 0, unit="lineup")
+    ranks = play(policies, bots, index[lineups], min(batch, games), seed,
+                 on_batch=lambda n: progress.chunk(n, ""))
+    progress.close()
+    population = population_from_games(members, lineups, ranks, seed, draws, prior_sd, version)
+    population["fit"]["rules"] = policies[0].config.rules() if policies else None
+    population["fit"]["seconds"] = round(time.perf_counter() - start, 1)
+    return population
+
+
+def population_from_games(members, lineups, ranks, seed: int, draws: int = 200,
+                          prior_sd: float = plackett_luce.PRIOR_SD, version: str = CURRENT_LADDER) -> dict:
+    """``fit_population``'s result from its games: ``lineups`` int[G, 8] (member indices), ``ranks`` int[G, 8, 8]
+    (``tournament.play``'s), the bootstrap's rng ``seed``. A member that placed last (or first) in every game
+    has no finite maximum-likelihood strength: its points are the prior's bound, and its row says so."""
+    members = list(members)
+    lineups, ranks = np.asarray(lineups), np.asarray(ranks)
+    orders, lineup_of, finished = _orders(lineups, ranks)
+    strengths = plackett_luce.fit(orders[finished], len(members), prior_sd=prior_sd)
+    boot = plackett_luce.bootstrap(orders[finished], len(members), lineup_of[finished], draws,
+                                   np.random.default_rng(seed), prior_sd, init=strengths)
+    anchor = strengths[members.index(ANCHOR)]
+    boot_points = points(boot, boot[:, [members.index(ANCHOR)]])
+    flat = ranks.reshape(-1, C.NUM_PLAYERS)[finished]
+    who = np.repeat(lineups, C.NUM_PLAYERS, axis=0)[finished]
+    rows = []
+    for i, spec in enumerate(members):
+        low, high = np.percentile(boot_points[:, i], [2.5, 97.5])
+        placed = flat[who == i]
+        row = {"spec": spec, "sha256": member_pin(spec), "strength": float(strengths[i]),
+               "points": round(float(points(strengths[i], anchor)), 1),
+               "ci95": [round(float(low), 1), round(float(high), 1)],
+               "mean_placement": round(float(placed.mean()), 3), "games": int(placed.size)}
+        if placed.size and (placed.min() == placed.max() == C.NUM_PLAYERS or placed.max() == 1):
+            row["note"] = (f"placed {'last' if placed.max() == C.NUM_PLAYERS else 'first'} in all {placed.size} "
+                           f"of its games: its points are set by the prior (sd {prior_sd:g}), a bound, not a "
+                           "measurement")
+        rows.append(row)
+    return {
+        "version": version,
+        "members": rows,
+        "scale": {"anchor": ANCHOR, "anchor_points": ANCHOR_POINTS, "points_per_unit": POINTS_PER_UNIT,
+                  "prior_sd": prior_sd},
+        "fit": {"lineups": len(lineups), "rotations": C.NUM_PLAYERS, "rated_games": int(finished.sum()),
+                "unfinished_games": int((~finished).sum()), "seed": seed, "bootstrap_draws": draws,
+                "game_sha256": game_pin(),
+                "log_likelihood_per_game": round(plackett_luce.log_likelihood(strengths, orders[finished])
+                                                 / int(finished.sum()), 4)},
+        "evidence": {"members": members, "lineups": lineups.tolist(), "ranks": ranks.tolist()},
+    }
+
+
+def _candidate(player, members):
+    """``(name, bot or None, policy or None)`` of the player rated: a spec (bot, baseline, run) or a loaded policy
+    (anything with ``name``, ``network``, ``params`` and ``config``, e.g. ``agents.load_policy``'s)."""
+    if not isinstance(player, str):
+        for attr in ("name", "network", "params", "config"):
+            if not hasattr(player, attr):
+                raise PolicyError(f"a player object needs .{attr} (like agents.load_policy's result)")
+        return str(player.name), None, player
+    parsed = parse_spec(player)
+    if isinstance(parsed, str):
+        if parsed not in members:
+            raise PolicyError(f"the bot {parsed!r} is not a member of this ladder, so it has no place at its tables")
+        return parsed, parsed, None
+    policy = load_policy(*parsed)
+    return player, None, policy
+
+
+def rate_on_ladder(player, games: int = DEFAULT_GAMES, seed: int = DEFAULT_SEED, version: str = CURRENT_LADDER,
+                   batch: int = 8, draws: int = DEFAULT_DRAWS, progress: Progress | None = None) -> dict:
+    """The ladder rating of ``player`` (a bot, ``baseline:NAME``, ``RUN_DIR[:STEP]`` or a loaded policy object):
+    for each of ``games`` game seeds, the player and 7 members drawn at random (rng ``seed``) sit at one table,
+    played in its 8 seat rotations (game seed ``seed``); the player's strength is fitted with the members' fixed
+    (MAP, the ladder's prior) and bootstrapped ``draws`` times over game seeds.
+
+    Returns ``{"player", "ladder", "rating", "ci95": [low, high], "half_width", "strength", "mean_placement",
+    "vs_members": {spec: {"games", "above_rate", "expected_above_rate", "placement", "member_placement"}},
+    "games", "rated_games", "unfinished_games", "seed", "notes", "seconds"}``: points on the ladder's scale
+    (``expert`` = 1000), ``above_rate`` how often the player placed above that member where they met (and what
+    the fitted strengths expect), placements 1..8. Deterministic for a seed. ``PolicyError`` for a player that
+    cannot sit at the ladder's tables, ``LadderError`` for a ladder whose members are not the pinned ones."""
+    progress = progress or NoProgress()
+    if isinstance(games, bool) or not isinstance(games, int) or games < 2:
+        raise ValueError(f"games must be an int >= 2 (an interval needs a spread), got {games!r}")
+    if isinstance(draws, bool) or not isinstance(draws, int) or draws < 100:
+        raise ValueError(f"draws must be an int >= 100 (bootstrap resamples for the interval), got {draws!r}")
+    start = time.perf_counter()
+    ladder = load_ladder(version)
+    members = [m["spec"] for m in ladder["members"]]
+    strengths = np.array([m["strength"] for m in ladder["members"]])
+    anchor = strengths[members.index(ladder["scale"]["anchor"])]
+    name, bot, policy = _candidate(player, members)
+    if policy is not None and getattr(policy.config, "independent", False):
+        raise PolicyError(f"{name} is a run of independent learners (one policy per seat); the ladder rates one "
+                          "policy: rate a shared-parameter run")
+    notes = drift_notes(ladder)
+    policies, bots, participant = _participants(members, extra=policy)
+    candidate_index = participant[bot] if bot is not None else len(policies) - 1
+    batch = min(batch, games)
+    _check_table(policies, progress, batch)
+    notes += rule_differences(policies)
+    rng = np.random.default_rng(seed)
+    drawn = np.stack([rng.choice(len(members), C.NUM_PLAYERS - 1, replace=False) for _ in range(games)])
+    rows = np.concatenate([np.full((games, 1), candidate_index), np.array([participant[m] for m in members])[drawn]],
+                          axis=1)
+    progress.status(f"{name} on {version}: {games} game seeds x 8 rotations, 7 of {len(members)} members a table: "
+                    "compiling ...")
+    progress.start(games, 0, unit="lineup")
+    ranks = play(policies, bots, rows, batch, seed, on_batch=lambda n: progress.chunk(n, ""))
+    progress.close()
+    cand = len(members)  # the candidate's competitor index in the fit, past the members'
+    competitors = np.concatenate([np.full((games, 1), cand), drawn], axis=1)
+    orders, seed_of, finished = _orders(competitors, ranks)
+    if not finished.any():
+        raise RuntimeError("no game ended within the game's step limit: nothing to rate")
+    strength, replicates = plackett_luce.fit_one(orders[finished], strengths, cand, seed_of[finished], draws,
+                                                 np.random.default_rng(seed), ladder["scale"]["prior_sd"])
+    rating = float(points(strength, anchor))
+    low, high = (float(v) for v in np.percentile(points(replicates, anchor), [2.5, 97.5]))
+    flat = ranks.reshape(-1, C.NUM_PLAYERS)[finished]
+    who = np.repeat(competitors, C.NUM_PLAYERS, axis=0)[finished]
+    vs = {}
+    for i, spec in enumerate(members):
+        met = (who == i).any(axis=1)
+        if not met.any():
+            continue
+        mine, theirs = flat[met, 0], flat[met][who[met] == i]
+        expected = 1.0 / (1.0 + math.exp(strengths[i] - strength))
+        vs[spec] = {"games": int(met.sum()), "above_rate": round(float((mine < theirs).mean()), 3),
+                    "expected_above_rate": round(expected, 3), "placement": round(float(mine.mean()), 3),
+                    "member_placement": round(float(theirs.mean()), 3)}
+    return {"player": name, "ladder": version, "rating": round(rating, 1), "ci95": [round(low, 1), round(high, 1)],
+            "half_width": round((high - low) / 2, 1), "strength": strength,
+            "mean_placement": round(float(flat[:, 0].mean()), 3), "vs_members": vs, "games": games,
+            "rated_games": int(finished.sum()), "unfinished_games": int((~finished).sum()), "seed": seed,
+            "bootstrap_draws": draws, "notes": notes, "seconds": round(time.perf_counter() - start, 1)}
+
+
+def ladder_table(result: dict) -> str:
+    """A human summary of ``rate_on_ladder``'s result: the rating line, then one row per member met."""
+    lines = [f"{result['player']} on {result['ladder']}: {result['rating']:.0f} points (95% interval "
+             f"{result['ci95'][0]:.0f} .. {result['ci95'][1]:.0f}, +- {result['half_width']:.0f}; expert = 1000), "
+             f"mean placement {result['mean_placement']:.2f} over {result['rated_games']} games"]
+    width = max(len("member"), *(len(s) for s in result["vs_members"]))
+    lines.append(f"{'member':<{width}}  games  placed above  (model)  its place  member's place")
+    for spec, row in result["vs_members"].items():
+        lines.append(f"{spec:<{width}}  {row['games']:5d}  {row['above_rate']:12.1%}  {row['expected_above_rate']:7.1%}"
+                     f"  {row['placement']:9.2f}  {row['member_placement']:14.2f}")
+    lines += [f"note: {n}" for n in result["notes"]]
+    return "\n".join(lines)
+
+
+def population_table(ladder: dict) -> str:
+    """A human table of a ladder version's members, best first."""
+    rows = sorted(ladder["members"], key=lambda m: -m["points"])
+    width = max(len("member"), *(len(m["spec"]) for m in rows))
+    lines = [f"{ladder['version']}: {ladder['fit']['rated_games']} rated games of {ladder['fit']['lineups']} lineups "
+             f"(seed {ladder['fit']['seed']}); {ladder['scale']['anchor']} = {ladder['scale']['anchor_points']:.0f}",
+             f"{'member':<{width}}  points  95% interval    mean placement"]
+    for m in rows:
+        lines.append(f"{m['spec']:<{width}}  {m['points']:6.0f}  {m['ci95'][0]:6.0f} .. {m['ci95'][1]:<6.0f}"
+                     f"  {m['mean_placement']:14.2f}")
+    return "\n".join(lines)
+
+
+__all__ = ["ANCHOR", "CURRENT_LADDER", "LADDER_V1_MEMBERS", "LadderError", "available", "drift_notes",
+           "fit_population", "game_pin", "ladder_table", "load_ladder", "member_pin", "points", "population_from_games",
+           "population_table", "rate_on_ladder"]

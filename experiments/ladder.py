@@ -1,0 +1,173 @@
+"""Rate any player on the ladder, a fixed population of bots and shipped baselines: ``python -m experiments.ladder``.
+
+    python -m experiments.ladder runs/mine                        # its latest good checkpoint, on ladder-v1
+    python -m experiments.ladder baseline:ppo_small-v3 --games 96 --out runs/ladder-v3.json
+    python -m experiments.ladder expert                           # a bot is a player too
+    python -m experiments.ladder --show                           # the population and its ratings
+    python -m experiments.ladder --fit --version ladder-v2 --games 384 --seed 9001 --out runs/ladder-v2   # new version
+    python -m experiments.ladder --agreement --games 32 --out runs/agreement.json   # the ladder vs head to heads
+
+A player (``RUN_DIR[:STEP]``, ``baseline:NAME`` or a member bot) sits with 7 members drawn at random for each of
+``--games`` game seeds (default 64), and each table is played in its 8 seat rotations; its Plackett-Luce strength
+is fitted against the members' frozen strengths (``agents.arena.ladder``). The rating is on the ladder's scale:
+``expert`` = 1000 points, 400 points per factor of 10 in strength; its 95% interval is a bootstrap over the game
+seeds. Beside it: the player's mean placement, and for each member how often it placed above that member where they
+met (and what the fitted strengths expect). On a 2-core CPU a rating takes about 3 minutes at the default 64 game
+seeds (the compile included); ``--games`` trades time for the interval's width (half-width ~ 1 / sqrt(games)).
+The seed defaults to 9002, which no training run uses; the same seed gives the same rating. docs/evaluation.md is
+the protocol and how to cite a ladder version.
+
+``--fit`` plays a new version's round robin (``--games`` lineups of 8 different members, 8 rotations each) and
+fits its population; it writes ``DIR/<version>.json`` (to ship in ``agents/arena/ladders/``) and
+``DIR/<version>.games.json`` (the games, the evidence). A shipped version is never refitted.
+
+``--agreement`` tests the ladder's order against head to heads: every pair of its policy members at one table
+(1 vs 7, 7 vs 1, 4 vs 4; ``--games`` game seeds, default 32, seed default 4300; Holm over a pair's three settings),
+each significant setting marked as agreeing or disagreeing with the ladder's points
+(``agents.arena.ladder_agreement``).
+
+The table goes to stderr, one JSON object to stdout (``--out FILE`` writes it too).
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+
+from agents.arena import ladder
+from agents.policies.load import PolicyError
+from agents.storage.checkpoints import CheckpointMismatchError, NoGoodCheckpointError
+from agents.storage.run_dir import write_json
+from agents.utils.progress import ConsoleProgress
+from experiments.common import (
+    GAMES_HELP,
+    add_cache_args,
+    check_out,
+    enable_compilation_cache,
+    fail,
+    handles_ctrl_c,
+    make_parser,
+    player_spec,
+    quiet_logs,
+)
+
+
+def parse_args(argv=None):
+    parser = make_parser("experiments.ladder", __doc__)
+    parser.add_argument("player", nargs="?", metavar="PLAYER", help="RUN_DIR[:STEP] | baseline:NAME | a bot")
+    mode = parser.add_mutually_exclusive_group()
+    mode.add_argument("--show", action="store_true", help="print the ladder's population and its ratings")
+    mode.add_argument("--fit", action="store_true", help="fit a new ladder version's population (see above)")
+    mode.add_argument("--agreement", action="store_true",
+                      help="test the ladder's order against head to heads of its policy members (see above)")
+    parser.add_argument("--ladder", default=ladder.CURRENT_LADDER, metavar="VERSION",
+                        help=f"the ladder version (default {ladder.CURRENT_LADDER})")
+    parser.add_argument("--version", default=None, metavar="NAME", help="with --fit: the new version's name")
+    parser.add_argument("--games", type=int, default=None, metavar="N",
+                        help=f"{GAMES_HELP}; default {ladder.DEFAULT_GAMES} (--fit: lineups, default 384)")
+    parser.add_argument("--seed", type=int, default=None,
+                        help=f"lineups and game seeds (default {ladder.DEFAULT_SEED}; --fit: {ladder.FIT_SEED})")
+    parser.add_argument("--draws", type=int, default=None, metavar="N",
+                        help=f"bootstrap resamples (default {ladder.DEFAULT_DRAWS}; --fit: 200)")
+    parser.add_argument("--batch", type=int, default=8, help="lineups played together in one program (default 8)")
+    parser.add_argument("--out", metavar="PATH", help="a JSON file for the rating; with --fit a directory")
+    add_cache_args(parser)
+    parser.add_argument("--quiet", action="store_true", help="no progress or table on stderr")
+    args = parser.parse_args(argv)
+    if args.batch < 1:
+        fail(parser, f"--batch must be >= 1, got {args.batch}")
+    if args.games is not None and args.games < 2:
+        fail(parser, f"--games must be >= 2 (an interval needs a spread), got {args.games}")
+    if args.draws is not None and args.draws < 100:
+        fail(parser, f"--draws must be >= 100, got {args.draws}")
+    if args.fit:
+        if args.player is not None:
+            fail(parser, "--fit fits the population; it takes no PLAYER")
+        if not args.version or not args.out:
+            fail(parser, "--fit needs --version NAME (a new ladder-vN) and --out DIR")
+        if args.version in ladder.available():
+            fail(parser, f"--version {args.version} is shipped already; a shipped version is never refitted")
+        check_out(parser, args.out)
+    elif args.show or args.agreement:
+        if args.player is not None:
+            fail(parser, f"--{'show' if args.show else 'agreement'} takes no PLAYER: it reads the ladder's members")
+        if args.out:
+            check_out(parser, args.out, "file")
+    else:
+        if args.player is None:
+            fail(parser, "give a PLAYER to rate, or --show / --fit")
+        player_spec(parser, args.player)
+        if args.out:
+            check_out(parser, args.out, "file")
+    if not args.fit and args.ladder not in ladder.available():
+        fail(parser, f"--ladder {args.ladder}: no such version (shipped: {', '.join(ladder.available())})")
+    return parser, args
+
+
+@handles_ctrl_c
+def main(argv=None) -> dict:
+    quiet_logs()
+    parser, args = parse_args(argv)
+    progress = None if args.quiet else ConsoleProgress()
+    try:
+        if args.show:
+            population = ladder.load_ladder(args.ladder)
+            print(ladder.population_table(population), file=sys.stderr)
+            summary = {k: population[k] for k in ("version", "members", "scale")}
+            print(json.dumps(summary))
+            return summary
+        enable_compilation_cache(None if args.no_cache else args.cache_dir)
+        if args.fit:
+            return _fit(parser, args, progress)
+        if args.agreement:
+            return _agreement(args, progress)
+        result = ladder.rate_on_ladder(args.player, games=args.games or ladder.DEFAULT_GAMES,
+                                       seed=ladder.DEFAULT_SEED if args.seed is None else args.seed,
+                                       version=args.ladder, batch=args.batch,
+                                       draws=args.draws or ladder.DEFAULT_DRAWS, progress=progress)
+    except (PolicyError, ladder.LadderError, FileNotFoundError, MemoryError) as err:
+        fail(parser, err)
+    except (NoGoodCheckpointError, CheckpointMismatchError) as err:
+        fail(parser, err, status=1)
+    if not args.quiet:
+        print(ladder.ladder_table(result), file=sys.stderr)
+    if args.out:
+        write_json(args.out, result)
+    print(json.dumps(result))
+    return result
+
+
+def _agreement(args, progress) -> dict:
+    from agents.arena.ladder_agreement import agreement, agreement_table
+
+    result = agreement(args.ladder, games=args.games or 32, seed=4300 if args.seed is None else args.seed,
+                       progress=progress)
+    if progress is not None:
+        print(agreement_table(result), file=sys.stderr)
+    if args.out:
+        write_json(args.out, result)
+    print(json.dumps(result))
+    return result
+
+
+def _fit(parser, args, progress) -> dict:
+    from pathlib import Path
+
+    population = ladder.fit_population(games=args.games or 384,
+                                       seed=ladder.FIT_SEED if args.seed is None else args.seed, batch=args.batch,
+                                       draws=args.draws or 200, progress=progress, version=args.version)
+    evidence = population.pop("evidence")
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    write_json(out / f"{args.version}.json", population)
+    write_json(out / f"{args.version}.games.json", evidence)
+    if progress is not None:
+        print(ladder.population_table(population), file=sys.stderr)
+    summary = {"out": str(out), "version": args.version, "members": len(population["members"]),
+               "rated_games": population["fit"]["rated_games"], "seconds": population["fit"]["seconds"]}
+    print(json.dumps(summary))
+    return population
+
+
+if __name__ == "__main__":
+    main()

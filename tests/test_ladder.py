@@ -1,0 +1,135 @@
+"""The ladder (agents.arena.ladder, experiments.ladder): the shipped version's population is the fit of its committed
+games, its members are the pinned ones, a rating is deterministic and consistent with its games, and bad input is
+one line."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from agents.arena import ladder
+from experiments import ladder as ladder_cli
+
+ROOT = Path(__file__).resolve().parents[1]
+EVIDENCE = ROOT / "docs" / "results" / "ladder_v1_population.games.json"
+
+
+def test_ladder_v1_is_the_fit_of_its_committed_games():
+    shipped = ladder.load_ladder("ladder-v1")  # the pins hold: every baseline member is the one it was fitted with
+    games = json.loads(EVIDENCE.read_text())
+    assert [m["spec"] for m in shipped["members"]] == games["members"] == list(ladder.LADDER_V1_MEMBERS)
+    assert np.asarray(games["ranks"]).shape == (shipped["fit"]["lineups"], 8, 8)
+    refit = ladder.population_from_games(games["members"], games["lineups"], games["ranks"], shipped["fit"]["seed"],
+                                         shipped["fit"]["bootstrap_draws"], shipped["scale"]["prior_sd"])
+    assert refit["scale"] == shipped["scale"]
+    assert {k: refit["fit"][k] for k in refit["fit"] if k != "game_sha256"} == \
+        {k: shipped["fit"][k] for k in refit["fit"] if k != "game_sha256"}
+    for mine, theirs in zip(refit["members"], shipped["members"]):
+        assert mine.pop("strength") == pytest.approx(theirs.pop("strength"), abs=1e-6)
+        assert mine == theirs
+    expert = next(m for m in shipped["members"] if m["spec"] == "expert")
+    assert expert["points"] == 1000.0 and expert["ci95"] == [1000.0, 1000.0]
+    for member in shipped["members"]:
+        assert member["ci95"][0] <= member["points"] <= member["ci95"][1]
+    # random placed last in every game: no finite likelihood maximum, so its row says its points are the prior's
+    assert "set by the prior" in next(m for m in shipped["members"] if m["spec"] == "random")["note"]
+
+
+def test_points_are_the_documented_scale():
+    assert ladder.points(1.5, 1.5) == 1000.0
+    assert ladder.points(1.5 + np.log(10.0), 1.5) == pytest.approx(1400.0)  # 400 points per factor of 10
+
+
+def test_a_member_that_is_not_the_pinned_one_is_refused(tmp_path, monkeypatch):
+    shipped = json.loads((ladder.LADDERS / "ladder-v1.json").read_text())
+    member = next(m for m in shipped["members"] if m["spec"] == "baseline:ppo_small-v2")
+    member["sha256"] = "0" * 64
+    (tmp_path / "ladder-v1.json").write_text(json.dumps(shipped))
+    monkeypatch.setattr(ladder, "LADDERS", tmp_path)
+    with pytest.raises(ladder.LadderError, match="ppo_small-v2 is not the policy the ladder was fitted with"):
+        ladder.load_ladder("ladder-v1")
+    with pytest.raises(ladder.LadderError, match="no ladder 'ladder-v9'; shipped: ladder-v1"):
+        ladder.load_ladder("ladder-v9")
+
+
+def test_a_changed_game_or_bot_source_is_noted():
+    shipped = ladder.load_ladder("ladder-v1")
+    current = {**shipped, "fit": {**shipped["fit"], "game_sha256": ladder.game_pin()},
+               "members": [{**m, "sha256": ladder.member_pin(m["spec"])} for m in shipped["members"]]}
+    assert ladder.drift_notes(current) == []
+    game = {**current, "fit": {**current["fit"], "game_sha256": "f" * 64}}
+    assert [n for n in ladder.drift_notes(game) if "game's source" in n]
+    bots = {**current, "members": [{**m, "sha256": "e" * 64} if m["spec"] in ("expert", "expert_public", "greedy",
+                                                                              "random") else m
+                                   for m in current["members"]]}
+    assert [n for n in ladder.drift_notes(bots) if "bots' source" in n]
+
+
+def _same(a, b):
+    return {k: v for k, v in a.items() if k != "seconds"} == {k: v for k, v in b.items() if k != "seconds"}
+
+
+def _docs_policy():
+    """The outside policy of docs/evaluation.md ("Trained elsewhere"), run from the page's own code block."""
+    text = (ROOT / "docs" / "evaluation.md").read_text()
+    block = text.split("**Trained elsewhere:**", 1)[1].split("```python", 1)[1].split("```", 1)[0]
+    assert "result = rate_on_ladder(MyPolicy(" in block
+    namespace = {}  # the page's call, its arguments kept: dict(policy=MyPolicy(...), games=64)
+    exec(compile(block.replace("result = rate_on_ladder(", "result = dict(policy=", 1), "docs/evaluation.md", "exec"),
+         namespace)
+    return namespace["result"]["policy"]
+
+
+@pytest.mark.xdist_group("ladder")
+def test_an_outside_policy_is_rated_deterministically_and_consistently_with_its_games():
+    policy = _docs_policy()  # zero logits: a uniformly random legal action, like the random bot
+    result = ladder.rate_on_ladder(policy, games=2, batch=2, draws=100, seed=5)
+    again = ladder.rate_on_ladder(policy, games=2, batch=2, draws=100, seed=5)
+    assert _same(result, again) and result["player"] == "mine"
+    assert result["rated_games"] + result["unfinished_games"] == 16
+    assert sum(row["games"] for row in result["vs_members"].values()) == 7 * result["rated_games"]
+    assert result["ci95"][0] <= result["rating"] <= result["ci95"][1]
+    shipped = {m["spec"]: m["points"] for m in ladder.load_ladder()["members"]}
+    # random legal play: below every member but random itself, as far as 16 games can show
+    assert result["rating"] < shipped["greedy"] and result["mean_placement"] > 6.5
+    for row in result["vs_members"].values():
+        assert 0 <= row["above_rate"] <= 1 and 1 <= row["placement"] <= 8
+    text = ladder.ladder_table(result)
+    assert text.startswith("mine on ladder-v1: ") and "expert = 1000" in text
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["no-such-player"], "unknown player 'no-such-player'"),
+    ([], "give a PLAYER to rate, or --show / --fit"),
+    (["greedy", "--games", "1"], "--games must be >= 2"),
+    (["greedy", "--ladder", "ladder-v9"], "--ladder ladder-v9: no such version (shipped: ladder-v1)"),
+    (["--fit", "--out", "x"], "--fit needs --version NAME"),
+    (["--fit", "--version", "ladder-v1", "--out", "x"], "ladder-v1 is shipped already"),
+    (["greedy", "--show"], "--show takes no PLAYER"),
+    (["greedy", "--agreement"], "--agreement takes no PLAYER"),
+    (["--show", "--fit"], "not allowed with argument"),
+    (["greedy", "--out", "/proc/no/such.json"], "--out"),
+])
+def test_bad_input_is_one_line(argv, message, capsys):
+    with pytest.raises(SystemExit) as exit_info:
+        ladder_cli.main(argv)
+    err = capsys.readouterr().err
+    assert exit_info.value.code == 2 and message in err, err
+
+
+def test_show_prints_the_population(capsys):
+    summary = ladder_cli.main(["--show"])
+    out, err = capsys.readouterr()
+    assert json.loads(out.strip().splitlines()[-1])["version"] == "ladder-v1" == summary["version"]
+    assert "ladder-v1: " in err and "baseline:ppo_large-v1" in err
+
+
+def test_the_packaged_ladders_are_json_files_in_the_package(tmp_path):
+    assert ladder.available() == ["ladder-v1"]
+    copy = tmp_path / "copy.json"
+    shutil.copy(ladder.LADDERS / "ladder-v1.json", copy)
+    assert json.loads(copy.read_text())["scale"]["anchor"] == "expert"
