@@ -331,6 +331,22 @@ def make_parser(module: str, doc: str | None) -> argparse.ArgumentParser:
     return Parser(prog=prog_name(module), description=doc, formatter_class=argparse.RawDescriptionHelpFormatter)
 
 
+def preset_name(names, list_flag: str = "--list-presets"):
+    """An argparse ``type`` for a preset option: the name when it is one of ``names``, else a usage error naming the
+    closest presets ("did you mean ...?", as for config fields) and ``list_flag``."""
+    names = sorted(names)
+
+    def check(value: str) -> str:
+        if value in names:
+            return value
+        close = difflib.get_close_matches(value, names, n=3, cutoff=0.5)
+        hint = f"; did you mean {' or '.join(close)}?" if close else f"; presets: {', '.join(names)}"
+        raise argparse.ArgumentTypeError(f"unknown preset {value!r}{hint} ({list_flag} prints them with their values)")
+
+    check.__name__ = "preset"
+    return check
+
+
 def player_spec(parser, spec: str, flag: str = ""):
     """``agents.policies.load.parse_spec(spec)``, or the CLI's one-line error naming the unknown player (with the
     closest valid ones) or the bad STEP. ``flag``: the option that gave it (e.g. ``--players``), for the message."""
@@ -442,6 +458,7 @@ __all__ = [
     "parse_rules",
     "parse_value",
     "player_spec",
+    "preset_name",
     "prog_name",
     "quiet_logs",
     "resume_hint",

@@ -34,6 +34,7 @@ from experiments.common import (
     handles_ctrl_c,
     make_parser,
     parse_phase_sets,
+    preset_name,
     quiet_logs,
     run_job,
 )
@@ -41,7 +42,9 @@ from experiments.common import (
 
 def parse_args(argv=None):
     parser = make_parser("experiments.pipeline", __doc__)
-    parser.add_argument("--preset", default="pipeline_small", help="a pipeline preset (--list-presets)")
+    parser.add_argument("--preset", default="pipeline_small", type=preset_name(PIPELINES), metavar="NAME",
+                        help=f"a pipeline preset: {', '.join(sorted(PIPELINES))} (--list-presets; default "
+                             "pipeline_small)")
     parser.add_argument("--out", metavar="DIR", help="the pipeline's directory (default runs/<preset>-<timestamp>)")
     parser.add_argument("--seed", type=int, default=0, help="the recording's seed; phase i trains with seed + i")
     parser.add_argument("--set", action="append", default=[], metavar="PHASE.FIELD=VALUE",

@@ -65,6 +65,7 @@ from experiments.common import (
     parse_overrides,
     parse_phase_sets,
     parse_seeds,
+    preset_name,
     quiet_logs,
 )
 
@@ -146,7 +147,8 @@ def main(argv=None) -> dict:
     quiet_logs()
     parser = make_parser("experiments.reproduce", __doc__)
     names = sorted(PRESETS) + sorted(PIPELINES)
-    parser.add_argument("preset", choices=names, metavar="PRESET",
+    parser.add_argument("preset", type=preset_name(names, "python -m experiments.train --list-presets"),
+                        metavar="PRESET",
                         help=f"the preset or pipeline preset to re-measure: {', '.join(names)}")
     parser.add_argument("--seeds", default="3", help="a count N (seeds 0..N-1) or a comma-separated list (default 3)")
     parser.add_argument("--out", required=True, help="the directory of the runs and evaluations")

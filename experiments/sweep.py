@@ -47,6 +47,7 @@ from experiments.common import (
     make_parser,
     parse_overrides,
     parse_seeds,
+    preset_name,
     quiet_logs,
     run_job,
 )
@@ -96,7 +97,8 @@ def spec_from_sets(config: TrainConfig, overrides: dict, seeds) -> tuple[TrainCo
 def parse_args(argv=None):
     parser = make_parser("experiments.sweep", __doc__)
     parser.add_argument(
-        "--preset", choices=sorted(PRESETS), help="named config (python -m experiments.train --list-presets)"
+        "--preset", type=preset_name(PRESETS, "python -m experiments.train --list-presets"), metavar="NAME",
+        help=f"named config: {', '.join(sorted(PRESETS))} (python -m experiments.train --list-presets)"
     )
     parser.add_argument(
         "--set",

@@ -55,6 +55,7 @@ from experiments.common import (
     handles_ctrl_c,
     make_parser,
     parse_overrides,
+    preset_name,
     quiet_logs,
     run_job,
 )
@@ -85,7 +86,8 @@ def start_distributed(argv=None) -> bool:
 
 def parse_args(argv=None):
     parser = make_parser("experiments.train", __doc__)
-    parser.add_argument("--preset", choices=sorted(PRESETS), help="named config (see --list-presets)")
+    parser.add_argument("--preset", type=preset_name(PRESETS), metavar="NAME",
+                        help=f"named config: {', '.join(sorted(PRESETS))} (see --list-presets)")
     parser.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
                         help="override a config field (repeatable), e.g. --set lr=1e-4; see --list-fields")
     parser.add_argument("--env", help="env override: 'autochess' or 'gymnax:<EnvName>'")

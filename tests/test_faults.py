@@ -726,7 +726,7 @@ def _more_bad_input_cases(trained, tmp_path, a_file, fresh):
     play = ["-m", "experiments.play", "--quiet", "--no-browser"]
     png = fresh / "a.png"
     return [
-        ("train: unknown preset", [*train, "--preset", "nope"], "invalid choice: 'nope'", None),
+        ("train: unknown preset", [*train, "--preset", "smok"], "unknown preset 'smok'; did you mean smoke?", None),
         ("train: unknown option", [*train, "--preset=smoke", "--bogus"], "unrecognized arguments: --bogus", None),
         ("train: unknown field", [*train, "--preset=smoke", "--set", "lrr=3", "--out", str(fresh)], "lrr", fresh),
         ("train: --resume without --out", [*train, "--resume"], "--resume needs --out", None),
@@ -782,7 +782,7 @@ def _more_bad_input_cases(trained, tmp_path, a_file, fresh):
         ("baseline: unknown command", [*baseline, "thaw"], "invalid choice: 'thaw'", None),
         ("benchmark: bad --what", [*bench, "--what", "nope"], "invalid choice", None),
         ("benchmark: bad sizes", [*bench, "--what", "env", "--num-envs", "1,x"], "comma-separated ints", None),
-        ("reproduce: unknown preset", [*reproduce, "ppo_smal", "--out", str(fresh)], "invalid choice", fresh),
+        ("reproduce: unknown preset", [*reproduce, "ppo_smal", "--out", str(fresh)], "did you mean ppo_small", fresh),
         ("reproduce: bad seeds", [*reproduce, "smoke", "--seeds", "a", "--out", str(fresh)], "--seeds", fresh),
         ("reproduce: evaluation seed trained on", [*reproduce, "smoke", "--seeds", "3", "--eval-seed", "1", "--out",
                                                   str(fresh)], "eval_seed 1 is a training seed", fresh),
