@@ -1,6 +1,7 @@
 """Tests of agents.storage.checkpoints.CheckpointStore (orbax-backed atomic checkpoint store); CPU, small pytrees."""
 
 import hashlib
+import json
 import math
 import os
 import shutil
@@ -328,6 +329,13 @@ def data_files(step_dir: Path) -> list[str]:
                   if f.is_file() and f.parent.name == "d")
 
 
+def make_old_step(step_dir: Path) -> None:
+    """``step_dir`` as a version before checksums wrote it: no SHA256SUMS, and ``meta`` of format 1."""
+    (step_dir / "SHA256SUMS").unlink()
+    meta = step_dir / "meta" / "metadata"
+    meta.write_text(json.dumps({**json.loads(meta.read_text()), "format": 1}))
+
+
 def one_line_warnings(record) -> list[str]:
     messages = [str(w.message) for w in record if issubclass(w.category, RuntimeWarning)]
     assert all("\n" not in m for m in messages), messages
@@ -338,7 +346,10 @@ def test_every_step_carries_a_sha256sum_sidecar_that_sha256sum_accepts(tmp_path)
     with CheckpointStore(tmp_path, keep=3, best_metric="loss") as store:
         store.save(1, make_tree(1), {"step": 1}, {"loss": 1.0})
     step_dir = tmp_path / "1"
-    lines = (step_dir / "SHA256SUMS").read_text().splitlines()
+    text = (step_dir / "SHA256SUMS").read_text().splitlines()
+    assert text[0] == "# jaxgame checkpoint step 1"  # the step it is (no run: this store was given no identity)
+    lines = [line for line in text if not line.startswith("#")]
+    assert len(lines) == len(text) - 1
     listed = [line.split("  ", 1)[1] for line in lines]
     files = sorted(f.relative_to(step_dir).as_posix() for f in step_dir.rglob("*") if f.is_file())
     assert listed == sorted(listed) and listed == [f for f in files if f != "SHA256SUMS"]
@@ -394,7 +405,7 @@ def test_a_step_without_sidecar_loads_with_one_warning(tmp_path):
     """A step saved before checksums (no SHA256SUMS, no marker) loads unverified, with one warning per store."""
     with CheckpointStore(tmp_path, keep=5) as store:
         save_steps(store, [1, 2])
-    (tmp_path / "2" / "SHA256SUMS").unlink()
+    make_old_step(tmp_path / "2")
     with CheckpointStore(tmp_path, keep=5) as store, warnings.catch_warnings(record=True) as record:
         warnings.simplefilter("always")
         assert store.steps() == [1, 2]
@@ -411,13 +422,92 @@ def test_an_unverifiable_old_step_that_is_corrupt_falls_back_in_one_line(tmp_pat
     warning line per step."""
     with CheckpointStore(tmp_path, keep=5) as store:
         save_steps(store, [1, 2])
-    (tmp_path / "2" / "SHA256SUMS").unlink()
+    make_old_step(tmp_path / "2")
     corrupt_state(tmp_path / "2", "garbage")
     with CheckpointStore(tmp_path, keep=5) as store, warnings.catch_warnings(record=True) as record:
         warnings.simplefilter("always")
         assert store.restore(abstract_tree())[0] == 1
     messages = one_line_warnings(record)
     assert len([m for m in messages if "could not be restored" in m]) == 1 and len(messages) == 2
+
+
+def _restored_with_warnings(directory, **store_args):
+    with CheckpointStore(directory, keep=5, **store_args) as store, warnings.catch_warnings(record=True) as record:
+        warnings.simplefilter("always")
+        step, restored, config = store.restore(abstract_tree())
+    return step, restored, config, one_line_warnings(record)
+
+
+def test_a_step_replaced_by_a_complete_copy_of_another_is_refused(tmp_path):
+    """checkpoints/3 replaced by step 2's directory, its own SHA256SUMS included: every file checks out, but the
+    digest names step 2, so step 3 is damaged: the fallback, one warning; asked for, an error."""
+    with CheckpointStore(tmp_path, keep=5) as store:
+        save_steps(store, [1, 2, 3])
+    shutil.rmtree(tmp_path / "3")
+    shutil.copytree(tmp_path / "2", tmp_path / "3")
+    step, restored, config, (message,) = _restored_with_warnings(tmp_path)
+    assert (step, config["step"]) == (2, 2)
+    assert_trees_bitwise_equal(restored, make_tree(2))
+    assert "checkpoint step 3" in message and "its SHA256SUMS names step 2, not 3 (a copy of another step)" in message
+    with CheckpointStore(tmp_path, keep=5) as store, pytest.raises(NoGoodCheckpointError, match="names step 2"):
+        store.restore(abstract_tree(), step=3)
+
+
+def test_a_step_of_another_run_is_refused(tmp_path):
+    mine, theirs = tmp_path / "mine", tmp_path / "theirs"
+    with CheckpointStore(mine, keep=5, identity="run_a") as store:
+        save_steps(store, [1, 2])
+    with CheckpointStore(theirs, keep=5, identity="run_b") as store:
+        save_steps(store, [3])
+    shutil.copytree(theirs / "3", mine / "3")  # a newer step from another run, dropped in
+    assert (mine / "3" / "SHA256SUMS").read_text().splitlines()[:2] == ["# jaxgame checkpoint step 3", "# run run_b"]
+    step, _, _, (message,) = _restored_with_warnings(mine, identity="run_a")
+    assert step == 2 and "names run run_b, not this run (run_a): a step of another run" in message
+    assert _restored_with_warnings(mine)[0] == 3  # a store told no identity checks none (a policy loader)
+    with pytest.raises(ValueError, match="identity must be a run id"):
+        CheckpointStore(mine, keep=1, identity="two words")
+
+
+def test_a_missing_digest_on_a_step_that_had_one_is_damage_not_an_old_step(tmp_path):
+    with CheckpointStore(tmp_path, keep=5) as store:
+        save_steps(store, [1, 2])
+    (tmp_path / "2" / "SHA256SUMS").unlink()
+    flip_bytes(tmp_path / "2" / data_files(tmp_path / "2")[0])  # unverified, this would have loaded wrong numbers
+    step, restored, _, (message,) = _restored_with_warnings(tmp_path)
+    assert step == 1 and "SHA256SUMS is missing from a step saved by a version that writes it" in message
+    assert_trees_bitwise_equal(restored, make_tree(1))
+
+
+def test_a_restored_tree_the_caller_refuses_is_damage(tmp_path):
+    """``check``: the run loop refuses a runner whose update counter is not the step's number."""
+    with CheckpointStore(tmp_path, keep=5) as store:
+        save_steps(store, [1, 2])
+    calls = []
+
+    def check(step, tree):
+        calls.append(step)
+        return "its counter says 7" if step == 2 else None
+
+    with CheckpointStore(tmp_path, keep=5) as store, warnings.catch_warnings(record=True) as record:
+        warnings.simplefilter("always")
+        assert store.restore(abstract_tree(), check=check)[0] == 1
+        with pytest.raises(NoGoodCheckpointError, match="step 2 is not what its name says: its counter says 7"):
+            store.restore(abstract_tree(), step=2, check=check)
+    (message,) = one_line_warnings(record)
+    assert calls == [2, 1, 2] and "step 2 is not what its name says: its counter says 7" in message
+
+
+def test_orbax_read_errors_are_folded_into_the_one_warning(tmp_path, capfd, caplog):
+    """A flipped ``_CHECKPOINT_METADATA``: orbax logs "Failed to read Metadata file" (three times, through absl)
+    when it lists and reads the steps; those lines are folded into the step's one warning."""
+    with CheckpointStore(tmp_path, keep=5) as store:
+        save_steps(store, [1, 2])
+    flip_bytes(tmp_path / "2" / "_CHECKPOINT_METADATA", count=4)
+    step, _, _, (message,) = _restored_with_warnings(tmp_path)
+    assert step == 1 and "_CHECKPOINT_METADATA does not match its SHA-256" in message
+    assert "orbax could not read its metadata either" in message
+    out, err = capfd.readouterr()
+    assert "Failed to read Metadata file" not in out + err + caplog.text
 
 
 def test_a_step_is_listed_only_once_its_sidecar_is_written(tmp_path, monkeypatch):
@@ -430,17 +520,17 @@ def test_a_step_is_listed_only_once_its_sidecar_is_written(tmp_path, monkeypatch
         seen = []
         real = checkpoints.write_sums
 
-        def observe(directory, files, *args):
+        def observe(directory, files, *args, **kwargs):
             assert (tmp_path / "2" / "commit_success.txt").exists()  # orbax's commit is done
             with CheckpointStore(tmp_path, keep=5) as reader:  # another reader, e.g. evaluate on a live run
                 seen.append((store.steps(), reader.steps()))
-            return real(directory, files, *args)
+            return real(directory, files, *args, **kwargs)
 
         monkeypatch.setattr(checkpoints, "write_sums", observe)
         save_steps(store, [2])
         assert seen == [([1], [1])] and store.steps() == [1, 2]
 
-        def full_disk(*args):
+        def full_disk(*args, **kwargs):
             raise OSError(28, "No space left on device (simulated)")
 
         monkeypatch.setattr(checkpoints, "write_sums", full_disk)

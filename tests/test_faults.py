@@ -5,6 +5,7 @@ CartPole runs with tiny networks: each compiles in seconds."""
 from __future__ import annotations
 
 import importlib.util
+import io
 import json
 import shutil
 import time
@@ -19,6 +20,7 @@ from agents.config import TrainConfig
 from agents.run import loop as run
 from agents.storage.checkpoints import CheckpointStore
 from agents.utils import health
+from agents.utils.progress import ConsoleProgress
 from experiments import train as train_cli
 from tests.tb_events import tb_steps
 
@@ -399,6 +401,30 @@ def test_a_run_stopped_during_its_first_compile_resumes_from_update_0(tiny_run, 
     summary = run.train(run.load_config(stopped), stopped, resume=True)
     assert summary["updates"] == 4
     assert _records(stopped) == _records(tiny_run)
+
+
+def test_a_checkpoint_that_is_another_steps_or_another_runs_is_not_resumed(tiny_run, tmp_path):
+    """checkpoints/4 replaced by a complete copy of checkpoints/3 (its SHA256SUMS included), or by step 4 of another
+    run of the same config (the same numbers, another run.json id): each is damage, so the resume falls back to
+    update 3 with one warning and trains update 4 again, to the uninterrupted run's records."""
+    copied = _copy(tiny_run, tmp_path / "copied")
+    shutil.rmtree(copied / "checkpoints" / "4")
+    shutil.copytree(copied / "checkpoints" / "3", copied / "checkpoints" / "4")
+    other = tmp_path / "other"
+    run.train(TINY, other)
+    foreign = _copy(tiny_run, tmp_path / "foreign")
+    shutil.rmtree(foreign / "checkpoints" / "4")
+    shutil.copytree(other / "checkpoints" / "4", foreign / "checkpoints" / "4")
+    for run_dir, reason in ((copied, "names step 3, not 4"), (foreign, "names run ")):
+        progress = ConsoleProgress(file=io.StringIO())
+        with warnings.catch_warnings(record=True) as record:
+            warnings.simplefilter("always")
+            summary = run.train(run.load_config(run_dir), run_dir, resume=True, progress=progress)
+        messages = [str(w.message) for w in record if "could not be restored" in str(w.message)]
+        assert len(messages) == 1 and "checkpoint step 4" in messages[0] and reason in messages[0], messages
+        assert "resuming from update 3" in progress.file.getvalue()
+        assert summary["updates"] == 4 and _records(run_dir) == _records(tiny_run)
+        assert _steps(run_dir)[-1] == 4
 
 
 def test_after_a_resume_tensorboard_shows_each_step_once(tiny_run, tmp_path):

@@ -229,6 +229,12 @@ class ChunkProgram:
     def updates_done(self, runner) -> int:
         raise NotImplementedError
 
+    def step_check(self, step: int, runner) -> str | None:
+        """Why a runner restored from checkpoint ``step`` is not that step's (None: it is): its update counter must
+        be ``step`` (``CheckpointStore.restore``'s ``check``: a step that fails it is damaged, the fallback)."""
+        done = self.updates_done(runner)
+        return None if done == step else f"its runner's update counter is {done}"
+
     def compile(self, runner, num_updates: int):
         """``(runner) -> (runner, metrics)``, compiled for ``num_updates`` updates."""
         raise NotImplementedError
@@ -528,7 +534,7 @@ class TrainProgram(ChunkProgram):
             abstract = jax.tree_util.tree_map(
                 lambda a, s: jax.ShapeDtypeStruct(a.shape, a.dtype, sharding=s), abstract, shardings
             )
-        step, runner, saved = store.restore(abstract)
+        step, runner, saved = store.restore(abstract, check=self.step_check)
         self.chunk_inputs()  # reads a dataset's digest, a distillation's frozen policies (once)
         for name, value in self.trainer.input_identity().items():
             if name in saved and saved[name] != value:
@@ -669,8 +675,9 @@ def start_run(program: ChunkProgram, run_dir: Path, resume: bool, progress: Prog
     runner: the newest good checkpoint with ``resume`` (its config checked against the program's), else a new one."""
     config = program.config
     metric, mode = best
+    owner = run_dir_lib.read_owner(run_dir)  # its run_id names the run in every step's digest, checked on restore
     store = CheckpointStore(run_dir / CHECKPOINT_DIR, keep=config.keep_checkpoints, best_metric=metric,
-                            best_mode=mode)
+                            best_mode=mode, identity=(owner or {}).get("run_id"))
     if resume:
         check_checkpoint_config(store, config)
     compile_start = time.perf_counter()

@@ -93,7 +93,7 @@ class SweepProgram(ChunkProgram):
         return self.sweep.init()
 
     def restore(self, store: CheckpointStore):
-        step, runners, saved = store.restore(jax.eval_shape(self.sweep.init))
+        step, runners, saved = store.restore(jax.eval_shape(self.sweep.init), check=self.step_check)
         return step, (fresh_arrays(runners) if self.sweep.mesh is None else self.sweep.place(runners)), saved
 
     def updates_done(self, runner) -> int:

@@ -31,8 +31,16 @@ Guarantees and behaviour:
   store remembers a step that verified, by the files' sizes and mtimes, so reading its config and then its arrays
   hashes once). A mismatch is never used: it counts as an unreadable step (fallback below, the warning naming the
   first file that differs); an explicitly asked ``step`` that fails its checksum is ``NoGoodCheckpointError``. A
-  step without a sidecar (saved before checksums; no marker) loads with one warning. In a multi-process run,
-  process 0 writes the marker and the sidecar.
+  step without a sidecar loads with one warning only when it was saved before checksums (its ``meta`` says
+  format 1); a step saved by a version that writes the sidecar (format 2) without one is damaged. In a
+  multi-process run, process 0 writes the marker and the sidecar.
+* **A step knows which it is.** The sidecar's first lines are comments (``sha256sum -c`` skips them): ``# jaxgame
+  checkpoint step <step>`` and, for a store given the run's ``identity`` (``run.json``'s ``run_id``), ``# run
+  <identity>``. A step whose sidecar names another step (a copy of step 10 put in ``12/``) or another run is
+  damaged like a flipped byte: never used, the fallback below. ``restore(..., check=)`` also lets the caller refuse a
+  restored tree (the run loop: a runner whose update counter is not the step's number), with the same fallback.
+  Orbax's own log lines about a step it cannot read (``Failed to read Metadata file``) are folded into that step's
+  one warning instead of printed.
 * **Retention.** The last ``keep`` steps are kept, plus (if ``best_metric`` is given) the single best step by
   ``metrics[best_metric]`` (smallest for ``best_mode="min"``, largest for ``"max"``); everything else is deleted after
   each save, once the new step is in place. A step whose metrics lack ``best_metric`` or give ``None``/NaN is never the
@@ -70,11 +78,14 @@ directory all processes share. Otherwise the store assumes a single writer proce
 from __future__ import annotations
 
 import hashlib
+import json
+import logging
 import math
 import os
 import re
 import shutil
 import sys
+import threading
 import warnings
 from collections.abc import Mapping
 from pathlib import Path
@@ -89,12 +100,15 @@ from orbax.checkpoint import checkpoint_managers as ocm
 _STATE = "state"
 _CONFIG = "config"
 _META = "meta"
-_FORMAT = 1
+#: the ``meta`` item's format: 2 since the sidecar names its step and run (a format-2 step without it is damaged)
+_FORMAT = 2
 _MAX_ERR_CHARS = 240
 _ASIDE = ".replaced-"  # a step being saved again: its old copy, until the new one is complete
 _SAVING = ".saving-"  # a step whose save has started and whose SHA256SUMS is not written yet: not listed
 #: the per-step checksum sidecar: ``<hex>  <path relative to the step directory>`` per file (``sha256sum -c``)
 SUMS_FILE = "SHA256SUMS"
+#: the sidecar's comment lines that name the step and the run (``sha256sum -c`` skips lines starting with ``#``)
+STEP_LINE, RUN_LINE = "# jaxgame checkpoint step ", "# run "
 _HASH_CHUNK = 1 << 20
 
 
@@ -129,6 +143,10 @@ class _UnreadableCheckpoint(RuntimeError):
     """A step's files are missing or damaged (restore falls back to an older step)."""
 
 
+class _StepMismatch(_UnreadableCheckpoint):
+    """A restored tree that ``restore``'s ``check`` refuses (its update counter is not the step's number, say)."""
+
+
 class _ChecksumMismatch(_UnreadableCheckpoint):
     """A step's files do not match its ``SHA256SUMS`` (the message names the first file that does not)."""
 
@@ -142,16 +160,21 @@ def file_sha256(path: Path) -> str:
     return digest.hexdigest()
 
 
-def write_sums(directory: Path, files, sums_name: str = SUMS_FILE) -> Path:
-    """Write ``directory/sums_name``: ``<sha256 hex>  <relative path>`` per file of ``files`` (paths relative to
-    ``directory``, written sorted, with ``/``), atomically (a ``.tmp`` file, fsync, rename) so that
-    ``cd directory && sha256sum -c sums_name`` checks them. Returns its path."""
+def write_sums(directory: Path, files, sums_name: str = SUMS_FILE, header=()) -> Path:
+    """Write ``directory/sums_name``: the ``header`` lines (comments, each starting with ``#``), then
+    ``<sha256 hex>  <relative path>`` per file of ``files`` (paths relative to ``directory``, written sorted, with
+    ``/``), atomically (a ``.tmp`` file, fsync, rename) so that ``cd directory && sha256sum -c sums_name`` checks
+    them. Returns its path."""
     directory = Path(directory)
     names = sorted(str(f) for f in files)
     for name in names:
         if "\n" in name or "\\" in name:  # sha256sum escapes such names; none of ours have them
             raise ValueError(f"cannot list {name!r} in {sums_name}")
-    text = "".join(f"{file_sha256(directory / name)}  {name}\n" for name in names)
+    header = list(header)
+    if any(not line.startswith("#") or "\n" in line for line in header):
+        raise ValueError(f"header lines of {sums_name} are one-line comments starting with '#', got {header!r}")
+    text = "".join(f"{line}\n" for line in header)
+    text += "".join(f"{file_sha256(directory / name)}  {name}\n" for name in names)
     path = directory / sums_name
     tmp = directory / f"{sums_name}.tmp"
     with open(tmp, "w") as fh:
@@ -175,12 +198,41 @@ def read_sums(path: Path) -> dict[str, str]:
     malformed or names a path outside its directory."""
     sums: dict[str, str] = {}
     for number, line in enumerate(Path(path).read_text().splitlines(), 1):
+        if line.startswith("#"):  # a comment (read_header): sha256sum -c skips it too
+            continue
         match = re.fullmatch(r"([0-9a-f]{64}) [ *](.+)", line)
         name = match.group(2) if match else ""
         if not match or name.startswith("/") or ".." in Path(name).parts:
             raise _ChecksumMismatch(f"{Path(path).name} line {number} is malformed")
         sums[name] = match.group(1)
     return sums
+
+
+def read_header(path: Path) -> dict:
+    """``{"step": int or None, "run": str or None}``: what a checkpoint sidecar's comment lines name (None where a
+    sidecar written before they existed names nothing); ``_ChecksumMismatch`` for a malformed step line."""
+    header = {"step": None, "run": None}
+    for line in Path(path).read_text().splitlines():
+        if line.startswith(STEP_LINE):
+            value = line[len(STEP_LINE):].strip()
+            if not value.isdigit():
+                raise _ChecksumMismatch(f"{Path(path).name} names a step that is not a number: {value!r}")
+            header["step"] = int(value)
+        elif line.startswith(RUN_LINE):
+            header["run"] = line[len(RUN_LINE):].strip()
+        elif not line.startswith("#"):
+            break  # the comments come first
+    return header
+
+
+def _saved_format(step_dir: Path) -> int:
+    """The ``meta`` item's format of a step (0 when it cannot be read: a damaged step is then judged by its
+    other files)."""
+    try:
+        meta = json.loads((Path(step_dir) / _META / "metadata").read_text())
+        return int(meta.get("format", 0)) if isinstance(meta, dict) else 0
+    except (OSError, ValueError, TypeError):
+        return 0
 
 
 def check_sums(directory: Path, sums: dict[str, str], sums_name: str = SUMS_FILE) -> None:
@@ -192,6 +244,42 @@ def check_sums(directory: Path, sums: dict[str, str], sums_name: str = SUMS_FILE
             raise _ChecksumMismatch(f"{name} is missing (listed in {sums_name})")
         if file_sha256(path) != sums[name]:
             raise _ChecksumMismatch(f"{name} does not match its SHA-256 in {sums_name}")
+
+
+class _OrbaxReadErrors(logging.Filter):
+    """Drops orbax's ``Failed to read Metadata file: PATH, error: ...`` log lines (absl's logger) for a step of a live
+    store's directory and keeps the first per step, so that the step's one warning (``CheckpointStore``) says it."""
+
+    PREFIX = "Failed to read Metadata file: "
+
+    def __init__(self):
+        super().__init__()
+        self.directories: set[Path] = set()
+        self.seen: dict[tuple[Path, int], str] = {}
+        self._lock = threading.Lock()
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        try:
+            message = record.getMessage()
+        except Exception:  # noqa: BLE001 - a record that cannot be formatted is not ours to judge
+            return True
+        if not message.startswith(self.PREFIX):
+            return True
+        path = Path(message[len(self.PREFIX):].split(",", 1)[0])
+        for parent in path.parents:
+            if parent.parent in self.directories and parent.name.isdigit():
+                with self._lock:
+                    self.seen.setdefault((parent.parent, int(parent.name)), message[len(self.PREFIX):])
+                return False
+        return True
+
+    def pop(self, directory: Path, step: int) -> str | None:
+        with self._lock:
+            return self.seen.pop((directory, step), None)
+
+
+_ORBAX_READ_ERRORS = _OrbaxReadErrors()
+logging.getLogger("absl").addFilter(_ORBAX_READ_ERRORS)
 
 
 class _Manager(ocp.CheckpointManager):
@@ -282,20 +370,27 @@ class CheckpointStore:
         best_metric: name of the entry of ``save(..., metrics=)`` that ranks checkpoints; the best step is kept in
             addition to the last ``keep``. ``None``: keep only the last ``keep`` (metrics are then not stored).
         best_mode: ``"min"`` (smaller is better) or ``"max"``.
+        identity: the run's identity (``run.json``'s ``run_id``): written into each step's sidecar, and a step whose
+            sidecar names another run is refused (treated as damaged). None: no run is named or checked.
 
     Raises:
         ValueError: ``keep`` is not an int >= 1, ``best_mode`` is not "min"/"max" or ``best_metric`` is not a
             non-empty string or None.
     """
 
-    def __init__(self, directory, keep: int, best_metric: str | None = None, best_mode: str = "min"):
+    def __init__(self, directory, keep: int, best_metric: str | None = None, best_mode: str = "min",
+                 identity: str | None = None):
         if isinstance(keep, bool) or not isinstance(keep, (int, np.integer)) or keep < 1:
             raise ValueError(f"keep must be an int >= 1 (number of most recent checkpoints to keep), got {keep!r}")
         if best_mode not in ("min", "max"):
             raise ValueError(f"best_mode must be 'min' or 'max', got {best_mode!r}")
         if best_metric is not None and (not isinstance(best_metric, str) or not best_metric):
             raise ValueError(f"best_metric must be a non-empty metric name or None, got {best_metric!r}")
+        if identity is not None and (not isinstance(identity, str) or not re.fullmatch(r"[A-Za-z0-9_.:-]+", identity)):
+            raise ValueError(f"identity must be a run id (letters, digits, _ . : -) or None, got {identity!r}")
         self.directory = Path(directory).expanduser().absolute()
+        self.identity = identity
+        _ORBAX_READ_ERRORS.directories.add(self.directory)
         self.keep = int(keep)
         self.best_metric = best_metric
         self.best_mode = best_mode
@@ -455,7 +550,8 @@ class CheckpointStore:
         if not step_dir.is_dir():  # removed by the retention at once (a step saved out of order)
             return
         files = [f.relative_to(step_dir).as_posix() for f in step_dir.rglob("*") if f.is_file()]
-        write_sums(step_dir, [f for f in files if f not in (SUMS_FILE, f"{SUMS_FILE}.tmp")])
+        header = [f"{STEP_LINE}{step}"] + ([f"{RUN_LINE}{self.identity}"] if self.identity else [])
+        write_sums(step_dir, [f for f in files if f not in (SUMS_FILE, f"{SUMS_FILE}.tmp")], header=header)
 
     def _set_aside(self, step: int) -> Path:
         """Move an existing ``step`` out of the step list (renamed, not deleted) before it is saved again."""
@@ -572,7 +668,7 @@ class CheckpointStore:
                 "by another config or another version of agents?): " + "; ".join(problems)
             )
 
-    def _restore_step(self, step: int, abstract_tree, target, key_dtypes) -> tuple[int, Any, dict]:
+    def _restore_step(self, step: int, abstract_tree, target, key_dtypes, check=None) -> tuple[int, Any, dict]:
         self._verify(step)
         self._check_structure(step, target)
         result = self._mgr.restore(
@@ -603,6 +699,9 @@ class CheckpointStore:
                     )
             leaves.append(leaf)
         tree = jax.tree_util.tree_unflatten(jax.tree_util.tree_structure(abstract_tree), leaves)
+        problem = check(step, tree) if check is not None else None
+        if problem:
+            raise _StepMismatch(f"step {step} is not what its name says: {problem}")
         return step, tree, dict(result[_CONFIG])
 
     def _verify(self, step: int) -> None:
@@ -612,6 +711,9 @@ class CheckpointStore:
         step_dir = self.directory / str(step)
         sums_path = step_dir / SUMS_FILE
         if not sums_path.is_file():
+            if _saved_format(step_dir) >= 2:
+                raise _ChecksumMismatch(f"{SUMS_FILE} is missing from a step saved by a version that writes it "
+                                        "(damage, not an old step)")
             if step not in self._warned_unverified:
                 self._warned_unverified.add(step)
                 warnings.warn(
@@ -621,6 +723,13 @@ class CheckpointStore:
                     stacklevel=4,
                 )
             return
+        header = read_header(sums_path)
+        if header["step"] is not None and header["step"] != step:
+            raise _ChecksumMismatch(f"its {SUMS_FILE} names step {header['step']}, not {step} (a copy of another "
+                                    "step)")
+        if self.identity is not None and header["run"] is not None and header["run"] != self.identity:
+            raise _ChecksumMismatch(f"its {SUMS_FILE} names run {header['run']}, not this run ({self.identity}): "
+                                    "a step of another run")
         sums = read_sums(sums_path)
         signature = []
         for name in sorted(sums):
@@ -652,8 +761,12 @@ class CheckpointStore:
             if step in self._warned:
                 continue
             self._warned.add(step)
+            orbax = _ORBAX_READ_ERRORS.pop(self.directory, step)
+            also = ""
+            if orbax:
+                also = f"; orbax could not read its metadata either: {_short(_UnreadableCheckpoint(orbax))}"
             warnings.warn(
-                f"checkpoint step {step} in {self.directory} could not be restored ({_short(err)}); "
+                f"checkpoint step {step} in {self.directory} could not be restored ({_short(err)}{also}); "
                 "falling back to an earlier one",
                 RuntimeWarning,
                 stacklevel=3,
@@ -670,7 +783,7 @@ class CheckpointStore:
             raise FileNotFoundError(f"no checkpoints in {self.directory}")
         return steps[::-1]
 
-    def restore(self, abstract_tree, step: int | None = None) -> tuple[int, Any, dict]:
+    def restore(self, abstract_tree, step: int | None = None, check=None) -> tuple[int, Any, dict]:
         """Restore a checkpoint into the structure of ``abstract_tree``.
 
         Args:
@@ -679,6 +792,8 @@ class CheckpointStore:
                 Leaves without a sharding are placed on the first local device.
             step: the step to restore (no fallback); None: the newest step that restores, falling back to older
                 ones with a warning.
+            check: ``check(step, tree) -> None or a reason``: a restored tree it gives a reason for is not used
+                (a damaged step: the fallback, or ``NoGoodCheckpointError`` for an explicit ``step``).
 
         Returns:
             ``(step, tree, config)``: ``tree`` has ``abstract_tree``'s structure, every leaf a ``jax.Array`` with the
@@ -693,9 +808,12 @@ class CheckpointStore:
         target, key_dtypes = self._target(abstract_tree)
         if step is not None:
             self._require_step(step)
-            return self._restore_step(self._verified_step(int(step)), abstract_tree, target, key_dtypes)
+            try:
+                return self._restore_step(self._verified_step(int(step)), abstract_tree, target, key_dtypes, check)
+            except _StepMismatch as err:
+                raise NoGoodCheckpointError(f"checkpoint step {step} in {self.directory} is damaged: {err}") from None
         return self._newest_readable(
-            lambda s: self._restore_step(s, abstract_tree, target, key_dtypes),
+            lambda s: self._restore_step(s, abstract_tree, target, key_dtypes, check),
             "none of the checkpoints {steps} in {dir} could be restored",
         )
 
