@@ -29,6 +29,7 @@ call), the game itself then takes seconds.
 from __future__ import annotations
 
 import json
+import sys
 import time
 
 from agents.replays import format as replay_format
@@ -74,6 +75,20 @@ def parse_args(argv=None):
     return parser, args, parse_rules(parser, args.set)
 
 
+def ordinal(n: int) -> str:
+    """1 -> "1st", 2 -> "2nd", 3 -> "3rd", 4 -> "4th", ..."""
+    return f"{n}{ {1: 'st', 2: 'nd', 3: 'rd'}.get(n if n < 20 else n % 10, 'th')}"
+
+
+def placement_sentence(players, game: dict) -> str:
+    """One sentence of the game's final placements, best first: "seat 2 (expert) placed 1st, seat 0 (runs/demo)
+    placed 2nd, ..."; or that the game did not end within its steps."""
+    if not game["finished"]:
+        return f"the game did not end within its {game['steps']} steps: no placements"
+    order = sorted(range(len(players)), key=lambda seat: game["placements"][seat])
+    return ", ".join(f"seat {seat} ({players[seat]}) placed {ordinal(game['placements'][seat])}" for seat in order)
+
+
 @handles_ctrl_c
 def main(argv=None):
     quiet_logs()
@@ -93,6 +108,8 @@ def main(argv=None):
         fail(parser, f"--out {args.out}: {err.strerror or err}", status=1)
     result = {"out": str(args.out), "bytes": size, "steps": game["steps"], "finished": game["finished"],
               "placements": game["placements"], "seconds": round(time.perf_counter() - start, 2)}
+    if not args.quiet:
+        print(placement_sentence(record.seat_players(args.players), game), file=sys.stderr, flush=True)
     print(json.dumps(result))
     return result
 

@@ -141,7 +141,17 @@ def test_the_page_loads_without_errors_and_plays(chromium, pages):
 def test_the_last_step_shows_the_records_placements(chromium, pages):
     b, game = chromium, bot_record()
     b.goto(pages[0], budget_ms=100)
-    assert "at the last step" in _text(b, "placements")  # not before
+    assert f"show at the game's end (step {game['steps']})" in _text(b, "placements")  # not before
+    per_round = game["rules"]["steps_per_round"]
+    for t in range(game["steps"] + 1):  # the counters never leave their range, the last step included
+        b.evaluate(f"viewer.seek({t})")
+        step_text, round_text = _text(b, "step"), _text(b, "round")
+        assert step_text == f"step {t} / {game['steps']}", step_text
+        decision = re.search(r"decision (\d+)/(\d+)", round_text)
+        if t < game["steps"]:
+            assert decision and 1 <= int(decision.group(1)) <= per_round == int(decision.group(2)), round_text
+        else:
+            assert decision is None and round_text.endswith(": the game is over"), round_text
     b.evaluate("viewer.seek(viewer.steps)")
     b.advance(100)
     shown = re.findall(r"rank (\d+): seat (\d+)", _text(b, "placements"))

@@ -214,6 +214,20 @@ def test_cli_writes_the_replay_and_prints_one_line(tmp_path, capsys):
     assert printed["steps"] == written["steps"] == bot_game()[0].steps and printed["finished"]
 
 
+def test_cli_says_the_final_placements_in_one_sentence():
+    from experiments.replay import ordinal, placement_sentence
+
+    assert [ordinal(n) for n in (1, 2, 3, 4, 8, 11, 12, 13, 21, 22)] == \
+        ["1st", "2nd", "3rd", "4th", "8th", "11th", "12th", "13th", "21st", "22nd"]
+    players = ["runs/demo", "expert", "greedy", "random", "expert", "greedy", "random", "expert"]
+    game = {"finished": True, "steps": 300, "placements": [3, 1, 5, 8, 2, 4, 7, 6]}
+    assert placement_sentence(players, game) == (
+        "seat 1 (expert) placed 1st, seat 4 (expert) placed 2nd, seat 0 (runs/demo) placed 3rd, seat 5 (greedy) "
+        "placed 4th, seat 2 (greedy) placed 5th, seat 7 (expert) placed 6th, seat 6 (random) placed 7th, seat 3 "
+        "(random) placed 8th")
+    assert "did not end within its 300 steps" in placement_sentence(players, {**game, "finished": False})
+
+
 @pytest.mark.parametrize("out", ["game.gif", "game", "game.json.txt"])
 def test_cli_refuses_an_out_suffix_it_cannot_write_before_any_work(tmp_path, out, capsys):
     from experiments import replay

@@ -377,8 +377,10 @@ function show(v) {
   document.body.dataset.step = v.step;
   document.body.dataset.done = v.done ? "1" : "0";
   const you = v.you;
-  document.getElementById("status").textContent = "round " + v.round + "/" + v.max_rounds + ", step " +
-    (v.step_in_round + 1) + "/" + v.steps_per_round + " of the round (" + v.step + " played) \u00b7 seat " + v.seat;
+  document.getElementById("status").textContent = (v.done
+    ? "the game is over after round " + v.round + " (" + v.step + " steps played)"
+    : "round " + v.round + "/" + v.max_rounds + ", step " + Math.min(v.step_in_round + 1, v.steps_per_round) + "/" +
+      v.steps_per_round + " of the round (" + v.step + " played)") + " \u00b7 seat " + v.seat;
   document.getElementById("stats").textContent = "life " + you.life + " \u00b7 gold " + you.gold + " \u00b7 level " +
     you.level + " (xp " + you.xp + ") \u00b7 streak " + you.streak + (you.turn_ended ? " \u00b7 turn ended" : "") +
     (you.alive ? "" : " \u00b7 out of the game") + (you.shop_locked ? " \u00b7 shop locked" : "");

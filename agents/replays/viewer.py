@@ -489,7 +489,10 @@ VIEWER_JS = r"""
   function drawPlacements(t) {
     const box = $("placements");
     box.innerHTML = "";
-    if (t < T) { box.append(el("li", { class: "muted" }, "at the last step (" + T + ")")); return; }
+    if (t < T) {
+      box.append(el("li", { class: "muted" }, "the final placements show at the game's end (step " + T + ")"));
+      return;
+    }
     if (!R.finished) {
       box.append(el("li", { class: "muted" }, "the game did not end within " + T + " steps"));
       return;
@@ -505,8 +508,12 @@ VIEWER_JS = r"""
     const t = V.step;
     $("step").textContent = "step " + t + " / " + T;
     $("scrubber").value = String(t);
-    $("round").textContent = "round " + S.round[t] + ", decision " + (S.step_in_round[t] + 1) + "/" +
-      ((R.rules && R.rules.steps_per_round) || "?") + (t < T && R.fight[t] ? ", fights follow" : "");
+    const perRound = (R.rules && R.rules.steps_per_round) || null;
+    const decision = perRound ? Math.min(S.step_in_round[t] + 1, perRound) : S.step_in_round[t] + 1;
+    $("round").textContent = t >= T
+      ? "round " + S.round[t] + ": " + (R.finished ? "the game is over" : "the step limit")
+      : "round " + S.round[t] + ", decision " + decision + "/" + (perRound || "?") +
+        (R.fight[t] ? ", fights follow" : "");
     drawSeats(t);
     drawFocus(t);
     drawPlacements(t);
