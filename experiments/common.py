@@ -21,7 +21,7 @@ from typing import NoReturn
 import jax
 
 from agents.config import TrainConfig, parse_value
-from agents.policies.load import PolicyError, parse_spec
+from agents.policies.load import PLAYER_BOTS, PolicyError, parse_spec
 from agents.storage.outputs import UnwritableOutputError, check_writable
 from agents.storage.run_dir import TOOLS, RunError
 from jaxgame.config import GameConfig
@@ -304,6 +304,9 @@ SCRIPTS = {
     "jaxgame-play": "experiments.play",
 }
 
+#: what a player can be, in every command's ``--help``: the bots (from the code), a baseline, a run
+PLAYER_KINDS = " / ".join([*PLAYER_BOTS, "baseline:NAME", "RUN_DIR[:STEP]"])
+
 #: ``--games``' meaning in every command that seats players (its ``--help`` says it).
 GAMES_HELP = "game seeds; each is played in 8 seat rotations (N x 8 games)"
 
@@ -444,6 +447,7 @@ def deprecated_alias(parser, old: str, new: str, dest: str, kind: str = "store",
 __all__ = [
     "DEFAULT_CACHE",
     "GAMES_HELP",
+    "PLAYER_KINDS",
     "SCRIPTS",
     "Parser",
     "add_cache_args",

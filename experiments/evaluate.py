@@ -70,6 +70,7 @@ from agents.utils import memory
 from agents.utils.progress import ConsoleProgress
 from experiments.common import (
     GAMES_HELP,
+    PLAYER_KINDS,
     add_cache_args,
     check_out,
     deprecated_alias,
@@ -86,7 +87,7 @@ from experiments.common import (
 
 DEFAULT_SEATS = "greedy,random,greedy,random,greedy,random,greedy,random"
 DEFAULT_VS = ("random", "greedy")
-PLAYER = "RUN_DIR[:STEP] | baseline:NAME | random | greedy | expert"
+PLAYER = PLAYER_KINDS.replace(" / ", " | ")
 
 
 def parse_args(argv=None):

@@ -30,6 +30,7 @@ from agents.replays.play import PlaySession
 from agents.replays.play_server import PlayServer
 from agents.storage.checkpoints import CheckpointMismatchError, NoGoodCheckpointError
 from experiments.common import (
+    PLAYER_KINDS,
     add_game_args,
     check_out,
     enable_compilation_cache,
@@ -46,8 +47,7 @@ from jaxgame import constants as C
 def parse_args(argv=None):
     parser = make_parser("experiments.play", __doc__)
     parser.add_argument("--vs", required=True, metavar="PLAYER[,PLAYER x6]",
-                        help="one player for the 7 other seats or 7 comma-separated: random / greedy / expert / "
-                             "expert_public / baseline:NAME / RUN_DIR[:STEP]")
+                        help=f"one player for the 7 other seats or 7 comma-separated: {PLAYER_KINDS}")
     parser.add_argument("--seat", type=int, default=0, help=f"your seat, 0..{C.NUM_PLAYERS - 1} (default 0)")
     parser.add_argument("--seed", type=int, default=0, help="the game seed (default 0)")
     parser.add_argument("--port", type=int, default=0, help="the port on 127.0.0.1 (default 0: a free one)")

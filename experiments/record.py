@@ -38,6 +38,7 @@ from agents.pipeline import recording
 from agents.storage.checkpoints import CheckpointMismatchError, NoGoodCheckpointError
 from agents.utils.progress import ConsoleProgress, NoProgress
 from experiments.common import (
+    PLAYER_KINDS,
     add_cache_args,
     check_out,
     deprecated_alias,
@@ -54,8 +55,7 @@ from experiments.common import (
 def parse_args(argv=None):
     parser = make_parser("experiments.record", __doc__)
     parser.add_argument("--players", required=True, metavar="PLAYER[,PLAYER x7]",
-                        help="one player for all 8 positions or 8 comma-separated: random / greedy / expert / "
-                             "baseline:NAME / RUN_DIR[:STEP]")
+                        help=f"one player for all 8 positions or 8 comma-separated: {PLAYER_KINDS}")
     parser.add_argument("--out", required=True, metavar="DATA_DIR", help="the dataset directory (new or empty)")
     parser.add_argument("--games", type=int, default=64, metavar="N",
                         help="game seeds; each is played in --rotations seat rotations (default 8: N x 8 games; "

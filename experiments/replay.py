@@ -37,6 +37,7 @@ from agents.replays import record, viewer
 from agents.storage.checkpoints import CheckpointMismatchError, NoGoodCheckpointError
 from agents.utils.progress import ConsoleProgress, NoProgress
 from experiments.common import (
+    PLAYER_KINDS,
     add_game_args,
     check_out,
     enable_compilation_cache,
@@ -56,8 +57,7 @@ OUT_SUFFIXES = (".json", ".html", ".htm")
 def parse_args(argv=None):
     parser = make_parser("experiments.replay", __doc__)
     parser.add_argument("--players", required=True, metavar="PLAYER[,PLAYER x7]",
-                        help="one player for all 8 seats or 8 comma-separated, seat 0 first: random / greedy / "
-                             "expert / expert_public / baseline:NAME / RUN_DIR[:STEP]")
+                        help=f"one player for all 8 seats or 8 comma-separated, seat 0 first: {PLAYER_KINDS}")
     parser.add_argument("--out", required=True, metavar="FILE.json|FILE.html",
                         help="the replay file (JSON, docs/replays.md), or with .html the viewer page holding it")
     parser.add_argument("--seed", type=int, default=0, help="the game seed, as evaluate's --seed (default 0)")

@@ -327,3 +327,14 @@ def test_compare_cli_over_training_seeds_pairs_the_lists_in_order(capsys):
 def test_compare_cli_bad_input_is_one_line(args, message, capsys):
     err = _one_error_line(lambda: evaluate.main([*args, "--quiet"]), capsys)
     assert message in err, err
+
+
+@pytest.mark.parametrize("module", ["experiments.evaluate", "experiments.record", "experiments.replay",
+                                    "experiments.play"])
+def test_help_names_every_bot_from_the_code(module, capsys):
+    from agents.policies.load import PLAYER_BOTS
+
+    with pytest.raises(SystemExit):
+        _module(module).main(["--help"])
+    text = " ".join(capsys.readouterr().out.split())
+    assert all(bot in text for bot in PLAYER_BOTS) and "baseline:NAME" in text, text
