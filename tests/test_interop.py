@@ -2,6 +2,7 @@
 the learner's view of a game, observation bounds, determinism, opponents from every source, and bad input."""
 
 import contextlib
+import time
 import warnings
 
 import numpy as np
@@ -370,3 +371,40 @@ def test_vector_env_learners_decide_as_in_the_single_env(random_vector):
             total += reward
         np.testing.assert_allclose(totals[i], total, rtol=0, atol=1e-5)
         np.testing.assert_array_equal(next_game[i], single.reset()[0])
+
+
+@interop_group
+def test_a_second_instance_of_a_configuration_compiles_nothing(random_vector):
+    """Every view instance of one configuration shares its jitted programs (agents.interop.program_cache): the
+    second single env, vector env and SB3 VecEnv run their first reset and step at once, where the first compiled."""
+    from agents.interop.gymnasium_env import AutoChessVectorEnv
+    from agents.interop.sb3_vec_env import SeatVecEnv
+
+    first_vector, first_single = random_vector
+    first_single.reset(seed=0)
+    first_single.step(int(np.flatnonzero(first_single.action_masks())[0]))  # compiled (or already)
+    first_vector.reset(seed=0)
+    first_sb3 = SeatVecEnv(2, rules=TINY, seed=0)
+    first_sb3.reset()
+
+    def first_reset_and_step(make, step):
+        """(env, seconds): a new instance, its first reset and one legal step."""
+        start = time.perf_counter()
+        env = make()
+        step(env, env.reset(seed=1) if not isinstance(env, SeatVecEnv) else env.reset())
+        return env, time.perf_counter() - start
+
+    def legal(masks):
+        return np.asarray([np.flatnonzero(m)[0] for m in masks])
+
+    single, single_s = first_reset_and_step(lambda: AutoChessSingleSeatEnv("random", rules=TINY),
+                                            lambda e, out: e.step(int(np.flatnonzero(out[1]["action_mask"])[0])))
+    vector, vector_s = first_reset_and_step(lambda: AutoChessVectorEnv(num_envs=3, opponents="random", rules=TINY),
+                                            lambda e, out: e.step(legal(out[1]["action_mask"])))
+    sb3, sb3_s = first_reset_and_step(lambda: SeatVecEnv(2, rules=TINY, seed=1),
+                                      lambda e, out: e.step(legal(e.action_masks())))
+    assert single.game.run is first_single.game.run and vector._play_all is first_vector._play_all
+    assert sb3._play_all is first_sb3._play_all
+    assert max(single_s, vector_s, sb3_s) <= 1.0, (single_s, vector_s, sb3_s)
+    other = AutoChessSingleSeatEnv("greedy", rules=TINY)  # another configuration: its own programs
+    assert other.game.run is not first_single.game.run

@@ -22,6 +22,7 @@ import jax.numpy as jnp
 import numpy as np
 from gymnasium import spaces
 
+from agents.interop.program_cache import shared_jit
 from agents.interop.sb3_vec_env import play_in_step  # the lock-step loop (that module imports no SB3)
 from agents.interop.single_seat import SingleSeatGame
 from jaxgame import constants as C
@@ -104,6 +105,9 @@ class AutoChessSingleSeatEnv(gymnasium.Env):
         return np.asarray(render.render_rgb(game, seat=int(self._state.seat)))
 
 
+_MERGE = jax.jit(select)
+
+
 class AutoChessVectorEnv(gymnasium.vector.VectorEnv):
     """``num_envs`` single-seat games stepped as one batch (one compiled program for steps and resets), for
     batched host-side learners; ``gymnasium.make_vec("jaxgame/AutoChess-v0", num_envs=N)`` builds one.
@@ -141,9 +145,11 @@ class AutoChessVectorEnv(gymnasium.vector.VectorEnv):
         self.single_observation_space, self.single_action_space = single.observation_space, single.action_space
         self.observation_space = gymnasium.vector.utils.batch_space(self.single_observation_space, num_envs)
         self.action_space = gymnasium.vector.utils.batch_space(self.single_action_space, num_envs)
-        # one program with the game's step for steps and resets (pending True / False), as the single env
-        self._start_all, self._play_all = jax.jit(self._start_games), jax.jit(self._play_games)
-        self._merge = jax.jit(select)
+        # one program with the game's step for steps and resets (pending True / False), as the single env, shared by
+        # every vector env of the same game (program_cache)
+        self._start_all, self._play_all = shared_jit(("gymnasium_vector", *self.game.program_key()),
+                                                     lambda: (self._start_games, self._play_games))
+        self._merge = _MERGE
         self._states, self._env_rngs = None, None
 
     def _start_games(self, key_data, seats):

@@ -70,6 +70,7 @@ from gymnasium import spaces
 import jaxgame
 from agents.config import RULE_FIELDS
 from agents.core import distributions
+from agents.interop.program_cache import shared_jit
 from agents.policies.load import load_policy, parse_spec, rule_differences, seat_policies, table_observations
 from jaxgame import bots
 from jaxgame import constants as C
@@ -183,6 +184,11 @@ class SeatTable:
         self.kinds = sorted(set(participant.values()))
         # row of each seat in the stacked per-participant actions (learner seats: any row, overwritten)
         self._rows = np.asarray([self.kinds.index(participant[s]) if s in participant else 0 for s in ALL_SEATS])
+
+    def program_key(self) -> tuple:
+        """What this table's programs depend on: the key of ``program_cache.shared_jit``."""
+        return ("seat_table", tuple(int(s) for s in self.learners), tuple(sorted(self.participant.items())),
+                tuple(p.name for p in self.policies), self.env, self.greedy_opponents)
 
     def _view(self, observation, kind="vector"):
         return observation if self.env.obs_kind != "both" else observation[kind]
@@ -305,8 +311,9 @@ class SeatVecEnv:
             keys = jax.vmap(lambda k: jax.random.wrap_key_data(k, impl="threefry2x32"))(key_data)
             return jax.vmap(table.start)(keys)
 
-        # one program with the game's step in it, for resets (pending False) and steps alike
-        self._start_all, self._play_all = jax.jit(start_all), jax.jit(table.play)
+        # one program with the game's step in it, for resets (pending False) and steps alike, shared by every
+        # VecEnv of the same table (program_cache: only the first compiles)
+        self._start_all, self._play_all = shared_jit(table.program_key(), lambda: (start_all, table.play))
         self._rng = np.random.default_rng(seed)
         self._states = None
         self._mask = np.zeros((self.num_envs, C.NUM_ACTIONS), bool)

@@ -26,6 +26,7 @@ from flax import struct
 import jaxgame
 from agents.config import RULE_FIELDS
 from agents.core import distributions
+from agents.interop.program_cache import shared_jit
 from agents.policies.load import load_policy, parse_spec, rule_differences, seat_policies, table_observations
 from jaxgame import bots
 from jaxgame import constants as C
@@ -99,8 +100,14 @@ class SingleSeatGame:
             warnings.warn(note, stacklevel=2)
         self.env = jaxgame.AutoChessEnv(self.config, obs=table_observations(policies, learner=obs))
         self.greedy_opponents = bool(greedy_opponents)
-        # one program with the game's step in it, for resets and steps alike (``pending`` is traced)
-        self.start, self.run = jax.jit(self.start_game), jax.jit(self.play)
+        # one program with the game's step in it, for resets and steps alike (``pending`` is traced), shared by every
+        # instance of the same configuration (program_cache: only the first compiles)
+        self.start, self.run = shared_jit(self.program_key(), lambda: (self.start_game, self.play))
+
+    def program_key(self) -> tuple:
+        """What this game's programs depend on: the key of ``program_cache.shared_jit``."""
+        return ("single_seat", tuple(p.name for p in self.policies), tuple(self.participants), self.obs_kind,
+                self.env, self.greedy_opponents)
 
     # ---- pieces ----
     def _view(self, observation, kind):
