@@ -942,7 +942,7 @@ def _unknown_message(keys) -> str:
              for key in keys]
     hint = ("" if all("did you mean" in p for p in parts) else
             f"; a field is named by its short name (lr) or GROUP.NAME (optim.lr), GROUP one of {', '.join(GROUPS)}: "
-            "python -m experiments.train --list-fields lists them (TrainConfig.field_docs() in Python)")
+            "TrainConfig.field_docs() lists them")
     return f"unknown config key(s) {', '.join(parts)}{hint}"
 
 

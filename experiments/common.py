@@ -48,8 +48,16 @@ def enable_compilation_cache(cache_dir: str | None) -> str | None:
 
 def apply_sets(config: TrainConfig, overrides: dict) -> TrainConfig:
     """``config`` with ``--set`` strings (short or dotted name -> text) parsed and applied:
-    ``TrainConfig.with_sets``; a ``ValueError`` names the field."""
-    return config.with_sets(overrides)
+    ``TrainConfig.with_sets``; a ``ValueError`` names the field (and, for an unknown one, the CLI's
+    ``--list-fields`` where the library's message names ``TrainConfig.field_docs()``)."""
+    try:
+        return config.with_sets(overrides)
+    except ValueError as err:
+        text = str(err).replace("TrainConfig.field_docs() lists them",
+                                "python -m experiments.train --list-fields lists them")
+        if text == str(err):
+            raise
+        raise ValueError(text) from None
 
 
 def fail(parser, message: str, status: int = 2) -> NoReturn:
@@ -334,17 +342,19 @@ def make_parser(module: str, doc: str | None) -> argparse.ArgumentParser:
     return Parser(prog=prog_name(module), description=doc, formatter_class=argparse.RawDescriptionHelpFormatter)
 
 
-def preset_name(names, list_flag: str = "--list-presets"):
+def preset_name(names, list_flag: str = "--list-presets", kind: str = "preset"):
     """An argparse ``type`` for a preset option: the name when it is one of ``names``, else a usage error naming the
-    closest presets ("did you mean ...?", as for config fields) and ``list_flag``."""
+    closest presets ("did you mean ...?", as for config fields) and ``list_flag``; ``kind`` names what is asked
+    for ("preset", "pipeline preset")."""
     names = sorted(names)
 
     def check(value: str) -> str:
         if value in names:
             return value
         close = difflib.get_close_matches(value, names, n=3, cutoff=0.5)
-        hint = f"; did you mean {' or '.join(close)}?" if close else f"; presets: {', '.join(names)}"
-        raise argparse.ArgumentTypeError(f"unknown preset {value!r}{hint} ({list_flag} prints them with their values)")
+        hint = f"; did you mean {' or '.join(close)}?" if close else f"; {kind}s: {', '.join(names)}"
+        raise argparse.ArgumentTypeError(f"unknown {kind} {value!r}{hint} ({list_flag} prints them with their "
+                                         "values)")
 
     check.__name__ = "preset"
     return check

@@ -42,7 +42,8 @@ from experiments.common import (
 
 def parse_args(argv=None):
     parser = make_parser("experiments.pipeline", __doc__)
-    parser.add_argument("--preset", default="pipeline_small", type=preset_name(PIPELINES), metavar="NAME",
+    parser.add_argument("--preset", default="pipeline_small", metavar="NAME",
+                        type=preset_name(PIPELINES, kind="pipeline preset"),
                         help=f"a pipeline preset: {', '.join(sorted(PIPELINES))} (--list-presets; default "
                              "pipeline_small)")
     parser.add_argument("--out", metavar="DIR", help="the pipeline's directory (default runs/<preset>-<timestamp>)")

@@ -338,3 +338,13 @@ def test_help_names_every_bot_from_the_code(module, capsys):
         _module(module).main(["--help"])
     text = " ".join(capsys.readouterr().out.split())
     assert all(bot in text for bot in PLAYER_BOTS) and "baseline:NAME" in text, text
+
+
+def test_an_unknown_set_key_points_to_the_clis_list_fields(capsys):
+    from experiments import train
+
+    with pytest.raises(SystemExit) as exit_info:
+        train.main(["--preset=smoke", "--set", "nope=1", "--out", "unused"])
+    err = capsys.readouterr().err
+    assert exit_info.value.code == 2 and "unknown config key(s) 'nope'" in err, err
+    assert "python -m experiments.train --list-fields lists them" in err and "field_docs" not in err

@@ -675,9 +675,11 @@ def start_run(program: ChunkProgram, run_dir: Path, resume: bool, progress: Prog
     runner: the newest good checkpoint with ``resume`` (its config checked against the program's), else a new one."""
     config = program.config
     metric, mode = best
-    owner = run_dir_lib.read_owner(run_dir)  # its run_id names the run in every step's digest, checked on restore
+    # its run_id names the run in every step's digest, checked on restore; a directory adopted from an older version
+    # (its run.json written now) has no identity its steps could name
+    owner = run_dir_lib.read_owner(run_dir) or {}
     store = CheckpointStore(run_dir / CHECKPOINT_DIR, keep=config.keep_checkpoints, best_metric=metric,
-                            best_mode=mode, identity=(owner or {}).get("run_id"))
+                            best_mode=mode, identity=None if owner.get("adopted") else owner.get("run_id"))
     if resume:
         check_checkpoint_config(store, config)
     compile_start = time.perf_counter()
