@@ -69,6 +69,8 @@ def parse_args(argv=None):
                         help=f"lineups and game seeds (default {ladder.DEFAULT_SEED}; --fit: {ladder.FIT_SEED})")
     parser.add_argument("--draws", type=int, default=None, metavar="N",
                         help=f"bootstrap resamples (default {ladder.DEFAULT_DRAWS}; --fit: 200)")
+    parser.add_argument("--deterministic", action="store_true",
+                        help="the rated policy plays its most likely legal action (the members always sample)")
     parser.add_argument("--batch", type=int, default=8, help="lineups played together in one program (default 8)")
     parser.add_argument("--out", metavar="PATH", help="a JSON file for the rating; with --fit a directory")
     add_cache_args(parser)
@@ -81,6 +83,8 @@ def parse_args(argv=None):
     if args.draws is not None and args.draws < 100:
         fail(parser, f"--draws must be >= 100, got {args.draws}")
     if args.fit:
+        if args.deterministic:
+            fail(parser, "--deterministic applies to a rated PLAYER; the population's members always sample")
         if args.player is not None:
             fail(parser, "--fit fits the population; it takes no PLAYER")
         if not args.version or not args.out:
@@ -89,6 +93,8 @@ def parse_args(argv=None):
             fail(parser, f"--version {args.version} is shipped already; a shipped version is never refitted")
         check_out(parser, args.out)
     elif args.show or args.agreement:
+        if args.deterministic:
+            fail(parser, "--deterministic applies to a rated PLAYER")
         if args.player is not None:
             fail(parser, f"--{'show' if args.show else 'agreement'} takes no PLAYER: it reads the ladder's members")
         if args.out:
@@ -124,7 +130,8 @@ def main(argv=None) -> dict:
         result = ladder.rate_on_ladder(args.player, games=args.games or ladder.DEFAULT_GAMES,
                                        seed=ladder.DEFAULT_SEED if args.seed is None else args.seed,
                                        version=args.ladder, batch=args.batch,
-                                       draws=args.draws or ladder.DEFAULT_DRAWS, progress=progress)
+                                       draws=args.draws or ladder.DEFAULT_DRAWS, progress=progress,
+                                       deterministic=args.deterministic)
     except (PolicyError, ladder.LadderError, FileNotFoundError, MemoryError) as err:
         fail(parser, err)
     except (NoGoodCheckpointError, CheckpointMismatchError) as err:

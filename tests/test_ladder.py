@@ -112,6 +112,8 @@ def test_an_outside_policy_is_rated_deterministically_and_consistently_with_its_
     (["greedy", "--show"], "--show takes no PLAYER"),
     (["greedy", "--agreement"], "--agreement takes no PLAYER"),
     (["--show", "--fit"], "not allowed with argument"),
+    (["--show", "--deterministic"], "--deterministic applies to a rated PLAYER"),
+    (["greedy", "--deterministic"], "deterministic play is for a policy; greedy is a bot"),
     (["greedy", "--out", "/proc/no/such.json"], "--out"),
 ])
 def test_bad_input_is_one_line(argv, message, capsys):

@@ -200,3 +200,29 @@ def test_observations_that_cannot_share_a_table_are_refused_by_name():
         table_observations([oracle], learner="pixels")
     with pytest.raises(PolicyError, match="v: vector, p: pixels"):  # a dataset's observations are one array
         check_same_observations([vec, pix])
+
+
+class FixedLogits:
+    """A 'network' whose logits are its parameters, the same for every observation."""
+
+    def apply(self, params, obs):
+        return jnp.broadcast_to(params, obs.shape[:-1] + params.shape), jnp.zeros(obs.shape[:-1])
+
+
+def test_greedy_play_can_be_chosen_per_network():
+    """One network plays its most likely legal action, the other samples, at one table (the ladder rates a clone
+    by argmax play among members that sample)."""
+    import types
+
+    logits = jnp.linspace(0.0, 0.5, C.NUM_ACTIONS)  # nearly flat: sampling varies, the argmax never does
+    mask = jnp.ones((C.NUM_PLAYERS, C.NUM_PLAYERS, C.NUM_ACTIONS), bool).at[..., -1].set(False)  # the top is illegal
+    ts = types.SimpleNamespace(observation=jnp.zeros((C.NUM_PLAYERS, C.NUM_PLAYERS, 4)), action_mask=mask)
+    player = jnp.asarray(np.tile([0, 1] * 4, (C.NUM_PLAYERS, 1)), jnp.int32)  # even seats: network 0
+    actions, _ = tables.make_seat_actions((FixedLogits(), FixedLogits()), (), (True, False), num_games=1)
+    seen = np.stack([np.asarray(actions((logits, logits), player, None, ts, jax.random.key(k), jax.random.key(0)))
+                     for k in range(6)])
+    assert (seen[:, :, 0::2] == C.NUM_ACTIONS - 2).all()  # argmax of the legal actions, whatever the key
+    assert len(np.unique(seen[:, :, 1::2])) > 10  # sampled
+    assert tables.greedy_per_network(True, 3) == (True, True, True)
+    with pytest.raises(ValueError, match="one per network \\(2\\), got 3"):
+        tables.make_seat_actions((FixedLogits(), FixedLogits()), (), (True, False, True), num_games=1)

@@ -233,7 +233,8 @@ def _candidate(player, members):
 
 
 def rate_on_ladder(player, games: int = DEFAULT_GAMES, seed: int = DEFAULT_SEED, version: str = CURRENT_LADDER,
-                   batch: int = 8, draws: int = DEFAULT_DRAWS, progress: Progress | None = None) -> dict:
+                   batch: int = 8, draws: int = DEFAULT_DRAWS, progress: Progress | None = None,
+                   deterministic: bool = False) -> dict:
     """The ladder rating of ``player`` (a bot, ``baseline:NAME``, ``RUN_DIR[:STEP]`` or a loaded policy object):
     for each of ``games`` game seeds, the player and 7 members drawn at random (rng ``seed``) sit at one table,
     played in its 8 seat rotations (game seed ``seed``); the player's strength is fitted with the members' fixed
@@ -244,7 +245,9 @@ def rate_on_ladder(player, games: int = DEFAULT_GAMES, seed: int = DEFAULT_SEED,
     "games", "rated_games", "unfinished_games", "seed", "notes", "seconds"}``: points on the ladder's scale
     (``expert`` = 1000), ``above_rate`` how often the player placed above that member where they met (and what
     the fitted strengths expect), placements 1..8. Deterministic for a seed. ``PolicyError`` for a player that
-    cannot sit at the ladder's tables, ``LadderError`` for a ladder whose members are not the pinned ones."""
+    cannot sit at the ladder's tables, ``LadderError`` for a ladder whose members are not the pinned ones.
+    ``deterministic``: the rated policy plays its most likely legal action (a behaviour clone is meant to be played
+    so); the members always sample, as they did in the population's fit (``"deterministic"`` in the result)."""
     progress = progress or NoProgress()
     if isinstance(games, bool) or not isinstance(games, int) or games < 2:
         raise ValueError(f"games must be an int >= 2 (an interval needs a spread), got {games!r}")
@@ -256,6 +259,8 @@ def rate_on_ladder(player, games: int = DEFAULT_GAMES, seed: int = DEFAULT_SEED,
     strengths = np.array([m["strength"] for m in ladder["members"]])
     anchor = strengths[members.index(ladder["scale"]["anchor"])]
     name, bot, policy = _candidate(player, members)
+    if deterministic and policy is None:
+        raise PolicyError(f"deterministic play is for a policy; {name} is a bot")
     if policy is not None and getattr(policy.config, "independent", False):
         raise PolicyError(f"{name} is a run of independent learners (one policy per seat); the ladder rates one "
                           "policy: rate a shared-parameter run")
@@ -272,7 +277,8 @@ def rate_on_ladder(player, games: int = DEFAULT_GAMES, seed: int = DEFAULT_SEED,
     progress.status(f"{name} on {version}: {games} game seeds x 8 rotations, 7 of {len(members)} members a table: "
                     "compiling ...")
     progress.start(games, 0, unit="lineup")
-    ranks = play(policies, bots, rows, batch, seed, on_batch=lambda n: progress.chunk(n, ""))
+    greedy = tuple(deterministic and p is policy for p in policies)  # the candidate alone, when asked
+    ranks = play(policies, bots, rows, batch, seed, on_batch=lambda n: progress.chunk(n, ""), greedy_policy=greedy)
     progress.close()
     cand = len(members)  # the candidate's competitor index in the fit, past the members'
     competitors = np.concatenate([np.full((games, 1), cand), drawn], axis=1)
@@ -299,7 +305,8 @@ def rate_on_ladder(player, games: int = DEFAULT_GAMES, seed: int = DEFAULT_SEED,
             "half_width": round((high - low) / 2, 1), "strength": strength,
             "mean_placement": round(float(flat[:, 0].mean()), 3), "vs_members": vs, "games": games,
             "rated_games": int(finished.sum()), "unfinished_games": int((~finished).sum()), "seed": seed,
-            "bootstrap_draws": draws, "notes": notes, "seconds": round(time.perf_counter() - start, 1)}
+            "bootstrap_draws": draws, "deterministic": bool(deterministic), "notes": notes,
+            "seconds": round(time.perf_counter() - start, 1)}
 
 
 def ladder_table(result: dict) -> str:

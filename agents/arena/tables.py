@@ -77,6 +77,18 @@ def step_keys(loop_key) -> tuple[jax.Array, jax.Array, jax.Array]:
     return loop_key, policy_key, bot_key
 
 
+def greedy_per_network(greedy_policy, num_networks: int) -> tuple[bool, ...]:
+    """``greedy_policy`` (one bool for every policy, or one per network) as a tuple of ``num_networks`` bools;
+    ``ValueError`` for a sequence of another length."""
+    if isinstance(greedy_policy, (bool, np.bool_)):
+        return (bool(greedy_policy),) * num_networks
+    flags = tuple(bool(g) for g in greedy_policy)
+    if len(flags) != num_networks:
+        raise ValueError(f"greedy_policy: one bool for all policies or one per network ({num_networks}), got "
+                         f"{len(flags)}")
+    return flags
+
+
 def make_seat_actions(networks, bot_names: tuple[str, ...], greedy_policy: bool, num_games: int,
                       rotations: int = C.NUM_PLAYERS):
     """``(actions, per_game)`` for games of participants (policies, then bots), shared by the table runner,
@@ -84,9 +96,9 @@ def make_seat_actions(networks, bot_names: tuple[str, ...], greedy_policy: bool,
 
     ``actions(params, player, states, ts, policy_key, bot_key) -> int32[E, 8]``: ``player`` int32[E, 8] names
     each seat's participant; every policy acts on every seat (sampled, or its most likely legal action with
-    ``greedy_policy``) and every bot on every seat, with one bot key per game (shared by its rotations), and
-    each seat sends its participant's action. ``per_game(key) -> keys[E]``: ``num_games`` keys, each repeated
-    for the game's rotations.
+    ``greedy_policy``: one bool for all, or one per network) and every bot on every seat, with one bot key per
+    game (shared by its rotations), and each seat sends its participant's action. ``per_game(key) -> keys[E]``:
+    ``num_games`` keys, each repeated for the game's rotations.
 
     ``actions.with_every(params, player, states, ts, policy_key, bot_key) -> (actions int32[E, 8], every
     int32[K + B, E, 8])``: the same actions, and every participant's action on every seat (policies, then bots):
@@ -99,19 +111,21 @@ def make_seat_actions(networks, bot_names: tuple[str, ...], greedy_policy: bool,
     sampling draws, bot keys and float results are the ones the whole table gives it; its cost is the table's."""
     networks = tuple(networks)
     num_envs = num_games * rotations
+    greedy = greedy_per_network(greedy_policy, len(networks))
 
     def per_game(key):
         return jnp.repeat(jax.random.split(key, num_games), rotations, axis=0)
 
-    def choose(key, logits, mask):
-        return distributions.greedy(logits, mask) if greedy_policy else distributions.sample(key, logits, mask)
+    def choose(key, logits, mask, is_greedy):
+        return distributions.greedy(logits, mask) if is_greedy else distributions.sample(key, logits, mask)
 
     def decide(params, player, states, obs, mask, policy_key, bot_key):
         """(actions int32[E, 8], logits float32[K, E, 8, A], values float32[K, E, 8], every int32[K + B, E, 8])."""
         bot_keys = per_game(bot_key)
         outputs = [net.apply(p, obs) for net, p in zip(networks, params)]
+        keys = jax.random.split(policy_key, len(networks))
         by_participant = [
-            choose(k, logits, mask) for (logits, _), k in zip(outputs, jax.random.split(policy_key, len(networks)))
+            choose(k, logits, mask, g) for (logits, _), k, g in zip(outputs, keys, greedy)
         ] + [jax.vmap(bots.BOTS[name])(bot_keys, states, mask) for name in bot_names]
         every = jnp.stack(by_participant).astype(jnp.int32)
         actions = jnp.take_along_axis(every, player[None], axis=0)[0]
@@ -162,10 +176,11 @@ def make_table_runner(
 
     ``networks``: the K policies' networks (``apply(params, obs) -> (logits, value)``; the same network
     object may appear more than once); ``params``: a tuple of their K parameter trees. ``greedy_policy``:
-    the policies take their most likely legal action instead of sampling. ``sync_axes``: vmapped axes
-    around ``run`` (a sweep's) that share the game's branches. ``bot_names``: the scripted bots after the
-    policies (participant ``K + i`` is ``bot_names[i]``), distinct names from ``PLAYER_BOTS``. ``run.jitted``
-    takes the same arguments without the host-side checks (for use inside another jitted function).
+    the policies take their most likely legal action instead of sampling (one bool for all, or one per
+    network). ``sync_axes``: vmapped axes around ``run`` (a sweep's) that share the game's branches.
+    ``bot_names``: the scripted bots after the policies (participant ``K + i`` is ``bot_names[i]``), distinct
+    names from ``PLAYER_BOTS``. ``run.jitted`` takes the same arguments without the host-side checks (for use
+    inside another jitted function).
     """
     if isinstance(num_games, bool) or not isinstance(num_games, int) or num_games < 1:
         raise ValueError(f"num_games must be a positive int, got {num_games!r}")

@@ -482,11 +482,12 @@ def load_players(specs, all_checkpoints: bool = False, bots=()):
     return policies, [p.name for p in policies] + list(bots)
 
 
-def play(policies, bots, rows, batch: int, seed: int, on_batch=None):
+def play(policies, bots, rows, batch: int, seed: int, on_batch=None, greedy_policy=False):
     """ranks int[G, 8 rotations, 8 positions] of every lineup in ``rows`` (indices into policies + bots);
-    ``on_batch(lineups)`` is called after each batch with the number it played."""
+    ``on_batch(lineups)`` is called after each batch with the number it played. ``greedy_policy``: one bool for
+    every policy or one per policy (``tables.make_table_runner``)."""
     game = table_game(policies)
-    run = make_table_runner(game, table_networks(policies, game), batch, bot_names=bots)
+    run = make_table_runner(game, table_networks(policies, game), batch, greedy_policy, bot_names=bots)
     # player index -> participant index of the runner: the same order, policies first, then the bots
     participant = np.arange(len(policies) + len(bots))
     params = tuple(p.params for p in policies)
