@@ -1,6 +1,7 @@
 """The shipped baseline policies (``agents.policies.baselines``): ``python -m experiments.baseline``.
 
-    python -m experiments.baseline list                       # the versions, where they came from, their results
+    python -m experiments.baseline list                       # the versions, where they came from, their results,
+                                                              # whether today's code loads them, their ladder points
     python -m experiments.baseline freeze runs/mine:120 --name mine-v1 --results eval.json
     python -m experiments.baseline freeze runs/mine --name mine-v1 --out /tmp/baselines
     python -m experiments.baseline card                       # write every version's model card again
@@ -26,6 +27,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from agents.arena import ladder
 from agents.policies import baselines, card
 from agents.policies.export import freeze_baseline
 from agents.policies.load import PLAYER_BOTS, PolicyError, load_policy
@@ -111,13 +113,36 @@ def cards(parser, args) -> dict:
     return out
 
 
+def loads(name: str) -> dict:
+    """``{"loads": True, "obs": kind}`` when today's code loads the version (its digest, its network, its parameters'
+    shapes), else ``{"loads": False, "load_error": the one-line reason}``."""
+    try:
+        baseline = baselines.load_baseline(name)
+    except (baselines.BaselineError, ValueError, OSError) as err:
+        return {"loads": False, "load_error": " ".join(str(err).split())}
+    return {"loads": True, "obs": baseline.config.obs}
+
+
+def on_ladder(name: str) -> dict:
+    """``{"ladder": {"version", "points", "ci95"}}`` for a member of the current ladder version, ``{}`` for another
+    baseline, ``{"ladder": {"version", "error"}}`` when the ladder cannot be read (a member not the pinned one)."""
+    try:
+        members = ladder.load_ladder()["members"]
+    except ladder.LadderError as err:
+        return {"ladder": {"version": ladder.CURRENT_LADDER, "error": " ".join(str(err).split())}}
+    member = next((m for m in members if m["spec"] == baselines.PREFIX + name), None)
+    if member is None:
+        return {}
+    return {"ladder": {"version": ladder.CURRENT_LADDER, "points": member["points"], "ci95": member["ci95"]}}
+
+
 @handles_ctrl_c
 def main(argv=None):
     quiet_logs()
     parser, args = parse_args(argv)
     if args.command == "list":
-        out = {name: {k: v for k, v in baselines.describe(name).items() if k != "config"}
-               for name in baselines.available()}
+        out = {name: {**{k: v for k, v in baselines.describe(name).items() if k != "config"}, **loads(name),
+                      **on_ladder(name)} for name in baselines.available()}
         print(json.dumps(out, indent=1))
         return out
     if args.command == "card":

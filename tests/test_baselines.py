@@ -209,3 +209,23 @@ def test_card_command_writes_and_checks_the_cards(tmp_path, capsys):
     with pytest.raises(SystemExit):
         baseline_cli.main(["card", "nope-v1", "--dir", str(tmp_path)])
     assert "no baseline 'nope-v1'" in capsys.readouterr().err
+
+
+def test_list_says_whether_todays_code_loads_each_version_and_its_ladder_points(tmp_path, monkeypatch, capsys):
+    from agents.arena import ladder
+
+    listed = baseline_cli.main(["list"])
+    points = {m["spec"]: m["points"] for m in ladder.load_ladder()["members"]}
+    assert sorted(listed) == baselines.available()
+    for name, row in listed.items():
+        assert row["loads"] is True and row["obs"] == "vector", (name, row)
+        assert row["ladder"]["version"] == "ladder-v1" and row["ladder"]["points"] == points[f"baseline:{name}"]
+    shipped = tmp_path / "shipped"
+    shutil.copytree(baselines.DIRECTORY, shipped)
+    monkeypatch.setattr(baselines, "DIRECTORY", shipped)
+    data = shipped / "ppo_small-v2.msgpack"
+    data.write_bytes(data.read_bytes()[:-1] + bytes([data.read_bytes()[-1] ^ 0xFF]))
+    capsys.readouterr()
+    damaged = baseline_cli.main(["list"])["ppo_small-v2"]
+    assert damaged["loads"] is False and "ppo_small-v2.msgpack" in damaged["load_error"]
+    assert "\n" not in damaged["load_error"] and baseline_cli.main(["list"])["ppo_small-v1"]["loads"] is True
