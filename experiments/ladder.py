@@ -3,6 +3,7 @@
     python -m experiments.ladder runs/mine                        # its latest good checkpoint, on ladder-v1
     python -m experiments.ladder baseline:ppo_small-v3 --games 96 --out runs/ladder-v3.json
     python -m experiments.ladder expert                           # a bot is a player too
+    python -m experiments.ladder runs/mine --all-checkpoints --games 16 --out runs/mine/ladder   # a learning curve
     python -m experiments.ladder --show                           # the population and its ratings
     python -m experiments.ladder --fit --version ladder-v2 --games 384 --seed 9001 --out runs/ladder-v2   # new version
     python -m experiments.ladder --agreement --games 32 --out runs/agreement.json   # the ladder vs head to heads
@@ -16,6 +17,10 @@ met (and what the fitted strengths expect). On a 2-core CPU a rating takes about
 seeds (the compile included); ``--games`` trades time for the interval's width (half-width ~ 1 / sqrt(games)).
 The seed defaults to 9002, which no training run uses; the same seed gives the same rating. docs/evaluation.md is
 the protocol and how to cite a ladder version.
+
+``--all-checkpoints`` (PLAYER a training run) rates every checkpoint the run kept on the same games and writes
+``DIR/ladder_curve.json`` and ``DIR/ladder_curve.png`` (points over training updates, the members as dashed lines)
+to ``--out DIR``: a learning curve on the ladder's scale.
 
 ``--fit`` plays a new version's round robin (``--games`` lineups of 8 different members, 8 rotations each) and
 fits its population; it writes ``DIR/<version>.json`` (to ship in ``agents/arena/ladders/``) and
@@ -69,6 +74,8 @@ def parse_args(argv=None):
                         help=f"lineups and game seeds (default {ladder.DEFAULT_SEED}; --fit: {ladder.FIT_SEED})")
     parser.add_argument("--draws", type=int, default=None, metavar="N",
                         help=f"bootstrap resamples (default {ladder.DEFAULT_DRAWS}; --fit: 200)")
+    parser.add_argument("--all-checkpoints", action="store_true",
+                        help="PLAYER a training run: rate every checkpoint it kept (a learning curve; needs --out DIR)")
     parser.add_argument("--deterministic", action="store_true",
                         help="the rated policy plays its most likely legal action (the members always sample)")
     parser.add_argument("--batch", type=int, default=8, help="lineups played together in one program (default 8)")
@@ -82,6 +89,8 @@ def parse_args(argv=None):
         fail(parser, f"--games must be >= 2 (an interval needs a spread), got {args.games}")
     if args.draws is not None and args.draws < 100:
         fail(parser, f"--draws must be >= 100, got {args.draws}")
+    if (args.fit or args.show or args.agreement) and args.all_checkpoints:
+        fail(parser, "--all-checkpoints rates a PLAYER's checkpoints; it does not go with --show, --fit, --agreement")
     if args.fit:
         if args.deterministic:
             fail(parser, "--deterministic applies to a rated PLAYER; the population's members always sample")
@@ -102,8 +111,14 @@ def parse_args(argv=None):
     else:
         if args.player is None:
             fail(parser, "give a PLAYER to rate, or --show / --fit")
-        player_spec(parser, args.player)
-        if args.out:
+        parsed = player_spec(parser, args.player)
+        if args.all_checkpoints:
+            if isinstance(parsed, str) or str(args.player).startswith("baseline:") or parsed[1] is not None:
+                fail(parser, f"--all-checkpoints rates a training run's checkpoints: give RUN_DIR, not {args.player}")
+            if not args.out:
+                fail(parser, "--all-checkpoints needs --out DIR (the curve's JSON and PNG)")
+            check_out(parser, args.out)
+        elif args.out:
             check_out(parser, args.out, "file")
     if not args.fit and args.ladder not in ladder.available():
         fail(parser, f"--ladder {args.ladder}: no such version (shipped: {', '.join(ladder.available())})")
@@ -127,6 +142,8 @@ def main(argv=None) -> dict:
             return _fit(parser, args, progress)
         if args.agreement:
             return _agreement(args, progress)
+        if args.all_checkpoints:
+            return _curve(args, progress)
         result = ladder.rate_on_ladder(args.player, games=args.games or ladder.DEFAULT_GAMES,
                                        seed=ladder.DEFAULT_SEED if args.seed is None else args.seed,
                                        version=args.ladder, batch=args.batch,
@@ -141,6 +158,26 @@ def main(argv=None) -> dict:
     if args.out:
         write_json(args.out, result)
     print(json.dumps(result))
+    return result
+
+
+def _curve(args, progress) -> dict:
+    from pathlib import Path
+
+    result = ladder.rate_checkpoints_on_ladder(args.player, games=args.games or ladder.DEFAULT_GAMES,
+                                               seed=ladder.DEFAULT_SEED if args.seed is None else args.seed,
+                                               version=args.ladder, batch=args.batch,
+                                               draws=args.draws or ladder.DEFAULT_DRAWS, progress=progress,
+                                               deterministic=args.deterministic)
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    write_json(out / "ladder_curve.json", result)
+    ladder.plot_ladder_curve(out / "ladder_curve.png", result)
+    if progress is not None:
+        for point in result["curve"]:
+            print(f"update {point['update']}: {point['rating']:.0f} ({point['ci95'][0]:.0f} .. {point['ci95'][1]:.0f})",
+                  file=sys.stderr)
+    print(json.dumps({**result, "out": str(out)}))
     return result
 
 

@@ -100,6 +100,8 @@ def test_an_outside_policy_is_rated_deterministically_and_consistently_with_its_
         assert 0 <= row["above_rate"] <= 1 and 1 <= row["placement"] <= 8
     text = ladder.ladder_table(result)
     assert text.startswith("mine on ladder-v1: ") and "expert = 1000" in text
+    last_everywhere = result["mean_placement"] == 8.0
+    assert last_everywhere == any("a bound, not a measurement" in n for n in result["notes"])
 
 
 @pytest.mark.parametrize("argv, message", [
@@ -114,6 +116,9 @@ def test_an_outside_policy_is_rated_deterministically_and_consistently_with_its_
     (["--show", "--fit"], "not allowed with argument"),
     (["--show", "--deterministic"], "--deterministic applies to a rated PLAYER"),
     (["greedy", "--deterministic"], "deterministic play is for a policy; greedy is a bot"),
+    (["greedy", "--all-checkpoints", "--out", "x"], "--all-checkpoints rates a training run's checkpoints"),
+    (["baseline:ppo_small-v1", "--all-checkpoints", "--out", "x"], "give RUN_DIR, not baseline:ppo_small-v1"),
+    (["--show", "--all-checkpoints"], "does not go with --show"),
     (["greedy", "--out", "/proc/no/such.json"], "--out"),
 ])
 def test_bad_input_is_one_line(argv, message, capsys):
@@ -135,3 +140,43 @@ def test_the_packaged_ladders_are_json_files_in_the_package(tmp_path):
     copy = tmp_path / "copy.json"
     shutil.copy(ladder.LADDERS / "ladder-v1.json", copy)
     assert json.loads(copy.read_text())["scale"]["anchor"] == "expert"
+
+
+def test_a_learning_curve_rates_every_kept_checkpoint_on_the_same_games(tmp_path):
+    """``--all-checkpoints``: each kept step rated (here by a stand-in of rate_on_ladder) on the same game seeds,
+    oldest first, and drawn with the members as reference lines."""
+    from agents.policies.load import PolicyError
+    from agents.storage.checkpoints import CheckpointStore
+
+    run_dir = tmp_path / "run"
+    with CheckpointStore(run_dir / "checkpoints", keep=5) as store:
+        for step in (30, 10, 20):
+            store.save(step, {"w": np.ones(2, np.float32)}, {"step": step})
+    calls = []
+
+    def stand_in(spec, **kwargs):
+        calls.append((spec, kwargs["games"], kwargs["seed"], kwargs["deterministic"]))
+        update = int(spec.rsplit(":", 1)[1])
+        return {"rating": 800.0 + update, "ci95": [780.0 + update, 830.0 + update], "half_width": 25.0,
+                "mean_placement": 6.0 - update / 10}
+
+    result = ladder.rate_checkpoints_on_ladder(run_dir, games=4, seed=7, rate=stand_in, deterministic=True)
+    assert calls == [(f"{run_dir}:{s}", 4, 7, True) for s in (10, 20, 30)]
+    assert [p["update"] for p in result["curve"]] == [10, 20, 30]
+    assert result["curve"][1] == {"update": 20, "rating": 820.0, "ci95": [800.0, 850.0], "half_width": 25.0,
+                                  "mean_placement": 4.0}
+    png = tmp_path / "curve.png"
+    ladder.plot_ladder_curve(png, result)
+    assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and png.stat().st_size > 10_000
+    with pytest.raises(PolicyError, match="no checkpoints/ there"):
+        ladder.rate_checkpoints_on_ladder(tmp_path / "nothing", rate=stand_in)
+
+
+def test_all_checkpoints_needs_an_out_directory(tmp_path, capsys):
+    (tmp_path / "run" / "checkpoints").mkdir(parents=True)
+    with pytest.raises(SystemExit) as exit_info:
+        ladder_cli.main([str(tmp_path / "run"), "--all-checkpoints"])
+    assert exit_info.value.code == 2 and "--all-checkpoints needs --out DIR" in capsys.readouterr().err
+    with pytest.raises(SystemExit):
+        ladder_cli.main([f"{tmp_path / 'run'}:3", "--all-checkpoints", "--out", str(tmp_path / "o")])
+    assert "give RUN_DIR" in capsys.readouterr().err

@@ -22,12 +22,22 @@ import time
 from pathlib import Path
 
 import numpy as np
+from matplotlib.backends.backend_agg import FigureCanvasAgg
+from matplotlib.figure import Figure
 
 from agents.arena import plackett_luce
 from agents.arena.tables import draw_lineups
 from agents.arena.tournament import load_players, play, table_game
 from agents.policies import baselines
-from agents.policies.load import PLAYER_BOTS, PolicyError, is_baseline, load_policy, parse_spec, rule_differences
+from agents.policies.load import (
+    PLAYER_BOTS,
+    PolicyError,
+    checkpoint_steps,
+    is_baseline,
+    load_policy,
+    parse_spec,
+    rule_differences,
+)
 from agents.utils import memory
 from agents.utils.progress import NoProgress, Progress
 from jaxgame import bots as _bots
@@ -287,6 +297,11 @@ def rate_on_ladder(player, games: int = DEFAULT_GAMES, seed: int = DEFAULT_SEED,
         raise RuntimeError("no game ended within the game's step limit: nothing to rate")
     strength, replicates = plackett_luce.fit_one(orders[finished], strengths, cand, seed_of[finished], draws,
                                                  np.random.default_rng(seed), ladder["scale"]["prior_sd"])
+    placed = ranks.reshape(-1, C.NUM_PLAYERS)[finished][:, 0]
+    if (placed == C.NUM_PLAYERS).all() or (placed == 1).all():
+        notes.append(f"{name} placed {'last' if placed[0] == C.NUM_PLAYERS else 'first'} in all {placed.size} games: "
+                     "no finite strength fits that, so its rating is set by the prior and moves "
+                     f"{'down' if placed[0] == C.NUM_PLAYERS else 'up'} with more games (a bound, not a measurement)")
     rating = float(points(strength, anchor))
     low, high = (float(v) for v in np.percentile(points(replicates, anchor), [2.5, 97.5]))
     flat = ranks.reshape(-1, C.NUM_PLAYERS)[finished]
@@ -307,6 +322,57 @@ def rate_on_ladder(player, games: int = DEFAULT_GAMES, seed: int = DEFAULT_SEED,
             "rated_games": int(finished.sum()), "unfinished_games": int((~finished).sum()), "seed": seed,
             "bootstrap_draws": draws, "deterministic": bool(deterministic), "notes": notes,
             "seconds": round(time.perf_counter() - start, 1)}
+
+
+def rate_checkpoints_on_ladder(run_dir, games: int = DEFAULT_GAMES, seed: int = DEFAULT_SEED,
+                               version: str = CURRENT_LADDER, batch: int = 8, draws: int = DEFAULT_DRAWS,
+                               progress: Progress | None = None, deterministic: bool = False, rate=None) -> dict:
+    """A learning curve on the ladder: ``rate_on_ladder`` of every checkpoint a run kept (``RUN_DIR:STEP``, oldest
+    first; the same games for each, so the curve's steps differ by the policy alone). Returns ``{"run_dir",
+    "ladder", "games", "seed", "deterministic", "curve": [{"update", "rating", "ci95", "half_width",
+    "mean_placement"}, ...], "seconds"}``. ``rate``: ``rate_on_ladder`` or a stand-in of its signature (tests).
+    ``PolicyError`` when ``run_dir`` is not a training run."""
+    progress = progress or NoProgress()
+    rate = rate or rate_on_ladder
+    start = time.perf_counter()
+    steps = checkpoint_steps(run_dir)
+    if not steps:
+        raise PolicyError(f"{run_dir} has no checkpoints to rate")
+    curve = []
+    for i, step in enumerate(steps):
+        progress.status(f"checkpoint {step} ({i + 1}/{len(steps)})")
+        result = rate(f"{run_dir}:{step}", games=games, seed=seed, version=version, batch=batch, draws=draws,
+                      progress=progress, deterministic=deterministic)
+        curve.append({"update": step, **{k: result[k] for k in ("rating", "ci95", "half_width", "mean_placement")}})
+    return {"run_dir": str(run_dir), "ladder": version, "games": games, "seed": seed,
+            "deterministic": bool(deterministic), "curve": curve, "seconds": round(time.perf_counter() - start, 1)}
+
+
+def plot_ladder_curve(path, result: dict, population: dict | None = None) -> None:
+    """``rate_checkpoints_on_ladder``'s curve as a PNG: ladder points over training updates with 95% intervals,
+    and the population's members (``population``, default the result's ladder version) as dashed lines."""
+    population = population or load_ladder(result["ladder"])
+    fig = Figure(figsize=(7, 4.5), dpi=110)
+    FigureCanvasAgg(fig)
+    ax = fig.add_subplot()
+    updates = [p["update"] for p in result["curve"]]
+    ratings = [p["rating"] for p in result["curve"]]
+    errors = [[p["rating"] - p["ci95"][0] for p in result["curve"]],
+              [p["ci95"][1] - p["rating"] for p in result["curve"]]]
+    ax.errorbar(updates, ratings, yerr=errors, marker="o", capsize=3, label=str(result["run_dir"]))
+    low = min([*ratings, *(p["ci95"][0] for p in result["curve"])])
+    for member in population["members"]:
+        if member["points"] < low - 300:  # far below the curve (random): it would flatten the plot
+            continue
+        ax.axhline(member["points"], linestyle="--", linewidth=0.8, color="grey")
+        ax.annotate(member["spec"].removeprefix("baseline:"), (0, member["points"]), xycoords=("axes fraction", "data"),
+                    fontsize=7, va="bottom")
+    ax.set_xlabel("training update")
+    ax.set_ylabel(f"{result['ladder']} points (expert = 1000)")
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    fig.savefig(path)
 
 
 def ladder_table(result: dict) -> str:
@@ -337,5 +403,5 @@ def population_table(ladder: dict) -> str:
 
 
 __all__ = ["ANCHOR", "CURRENT_LADDER", "LADDER_V1_MEMBERS", "LadderError", "available", "drift_notes",
-           "fit_population", "game_pin", "ladder_table", "load_ladder", "member_pin", "points", "population_from_games",
-           "population_table", "rate_on_ladder"]
+           "fit_population", "game_pin", "ladder_table", "load_ladder", "member_pin", "plot_ladder_curve", "points",
+           "population_from_games", "population_table", "rate_checkpoints_on_ladder", "rate_on_ladder"]
