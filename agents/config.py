@@ -936,13 +936,17 @@ def _suggest(key: str) -> list[str]:
     return list(dict.fromkeys(first + close))[:3]
 
 
+#: where the unknown-key message sends a person for the names (a CLI puts its own ``--list-fields`` in its place)
+FIELD_LIST_HINT = "TrainConfig.field_docs() lists them"
+
+
 def _unknown_message(keys) -> str:
     """``unknown config key(s)`` with, for each, the closest names (``_suggest``), else how the names are made."""
     parts = [f"{key!r} (did you mean {' or '.join(close)}?)" if (close := _suggest(str(key))) else repr(key)
              for key in keys]
     hint = ("" if all("did you mean" in p for p in parts) else
             f"; a field is named by its short name (lr) or GROUP.NAME (optim.lr), GROUP one of {', '.join(GROUPS)}: "
-            "TrainConfig.field_docs() lists them")
+            f"{FIELD_LIST_HINT}")
     return f"unknown config key(s) {', '.join(parts)}{hint}"
 
 

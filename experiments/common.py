@@ -20,7 +20,7 @@ from typing import NoReturn
 
 import jax
 
-from agents.config import TrainConfig, parse_value
+from agents.config import FIELD_LIST_HINT, TrainConfig, parse_value
 from agents.policies.load import PLAYER_BOTS, PolicyError, parse_spec
 from agents.storage.outputs import UnwritableOutputError, check_writable
 from agents.storage.run_dir import TOOLS, RunError
@@ -53,8 +53,7 @@ def apply_sets(config: TrainConfig, overrides: dict) -> TrainConfig:
     try:
         return config.with_sets(overrides)
     except ValueError as err:
-        text = str(err).replace("TrainConfig.field_docs() lists them",
-                                "python -m experiments.train --list-fields lists them")
+        text = str(err).replace(FIELD_LIST_HINT, "python -m experiments.train --list-fields lists them")
         if text == str(err):
             raise
         raise ValueError(text) from None

@@ -38,6 +38,7 @@ from __future__ import annotations
 
 import json
 import sys
+from pathlib import Path
 
 from agents.arena import ladder
 from agents.policies.load import PolicyError
@@ -46,6 +47,7 @@ from agents.storage.run_dir import write_json
 from agents.utils.progress import ConsoleProgress
 from experiments.common import (
     GAMES_HELP,
+    PLAYER_KINDS,
     add_cache_args,
     check_out,
     enable_compilation_cache,
@@ -59,7 +61,7 @@ from experiments.common import (
 
 def parse_args(argv=None):
     parser = make_parser("experiments.ladder", __doc__)
-    parser.add_argument("player", nargs="?", metavar="PLAYER", help="RUN_DIR[:STEP] | baseline:NAME | a bot")
+    parser.add_argument("player", nargs="?", metavar="PLAYER", help=f"the player rated: {PLAYER_KINDS}")
     mode = parser.add_mutually_exclusive_group()
     mode.add_argument("--show", action="store_true", help="print the ladder's population and its ratings")
     mode.add_argument("--fit", action="store_true", help="fit a new ladder version's population (see above)")
@@ -139,7 +141,7 @@ def main(argv=None) -> dict:
             return summary
         enable_compilation_cache(None if args.no_cache else args.cache_dir)
         if args.fit:
-            return _fit(parser, args, progress)
+            return _fit(args, progress)
         if args.agreement:
             return _agreement(args, progress)
         if args.all_checkpoints:
@@ -162,8 +164,6 @@ def main(argv=None) -> dict:
 
 
 def _curve(args, progress) -> dict:
-    from pathlib import Path
-
     result = ladder.rate_checkpoints_on_ladder(args.player, games=args.games or ladder.DEFAULT_GAMES,
                                                seed=ladder.DEFAULT_SEED if args.seed is None else args.seed,
                                                version=args.ladder, batch=args.batch,
@@ -194,9 +194,7 @@ def _agreement(args, progress) -> dict:
     return result
 
 
-def _fit(parser, args, progress) -> dict:
-    from pathlib import Path
-
+def _fit(args, progress) -> dict:
     population = ladder.fit_population(games=args.games or 384,
                                        seed=ladder.FIT_SEED if args.seed is None else args.seed, batch=args.batch,
                                        draws=args.draws or 200, progress=progress, version=args.version)

@@ -112,8 +112,7 @@ def load_ladder(version: str = CURRENT_LADDER) -> dict:
 def drift_notes(ladder: dict) -> list[str]:
     """Notes for what changed since the ladder was fitted and is not refused: the bots' or the game's source."""
     notes = []
-    bots = sorted(m["spec"] for m in ladder["members"] if m["spec"] in PLAYER_BOTS)
-    if bots and member_pin(bots[0]) != next(m["sha256"] for m in ladder["members"] if m["spec"] == bots[0]):
+    if any(member_pin(m["spec"]) != m["sha256"] for m in ladder["members"] if m["spec"] in PLAYER_BOTS):
         notes.append(f"the bots' source (jaxgame/bots.py) differs from the one {ladder['version']} was fitted with: "
                      "its members may play differently now")
     if game_pin() != ladder["fit"]["game_sha256"]:
@@ -135,10 +134,24 @@ def _participants(specs, extra=None):
     return policies, bot_specs, participant
 
 
-def _check_table(policies, progress: Progress, batch: int) -> None:
-    for note in rule_differences(policies):
+def _check_table(policies, progress: Progress, batch: int) -> list[str]:
+    """The notes on policies whose rules differ from the table's (each told to ``progress``); ``MemoryError`` when
+    ``batch`` lineups cannot fit."""
+    notes = rule_differences(policies)
+    for note in notes:
         progress.status(f"note: {note}")
     memory.check_fits(f"batch={batch} lineups (x 8 rotations)", memory.table_bytes(table_game(policies), batch))
+    return notes
+
+
+def _one_place(placed) -> str | None:
+    """``"last"`` or ``"first"`` when every one of ``placed`` (int placements, at least one) is that place, else
+    None: then no finite Plackett-Luce strength fits, and the prior alone sets it."""
+    if (placed == C.NUM_PLAYERS).all():
+        return "last"
+    if (placed == 1).all():
+        return "first"
+    return None
 
 
 def _orders(competitors, ranks):
@@ -206,10 +219,10 @@ def population_from_games(members, lineups, ranks, seed: int, draws: int = 200,
                "points": round(float(points(strengths[i], anchor)), 1),
                "ci95": [round(float(low), 1), round(float(high), 1)],
                "mean_placement": round(float(placed.mean()), 3), "games": int(placed.size)}
-        if placed.size and (placed.min() == placed.max() == C.NUM_PLAYERS or placed.max() == 1):
-            row["note"] = (f"placed {'last' if placed.max() == C.NUM_PLAYERS else 'first'} in all {placed.size} "
-                           f"of its games: its points are set by the prior (sd {prior_sd:g}), a bound, not a "
-                           "measurement")
+        place = _one_place(placed) if placed.size else None
+        if place:
+            row["note"] = (f"placed {place} in all {placed.size} of its games: its points are set by the prior (sd "
+                           f"{prior_sd:g}), a bound, not a measurement")
         rows.append(row)
     return {
         "version": version,
@@ -278,8 +291,7 @@ def rate_on_ladder(player, games: int = DEFAULT_GAMES, seed: int = DEFAULT_SEED,
     policies, bots, participant = _participants(members, extra=policy)
     candidate_index = participant[bot] if bot is not None else len(policies) - 1
     batch = min(batch, games)
-    _check_table(policies, progress, batch)
-    notes += rule_differences(policies)
+    notes += _check_table(policies, progress, batch)
     rng = np.random.default_rng(seed)
     drawn = np.stack([rng.choice(len(members), C.NUM_PLAYERS - 1, replace=False) for _ in range(games)])
     rows = np.concatenate([np.full((games, 1), candidate_index), np.array([participant[m] for m in members])[drawn]],
@@ -297,14 +309,14 @@ def rate_on_ladder(player, games: int = DEFAULT_GAMES, seed: int = DEFAULT_SEED,
         raise RuntimeError("no game ended within the game's step limit: nothing to rate")
     strength, replicates = plackett_luce.fit_one(orders[finished], strengths, cand, seed_of[finished], draws,
                                                  np.random.default_rng(seed), ladder["scale"]["prior_sd"])
-    placed = ranks.reshape(-1, C.NUM_PLAYERS)[finished][:, 0]
-    if (placed == C.NUM_PLAYERS).all() or (placed == 1).all():
-        notes.append(f"{name} placed {'last' if placed[0] == C.NUM_PLAYERS else 'first'} in all {placed.size} games: "
-                     "no finite strength fits that, so its rating is set by the prior and moves "
-                     f"{'down' if placed[0] == C.NUM_PLAYERS else 'up'} with more games (a bound, not a measurement)")
+    flat = ranks.reshape(-1, C.NUM_PLAYERS)[finished]
+    place = _one_place(flat[:, 0])
+    if place:
+        notes.append(f"{name} placed {place} in all {len(flat)} games: no finite strength fits that, so its rating "
+                     f"is set by the prior and moves {'down' if place == 'last' else 'up'} with more games (a bound, "
+                     "not a measurement)")
     rating = float(points(strength, anchor))
     low, high = (float(v) for v in np.percentile(points(replicates, anchor), [2.5, 97.5]))
-    flat = ranks.reshape(-1, C.NUM_PLAYERS)[finished]
     who = np.repeat(competitors, C.NUM_PLAYERS, axis=0)[finished]
     vs = {}
     for i, spec in enumerate(members):

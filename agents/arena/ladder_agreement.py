@@ -15,12 +15,12 @@ import itertools
 import time
 
 from agents.arena.ladder import CURRENT_LADDER, load_ladder
-from agents.arena.tournament import compare_players
+from agents.arena.tournament import HEAD_TO_HEAD, compare_players
 from agents.policies.load import PLAYER_BOTS
 from agents.utils.progress import NoProgress, Progress
 
-#: The head-to-head settings compared with the ladder's order (``tournament.HEAD_TO_HEAD``).
-SETTINGS = ("1v7", "7v1", "4v4")
+#: The head-to-head settings compared with the ladder's order: ``tournament.HEAD_TO_HEAD``'s.
+SETTINGS = tuple(HEAD_TO_HEAD)
 
 
 def agreement(version: str = CURRENT_LADDER, games: int = 32, seed: int = 4300, alpha: float = 0.05,

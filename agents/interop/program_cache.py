@@ -36,10 +36,4 @@ def shared_jit(key, build) -> tuple:
         return jitted
 
 
-def clear() -> None:
-    """Forget every shared program (the next instance of each configuration compiles again)."""
-    with _LOCK:
-        _CACHE.clear()
-
-
-__all__ = ["MAX_ENTRIES", "clear", "shared_jit"]
+__all__ = ["MAX_ENTRIES", "shared_jit"]

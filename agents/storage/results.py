@@ -49,9 +49,10 @@ LADDER_START, LADDER_END = "<!-- ladder-table:start -->", "<!-- ladder-table:end
 #: docs/evaluation.md's tables: the ladder's members (its ratings beside the population fit's), the agreement table
 MEMBERS_START, MEMBERS_END = "<!-- ladder-members:start -->", "<!-- ladder-members:end -->"
 AGREEMENT_START, AGREEMENT_END = "<!-- ladder-agreement:start -->", "<!-- ladder-agreement:end -->"
-#: numbers key -> key in an ``experiments.ladder`` rating JSON (``ladder``), and the tolerance of the published value
-LADDER_KEYS = {"ladder_points": ("rating", 0.05), "ladder_low": ("ci95", 0.05), "ladder_high": ("ci95", 0.05),
-               "ladder_mean_placement": ("mean_placement", 0.005)}
+#: numbers key -> (where it is in an ``experiments.ladder`` rating JSON, ``ladder``: a key and, for the interval, an
+#: index; the tolerance of the published value)
+LADDER_KEYS = {"ladder_points": (("rating",), 0.05), "ladder_low": (("ci95", 0), 0.05),
+               "ladder_high": (("ci95", 1), 0.05), "ladder_mean_placement": (("mean_placement",), 0.005)}
 #: in the results directory: ``{"since": "YYYY-MM-DD", "change": str}``, the day of the last change to what or how
 #: fast the presets train; a README row whose record is dated earlier ran on older code and says so
 CURRENT_CODE_FILE = "current_code.json"
@@ -222,12 +223,12 @@ def _compare_problems(numbers: dict, settings: dict) -> list[str]:
 def _ladder_problems(numbers: dict, data: dict) -> list[str]:
     problems = [f"numbers.{key}: missing (a ladder record publishes {', '.join(LADDER_KEYS)})"
                 for key in LADDER_KEYS if key not in numbers]
-    for key, (source, tolerance) in LADDER_KEYS.items():
+    for key, ((source, *index), tolerance) in LADDER_KEYS.items():
         if key not in numbers:
             continue
         found = data.get(source)
-        if source == "ci95":
-            found = (found or [None, None])[0 if key == "ladder_low" else 1]
+        if index and found is not None:
+            found = found[index[0]]
         value = _value(numbers[key])[0]
         if found is None or not _close(value, round(found, 2), tolerance):
             problems.append(f"numbers.{key}: {value} but the ladder rating says {found}")
