@@ -35,6 +35,8 @@ from collections.abc import Mapping
 import jax.numpy as jnp
 from flax import struct
 
+from agents import config_names
+from agents.config_names import FIELD_LIST_HINT  # noqa: F401  (re-exported: the CLIs replace it)
 from agents.core.networks import NETWORK_KINDS as NETWORKS
 from agents.core.networks import PIXEL_NETWORKS, VECTOR_ONLY_NETWORKS
 from jaxgame.config import FLOAT_RULE_RANGES, INT_RULE_RANGES, GameConfig, check_float, check_int
@@ -910,10 +912,7 @@ def _field_types() -> dict:
 
 def _field_path(key: str) -> tuple[str, str] | None:
     """(group, field) of a short (``"lr"``) or dotted (``"optim.lr"``) field name; None for an unknown one."""
-    if key in FIELD_GROUPS:
-        return FIELD_GROUPS[key], key
-    group, _, name = key.partition(".")
-    return (group, name) if FIELD_GROUPS.get(name, "") == group else None
+    return config_names.field_path(key, FIELD_GROUPS)
 
 
 def _did_you_mean(key: str, names) -> str:
@@ -921,33 +920,9 @@ def _did_you_mean(key: str, names) -> str:
     return f" (did you mean {' or '.join(close)}?)" if close else ""
 
 
-def _suggest(key: str) -> list[str]:
-    """Up to 3 names close to the unknown ``key``: for a dotted one, its field under the group's prefix
-    (``league.size``: ``league.league_size``) or in its own group (``ppo.lr``: ``optim.lr``), then the closest dotted
-    names; for a short one, the closest short names (difflib)."""
-    group, dot, name = key.lower().rpartition(".")
-    first = []
-    if dot and FIELD_GROUPS.get(f"{group}_{name}") == group:
-        first.append(f"{group}.{group}_{name}")
-    if dot and name in FIELD_GROUPS:
-        first.append(f"{FIELD_GROUPS[name]}.{name}")
-    names = [f"{g}.{n}" for n, g in FIELD_GROUPS.items()] if dot else list(FIELD_GROUPS)
-    close = difflib.get_close_matches(key.lower(), names, n=3, cutoff=0.6)
-    return list(dict.fromkeys(first + close))[:3]
-
-
-#: where the unknown-key message sends a person for the names (a CLI puts its own ``--list-fields`` in its place)
-FIELD_LIST_HINT = "TrainConfig.field_docs() lists them"
-
-
 def _unknown_message(keys) -> str:
-    """``unknown config key(s)`` with, for each, the closest names (``_suggest``), else how the names are made."""
-    parts = [f"{key!r} (did you mean {' or '.join(close)}?)" if (close := _suggest(str(key))) else repr(key)
-             for key in keys]
-    hint = ("" if all("did you mean" in p for p in parts) else
-            f"; a field is named by its short name (lr) or GROUP.NAME (optim.lr), GROUP one of {', '.join(GROUPS)}: "
-            f"{FIELD_LIST_HINT}")
-    return f"unknown config key(s) {', '.join(parts)}{hint}"
+    """``agents.config_names.unknown_message`` over this config's fields."""
+    return config_names.unknown_message(keys, FIELD_GROUPS, list(GROUPS))
 
 
 def flat_dict(data: Mapping) -> dict:

@@ -33,6 +33,7 @@ from agents.policies.export import freeze_baseline
 from agents.policies.load import PLAYER_BOTS, PolicyError, load_policy
 from agents.storage.checkpoints import NoGoodCheckpointError
 from experiments.common import check_out, fail, handles_ctrl_c, make_parser, player_spec, quiet_logs
+from jaxgame import layout
 
 
 def source_tree_directory(directory: Path | None = None) -> Path | None:
@@ -114,13 +115,20 @@ def cards(parser, args) -> dict:
 
 
 def loads(name: str) -> dict:
-    """``{"loads": True, "obs": kind}`` when today's code loads the version (its digest, its network, its parameters'
-    shapes), else ``{"loads": False, "load_error": the one-line reason}``."""
+    """``{"loads": True, "obs": kind, "layout_version": v, "layout_current": bool}`` when today's code loads the
+    version (its digest, its network, its parameters' shapes), else ``{"loads": False, "load_error": the one-line
+    reason}``. ``layout_version``: the observation layout its export reads (1 for an export written before layout
+    versions existed, as ``exported_loader`` reads it); ``layout_current``: whether today's game writes that layout."""
     try:
         baseline = baselines.load_baseline(name)
     except (baselines.BaselineError, ValueError, OSError) as err:
         return {"loads": False, "load_error": " ".join(str(err).split())}
-    return {"loads": True, "obs": baseline.config.obs}
+    try:
+        version = int(json.loads((baselines.DIRECTORY / name / "spec.json").read_text()).get("layout_version", 1))
+    except (OSError, ValueError):
+        version = None
+    return {"loads": True, "obs": baseline.config.obs, "layout_version": version,
+            "layout_current": version == layout.LAYOUT_VERSIONS[baseline.config.obs]}
 
 
 def on_ladder(name: str) -> dict:

@@ -16,15 +16,17 @@ import threading
 import time
 import warnings
 from pathlib import Path
-from typing import NoReturn
+from typing import TYPE_CHECKING, NoReturn
 
-import jax
-
-from agents.config import FIELD_LIST_HINT, TrainConfig, parse_value
-from agents.policies.load import PLAYER_BOTS, PolicyError, parse_spec
+# Nothing here imports JAX (tests/test_cli.py checks it): a CLI parses and checks its arguments with these before
+# it imports the library, so a bad one is answered in a fraction of a second. What needs JAX is imported where used.
+from agents.config_names import FIELD_LIST_HINT
+from agents.policies.specs import PLAYER_BOTS, PolicyError, parse_spec
 from agents.storage.outputs import UnwritableOutputError, check_writable
 from agents.storage.run_dir import TOOLS, RunError
-from jaxgame.config import GameConfig
+
+if TYPE_CHECKING:
+    from agents.config import TrainConfig
 
 #: JAX's persistent compilation cache of the CLIs: ``$JAXGAME_CACHE_DIR`` or ``~/.cache/jaxgame/jax``
 #: (``--cache-dir`` overrides, ``--no-cache`` disables).
@@ -40,6 +42,8 @@ def enable_compilation_cache(cache_dir: str | None) -> str | None:
     """
     if cache_dir is None:
         return None
+    import jax
+
     Path(cache_dir).mkdir(parents=True, exist_ok=True)
     jax.config.update("jax_compilation_cache_dir", str(cache_dir))
     jax.config.update("jax_persistent_cache_min_compile_time_secs", 1.0)
@@ -259,6 +263,9 @@ def parse_rules(parser, items) -> dict:
     group, names them too) -> {name: value}, each parsed by the rule's type and the whole set validated by
     ``GameConfig``; anything else (a training config field, a typo: with the closest rule names, a bad value) is a
     parser error."""
+    from agents.config import parse_value
+    from jaxgame.config import GameConfig
+
     defaults = {f.name: f.default for f in dataclasses.fields(GameConfig)}
     rules = {}
     for item in items:
@@ -469,7 +476,6 @@ __all__ = [
     "note_deprecated",
     "parse_overrides",
     "parse_rules",
-    "parse_value",
     "player_spec",
     "preset_name",
     "prog_name",

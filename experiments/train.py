@@ -35,16 +35,12 @@ import json
 import sys
 import time
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from agents.config import TrainConfig
-from agents.presets import PRESETS, describe, preset_config
-from agents.run.loop import RunError, check_resumable, load_config, train
-from agents.storage.run_dir import read_owner
-
-# Importing these starts no JAX computation (tests/test_layering.py checks it), so ``main`` can still
-# initialise jax.distributed first, as a multi-host run must.
-from agents.utils import distributed
-from agents.utils.progress import ConsoleProgress
+# Only what needs no JAX is imported here: the arguments are parsed and checked (the preset, the --set keys,
+# --out) before ``main`` imports the library, so a mistyped one is answered at once (tests/test_cli.py).
+from agents import config_names
+from agents.storage.run_dir import RunError, read_owner
 from experiments.common import (
     add_cache_args,
     apply_sets,
@@ -59,6 +55,10 @@ from experiments.common import (
     quiet_logs,
     run_job,
 )
+from experiments.names import names
+
+if TYPE_CHECKING:
+    from agents.config import TrainConfig
 
 
 def add_host_args(parser):
@@ -78,6 +78,9 @@ def start_distributed(argv=None) -> bool:
     parser = argparse.ArgumentParser(add_help=False)
     add_host_args(parser)
     args, _ = parser.parse_known_args(argv)
+    # importing it starts no JAX computation (tests/test_layering.py checks it), so jax.distributed comes first
+    from agents.utils import distributed
+
     try:
         return distributed.initialize(args.coordinator, args.num_processes, args.process_id, auto=args.distributed)
     except ValueError as err:
@@ -86,8 +89,9 @@ def start_distributed(argv=None) -> bool:
 
 def parse_args(argv=None):
     parser = make_parser("experiments.train", __doc__)
-    parser.add_argument("--preset", type=preset_name(PRESETS), metavar="NAME",
-                        help=f"named config: {', '.join(sorted(PRESETS))} (see --list-presets)")
+    presets = names()["presets"]
+    parser.add_argument("--preset", type=preset_name(presets), metavar="NAME",
+                        help=f"named config: {', '.join(presets)} (see --list-presets)")
     parser.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
                         help="override a config field (repeatable), e.g. --set lr=1e-4; see --list-fields")
     parser.add_argument("--env", help="env override: 'autochess' or 'gymnax:<EnvName>'")
@@ -122,7 +126,23 @@ def parse_args(argv=None):
         fail(parser, "--auto-resume needs --preset and --out (and no --resume)")
     if args.auto_resume:  # the directory holds this run: continue it; otherwise start it
         args.resume = read_owner_quietly(args.out) is not None
-    return parser, args, parse_overrides(parser, args.set, args.env)
+    overrides = parse_overrides(parser, args.set, args.env)
+    check_field_names(parser, [key for key in overrides if key != "env"])
+    if not (args.list_presets or args.list_fields):
+        args.out = args.out or f"runs/{args.preset}-{time.strftime('%Y%m%d-%H%M%S')}"
+        check_out(parser, Path(args.out))  # before anything is imported or compiled
+    return parser, args, overrides
+
+
+def check_field_names(parser, keys) -> None:
+    """The library's one-line message for ``--set`` keys that name no config field, from ``experiments/names``'s
+    copy of the names (no JAX): the values are checked by their types once the library is imported."""
+    field_groups = names()["field_groups"]
+    unknown = [key for key in keys if config_names.field_path(key, field_groups) is None]
+    if unknown:
+        message = config_names.unknown_message(unknown, field_groups, names()["groups"])
+        fail(parser, message.replace(config_names.FIELD_LIST_HINT,
+                                     "python -m experiments.train --list-fields lists them"))
 
 
 def read_owner_quietly(run_dir):
@@ -135,6 +155,9 @@ def read_owner_quietly(run_dir):
 
 def build_config(parser, args, overrides) -> TrainConfig:
     """The run's TrainConfig; a bad override or a run that cannot resume so is a parser error (nothing is trained)."""
+    from agents.presets import preset_config
+    from agents.run.loop import check_resumable, load_config
+
     try:
         if args.resume:
             saved = load_config(args.out)
@@ -152,25 +175,32 @@ def build_config(parser, args, overrides) -> TrainConfig:
 
 def describe_fields() -> str:
     """Every TrainConfig field with its default and doc."""
+    from agents.config import TrainConfig
+
     defaults = TrainConfig().to_flat_dict(dotted=True)
     return "\n".join(f"{name} = {defaults[name]!r}: {doc}" for name, doc in TrainConfig.field_docs().items())
 
 
 @handles_ctrl_c
 def main(argv=None):
+    parser, args, overrides = parse_args(argv)  # before JAX: a bad argument costs no import
     start_distributed(argv)
     quiet_logs()
-    parser, args, overrides = parse_args(argv)
     if args.list_presets or args.list_fields:
+        from agents.presets import describe
+
         print(describe() if args.list_presets else describe_fields())
         return None
+    from agents.run.loop import train
+    from agents.utils import distributed
+    from agents.utils.progress import ConsoleProgress
+
     config = build_config(parser, args, overrides)
     try:
         distributed.make_mesh(config.num_devices, config.num_envs)  # more devices than there are: a usage error
     except ValueError as err:
         fail(parser, err)
-    run_dir = Path(args.out or f"runs/{args.preset}-{time.strftime('%Y%m%d-%H%M%S')}")
-    check_out(parser, run_dir)  # before anything is compiled
+    run_dir = Path(args.out)
     cache = enable_compilation_cache(None if args.no_cache else args.cache_dir)
     summary = run_job(parser, lambda: train(config, run_dir, resume=args.resume, preset=args.preset,
                                             progress=None if args.quiet else ConsoleProgress(),

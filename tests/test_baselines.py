@@ -219,6 +219,7 @@ def test_list_says_whether_todays_code_loads_each_version_and_its_ladder_points(
     assert sorted(listed) == baselines.available()
     for name, row in listed.items():
         assert row["loads"] is True and row["obs"] == "vector", (name, row)
+        assert row["layout_version"] == 1 and row["layout_current"] is True, (name, row)
         assert row["ladder"]["version"] == "ladder-v1" and row["ladder"]["points"] == points[f"baseline:{name}"]
     shipped = tmp_path / "shipped"
     shutil.copytree(baselines.DIRECTORY, shipped)

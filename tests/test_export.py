@@ -95,6 +95,10 @@ def test_loader_refuses_bad_input_and_broken_files(exported, tmp_path):
         policy.act(obs, mask.astype(np.int8))
     with pytest.raises(ExportedPolicyError, match="key"):
         policy.act(obs, mask, key=np.zeros(3, np.uint32))
+    assert json.loads((out / "spec.json").read_text())["layout_version"] == policy.layout_version == 1
+    with pytest.raises(ExportedPolicyError, match="layout version 2 given; .* reads layout version 1"):
+        policy.act(obs, mask, layout_version=2)
+    assert policy.act(obs, mask, layout_version=1)[0].shape == (3,)
     broken = tmp_path / "broken"
     broken.mkdir()
     for name in (*FILES.values(), LOADER_FILE, "spec.json"):

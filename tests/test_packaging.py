@@ -113,7 +113,8 @@ def test_wheel_holds_code_data_licences_and_scripts(wheel):
                      "agents/policies/baseline_policies/ppo_small-v1/act_greedy.jaxexport",
                      "agents/policies/baseline_policies/ppo_small-v1/spec.json",
                      "agents/policies/baseline_policies/ppo_small-v1.MODEL_CARD.md", "experiments/train.py",
-                     "agents/arena/ladders/ladder-v1.json",
+                     "agents/arena/ladders/ladder-v1.json", "agents/policies/onnx_client.cjs",
+                     "experiments/cli_names.json",
                      "experiments/benchmark/purejaxrl_reference.py", f"{dist_info}/licenses/LICENSE",
                      f"{dist_info}/licenses/experiments/benchmark/PUREJAXRL_LICENSE"):
         assert required in names, f"{required} missing from the wheel"

@@ -41,12 +41,13 @@ from flax import serialization
 
 from agents.config import TrainConfig
 from agents.policies.network import ShapeMismatchError, check_params, policy_network
+from agents.policies.specs import BASELINE_DIRECTORY, BASELINE_PREFIX, available_baselines
 from agents.storage.checkpoints import check_sums, read_sums, write_sums
 
 #: where the versions live (package data)
-DIRECTORY = Path(__file__).resolve().parent / "baseline_policies"
+DIRECTORY = BASELINE_DIRECTORY
 #: the prefix of a baseline in a player spec
-PREFIX = "baseline:"
+PREFIX = BASELINE_PREFIX
 _NAME = re.compile(r"^[a-z0-9_]+-v[0-9]+$")
 
 
@@ -55,8 +56,8 @@ class BaselineError(ValueError):
 
 
 def available(directory: Path | None = None) -> list[str]:
-    """The shipped versions' names, sorted."""
-    return sorted(p.stem for p in Path(directory or DIRECTORY).glob("*.json") if (p.with_suffix(".msgpack")).exists())
+    """The shipped versions' names, sorted (``agents.policies.specs.available_baselines``)."""
+    return available_baselines(directory or DIRECTORY)
 
 
 def describe(name: str, directory: Path | None = None) -> dict:

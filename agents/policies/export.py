@@ -27,13 +27,16 @@ from agents.policies import exported_loader as exported_policy_loader
 from agents.policies.load import PolicyError, RunPolicy, seat_policies
 from agents.utils.versions import package_versions
 from jaxgame import constants as C
+from jaxgame import layout
 
 DEFAULT_PLATFORMS = ("cpu", "cuda")
 FILES = {"greedy": "act_greedy.jaxexport", "sample": "act_sample.jaxexport"}
 LOADER_FILE = "policy_loader.py"
 
 
-def _one_seat(policy: RunPolicy, seat: int | None) -> RunPolicy:
+def one_seat(policy: RunPolicy, seat: int | None) -> RunPolicy:
+    """The policy an export writes: ``seat``'s learner of an independent-learners run (``seat`` required there),
+    else ``policy`` itself (``seat`` must be None)."""
     if policy.config.independent:
         if seat is None:
             raise PolicyError(f"{policy.name} trained one learner per seat: choose one with seat=0..7")
@@ -48,7 +51,7 @@ def export_policy(policy: RunPolicy, out_dir, platforms=DEFAULT_PLATFORMS, seat:
     """Write ``policy`` to ``out_dir`` (which must not exist or be empty) and return the spec written.
     ``loader=False`` leaves out the copy of the loader (the shipped baselines: the package has it as
     ``agents.policies.exported_loader``)."""
-    policy = _one_seat(policy, seat)
+    policy = one_seat(policy, seat)
     out_dir = Path(out_dir)
     if out_dir.exists() and (not out_dir.is_dir() or any(out_dir.iterdir())):
         raise PolicyError(f"{out_dir} exists and is not an empty directory; give a new one")
@@ -84,6 +87,8 @@ def export_policy(policy: RunPolicy, out_dir, platforms=DEFAULT_PLATFORMS, seat:
         "obs": policy.config.obs,
         "obs_shape": list(obs_shape),
         "obs_dtype": obs_dtype.name,
+        "layout_version": layout.LAYOUT_VERSIONS[policy.config.obs],
+        "layout_fingerprint": layout.layout_fingerprint(policy.config.obs),
         "num_actions": C.NUM_ACTIONS,
         "num_players": C.NUM_PLAYERS,
         "rules": policy.config.rules(),

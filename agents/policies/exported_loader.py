@@ -123,6 +123,9 @@ class ExportedPolicy:
         self.obs_shape = tuple(spec["obs_shape"])
         self.obs_dtype = np.dtype(spec["obs_dtype"])
         self.num_actions = int(spec["num_actions"])
+        # exports written before layout versions existed (the shipped baselines' among them) read layout 1, the
+        # layout every one of them was trained on (jaxgame.layout)
+        self.layout_version = int(spec.get("layout_version", 1))
         self._functions = {}
         written_by = (spec.get("versions") or {}).get("jaxlib") or (spec.get("versions") or {}).get("jax")
         again = f"re-export it for this jax: {reexport_command(spec)}"
@@ -139,9 +142,13 @@ class ExportedPolicy:
         if outside:
             warnings.warn(f"{directory}: {outside}; {again}", ExportedPolicyVersionWarning, stacklevel=2)
 
-    def act(self, obs, mask, key=None):
+    def act(self, obs, mask, key=None, layout_version=None):
         """(action int32[B], logits float32[B, A], value float32[B]); greedy without ``key``, else sampled with
-        ``key`` (an int seed or a jax PRNG key, typed or legacy)."""
+        ``key`` (an int seed or a jax PRNG key, typed or legacy). ``layout_version``: the observation layout the
+        caller's game writes (``jaxgame.layout.LAYOUT_VERSIONS``); another than the policy's is refused."""
+        if layout_version is not None and int(layout_version) != self.layout_version:
+            raise ExportedPolicyError(f"observation layout version {layout_version} given; {self.spec.get('name')} "
+                                      f"reads layout version {self.layout_version}")
         obs, mask = np.asarray(obs), np.asarray(mask)
         if obs.ndim != 1 + len(self.obs_shape) or obs.shape[1:] != self.obs_shape or obs.dtype != self.obs_dtype:
             raise ExportedPolicyError(f"obs must be {self.obs_dtype}[B, {', '.join(map(str, self.obs_shape))}], "

@@ -13,26 +13,17 @@ checkpoint, or at checkpoint STEP (an update number). Problems raise
 from __future__ import annotations
 
 import dataclasses
-import difflib
 from pathlib import Path
 
 from agents.config import TrainConfig
 from agents.core.networks import ObservationPart, OneSeat
 from agents.policies import baselines
 from agents.policies.network import ShapeMismatchError, check_params, policy_network
+
+# the player specs need no JAX (a CLI checks them before it imports JAX): agents.policies.specs
+from agents.policies.specs import PLAYER_BOTS, TABLE_BOTS, PolicyError, check_player, parse_spec  # noqa: F401
 from agents.storage.checkpoints import CHECKPOINT_DIR, CheckpointMismatchError, CheckpointStore, fresh_arrays
 from agents.storage.run_dir import read_owner
-
-#: the scripted bots of the in-run evaluations (``agents.arena.evaluation.OPPONENTS``: a bot there is computed at
-#: every step and logged) and of the tables' bot order
-TABLE_BOTS = ("random", "greedy", "expert")
-#: every scripted bot a player spec may name (``jaxgame.bots.BOTS``): ``TABLE_BOTS``, then the bots that join a
-#: table only when named (``expert_public``: the expert on public information, docs/observation.md)
-PLAYER_BOTS = (*TABLE_BOTS, "expert_public")
-
-
-class PolicyError(ValueError):
-    """A policy cannot be loaded or cannot play as asked."""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -45,61 +36,6 @@ class RunPolicy:
     config: object  # agents.config.TrainConfig
     network: object
     params: object
-
-
-def parse_spec(spec: str) -> tuple[str, int | None] | str:
-    """A bot name, or (run_dir, step or None) for ``RUN_DIR[:STEP]`` (``("baseline:NAME", None)`` for a
-    baseline: ``load_policy`` takes either).
-
-    Every player a command is given passes here first, so a bad one is refused before any work, in one line
-    (``PolicyError``): a spec that is neither a bot, a shipped ``baseline:NAME`` nor an existing path names the
-    closest valid players, and ``RUN_DIR:STEP`` with a STEP that is not an int says so."""
-    spec = str(spec).strip()
-    if spec in PLAYER_BOTS:
-        return spec
-    if spec.startswith(baselines.PREFIX):
-        name = spec[len(baselines.PREFIX):]
-        shipped = baselines.available()
-        if name not in shipped:
-            raise PolicyError(f"no baseline {name!r}{_closest(name, shipped)} "
-                              f"(shipped: {', '.join(shipped) or 'none'})")
-        return spec, None
-    if spec and Path(spec).exists():
-        return spec, None
-    head, sep, tail = spec.rpartition(":")
-    if sep and head and Path(head).exists():
-        if not tail.isdigit():
-            raise PolicyError(f"{spec!r}: STEP must be an int (RUN_DIR:STEP, an update number), got {tail!r}")
-        return head, int(tail)
-    run_dir = head if sep and tail.isdigit() else spec
-    raise PolicyError(f"unknown player {spec!r}: not a bot, baseline:NAME or existing run directory"
-                      f"{_closest(run_dir, _player_names(run_dir))} (bots: {', '.join(PLAYER_BOTS)}; baselines: "
-                      f"{', '.join(baselines.PREFIX + b for b in baselines.available()) or 'none'})")
-
-
-def check_player(spec: str) -> tuple[str, int | None] | str:
-    """``parse_spec``: the player ``spec`` parsed, or ``PolicyError`` (one line) for an unknown one."""
-    return parse_spec(spec)
-
-
-def _closest(name: str, candidates) -> str:
-    """``"; did you mean A or B?"`` for the candidates closest to ``name`` (difflib), else ``""``."""
-    close = difflib.get_close_matches(name, list(candidates), n=3, cutoff=0.5)
-    return f"; did you mean {' or '.join(close)}?" if close else ""
-
-
-def _player_names(spec: str) -> list[str]:
-    """The names a mistyped player may have meant: the bots, the baselines and, for a path, its existing
-    siblings (directories in the nearest parent that exists)."""
-    names = [*PLAYER_BOTS, *(baselines.PREFIX + b for b in baselines.available())]
-    parent = Path(spec).parent
-    if str(parent) not in ("", ".") or "/" in spec:
-        if parent.is_dir():
-            try:
-                names += [str(p) for p in sorted(parent.iterdir())[:1000] if p.is_dir()]
-            except OSError:
-                pass
-    return names
 
 
 def checkpoint_steps(run_dir) -> list[int]:
