@@ -258,15 +258,11 @@ def parse_phase_sets(parser, items) -> dict:
     return sets
 
 
-def parse_rules(parser, items) -> dict:
-    """``--set NAME=VALUE`` strings of game rules (``GameConfig`` fields; ``game.NAME``, the training config's
-    group, names them too) -> {name: value}, each parsed by the rule's type and the whole set validated by
-    ``GameConfig``; anything else (a training config field, a typo: with the closest rule names, a bad value) is a
-    parser error."""
-    from agents.config import parse_value
-    from jaxgame.config import GameConfig
-
-    defaults = {f.name: f.default for f in dataclasses.fields(GameConfig)}
+def check_rule_names(parser, items, rule_names) -> dict:
+    """``--set NAME=VALUE`` strings of game rules -> {name: text}: each NAME one of ``rule_names`` (``game.NAME``,
+    the training config's group, names them too); anything else (a training config field, a typo: with the
+    closest rule names) is a parser error. Needs no JAX: a CLI calls it with ``experiments.names``' copy of the
+    rule names before it imports the library; ``parse_rules`` then parses the values."""
     rules = {}
     for item in items:
         key, sep, text = item.partition("=")
@@ -276,15 +272,28 @@ def parse_rules(parser, items) -> dict:
             name = field
         if not sep or not name:
             fail(parser, f"--set {item!r}: expected NAME=VALUE (a game rule, e.g. max_rounds=20)")
-        if name not in defaults:
-            close = difflib.get_close_matches(name, defaults, n=3)
+        if name not in rule_names:
+            close = difflib.get_close_matches(name, rule_names, n=3)
             hint = f"did you mean {' or '.join(close)}? " if close else ""
-            fail(parser, f"--set {key.strip()}: not a game rule ({hint}rules: {', '.join(defaults)}); this command "
+            fail(parser, f"--set {key.strip()}: not a game rule ({hint}rules: {', '.join(rule_names)}); this command "
                          "takes game rules only, and a policy plays with the rules it trained with")
+        rules[name] = text
+    return rules
+
+
+def parse_rules(parser, items) -> dict:
+    """``--set NAME=VALUE`` strings of game rules (``GameConfig`` fields, ``check_rule_names``) -> {name: value},
+    each parsed by the rule's type and the whole set validated by ``GameConfig``; a bad one is a parser error."""
+    from agents.config import parse_value
+    from jaxgame.config import GameConfig
+
+    defaults = {f.name: f.default for f in dataclasses.fields(GameConfig)}
+    rules = {}
+    for name, text in check_rule_names(parser, items, list(defaults)).items():
         try:
             rules[name] = parse_value(name, type(defaults[name]), text, owner="GameConfig")
         except ValueError as err:
-            fail(parser, f"--set {item!r}: {err}")
+            fail(parser, f"--set {f'{name}={text}'!r}: {err}")
     try:
         GameConfig.from_overrides(**rules)
     except (TypeError, ValueError) as err:
@@ -475,6 +484,7 @@ __all__ = [
     "make_parser",
     "note_deprecated",
     "parse_overrides",
+    "check_rule_names",
     "parse_rules",
     "player_spec",
     "preset_name",

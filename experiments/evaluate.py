@@ -57,22 +57,15 @@ import argparse
 import json
 import time
 
-import jax
-import numpy as np
-
-from agents.arena import significance, tournament
-from agents.arena.evaluation import placement_summary
-from agents.arena.tables import make_table_runner
-from agents.policies.load import PLAYER_BOTS, PolicyError, is_baseline, parse_spec, table_networks
-from agents.replays.evaluation import save_evaluation_replays
-from agents.storage.checkpoints import CheckpointMismatchError, NoGoodCheckpointError
-from agents.utils import memory
-from agents.utils.progress import ConsoleProgress
+# Only what needs no JAX is imported here: the players, lineups, counts and paths are checked before ``main``
+# imports the library (tests/test_cli.py); the game rules of --set and the rank points are checked after it.
+from agents.policies.specs import BASELINE_PREFIX, PLAYER_BOTS, PolicyError, lineup_of, parse_spec
 from experiments.common import (
     GAMES_HELP,
     PLAYER_KINDS,
     add_cache_args,
     check_out,
+    check_rule_names,
     deprecated_alias,
     enable_compilation_cache,
     fail,
@@ -84,6 +77,7 @@ from experiments.common import (
     quiet_logs,
     status,
 )
+from experiments.names import names
 
 DEFAULT_SEATS = "greedy,random,greedy,random,greedy,random,greedy,random"
 DEFAULT_VS = ("random", "greedy")
@@ -112,10 +106,10 @@ def parse_args(argv=None):
                              "of as many players (one per training seed) test over training seeds")
     parser.add_argument("--no-head-to-head", action="store_true",
                         help="with --compare: only the --vs lineups, not A and B at one table")
-    parser.add_argument("--difference", type=float, default=significance.DEFAULT_DIFFERENCE,
+    parser.add_argument("--difference", type=float, default=names()["difference"],
                         help="with --compare: the difference of mean placement to size a test for "
-                             f"(default {significance.DEFAULT_DIFFERENCE})")
-    parser.add_argument("--rank-points", default=",".join(f"{v:g}" for v in significance.DEFAULT_RANK_POINTS),
+                             f"(default {names()['difference']})")
+    parser.add_argument("--rank-points", default=",".join(f"{v:g}" for v in names()["rank_points"]),
                         help="with --compare: points per place, 1, 2, 4 or 8 comma-separated values spread over the 8 "
                              "places (default %(default)s)")
     parser.add_argument("--save-replays", nargs=2, metavar=("N", "DIR"), default=None,
@@ -131,7 +125,8 @@ def parse_args(argv=None):
     args = parser.parse_args(argv)
     _fold_checkpoint(parser, args)
     _check(parser, args)
-    return parser, args, parse_rules(parser, args.set)
+    check_rule_names(parser, args.set, names()["rules"])  # the values: check_after_import
+    return parser, args
 
 
 def _fold_checkpoint(parser, args) -> None:
@@ -148,7 +143,7 @@ def _fold_checkpoint(parser, args) -> None:
         fail(parser, f"{old} needs a run: the player RUN_DIR:STEP ({parser.prog} RUN_DIR:{args.step} --vs greedy)")
     head, sep, tail = run_dir.rpartition(":")  # the spec's form only: main checks the player exists
     has_step = bool(sep and head and tail.isdigit())
-    if args.step is not None and (run_dir in PLAYER_BOTS or has_step or is_baseline(run_dir)):
+    if args.step is not None and (run_dir in PLAYER_BOTS or has_step or run_dir.startswith(BASELINE_PREFIX)):
         fail(parser, f"--step {args.step}: {run_dir!r} is not a RUN_DIR without a step")
     args.player = run_dir if args.step is None else f"{run_dir}:{args.step}"
     note_deprecated(old, f"the positional player: {parser.prog} {args.player}")
@@ -190,12 +185,8 @@ def _check(parser, args) -> None:
             fail(parser, f"--compare needs --games >= 2 game seeds (a test needs a spread), got {args.games}")
         if not (args.difference > 0):
             fail(parser, f"--difference must be > 0 places, got {args.difference}")
-        try:
-            args.rank_points = significance.check_rank_points(float(v) for v in args.rank_points.split(","))
-        except ValueError as err:
-            fail(parser, f"--rank-points {args.rank_points!r}: {err}")
     try:
-        args.lineups = {spec: tournament.lineup_of(spec) for spec in (args.vs or DEFAULT_VS)}
+        args.lineups = {spec: lineup_of(spec) for spec in (args.vs or DEFAULT_VS)}
     except PolicyError as err:
         fail(parser, f"--vs: {err}")
     seats = tuple(s.strip() for s in (args.seats or DEFAULT_SEATS).split(","))
@@ -204,10 +195,30 @@ def _check(parser, args) -> None:
     args.seats = seats
 
 
+def check_after_import(parser, args) -> dict:
+    """What ``parse_args`` leaves to the library: the rank points of --compare and the game rules of --set."""
+    from agents.arena import significance
+
+    if args.compare:
+        try:
+            args.rank_points = significance.check_rank_points(float(v) for v in args.rank_points.split(","))
+        except ValueError as err:
+            fail(parser, f"--rank-points {args.rank_points!r}: {err}")
+    return parse_rules(parser, args.set)
+
+
 def play_lineups(lineups: dict, games: int, seed: int, rules: dict, deterministic: bool = False) -> dict:
     """``{name: ranks int[games, 8 rotations, 8 positions]}`` for each lineup (name -> 8 players: bots,
     ``baseline:NAME`` or ``RUN_DIR[:STEP]``), every game seed in 8 seat rotations, all lineups on the same seeds in
     one compiled program (``agents.arena.tables``); ``rules``: the game's, when every player is a bot."""
+    import jax
+    import numpy as np
+
+    from agents.arena import tournament
+    from agents.arena.tables import make_table_runner
+    from agents.policies.load import table_networks
+    from agents.utils import memory
+
     policies, player_of = tournament.resolve_players(dict.fromkeys(n for names in lineups.values() for n in names))
     game = tournament.table_game(policies, rules)
     index, bots = tournament.participant_index(policies, player_of)
@@ -221,6 +232,11 @@ def play_lineups(lineups: dict, games: int, seed: int, rules: dict, deterministi
 def evaluate_player(args, rules) -> dict:
     """PLAYER against each ``--vs`` lineup: a policy through ``agents.arena.tournament.evaluate_checkpoint``, a bot
     at tables of ``play_lineups``; the table on stderr, the JSON on stdout."""
+    from agents.arena import tournament
+    from agents.arena.evaluation import placement_summary
+    from agents.replays.evaluation import save_evaluation_replays
+    from agents.utils.progress import ConsoleProgress
+
     parsed = parse_spec(args.player)
     if isinstance(parsed, tuple):
         if rules:
@@ -251,6 +267,9 @@ def evaluate_player(args, rules) -> dict:
 def compare(args, rules) -> dict:
     """``--compare A B``: the significance tests of ``agents.arena.tournament.compare_players`` (or with lists of
     players, ``compare_over_seeds``), as tables and JSON."""
+    from agents.arena import tournament
+    from agents.utils.progress import ConsoleProgress
+
     options = dict(head_to_head=not args.no_head_to_head, rules=rules, points=args.rank_points,
                    difference=args.difference, progress=None if args.quiet else ConsoleProgress())
     if len(args.pairs) == 1:
@@ -266,6 +285,8 @@ def compare(args, rules) -> dict:
 
 def play_bots(args, rules) -> dict:
     """Games of the 8 bots of ``--seats``: ``--games`` seeds x 8 rotations; each bot's placements."""
+    from agents.arena.evaluation import placement_summary
+
     seats = list(args.seats)
     status(f"playing {args.games} game seeds x 8 rotations of {','.join(seats)}: compiling ...", not args.quiet)
     start = time.perf_counter()
@@ -283,13 +304,16 @@ def play_bots(args, rules) -> dict:
 
 @handles_ctrl_c
 def main(argv=None):
-    quiet_logs()
-    parser, args, rules = parse_args(argv)
+    parser, args = parse_args(argv)  # before JAX: a bad argument costs no import
     if args.player:  # the players named (the closest valid names for an unknown one) before any work
         player_spec(parser, args.player)
     for pair in args.pairs if args.compare else ():
         for name in pair:
             player_spec(parser, name, "--compare")
+    quiet_logs()
+    rules = check_after_import(parser, args)
+    from agents.storage.checkpoints import CheckpointMismatchError, NoGoodCheckpointError
+
     enable_compilation_cache(None if args.no_cache else args.cache_dir)
     try:
         if args.compare:

@@ -24,16 +24,15 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from agents.policies import baselines
-from agents.policies.export import DEFAULT_PLATFORMS, export_policy
-from agents.policies.load import PolicyError, load_policy
-from agents.storage.checkpoints import NoGoodCheckpointError
+# Only what needs no JAX is imported here: the player and --out are checked before ``main`` imports the library
+# (tests/test_cli.py).
+from agents.policies.specs import PolicyError, baseline_directory
 from experiments.common import check_out, fail, handles_ctrl_c, make_parser, player_spec, quiet_logs
+from experiments.names import names
 
 
 @handles_ctrl_c
 def main(argv=None):
-    quiet_logs()
     parser = make_parser("experiments.export", __doc__)
     parser.add_argument("policy", metavar="RUN_DIR[:STEP] | baseline:NAME")
     parser.add_argument("--out", type=Path, required=True, help="a new or empty directory")
@@ -41,12 +40,12 @@ def main(argv=None):
                         help="jax: jax.export functions (needs jax to run); onnx: policy.onnx (default %(default)s)")
     parser.add_argument("--platforms", default=None,
                         help="--format jax: comma-separated cpu, cuda, rocm, tpu (default "
-                             f"{','.join(DEFAULT_PLATFORMS)})")
+                             f"{','.join(names()['export_platforms'])})")
     parser.add_argument("--seat", type=int, default=None, choices=range(8), metavar="0..7",
                         help="an independent-learners run: the seat whose learner to export")
     args = parser.parse_args(argv)
     parsed = player_spec(parser, args.policy)
-    shipped = baselines.DIRECTORY.resolve()
+    shipped = baseline_directory().resolve()
     if args.out.resolve() == shipped or shipped in args.out.resolve().parents:
         fail(parser, f"--out {args.out} is inside the shipped baselines ({shipped}), whose versions are never "
                      "overwritten: give a directory elsewhere")
@@ -55,6 +54,11 @@ def main(argv=None):
         fail(parser, f"{args.policy!r} is a scripted bot, not a trained policy (RUN_DIR[:STEP] or baseline:NAME)")
     if args.format == "onnx" and args.platforms is not None:
         fail(parser, "--platforms applies to --format jax; an ONNX file runs wherever onnxruntime does")
+    quiet_logs()
+    from agents.policies.export import DEFAULT_PLATFORMS, export_policy
+    from agents.policies.load import load_policy
+    from agents.storage.checkpoints import NoGoodCheckpointError
+
     try:
         if args.format == "onnx":
             from agents.policies.onnx_export import export_onnx

@@ -40,11 +40,9 @@ import json
 import sys
 from pathlib import Path
 
-from agents.arena import ladder
-from agents.policies.load import PolicyError
-from agents.storage.checkpoints import CheckpointMismatchError, NoGoodCheckpointError
+# Only what needs no JAX is imported here: the arguments are checked before ``main`` imports the library
+# (tests/test_cli.py); the ladder's defaults and versions come from experiments/cli_names.json.
 from agents.storage.run_dir import write_json
-from agents.utils.progress import ConsoleProgress
 from experiments.common import (
     GAMES_HELP,
     PLAYER_KINDS,
@@ -57,9 +55,11 @@ from experiments.common import (
     player_spec,
     quiet_logs,
 )
+from experiments.names import names
 
 
 def parse_args(argv=None):
+    LADDER = names()["ladder"]  # noqa: N806  (the library's ladder constants, read without JAX)
     parser = make_parser("experiments.ladder", __doc__)
     parser.add_argument("player", nargs="?", metavar="PLAYER", help=f"the player rated: {PLAYER_KINDS}")
     mode = parser.add_mutually_exclusive_group()
@@ -67,15 +67,15 @@ def parse_args(argv=None):
     mode.add_argument("--fit", action="store_true", help="fit a new ladder version's population (see above)")
     mode.add_argument("--agreement", action="store_true",
                       help="test the ladder's order against head to heads of its policy members (see above)")
-    parser.add_argument("--ladder", default=ladder.CURRENT_LADDER, metavar="VERSION",
-                        help=f"the ladder version (default {ladder.CURRENT_LADDER})")
+    parser.add_argument("--ladder", default=LADDER['current'], metavar="VERSION",
+                        help=f"the ladder version (default {LADDER['current']})")
     parser.add_argument("--version", default=None, metavar="NAME", help="with --fit: the new version's name")
     parser.add_argument("--games", type=int, default=None, metavar="N",
-                        help=f"{GAMES_HELP}; default {ladder.DEFAULT_GAMES} (--fit: lineups, default 384)")
+                        help=f"{GAMES_HELP}; default {LADDER['games']} (--fit: lineups, default 384)")
     parser.add_argument("--seed", type=int, default=None,
-                        help=f"lineups and game seeds (default {ladder.DEFAULT_SEED}; --fit: {ladder.FIT_SEED})")
+                        help=f"lineups and game seeds (default {LADDER['seed']}; --fit: {LADDER['fit_seed']})")
     parser.add_argument("--draws", type=int, default=None, metavar="N",
-                        help=f"bootstrap resamples (default {ladder.DEFAULT_DRAWS}; --fit: 200)")
+                        help=f"bootstrap resamples (default {LADDER['draws']}; --fit: 200)")
     parser.add_argument("--all-checkpoints", action="store_true",
                         help="PLAYER a training run: rate every checkpoint it kept (a learning curve; needs --out DIR)")
     parser.add_argument("--deterministic", action="store_true",
@@ -100,7 +100,7 @@ def parse_args(argv=None):
             fail(parser, "--fit fits the population; it takes no PLAYER")
         if not args.version or not args.out:
             fail(parser, "--fit needs --version NAME (a new ladder-vN) and --out DIR")
-        if args.version in ladder.available():
+        if args.version in LADDER['versions']:
             fail(parser, f"--version {args.version} is shipped already; a shipped version is never refitted")
         check_out(parser, args.out)
     elif args.show or args.agreement:
@@ -122,15 +122,20 @@ def parse_args(argv=None):
             check_out(parser, args.out)
         elif args.out:
             check_out(parser, args.out, "file")
-    if not args.fit and args.ladder not in ladder.available():
-        fail(parser, f"--ladder {args.ladder}: no such version (shipped: {', '.join(ladder.available())})")
+    if not args.fit and args.ladder not in LADDER['versions']:
+        fail(parser, f"--ladder {args.ladder}: no such version (shipped: {', '.join(LADDER['versions'])})")
     return parser, args
 
 
 @handles_ctrl_c
 def main(argv=None) -> dict:
+    parser, args = parse_args(argv)  # before JAX: a bad argument costs no import
     quiet_logs()
-    parser, args = parse_args(argv)
+    from agents.arena import ladder
+    from agents.policies.load import PolicyError
+    from agents.storage.checkpoints import CheckpointMismatchError, NoGoodCheckpointError
+    from agents.utils.progress import ConsoleProgress
+
     progress = None if args.quiet else ConsoleProgress()
     try:
         if args.show:
@@ -164,6 +169,8 @@ def main(argv=None) -> dict:
 
 
 def _curve(args, progress) -> dict:
+    from agents.arena import ladder
+
     result = ladder.rate_checkpoints_on_ladder(args.player, games=args.games or ladder.DEFAULT_GAMES,
                                                seed=ladder.DEFAULT_SEED if args.seed is None else args.seed,
                                                version=args.ladder, batch=args.batch,
@@ -195,6 +202,8 @@ def _agreement(args, progress) -> dict:
 
 
 def _fit(args, progress) -> dict:
+    from agents.arena import ladder
+
     population = ladder.fit_population(games=args.games or 384,
                                        seed=ladder.FIT_SEED if args.seed is None else args.seed, batch=args.batch,
                                        draws=args.draws or 200, progress=progress, version=args.version)

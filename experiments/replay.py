@@ -32,14 +32,13 @@ import json
 import sys
 import time
 
-from agents.replays import format as replay_format
-from agents.replays import record, viewer
-from agents.storage.checkpoints import CheckpointMismatchError, NoGoodCheckpointError
-from agents.utils.progress import ConsoleProgress, NoProgress
+# Only what needs no JAX is imported here: the players, --top-k and --out are checked before ``main`` imports the
+# library (tests/test_cli.py); the game rules of --set are checked by their types after it.
 from experiments.common import (
     PLAYER_KINDS,
     add_game_args,
     check_out,
+    check_rule_names,
     enable_compilation_cache,
     fail,
     handles_ctrl_c,
@@ -48,13 +47,14 @@ from experiments.common import (
     player_list,
     quiet_logs,
 )
-from jaxgame import constants as C
+from experiments.names import names
 
 #: the --out suffixes: the replay record (JSON) or the viewer page holding it
 OUT_SUFFIXES = (".json", ".html", ".htm")
 
 
 def parse_args(argv=None):
+    num_actions, num_players = names()["num_actions"], names()["num_players"]
     parser = make_parser("experiments.replay", __doc__)
     parser.add_argument("--players", required=True, metavar="PLAYER[,PLAYER x7]",
                         help=f"one player for all 8 seats or 8 comma-separated, seat 0 first: {PLAYER_KINDS}")
@@ -62,17 +62,23 @@ def parse_args(argv=None):
                         help="the replay file (JSON, docs/replays.md), or with .html the viewer page holding it")
     parser.add_argument("--seed", type=int, default=0, help="the game seed, as evaluate's --seed (default 0)")
     parser.add_argument("--top-k", type=int, default=5, metavar="K",
-                        help=f"the policies' most likely legal actions kept per step, 1..{C.NUM_ACTIONS} (default 5)")
+                        help=f"the policies' most likely legal actions kept per step, 1..{num_actions} (default 5)")
     add_game_args(parser)
     args = parser.parse_args(argv)
-    args.players = player_list(parser, args.players, "--players", (1, C.NUM_PLAYERS))
-    if not 1 <= args.top_k <= C.NUM_ACTIONS:
-        fail(parser, f"--top-k must be in 1..{C.NUM_ACTIONS}, got {args.top_k}")
+    args.players = player_list(parser, args.players, "--players", (1, num_players))
+    if not 1 <= args.top_k <= num_actions:
+        fail(parser, f"--top-k must be in 1..{num_actions}, got {args.top_k}")
     if not str(args.out).lower().endswith(OUT_SUFFIXES):
         fail(parser, f"--out {args.out}: a replay is written as {' or '.join(OUT_SUFFIXES)} (the JSON record, or the "
                      "viewer page holding it); this suffix is not one of them")
     check_out(parser, args.out, "file")
-    return parser, args, parse_rules(parser, args.set)
+    check_rule_names(parser, args.set, names()["rules"])  # the values: check_after_import
+    return parser, args
+
+
+def check_after_import(parser, args) -> dict:
+    """The game rules of --set, parsed by their types (the library's ``parse_rules``)."""
+    return parse_rules(parser, args.set)
 
 
 def ordinal(n: int) -> str:
@@ -91,8 +97,14 @@ def placement_sentence(players, game: dict) -> str:
 
 @handles_ctrl_c
 def main(argv=None):
+    parser, args = parse_args(argv)  # before JAX: a bad argument costs no import
     quiet_logs()
-    parser, args, rules = parse_args(argv)
+    rules = check_after_import(parser, args)
+    from agents.replays import format as replay_format
+    from agents.replays import record, viewer
+    from agents.storage.checkpoints import CheckpointMismatchError, NoGoodCheckpointError
+    from agents.utils.progress import ConsoleProgress, NoProgress
+
     enable_compilation_cache(None if args.no_cache else args.cache_dir)
     progress = NoProgress() if args.quiet else ConsoleProgress()
     start = time.perf_counter()

@@ -74,8 +74,12 @@ def test_games_means_game_seeds_in_8_seat_rotations(module, capsys):
 
 
 def _parsed(module: str, argv):
-    """``(args, extra)`` of the module's ``parse_args(argv)`` (extra: its third value, e.g. evaluate's rules)."""
-    parsed = _module(module).parse_args(argv)
+    """``(args, extra)`` of the module's ``parse_args(argv)`` (extra: its third value, or for a CLI that checks
+    some arguments after importing the library, what its ``check_after_import`` returns: evaluate's rules)."""
+    cli = _module(module)
+    parsed = cli.parse_args(argv)
+    if hasattr(cli, "check_after_import"):
+        return parsed[1], cli.check_after_import(*parsed[:2])
     return parsed[1], parsed[2] if len(parsed) > 2 else None
 
 
@@ -359,6 +363,19 @@ BEFORE_JAX = [
     ("experiments.train", ["--preset=smoke", "--set", "zzzq=1"], "python -m experiments.train --list-fields"),
     ("experiments.train", ["--preset=smoke", "--out", "/proc/no/such/run"], "--out /proc/no/such/run"),
     ("experiments.train", ["--resume"], "--resume needs --out RUN_DIR"),
+    ("experiments.evaluate", ["runs/no-such-dir", "--vs", "greedy"], "unknown player 'runs/no-such-dir'"),
+    ("experiments.evaluate", ["greedy", "--vs", "grredy"], "did you mean greedy?"),
+    ("experiments.evaluate", ["--games", "0"], "--games must be >= 1"),
+    ("experiments.evaluate", ["greedy", "--save-replays", "2", "/proc/no/dir"], "--save-replays DIR"),
+    ("experiments.replay", ["--players", "greedy", "--out", "game.gif"], "this suffix is not one of them"),
+    ("experiments.replay", ["--players", "greedy", "--top-k", "0", "--out", "g.json"], "--top-k must be in 1..258"),
+    ("experiments.replay", ["--players", "greedy", "--set", "max_round=3", "--out", "g.json"],
+     "did you mean max_rounds"),
+    ("experiments.evaluate", ["greedy", "--set", "lr=3e-4"], "--set lr: not a game rule"),
+    ("experiments.ladder", ["no-such-player"], "unknown player 'no-such-player'"),
+    ("experiments.ladder", ["greedy", "--ladder", "ladder-v9"], "no such version (shipped: ladder-v1)"),
+    ("experiments.export", ["greedy", "--out", "out"], "is a scripted bot, not a trained policy"),
+    ("experiments.export", ["baseline:ppo_small-v3", "--out", "/proc/no/dir"], "--out /proc/no/dir"),
 ]
 
 

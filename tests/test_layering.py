@@ -15,8 +15,8 @@ PACKAGES = ("jaxgame", "agents", "experiments")
 #: experiments modules every CLI may import (shared helpers, not commands)
 CLI_SHARED = ("experiments.common", "experiments.names")  # the modules every CLI may share
 #: ``agents``' sub-packages and root modules, lowest first: each may import only itself and the ones before it
-AGENTS_LAYERS = ("core", "config_names", "config", "utils", "storage", "league", "envs", "algorithms", "policies", "arena",
-                 "replays", "run", "pipeline", "presets", "interop",
+AGENTS_LAYERS = ("core", "config_names", "config", "utils", "storage", "league", "envs", "algorithms", "policies",
+                 "arena", "replays", "run", "pipeline", "presets", "interop",
                  "")  # "": agents/__init__.py, the public API on top
 #: at most this many modules at the ``agents`` root (the rest live in sub-packages)
 MAX_ROOT_MODULES = 6

@@ -57,6 +57,7 @@ from agents.policies.load import (
     table_networks,
     table_observations,
 )
+from agents.policies.specs import lineup_of  # noqa: F401  (tournament.lineup_of: a lineup spec's 7 opponents)
 from agents.storage.outputs import check_writable
 from agents.storage.run_dir import write_csv, write_json
 from agents.utils import memory
@@ -161,16 +162,6 @@ def evaluate(player: str, vs=("random", "greedy"), games: int = 32, seed: int = 
     run_dir, step = spec
     return evaluate_checkpoint(run_dir, step, {v: lineup_of(v) for v in vs}, games, seed, progress,
                                greedy_policy=deterministic)
-
-
-def lineup_of(spec: str) -> list[str]:
-    """The 7 opponents of a lineup spec: one player for all 7 seats, or 7 comma-separated players."""
-    names = [n.strip() for n in str(spec).split(",")]
-    if len(names) == 1 and names[0]:
-        return names * 7
-    if len(names) != 7 or not all(names):
-        raise PolicyError(f"lineup {spec!r}: one player for all 7 seats or 7 comma-separated players")
-    return names
 
 
 def table_game(policies, rules: dict | None = None, obs: str = "vector") -> jaxgame.AutoChessEnv:

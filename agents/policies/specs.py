@@ -27,7 +27,7 @@ class PolicyError(ValueError):
     """A policy cannot be loaded or cannot play as asked."""
 
 
-def _baseline_directory() -> Path:
+def baseline_directory() -> Path:
     """``agents.policies.baselines.DIRECTORY`` where that module is loaded (a program or a test may point it
     elsewhere), else the package's own ``BASELINE_DIRECTORY``."""
     loaded = sys.modules.get("agents.policies.baselines")
@@ -36,7 +36,7 @@ def _baseline_directory() -> Path:
 
 def available_baselines(directory: Path | None = None) -> list[str]:
     """The shipped versions' names, sorted (a ``NAME.json`` beside its ``NAME.msgpack``)."""
-    return sorted(p.stem for p in Path(directory or _baseline_directory()).glob("*.json")
+    return sorted(p.stem for p in Path(directory or baseline_directory()).glob("*.json")
                   if p.with_suffix(".msgpack").exists())
 
 
@@ -70,6 +70,16 @@ def parse_spec(spec: str) -> tuple[str, int | None] | str:
                       f"{', '.join(BASELINE_PREFIX + b for b in available_baselines()) or 'none'})")
 
 
+def lineup_of(spec: str) -> list[str]:
+    """The 7 opponents of a lineup spec: one player for all 7 seats, or 7 comma-separated players."""
+    names = [n.strip() for n in str(spec).split(",")]
+    if len(names) == 1 and names[0]:
+        return names * 7
+    if len(names) != 7 or not all(names):
+        raise PolicyError(f"lineup {spec!r}: one player for all 7 seats or 7 comma-separated players")
+    return names
+
+
 def check_player(spec: str) -> tuple[str, int | None] | str:
     """``parse_spec``: the player ``spec`` parsed, or ``PolicyError`` (one line) for an unknown one."""
     return parse_spec(spec)
@@ -96,4 +106,4 @@ def _player_names(spec: str) -> list[str]:
 
 
 __all__ = ["BASELINE_DIRECTORY", "BASELINE_PREFIX", "PLAYER_BOTS", "TABLE_BOTS", "PolicyError", "available_baselines",
-           "check_player", "parse_spec"]
+           "check_player", "lineup_of", "parse_spec"]
