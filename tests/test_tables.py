@@ -226,3 +226,35 @@ def test_greedy_play_can_be_chosen_per_network():
     assert tables.greedy_per_network(True, 3) == (True, True, True)
     with pytest.raises(ValueError, match="one per network \\(2\\), got 3"):
         tables.make_seat_actions((FixedLogits(), FixedLogits()), (), (True, False, True), num_games=1)
+
+
+def test_equal_arguments_share_one_runner_and_its_programs():
+    """make_table_runner's cache: equal game, networks (flax modules compare by value) and sizes give the same
+    runner (one compile per process); anything else, or a network that cannot be hashed, a runner of its own."""
+    from agents.core.networks import actor_critic
+
+    game = jaxgame.make("autochess", **SHORT)
+    net = actor_critic("mlp", C.NUM_ACTIONS, (8,))
+    first = tables.make_table_runner(game, (net,), 2, bot_names=("random",))
+    again = tables.make_table_runner(jaxgame.make("autochess", **SHORT), (actor_critic("mlp", C.NUM_ACTIONS, (8,)),),
+                                     2, bot_names=("random",))
+    assert again is first
+    assert tables.make_table_runner(game, (net,), 3, bot_names=("random",)) is not first  # another size
+    assert tables.make_table_runner(game, (net,), 2, greedy_policy=True, bot_names=("random",)) is not first
+    assert tables.make_table_runner(game, (actor_critic("mlp", C.NUM_ACTIONS, (16,)),), 2,
+                                    bot_names=("random",)) is not first  # another network
+
+    class Unhashable:
+        __hash__ = None
+
+        def apply(self, params, obs):
+            return net.apply(params, obs)
+
+    odd = Unhashable()
+    assert tables.make_table_runner(game, (odd,), 2) is not tables.make_table_runner(game, (odd,), 2)
+    with pytest.raises(ValueError, match="num_games must be a positive int"):
+        tables.make_table_runner(game, (net,), True)  # not the runner of 1 game: bool is refused before the cache
+    for games in range(4, 4 + tables.MAX_CACHED_RUNNERS):
+        tables.make_table_runner(game, (net,), games, bot_names=("random",))
+    assert len(tables._RUNNERS) <= tables.MAX_CACHED_RUNNERS
+    assert tables.make_table_runner(game, (net,), 2, bot_names=("random",)) is not first  # the oldest went first

@@ -20,6 +20,7 @@ game did not end within the game's step limit.
 
 from __future__ import annotations
 
+import collections
 import functools
 
 import jax
@@ -168,11 +169,19 @@ def check_bot_names(bot_names) -> tuple[str, ...]:
     return bot_names
 
 
+#: how many table runners ``make_table_runner`` keeps (each holds its compiled programs)
+MAX_CACHED_RUNNERS = 8
+_RUNNERS: collections.OrderedDict = collections.OrderedDict()
+
+
 def make_table_runner(
     game: jaxgame.AutoChessEnv, networks, num_games: int, greedy_policy: bool = False,
     sync_axes: tuple[str, ...] = (), bot_names: tuple[str, ...] = DEFAULT_BOTS,
 ):
-    """``run(params, lineups, key) -> int32[num_games, 8, 8]`` (see the module docstring).
+    """``run(params, lineups, key) -> int32[num_games, 8, 8]`` (see the module docstring). Calls with equal
+    arguments (the game and the networks compare by value: the env and flax modules are dataclasses) return the
+    same runner, so its program compiles once per process: the checkpoints of a learning curve, a rating repeated
+    for its determinism, an evaluation run twice (the last ``MAX_CACHED_RUNNERS`` are kept).
 
     ``networks``: the K policies' networks (``apply(params, obs) -> (logits, value)``; the same network
     object may appear more than once); ``params``: a tuple of their K parameter trees. ``greedy_policy``:
@@ -182,6 +191,24 @@ def make_table_runner(
     names from ``PLAYER_BOTS``. ``run.jitted`` takes the same arguments without the host-side checks (for use
     inside another jitted function).
     """
+    if isinstance(num_games, bool) or not isinstance(num_games, int) or num_games < 1:
+        raise ValueError(f"num_games must be a positive int, got {num_games!r}")
+    greedy = greedy_policy if isinstance(greedy_policy, bool) else tuple(greedy_policy)
+    key = (game, tuple(networks), num_games, greedy, tuple(sync_axes), tuple(bot_names))
+    try:
+        cached = _RUNNERS.get(key)
+    except TypeError:  # a network that cannot be hashed: a runner of its own
+        return _build_table_runner(game, networks, num_games, greedy_policy, sync_axes, bot_names)
+    if cached is None:
+        cached = _RUNNERS[key] = _build_table_runner(game, networks, num_games, greedy_policy, sync_axes, bot_names)
+        while len(_RUNNERS) > MAX_CACHED_RUNNERS:
+            _RUNNERS.popitem(last=False)
+    _RUNNERS.move_to_end(key)
+    return cached
+
+
+def _build_table_runner(game, networks, num_games, greedy_policy, sync_axes, bot_names):
+    """``make_table_runner`` without the cache."""
     if isinstance(num_games, bool) or not isinstance(num_games, int) or num_games < 1:
         raise ValueError(f"num_games must be a positive int, got {num_games!r}")
     bot_names = check_bot_names(bot_names)
