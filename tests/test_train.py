@@ -191,6 +191,32 @@ def test_whole_jitted_run_equals_chunks_and_keys_agree():
 
 
 @needs_gymnax
+def test_a_shorter_last_chunk_is_compiled_and_counted_as_compiling(tmp_path, monkeypatch):
+    """3 updates in chunks of 2: the last chunk (1 update) is a program of its own; its compile is announced and
+    counted in ``compile_s`` (here stretched by a known 3 s), not in ``train_s`` or ``loop_s`` (the loop of 3 tiny
+    updates takes well under a second beside it)."""
+    from agents.run import loop
+
+    config = _tiny_cartpole().with_overrides({"total_steps": 128 * 4 * 3})
+    compiled_sizes = []
+    real_compile = loop.TrainProgram.compile
+
+    def slow_compile(self, runner, num_updates):
+        compiled_sizes.append(num_updates)
+        import time
+
+        time.sleep(3.0)
+        return real_compile(self, runner, num_updates)
+
+    monkeypatch.setattr(loop.TrainProgram, "compile", slow_compile)
+    progress = _Recorder()
+    summary = loop.train(config, tmp_path / "run", progress=progress)
+    assert summary["updates"] == 3 and compiled_sizes == [1]
+    assert any(e[0] == "status" and e[1].startswith("compiling the last chunk (1 updates") for e in progress.events)
+    assert summary["compile_s"] >= 3.0 and summary["loop_s"] < 3.0 and summary["train_s"] <= summary["loop_s"]
+
+
+@needs_gymnax
 def test_ppo_without_masks_and_weights_on_a_dense_env_equals_the_general_program():
     """GymnaxVecEnv declares ``all_actions_legal``, so PPO leaves the masks, the decision weights and the carried
     open decisions out (``Trainer.dense``); the same env without the declaration takes the general path. Both

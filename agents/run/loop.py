@@ -274,12 +274,16 @@ class LoopResult:
     evaluation: list  # the latest evaluation, one dict per log
     stopped: str | None = None  # the signal that stopped the run early ("SIGTERM", "SIGINT"), else None
     early_stopped: bool = False  # the program ended the run before its last update (``finished_early``)
-    loop_s: float = 0.0  # the whole loop: the chunks and the host work between them (logs, evaluations, saves)
+    loop_s: float = 0.0  # the whole loop: the chunks and the host work between them (logs, evaluations, saves);
+    # a last, shorter chunk's compile aside (``last_chunk_compile_s``)
     # the loop's own thread's time outside the chunks: checkpoints (its saves, and its waits for the background
     # ones; a background save's work beside a chunk shows in ``train_s`` instead), evaluations, log records
     checkpoint_s: float = 0.0
     eval_s: float = 0.0
     log_s: float = 0.0
+    #: compiling the last chunk when it is shorter than ``updates_per_chunk`` (a program of its own; counted in
+    #: the run's ``compile_s``, outside ``train_s``)
+    last_chunk_compile_s: float = 0.0
 
 
 class StopSignals:
@@ -365,7 +369,14 @@ class ChunkLoop:
         try:
             while not result.stopped and result.updates < total and not self.program.finished_early(result.runner):
                 n = min(chunk, total - result.updates)
-                run = compiled_chunk if n == chunk else self.program.compile(result.runner, n)  # a last, shorter one
+                if n == chunk:
+                    run = compiled_chunk
+                else:  # a last, shorter chunk: a program of its own, its compile counted as compiling
+                    self.progress.status(f"compiling the last chunk ({n} updates; a multiple of updates_per_chunk "
+                                         f"= {chunk} in total updates needs none) ...")
+                    compiling = time.perf_counter()
+                    run = self.program.compile(result.runner, n)
+                    result.last_chunk_compile_s += time.perf_counter() - compiling
                 saved = self._chunk(result, run, n)
                 result.stopped = stop.requested() if stop is not None else None
                 if result.stopped:
@@ -384,7 +395,7 @@ class ChunkLoop:
                 self._saver.shutdown()
                 self._saver = None
             self.progress.close()
-        result.loop_s = time.perf_counter() - start
+        result.loop_s = time.perf_counter() - start - result.last_chunk_compile_s
         result.early_stopped = result.updates < total and self.program.finished_early(result.runner)
         return result
 
@@ -713,6 +724,7 @@ def compile_and_loop(program: ChunkProgram, started: Started, logs: list, progre
         progress.status(f"compiled in {compile_s:.1f} s")
         loop = ChunkLoop(program, started.store, logs, progress, started.wall_before, before_chunk=before_chunk)
         result = loop.run(started.runner, compiled_chunk, stop)
+        compile_s += result.last_chunk_compile_s
     finally:
         for log in logs:
             log.close()
