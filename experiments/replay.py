@@ -17,6 +17,9 @@ their ``--top-k`` most likely legal actions and value estimate go into the file 
 for a 40-round game; written atomically). An ``--out`` ending in ``.html`` (or ``.htm``) writes the replay viewer
 instead (``agents.replays.viewer``): one self-contained page holding the record, which opens offline from the file
 (no server, nothing fetched) and plays the game: the 8 seats, one in focus, its actions, the fights tick by tick.
+An ``--out`` ending in ``.gif`` writes an animated picture of seat 0's game instead (``agents.replays.gif``): its
+view at each round's fight, then its own fight tick by tick (``--gif-every`` ticks a frame, ``--gif-scale``,
+``--gif-rounds`` for the first rounds only), a few hundred kB for a short game.
 Policies sample their actions (``--deterministic``: their most likely legal action) and play with the rules they
 trained with; ``--set`` (game rules) applies to games of bots only.
 
@@ -50,7 +53,7 @@ from experiments.common import (
 from experiments.names import names
 
 #: the --out suffixes: the replay record (JSON) or the viewer page holding it
-OUT_SUFFIXES = (".json", ".html", ".htm")
+OUT_SUFFIXES = (".json", ".html", ".htm", ".gif")
 
 
 def parse_args(argv=None):
@@ -63,14 +66,21 @@ def parse_args(argv=None):
     parser.add_argument("--seed", type=int, default=0, help="the game seed, as evaluate's --seed (default 0)")
     parser.add_argument("--top-k", type=int, default=5, metavar="K",
                         help=f"the policies' most likely legal actions kept per step, 1..{num_actions} (default 5)")
+    parser.add_argument("--gif-every", type=int, default=4, metavar="K",
+                        help="--out .gif: one fight frame every K ticks")
+    parser.add_argument("--gif-scale", type=int, default=2, metavar="S", help="--out .gif: pixels per game pixel")
+    parser.add_argument("--gif-rounds", type=int, default=None, metavar="N",
+                        help="--out .gif: the first N rounds' fights only (default: the whole game)")
     add_game_args(parser)
     args = parser.parse_args(argv)
     args.players = player_list(parser, args.players, "--players", (1, num_players))
     if not 1 <= args.top_k <= num_actions:
         fail(parser, f"--top-k must be in 1..{num_actions}, got {args.top_k}")
     if not str(args.out).lower().endswith(OUT_SUFFIXES):
-        fail(parser, f"--out {args.out}: a replay is written as {' or '.join(OUT_SUFFIXES)} (the JSON record, or the "
-                     "viewer page holding it); this suffix is not one of them")
+        fail(parser, f"--out {args.out}: a replay is written as {' or '.join(OUT_SUFFIXES)} (the JSON record, the "
+                     "viewer page holding it, or a GIF of seat 0's game); this suffix is not one of them")
+    if args.gif_every < 1 or args.gif_scale < 1 or (args.gif_rounds is not None and args.gif_rounds < 1):
+        fail(parser, "--gif-every, --gif-scale and --gif-rounds must be >= 1")
     check_out(parser, args.out, "file")
     check_rule_names(parser, args.set, names()["rules"])  # the values: check_after_import
     return parser, args
@@ -95,6 +105,19 @@ def placement_sentence(players, game: dict) -> str:
     return ", ".join(f"seat {seat} ({players[seat]}) placed {ordinal(game['placements'][seat])}" for seat in order)
 
 
+def _write_gif(args, rules, progress) -> tuple[dict, int]:
+    """Seat 0's game as a GIF (``agents.replays.gif``); returns (the game's steps, finished and placements, bytes)."""
+    import jaxgame
+    from agents.replays import gif, record
+
+    trace, meta = record.play_game(args.players, args.seed, rules, args.deterministic, args.top_k, progress=progress)
+    progress.status("drawing seat 0's rounds and fights ...")
+    frames = gif.game_frames(trace, jaxgame.AutoChessEnv(jaxgame.GameConfig(**meta["rules"])), seat=0,
+                             every=args.gif_every, scale=args.gif_scale, rounds=args.gif_rounds)
+    game = {"steps": trace.steps, "finished": trace.finished, "placements": trace.placements.astype(int).tolist()}
+    return game, gif.write_gif(args.out, frames)
+
+
 @handles_ctrl_c
 def main(argv=None):
     parser, args = parse_args(argv)  # before JAX: a bad argument costs no import
@@ -109,9 +132,13 @@ def main(argv=None):
     progress = NoProgress() if args.quiet else ConsoleProgress()
     start = time.perf_counter()
     try:
-        game = record.record_game(args.players, args.seed, rules, args.deterministic, args.top_k, progress=progress)
-        is_page = str(args.out).lower().endswith((".html", ".htm"))
-        size = (viewer.write_html if is_page else replay_format.write)(game, args.out)
+        if str(args.out).lower().endswith(".gif"):
+            game, size = _write_gif(args, rules, progress)
+        else:
+            game = record.record_game(args.players, args.seed, rules, args.deterministic, args.top_k,
+                                      progress=progress)
+            is_page = str(args.out).lower().endswith((".html", ".htm"))
+            size = (viewer.write_html if is_page else replay_format.write)(game, args.out)
     except (NoGoodCheckpointError, CheckpointMismatchError) as err:
         fail(parser, err, status=1)
     except (ValueError, TypeError, FileNotFoundError, MemoryError) as err:  # PolicyError: a ValueError

@@ -217,6 +217,15 @@ def render_all(state: GameState) -> jax.Array:
 _render_seat_jit = jax.jit(render_seat)
 
 
+def render_shades(state: GameState, seat: int = 0) -> np.ndarray:
+    """Host: one seat's view as numpy uint8[72, 80] shades 0..3 (``render_rgb`` before the palette)."""
+    if not 0 <= int(seat) < C.NUM_PLAYERS:
+        raise ValueError(f"seat must be in 0..{C.NUM_PLAYERS - 1}, got {seat}")
+    if np.ndim(state.round) != 0:
+        raise ValueError("render_shades takes one game state (no batch axis); index the batch first")
+    return packing.unpack_np(np.asarray(_render_seat_jit(state, jnp.int32(seat))))
+
+
 def render_rgb(state: GameState, seat: int = 0, scale: int = 4) -> np.ndarray:
     """Host: one seat's view as numpy uint8[72*scale, 80*scale, 3] in ``packing.PALETTE`` colours."""
     if scale < 1:
@@ -364,6 +373,7 @@ __all__ = [
     "render_replay_frames",
     "render_rgb",
     "render_seat",
+    "render_shades",
     "replay_shades",
     "replay_to_gif",
     "save_png",

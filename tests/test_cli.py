@@ -367,7 +367,7 @@ BEFORE_JAX = [
     ("experiments.evaluate", ["greedy", "--vs", "grredy"], "did you mean greedy?"),
     ("experiments.evaluate", ["--games", "0"], "--games must be >= 1"),
     ("experiments.evaluate", ["greedy", "--save-replays", "2", "/proc/no/dir"], "--save-replays DIR"),
-    ("experiments.replay", ["--players", "greedy", "--out", "game.gif"], "this suffix is not one of them"),
+    ("experiments.replay", ["--players", "greedy", "--out", "game.mp4"], "this suffix is not one of them"),
     ("experiments.replay", ["--players", "greedy", "--top-k", "0", "--out", "g.json"], "--top-k must be in 1..258"),
     ("experiments.replay", ["--players", "greedy", "--set", "max_round=3", "--out", "g.json"],
      "did you mean max_rounds"),

@@ -214,6 +214,44 @@ def test_cli_writes_the_replay_and_prints_one_line(tmp_path, capsys):
     assert printed["steps"] == written["steps"] == bot_game()[0].steps and printed["finished"]
 
 
+def test_cli_draws_seat_0s_game_as_a_gif_of_its_rounds_and_fights(tmp_path, capsys):
+    """--out game.gif: seat 0's view at each fight step (the trace's state, rendered), then its own fight's frames;
+    the last frame the final state; the placements those of the same game's record."""
+    from PIL import Image
+
+    from agents.replays import fights as fights_lib
+    from experiments import replay
+    from jaxgame import packing, render
+
+    out = tmp_path / "game.gif"
+    rules = [a for k, v in TINY.items() for a in ("--set", f"{k}={v}")]
+    result = replay.main(["--players", ",".join(BOTS), "--seed", str(SEED), "--out", str(out), "--quiet", *rules,
+                          "--gif-every", "3"])
+    trace, _ = bot_game()
+    assert result["placements"] == trace.placements.tolist() and result["bytes"] == out.stat().st_size
+    fight_steps = sorted(fights_lib.fights_of_game(tiny_game(), trace.states, trace.actions))
+    image = Image.open(out)
+    assert image.size == (2 * packing.FRAME_W, 2 * packing.FRAME_H) and image.n_frames > len(fight_steps) + 1
+
+    def frame(i):
+        image.seek(i)
+        return np.asarray(image.convert("RGB"))[::2, ::2]
+
+    first = render.render_rgb(jax.tree.map(lambda x: x[fight_steps[0]], trace.states), 0, scale=1)
+    np.testing.assert_array_equal(frame(0), first)
+    final = render.render_rgb(jax.tree.map(lambda x: x[-1], trace.states), 0, scale=1)
+    np.testing.assert_array_equal(frame(image.n_frames - 1), final)
+    from agents.replays import gif
+
+    by_step = fights_lib.fights_of_game(tiny_game(), trace.states, trace.actions)
+    own = [f for f in by_step[fight_steps[0]] if f["home"] == 0]
+    assert own, "seat 0 fights in the first fight round of this game"
+    shades = render.replay_shades(gif._fight_replay(own[0]), every=3)[0]  # its first tick, home at the bottom
+    np.testing.assert_array_equal(frame(1)[packing.FRAME_H - render.REPLAY_H:], packing.PALETTE[shades])
+    with pytest.raises(SystemExit):
+        replay.main(["--players", "greedy", "--out", str(tmp_path / "x.gif"), "--gif-every", "0"])
+
+
 def test_cli_says_the_final_placements_in_one_sentence():
     from experiments.replay import ordinal, placement_sentence
 
@@ -228,14 +266,14 @@ def test_cli_says_the_final_placements_in_one_sentence():
     assert "did not end within its 300 steps" in placement_sentence(players, {**game, "finished": False})
 
 
-@pytest.mark.parametrize("out", ["game.gif", "game", "game.json.txt"])
+@pytest.mark.parametrize("out", ["game.mp4", "game", "game.json.txt"])
 def test_cli_refuses_an_out_suffix_it_cannot_write_before_any_work(tmp_path, out, capsys):
     from experiments import replay
 
     with pytest.raises(SystemExit) as exit_info:
         replay.main(["--players", "greedy", "--out", str(tmp_path / out), "--quiet"])
     err = capsys.readouterr().err
-    assert exit_info.value.code == 2 and "a replay is written as .json or .html or .htm" in err, err
+    assert exit_info.value.code == 2 and "a replay is written as .json or .html or .htm or .gif" in err, err
     assert len(err.strip().splitlines()) == 1 and not (tmp_path / out).exists()
 
 
