@@ -24,30 +24,26 @@ from agents.config_names import FIELD_LIST_HINT
 from agents.policies.specs import PLAYER_BOTS, PolicyError, parse_spec
 from agents.storage.outputs import UnwritableOutputError, check_writable
 from agents.storage.run_dir import TOOLS, RunError
+from agents.utils import compile_cache
 
 if TYPE_CHECKING:
     from agents.config import TrainConfig
 
-#: JAX's persistent compilation cache of the CLIs: ``$JAXGAME_CACHE_DIR`` or ``~/.cache/jaxgame/jax``
-#: (``--cache-dir`` overrides, ``--no-cache`` disables).
-DEFAULT_CACHE = os.environ.get("JAXGAME_CACHE_DIR") or os.path.join(
-    os.environ.get("XDG_CACHE_HOME", os.path.expanduser("~/.cache")), "jaxgame", "jax"
-)
+#: JAX's persistent compilation cache of the CLIs (and of the library: ``agents.utils.compile_cache``):
+#: ``$JAXGAME_CACHE_DIR`` or ``~/.cache/jaxgame/jax`` (``--cache-dir`` overrides, ``--no-cache`` disables).
+DEFAULT_CACHE = compile_cache.DEFAULT_CACHE
 
 
 def enable_compilation_cache(cache_dir: str | None) -> str | None:
-    """Turn on JAX's persistent compilation cache in ``cache_dir`` (None: leave it off); returns the dir.
+    """Turn on JAX's persistent compilation cache in ``cache_dir`` (None: leave it off, and the library's default
+    with it); returns the dir.
 
     A second run of the same program then loads it instead of compiling (seconds instead of a minute on a CPU).
     """
     if cache_dir is None:
+        compile_cache.disable()
         return None
-    import jax
-
-    Path(cache_dir).mkdir(parents=True, exist_ok=True)
-    jax.config.update("jax_compilation_cache_dir", str(cache_dir))
-    jax.config.update("jax_persistent_cache_min_compile_time_secs", 1.0)
-    return str(cache_dir)
+    return compile_cache.enable(cache_dir)
 
 
 def apply_sets(config: TrainConfig, overrides: dict) -> TrainConfig:

@@ -168,7 +168,8 @@ def test_the_architecture_page_names_every_module():
     """docs/architecture.md is the package map: every module of ``agents`` and ``jaxgame`` by its file name, every
     CLI of ``experiments`` by its name (``experiments/benchmark/`` as the package it is)."""
     page = (ROOT / "docs" / "architecture.md").read_text(encoding="utf-8")
-    modules = [p for package in ("agents", "jaxgame") for p in (ROOT / package).rglob("*.py") if p.name != "__init__.py"]
+    modules = [p for package in ("agents", "jaxgame") for p in (ROOT / package).rglob("*.py")
+               if p.name != "__init__.py"]
     missing = [str(p.relative_to(ROOT)) for p in modules if f"`{p.name}`" not in page and f"{p.name}`" not in page]
     clis = [p.stem for p in (ROOT / "experiments").glob("*.py") if p.stem not in ("__init__", "common", "names")]
     missing += [f"experiments/{name}.py" for name in clis if f"`{name}`" not in page]

@@ -60,7 +60,7 @@ from agents.policies.load import (
 from agents.policies.specs import lineup_of  # noqa: F401  (tournament.lineup_of: a lineup spec's 7 opponents)
 from agents.storage.outputs import check_writable
 from agents.storage.run_dir import write_csv, write_json
-from agents.utils import memory
+from agents.utils import compile_cache, memory
 from agents.utils.progress import NoProgress, Progress
 from jaxgame import constants as C
 
@@ -152,6 +152,7 @@ def evaluate(player: str, vs=("random", "greedy"), games: int = 32, seed: int = 
         result = agents.evaluate("runs/nb", vs=["greedy", "baseline:ppo_small-v1"], games=32, seed=123)
         result["vs_greedy"]["mean_placement"]        # 1 (best) .. 8
     """
+    compile_cache.use_default_cache()  # the next evaluation of the same tables loads them (agents.utils.compile_cache)
     if isinstance(vs, str):
         vs = [vs]
     if isinstance(games, bool) or not isinstance(games, int) or games < 1:

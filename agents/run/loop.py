@@ -54,7 +54,7 @@ from agents.storage import run_dir as run_dir_lib
 from agents.storage.checkpoints import CheckpointStore
 from agents.storage.metrics import MetricsLog, NullLog, finite_or_none
 from agents.storage.run_dir import RunError
-from agents.utils import distributed, health, memory
+from agents.utils import compile_cache, distributed, health, memory
 from agents.utils.progress import NoProgress, Progress
 from agents.utils.versions import package_versions
 
@@ -753,6 +753,7 @@ def train(config: TrainConfig, run_dir, resume: bool = False, preset: str | None
         summary["final_eval"]["eval/placement_vs_greedy"]                                # 1 (best) .. 8
     """
     start_wall = time.perf_counter()
+    compile_cache.use_default_cache()  # the next run of the same program loads it (agents.utils.compile_cache)
     run_dir = Path(run_dir)
     main_process = distributed.is_main_process()
     progress = progress if (progress is not None and main_process) else NoProgress()
