@@ -24,13 +24,13 @@ def names() -> dict:
     """``{"presets": [...], "pipelines": [...], "field_groups": {short name: group}, "groups": [...],
     "num_actions": 258, "num_players": 8, "difference": evaluate's default, "rank_points": [...],
     "ladder": {"current", "versions", "games", "seed", "fit_seed", "draws"}, "export_platforms": [...],
-    "rules": the game rules' names}``."""
+    "rules": the game rules' names, "table_bots": the bots a table holds by default}``."""
     return json.loads(NAMES_FILE.read_text())
 
 
 def generate() -> dict:
     """The same dict from the code itself (imports JAX)."""
-    from agents.arena import ladder, significance
+    from agents.arena import ladder, significance, tables
     from agents.config import FIELD_GROUPS, GROUPS
     from agents.policies.export import DEFAULT_PLATFORMS
     from agents.presets import PIPELINES, PRESETS
@@ -42,7 +42,8 @@ def generate() -> dict:
             "difference": significance.DEFAULT_DIFFERENCE, "rank_points": list(significance.DEFAULT_RANK_POINTS),
             "ladder": {"current": ladder.CURRENT_LADDER, "versions": ladder.available(), "games": ladder.DEFAULT_GAMES,
                        "seed": ladder.DEFAULT_SEED, "fit_seed": ladder.FIT_SEED, "draws": ladder.DEFAULT_DRAWS},
-            "export_platforms": list(DEFAULT_PLATFORMS), "rules": [f.name for f in dataclasses.fields(GameConfig)]}
+            "export_platforms": list(DEFAULT_PLATFORMS), "rules": [f.name for f in dataclasses.fields(GameConfig)],
+            "table_bots": list(tables.DEFAULT_BOTS)}
 
 
 def main(argv=None) -> int:

@@ -31,11 +31,9 @@ import json
 import sys
 import time
 
-from agents.arena.tables import DEFAULT_BOTS, PLAYER_BOTS
-from agents.arena.tournament import rate_checkpoints
-from agents.policies.load import PolicyError
-from agents.storage.checkpoints import CheckpointMismatchError, NoGoodCheckpointError
-from agents.utils.progress import ConsoleProgress
+# Only what needs no JAX is imported here: the arguments, the players and --out are checked before ``main``
+# imports the library (tests/test_cli.py).
+from agents.policies.specs import PLAYER_BOTS
 from experiments.common import (
     GAMES_HELP,
     add_cache_args,
@@ -47,6 +45,9 @@ from experiments.common import (
     player_spec,
     quiet_logs,
 )
+from experiments.names import names
+
+DEFAULT_BOTS = tuple(names()["table_bots"])
 
 
 def parse_args(argv=None):
@@ -79,13 +80,18 @@ def parse_args(argv=None):
 
 @handles_ctrl_c
 def main(argv=None) -> dict:
-    quiet_logs()
-    parser, args = parse_args(argv)
-    enable_compilation_cache(None if args.no_cache else args.cache_dir)
+    parser, args = parse_args(argv)  # before JAX: a bad argument costs no import
     for run in args.runs:  # every player named and the output writable before any game is played
         player_spec(parser, run)
     out = args.out or f"runs/ratings-{time.strftime('%Y%m%d-%H%M%S')}"
     check_out(parser, out)
+    quiet_logs()
+    from agents.arena.tournament import rate_checkpoints
+    from agents.policies.load import PolicyError
+    from agents.storage.checkpoints import CheckpointMismatchError, NoGoodCheckpointError
+    from agents.utils.progress import ConsoleProgress
+
+    enable_compilation_cache(None if args.no_cache else args.cache_dir)
     try:
         result = rate_checkpoints(
             args.runs,

@@ -375,6 +375,8 @@ BEFORE_JAX = [
     ("experiments.ladder", ["no-such-player"], "unknown player 'no-such-player'"),
     ("experiments.ladder", ["greedy", "--ladder", "ladder-v9"], "no such version (shipped: ladder-v1)"),
     ("experiments.export", ["greedy", "--out", "out"], "is a scripted bot, not a trained policy"),
+    ("experiments.rate", ["runs/no-such-run"], "unknown player 'runs/no-such-run'"),
+    ("experiments.rate", ["greedy", "--bots", "grredy"], "--bots: unknown bot(s) ['grredy']"),
     ("experiments.export", ["baseline:ppo_small-v3", "--out", "/proc/no/dir"], "--out /proc/no/dir"),
 ]
 

@@ -3,6 +3,7 @@ the JAX network's logits to 1e-5 for every network kind, never picks an illegal 
 (Python with onnxruntime; Node with onnxruntime-node), serves a whole game with the JAX policy's own argmax choices,
 and refuses damaged files, foreign layouts and bad input in one line."""
 
+import functools
 import json
 import os
 import shutil
@@ -153,15 +154,32 @@ def test_onnx_logits_match_jax_on_recorded_observations_for_the_vector_networks(
         _assert_same_as_jax(directory, load_policy(spec), obs[:1], mask[:1])  # and a batch of one
 
 
+@functools.cache
+def _game_frames():
+    """Pixel observations of real games: every seat's view (``render_all``, what obs="pixels" observes: its shop,
+    gold, life and the round) at the start of 4 TINY games, with their action masks: uint8[32, 72, 20],
+    bool[32, 258]."""
+    import jaxgame
+    from jaxgame import render
+
+    game = jaxgame.make("autochess", **TINY)
+    states, ts = jax.jit(jax.vmap(game.reset))(jax.random.split(jax.random.key(5), 4))
+    frames = jax.jit(jax.vmap(render.render_all))(states)
+    return np.asarray(frames).reshape(-1, 72, 20), np.asarray(ts.action_mask).reshape(-1, 258)
+
+
 @pytest.mark.parametrize("network", ["tiles", "cnn"])
 def test_onnx_logits_match_jax_for_the_pixel_networks(network, tmp_path):
     policy = _pixel_policy(network)
     spec = export_onnx(policy, tmp_path / "out")
     assert spec["observation"] | {"layout_fingerprint": None} == {
         "kind": "pixels", "shape": [72, 20], "dtype": "uint8", "layout_version": 1, "layout_fingerprint": None}
+    frames, masks = _game_frames()
+    assert len(np.unique(frames.reshape(len(frames), -1), axis=0)) > 8  # the seats' views differ
+    _assert_same_as_jax(tmp_path / "out", policy, frames, masks)  # the games' frames
     for batch in (1, 9):
         obs, mask = _random_inputs((72, 20), np.uint8, batch, seed=batch)
-        _assert_same_as_jax(tmp_path / "out", policy, obs, mask)
+        _assert_same_as_jax(tmp_path / "out", policy, obs, mask)  # and any bytes
 
 
 def test_a_network_the_translator_cannot_write_is_refused_naming_the_primitive(tmp_path):
