@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import sys
 from pathlib import Path
 
 import jax
@@ -53,3 +54,27 @@ def test_the_compile_budget_measures_a_program_and_refuses_unknown_names(capsys)
         budget.main(["--only", "env.stepp"])  # refused before it turns the compilation cache off
     assert "unknown program(s) ['env.stepp']" in capsys.readouterr().err
     assert jax.config.jax_enable_compilation_cache
+
+
+def test_the_onnx_benchmark_measures_one_network(tmp_path):
+    pytest.importorskip("onnxruntime")
+    bench = _script("onnx_inference")
+    policy = bench._tiles_policy()
+    row = bench.measure(policy, repeats=2, threads=1)
+    assert row["network"] == "tiles" and row["obs"] == "pixels" and row["onnx_bytes"] > 1000
+    for batch in bench.BATCHES:
+        assert row[f"onnx_ms_b{batch}"] > 0 and row[f"jax_ms_b{batch}"] > 0
+        assert row[f"max_abs_logit_diff_b{batch}"] < 1e-4  # the same network
+
+
+def test_the_notebook_timer_runs_every_code_cell_in_order(tmp_path, monkeypatch):
+    notebook = tmp_path / "tiny.ipynb"
+    cells = [{"cell_type": "markdown", "source": ["# not run"]},
+             {"cell_type": "code", "source": ["order = [1]\n", "from IPython.display import display\n"]},
+             {"cell_type": "code", "source": ["order.append(2); display(order)\n", "assert order == [1, 2]"]}]
+    notebook.write_text(json.dumps({"cells": cells}))
+    monkeypatch.chdir(tmp_path)  # the script changes directory and stubs IPython: both undone after the test
+    for name in ("IPython", "IPython.display"):
+        monkeypatch.delitem(sys.modules, name, raising=False)
+    result = _script("notebook_seconds").main([str(notebook)])
+    assert result["notebook"] == "tiny.ipynb" and len(result["cells_s"]) == 2 and result["total_s"] >= 0
