@@ -24,7 +24,8 @@ def names() -> dict:
     """``{"presets": [...], "pipelines": [...], "field_groups": {short name: group}, "groups": [...],
     "num_actions": 258, "num_players": 8, "difference": evaluate's default, "rank_points": [...],
     "ladder": {"current", "versions", "games", "seed", "fit_seed", "draws"}, "export_platforms": [...],
-    "rules": the game rules' names, "table_bots": the bots a table holds by default}``."""
+    "rules": the game rules' names, "table_bots": the bots a table holds by default,
+    "recorded_obs": the observations experiments.record stores}``."""
     return json.loads(NAMES_FILE.read_text())
 
 
@@ -32,6 +33,7 @@ def generate() -> dict:
     """The same dict from the code itself (imports JAX)."""
     from agents.arena import ladder, significance, tables
     from agents.config import FIELD_GROUPS, GROUPS
+    from agents.pipeline.recording import RECORDED_OBS
     from agents.policies.export import DEFAULT_PLATFORMS
     from agents.presets import PIPELINES, PRESETS
     from jaxgame import constants as C
@@ -43,7 +45,7 @@ def generate() -> dict:
             "ladder": {"current": ladder.CURRENT_LADDER, "versions": ladder.available(), "games": ladder.DEFAULT_GAMES,
                        "seed": ladder.DEFAULT_SEED, "fit_seed": ladder.FIT_SEED, "draws": ladder.DEFAULT_DRAWS},
             "export_platforms": list(DEFAULT_PLATFORMS), "rules": [f.name for f in dataclasses.fields(GameConfig)],
-            "table_bots": list(tables.DEFAULT_BOTS)}
+            "table_bots": list(tables.DEFAULT_BOTS), "recorded_obs": list(RECORDED_OBS)}
 
 
 def main(argv=None) -> int:

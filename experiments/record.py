@@ -34,13 +34,13 @@ from __future__ import annotations
 
 import json
 
-from agents.pipeline import recording
-from agents.storage.checkpoints import CheckpointMismatchError, NoGoodCheckpointError
-from agents.utils.progress import ConsoleProgress, NoProgress
+# Only what needs no JAX is imported here: the players, counts, --out and the names of --set rules are checked before
+# ``main`` imports the library (tests/test_cli.py); the rules' values after it (``check_after_import``).
 from experiments.common import (
     PLAYER_KINDS,
     add_cache_args,
     check_out,
+    check_rule_names,
     deprecated_alias,
     enable_compilation_cache,
     fail,
@@ -50,6 +50,7 @@ from experiments.common import (
     player_spec,
     quiet_logs,
 )
+from experiments.names import names
 
 
 def parse_args(argv=None):
@@ -65,7 +66,7 @@ def parse_args(argv=None):
     parser.add_argument("--batch-games", type=int, default=8,
                         help="game seeds played at once, one shard each (default 8)")
     parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--obs", choices=recording.RECORDED_OBS, default="vector",
+    parser.add_argument("--obs", choices=names()["recorded_obs"], default="vector",
                         help="games of bots: the observations stored (oracle: the vector, then the hidden "
                              "information; default vector)")
     parser.add_argument("--set", action="append", default=[], metavar="RULE=VALUE",
@@ -94,13 +95,24 @@ def parse_args(argv=None):
     if args.label is not None:
         player_spec(parser, args.label.strip(), "--label")
     check_out(parser, args.out)
-    return parser, args, parse_rules(parser, args.set)
+    check_rule_names(parser, args.set, names()["rules"])
+    return parser, args
+
+
+def check_after_import(parser, args) -> dict:
+    """The game rules of --set, parsed by their types (the library's ``parse_rules``)."""
+    return parse_rules(parser, args.set)
 
 
 @handles_ctrl_c
 def main(argv=None):
+    parser, args = parse_args(argv)  # before JAX: a bad argument costs no import
     quiet_logs()
-    parser, args, rules = parse_args(argv)
+    rules = check_after_import(parser, args)
+    from agents.pipeline import recording
+    from agents.storage.checkpoints import CheckpointMismatchError, NoGoodCheckpointError
+    from agents.utils.progress import ConsoleProgress, NoProgress
+
     enable_compilation_cache(None if args.no_cache else args.cache_dir)
     try:
         result = recording.record(args.players, args.out, args.games, args.positions, args.seed, args.rotations,

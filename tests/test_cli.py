@@ -376,6 +376,9 @@ BEFORE_JAX = [
     ("experiments.ladder", ["greedy", "--ladder", "ladder-v9"], "no such version (shipped: ladder-v1)"),
     ("experiments.export", ["greedy", "--out", "out"], "is a scripted bot, not a trained policy"),
     ("experiments.rate", ["runs/no-such-run"], "unknown player 'runs/no-such-run'"),
+    ("experiments.record", ["--players", "grredy", "--out", "data"], "did you mean greedy?"),
+    ("experiments.record", ["--players", "greedy", "--out", "data", "--set", "max_round=3"], "did you mean max_rounds"),
+    ("experiments.record", ["--players", "greedy", "--out", "data", "--games", "0"], "--games must be >= 1"),
     ("experiments.rate", ["greedy", "--bots", "grredy"], "--bots: unknown bot(s) ['grredy']"),
     ("experiments.export", ["baseline:ppo_small-v3", "--out", "/proc/no/dir"], "--out /proc/no/dir"),
 ]
