@@ -26,13 +26,13 @@ import sys
 import time
 import webbrowser
 
-from agents.replays.play import PlaySession
-from agents.replays.play_server import PlayServer
-from agents.storage.checkpoints import CheckpointMismatchError, NoGoodCheckpointError
+# Only what needs no JAX is imported here: the players, seat, port, --out and the names of --set rules are checked
+# before ``main`` imports the library (tests/test_cli.py); the rules' values after it (``check_after_import``).
 from experiments.common import (
     PLAYER_KINDS,
     add_game_args,
     check_out,
+    check_rule_names,
     enable_compilation_cache,
     fail,
     handles_ctrl_c,
@@ -41,14 +41,15 @@ from experiments.common import (
     player_list,
     quiet_logs,
 )
-from jaxgame import constants as C
+from experiments.names import names
 
 
 def parse_args(argv=None):
+    num_players = names()["num_players"]
     parser = make_parser("experiments.play", __doc__)
     parser.add_argument("--vs", required=True, metavar="PLAYER[,PLAYER x6]",
                         help=f"one player for the 7 other seats or 7 comma-separated: {PLAYER_KINDS}")
-    parser.add_argument("--seat", type=int, default=0, help=f"your seat, 0..{C.NUM_PLAYERS - 1} (default 0)")
+    parser.add_argument("--seat", type=int, default=0, help=f"your seat, 0..{num_players - 1} (default 0)")
     parser.add_argument("--seed", type=int, default=0, help="the game seed (default 0)")
     parser.add_argument("--port", type=int, default=0, help="the port on 127.0.0.1 (default 0: a free one)")
     parser.add_argument("--out", default=None, metavar="FILE.json",
@@ -56,9 +57,9 @@ def parse_args(argv=None):
     parser.add_argument("--no-browser", action="store_true", help="print the URL without opening a browser")
     add_game_args(parser)
     args = parser.parse_args(argv)
-    args.vs = player_list(parser, args.vs, "--vs", (1, C.NUM_PLAYERS - 1))
-    if not 0 <= args.seat < C.NUM_PLAYERS:
-        fail(parser, f"--seat must be in 0..{C.NUM_PLAYERS - 1}, got {args.seat}")
+    args.vs = player_list(parser, args.vs, "--vs", (1, num_players - 1))
+    if not 0 <= args.seat < num_players:
+        fail(parser, f"--seat must be in 0..{num_players - 1}, got {args.seat}")
     if not 0 <= args.port <= 65535:
         fail(parser, f"--port must be in 0..65535 (0: a free one), got {args.port}")
     if args.out is None:
@@ -66,13 +67,24 @@ def parse_args(argv=None):
     if str(args.out).lower().endswith((".html", ".htm")):
         fail(parser, f"--out {args.out}: the game is saved as a .json replay")
     check_out(parser, args.out, "file")
-    return parser, args, parse_rules(parser, args.set)
+    check_rule_names(parser, args.set, names()["rules"])
+    return parser, args
+
+
+def check_after_import(parser, args) -> dict:
+    """The game rules of --set, parsed by their types (the library's ``parse_rules``)."""
+    return parse_rules(parser, args.set)
 
 
 @handles_ctrl_c
 def main(argv=None):
+    parser, args = parse_args(argv)  # before JAX: a bad argument costs no import
     quiet_logs()
-    parser, args, rules = parse_args(argv)
+    rules = check_after_import(parser, args)
+    from agents.replays.play import PlaySession
+    from agents.replays.play_server import PlayServer
+    from agents.storage.checkpoints import CheckpointMismatchError, NoGoodCheckpointError
+
     enable_compilation_cache(None if args.no_cache else args.cache_dir)
 
     def say(text):
