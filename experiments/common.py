@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, NoReturn
 
 # Nothing here imports JAX (tests/test_cli.py checks it): a CLI parses and checks its arguments with these before
 # it imports the library, so a bad one is answered in a fraction of a second. What needs JAX is imported where used.
+from agents import config_names
 from agents.config_names import FIELD_LIST_HINT
 from agents.policies.specs import PLAYER_BOTS, PolicyError, parse_spec
 from agents.storage.outputs import UnwritableOutputError, check_writable
@@ -254,6 +255,19 @@ def parse_phase_sets(parser, items) -> dict:
     return sets
 
 
+def check_field_names(parser, keys) -> None:
+    """The library's one-line message for ``--set`` keys that name no config field, from ``experiments/names``'s
+    copy of the names (no JAX): the values are checked by their types once the library is imported."""
+    from experiments.names import names as _names
+
+    field_groups = _names()["field_groups"]
+    unknown = [key for key in keys if config_names.field_path(key, field_groups) is None]
+    if unknown:
+        message = config_names.unknown_message(unknown, field_groups, _names()["groups"])
+        fail(parser, message.replace(config_names.FIELD_LIST_HINT,
+                                     "python -m experiments.train --list-fields lists them"))
+
+
 def check_rule_names(parser, items, rule_names) -> dict:
     """``--set NAME=VALUE`` strings of game rules -> {name: text}: each NAME one of ``rule_names`` (``game.NAME``,
     the training config's group, names them too); anything else (a training config field, a typo: with the
@@ -480,6 +494,7 @@ __all__ = [
     "make_parser",
     "note_deprecated",
     "parse_overrides",
+    "check_field_names",
     "check_rule_names",
     "parse_rules",
     "player_spec",

@@ -29,16 +29,15 @@ import json
 import sys
 import time
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from agents.config import HPARAM_FIELDS, TrainConfig
-from agents.presets import PRESETS, preset_config
-from agents.run.loop import RunError, check_resumable
-from agents.run.sweep import MAX_RUNS, SweepSpec, unsweepable
-from agents.run.sweep_loop import load_sweep, run_sweep
-from agents.utils.progress import ConsoleProgress
+# Only what needs no JAX is imported here: the preset, the --set keys, the seeds and --out are checked before
+# ``main`` imports the library (tests/test_cli.py); the swept values after it.
+from agents.storage.run_dir import RunError
 from experiments.common import (
     add_cache_args,
     apply_sets,
+    check_field_names,
     check_out,
     deprecated_alias,
     enable_compilation_cache,
@@ -51,6 +50,11 @@ from experiments.common import (
     quiet_logs,
     run_job,
 )
+from experiments.names import names
+
+if TYPE_CHECKING:
+    from agents.config import TrainConfig
+    from agents.run.sweep import SweepSpec
 
 #: Fields whose ``--set`` value contains commas as part of ONE value.
 LIST_VALUED = ("hidden", "opponents")
@@ -66,6 +70,9 @@ def spec_from_sets(config: TrainConfig, overrides: dict, seeds) -> tuple[TrainCo
     Returns (the base config with the fixed overrides, the spec); every run's
     config is validated.
     """
+    from agents.config import HPARAM_FIELDS, TrainConfig
+    from agents.run.sweep import MAX_RUNS, SweepSpec, unsweepable
+
     fixed, grid = {}, {}
     for name, text in overrides.items():
         name = TrainConfig.field_path(name).split(".")[1]  # "optim.lr" and "lr" name the same field
@@ -96,9 +103,10 @@ def spec_from_sets(config: TrainConfig, overrides: dict, seeds) -> tuple[TrainCo
 
 def parse_args(argv=None):
     parser = make_parser("experiments.sweep", __doc__)
+    presets = names()["presets"]
     parser.add_argument(
-        "--preset", type=preset_name(PRESETS, "python -m experiments.train --list-presets"), metavar="NAME",
-        help=f"named config: {', '.join(sorted(PRESETS))} (python -m experiments.train --list-presets)"
+        "--preset", type=preset_name(presets, "python -m experiments.train --list-presets"), metavar="NAME",
+        help=f"named config: {', '.join(presets)} (python -m experiments.train --list-presets)"
     )
     parser.add_argument(
         "--set",
@@ -122,12 +130,19 @@ def parse_args(argv=None):
     if args.resume and not args.out:
         fail(parser, "--resume needs --out SWEEP_DIR")
     overrides = parse_overrides(parser, args.set, args.env)
+    check_field_names(parser, [key for key in overrides if key != "env"])
     args.seeds = parse_seeds(parser, args.seeds)
+    args.out = args.out or f"runs/sweep-{args.preset}-{time.strftime('%Y%m%d-%H%M%S')}"
+    check_out(parser, Path(args.out))  # before anything is imported or compiled
     return parser, args, overrides
 
 
 def build_config(parser, args, overrides):
     """(base TrainConfig, SweepSpec); bad input is a parser error before anything is compiled."""
+    from agents.presets import preset_config
+    from agents.run.loop import check_resumable
+    from agents.run.sweep_loop import load_sweep
+
     try:
         if args.resume:
             saved, spec = load_sweep(args.out)
@@ -143,11 +158,13 @@ def build_config(parser, args, overrides):
 
 @handles_ctrl_c
 def main(argv=None):
+    parser, args, overrides = parse_args(argv)  # before JAX: a bad argument costs no import
     quiet_logs()
-    parser, args, overrides = parse_args(argv)
+    from agents.run.sweep_loop import run_sweep
+    from agents.utils.progress import ConsoleProgress
+
     config, spec = build_config(parser, args, overrides)
-    run_dir = Path(args.out or f"runs/sweep-{args.preset}-{time.strftime('%Y%m%d-%H%M%S')}")
-    check_out(parser, run_dir)  # before anything is compiled
+    run_dir = Path(args.out)
     cache = enable_compilation_cache(None if args.no_cache else args.cache_dir)
     summary = run_job(parser, lambda: run_sweep(config, spec, run_dir, resume=args.resume, preset=args.preset,
                                                 progress=None if args.quiet else ConsoleProgress(),

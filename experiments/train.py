@@ -39,11 +39,11 @@ from typing import TYPE_CHECKING
 
 # Only what needs no JAX is imported here: the arguments are parsed and checked (the preset, the --set keys,
 # --out) before ``main`` imports the library, so a mistyped one is answered at once (tests/test_cli.py).
-from agents import config_names
 from agents.storage.run_dir import RunError, read_owner
 from experiments.common import (
     add_cache_args,
     apply_sets,
+    check_field_names,
     check_out,
     deprecated_alias,
     enable_compilation_cache,
@@ -132,17 +132,6 @@ def parse_args(argv=None):
         args.out = args.out or f"runs/{args.preset}-{time.strftime('%Y%m%d-%H%M%S')}"
         check_out(parser, Path(args.out))  # before anything is imported or compiled
     return parser, args, overrides
-
-
-def check_field_names(parser, keys) -> None:
-    """The library's one-line message for ``--set`` keys that name no config field, from ``experiments/names``'s
-    copy of the names (no JAX): the values are checked by their types once the library is imported."""
-    field_groups = names()["field_groups"]
-    unknown = [key for key in keys if config_names.field_path(key, field_groups) is None]
-    if unknown:
-        message = config_names.unknown_message(unknown, field_groups, names()["groups"])
-        fail(parser, message.replace(config_names.FIELD_LIST_HINT,
-                                     "python -m experiments.train --list-fields lists them"))
 
 
 def read_owner_quietly(run_dir):
