@@ -156,11 +156,17 @@ def build_config(parser, args, overrides):
         fail(parser, err)
 
 
+def run_sweep(*args, **kwargs):
+    """``agents.run.sweep_loop.run_sweep``, imported when the sweep starts (after its arguments are checked)."""
+    from agents.run import sweep_loop
+
+    return sweep_loop.run_sweep(*args, **kwargs)
+
+
 @handles_ctrl_c
 def main(argv=None):
     parser, args, overrides = parse_args(argv)  # before JAX: a bad argument costs no import
     quiet_logs()
-    from agents.run.sweep_loop import run_sweep
     from agents.utils.progress import ConsoleProgress
 
     config, spec = build_config(parser, args, overrides)
