@@ -59,7 +59,7 @@ import time
 
 # Only what needs no JAX is imported here: the players, lineups, counts and paths are checked before ``main``
 # imports the library (tests/test_cli.py); the game rules of --set and the rank points are checked after it.
-from agents.policies.specs import BASELINE_PREFIX, PLAYER_BOTS, PolicyError, lineup_of, parse_spec
+from agents.policies.specs import PLAYER_BOTS, PolicyError, is_baseline, lineup_of, parse_spec
 from experiments.common import (
     GAMES_HELP,
     PLAYER_KINDS,
@@ -143,7 +143,7 @@ def _fold_checkpoint(parser, args) -> None:
         fail(parser, f"{old} needs a run: the player RUN_DIR:STEP ({parser.prog} RUN_DIR:{args.step} --vs greedy)")
     head, sep, tail = run_dir.rpartition(":")  # the spec's form only: main checks the player exists
     has_step = bool(sep and head and tail.isdigit())
-    if args.step is not None and (run_dir in PLAYER_BOTS or has_step or run_dir.startswith(BASELINE_PREFIX)):
+    if args.step is not None and (run_dir in PLAYER_BOTS or has_step or is_baseline(run_dir)):
         fail(parser, f"--step {args.step}: {run_dir!r} is not a RUN_DIR without a step")
     args.player = run_dir if args.step is None else f"{run_dir}:{args.step}"
     note_deprecated(old, f"the positional player: {parser.prog} {args.player}")

@@ -352,17 +352,23 @@ def replay_to_gif(
     shades = replay_shades(replay, every, ticks)
     if scale != 1:
         shades = np.repeat(np.repeat(shades, scale, axis=1), scale, axis=2)
+    save_gif(path, shades, [frame_ms] * (len(shades) - 1) + [hold_ms])
+    return len(shades)
+
+
+def save_gif(path, shades, durations_ms) -> None:
+    """Write frames of shades uint8[F, H, W] (0..3) as an animated GIF in ``packing.PALETTE``, frame ``f`` shown
+    ``durations_ms[f]`` ms, looping (needs pillow)."""
     palette = packing.PALETTE.reshape(-1).tolist() + [0] * (768 - packing.PALETTE.size)
     images, image = [], _pillow()
     for s in shades:
-        im = image.fromarray(np.ascontiguousarray(s))  # mode "L"; putpalette makes it "P"
+        im = image.fromarray(np.ascontiguousarray(s, dtype=np.uint8))  # mode "L"; putpalette makes it "P"
         im.putpalette(palette)
         images.append(im)
-    durations = [frame_ms] * (len(images) - 1) + [hold_ms]
     images[0].save(
-        path, save_all=True, append_images=images[1:], duration=durations, loop=0, optimize=False, disposal=1
+        path, save_all=True, append_images=images[1:], duration=list(durations_ms), loop=0, optimize=False,
+        disposal=1,
     )
-    return len(images)
 
 
 __all__ = [
@@ -376,6 +382,7 @@ __all__ = [
     "render_shades",
     "replay_shades",
     "replay_to_gif",
+    "save_gif",
     "save_png",
     "seat_tilemap",
     "synergy_tiles_packed",

@@ -209,8 +209,6 @@ def make_table_runner(
 
 def _build_table_runner(game, networks, num_games, greedy_policy, sync_axes, bot_names):
     """``make_table_runner`` without the cache."""
-    if isinstance(num_games, bool) or not isinstance(num_games, int) or num_games < 1:
-        raise ValueError(f"num_games must be a positive int, got {num_games!r}")
     bot_names = check_bot_names(bot_names)
     networks = tuple(networks)
     num_policies = len(networks)

@@ -46,15 +46,22 @@ def one_seat(policy: RunPolicy, seat: int | None) -> RunPolicy:
     return policy
 
 
+def new_export_dir(out_dir) -> Path:
+    """``out_dir`` as a Path; ``PolicyError`` unless it is new or an empty directory (an export never mixes with
+    other files)."""
+    out_dir = Path(out_dir)
+    if out_dir.exists() and (not out_dir.is_dir() or any(out_dir.iterdir())):
+        raise PolicyError(f"{out_dir} exists and is not an empty directory; give a new one")
+    return out_dir
+
+
 def export_policy(policy: RunPolicy, out_dir, platforms=DEFAULT_PLATFORMS, seat: int | None = None,
                   loader: bool = True) -> dict:
     """Write ``policy`` to ``out_dir`` (which must not exist or be empty) and return the spec written.
     ``loader=False`` leaves out the copy of the loader (the shipped baselines: the package has it as
     ``agents.policies.exported_loader``)."""
     policy = one_seat(policy, seat)
-    out_dir = Path(out_dir)
-    if out_dir.exists() and (not out_dir.is_dir() or any(out_dir.iterdir())):
-        raise PolicyError(f"{out_dir} exists and is not an empty directory; give a new one")
+    out_dir = new_export_dir(out_dir)
     platforms = tuple(platforms)
     if not platforms or any(p not in ("cpu", "cuda", "rocm", "tpu") for p in platforms):
         raise PolicyError(f"platforms must be among cpu, cuda, rocm, tpu; got {platforms!r}")

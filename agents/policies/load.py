@@ -21,7 +21,14 @@ from agents.policies import baselines
 from agents.policies.network import ShapeMismatchError, check_params, policy_network
 
 # the player specs need no JAX (a CLI checks them before it imports JAX): agents.policies.specs
-from agents.policies.specs import PLAYER_BOTS, TABLE_BOTS, PolicyError, check_player, parse_spec  # noqa: F401
+from agents.policies.specs import (  # noqa: F401
+    PLAYER_BOTS,
+    TABLE_BOTS,
+    PolicyError,
+    check_player,
+    is_baseline,
+    parse_spec,
+)
 from agents.storage.checkpoints import CHECKPOINT_DIR, CheckpointMismatchError, CheckpointStore, fresh_arrays
 from agents.storage.run_dir import read_owner
 
@@ -59,10 +66,6 @@ def _checkpoints_of(run_dir) -> Path:
     if not (run_dir / CHECKPOINT_DIR).is_dir():
         raise PolicyError(f"{run_dir}: no checkpoints/ there (is it a training run directory?)")
     return run_dir / CHECKPOINT_DIR
-
-
-def is_baseline(spec) -> bool:
-    return str(spec).startswith(baselines.PREFIX)
 
 
 def load_policy(run_dir, step: int | None = None, game_only: bool = True) -> RunPolicy:

@@ -29,9 +29,9 @@ import numpy as np
 
 from agents.core import distributions
 from agents.policies import baselines, card, onnx_client, onnx_graph
-from agents.policies.export import one_seat
-from agents.policies.load import PolicyError, RunPolicy
-from agents.storage.checkpoints import SUMS_FILE
+from agents.policies.export import new_export_dir, one_seat
+from agents.policies.load import RunPolicy, is_baseline
+from agents.storage.checkpoints import CHECKPOINT_DIR, SUMS_FILE
 from agents.utils.versions import package_versions
 from jaxgame import constants as C
 from jaxgame import layout
@@ -42,10 +42,10 @@ CLIENT_FILES = {"python": "policy_client.py", "node": "policy_client.cjs"}
 def source_sha256(policy: RunPolicy) -> tuple[str | None, str | None]:
     """(the file that pins the policy's parameters, its sha256): a baseline's digest file ``NAME.sha256``, a run
     step's ``checkpoints/<step>/SHA256SUMS``; (None, None) where the step has none (saved before checksums)."""
-    if str(policy.run_dir).startswith(baselines.PREFIX):
+    if is_baseline(policy.run_dir):
         path = baselines.DIRECTORY / f"{str(policy.run_dir)[len(baselines.PREFIX):]}.sha256"
     else:
-        path = Path(policy.run_dir) / "checkpoints" / str(policy.step) / SUMS_FILE
+        path = Path(policy.run_dir) / CHECKPOINT_DIR / str(policy.step) / SUMS_FILE
     if not path.is_file():
         return None, None
     return path.name, hashlib.sha256(path.read_bytes()).hexdigest()
@@ -71,9 +71,7 @@ def export_onnx(policy: RunPolicy, out_dir, seat: int | None = None) -> dict:
     Raises ``PolicyError`` for a directory in use and ``onnx_graph.OnnxExportError`` for a network the translator
     cannot write (it names the primitive)."""
     policy = one_seat(policy, seat)
-    out_dir = Path(out_dir)
-    if out_dir.exists() and (not out_dir.is_dir() or any(out_dir.iterdir())):
-        raise PolicyError(f"{out_dir} exists and is not an empty directory; give a new one")
+    out_dir = new_export_dir(out_dir)
     observation = card.observation(policy.config)
     kind = observation["kind"]
     closed, batch = trace_policy(policy)

@@ -70,6 +70,11 @@ def parse_spec(spec: str) -> tuple[str, int | None] | str:
                       f"{', '.join(BASELINE_PREFIX + b for b in available_baselines()) or 'none'})")
 
 
+def is_baseline(spec) -> bool:
+    """Whether ``spec`` names a shipped baseline (``baseline:NAME``)."""
+    return str(spec).startswith(BASELINE_PREFIX)
+
+
 def lineup_of(spec: str) -> list[str]:
     """The 7 opponents of a lineup spec: one player for all 7 seats, or 7 comma-separated players."""
     names = [n.strip() for n in str(spec).split(",")]
@@ -106,4 +111,4 @@ def _player_names(spec: str) -> list[str]:
 
 
 __all__ = ["BASELINE_DIRECTORY", "BASELINE_PREFIX", "PLAYER_BOTS", "TABLE_BOTS", "PolicyError", "available_baselines",
-           "check_player", "lineup_of", "parse_spec"]
+           "check_player", "is_baseline", "lineup_of", "parse_spec"]

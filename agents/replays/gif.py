@@ -10,6 +10,7 @@ game stays small (a 40-round game at scale 2 and ``every=4`` is about 1 MB).
 from __future__ import annotations
 
 import types
+from pathlib import Path
 
 import jax
 import numpy as np
@@ -73,18 +74,10 @@ def game_frames(trace, table, seat: int = 0, every: int = 4, scale: int = 2, rou
 
 
 def write_gif(path, frames) -> int:
-    """Write ``game_frames``' frames as an animated GIF in the game's palette (needs pillow); returns the bytes."""
-    image = render._pillow()
-    palette = packing.PALETTE.reshape(-1).tolist() + [0] * (768 - packing.PALETTE.size)
-    images = []
-    for shades, _ in frames:
-        im = image.fromarray(np.ascontiguousarray(shades.astype(np.uint8)))
-        im.putpalette(palette)
-        images.append(im)
-    images[0].save(path, save_all=True, append_images=images[1:], duration=[ms for _, ms in frames], loop=0,
-                   optimize=False, disposal=1)
-    with open(path, "rb") as handle:
-        return len(handle.read())
+    """Write ``game_frames``' frames as an animated GIF in the game's palette (``jaxgame.render.save_gif``, needs
+    pillow); returns the file's bytes."""
+    render.save_gif(path, [shades for shades, _ in frames], [ms for _, ms in frames])
+    return Path(path).stat().st_size
 
 
 __all__ = ["game_frames", "write_gif"]
