@@ -2,6 +2,7 @@
 
     python -m experiments.reproduce ppo_small --seeds 3 --out runs/repro-ppo_small
     python -m experiments.reproduce ppo_small --seeds 3 --out runs/repro-ppo_small --record ppo_small_seeds
+    python -m experiments.reproduce ppo_small --ladder 64 --previous baseline:ppo_small-v3 --out runs/repro
     python -m experiments.reproduce smoke --seeds 0,1 --games 2 --vs greedy --out runs/repro-smoke
     python -m experiments.reproduce bc_data --set bc_dataset=data/expert --checkpoint best --deterministic --out DIR
     python -m experiments.reproduce pipeline_short --seeds 3 --out runs/repro-pipeline_short
@@ -16,6 +17,9 @@ comma-separated players) from ``--eval-seed`` (never a training seed). The aggre
 per lineup the mean placement over the training seeds with a 95% t interval over seeds, each seed's mean and
 interval over its game seeds, and the training minutes until the in-run evaluation first placed <= 2.5 against 7
 greedy bots (median over seeds). It is written to ``OUT/reproduce.json`` and printed as the last line of stdout.
+``--ladder GAMES`` also rates each final policy on the ladder (``experiments.ladder``, kept in
+``OUT/seed_S.ladder.json``): the mean of the seeds' ladder points with a 95% t interval over seeds. ``--previous
+PLAYER`` names the shipped version the preset replaces and plays it as one more lineup (1 vs 7 of it).
 
 ``--record ID`` also writes the result record ``docs/results/records/ID.json`` with its evidence
 (``docs/results/ID.seeds.json``, the aggregate; ``docs/results/ID.seed<S>.metrics.jsonl``, each run's metrics)
@@ -159,6 +163,12 @@ def main(argv=None) -> dict:
     parser.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
                         help="override a config field of every seed's run, as experiments.train --set (a "
                         "pipeline's: PHASE.FIELD=VALUE, as experiments.pipeline --set)")
+    parser.add_argument("--ladder", type=int, default=None, metavar="GAMES",
+                        help="also rate each final policy on the ladder (GAMES game seeds x 8 rotations, e.g. 64: "
+                        "about 3 minutes a seed on 2 cores); the record's ladder points are the mean over seeds")
+    parser.add_argument("--previous", default=None, metavar="PLAYER",
+                        help="the shipped version this preset replaces (e.g. baseline:ppo_small-v3): also played "
+                        "as 1 vs 7 of it, the README's 'previous version' column")
     parser.add_argument("--record", metavar="ID", default=None,
                         help="also write docs/results/records/ID.json and its evidence, and regenerate the pages")
     parser.add_argument("--checkpoint", choices=over_seeds.CHECKPOINTS, default="final",
@@ -171,6 +181,8 @@ def main(argv=None) -> dict:
     seeds = training_seeds(parser, args.seeds)
     if args.games < 1:
         fail(parser, f"--games: an int >= 1, got {args.games}")
+    if args.ladder is not None and args.ladder < 2:
+        fail(parser, f"--ladder: game seeds, an int >= 2 (an interval needs a spread), got {args.ladder}")
     if args.record is not None and not results._ID.match(args.record):
         fail(parser, f"--record: lower case letters, digits, '_', '.', '-', got {args.record!r}")
     pipeline = args.preset in PIPELINES
@@ -198,11 +210,12 @@ def main(argv=None) -> dict:
         if pipeline:
             result = reproduce_pipeline(config, args.preset, seeds, args.out, games=args.games, vs=vs,
                                         eval_seed=args.eval_seed, deterministic=args.deterministic,
-                                        progress=progress)
+                                        progress=progress, ladder_games=args.ladder, previous=args.previous)
         else:
             result = over_seeds.reproduce(config, args.preset, seeds, args.out, games=args.games, vs=vs,
                                           eval_seed=args.eval_seed, checkpoint=args.checkpoint,
-                                          deterministic=args.deterministic, progress=progress)
+                                          deterministic=args.deterministic, progress=progress,
+                                          ladder_games=args.ladder, previous=args.previous)
     except (ValueError, RunError, PolicyError) as err:
         fail(parser, err)
     except over_seeds.StoppedError as err:

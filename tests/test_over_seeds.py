@@ -70,6 +70,69 @@ def test_the_record_of_a_result_over_seeds_is_sound_and_checked_against_its_evid
     assert stopped["title"] == "ppo_small: the first 10 of its 976 updates (stop_at_update) over 3 training seeds"
 
 
+def _rated(rating, low, high):
+    return {"ladder": "ladder-v1", "games": 64, "seed": 9002, "rating": rating, "ci95": [low, high]}
+
+
+def test_ladder_ratings_and_the_previous_version_over_seeds_become_the_records_strength_columns(tmp_path):
+    per_seed = [_entry(s, 2.0 + s, 4.0) for s in range(3)]
+    for entry, rating in zip(per_seed, (1000.0, 1030.0, 1060.0)):
+        entry["ladder"] = _rated(rating, rating - 20, rating + 20)
+        entry["eval"]["vs_baseline:ppo_small-v3"] = {"mean_placement": 4.0 + entry["seed"] / 10, "ci95": 0.3}
+    vs = over_seeds.with_previous(("greedy",), "baseline:ppo_small-v3")
+    assert vs == ("greedy", "baseline:ppo_small-v3") and over_seeds.with_previous(vs, vs[1]) == vs
+    out = over_seeds.aggregate(per_seed, vs)
+    ladder = out["ladder"]
+    assert ladder["rating"] == 1030.0 and ladder["per_seed"] == [1000.0, 1030.0, 1060.0]
+    assert ladder["ci95"] == pytest.approx(round(T_975_2 * 30.0 / math.sqrt(3), 1))  # std 30 over 3 seeds
+    assert ladder["per_seed_ci95"][0] == [980.0, 1020.0] and ladder["version"] == "ladder-v1"
+    assert "ladder" not in over_seeds.aggregate([_entry(0, 2.0, 4.0)], ("greedy",))  # not rated: no column
+    result = {"preset": "ppo_small", "seeds": [0, 1, 2], "eval_seed": 4242, "games_per_lineup": 256,
+              "previous": "baseline:ppo_small-v3", **out}
+    (tmp_path / "x.seeds.json").write_text(json.dumps(result))
+    record = results.record_from_seeds(result, "x", command=["c"], machine="2-core CPU", environment="e",
+                                       date="2026-12-02", commit="abcdef1", files=["x.seeds.json"],
+                                       evaluation="x.seeds.json")
+    assert results.validate(record, tmp_path) == [] and results.check_evidence(record, tmp_path) == []
+    assert record["previous"] == "baseline:ppo_small-v3"
+    assert record["numbers"]["vs_previous"] == {"value": 4.1, "ci95": round(T_975_2 * 0.1 / math.sqrt(3), 2)}
+    assert record["numbers"]["ladder_rating"]["value"] == 1030.0 and "ladder-v1" in record["notes"]
+    row = results.render_readme_table([{**record, "readme_row": 1}], {"since": "2026-12-01", "change": "c"})
+    assert row.splitlines()[2].split(" | ")[3:6] == [f"1030 +- {ladder['ci95']:.0f}", "-",
+                                                     "4.10 +- 0.25 vs `ppo_small-v3`"]
+    # the evidence decides: a ladder mean that is not the aggregate's, a previous version's placement either
+    moved = {**result, "ladder": {**ladder, "rating": 1031.0}}
+    (tmp_path / "x.seeds.json").write_text(json.dumps(moved))
+    assert any("numbers.ladder_rating" in p for p in results.check_evidence(record, tmp_path))
+    moved = {**result, "vs_baseline:ppo_small-v3": {**result["vs_baseline:ppo_small-v3"], "mean_placement": 5.0}}
+    (tmp_path / "x.seeds.json").write_text(json.dumps(moved))
+    assert any("numbers.vs_previous" in p for p in results.check_evidence(record, tmp_path))
+    unnamed = {k: v for k, v in record.items() if k != "previous"}
+    assert any("names no previous version" in p for p in results.check_evidence(unnamed, tmp_path))
+    one = results.record_from_seeds({**result, "seeds": [0], "ladder": {**ladder, "ci95": None}}, "y", command=["c"],
+                                    machine="m", environment="e", date="2026-12-02", commit="abcdef1", files=[],
+                                    evaluation="x.seeds.json")
+    assert one["numbers"]["ladder_rating"]["note"] == "980 .. 1020 over game seeds"
+
+
+def test_a_ladder_rating_is_kept_and_not_played_again_and_its_seed_is_never_a_training_seed(tmp_path, monkeypatch):
+    calls = []
+
+    def fake_rate(player, games, deterministic, progress):
+        calls.append((player, games, deterministic))
+        return _rated(900.0 + games, 880.0, 920.0)
+
+    monkeypatch.setattr(over_seeds.ladder_rating, "rate_on_ladder", fake_rate)
+    path = tmp_path / "seed_0.ladder.json"
+    first = over_seeds.ladder_rated("runs/x", 10, path, "x", 16)
+    assert over_seeds.ladder_rated("runs/x", 10, path, "x", 16) == first and len(calls) == 1
+    assert over_seeds.ladder_rated("runs/x", 20, path, "x", 16)["rating"] == 916.0 and len(calls) == 2  # new step
+    with pytest.raises(ValueError, match="ladder's seed 9002 is a training seed"):
+        over_seeds.check_arguments([9002], 4242, 4, ladder_games=8)
+    with pytest.raises(ValueError, match="ladder_games must be an int >= 2"):
+        over_seeds.check_arguments([0], 4242, 4, ladder_games=1)
+
+
 def test_reproduce_refuses_an_evaluation_seed_it_trained_on_and_repeated_seeds(tmp_path):
     with pytest.raises(ValueError, match="eval_seed 1 is a training seed"):
         over_seeds.reproduce(preset("smoke"), "smoke", [0, 1], tmp_path / "r", eval_seed=1)

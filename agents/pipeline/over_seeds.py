@@ -28,6 +28,7 @@ from agents.run.over_seeds import (
     evaluated_runs,
     kept_summary,
     run_train_s,
+    with_previous,
 )
 from agents.utils.progress import NoProgress, Progress
 
@@ -70,17 +71,19 @@ def _piped(spec: PipelineSpec, preset: str, seed: int, pipe_dir: Path, progress:
 
 
 def reproduce_pipeline(spec: PipelineSpec, preset: str, seeds, out, vs=OPPONENTS, games: int = 32,
-                       eval_seed: int = 4242, deterministic: bool = False, progress: Progress | None = None) -> dict:
+                       eval_seed: int = 4242, deterministic: bool = False, progress: Progress | None = None,
+                       ladder_games: int | None = None, previous: str | None = None) -> dict:
     """Run the pipeline ``spec`` (the preset ``preset``'s, with any changes) for each of ``seeds`` in
     ``out/seed_<S>``, evaluate each final policy (``games`` game seeds x 8 rotations per lineup of ``vs``,
     ``eval_seed``; ``deterministic``: its most likely legal actions), aggregate (the module docstring); writes and
     returns ``out/reproduce.json``, ``agents.run.over_seeds.reproduce``'s keys plus ``pipeline`` (True),
-    ``pipeline_wall_s`` and per run ``phases_wall_s``. ``ValueError`` for an evaluation seed that a phase trains
-    with, no seeds or repeated ones, a pipeline without a training phase; ``StoppedError`` when a signal stopped a
-    phase (call again to continue)."""
+    ``pipeline_wall_s`` and per run ``phases_wall_s``; ``ladder_games`` and ``previous`` as there. ``ValueError``
+    for an evaluation seed that a phase trains with, no seeds or repeated ones, a pipeline without a training phase;
+    ``StoppedError`` when a signal stopped a phase (call again to continue)."""
     if not spec.phases:
         raise ValueError("the pipeline has no training phase: nothing to evaluate")
-    seeds = check_arguments(seeds, eval_seed, games, span=len(spec.phases) + 1)
+    seeds = check_arguments(seeds, eval_seed, games, span=len(spec.phases) + 1, ladder_games=ladder_games)
+    vs = with_previous(vs, previous)
     progress = progress or NoProgress()
 
     def run(seed, pipe_dir):
@@ -88,13 +91,15 @@ def reproduce_pipeline(spec: PipelineSpec, preset: str, seeds, out, vs=OPPONENTS
         _, step = parse_spec(summary["final"])  # RUN_DIR:STEP
         return summary, summary["final"], step
 
-    per_seed = evaluated_runs(run, seeds, out, preset, vs, games, eval_seed, "final", deterministic, progress)
+    per_seed = evaluated_runs(run, seeds, out, preset, vs, games, eval_seed, "final", deterministic, progress,
+                              ladder_games)
     for entry in per_seed:
         entry.update(minutes_to_target=None, phases_wall_s=entry["summary"]["phases_wall_s"])
     result = {"preset": preset, "pipeline": True, "seeds": seeds, "eval_seed": eval_seed,
               "games_per_lineup": games * 8, "config": spec_dict(spec),
               "schedule_updates": spec.phases[-1].config.num_updates, "checkpoint": "final",
-              "deterministic": deterministic, **aggregate(per_seed, tuple(vs)),
+              "deterministic": deterministic, **({} if previous is None else {"previous": previous}),
+              **aggregate(per_seed, tuple(vs)),
               "runs": [{k: e[k] for k in ("seed", "run_dir", "evaluated", "evaluated_update", "minutes_to_target",
                                           "phases_wall_s")} for e in per_seed]}
     (Path(out) / "reproduce.json").write_text(json.dumps(result, indent=1))

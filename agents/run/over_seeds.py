@@ -13,6 +13,10 @@ into a ``docs/results`` record).
 
 Per opponent the aggregate holds ``{"mean_placement", "ci95", "per_seed", "per_seed_ci95"}``: ``ci95`` is the
 half-width over training seeds (None with one seed), ``per_seed_ci95`` each seed's half-width over its game seeds.
+With ``ladder_games`` each final policy is also rated on the ladder (``agents.arena.ladder.rate_on_ladder``, kept in
+``<out>/seed_<S>.ladder.json``), and ``"ladder"`` holds ``{"version", "games", "seed", "rating", "ci95", "per_seed",
+"per_seed_ci95"}``: the mean of the seeds' ratings in ladder points, the t half-width over seeds (None with one
+seed), and each seed's bootstrap interval ``[low, high]`` over its game seeds.
 """
 
 from __future__ import annotations
@@ -22,6 +26,7 @@ import math
 import statistics
 from pathlib import Path
 
+from agents.arena import ladder as ladder_rating
 from agents.arena.significance import t_interval
 from agents.arena.tournament import evaluate
 from agents.config import TrainConfig
@@ -144,7 +149,30 @@ def aggregate(per_seed: list[dict], vs: tuple[str, ...]) -> dict:
         out[key] = [entry["summary"].get(key) for entry in per_seed]
     if all("pipeline_wall_s" in entry["summary"] for entry in per_seed):  # every phase, compiles included
         out["pipeline_wall_s"] = [entry["summary"]["pipeline_wall_s"] for entry in per_seed]
+    if per_seed and all(entry.get("ladder") is not None for entry in per_seed):
+        ratings = [entry["ladder"] for entry in per_seed]
+        stats = over_seeds([r["rating"] for r in ratings])
+        out["ladder"] = {"version": ratings[0]["ladder"], "games": ratings[0]["games"], "seed": ratings[0]["seed"],
+                         "rating": round(stats["mean"], 1), "ci95": None if stats["ci95"] is None
+                         else round(stats["ci95"], 1), "per_seed": stats["values"],
+                         "per_seed_ci95": [r["ci95"] for r in ratings]}
     return out
+
+
+def ladder_rated(player: str, step: int, ladder_file: Path, label: str, games: int, deterministic: bool = False,
+                 progress: Progress | None = None) -> dict:
+    """``player``'s ladder rating (``rate_on_ladder`` on ``games`` game seeds, its default seed and version), kept
+    in ``ladder_file`` with what was asked, so that the same question asked again plays nothing."""
+    progress = progress or NoProgress()
+    wanted = {"games": games, "update": step, "deterministic": deterministic,
+              "version": ladder_rating.CURRENT_LADDER, "seed": ladder_rating.DEFAULT_SEED}
+    cached = json.loads(ladder_file.read_text()) if ladder_file.is_file() else None
+    if cached is None or cached.get("wanted") != wanted:
+        progress.status(f"{label}: rating update {step} on {ladder_rating.CURRENT_LADDER} ({games} game seeds x 8)")
+        cached = {"wanted": wanted, "result": ladder_rating.rate_on_ladder(
+            player, games=games, deterministic=deterministic, progress=progress)}
+        ladder_file.write_text(json.dumps(cached, indent=1))
+    return cached["result"]
 
 
 def evaluated(player: str, step: int, eval_file: Path, label: str, vs, games: int, eval_seed: int,
@@ -166,10 +194,16 @@ def evaluated(player: str, step: int, eval_file: Path, label: str, vs, games: in
     return cached["result"]
 
 
-def check_arguments(seeds, eval_seed: int, games, span: int = 1) -> list[int]:
-    """``seeds`` as ints; ``ValueError`` for no seeds or repeated ones, an evaluation seed that a run trains with
-    (the run of seed ``s`` uses seeds ``s`` .. ``s + span - 1``: a pipeline's phases add their number), or
-    ``games`` not an int >= 1."""
+def with_previous(vs, previous: str | None) -> tuple[str, ...]:
+    """The lineups ``vs`` with the ``previous`` version's (when given and not already there)."""
+    vs = tuple(vs)
+    return vs if previous is None or previous in vs else (*vs, previous)
+
+
+def check_arguments(seeds, eval_seed: int, games, span: int = 1, ladder_games=None) -> list[int]:
+    """``seeds`` as ints; ``ValueError`` for no seeds or repeated ones, an evaluation seed or the ladder's seed that
+    a run trains with (the run of seed ``s`` uses seeds ``s`` .. ``s + span - 1``: a pipeline's phases add their
+    number), ``games`` not an int >= 1 or ``ladder_games`` neither None nor an int >= 2."""
     seeds = [int(s) for s in seeds]
     if not seeds or len(set(seeds)) != len(seeds):
         raise ValueError(f"seeds must be distinct and at least one, got {seeds}")
@@ -177,40 +211,57 @@ def check_arguments(seeds, eval_seed: int, games, span: int = 1) -> list[int]:
         raise ValueError(f"eval_seed {eval_seed} is a training seed: evaluate on seeds never used in training")
     if isinstance(games, bool) or not isinstance(games, int) or games < 1:
         raise ValueError(f"games must be an int >= 1, got {games!r}")
+    if ladder_games is not None:
+        if isinstance(ladder_games, bool) or not isinstance(ladder_games, int) or ladder_games < 2:
+            raise ValueError(f"ladder_games must be an int >= 2 (an interval needs a spread), got {ladder_games!r}")
+        if any(0 <= ladder_rating.DEFAULT_SEED - s < span for s in seeds):
+            raise ValueError(f"the ladder's seed {ladder_rating.DEFAULT_SEED} is a training seed: rate on seeds "
+                             "never used in training")
     return seeds
 
 
 def evaluated_runs(run, seeds, out, preset: str, vs, games: int, eval_seed: int, checkpoint: str = "final",
-                   deterministic: bool = False, progress: Progress | None = None) -> list[dict]:
+                   deterministic: bool = False, progress: Progress | None = None,
+                   ladder_games: int | None = None) -> list[dict]:
     """For each of ``seeds``: ``run(seed, run_dir)`` (``run_dir`` is ``out/seed_<S>``) trains it or reads it
-    back and returns ``(summary, player, step)``; the player is ``evaluated`` (kept in ``out/seed_<S>.eval.json``).
-    Returns per seed ``{"seed", "run_dir", "eval", "summary", "evaluated", "evaluated_update"}``."""
+    back and returns ``(summary, player, step)``; the player is ``evaluated`` (kept in ``out/seed_<S>.eval.json``)
+    and, with ``ladder_games``, ``ladder_rated`` (kept in ``out/seed_<S>.ladder.json``). Returns per seed
+    ``{"seed", "run_dir", "eval", "ladder" (None without ``ladder_games``), "summary", "evaluated",
+    "evaluated_update"}``."""
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     per_seed = []
     for seed in seeds:
         run_dir = out / f"seed_{seed}"
         summary, player, step = run(seed, run_dir)
-        result = evaluated(player, step, out / f"seed_{seed}.eval.json", f"{preset} seed {seed}", vs, games,
+        label = f"{preset} seed {seed}"
+        result = evaluated(player, step, out / f"seed_{seed}.eval.json", label, vs, games,
                            eval_seed, checkpoint, deterministic, progress)
-        per_seed.append({"seed": seed, "run_dir": str(run_dir), "eval": result, "summary": summary,
+        rating = None if ladder_games is None else ladder_rated(player, step, out / f"seed_{seed}.ladder.json", label,
+                                                                ladder_games, deterministic, progress)
+        per_seed.append({"seed": seed, "run_dir": str(run_dir), "eval": result, "ladder": rating, "summary": summary,
                          "evaluated": player, "evaluated_update": step})
     return per_seed
 
 
 def reproduce(config: TrainConfig, preset: str, seeds, out, vs=OPPONENTS, games: int = 32, eval_seed: int = 4242,
-              checkpoint: str = "final", deterministic: bool = False, progress: Progress | None = None) -> dict:
+              checkpoint: str = "final", deterministic: bool = False, progress: Progress | None = None,
+              ladder_games: int | None = None, previous: str | None = None) -> dict:
     """Train ``config`` (the preset ``preset``'s, with any changes) for each of ``seeds`` in ``out/seed_<S>``,
     evaluate each (``games`` game seeds x 8
     rotations per lineup of ``vs``, ``eval_seed``), aggregate (the module docstring); writes and returns
     ``out/reproduce.json``. ``checkpoint``: which of a run's checkpoints plays, ``"final"`` (its latest good one)
     or ``"best"`` (``agents.run.loop.best_checkpoint``: by the run's ``best_by``, e.g. a clone's lowest validation
     cross-entropy; the latest when none was ranked); ``deterministic``: it plays its most likely legal action
-    instead of sampling. ``ValueError`` for an evaluation seed among the training seeds, no seeds or repeated
-    ones, an unknown ``checkpoint``; ``StoppedError`` when a signal stopped a run (call again to continue)."""
+    instead of sampling. ``ladder_games``: each final policy's ladder rating too (the module docstring).
+    ``previous``: the shipped version this preset replaces (a player spec, e.g. ``baseline:ppo_small-v3``): one more
+    lineup, named in the result (``"previous"``) so that a record can publish it as "1 vs 7 of the previous version".
+    ``ValueError`` for an evaluation seed among the training seeds, no seeds or repeated ones, an unknown
+    ``checkpoint``; ``StoppedError`` when a signal stopped a run (call again to continue)."""
     if checkpoint not in CHECKPOINTS:
         raise ValueError(f"checkpoint must be one of {CHECKPOINTS}, got {checkpoint!r}")
-    seeds = check_arguments(seeds, eval_seed, games)
+    seeds = check_arguments(seeds, eval_seed, games, ladder_games=ladder_games)
+    vs = with_previous(vs, previous)
     progress = progress or NoProgress()
 
     def run(seed, run_dir):
@@ -221,13 +272,15 @@ def reproduce(config: TrainConfig, preset: str, seeds, out, vs=OPPONENTS, games:
         step = summary["updates"] if best is None else best
         return summary, f"{run_dir}:{step}", step
 
-    per_seed = evaluated_runs(run, seeds, out, preset, vs, games, eval_seed, checkpoint, deterministic, progress)
+    per_seed = evaluated_runs(run, seeds, out, preset, vs, games, eval_seed, checkpoint, deterministic, progress,
+                              ladder_games)
     for entry in per_seed:
         entry["minutes_to_target"] = minutes_to_target(entry["run_dir"])
         entry["summary"] = {**entry["summary"], "train_s": run_train_s(entry["run_dir"], entry["summary"])}
     result = {"preset": preset, "seeds": seeds, "eval_seed": eval_seed, "games_per_lineup": games * 8,
               "config": seed_config(config, seeds[0]).to_dict(), "schedule_updates": config.num_updates,
               "checkpoint": checkpoint, "deterministic": deterministic,
+              **({} if previous is None else {"previous": previous}),
               **aggregate(per_seed, tuple(vs)),
               "runs": [{k: e[k] for k in ("seed", "run_dir", "evaluated_update", "minutes_to_target")}
                        for e in per_seed]}

@@ -33,11 +33,15 @@ REQUIRED = {"id": str, "title": str, "kind": str, "subject": str, "command": lis
             "date": str, "commit": str, "numbers": dict, "single_seed": bool, "notes": str, "files": list}
 #: field -> allowed types, when present
 OPTIONAL = {"preset": (str, type(None)), "environment": str, "commit_source": str, "published_in": str,
-            "evaluation": str, "compare": str, "metrics": str, "readme_row": int, "ladder": str}
+            "evaluation": str, "compare": str, "metrics": str, "readme_row": int, "ladder": str,
+            "ladder_record": str, "previous": str}
 #: a record's numbers: name -> number, or {"value": number, "ci95": number, "note": str} (ci95 and note optional)
 VALUE_KEYS = {"value", "ci95", "note"}
-#: the README's placement columns: numbers key -> column title
-README_COLUMNS = {"vs_random": "vs random", "vs_greedy": "vs greedy", "vs_expert": "vs expert"}
+#: the README's strength columns, in order (``render_readme_table``): the ladder rating, the placement against 7
+#: expert bots, and the placement as 1 vs 7 of the previous shipped version of the same preset (the record's
+#: ``previous``); vs random and vs greedy, saturated, are in docs/results.md
+README_COLUMNS = {"ladder_rating": "ladder points", "vs_expert": "vs 7 expert",
+                  "vs_previous": "1 vs 7 of the previous version"}
 #: numbers key -> key in an ``experiments.evaluate`` JSON (``evaluation``)
 EVAL_KEYS = {"vs_random": "vs_random", "vs_greedy": "vs_greedy", "vs_expert": "vs_expert",
              "vs_ppo_small_v1": "vs_baseline:ppo_small-v1"}
@@ -186,9 +190,19 @@ def _value(entry):
     return (entry["value"], entry.get("ci95")) if isinstance(entry, dict) else (entry, None)
 
 
-def _eval_problems(numbers: dict, data: dict) -> list[str]:
+def _eval_problems(numbers: dict, data: dict, previous: str | None = None) -> list[str]:
     problems = []
-    for key, source in EVAL_KEYS.items():
+    keys = {**EVAL_KEYS, **({} if previous is None else {"vs_previous": f"vs_{previous}"})}
+    if "vs_previous" in numbers and previous is None:
+        problems.append("numbers.vs_previous: the record names no previous version (its \"previous\")")
+    if "ladder_rating" in numbers:
+        value, ci95 = _value(numbers["ladder_rating"])
+        found = data.get("ladder") or {}
+        if not _close(value, found.get("rating"), 0.05):
+            problems.append(f"numbers.ladder_rating: {value} but the evaluation's ladder says {found.get('rating')}")
+        if ci95 is not None and not _close(ci95, found.get("ci95"), 0.05):
+            problems.append(f"numbers.ladder_rating.ci95: {ci95} but the evaluation's ladder says {found.get('ci95')}")
+    for key, source in keys.items():
         if key not in numbers:
             continue
         value, ci95 = _value(numbers[key])
@@ -254,7 +268,8 @@ def check_evidence(record: dict, results_dir) -> list[str]:
     numbers = record["numbers"]
     problems = []
     if "evaluation" in record:
-        problems += _eval_problems(numbers, json.loads((root / record["evaluation"]).read_text(encoding="utf-8")))
+        problems += _eval_problems(numbers, json.loads((root / record["evaluation"]).read_text(encoding="utf-8")),
+                                   record.get("previous"))
     if "compare" in record:
         settings = json.loads((root / record["compare"]).read_text(encoding="utf-8"))["settings"]
         problems += _compare_problems(numbers, settings)
@@ -374,18 +389,41 @@ def code_age(record: dict, current: dict) -> str:
     return "current" if record["date"] >= current["since"] else "older"
 
 
+def _ladder_cell(record: dict, by_id: dict) -> str:
+    """The ladder points of a README row: its own ``ladder_rating`` (over training seeds: the mean +- the t
+    interval), or the rating in the ladder record it names (``ladder_record``: one policy, its interval over game
+    seeds); "-" when it was not rated."""
+    if "ladder_rating" in record["numbers"]:
+        entry = record["numbers"]["ladder_rating"]
+        value, ci95 = _value(entry)
+        note = entry.get("note") if isinstance(entry, dict) else None
+        return f"{value:.0f}" + ("" if ci95 is None else f" +- {ci95:.0f}") + (f" ({note})" if note else "")
+    rated = by_id.get(record.get("ladder_record"))
+    if rated is None:
+        return "-"
+    n = {k: _value(rated["numbers"][k])[0] for k in ("ladder_points", "ladder_low", "ladder_high")}
+    return f"{n['ladder_points']:.0f} ({n['ladder_low']:.0f} .. {n['ladder_high']:.0f})"
+
+
 def render_readme_table(records: list[dict], current: dict) -> str:
     """The README's results table: one row per record with ``readme_row`` (in that order): what, hardware, training
-    minutes ("(wall)": only the wall time was measured), placement vs random / greedy / expert (+- the 95%
-    interval), seeds, and whether it ran on the current code (``code_age`` against ``current``,
-    ``load_current_code``). The caption around it is the README's own."""
+    minutes ("(wall)": only the wall time was measured), the ladder points (``_ladder_cell``), the placement vs 7
+    expert bots and as 1 vs 7 of the previous shipped version (the record's ``previous``; +- the 95% interval),
+    seeds, and whether it ran on the current code (``code_age`` against ``current``, ``load_current_code``); "-"
+    where a row was not measured so. The caption around it is the README's own."""
+    by_id = {r["id"]: r for r in records}
     rows = sorted((r for r in records if "readme_row" in r), key=lambda r: (r["readme_row"], r["id"]))
     lines = ["| preset | hardware | training minutes | " + " | ".join(README_COLUMNS.values()) + " | seeds | code |",
              "|---|---|---|" + "---|" * len(README_COLUMNS) + "---|---|"]
     for r in rows:
-        placements = [format_number(r["numbers"][k]) if k in r["numbers"] else "-" for k in README_COLUMNS]
+        numbers = r["numbers"]
+        expert = format_number(numbers["vs_expert"]) if "vs_expert" in numbers else "-"
+        previous = "-"
+        if "vs_previous" in numbers:
+            previous = f"{format_number(numbers['vs_previous'])} vs `{r['previous'].removeprefix('baseline:')}`"
         seeds = "single seed" if r["single_seed"] else ", ".join(str(s) for s in r["seeds"]["training"])
-        cells = [r["subject"], r["machine"], _minutes(r["numbers"]), *placements, seeds, code_age(r, current)]
+        cells = [r["subject"], r["machine"], _minutes(numbers), _ladder_cell(r, by_id), expert, previous, seeds,
+                 code_age(r, current)]
         lines.append("| " + " | ".join(_cell(c) for c in cells) + " |")
     return "\n".join(lines)
 
@@ -475,6 +513,20 @@ def record_from_seeds(result: dict, record_id: str, *, command: list[str], machi
         numbers[key] = {"value": round(entry["mean_placement"], 2)}  # no per-number note: the README prints notes
         if entry["ci95"] is not None:
             numbers[key]["ci95"] = round(entry["ci95"], 2)
+    previous = result.get("previous")
+    if previous is not None and result.get(f"vs_{previous}") is not None:
+        entry = result[f"vs_{previous}"]
+        numbers["vs_previous"] = {"value": round(entry["mean_placement"], 2)}
+        if entry["ci95"] is not None:
+            numbers["vs_previous"]["ci95"] = round(entry["ci95"], 2)
+    ladder = result.get("ladder")
+    if ladder is not None:
+        numbers["ladder_rating"] = {"value": round(ladder["rating"], 1)}
+        if ladder["ci95"] is not None:
+            numbers["ladder_rating"]["ci95"] = round(ladder["ci95"], 1)
+        else:
+            low, high = ladder["per_seed_ci95"][0]
+            numbers["ladder_rating"]["note"] = f"{low:.0f} .. {high:.0f} over game seeds"
     pipeline = bool(result.get("pipeline"))
     if pipeline:  # every phase's wall time: its compiles, evaluations and the recording too
         walls = result["pipeline_wall_s"]
@@ -502,7 +554,15 @@ def record_from_seeds(result: dict, record_id: str, *, command: list[str], machi
         over = over.replace("training seed", "pipeline seed")
         reached = "The phases evaluate at their ends only, so no time to strength is measured"
         seeds_note = f"pipeline seeds (the recording's; phase i trains with seed + i); {seeds_note}"
+    rated = ""
+    if ladder is not None:
+        rated = (f" Each is rated on {ladder['version']} ({ladder['games']} game seeds x 8 rotations, seed "
+                 f"{ladder['seed']}; per seed " + ", ".join(f"{v:.0f}" for v in ladder["per_seed"]) + " points).")
+    if previous is not None:
+        rated += f" The previous version: {previous}, as 1 vs 7 of it (vs_previous)."
+    extra = {} if previous is None else {"previous": previous}
     return {
+        **extra,
         "id": record_id,
         # no "on the current code": the record's commit and date say which code it ran, the README's code column
         # whether that is still current
@@ -519,7 +579,8 @@ def record_from_seeds(result: dict, record_id: str, *, command: list[str], machi
         "commit_source": "git HEAD when the command started (a clean work tree)",
         "numbers": numbers,
         "single_seed": n == 1,
-        "notes": f"Each seed's {which} evaluated on {games} seat-rotated games per lineup{play}; {over}. {reached}.",
+        "notes": f"Each seed's {which} evaluated on {games} seat-rotated games per lineup{play}; {over}. {reached}."
+                 + rated,
         "files": files,
         "evaluation": evaluation,
     }
