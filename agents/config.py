@@ -547,8 +547,8 @@ class LogConfig(_Group):
     """What a run writes between chunks: evaluations, checkpoints and W&B scalars."""
 
     NAME = "log"
-    RANGES = {"eval_every": (0, 1 << 20), "eval_games": (1, 4096), "checkpoint_every": (0, 1 << 20),
-              "keep_checkpoints": (1, 1000)}
+    RANGES = {"eval_every": (0, 1 << 20), "eval_games": (1, 4096), "eval_ladder": (0, 4096),
+              "checkpoint_every": (0, 1 << 20), "keep_checkpoints": (1, 1000)}
     CHOICES = {"best_by": BEST_BY}
     STRINGS = {"wandb_project": "a W&B project name"}
 
@@ -556,6 +556,12 @@ class LogConfig(_Group):
     """evaluate vs the bots every this many chunks, in [0, 2^20] (0 = never; game only)"""
     eval_games: int = 8
     """game seeds per evaluation, in [1, 4096]; each is played 8 times, the learner rotated over the seats"""
+    eval_ladder: int = 0
+    """at each evaluation also rate the policy on the ladder (agents.arena.ladder) on this many game seeds, each
+    played 8 times, in [0, 4096] (0 = never; else at least 2): eval/ladder_points and its 95% interval
+    (eval/ladder_low, eval/ladder_high), a learning curve on the ladder's scale (expert = 1000). The same games at
+    every evaluation (the ladder's seed, 9002); one shared game policy (not independent learners); on 2 CPU cores
+    about 1.5 s a game seed after the first evaluation's compile"""
     checkpoint_every: int = 1
     """save a checkpoint every this many chunks, in [0, 2^20] (0 = only at the end)"""
     keep_checkpoints: int = 3
@@ -653,6 +659,7 @@ class TrainConfig:
         self._check_run_length()
         self._check_bc()
         self._check_best_by()
+        self._check_eval_ladder()
         self._check_minibatches()
 
     def _check_network_reads_obs(self):
@@ -745,6 +752,17 @@ class TrainConfig:
         if self.best_by == "rating" and not (self.league_size and self.eval_every):
             raise ValueError("TrainConfig.log.best_by='rating' needs a league (league_size > 0) that evaluates "
                              f"(eval_every > 0); got league_size={self.league_size}, eval_every={self.eval_every}")
+
+    def _check_eval_ladder(self):
+        if not self.eval_ladder:
+            return
+        if self.eval_ladder < 2:
+            raise ValueError(f"TrainConfig.log.eval_ladder must be 0 or at least 2 (an interval needs a spread), got "
+                             f"{self.eval_ladder}")
+        if self.is_gymnax or self.independent or not self.eval_every:
+            raise ValueError("TrainConfig.log.eval_ladder rates one shared game policy at each evaluation: it needs "
+                             f"the game, independent=False and eval_every > 0; got env={self.env!r}, "
+                             f"independent={self.independent}, eval_every={self.eval_every}")
 
     def _check_minibatches(self):
         if self.shuffle != "global" and self.algo != "ppo":

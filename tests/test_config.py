@@ -537,3 +537,15 @@ def test_pipeline_phase_configs_keep_their_links():
     assert dict(phases["student"].links) == {"init_from": "bc", "teacher": "teacher", "anchor": "bc"}
     assert dict(phases["bc"].links) == {"bc_dataset": "record"}
 
+
+
+def test_an_in_run_ladder_rating_needs_two_game_seeds_an_evaluation_and_one_shared_game_policy():
+    assert TrainConfig(eval_ladder=2).eval_ladder == 2 and TrainConfig().eval_ladder == 0
+    with pytest.raises(ValueError, match="eval_ladder must be 0 or at least 2"):
+        TrainConfig(eval_ladder=1)
+    with pytest.raises(ValueError, match=r"eval_ladder.*eval_every=0"):
+        TrainConfig(eval_ladder=4, eval_every=0)
+    with pytest.raises(ValueError, match=r"eval_ladder.*independent=True"):
+        TrainConfig(eval_ladder=4, independent=True)
+    with pytest.raises(ValueError, match=r"TrainConfig.log.eval_ladder.*4096"):
+        TrainConfig(eval_ladder=5000)

@@ -216,6 +216,32 @@ def test_a_shorter_last_chunk_is_compiled_and_counted_as_compiling(tmp_path, mon
     assert summary["compile_s"] >= 3.0 and summary["loop_s"] < 3.0 and summary["train_s"] <= summary["loop_s"]
 
 
+def test_an_in_run_ladder_rating_rates_the_policy_of_each_evaluation(tmp_path, monkeypatch):
+    """``eval_ladder``: at each evaluation the learner's current parameters are rated on the ladder (a stand-in for
+    ``rate_on_ladder`` here: the real one is tests/test_ladder.py's) and the rating is logged beside the bots'."""
+    from agents.policies.load import load_policy
+    from agents.run import loop
+    from agents.storage.metrics import load_metrics
+
+    seen = []
+
+    def fake_rate(policy, games):
+        seen.append((policy.name, games, policy.params, policy.config))
+        return {"rating": 900.0 + len(seen), "ci95": [880.0, 920.0 + len(seen)]}
+
+    monkeypatch.setattr(loop.ladder, "rate_on_ladder", fake_rate)
+    run = tmp_path / "run"
+    loop.train(preset_config("smoke").with_overrides({"eval_ladder": 3}), run)
+    evals = [r for r in load_metrics(str(run))[1] if "eval/placement_vs_greedy" in r]
+    assert [(r["update"], r["eval/ladder_points"], r["eval/ladder_low"], r["eval/ladder_high"]) for r in evals] == [
+        (2, 901.0, 880.0, 921.0), (4, 902.0, 880.0, 922.0)]
+    assert [(name, games) for name, games, _, _ in seen] == [("learner:2", 3), ("learner:4", 3)]
+    for name, _, params, config in seen:  # the parameters rated are the ones checkpointed at that update
+        saved = load_policy(str(run), int(name.split(":")[1]))
+        chex.assert_trees_all_equal(params, saved.params)
+        assert config.eval_ladder == 3 and config.num_devices == 1
+
+
 @needs_gymnax
 def test_ppo_without_masks_and_weights_on_a_dense_env_equals_the_general_program():
     """GymnaxVecEnv declares ``all_actions_legal``, so PPO leaves the masks, the decision weights and the carried

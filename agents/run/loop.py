@@ -40,6 +40,7 @@ import numpy as np
 from jax.experimental import multihost_utils
 
 from agents.algorithms import registry as trainers
+from agents.arena import ladder
 from agents.arena.evaluation import EVAL_STREAM, OPPONENTS, placement_summary
 from agents.config import TrainConfig
 from agents.envs import gymnax_env
@@ -47,6 +48,7 @@ from agents.envs.make import make_game
 from agents.league import pool as league_lib
 from agents.league.pool import with_ratings
 from agents.policies import frozen as phases
+from agents.policies.load import RunPolicy
 from agents.run import wandb_log
 from agents.run.build import CHECKPOINT_DIR, Built, build, fresh_arrays
 from agents.storage import datasets as dataset
@@ -624,7 +626,18 @@ class TrainProgram(ChunkProgram):
             out["eval/rating"] = rows["learner"]["ordinal"]
             out.update({f"eval/rating_{bot}": rows[bot]["ordinal"] for bot in OPPONENTS if bot in rows})
             runner = runner.replace(league=with_ratings(runner.league, {n: r["ordinal"] for n, r in rows.items()}))
+        if config.eval_ladder:
+            out.update(self._ladder_rating(params, update))
         return runner, [out]
+
+    def _ladder_rating(self, params, update: int) -> dict:
+        """``eval/ladder_points``, ``eval/ladder_low`` and ``eval/ladder_high`` of the policy at ``update``
+        (``agents.arena.ladder.rate_on_ladder`` on ``eval_ladder`` game seeds, the ladder's default seed)."""
+        policy = RunPolicy(f"learner:{update}", "", update, dataclasses.replace(self.config, num_devices=1),
+                           self.trainer.network, fresh_arrays(params))
+        rated = ladder.rate_on_ladder(policy, games=self.config.eval_ladder)
+        low, high = rated["ci95"]
+        return {"eval/ladder_points": rated["rating"], "eval/ladder_low": low, "eval/ladder_high": high}
 
     def checkpoint_metrics(self, records):
         return {k: v for k, v in records[0].items() if isinstance(v, float) and math.isfinite(v)}
