@@ -6,9 +6,10 @@
     python -m experiments.ladder runs/mine --all-checkpoints --games 16 --out runs/mine/ladder   # a learning curve
     python -m experiments.ladder --show                           # the population and its ratings
     python -m experiments.ladder --fit --version ladder-v2 --games 384 --seed 9001 --out runs/ladder-v2   # new version
+    python -m experiments.ladder search --games 32                  # a bot outside the population is rated too
     python -m experiments.ladder --agreement --games 32 --out runs/agreement.json   # the ladder vs head to heads
 
-A player (``RUN_DIR[:STEP]``, ``baseline:NAME`` or a member bot) sits with 7 members drawn at random for each of
+A player (``RUN_DIR[:STEP]``, ``baseline:NAME`` or a bot) sits with 7 members drawn at random for each of
 ``--games`` game seeds (default 64), and each table is played in its 8 seat rotations; its Plackett-Luce strength
 is fitted against the members' frozen strengths (``agents.arena.ladder``). The rating is on the ladder's scale:
 ``expert`` = 1000 points, 400 points per factor of 10 in strength; its 95% interval is a bootstrap over the game
@@ -23,8 +24,9 @@ the protocol and how to cite a ladder version.
 to ``--out DIR``: a learning curve on the ladder's scale.
 
 ``--fit`` plays a new version's round robin (``--games`` lineups of 8 different members, 8 rotations each) and
-fits its population; it writes ``DIR/<version>.json`` (to ship in ``agents/arena/ladders/``) and
-``DIR/<version>.games.json`` (the games, the evidence). A shipped version is never refitted.
+fits its population (``--members``: whose, default the current version's); it writes ``DIR/<version>.json`` (to
+ship in ``agents/arena/ladders/``) and ``DIR/<version>.games.json`` (the games, the evidence). A shipped version is
+never refitted.
 
 ``--agreement`` tests the ladder's order against head to heads: every pair of its policy members at one table
 (1 vs 7, 7 vs 1, 4 vs 4; ``--games`` game seeds, default 32, seed default 4300; Holm over a pair's three settings),
@@ -70,6 +72,9 @@ def parse_args(argv=None):
     parser.add_argument("--ladder", default=LADDER['current'], metavar="VERSION",
                         help=f"the ladder version (default {LADDER['current']})")
     parser.add_argument("--version", default=None, metavar="NAME", help="with --fit: the new version's name")
+    parser.add_argument("--members", default=None, metavar="P,P,...",
+                        help="with --fit: the new version's members, comma-separated players, expert among them "
+                        "(default: the current version's)")
     parser.add_argument("--games", type=int, default=None, metavar="N",
                         help=f"{GAMES_HELP}; default {LADDER['games']} (--fit: lineups, default 384)")
     parser.add_argument("--seed", type=int, default=None,
@@ -91,6 +96,8 @@ def parse_args(argv=None):
         fail(parser, f"--games must be >= 2 (an interval needs a spread), got {args.games}")
     if args.draws is not None and args.draws < 100:
         fail(parser, f"--draws must be >= 100, got {args.draws}")
+    if args.members is not None and not args.fit:
+        fail(parser, "--members names a new version's population: it goes with --fit")
     if (args.fit or args.show or args.agreement) and args.all_checkpoints:
         fail(parser, "--all-checkpoints rates a PLAYER's checkpoints; it does not go with --show, --fit, --agreement")
     if args.fit:
@@ -102,6 +109,13 @@ def parse_args(argv=None):
             fail(parser, "--fit needs --version NAME (a new ladder-vN) and --out DIR")
         if args.version in LADDER['versions']:
             fail(parser, f"--version {args.version} is shipped already; a shipped version is never refitted")
+        if args.members is not None:
+            args.members = [m.strip() for m in args.members.split(",") if m.strip()]
+            for member in args.members:
+                player_spec(parser, member)
+            if "expert" not in args.members or len(set(args.members)) < 8:
+                fail(parser, f"--members: at least 8 different players, expert among them (the scale's anchor), "
+                             f"got {','.join(args.members)}")
         check_out(parser, args.out)
     elif args.show or args.agreement:
         if args.deterministic:
@@ -204,7 +218,8 @@ def _agreement(args, progress) -> dict:
 def _fit(args, progress) -> dict:
     from agents.arena import ladder
 
-    population = ladder.fit_population(games=args.games or 384,
+    members = ladder.LADDER_V1_MEMBERS if args.members is None else tuple(args.members)
+    population = ladder.fit_population(members, games=args.games or 384,
                                        seed=ladder.FIT_SEED if args.seed is None else args.seed, batch=args.batch,
                                        draws=args.draws or 200, progress=progress, version=args.version)
     evidence = population.pop("evidence")

@@ -5,7 +5,7 @@
     python -m experiments.play --vs greedy --set max_rounds=10 --seed 7 --out runs/mine.json --no-browser
 
 ``--vs``: one player for the 7 other seats, or 7 comma-separated in seat order (yours skipped); a player is a bot
-(random, greedy, expert, expert_public), a shipped baseline policy ``baseline:NAME`` or a training run
+(random, greedy, expert, expert_public, search), a shipped baseline policy ``baseline:NAME`` or a training run
 ``RUN_DIR[:STEP]``. Policies sample their actions (``--deterministic``: their most likely legal action) and play
 with the rules they trained with; ``--set`` (game rules) applies to games of bots only.
 

@@ -9,7 +9,7 @@
         --seed 0 --out game.html          # the same record in the browser viewer (one offline HTML file)
 
 ``--players``: one player for all 8 seats or 8 comma-separated, seat 0 first; a player is a bot (random, greedy,
-expert, expert_public), a shipped baseline policy ``baseline:NAME`` or a training run ``RUN_DIR[:STEP]``. The
+expert, expert_public, search), a shipped baseline policy ``baseline:NAME`` or a training run ``RUN_DIR[:STEP]``. The
 game is the seat-rotated evaluation's game of the same ``--seed``: with the policy ``P`` in seat 0, the game that
 ``python -m experiments.evaluate P --vs OPPONENTS --games 1 --seed S`` plays first (rotation 0), to the same final
 placements. Every decision step's public state of every seat, each seat's action and, for the policies' seats,

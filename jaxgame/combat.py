@@ -34,6 +34,7 @@ unit can act (:func:`idle_ticks`); :func:`record_fight` runs the same
 from __future__ import annotations
 
 import functools
+import math
 from typing import NamedTuple
 
 import jax
@@ -999,14 +1000,21 @@ def _broadcast_unbatched(axis_size, in_batched, args):
     return [one(a, b) for a, b in zip(args, in_batched)]
 
 
+def share_lanes(n_fights: int, lane_share: float | None) -> int | None:
+    """The lanes of a fold of ``n_fights`` fights for a ``lane_share`` (None: one lane a fight)."""
+    if lane_share is None:
+        return None
+    return int(min(n_fights, max(MIN_STAGE_LANES, math.ceil(n_fights * lane_share))))
+
+
 @functools.cache
-def _batched_run(max_ticks: int):
+def _batched_run(max_ticks: int, lane_share: float | None = None):
     """:func:`_run_fights` for a static ``max_ticks``, whose vmap folds the new (leading) axis into the
-    batch axis (last) of the fighters and the state."""
+    batch axis (last) of the fighters and the state; ``lane_share``: see :func:`simulate_fight`."""
 
     @jax.custom_batching.custom_vmap
     def run(f, s, keys):
-        return _run_fights(f, s, keys, max_ticks)
+        return _run_fights(f, s, keys, max_ticks, share_lanes(keys.shape[0], lane_share))
 
     @run.def_vmap
     def run_vmap(axis_size, in_batched, f, s, keys):
@@ -1023,26 +1031,27 @@ def _batched_run(max_ticks: int):
 
 
 @functools.cache
-def _one_run(max_ticks: int):
+def _one_run(max_ticks: int, lane_share: float | None = None):
     """One fight's loop as a batch of one, whose vmap is one batched loop (:func:`_batched_run`)."""
 
     @jax.custom_batching.custom_vmap
     def run(f, s, key):
         f, s = jax.tree.map(lambda a: a[..., None], (f, s))
-        return jax.tree.map(lambda r: r[0], _batched_run(max_ticks)(f, s, key[None]))
+        return jax.tree.map(lambda r: r[0], _batched_run(max_ticks, lane_share)(f, s, key[None]))
 
     @run.def_vmap
     def run_vmap(axis_size, in_batched, f, s, keys):
         f, s, keys = _broadcast_unbatched(axis_size, in_batched, (f, s, keys))
         f, s = jax.tree.map(lambda a: jnp.moveaxis(a, 0, -1), (f, s))
-        result = _batched_run(max_ticks)(f, s, keys)
+        result = _batched_run(max_ticks, lane_share)(f, s, keys)
         return result, jax.tree.map(lambda _: True, result)
 
     return run
 
 
 def simulate_fight(
-    home_species, home_stars, away_species, away_stars, key, max_ticks: int = 400, max_units: int = HALF
+    home_species, home_stars, away_species, away_stars, key, max_ticks: int = 400, max_units: int = HALF,
+    lane_share: float | None = None,
 ) -> FightResult:
     """Fight two boards (int32[24] species, -1 empty; int32[24] stars) until one side is wiped or max_ticks.
 
@@ -1050,12 +1059,17 @@ def simulate_fight(
     ``max_units`` (K) units are simulated per side: the default 24 is exact for every board, a smaller K is
     faster and exact for boards of at most K units a side. Under ``jax.vmap`` (nested ones included) the
     fight loop runs once on the whole batch (``jax.custom_batching.custom_vmap``; the loop then runs until
-    every fight of the batch is decided), like :func:`simulate_fights`.
+    every fight of the batch is decided), like :func:`simulate_fights`. ``lane_share`` (static, in (0, 1]):
+    that batch is ticked in ``ceil(share x fights)`` lanes (at least :data:`MIN_STAGE_LANES`), the rest queued,
+    instead of one lane a fight: for batches where most fights are decided before the first tick (an empty
+    side), which then cost no ticks. The outcomes do not depend on it.
     """
     if not 1 <= max_units <= HALF:
         raise ValueError(f"max_units must be in 1..{HALF}, got {max_units}")
+    if lane_share is not None and not 0 < lane_share <= 1:
+        raise ValueError(f"lane_share must be in (0, 1] or None, got {lane_share}")
     f, s0 = _init_one(home_species, home_stars, away_species, away_stars, int(max_units))
-    return _one_run(int(max_ticks))(f, s0, _typed_keys(key))
+    return _one_run(int(max_ticks), lane_share)(f, s0, _typed_keys(key))
 
 
 def _by_fighter(f: Fighters, values: jax.Array, fill) -> jax.Array:

@@ -120,12 +120,27 @@ def test_an_outside_policy_is_rated_deterministically_and_consistently_with_its_
     (["baseline:ppo_small-v1", "--all-checkpoints", "--out", "x"], "give RUN_DIR, not baseline:ppo_small-v1"),
     (["--show", "--all-checkpoints"], "does not go with --show"),
     (["greedy", "--out", "/proc/no/such.json"], "--out"),
+    (["greedy", "--members", "expert,greedy"], "--members names a new version's population: it goes with --fit"),
+    (["--fit", "--version", "ladder-v2", "--out", "x", "--members", "expert,greedy,random"], "at least 8 different"),
+    (["--fit", "--version", "ladder-v2", "--out", "x", "--members", "greedy,random,search,expert_public,"
+      "baseline:ppo_small-v1,baseline:ppo_small-v2,baseline:ppo_small-v3,baseline:ppo_large-v1"], "expert among them"),
+    (["--fit", "--version", "ladder-v2", "--out", "x", "--members", "expert,nobody"], "unknown player 'nobody'"),
 ])
 def test_bad_input_is_one_line(argv, message, capsys):
     with pytest.raises(SystemExit) as exit_info:
         ladder_cli.main(argv)
     err = capsys.readouterr().err
     assert exit_info.value.code == 2 and message in err, err
+
+
+def test_a_bot_outside_the_population_joins_its_tables_as_one_more_bot():
+    members = list(ladder.LADDER_V1_MEMBERS)
+    specs = [m for m in members if not m.startswith("baseline:")]  # the bots alone: no policy is loaded
+    _, bots, participant = ladder._participants(specs, extra_bot="search")
+    assert bots == ["random", "greedy", "expert", "expert_public", "search"]
+    assert participant == {"random": 0, "greedy": 1, "expert": 2, "expert_public": 3, "search": 4}
+    assert ladder._candidate("search", members) == ("search", "search", None)
+    assert ladder.member_pin("search") != ladder.member_pin("expert")  # pinned by its own source file
 
 
 def test_show_prints_the_population(capsys):

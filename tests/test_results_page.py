@@ -168,6 +168,8 @@ def test_validate_names_what_is_wrong(tmp_path):
         "date: YYYY-MM-DD": {**good, "date": "25 Nov 2026"},
         "commit: 'unknown' or": {**good, "commit": "HEAD"},
         "command: a non-empty list": {**good, "command": []},
+        "command: /tmp/run is a path of the machine": {**good, "command": ["python -m x --out /tmp/run"]},
+        "command: /work/main/runs/x is a path": {**good, "command": ["python -m x --out /work/main/runs/x"]},
         "seeds.evaluation": {**good, "seeds": {"training": [0], "evaluation": "123"}},
         "numbers.vs_greedy: a finite number": {**good, "numbers": {"vs_greedy": {"mean": 1.8}}},
         "numbers.x.ci95": {**good, "numbers": {"x": {"value": 1.0, "ci95": -1}}},

@@ -191,12 +191,39 @@ def test_whole_jitted_run_equals_chunks_and_keys_agree():
 
 
 @needs_gymnax
-def test_a_shorter_last_chunk_is_compiled_and_counted_as_compiling(tmp_path, monkeypatch):
-    """3 updates in chunks of 2: the last chunk (1 update) is a program of its own; its compile is announced and
-    counted in ``compile_s`` (here stretched by a known 3 s), not in ``train_s`` or ``loop_s`` (the loop of 3 tiny
-    updates takes well under a second beside it)."""
+def test_a_shorter_last_chunk_runs_in_the_chunks_program_and_the_run_is_the_same_in_any_chunks(tmp_path):
+    """3 updates in chunks of 2: the last chunk (1 update) runs in the chunk's own program (``run_upto``: a loop
+    whose trip count is an argument), so nothing more is compiled or announced; the run's final parameters equal
+    those of the same run in chunks of 1 (``run``'s scan, no shorter chunk) to float rounding, as a whole run and
+    its chunks do (the test above: XLA's programs of other lengths may round differently)."""
+    from agents.policies.load import load_policy
     from agents.run import loop
 
+    config = _tiny_cartpole().with_overrides({"total_steps": 128 * 4 * 3})
+    progress = _Recorder()
+    summary = loop.train(config, tmp_path / "upto", progress=progress)
+    assert summary["updates"] == 3
+    assert not any(e[0] == "status" and "compiling the last chunk" in e[1] for e in progress.events)
+    loop.train(config.with_overrides({"updates_per_chunk": 1}), tmp_path / "ones")
+    upto, ones = (load_policy(str(tmp_path / name), game_only=False) for name in ("upto", "ones"))
+    assert upto.step == ones.step == 3
+    for a, b in zip(jax.tree_util.tree_leaves(upto.params), jax.tree_util.tree_leaves(ones.params)):
+        np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-6)
+    from agents.storage.metrics import load_metrics
+
+    records = [r for r in load_metrics(str(tmp_path / "upto"))[1] if "update" in r]
+    assert [r["update"] for r in records] == [2, 3]  # the shorter chunk logged its own update
+
+
+@needs_gymnax
+def test_a_shorter_last_chunk_is_compiled_and_counted_as_compiling(tmp_path, monkeypatch):
+    """A trainer whose chunk is its own (``runs_upto`` False, e.g. a dataset clone's): 3 updates in chunks of 2,
+    the last chunk (1 update) is a program of its own; its compile is announced and counted in ``compile_s`` (here
+    stretched by a known 3 s), not in ``train_s`` or ``loop_s`` (the loop of 3 tiny updates takes well under a
+    second beside it)."""
+    from agents.run import loop
+
+    monkeypatch.setattr(trainer_base.Trainer, "runs_upto", False)
     config = _tiny_cartpole().with_overrides({"total_steps": 128 * 4 * 3})
     compiled_sizes = []
     real_compile = loop.TrainProgram.compile

@@ -155,6 +155,7 @@ class Trainer:
         self.players = league.make_players(config, self.learner, self.network)
         self.mesh = distributed.make_mesh(config.num_devices, config.num_envs)
         self.run = jax.jit(self._run, static_argnums=1)
+        self.run_upto = jax.jit(self._run_upto, static_argnums=1)
 
     # ---- placement over the devices (identity without a mesh) ----
     def shardings(self, runner):
@@ -206,6 +207,8 @@ class Trainer:
 
     #: what the progress line's throughput counts
     sample_unit = "seat-steps"
+    #: ``run_upto`` runs this trainer's chunks (a trainer with a ``_run`` of its own sets False)
+    runs_upto = True
 
     @property
     def players_per_step(self) -> int:
@@ -223,13 +226,33 @@ class Trainer:
         """The whole run: ``(runner, metrics)`` with metrics float32[num_updates] each."""
         return self._run(self.init(key, hparams), self.config.num_updates, *self.chunk_inputs())
 
-    def _run(self, runner: Runner, num_updates: int, *inputs):
-        def one_update(runner, _):
-            runner, metrics = self.update(self.constrain(runner), *inputs)
-            metrics = {**metrics, health.FINITE: health.finite_flag(runner.params, metrics)}
-            return self.constrain(runner), metrics
+    def _one_update(self, runner: Runner, *inputs):
+        runner, metrics = self.update(self.constrain(runner), *inputs)
+        metrics = {**metrics, health.FINITE: health.finite_flag(runner.params, metrics)}
+        return self.constrain(runner), metrics
 
-        runner, metrics = jax.lax.scan(one_update, self.constrain(runner), None, length=num_updates)
+    def _run(self, runner: Runner, num_updates: int, *inputs):
+        runner, metrics = jax.lax.scan(lambda r, _: self._one_update(r, *inputs), self.constrain(runner), None,
+                                       length=num_updates)
+        if self.mesh is not None:
+            metrics = jax.lax.with_sharding_constraint(metrics, distributed.replicated(self.mesh))
+        return runner, metrics
+
+    def _run_upto(self, runner: Runner, max_updates: int, num_updates, *inputs):
+        """``num_updates`` (int32, traced, in 0..``max_updates``) updates in one program for every count: a loop
+        whose trip count is an argument. Metrics float32[max_updates] each, the first ``num_updates`` written (the
+        rest 0). The run's last, shorter chunk then needs no program of its own (``agents.run.loop``)."""
+        shapes = jax.eval_shape(lambda r: self._one_update(r, *inputs)[1], runner)
+        metrics = jax.tree_util.tree_map(lambda s: jnp.zeros((max_updates, *s.shape), s.dtype), shapes)
+
+        def body(i, carry):
+            runner, metrics = carry
+            runner, new = self._one_update(runner, *inputs)
+            return runner, jax.tree_util.tree_map(lambda m, x: jax.lax.dynamic_update_index_in_dim(m, x, i, 0),
+                                                  metrics, new)
+
+        runner, metrics = jax.lax.fori_loop(0, jnp.minimum(num_updates, max_updates), body,
+                                            (self.constrain(runner), metrics))
         if self.mesh is not None:
             metrics = jax.lax.with_sharding_constraint(metrics, distributed.replicated(self.mesh))
         return runner, metrics

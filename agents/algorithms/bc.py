@@ -58,7 +58,7 @@ from agents.config import HParams, TrainConfig
 from agents.core import distributions, losses
 from agents.storage import datasets as dataset
 from agents.utils import health
-from jaxgame import bots
+from jaxgame import all_bots
 from jaxgame.config import GameConfig
 from jaxgame.validation import as_key
 
@@ -311,6 +311,7 @@ class DatasetCloning(Trainer):
         return total
 
     sample_unit = "samples"
+    runs_upto = False  # its chunk is clone_chunk, not the base's loop of updates
 
     @property
     def players_per_step(self) -> int:
@@ -388,7 +389,7 @@ class TeacherPlay(OwnPlay):
     policy's value is the GAE's baseline (its log-probability is not used)."""
 
     def __init__(self, teacher: str, teacher_prob: float):
-        self.teacher = bots.BOTS[teacher]
+        self.teacher = all_bots.BOTS[teacher]
         self.teacher_prob = teacher_prob
 
     def act(self, network, env, dense, params, key, env_state, obs, mask, learner, others):

@@ -42,6 +42,7 @@ from agents.utils import memory
 from agents.utils.progress import NoProgress, Progress
 from jaxgame import bots as _bots
 from jaxgame import constants as C
+from jaxgame import search_bot
 
 #: Where the ladder versions live (package data).
 LADDERS = Path(__file__).resolve().parent / "ladders"
@@ -70,9 +71,11 @@ def points(strength, anchor_strength: float) -> np.ndarray | float:
 
 def member_pin(spec: str) -> str:
     """The sha256 that pins a member: a baseline's digest file (``NAME.sha256``, which lists the sha256 of each of
-    its files), a bot's source file (``jaxgame/bots.py``)."""
+    its files), a bot's source file (``jaxgame/bots.py``; ``search``: ``jaxgame/search_bot.py``)."""
     if is_baseline(spec):
         path = baselines.DIRECTORY / f"{spec[len(baselines.PREFIX):]}.sha256"
+    elif spec == "search":
+        path = Path(search_bot.__file__)
     elif spec in PLAYER_BOTS:
         path = Path(_bots.__file__)
     else:
@@ -121,11 +124,12 @@ def drift_notes(ladder: dict) -> list[str]:
     return notes
 
 
-def _participants(specs, extra=None):
-    """``(policies, bots, participant)``: the members' (and ``extra``'s) policies and bots as a table runner
-    seats them (policies first, then the bots), and ``participant[spec]``, each spec's index there."""
+def _participants(specs, extra=None, extra_bot=None):
+    """``(policies, bots, participant)``: the members' (and ``extra``'s) policies and bots (and the bot
+    ``extra_bot``) as a table runner seats them (policies first, then the bots), and ``participant[spec]``, each
+    spec's index there."""
     policy_specs = [s for s in specs if s not in PLAYER_BOTS]
-    bot_specs = [b for b in PLAYER_BOTS if b in specs]
+    bot_specs = [b for b in PLAYER_BOTS if b in specs or b == extra_bot]
     policies, _ = load_players(policy_specs) if policy_specs else ([], [])
     if extra is not None:
         policies = [*policies, extra]
@@ -247,9 +251,7 @@ def _candidate(player, members):
                 raise PolicyError(f"a player object needs .{attr} (like agents.load_policy's result)")
         return str(player.name), None, player
     parsed = parse_spec(player)
-    if isinstance(parsed, str):
-        if parsed not in members:
-            raise PolicyError(f"the bot {parsed!r} is not a member of this ladder, so it has no place at its tables")
+    if isinstance(parsed, str):  # a member bot, or one that joins the members' tables as the player rated
         return parsed, parsed, None
     policy = load_policy(*parsed)
     return player, None, policy
@@ -288,7 +290,7 @@ def rate_on_ladder(player, games: int = DEFAULT_GAMES, seed: int = DEFAULT_SEED,
         raise PolicyError(f"{name} is a run of independent learners (one policy per seat); the ladder rates one "
                           "policy: rate a shared-parameter run")
     notes = drift_notes(ladder)
-    policies, bots, participant = _participants(members, extra=policy)
+    policies, bots, participant = _participants(members, extra=policy, extra_bot=bot)
     candidate_index = participant[bot] if bot is not None else len(policies) - 1
     batch = min(batch, games)
     notes += _check_table(policies, progress, batch)

@@ -29,7 +29,7 @@ import jaxgame
 from agents.config import TrainConfig
 from agents.envs.gymnax_env import make_gymnax_env
 from agents.league import pool as league
-from jaxgame import bots
+from jaxgame import all_bots
 from jaxgame.validation import as_key
 
 
@@ -56,7 +56,7 @@ class _GameTask:
 class AutoChessTask(_GameTask):
     """``VecEnv`` over the game with bots in the seats whose kind is not "self".
 
-    ``seat_kinds``: 8 names from "self" and the bots (``jaxgame.bots.BOTS``). ``learner_seats``
+    ``seat_kinds``: 8 names from "self" and the bots (``jaxgame.all_bots.BOTS``). ``learner_seats``
     (numpy bool[8]) marks the "self" seats, whose steps are training data.
     ``sync_axes``: names of vmapped axes around the task (a sweep's) that share
     the fight/reset branches (``jaxgame.batching``).
@@ -64,8 +64,8 @@ class AutoChessTask(_GameTask):
 
     def __init__(self, env: jaxgame.AutoChessEnv, num_envs: int, seat_kinds=("self",) * 8, sync_axes=()):
         seat_kinds = tuple(seat_kinds)
-        if len(seat_kinds) != env.num_players or any(k not in ("self", *bots.BOTS) for k in seat_kinds):
-            raise ValueError(f"seat_kinds must be {env.num_players} names from self/{'/'.join(bots.BOTS)}, "
+        if len(seat_kinds) != env.num_players or any(k not in ("self", *all_bots.BOTS) for k in seat_kinds):
+            raise ValueError(f"seat_kinds must be {env.num_players} names from self/{'/'.join(all_bots.BOTS)}, "
                              f"got {seat_kinds!r}")
         super().__init__(env, num_envs, sync_axes)
         self.seat_kinds = seat_kinds
@@ -95,7 +95,7 @@ class AutoChessTask(_GameTask):
         out = actions
         kinds = sorted({k for k in self.seat_kinds if k != "self"})
         for name, k in zip(kinds, jax.random.split(key, len(kinds))):
-            chosen = jax.vmap(bots.BOTS[name])(jax.random.split(k, self.num_envs), games, masks)
+            chosen = jax.vmap(all_bots.BOTS[name])(jax.random.split(k, self.num_envs), games, masks)
             seats = jnp.asarray([kind == name for kind in self.seat_kinds])
             out = jnp.where(seats[None, :], chosen, out)
         return out.astype(jnp.int32)

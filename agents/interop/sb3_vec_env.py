@@ -72,7 +72,7 @@ from agents.config import RULE_FIELDS
 from agents.core import distributions
 from agents.interop.program_cache import shared_jit
 from agents.policies.load import load_policy, parse_spec, rule_differences, seat_policies, table_observations
-from jaxgame import bots
+from jaxgame import all_bots
 from jaxgame import constants as C
 from jaxgame import observation as observation_lib
 from jaxgame.batched_step import select
@@ -201,7 +201,7 @@ class SeatTable:
         rows = []
         for kind, which in self.kinds:
             if kind == "bot":
-                rows.append(bots.BOTS[which](bot_key, game, ts.action_mask))
+                rows.append(all_bots.BOTS[which](bot_key, game, ts.action_mask))
                 continue
             policy = self.policies[which]
             logits, _ = policy.network.apply(policy.params, self._view(ts.observation, policy.config.obs))

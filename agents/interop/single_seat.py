@@ -28,7 +28,7 @@ from agents.config import RULE_FIELDS
 from agents.core import distributions
 from agents.interop.program_cache import shared_jit
 from agents.policies.load import load_policy, parse_spec, rule_differences, seat_policies, table_observations
-from jaxgame import bots
+from jaxgame import all_bots
 from jaxgame import constants as C
 from jaxgame.config import GameConfig
 
@@ -119,7 +119,7 @@ class SingleSeatGame:
         by_participant = {}
         for kind, which in sorted(set(self.participants)):
             if kind == "bot":
-                by_participant[(kind, which)] = bots.BOTS[which](bot_key, state, ts.action_mask)
+                by_participant[(kind, which)] = all_bots.BOTS[which](bot_key, state, ts.action_mask)
             else:
                 policy = self.policies[which]
                 logits, _ = policy.network.apply(policy.params, self._view(ts.observation, policy.config.obs))

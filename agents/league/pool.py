@@ -44,7 +44,7 @@ import numpy as np
 from flax import struct
 
 from agents.core import distributions
-from jaxgame import bots
+from jaxgame import all_bots
 from jaxgame import constants as C
 
 ROLE_LEARNER, ROLE_POOL, ROLE_BOT = 0, 1, 2
@@ -210,7 +210,7 @@ def record_results(pool: Pool, env_slot, roles, done, rank, credit=True) -> Pool
 
 def bot_actions(bot: str, key, games, masks):
     """int32[N, P]: the bot's choice for every seat (the caller keeps the bot seats')."""
-    return jax.vmap(bots.BOTS[bot])(jax.random.split(key, masks.shape[0]), games, masks)
+    return jax.vmap(all_bots.BOTS[bot])(jax.random.split(key, masks.shape[0]), games, masks)
 
 
 # ---------------------------------------------------------------- the trainer's interface

@@ -60,6 +60,7 @@ from agents.storage.datasets import check_new_directory, write_dataset
 from agents.storage.outputs import check_writable
 from agents.utils import memory
 from agents.utils.progress import NoProgress, Progress
+from jaxgame import all_bots
 from jaxgame import constants as C
 
 FIELDS = ("obs", "mask", "action", "reward", "outcome", "placement", "decision", "game", "rotation", "position",
@@ -178,6 +179,10 @@ def make_recorder(game: jaxgame.AutoChessEnv, networks, num_games: int, position
     participants = len(tuple(networks)) + len(bot_names)
     if label is not None and (isinstance(label, bool) or not isinstance(label, int) or not 0 <= label < participants):
         raise ValueError(f"label must be a participant index in 0..{participants - 1} or None, got {label!r}")
+    networks = tuple(networks)
+    if label is not None and label >= len(networks) and bot_names[label - len(networks)] in all_bots.SEAT_GATED:
+        raise ValueError(f"the {bot_names[label - len(networks)]} bot decides only for the seats it plays, so it "
+                         "cannot label another player's states; record its own games instead")
     return Recorder(game, tuple(networks), num_games, positions, bot_names, rotations, greedy_policy,
                     segment_steps, label)
 

@@ -15,9 +15,10 @@ from pathlib import Path
 #: the scripted bots of the in-run evaluations (``agents.arena.evaluation.OPPONENTS``: a bot there is computed at
 #: every step and logged) and of the tables' bot order
 TABLE_BOTS = ("random", "greedy", "expert")
-#: every scripted bot a player spec may name (``jaxgame.bots.BOTS``): ``TABLE_BOTS``, then the bots that join a
-#: table only when named (``expert_public``: the expert on public information, docs/observation.md)
-PLAYER_BOTS = (*TABLE_BOTS, "expert_public")
+#: every scripted bot a player spec may name (``jaxgame.all_bots.BOTS``): ``TABLE_BOTS``, then the bots that join a
+#: table only when named (``expert_public``: the expert on public information, docs/observation.md; ``search``:
+#: ``expert_public`` that tries its board moves in the game's combat first, ``jaxgame.search_bot``)
+PLAYER_BOTS = (*TABLE_BOTS, "expert_public", "search")
 #: the prefix of a baseline in a player spec, and where the shipped versions live (``agents.policies.baselines``)
 BASELINE_PREFIX = "baseline:"
 BASELINE_DIRECTORY = Path(__file__).resolve().parent / "baseline_policies"

@@ -221,6 +221,8 @@ class ChunkProgram:
     trainer: object
     num_players: int = 1
     has_eval: bool = False
+    #: the compiled ``run_upto`` when the chunk is it (``TrainProgram.compile_all``), else None
+    compiled_upto = None
 
     @functools.cached_property
     def run_shapes(self):
@@ -240,6 +242,11 @@ class ChunkProgram:
     def compile(self, runner, num_updates: int):
         """``(runner) -> (runner, metrics)``, compiled for ``num_updates`` updates."""
         raise NotImplementedError
+
+    def shorter_chunk_compiles(self) -> bool:
+        """Whether ``compile`` of a count other than ``updates_per_chunk`` compiles a program (the loop then says so
+        and counts it as compiling); False where the chunk's program runs any count."""
+        return True
 
     def records(self, base: dict, metrics, num_updates: int, seconds: float) -> list[dict]:
         """One record per log from the chunk's fetched metrics; ``base`` holds update/env_steps/seat_steps/wall_s."""
@@ -373,6 +380,8 @@ class ChunkLoop:
                 n = min(chunk, total - result.updates)
                 if n == chunk:
                     run = compiled_chunk
+                elif not self.program.shorter_chunk_compiles():  # the chunk's program runs n updates too
+                    run = self.program.compile(result.runner, n)
                 else:  # a last, shorter chunk: a program of its own, its compile counted as compiling
                     self.progress.status(f"compiling the last chunk ({n} updates; a multiple of updates_per_chunk "
                                          f"= {chunk} in total updates needs none) ...")
@@ -582,15 +591,39 @@ class TrainProgram(ChunkProgram):
         return params if self.trainer.mesh is None else jax.device_get(params)
 
     def compile(self, runner, num_updates: int):
+        if self.compiled_upto is not None:  # the chunk's program runs any count: nothing to compile
+            return self._upto(num_updates)
         return self._with_inputs(self.trainer.run.lower(runner, num_updates, *self.chunk_inputs()).compile())
 
+    def shorter_chunk_compiles(self) -> bool:
+        return self.compiled_upto is None
+
+    def _upto(self, num_updates: int):
+        """``runner -> (runner, metrics)``: ``num_updates`` updates by the compiled ``run_upto``, metrics cut to
+        them."""
+        inputs, compiled = self.chunk_inputs(), self.compiled_upto
+
+        def run(runner):
+            runner, metrics = compiled(runner, np.int32(num_updates), *inputs)
+            return runner, jax.tree_util.tree_map(lambda m: m[:num_updates], metrics)
+
+        return run
+
     def compile_all(self, runner):
-        """The chunk and the evaluation, compiled in parallel; returns the chunk."""
+        """The chunk and the evaluation, compiled in parallel; returns the chunk. When the updates left are no
+        multiple of ``updates_per_chunk`` the chunk is ``run_upto``'s program, which runs the last, shorter chunk
+        too (no second program); otherwise ``run``'s."""
         chunk = self.config.updates_per_chunk
         eval_lowering = self.evaluator and (
             lambda: self.evaluator.run.lower(self._eval_params(runner.params), self.eval_key, np.int32(0))
         )
         inputs = self.chunk_inputs()
+        shorter = (self.config.last_update - self.updates_done(runner)) % chunk != 0
+        if shorter and self.trainer.runs_upto:
+            compiled, self.compiled_eval = compile_together(
+                lambda: self.trainer.run_upto.lower(runner, chunk, np.int32(chunk), *inputs), eval_lowering)
+            self.compiled_upto = compiled
+            return self._upto(chunk)
         compiled_run, self.compiled_eval = compile_together(lambda: self.trainer.run.lower(runner, chunk, *inputs),
                                                             eval_lowering)
         return self._with_inputs(compiled_run)

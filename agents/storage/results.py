@@ -66,6 +66,8 @@ _NAME = re.compile(r"^[a-z0-9][a-z0-9_]*$")
 _DATE = re.compile(r"^\d{4}-\d{2}-\d{2}$")
 _COMMIT = re.compile(r"^(unknown|[0-9a-f]{7,40})$")
 _P_CLAIM = re.compile(r"\bp\s*[=<]")
+#: an absolute path of one machine in a record's command (its checkout, a temporary or home directory)
+_MACHINE_PATH = re.compile(r"(?<![\w./])/(?:work|tmp|home|root|Users)/[^\s,'\"]*")
 
 
 def load_records(records_dir) -> list[dict]:
@@ -125,6 +127,11 @@ def _field_problems(record: dict) -> list[str]:
         kinds = fields.get(name)
         if kinds is not None and (not isinstance(value, kinds) or (kinds is int and isinstance(value, bool))):
             problems.append(f"{name}: expected {kinds}, got {type(value).__name__}")
+    for command in record.get("command", []) if isinstance(record.get("command"), list) else []:
+        absolute = _MACHINE_PATH.search(str(command))
+        if absolute:
+            problems.append(f"command: {absolute.group(0)} is a path of the machine it ran on; name paths relative "
+                            "to the repository (runs/..., docs/...) or as placeholders (DIR)")
     return problems
 
 
