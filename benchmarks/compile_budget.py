@@ -16,6 +16,16 @@ the tracer emitted, the size XLA starts from; a proxy that moves with compile ti
 - ``evaluation table``: the in-run evaluation of ``ppo_small`` (``make_evaluator``: its policy against 7 bots, its
   ``eval_games`` game seeds x 8 rotations).
 
+And the parts of ``env.step`` (``--only parts``), each jitted alone on one default game: where its time goes.
+
+- ``part: actions`` (``game.apply_actions``: the 8 seats' actions, their merges and shop refills), ``part: fights``
+  (``game.fight_phase``: pairing, the combat of the round's fights, settling lives and gold), ``part: observation``
+  (``observation.vector_observation``), ``part: legal masks`` (``actions.legal_mask`` of 8 seats), ``part:
+  expert bot`` (``bots.expert_policy``), ``part: search bot`` (``search_bot.search_policy``).
+
+A chunk is what ``experiments.train`` compiles: ``run_upto``'s program when the preset's updates are not a
+multiple of ``updates_per_chunk`` (it runs the shorter last chunk too), else ``run``'s.
+
 Prints one JSON object: the machine, jax's version, the programs' numbers and the total seconds. Progress, one line
 per program, on stderr. About 5 minutes on an idle 2-core CPU.
 """
@@ -39,12 +49,16 @@ from agents.envs.make import make_env, make_game
 from agents.policies import frozen as phases
 from agents.policies.network import policy_network
 from agents.presets import preset_config
+from jaxgame import actions, bots, game, observation, search_bot
 from jaxgame import constants as C
 
 _STABLEHLO_OP = re.compile(r"\bstablehlo\.[a-z_]+")
 #: the programs, in the order they are measured (``programs``)
 NAMES = ("env.reset", "env.step", "vmap(env.step) x64", "vmap(env.step) x1024", "smoke chunk", "ppo_small chunk",
          "evaluation table")
+#: the parts of ``env.step`` (``--only parts``)
+PARTS = ("part: actions", "part: fights", "part: observation", "part: legal masks", "part: expert bot",
+         "part: search bot")
 
 
 def _games(env, n: int):
@@ -59,7 +73,10 @@ def _chunk(preset: str):
     trainer = make_train(config, make_env(config))
     runner = jax.eval_shape(trainer.init, jax.random.key(config.seed))
     inputs = phases.trainer_inputs(trainer, config, runner.params)
-    return lambda: trainer.run.lower(runner, config.updates_per_chunk, *inputs)
+    chunk = config.updates_per_chunk
+    if config.num_updates % chunk and trainer.runs_upto:  # what agents.run.loop compiles then
+        return lambda: trainer.run_upto.lower(runner, chunk, jax.numpy.int32(chunk), *inputs)
+    return lambda: trainer.run.lower(runner, chunk, *inputs)
 
 
 def _evaluation_table():
@@ -83,6 +100,23 @@ def programs() -> dict:
         "smoke chunk": _chunk("smoke"),
         "ppo_small chunk": _chunk("ppo_small"),
         "evaluation table": _evaluation_table(),
+        **parts(env, state),
+    }
+
+
+def parts(env, state) -> dict:
+    """``PARTS`` name -> a function returning that part of ``env.step`` lowered alone, on one game."""
+    config = env.config
+    actions_in = jax.ShapeDtypeStruct((C.NUM_PLAYERS,), jax.numpy.int32)
+    masks = jax.ShapeDtypeStruct((C.NUM_PLAYERS, C.NUM_ACTIONS), jax.numpy.bool_)
+    key = jax.random.key(0)
+    return {
+        "part: actions": lambda: jax.jit(game.apply_actions).lower(state, actions_in),
+        "part: fights": lambda: jax.jit(lambda s, k: game.fight_phase(s, k, config)).lower(state, key),
+        "part: observation": lambda: jax.jit(lambda s: observation.vector_observation(s, config)).lower(state),
+        "part: legal masks": lambda: jax.jit(jax.vmap(actions.legal_mask)).lower(state.players),
+        "part: expert bot": lambda: jax.jit(bots.expert_policy).lower(key, state, masks),
+        "part: search bot": lambda: jax.jit(search_bot.search_policy).lower(key, state, masks),
     }
 
 
@@ -103,12 +137,16 @@ def measure(lower) -> dict:
 def main(argv=None) -> dict:
     parser = argparse.ArgumentParser(prog="python benchmarks/compile_budget.py", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--only", default=None, help="comma-separated program names (default: all)")
+    parser.add_argument("--only", default=None,
+                        help="comma-separated program names (default: the programs, not the parts; 'parts': the "
+                        "parts of env.step)")
     args = parser.parse_args(argv)
     names = list(NAMES) if args.only is None else [n.strip() for n in args.only.split(",")]
-    unknown = sorted(set(names) - set(NAMES))
+    if names == ["parts"]:
+        names = list(PARTS)
+    unknown = sorted(set(names) - set(NAMES) - set(PARTS))
     if unknown:
-        parser.error(f"--only: unknown program(s) {unknown}; choose from {list(NAMES)}")
+        parser.error(f"--only: unknown program(s) {unknown}; choose from {[*NAMES, *PARTS]} or parts")
     jax.config.update("jax_enable_compilation_cache", False)  # every number a cold compile
     start = time.perf_counter()
     jax.block_until_ready(jax.jit(lambda x: x + 1)(1))  # the backend's start-up, outside every program's numbers

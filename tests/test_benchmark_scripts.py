@@ -47,9 +47,11 @@ def test_the_compile_budget_measures_a_program_and_refuses_unknown_names(capsys)
     budget = _script("compile_budget")
     result = budget.measure(lambda: jax.jit(lambda x: jnp.sin(x) * 2 + 1).lower(jnp.ones(3)))
     assert result["stablehlo_ops"] >= 3 and result["hlo_instructions"] >= 1 and result["compile_s"] >= 0
-    assert list(budget.programs()) == list(budget.NAMES) == [
-        "env.reset", "env.step", "vmap(env.step) x64", "vmap(env.step) x1024", "smoke chunk", "ppo_small chunk",
-        "evaluation table"]
+    assert list(budget.programs()) == [*budget.NAMES, *budget.PARTS]
+    assert list(budget.NAMES) == ["env.reset", "env.step", "vmap(env.step) x64", "vmap(env.step) x1024", "smoke chunk",
+                                  "ppo_small chunk", "evaluation table"]
+    lowered = budget.programs()["part: legal masks"]()  # a part lowers alone, on one game's state
+    assert "stablehlo" in lowered.as_text()
     with pytest.raises(SystemExit):
         budget.main(["--only", "env.stepp"])  # refused before it turns the compilation cache off
     assert "unknown program(s) ['env.stepp']" in capsys.readouterr().err
