@@ -11,14 +11,14 @@ import pytest
 
 from agents.arena import tables, tournament
 from agents.policies.load import PLAYER_BOTS, TABLE_BOTS, parse_spec
-from jaxgame import bots, observation, render, units
+from jaxgame import all_bots, bots, observation, render, units
 from jaxgame import constants as C
 from jaxgame import species as sp
 from tests import tiny_games
 
 pytestmark = pytest.mark.xdist_group("public_information")  # one worker: the cached states and programs
 
-PUBLIC_BOTS = tuple(name for name in bots.BOTS if name not in bots.READS_HIDDEN)
+PUBLIC_BOTS = tuple(name for name in all_bots.BOTS if name not in bots.READS_HIDDEN)
 S = {name: i for i, name in enumerate(sp.SPECIES_NAMES)}
 _SHOP_AND_POOL = np.zeros(observation.OBS_SIZE, bool)  # the blocks a seat's own shop may change in its own vector
 for _block in ("shop", "pool"):
@@ -30,7 +30,7 @@ def _programs():
     """Jitted (vector observations, pixel frames, legal masks, {bot: policy}) of the tiny game."""
     env = tiny_games.tiny_env()
     return (jax.jit(lambda s: observation.vector_observation(s, env.config)), jax.jit(render.render_all),
-            jax.jit(env.action_mask), {name: jax.jit(policy) for name, policy in bots.BOTS.items()})
+            jax.jit(env.action_mask), {name: jax.jit(policy) for name, policy in all_bots.BOTS.items()})
 
 
 @functools.cache
@@ -105,8 +105,9 @@ def _assert_public_unchanged(before, after, changed_seats, key):
 
 def test_the_public_bots_are_named():
     """Every bot is a public one or listed as reading hidden information, and the public count is public."""
-    assert set(bots.READS_HIDDEN) == {"expert"} and set(PUBLIC_BOTS) == {"random", "greedy", "expert_public"}
-    assert "expert_public" not in TABLE_BOTS and set(PLAYER_BOTS) == set(bots.BOTS)
+    assert set(bots.READS_HIDDEN) == {"expert"}
+    assert set(PUBLIC_BOTS) == {"random", "greedy", "expert_public", "search"}  # search: expert_public + boards
+    assert "expert_public" not in TABLE_BOTS and set(PLAYER_BOTS) == set(all_bots.BOTS)
 
 
 @pytest.mark.parametrize("changed_seats", [(3,), (1, 2, 3, 4, 5, 6, 7)], ids=["seat3", "all_but_seat0"])
