@@ -142,8 +142,7 @@ def main(argv=None) -> dict:
                         "parts of env.step)")
     args = parser.parse_args(argv)
     names = list(NAMES) if args.only is None else [n.strip() for n in args.only.split(",")]
-    if names == ["parts"]:
-        names = list(PARTS)
+    names = [part for name in names for part in (PARTS if name == "parts" else (name,))]
     unknown = sorted(set(names) - set(NAMES) - set(PARTS))
     if unknown:
         parser.error(f"--only: unknown program(s) {unknown}; choose from {[*NAMES, *PARTS]} or parts")
