@@ -8,8 +8,9 @@ information only. Per seat and step:
    the lock, the end of the turn) is played as it is: the economy and the shopping are the expert's.
 2. When ``a0`` moves the board (bench -> cell, a swap with the unit there, a recall), the ``SEARCH_MOVES``
    best-scored legal board moves and "no board move" (the best legal action that is none) each give a board
-   (``actions.apply_action``). Each board fights the board of every other seat still alive, as it stands (the
-   boards are public: they can be scouted), once, in the game's combat (``combat.simulate_fight``, the game's
+   (``board_after``; the last by ``actions.apply_action``, as a buy may merge units on the board). Each board
+   fights the board of every other seat still alive, as it stands (the boards are public: they can be scouted),
+   once, in the game's combat (``combat.simulate_fight``, the game's
    default ``TRIAL_TICKS``), with the same random keys for every candidate, so that candidates differ by their
    board alone. The candidate with the most wins (a draw counts half; the survivors' margin breaks ties) is
    played; on a tie the expert's own choice.
@@ -40,15 +41,29 @@ TRIAL_TICKS = 400
 #: fighters simulated per side: a board holds at most ``MAX_LEVEL`` units, so this is exact
 TRIAL_UNITS = C.MAX_LEVEL
 #: lanes per trial fight of a batch (``combat.simulate_fight``'s ``lane_share``): few seat-steps search at once
-LANE_SHARE = 1 / 16
+LANE_SHARE = 1 / 64
 #: the bots whose work for a seat is wasted unless they play it: the tables give them only their seats' masks
 SEAT_GATED = ("search",)
 #: folded into the key for the trial fights (the tie-breaking noise uses the key itself, as ``expert_public``)
 _FIGHT_STREAM = 0x5EA2C4
 
 
-def _board_after(p: Players, action) -> tuple[jax.Array, jax.Array]:
-    """(species int32[24], stars int32[24]) of the seat's board after ``action``."""
+def board_after(p: Players, action) -> tuple[jax.Array, jax.Array]:
+    """(species int32[24], stars int32[24]) of the seat's board after the legal board move ``action`` (bench ->
+    cell or a recall): what ``actions.apply_action`` leaves there, without its other effects (a move puts the bench
+    unit in the cell, a recall empties it)."""
+    species, stars = p.species[C.BENCH_SIZE:], p.stars[C.BENCH_SIZE:]
+    cells = jnp.arange(C.BOARD_CELLS)
+    bench, cell = jnp.divmod(action - C.ACTION_PLACE, C.BOARD_CELLS)
+    bench = jnp.clip(bench, 0, C.BENCH_SIZE - 1)
+    placed = (action < C.ACTION_RECALL) & (cells == cell)
+    recalled = (action >= C.ACTION_RECALL) & (cells == action - C.ACTION_RECALL)
+    species = jnp.where(placed, p.species[bench], jnp.where(recalled, -1, species))
+    return species, jnp.where(placed, p.stars[bench], jnp.where(recalled, 0, stars))
+
+
+def _board_after_any(p: Players, action) -> tuple[jax.Array, jax.Array]:
+    """The board after any legal ``action`` (a buy may merge units on it): ``actions.apply_action``'s."""
     moved, _, _ = actions.apply_action(p, action)
     return moved.species[C.BENCH_SIZE:], moved.stars[C.BENCH_SIZE:]
 
@@ -72,7 +87,10 @@ def _seat_action(p: Players, round_, pool, mask, noise, seat, board_species, boa
     """One seat's action (int32): ``a0``, or the trial fights' choice when ``a0`` moves the board."""
     a0, candidates, legal = trial_candidates(bots.expert_scores(p, round_, pool) + noise, mask)
     search = mask.any() & (a0 >= C.ACTION_PLACE)
-    home_species, home_stars = jax.vmap(lambda a: _board_after(p, a))(candidates)  # [M + 1, 24]
+    moved_species, moved_stars = jax.vmap(lambda a: board_after(p, a))(candidates[:-1])  # [M, 24]
+    rest_species, rest_stars = _board_after_any(p, candidates[-1])
+    home_species = jnp.concatenate([moved_species, rest_species[None]])  # [M + 1, 24]
+    home_stars = jnp.concatenate([moved_stars, rest_stars[None]])
     home_species = jnp.where((legal & search)[:, None], home_species, -1)
     opponent = alive & (jnp.arange(C.NUM_PLAYERS) != seat) & search  # [8]
     away_species = jnp.where(opponent[:, None], board_species, -1)  # [8, 24]
@@ -104,5 +122,5 @@ def search_policy(key: jax.Array, state: GameState, mask: jnp.ndarray) -> jnp.nd
         board_stars, players.alive, fight_keys)
 
 
-__all__ = ["LANE_SHARE", "SEARCH_MOVES", "SEAT_GATED", "TRIAL_TICKS", "TRIAL_UNITS", "search_policy",
+__all__ = ["LANE_SHARE", "SEARCH_MOVES", "SEAT_GATED", "TRIAL_TICKS", "TRIAL_UNITS", "board_after", "search_policy",
            "trial_candidates"]

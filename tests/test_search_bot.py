@@ -74,3 +74,23 @@ def test_search_plays_legal_actions_and_the_expert_except_where_it_tried_a_board
 def test_a_tables_seat_gating_leaves_the_search_bots_actions_on_its_seats_unchanged(searched):
     _, full, gated, *_ = searched
     np.testing.assert_array_equal(gated, full)
+
+
+def test_the_board_after_a_move_is_the_games_own():
+    """``board_after`` (the trial boards of board moves) equals what ``actions.apply_action`` leaves on the board, for
+    every legal board move of 16 random games' seats."""
+    states = _random_states(16, seed=5)
+    masks = np.asarray(jax.jit(jax.vmap(jax.vmap(actions.legal_mask)))(states.players))
+    games, seats, moves = np.nonzero(masks[:, :, C.ACTION_PLACE:])
+    pick = np.random.default_rng(0).choice(len(games), size=min(512, len(games)), replace=False)
+    games, seats, moves = games[pick], seats[pick], moves[pick] + C.ACTION_PLACE
+    players = jax.tree_util.tree_map(lambda x: x[games, seats], states.players)
+
+    def both(p, a):
+        moved, _, _ = actions.apply_action(p, a)
+        return search_bot.board_after(p, a), (moved.species[C.BENCH_SIZE:], moved.stars[C.BENCH_SIZE:])
+
+    (species, stars), (game_species, game_stars) = jax.jit(jax.vmap(both))(players, moves)
+    assert len(moves) == 512 and (moves >= C.ACTION_RECALL).any() and (moves < C.ACTION_RECALL).any()
+    np.testing.assert_array_equal(species, game_species)
+    np.testing.assert_array_equal(stars, game_stars)
