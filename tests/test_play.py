@@ -332,16 +332,24 @@ def test_the_server_holds_against_nested_oversized_slow_and_too_many_clients(tmp
                 reply += chunk
         assert reply.split(b"\r\n")[0].split()[1] == b"408" and b"did not arrive within 1 s" in reply, reply
         assert 0.5 < waited < 8, waited
-        # two silent connections hold both slots: a third is answered 503 at once; once they time out, served again
+    finally:
+        server.close()
+    # two silent connections hold both slots: a third is answered 503 at once; once they time out, served again. A
+    # server of its own with a longer read timeout, so that a busy machine's slow accepts cannot let the first
+    # silent connection time out (and free its slot) before the third arrives
+    server = play_server.PlayServer(None, tmp_path / "game.json", read_timeout=4.0, max_connections=2)
+    server.start()
+    try:
         silent = [socket.create_connection(("127.0.0.1", server.port), timeout=10) for _ in range(2)]
-        deadline = time.monotonic() + 2.0
+        deadline = time.monotonic() + 3.0
         while server.httpd._slots._value and time.monotonic() < deadline:  # both accepted, each holding a slot
             time.sleep(0.02)
+        assert server.httpd._slots._value == 0, "the two silent connections were not accepted within 3 s"
         busy = http.client.HTTPConnection("127.0.0.1", server.port, timeout=5)
         busy.request("GET", "/nothing")
         response = busy.getresponse()
         assert response.status == 503 and "too many connections" in json.load(response)["error"]
-        time.sleep(3.0)  # their read timeouts (1 s) drop them
+        time.sleep(6.0)  # their read timeouts (4 s) drop them
         later = http.client.HTTPConnection("127.0.0.1", server.port, timeout=5)
         later.request("GET", "/nothing")
         assert later.getresponse().status == 404
