@@ -13,4 +13,12 @@ from jaxgame import bots, search_bot
 BOTS = {**bots.BOTS, "search": search_bot.search_policy}
 SEAT_GATED = search_bot.SEAT_GATED
 
-__all__ = ["BOTS", "SEAT_GATED"]
+
+def decision_masks(name: str, mask, plays):
+    """The legal masks bool[..., 8, A] the bot ``name`` is given: a seat-gated bot's only on the seats it plays
+    (``plays`` bool[..., 8]; the others all False, where it does no work), which leaves its actions there
+    unchanged; every other bot's on every seat."""
+    return mask & plays[..., None] if name in SEAT_GATED else mask
+
+
+__all__ = ["BOTS", "SEAT_GATED", "decision_masks"]

@@ -49,7 +49,10 @@ def searched():
     search = jax.jit(jax.vmap(all_bots.BOTS["search"]))
     full = np.asarray(search(keys, states, masks))
     seats = np.arange(C.NUM_PLAYERS)
-    gated = np.stack([np.asarray(search(keys, states, masks & (seats == s)[None, :, None]))[:, s] for s in seats], 1)
+    one_seat = [all_bots.decision_masks("search", masks, jax.numpy.asarray(seats == s)[None]) for s in seats]
+    assert all(not np.asarray(m)[:, seats != s].any() for s, m in zip(seats, one_seat))  # only its seat's masks
+    assert all_bots.decision_masks("expert", masks, jax.numpy.asarray(seats == 0)[None]) is masks  # not gated
+    gated = np.stack([np.asarray(search(keys, states, m))[:, s] for s, m in zip(seats, one_seat)], 1)
     expert = np.asarray(jax.jit(jax.vmap(bots.expert_public_policy))(keys, states, masks))
     noise = jax.vmap(lambda k: jax.random.uniform(k, (C.NUM_PLAYERS, C.NUM_ACTIONS), maxval=1e-3))(keys)
     scores = jax.vmap(jax.vmap(bots.expert_scores, in_axes=(0, None, 0)))(

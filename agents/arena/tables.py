@@ -90,15 +90,6 @@ def greedy_per_network(greedy_policy, num_networks: int) -> tuple[bool, ...]:
     return flags
 
 
-def bot_mask(mask, player, participant: int, name: str):
-    """The legal masks bool[E, 8, A] a bot decides on: a seat-gated bot's (``jaxgame.all_bots.SEAT_GATED``) only on
-    the seats it plays (participant ``participant`` of ``player`` int32[E, 8]; the others all False, where it does
-    no work); every other bot's on every seat (a labeller reads its actions on seats it does not play)."""
-    if name not in all_bots.SEAT_GATED:
-        return mask
-    return mask & (player == participant)[..., None]
-
-
 def make_seat_actions(networks, bot_names: tuple[str, ...], greedy_policy: bool, num_games: int,
                       rotations: int = C.NUM_PLAYERS):
     """``(actions, per_game)`` for games of participants (policies, then bots), shared by the table runner,
@@ -107,9 +98,9 @@ def make_seat_actions(networks, bot_names: tuple[str, ...], greedy_policy: bool,
     ``actions(params, player, states, ts, policy_key, bot_key) -> int32[E, 8]``: ``player`` int32[E, 8] names
     each seat's participant; every policy acts on every seat (sampled, or its most likely legal action with
     ``greedy_policy``: one bool for all, or one per network) and every bot on every seat (a seat-gated bot only on
-    its own, ``bot_mask``), with one bot key per game (shared by its rotations), and each seat sends its
-    participant's action. ``per_game(key) -> keys[E]``:
-    ``num_games`` keys, each repeated for the game's rotations.
+    its own, ``jaxgame.all_bots.decision_masks``), with one bot key per game (shared by its rotations), and each
+    seat sends its participant's action. ``per_game(key) -> keys[E]``: ``num_games`` keys, each repeated for the
+    game's rotations.
 
     ``actions.with_every(params, player, states, ts, policy_key, bot_key) -> (actions int32[E, 8], every
     int32[K + B, E, 8])``: the same actions, and every participant's action on every seat (policies, then bots):
@@ -138,7 +129,8 @@ def make_seat_actions(networks, bot_names: tuple[str, ...], greedy_policy: bool,
         keys = jax.random.split(policy_key, len(networks))
         by_participant = [
             choose(k, logits, mask, g) for (logits, _), k, g in zip(outputs, keys, greedy)
-        ] + [jax.vmap(all_bots.BOTS[name])(bot_keys, states, bot_mask(mask, player, len(networks) + i, name))
+        ] + [jax.vmap(all_bots.BOTS[name])(bot_keys, states,
+                                           all_bots.decision_masks(name, mask, player == len(networks) + i))
              for i, name in enumerate(bot_names)]
         every = jnp.stack(by_participant).astype(jnp.int32)
         actions = jnp.take_along_axis(every, player[None], axis=0)[0]

@@ -95,8 +95,9 @@ class AutoChessTask(_GameTask):
         out = actions
         kinds = sorted({k for k in self.seat_kinds if k != "self"})
         for name, k in zip(kinds, jax.random.split(key, len(kinds))):
-            chosen = jax.vmap(all_bots.BOTS[name])(jax.random.split(k, self.num_envs), games, masks)
             seats = jnp.asarray([kind == name for kind in self.seat_kinds])
+            chosen = jax.vmap(all_bots.BOTS[name])(jax.random.split(k, self.num_envs), games,
+                                                   all_bots.decision_masks(name, masks, seats[None, :]))
             out = jnp.where(seats[None, :], chosen, out)
         return out.astype(jnp.int32)
 

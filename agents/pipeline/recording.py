@@ -176,15 +176,15 @@ def make_recorder(game: jaxgame.AutoChessEnv, networks, num_games: int, position
     if not positions or len(set(positions)) != len(positions) or not all(0 <= p < C.NUM_PLAYERS for p in positions):
         raise ValueError(f"positions must be distinct lineup positions in 0..{C.NUM_PLAYERS - 1}, got {positions!r}")
     bot_names = check_bot_names(bot_names)
-    participants = len(tuple(networks)) + len(bot_names)
+    networks = tuple(networks)
+    participants = len(networks) + len(bot_names)
     if label is not None and (isinstance(label, bool) or not isinstance(label, int) or not 0 <= label < participants):
         raise ValueError(f"label must be a participant index in 0..{participants - 1} or None, got {label!r}")
-    networks = tuple(networks)
-    if label is not None and label >= len(networks) and bot_names[label - len(networks)] in all_bots.SEAT_GATED:
-        raise ValueError(f"the {bot_names[label - len(networks)]} bot decides only for the seats it plays, so it "
-                         "cannot label another player's states; record its own games instead")
-    return Recorder(game, tuple(networks), num_games, positions, bot_names, rotations, greedy_policy,
-                    segment_steps, label)
+    labeller = None if label is None or label < len(networks) else bot_names[label - len(networks)]
+    if labeller in all_bots.SEAT_GATED:
+        raise ValueError(f"the {labeller} bot decides only for the seats it plays, so it cannot label another "
+                         "player's states; record its own games instead")
+    return Recorder(game, networks, num_games, positions, bot_names, rotations, greedy_policy, segment_steps, label)
 
 
 def samples(recorder: Recorder, rows: dict, rank: np.ndarray, first_game: int) -> dict[str, np.ndarray]:

@@ -221,8 +221,6 @@ class ChunkProgram:
     trainer: object
     num_players: int = 1
     has_eval: bool = False
-    #: the compiled ``run_upto`` when the chunk is it (``TrainProgram.compile_all``), else None
-    compiled_upto = None
 
     @functools.cached_property
     def run_shapes(self):
@@ -507,6 +505,9 @@ def best_checkpoint(run_dir) -> int | None:
 class TrainProgram(ChunkProgram):
     """One run of ``config`` (``build(config)``) as a ``ChunkProgram``: one log, the bot evaluation, and for a
     league the ratings of its snapshots."""
+
+    #: the compiled ``run_upto`` when the chunk is it (``compile_all``), else None
+    compiled_upto = None
 
     def __init__(self, config: TrainConfig):
         self.config = config

@@ -159,6 +159,17 @@ def aggregate(per_seed: list[dict], vs: tuple[str, ...]) -> dict:
     return out
 
 
+def _kept_answer(path: Path, wanted: dict, status: str, make, progress: Progress) -> dict:
+    """``make()``'s result, kept in ``path`` as ``{"wanted", "result"}``: read back when ``wanted`` (JSON data
+    naming the question) is what was asked before, so the same question asked again plays nothing."""
+    cached = json.loads(path.read_text()) if path.is_file() else None
+    if cached is None or cached.get("wanted") != wanted:
+        progress.status(status)
+        cached = {"wanted": wanted, "result": make()}
+        path.write_text(json.dumps(cached, indent=1))
+    return cached["result"]
+
+
 def ladder_rated(player: str, step: int, ladder_file: Path, label: str, games: int, deterministic: bool = False,
                  progress: Progress | None = None) -> dict:
     """``player``'s ladder rating (``rate_on_ladder`` on ``games`` game seeds, its default seed and version), kept
@@ -166,13 +177,10 @@ def ladder_rated(player: str, step: int, ladder_file: Path, label: str, games: i
     progress = progress or NoProgress()
     wanted = {"games": games, "update": step, "deterministic": deterministic,
               "version": ladder_rating.CURRENT_LADDER, "seed": ladder_rating.DEFAULT_SEED}
-    cached = json.loads(ladder_file.read_text()) if ladder_file.is_file() else None
-    if cached is None or cached.get("wanted") != wanted:
-        progress.status(f"{label}: rating update {step} on {ladder_rating.CURRENT_LADDER} ({games} game seeds x 8)")
-        cached = {"wanted": wanted, "result": ladder_rating.rate_on_ladder(
-            player, games=games, deterministic=deterministic, progress=progress)}
-        ladder_file.write_text(json.dumps(cached, indent=1))
-    return cached["result"]
+    return _kept_answer(ladder_file, wanted,
+                        f"{label}: rating update {step} on {ladder_rating.CURRENT_LADDER} ({games} game seeds x 8)",
+                        lambda: ladder_rating.rate_on_ladder(player, games=games, deterministic=deterministic,
+                                                             progress=progress), progress)
 
 
 def evaluated(player: str, step: int, eval_file: Path, label: str, vs, games: int, eval_seed: int,
@@ -184,14 +192,11 @@ def evaluated(player: str, step: int, eval_file: Path, label: str, vs, games: in
     wanted = {"vs": list(vs), "games": games, "eval_seed": eval_seed, "update": step}
     if checkpoint != "final" or deterministic:  # the defaults' files stay as earlier versions wrote them
         wanted.update(checkpoint=checkpoint, deterministic=deterministic)
-    cached = json.loads(eval_file.read_text()) if eval_file.is_file() else None
-    if cached is None or cached.get("wanted") != wanted:
-        progress.status(f"{label}: evaluating update {step} ({games} x 8 games per lineup of "
-                        f"{', '.join(vs)}{', most likely actions' if deterministic else ''})")
-        cached = {"wanted": wanted, "result": evaluate(player, vs=list(vs), games=games, seed=eval_seed,
-                                                       deterministic=deterministic, progress=progress)}
-        eval_file.write_text(json.dumps(cached, indent=1))
-    return cached["result"]
+    return _kept_answer(eval_file, wanted,
+                        f"{label}: evaluating update {step} ({games} x 8 games per lineup of "
+                        f"{', '.join(vs)}{', most likely actions' if deterministic else ''})",
+                        lambda: evaluate(player, vs=list(vs), games=games, seed=eval_seed,
+                                         deterministic=deterministic, progress=progress), progress)
 
 
 def with_previous(vs, previous: str | None) -> tuple[str, ...]:

@@ -503,6 +503,15 @@ def _updates_span(result: dict) -> str:
     return f"{updates} updates"
 
 
+def _placement_number(entry: dict) -> dict:
+    """A lineup's aggregate over seeds as a record number: the mean placement and, over several seeds, its
+    interval (no per-number note: the README prints notes)."""
+    number = {"value": round(entry["mean_placement"], 2)}
+    if entry["ci95"] is not None:
+        number["ci95"] = round(entry["ci95"], 2)
+    return number
+
+
 def record_from_seeds(result: dict, record_id: str, *, command: list[str], machine: str, environment: str,
                       date: str, commit: str, files: list[str], evaluation: str) -> dict:
     """A learning record of ``agents.run.over_seeds.reproduce``'s aggregate ``result`` (its JSON is the record's
@@ -517,15 +526,10 @@ def record_from_seeds(result: dict, record_id: str, *, command: list[str], machi
         entry = result.get(f"vs_{lineup}")
         if entry is None:
             continue
-        numbers[key] = {"value": round(entry["mean_placement"], 2)}  # no per-number note: the README prints notes
-        if entry["ci95"] is not None:
-            numbers[key]["ci95"] = round(entry["ci95"], 2)
+        numbers[key] = _placement_number(entry)
     previous = result.get("previous")
     if previous is not None and result.get(f"vs_{previous}") is not None:
-        entry = result[f"vs_{previous}"]
-        numbers["vs_previous"] = {"value": round(entry["mean_placement"], 2)}
-        if entry["ci95"] is not None:
-            numbers["vs_previous"]["ci95"] = round(entry["ci95"], 2)
+        numbers["vs_previous"] = _placement_number(result[f"vs_{previous}"])
     ladder = result.get("ladder")
     if ladder is not None:
         numbers["ladder_rating"] = {"value": round(ladder["rating"], 1)}
