@@ -304,20 +304,25 @@ def test_ppo_without_masks_and_weights_on_a_dense_env_equals_the_general_program
 
 @needs_gymnax
 def test_ppo_gymnax_learns_cartpole():
-    """PureJaxRL's CartPole settings: mean return >= 475 by the end of 5e5 env steps (seed 0).
+    """PureJaxRL's CartPole settings: mean return >= 475 by the end of 5e5 env steps, over seeds 0-3 (PureJaxRL
+    reports CartPole as a mean over seeds), and no seed below 450.
 
     Compiled as a user's run is, with XLA's default optimisation (``compiler_options`` undo the suite's
-    compile-speed flags, tests/xla_flags.py, for this program): a run of 976 updates amplifies float rounding,
-    so the suite's -O0 program is a different trajectory (seed 0 ends at 463.8 there, 500.0 as users run it);
-    the test checks the program users get."""
+    compile-speed flags, tests/xla_flags.py, for this program). A run of 976 updates amplifies float rounding, so
+    one seed's trajectory depends on the program and the CPU: seed 0 ended at 463.8 in the suite's -O0 program and
+    at 500.0 as users run it on one 2-core AMD EPYC machine, at 471 on another of the same kind (AVX2, no AVX-512;
+    seeds 0-5 there: 471, 489, 499, 498, 474, 498). One seed against 475 is a coin toss between machines; the mean
+    of four and the floor under each are what the settings deliver."""
     config = preset_config("ppo_gymnax")
     trainer = make_train(config, make_env(config))
-    key = jax.random.key(0)
-    compiled = compile_as_users_do(jax.jit(trainer), key)
-    _, metrics = compiled(key)
+    compiled = compile_as_users_do(jax.jit(trainer), jax.random.key(0))
     last = slice(-config.num_updates // 10, None)  # the last 10% of updates (~50k env steps)
-    mean_return = metrics["sums/return_sum"][last].sum() / metrics["sums/episodes"][last].sum()
-    assert mean_return >= 475, mean_return
+    returns = []
+    for seed in range(4):
+        _, metrics = compiled(jax.random.key(seed))
+        returns.append(float(metrics["sums/return_sum"][last].sum() / metrics["sums/episodes"][last].sum()))
+    assert np.mean(returns) >= 475, returns
+    assert min(returns) >= 450, returns
 
 
 # ---------------------------------------------------------------- the CLI on the game: run dir, crash, resume
