@@ -30,18 +30,17 @@ class Preset:
     config: TrainConfig
 
 
-#: ppo_small as ppo_small-v2 was trained (gamma 0.995): the base of the presets derived from ppo_small, so the later
-#: ppo_small (gamma 0.999) leaves their measured results as they were
+#: ppo_small-v2's settings (gamma 0.995): ppo_small itself and the base of the presets derived from it, so their
+#: measured results stay tied to one set of settings
 _PPO_SMALL_V2 = TrainConfig(
-    # 2M env steps with a cosine decay (1M at a constant rate until 2026-11-28): 976 updates, 21 to 28 minutes of
-    # wall time when ppo_small-v2 was trained, about 13 on the faster machine of ppo_small_v3_3seeds; stronger vs
-    # greedy, expert and ppo_small-v1 over 3 seeds (docs/results.md: ppo_small_v2_3seeds against
-    # ppo_small_lr1e-3_3seeds)
+    # 2M env steps with a cosine decay: 976 updates, 13 to 28 minutes of wall time by the machine; stronger vs
+    # greedy, expert and ppo_small-v1 over 3 seeds than 1M steps at a constant rate (docs/results.md:
+    # ppo_small_v2_3seeds against ppo_small_lr1e-3_3seeds)
     run=RunConfig(num_envs=64, total_steps=2_000_000, updates_per_chunk=20),
     ppo=PPOConfig(num_steps=32, update_epochs=4, num_minibatches=4),
     net=NetConfig(hidden=(256, 256)),
-    # 1e-3 (3e-4 until 2026-11-27, ppo_small-v1): to <= 2.5 vs greedy in a median 250 updates instead
-    # of 400, stronger at the end, over 3 seeds (docs/results.md: ppo_small_lr1e-3_3seeds, ppo_small_lr_sweep)
+    # 1e-3 rather than ppo_small-v1's 3e-4: to <= 2.5 vs greedy in a median 250 updates instead of 400, stronger
+    # at the end, over 3 seeds (docs/results.md: ppo_small_lr1e-3_3seeds, ppo_small_lr_sweep)
     optim=OptimConfig(lr=1e-3, cosine_lr=True),
     loss=LossConfig(gamma=0.995, ent_coef=0.01),
     log=LogConfig(eval_every=5, eval_games=4, checkpoint_every=5),
@@ -62,9 +61,9 @@ PRESETS = {
     "ppo_small": Preset(
         "CPU (2 cores), 12 to 28 minutes of wall time by the machine (records ppo_small_v2_3seeds, "
         "ppo_small_v2_ladder_3seeds): shared-parameter self-play PPO on full games, evaluated vs the bots",
-        # ppo_small-v2's settings (gamma 0.995): gamma 0.999 (ppo_small-v3) lost to v2 on the ladder (1028 against
-        # 1061 points) and head to head in every setting (docs/evaluation.md, record ladder_v1_agreement), and a
-        # preset's change ships only when it does not lose to the version it replaces (issue 66)
+        # gamma 0.995, not ppo_small-v3's 0.999: v3 lost to v2 on the ladder (1028 against 1061 points) and head
+        # to head in every setting (docs/evaluation.md, record ladder_v1_agreement); a preset's change ships only
+        # when it does not lose to the version it replaces
         _PPO_SMALL_V2,
     ),
     "ppo_large": Preset(
@@ -106,8 +105,8 @@ PRESETS = {
         "one embedding per 8x8 tile; --set network=cnn for the convolutional torso on an accelerator)",
         TrainConfig(
             task=TaskConfig(obs="pixels"),
-            # 1,300 updates (300 until 2026-11-29: record ppo_pixels_3seeds): the pixel learner starts late (flat
-            # at 8th for about 400 updates) and then climbs; this fills the 30 minutes (record ppo_pixels_30min_3seeds)
+            # 1,300 updates: the pixel learner starts late (flat at 8th for about 400 updates, record
+            # ppo_pixels_3seeds) and then climbs; this fills the 30 minutes (record ppo_pixels_30min_3seeds)
             run=RunConfig(num_envs=64, total_steps=2_662_400, updates_per_chunk=20),
             ppo=PPOConfig(num_steps=32),
             net=NetConfig(network="tiles", hidden=(256,), activation="relu", shared_torso=True),
@@ -163,14 +162,14 @@ PRESETS["bc_data"] = Preset(
         log=LogConfig(best_by="validation", eval_every=4, eval_games=4, checkpoint_every=1),
     ),
 )
-#: ppo_small as ppo_small-v1 was trained (a constant learning rate of 3e-4): the base of the presets whose results
-#: were measured with it, so the later ppo_small (1e-3, cosine decay; then gamma 0.999) leaves them as they were
+#: ppo_small-v1's settings (a constant learning rate of 3e-4): the base of the presets whose results were measured
+#: with it
 _PPO_SMALL_V1 = dataclasses.replace(_PPO_SMALL_V2, lr=3e-4, cosine_lr=False)
 PRESETS["league_small"] = Preset(
     "CPU (2 cores), about 10 minutes: ppo_small's PPO in a league with the design's opponent mix: 50% of the "
     "games self-play, 30% 4 learner seats against past snapshots, 20% against the frozen baseline ppo_small-v1",
     # 430 updates: about 7 training minutes a seed, 10 of wall time with compiles and in-run evaluations (record
-    # league_small_3seeds); 30 min 45 s wall before the combat got faster (2026-11-27, record league_small_mix)
+    # league_small_3seeds)
     dataclasses.replace(_PPO_SMALL_V1, league_size=8, league_learner_seats=4, league_pool_prob=1.0,
                         league_self_share=0.5, league_anchor_share=0.2, anchor="baseline:ppo_small-v1", anchor_kl=0.0,
                         league_bot="greedy", league_groups=8, snapshot_every=20, total_steps=880_640),
@@ -180,8 +179,8 @@ PRESETS["independent"] = Preset(
     "own data)",
     # ppo_small's settings (lr 1e-3, cosine decay) for 1,600 updates, about 22 training minutes: each learner trains
     # on its own seat's 2,048 samples an update, so it needs ppo_small's updates x 8 to see as many samples; over 3
-    # seeds it places 2.94 vs 7 greedy bots (record independent_30min_3seeds). The earlier 320 updates at lr 3e-4
-    # placed 7.92 (independent_3seeds)
+    # seeds it places 2.94 vs 7 greedy bots (record independent_30min_3seeds); 320 updates at lr 3e-4 place 7.92
+    # (independent_3seeds)
     dataclasses.replace(_PPO_SMALL_V2, independent=True, total_steps=3_276_800),
 )
 PRESETS["independent_large"] = Preset(
@@ -286,7 +285,7 @@ PIPELINES["pipeline_entity"] = PipelineSpec(
     "CPU (2 cores), about 9 to 10 minutes (ppo_small's whole run takes about 12 on the same machine): the entity "
     "network through the phases the vector observation can follow. Record 1,024 games of expert_public (a bot that "
     "reads only public information) against 7 greedy bots; clone them with network='entity' (bc_data's optimiser, "
-    "4,000 updates); 60 updates of PPO with the entity network from the clone, at gamma 0.999 (ppo_small's), a "
+    "4,000 updates); 60 updates of PPO with the entity network from the clone, at gamma 0.999 (ppo_small-v3's), a "
     "constant learning rate of 3e-4 and entropy 0.003, anchored to the clone by a KL that decays over 120 updates "
     "(half its weight left at the end). Each phase evaluates at its end only. No oracle teacher: the entity network "
     "reads only the vector observation",
@@ -294,10 +293,10 @@ PIPELINES["pipeline_entity"] = PipelineSpec(
     (
         TrainPhase("bc", dataclasses.replace(PRESETS["bc_data"].config, bc_dataset="@record", network="entity",
                                              total_steps=256 * 4_000, bc_patience=3, eval_every=1_000)),
-        # 60 updates of a KL decaying over 120 (90 of 90 at gamma 0.995 until 2026-11-29, pipeline_entity-v1):
-        # along a 120-update phase, head to head against ppo_small's whole run, seeds 0 and 1 placed best 4 vs 4
-        # around update 60 and fell back to level or worse by 120 (docs/results.md: pipeline_entity_phase_curve);
-        # the first 60 updates of that phase are this phase, update for update. On seeds 2 to 5, which did not
+        # 60 updates of a KL decaying over 120 (pipeline_entity-v1 is 90 of 90 at gamma 0.995): along a 120-update
+        # phase, head to head against ppo_small's whole run, seeds 0 and 1 placed best 4 vs 4 around update 60 and
+        # fell back to level or worse by 120 (docs/results.md: pipeline_entity_phase_curve); the first 60 updates of
+        # that phase are this phase, update for update. On seeds 2 to 5, which did not
         # choose it, better 1 vs 7 and 4 vs 4 on seeds 2 and 5, 1 vs 7 only on seed 3; on seed 4 ppo_small placed
         # better 1 vs 7, 7 vs 1 and 4 vs 4 (pipeline_entity_v2_vs_ppo_small_v3_s2 to _s5): the result varies from
         # seed to seed, as two seeds of ppo_small differ (pipeline_entity_v2_vs_ppo_small_v3_over_seeds)
