@@ -330,7 +330,6 @@ SCRIPTS = {
     "jaxgame-render": "experiments.render",
     "jaxgame-export": "experiments.export",
     "jaxgame-baseline": "experiments.baseline",
-    "jaxgame-benchmark": "experiments.benchmark",
     "jaxgame-pipeline": "experiments.pipeline",
     "jaxgame-reproduce": "experiments.reproduce",
     "jaxgame-replay": "experiments.replay",

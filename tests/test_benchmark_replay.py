@@ -1,4 +1,4 @@
-"""``python -m experiments.benchmark --what replay`` on a short game of bots: the game it times is the one
+"""``python -m benchmarks.harness --what replay`` on a short game of bots: the game it times is the one
 ``record.record_game`` records, its parts are timed, and a second call of the same lineup compiles nothing.
 
 Its own file: tests/test_benchmark_train.py skips without gymnax, which this benchmark does not need.
@@ -12,7 +12,7 @@ import pytest
 
 from agents.replays import format as replay_format
 from agents.replays import record
-from experiments.benchmark.__main__ import main as benchmark_main
+from benchmarks.harness.__main__ import main as benchmark_main
 
 #: tests/test_replays.py's game (the same rules and lineup: the compiled recorder is shared in one worker)
 TINY = dict(steps_per_round=2, max_rounds=10, starting_life=12, max_combat_ticks=150)

@@ -1,4 +1,4 @@
-"""``python -m experiments.benchmark --what train`` and the PureJaxRL reference it times against.
+"""``python -m benchmarks.harness --what train`` and the PureJaxRL reference it times against.
 
 The fast tests time only the gymnax section (``--presets none``): a game preset's
 chunk and env-only rollout take over a minute to compile on a 2-core CPU, so
@@ -18,10 +18,10 @@ import pytest
 pytest.importorskip("gymnax")
 
 from agents.presets import preset_config
-from experiments.benchmark import purejaxrl_reference
-from experiments.benchmark.__main__ import main as benchmark_main
-from experiments.benchmark.timing import default_sweep
-from experiments.benchmark.train import train_updates
+from benchmarks.harness import purejaxrl_reference
+from benchmarks.harness.__main__ import main as benchmark_main
+from benchmarks.harness.timing import default_sweep
+from benchmarks.harness.train import train_updates
 
 PRESET_KEYS = {
     "algo", "num_envs", "steps_per_update", "seats", "hidden", "obs", "updates", "seat_steps_per_chunk", "init_s",
@@ -148,7 +148,7 @@ def test_train_smoke_preset_end_to_end(capsys):
 def test_learning_benchmark_reads_the_first_evaluation_at_the_target(tmp_path, monkeypatch, capsys):
     """``--what learning`` on a run's records: the first evaluation <= the target, its training time (the
     run's ``wall_s``: chunks only) and env steps; evaluations that did not reach it are in the curve."""
-    from experiments.benchmark import learning
+    from benchmarks.harness import learning
 
     def fake_train(config, run_dir, preset=None, progress=None):
         assert (preset, config.eval_games, config.eval_every, config.seed) == ("ppo_small", 16, 1, 3)

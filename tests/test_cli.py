@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
+from benchmarks.harness.timing import default_sweep
 from experiments import evaluate
-from experiments.benchmark.timing import default_sweep
 from experiments.common import SCRIPTS
 
 TINY = ["--games", "2", "--set", "max_rounds=3", "--set", "steps_per_round=2"]
@@ -26,8 +26,8 @@ evaluate_group = pytest.mark.xdist_group("evaluate_cli")
 
 
 def _module(name: str):
-    """The module whose ``main`` a CLI runs (``experiments.benchmark`` runs its ``__main__``)."""
-    return importlib.import_module(name + ".__main__" if name == "experiments.benchmark" else name)
+    """The module whose ``main`` a CLI runs (``benchmarks.harness``, run from a checkout, runs its ``__main__``)."""
+    return importlib.import_module(name + ".__main__" if name == "benchmarks.harness" else name)
 
 
 def _one_error_line(call, capsys, status: int = 2) -> str:
@@ -51,6 +51,19 @@ def test_console_scripts_are_the_cli_modules_and_include_jaxgame_pipeline():
     for target in scripts.values():
         module, _, function = target.partition(":")
         assert callable(getattr(importlib.import_module(module), function)), target
+
+
+@pytest.mark.parametrize("module", ["benchmarks.harness", "benchmarks.compare_revisions"])
+def test_the_benchmarks_are_no_console_scripts_and_name_their_module(module, monkeypatch, capsys):
+    """benchmarks/ runs from a checkout and is not installed (tests/test_packaging.py): no console script runs it,
+    and its usage line names the module."""
+    scripts = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["scripts"]
+    assert not [t for t in [*scripts.values(), *SCRIPTS.values()] if t.startswith("benchmarks")]
+    monkeypatch.setattr(sys, "argv", [f"/src/{module.replace('.', '/')}.py"])
+    with pytest.raises(SystemExit) as exit_info:
+        _module(module).main(["--help"])
+    out = capsys.readouterr().out
+    assert exit_info.value.code == 0 and out.startswith(f"usage: python -m {module} "), out[:200]
 
 
 @pytest.mark.parametrize("script", sorted(SCRIPTS))
@@ -91,7 +104,7 @@ WRITERS = [
     ("experiments.record", ["--players", "greedy"]),
     ("experiments.rate", ["runs/a"]),
     ("experiments.baseline", ["freeze", "runs/a", "--name", "a-v1"]),
-    ("experiments.benchmark", ["--what", "learning"]),
+    ("benchmarks.harness", ["--what", "learning"]),
 ]
 
 
@@ -113,7 +126,7 @@ ALIASES = [
     ("experiments.train", ["--preset=smoke", "--run-dir", "R"], "--run-dir", "--out", lambda a, x: a.out == "R"),
     ("experiments.sweep", ["--preset=smoke", "--run-dir", "R"], "--run-dir", "--out", lambda a, x: a.out == "R"),
     ("experiments.pipeline", ["--dir", "R"], "--dir", "--out", lambda a, x: a.out == "R"),
-    ("experiments.benchmark", ["--what", "learning", "--run-dir", "R"], "--run-dir", "--out",
+    ("benchmarks.harness", ["--what", "learning", "--run-dir", "R"], "--run-dir", "--out",
      lambda a, x: a.out == "R"),
     ("experiments.evaluate", ["--rule", "max_rounds=3", "--rule", "steps_per_round=2"], "--rule", "--set",
      lambda a, rules: rules == {"max_rounds": 3, "steps_per_round": 2}),
@@ -256,14 +269,14 @@ def test_benchmark_sweep_quick_on_cpu_full_elsewhere():
     (["--what", "sb3", "--opponents", "nobody"], "--opponents must be comma-separated bots"),
 ])
 def test_benchmark_modes_refuse_bad_input_before_any_work(argv, message, capsys):
-    from experiments.benchmark.__main__ import main
+    from benchmarks.harness.__main__ import main
 
     err = _one_error_line(lambda: main([*argv, "--quiet"]), capsys)
     assert message in err, err
 
 
 def test_compare_revisions_refuses_bad_input():
-    from experiments import compare_revisions
+    from benchmarks import compare_revisions
 
     with pytest.raises(SystemExit, match="no-such-revision"):
         compare_revisions.main(["--baseline", "no-such-revision", "--quiet"])

@@ -746,7 +746,7 @@ def _more_bad_input_cases(trained, tmp_path, a_file, fresh):
     train, sweep, pipeline = (["-m", f"experiments.{m}", "--quiet"] for m in ("train", "sweep", "pipeline"))
     evaluate, rate, record = (["-m", f"experiments.{m}", "--quiet"] for m in ("evaluate", "rate", "record"))
     plot, render, export = (["-m", f"experiments.{m}"] for m in ("plot", "render", "export"))
-    baseline, bench = ["-m", "experiments.baseline"], ["-m", "experiments.benchmark.__main__", "--quiet"]
+    baseline, bench = ["-m", "experiments.baseline"], ["-m", "benchmarks.harness.__main__", "--quiet"]
     reproduce = ["-m", "experiments.reproduce", "--quiet"]
     replay = ["-m", "experiments.replay", "--quiet"]
     play = ["-m", "experiments.play", "--quiet", "--no-browser"]

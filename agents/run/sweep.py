@@ -23,7 +23,7 @@ step. The sweep's env is built with ``sync_axes=(SWEEP_AXIS,)``: the game's
 branch predicates are reduced over the sweep axis (``jaxgame.batching``), so
 they stay unbatched and each cond stays a branch that runs when any env of any
 run needs it. With fixed-length rounds all runs are phase aligned, so that is
-exactly the steps where a single run would fight (``experiments.benchmark
+exactly the steps where a single run would fight (``benchmarks.harness
 --what sweep`` measures it).
 """
 

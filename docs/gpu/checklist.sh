@@ -55,10 +55,10 @@ EVAL_SEED=${EVAL_SEED:-4242}
 case "$PHASE" in
 bench)
   el "env: --num-envs $ENVS --fights $FIGHTS"
-  timeout "$((LIMIT + 40))" $PY -m experiments.benchmark --what env --num-envs "$ENVS" --fights "$FIGHTS" \
+  timeout "$((LIMIT + 40))" $PY -m benchmarks.harness --what env --num-envs "$ENVS" --fights "$FIGHTS" \
     > "$OUT/env.json" 2>> "$L"; el "env rc=$?"
   el "train: --presets $TRAIN_PRESETS"
-  timeout "$LIMIT" $PY -m experiments.benchmark --what train --presets "$TRAIN_PRESETS" --gymnax-steps 0 \
+  timeout "$LIMIT" $PY -m benchmarks.harness --what train --presets "$TRAIN_PRESETS" --gymnax-steps 0 \
     > "$OUT/train.json" 2>> "$L"; el "train rc=$?"
   ;;
 learn)

@@ -1,6 +1,6 @@
 """``--what env``: VecEnv throughput with random bots, and the fight-skip check.
 
-JSON fields (the combat's ``combat`` field of ``--what env`` comes from ``experiments.benchmark.combat``):
+JSON fields (the combat's ``combat`` field of ``--what env`` comes from ``benchmarks.harness.combat``):
   * ``seat_steps_per_s[num_envs]`` (``bench_env_throughput``): VecEnv steps x 8 seats per second with
     random bots, measured over whole rounds (so fight steps are included in their real proportion), after
     compilation; ``steps_per_round`` says how many steps a round has;
@@ -23,7 +23,7 @@ import jax
 import jax.numpy as jnp
 
 import jaxgame
-from experiments.benchmark.timing import aot_compile, best_time
+from benchmarks.harness.timing import aot_compile, best_time
 from experiments.common import status
 from jaxgame import bots
 from jaxgame import constants as C

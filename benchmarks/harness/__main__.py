@@ -1,19 +1,19 @@
 """Throughput benchmarks; prints one JSON object (the last line of stdout).
 
-    python -m experiments.benchmark --what env
-    python -m experiments.benchmark --what env --full
-    python -m experiments.benchmark --what env --num-envs 1,64 --rounds 1
-    python -m experiments.benchmark --what combat --baseline 14c8e52
-    python -m experiments.benchmark --what render
-    python -m experiments.benchmark --what train
-    python -m experiments.benchmark --what train --presets smoke --updates 2 --gymnax-steps 20000
-    python -m experiments.benchmark --what sweep --presets smoke --runs 4
-    python -m experiments.benchmark --what train --presets ppo_small --updates 4 --set update_epochs=2
-    python -m experiments.benchmark --what learning --presets ppo_small --set hidden=128,128
-    python -m experiments.benchmark --what sb3 --budget-s 300
-    python -m experiments.benchmark --what memory --presets ppo_large,a2c_stream --devices 1,4,8
-    python -m experiments.benchmark --what replay
-    python -m experiments.benchmark --what replay \\
+    python -m benchmarks.harness --what env
+    python -m benchmarks.harness --what env --full
+    python -m benchmarks.harness --what env --num-envs 1,64 --rounds 1
+    python -m benchmarks.harness --what combat --baseline 14c8e52
+    python -m benchmarks.harness --what render
+    python -m benchmarks.harness --what train
+    python -m benchmarks.harness --what train --presets smoke --updates 2 --gymnax-steps 20000
+    python -m benchmarks.harness --what sweep --presets smoke --runs 4
+    python -m benchmarks.harness --what train --presets ppo_small --updates 4 --set update_epochs=2
+    python -m benchmarks.harness --what learning --presets ppo_small --set hidden=128,128
+    python -m benchmarks.harness --what sb3 --budget-s 300
+    python -m benchmarks.harness --what memory --presets ppo_large,a2c_stream --devices 1,4,8
+    python -m benchmarks.harness --what replay
+    python -m benchmarks.harness --what replay \\
         --players baseline:ppo_small-v1,expert,expert,expert,expert,expert,expert,expert
 
 The default sweep of ``--what env`` depends on the backend. On a GPU/TPU it is
@@ -94,7 +94,7 @@ a GPU/TPU or with ``--full``), under ``train[preset]``:
   the league's training seat-steps/s over plain self-play's at the same shape
   (the cost of the pool seats' forward passes; the goal is >= 0.7).
 It also reports ``gymnax``: our ``ppo_gymnax`` preset vs the PureJaxRL
-reference (``experiments/benchmark/purejaxrl_reference.py``) on each
+reference (``benchmarks/harness/purejaxrl_reference.py``) on each
 ``--gymnax-envs`` env (default CartPole-v1, Acrobot-v1, MountainCar-v0: gymnax's
 discrete-action classic control), for ``--gymnax-steps`` env steps each (default
 500,000, PureJaxRL's, on every backend; 0 skips it): the whole run as one jitted
@@ -112,7 +112,7 @@ The CPU default takes about 6 minutes on a 2-core CPU: XLA compiling the game
 ``--presets none`` times only the gymnax section.
 
 ``--what sweep`` reports, per preset shape (``--presets``, default ``smoke``
-and ``ppo_small``; experiments/benchmark/sweep.py): the best time of a jitted
+and ``ppo_small``; benchmarks/harness/sweep.py): the best time of a jitted
 chunk of ``--updates`` updates (default as for ``--what train``) for one run,
 under ``sweep_vs_separate[preset]``, for a vmapped sweep of ``--runs`` runs
 (default 4 on a CPU, 16 on an accelerator or with ``--full``), and for the
@@ -120,7 +120,7 @@ same sweep without the shared branch predicates (the combat then runs on every s
 ``ratio`` = sweep / (runs x single run), <= 1 when the sweep costs no more
 than the runs one after another, and ``naive_ratio`` likewise.
 
-``--what learning`` (experiments/benchmark/learning.py) trains a preset (``--presets``, one, default
+``--what learning`` (benchmarks/harness/learning.py) trains a preset (``--presets``, one, default
 ``ppo_small``; ``--seed``; ``--total-steps`` to cap it) into ``--out`` with its evaluation every chunk on
 128 seat-rotated games per bot (``--eval-every N``: every N chunks), and reports the training minutes
 (compiling and evaluating apart) and env steps until its policy first places <= ``--target`` (default 2.5)
@@ -132,7 +132,7 @@ the evaluations. ``config`` in the JSON is the config trained.
 timed or trained, as ``experiments.train --set`` does (e.g. ``--set update_epochs=2 --set hidden=128,128``:
 how much faster an update gets, and whether the policy gets strong sooner); ``overrides`` in the JSON.
 
-``--what sb3`` (experiments/benchmark/sb3.py; needs ``pip install -e ".[sb3]"``) trains, against 7 of each
+``--what sb3`` (benchmarks/harness/sb3.py; needs ``pip install -e ".[sb3]"``) trains, against 7 of each
 ``--opponents`` bot and for ``--budget-s`` seconds of training each (startup apart: ``startup_s``), three sides:
 sb3-contrib's ``MaskablePPO`` (default hyperparameters, ``device="cpu"``) as SB3's users run it, on a
 ``SubprocVecEnv`` of ``--sb3-envs`` Gymnasium envs (``make_vec_env``; default: the logical cores, as SB3's docs
@@ -145,14 +145,14 @@ is ours >= 100x) and ``placement_better``. ``--torch-threads N`` sets torch's th
 2-3 minutes per opponent on a 2-core CPU) and evaluations: about 40 minutes at the default; ``--opponents random
 --budget-s 150`` about 12 to 15.
 
-``--what memory`` (experiments/benchmark/memory.py) compiles one training update of each ``--presets`` preset
+``--what memory`` (benchmarks/harness/memory.py) compiles one training update of each ``--presets`` preset
 (default ``ppo_large,a2c_stream``) at its full shapes on each ``--devices`` count (default 1,4,8; on a CPU forced
 host devices, one child process per count) and reports per device, from XLA's buffer assignment, the arguments,
 outputs, temporaries and peak (their sum) in GiB and the largest all-gather, for PPO with ``shuffle`` "global"
 and "local" (on one device they are the same program); nothing is run. About 5 minutes on a 2-core CPU at the
 default, all of it compiling.
 
-``--what replay`` (experiments/benchmark/replay.py) records one whole game of ``--players`` (one player for all 8
+``--what replay`` (benchmarks/harness/replay.py) records one whole game of ``--players`` (one player for all 8
 seats or 8 comma-separated, seat 0 first; default ``baseline:ppo_small-v1`` in all 8 seats: 8 policies) at
 ``--seed`` (default 0) with ``agents.replays.record`` as ``record_game`` does, once (compiling) and then
 ``--repeats`` more times (default 3), and reports per call the seconds of each part: ``play_s`` (``play_game``: the
@@ -165,7 +165,7 @@ and ``same_game``. ``--set RULE=VALUE`` sets game rules of a game of bots (polic
 with). ``compilation_cache`` as for ``--what train``. About 40 seconds on a 2-core CPU for 8 policies: the first
 call about 30 s (compiling the game ~17 s and the fights' recorder ~6 s), each later call about a second.
 
-The benchmarks live in experiments/benchmark/: ``env.py``, ``combat.py``, ``render.py``, ``train.py``,
+The benchmarks live in benchmarks/harness/: ``env.py``, ``combat.py``, ``render.py``, ``train.py``,
 ``sweep.py``, ``learning.py``, ``sb3.py``, ``memory.py`` and ``replay.py`` (one per ``--what``), the shared
 timing helpers and default sizes in ``timing.py``; this module is the CLI (``parse_args``, then one function per
 ``--what``: ``MODES``).
@@ -184,18 +184,18 @@ import jax
 
 import jaxgame
 from agents.presets import PRESETS, preset_config
-from experiments.benchmark.combat import bench_combat, bench_combat_vs_baseline
-from experiments.benchmark.env import bench_env_throughput, bench_fight_skip
-from experiments.benchmark.learning import TARGET, bench_learning
-from experiments.benchmark.memory import bench_memory
-from experiments.benchmark.render import bench_obs_kinds, bench_render
-from experiments.benchmark.replay import DEFAULT_PLAYERS, DEFAULT_REPEATS, bench_replay
-from experiments.benchmark.sb3 import DEFAULT_OPPONENTS as SB3_OPPONENTS
-from experiments.benchmark.sb3 import DEFAULT_SB3_GAMES, bench_sb3, default_sb3_envs
-from experiments.benchmark.sb3 import check_available as check_sb3
-from experiments.benchmark.sweep import bench_sweep
-from experiments.benchmark.timing import default_sweep
-from experiments.benchmark.train import (
+from benchmarks.harness.combat import bench_combat, bench_combat_vs_baseline
+from benchmarks.harness.env import bench_env_throughput, bench_fight_skip
+from benchmarks.harness.learning import TARGET, bench_learning
+from benchmarks.harness.memory import bench_memory
+from benchmarks.harness.render import bench_obs_kinds, bench_render
+from benchmarks.harness.replay import DEFAULT_PLAYERS, DEFAULT_REPEATS, bench_replay
+from benchmarks.harness.sb3 import DEFAULT_OPPONENTS as SB3_OPPONENTS
+from benchmarks.harness.sb3 import DEFAULT_SB3_GAMES, bench_sb3, default_sb3_envs
+from benchmarks.harness.sb3 import check_available as check_sb3
+from benchmarks.harness.sweep import bench_sweep
+from benchmarks.harness.timing import default_sweep
+from benchmarks.harness.train import (
     GYMNAX_ENVS,
     GYMNAX_STEPS,
     OVERHEAD_GOAL,
@@ -310,7 +310,7 @@ def _add_run_args(parser) -> None:
 
 def parse_args(argv=None):
     """``(parser, args, sets)``: the parsed command line and its ``--set`` overrides (field -> text)."""
-    parser = make_parser("experiments.benchmark", __doc__)
+    parser = make_parser("benchmarks.harness", __doc__)
     parser.add_argument("--what", choices=list(MODES), default="env")
     _add_size_args(parser)
     _add_run_args(parser)
@@ -349,7 +349,7 @@ def _header(what: str) -> dict:
 
 
 def run_sb3(parser, args, sets) -> dict:
-    """``--what sb3``: sb3-contrib's MaskablePPO vs our PPO (experiments/benchmark/sb3.py)."""
+    """``--what sb3``: sb3-contrib's MaskablePPO vs our PPO (benchmarks/harness/sb3.py)."""
     bots = [b.strip() for b in args.opponents.split(",") if b.strip()]
     if not bots or any(b not in ("random", "greedy", "expert") for b in bots):
         fail(parser, f"--opponents must be comma-separated bots among random, greedy, expert; "
@@ -372,7 +372,7 @@ def run_sb3(parser, args, sets) -> dict:
 
 
 def run_memory(parser, args, sets) -> dict:
-    """``--what memory``: XLA's memory of one training update per device count (experiments/benchmark/memory.py)."""
+    """``--what memory``: XLA's memory of one training update per device count (benchmarks/harness/memory.py)."""
     names = _train_presets(args.presets or "ppo_large,a2c_stream", parser)
     try:
         device_counts = _ints(args.devices)
@@ -393,7 +393,7 @@ def run_memory(parser, args, sets) -> dict:
 
 
 def run_learning(parser, args, sets) -> dict:
-    """``--what learning``: minutes until a preset's policy reaches ``--target`` (experiments/benchmark/learning.py)."""
+    """``--what learning``: minutes until a preset's policy reaches ``--target`` (benchmarks/harness/learning.py)."""
     names = _train_presets(args.presets or "ppo_small", parser)
     if len(names) != 1:
         fail(parser, "--what learning trains one preset (--presets NAME)")
@@ -409,7 +409,7 @@ def run_learning(parser, args, sets) -> dict:
 
 def run_replay(parser, args, sets) -> dict:
     """``--what replay``: one whole game of a lineup recorded, the first call and again
-    (experiments/benchmark/replay.py)."""
+    (benchmarks/harness/replay.py)."""
     players = player_list(parser, args.players, "--players", (1, C.NUM_PLAYERS))
     players = players * C.NUM_PLAYERS if len(players) == 1 else players
     if args.repeats < 1:
@@ -482,7 +482,7 @@ def _start(args, sweep: dict, sizes: str) -> dict:
 
 
 def run_env(parser, args, sets) -> dict:
-    """``--what env``: VecEnv seat-steps/s, the combat alone and the fight-skip check (experiments/benchmark/env.py)."""
+    """``--what env``: VecEnv seat-steps/s, the combat alone and the fight-skip check (benchmarks/harness/env.py)."""
     s = _sizes(parser, args)
     result = _start(args, s["sweep"], f"envs {','.join(map(str, s['num_envs']))}; {s['fights']} fights; fight-skip "
                                       f"at {s['skip_envs']} envs")
@@ -541,7 +541,7 @@ def run_train(parser, args, sets) -> dict:
 
 
 def run_sweep(parser, args, sets) -> dict:
-    """``--what sweep``: a vmapped sweep of R runs vs R separate runs (experiments/benchmark/sweep.py)."""
+    """``--what sweep``: a vmapped sweep of R runs vs R separate runs (benchmarks/harness/sweep.py)."""
     s = _sizes(parser, args)
     sweep = s["sweep"]
     presets, _ = _training_sizes(parser, args, sweep)

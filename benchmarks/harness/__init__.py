@@ -1,4 +1,4 @@
-"""Throughput benchmarks, one module per ``python -m experiments.benchmark --what ...`` (the CLI: ``__main__``).
+"""Throughput benchmarks, one module per ``python -m benchmarks.harness --what ...`` (the CLI: ``__main__``).
 
 * ``env``: VecEnv seat-steps/s with random bots, and the fight-skip check (the cost of a fight vs a non-fight step,
   and of plain ``jax.vmap(env.step)`` with and without the env's vmap rule);

@@ -23,7 +23,7 @@ seat-steps/s over plain self-play's at the same shape (the cost of the pool seat
 is >= 0.7).
 
 ``gymnax`` (``bench_gymnax``): our ``ppo_gymnax`` preset vs the PureJaxRL reference
-(``experiments/benchmark/purejaxrl_reference.py``, PureJaxRL's ``ppo.py`` with its CartPole config) on each
+(``benchmarks/harness/purejaxrl_reference.py``, PureJaxRL's ``ppo.py`` with its CartPole config) on each
 ``--gymnax-envs`` env (default gymnax's discrete-action classic control: CartPole-v1, Acrobot-v1,
 MountainCar-v0), both for ``--gymnax-steps`` env steps (default 500,000, PureJaxRL's, on every backend; 0 skips
 it). Per env, under ``envs[name]``: ``steps``, ``num_updates``, ``final_return_updates``; ``ours`` (the whole run
@@ -62,8 +62,8 @@ from agents.envs.make import make_env, make_game
 from agents.policies import frozen as phases
 from agents.presets import preset_config
 from agents.run import loop as run_lib
-from experiments.benchmark import purejaxrl_reference as reference
-from experiments.benchmark.timing import aot_compile, best_time, rounded, time_chunks
+from benchmarks.harness import purejaxrl_reference as reference
+from benchmarks.harness.timing import aot_compile, best_time, rounded, time_chunks
 from experiments.common import status
 from jaxgame import bots
 from jaxgame import constants as C

@@ -19,8 +19,8 @@ import jax
 import jax.numpy as jnp
 
 import jaxgame
-from experiments.benchmark.env import bench_env_throughput
-from experiments.benchmark.timing import aot_compile, best_time
+from benchmarks.harness.env import bench_env_throughput
+from benchmarks.harness.timing import aot_compile, best_time
 from experiments.common import status
 from jaxgame import constants as C
 from jaxgame import packing, render

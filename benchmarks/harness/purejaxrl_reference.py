@@ -3,13 +3,13 @@
 #
 # Licensed under the Apache License, Version 2.0 (the "License"); you may not use this file except in compliance
 # with the License. You may obtain a copy of the License at http://www.apache.org/licenses/LICENSE-2.0 (and in
-# experiments/benchmark/PUREJAXRL_LICENSE). Unless required by applicable law or agreed to in writing, software
+# benchmarks/harness/PUREJAXRL_LICENSE). Unless required by applicable law or agreed to in writing, software
 # distributed under the License is distributed on an "AS IS" BASIS, WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND,
 # either express or implied. See the License for the specific language governing permissions and limitations under
 # the License.
 """A plain PureJaxRL-style PPO for gymnax envs (CartPole-v1 by default), kept only as a timing reference.
 
-This file exists so that ``python -m experiments.benchmark --what train`` can
+This file exists so that ``python -m benchmarks.harness --what train`` can
 time our trainer (``agents.algorithms.registry.make_train`` with the ``ppo_gymnax``
 preset) next to the single-file PPO it is modelled on. It is a self-contained
 transcription of ``purejaxrl/ppo.py`` from PureJaxRL by Chris Lu et al.

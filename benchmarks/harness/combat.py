@@ -34,8 +34,8 @@ import jax.numpy as jnp
 
 import jaxgame
 from agents.utils.lowering import lowered_text, while_body_op_counts
-from experiments.benchmark.env import bench_env_throughput, random_rollout
-from experiments.benchmark.timing import aot_compile, best_time, time_interleaved
+from benchmarks.harness.env import bench_env_throughput, random_rollout
+from benchmarks.harness.timing import aot_compile, best_time, time_interleaved
 from experiments.common import status
 from jaxgame import constants as C
 from jaxgame import rounds

@@ -1,7 +1,7 @@
 """Whole-game env throughput of this tree against an earlier git revision, timed in turn.
 
-    python -m experiments.compare_revisions --baseline 3661beb --num-envs 64 --rounds 1
-    python -m experiments.compare_revisions --baseline d768e84 --workload midgame
+    python -m benchmarks.compare_revisions --baseline 3661beb --num-envs 64 --rounds 1
+    python -m benchmarks.compare_revisions --baseline d768e84 --workload midgame
 
 ``benchmark --what combat --baseline REV`` swaps in only the baseline's combat
 (``combat.py`` and ``rounds.py``); this swaps in the baseline's whole
@@ -167,7 +167,8 @@ def _positive(text: str) -> int:
 
 
 def main(argv=None):
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(prog="python -m benchmarks.compare_revisions", description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--baseline", help="git revision whose jaxgame/ is the baseline (required)")
     parser.add_argument("--num-envs", default="64", help="comma-separated batch sizes (default 64)")
     parser.add_argument("--workload", choices=sorted(DEFAULT_ROUNDS), default="opening",

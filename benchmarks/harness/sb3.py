@@ -72,7 +72,7 @@ from agents.arena.evaluation import placement_summary
 from agents.envs.make import make_game
 from agents.presets import preset_config
 from agents.run.loop import build
-from experiments.benchmark.timing import best_time
+from benchmarks.harness.timing import best_time
 from experiments.common import status
 from jaxgame import bots
 from jaxgame.gymnasium_registration import ENV_ID

@@ -16,6 +16,7 @@ import os
 import subprocess
 import sys
 import time
+from pathlib import Path
 
 import jax
 
@@ -25,6 +26,8 @@ from agents.utils import memory
 from jaxgame.xla_flags import with_host_devices
 
 GIB = float(1 << 30)
+#: the checkout this module is in: benchmarks/ is not installed, so the child imports it from here
+REPO_ROOT = Path(__file__).resolve().parents[2]
 
 
 def measure(preset: str, devices: int, shuffle: str) -> dict:
@@ -57,8 +60,9 @@ def _measure_all(cases) -> dict:
 
 def _in_child(devices: int, cases) -> dict:
     env = {**os.environ, "JAX_PLATFORMS": "cpu",
-           "XLA_FLAGS": with_host_devices(os.environ.get("XLA_FLAGS", ""), devices)}
-    code = "import json, sys; from experiments.benchmark.memory import _measure_all; " \
+           "XLA_FLAGS": with_host_devices(os.environ.get("XLA_FLAGS", ""), devices),
+           "PYTHONPATH": os.pathsep.join(filter(None, [str(REPO_ROOT), os.environ.get("PYTHONPATH")]))}
+    code = "import json, sys; from benchmarks.harness.memory import _measure_all; " \
            "print(json.dumps(_measure_all(json.loads(sys.argv[1]))))"
     proc = subprocess.run([sys.executable, "-c", code, json.dumps(cases)], env=env, capture_output=True, text=True,
                           check=False)

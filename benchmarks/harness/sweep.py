@@ -25,7 +25,7 @@ from agents.algorithms.registry import make_train
 from agents.envs.make import make_env
 from agents.presets import preset_config
 from agents.run.sweep import Sweep, SweepSpec
-from experiments.benchmark.timing import aot_compile, time_chunks
+from benchmarks.harness.timing import aot_compile, time_chunks
 from experiments.common import status
 
 
