@@ -199,3 +199,16 @@ def test_the_architecture_page_names_every_module():
     missing += [] if "`benchmarks/harness/`" in page else ["benchmarks/harness/"]
     assert len(modules) > 50 and len(clis) > 10
     assert not missing, f"docs/architecture.md does not name {missing}"
+
+
+DATED = re.compile(r"\b20\d\d-\d\d-\d\d\b|\b(?:until|since|before) (?:Nov|Dec|Jan)\w* \d")
+
+
+def test_the_code_carries_no_dated_history():
+    """What was measured when belongs in the records (docs/results/records/) and the log, not in the code: no
+    source line of the packages or of benchmarks/ names a date."""
+    dated = [f"{p.relative_to(ROOT)}:{n}" for package in ("agents", "jaxgame", "experiments", "benchmarks")
+             for p in (ROOT / package).rglob("*.py")
+             for n, line in enumerate(p.read_text(encoding="utf-8").splitlines(), 1) if DATED.search(line)]
+    assert DATED.search("# 3e-4 until 2026-11-27") and not DATED.search("time.strftime('%Y-%m-%d')")
+    assert not dated, f"dated history in the code (move it to a record): {dated}"

@@ -50,8 +50,8 @@ by more than both 95% half-widths together.
 Torch's threads: left at torch's default unless ``torch_threads`` is given (``torch.set_num_threads``), as SB3 and
 RL Zoo leave them (RL Zoo's ``--num-threads`` defaults to -1, "use default"); the JSON records the number in use
 and whether the benchmark set it. On a 2-core CPU busy with other work one thread can be far faster than the
-default two (2026-11-27, SB3 on 16 batched games while another job used both cores: about 1,000 samples/s of
-training with 1 thread, about 20 with 2): that is a setting users would have to find, so the default is what is
+default two (SB3 on 16 batched games while another job used both cores: about 1,000 samples/s of training with
+1 thread, about 20 with 2): that is a setting users would have to find, so the default is what is
 measured unless asked otherwise, and the SB3 numbers need an otherwise idle machine.
 
 An env step is a game step: all 8 seats act once (here 1 learner and 7 bots). Needs ``pip install -e ".[sb3]"``
