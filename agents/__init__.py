@@ -26,8 +26,8 @@ import importlib
 _API = {
     "TrainConfig": ("agents.config", "TrainConfig"),
     "preset": ("agents.presets", "preset_config"),
-    "train": ("agents.run.loop", "train"),
-    "load_config": ("agents.run.loop", "load_config"),
+    "train": ("agents.run.training", "train"),
+    "load_config": ("agents.run.preflight", "load_config"),
     "make_train": ("agents.algorithms.registry", "make_train"),
     "make_env": ("agents.envs.make", "make_env"),
     "load_policy": ("agents.policies.load", "load_policy"),

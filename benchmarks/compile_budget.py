@@ -74,7 +74,7 @@ def _chunk(preset: str):
     runner = jax.eval_shape(trainer.init, jax.random.key(config.seed))
     inputs = phases.trainer_inputs(trainer, config, runner.params)
     chunk = config.updates_per_chunk
-    if config.num_updates % chunk and trainer.runs_upto:  # what agents.run.loop compiles then
+    if config.num_updates % chunk and trainer.runs_upto:  # what agents.run.train_program compiles then
         return lambda: trainer.run_upto.lower(runner, chunk, jax.numpy.int32(chunk), *inputs)
     return lambda: trainer.run.lower(runner, chunk, *inputs)
 

@@ -3,17 +3,14 @@ rules as ``--set``, ``--games``), one-line errors, the compilation cache and ``-
 
 from __future__ import annotations
 
-import _thread
 import argparse
 import dataclasses
 import difflib
 import functools
 import logging
-import os
 import signal
 import sys
 import threading
-import time
 import warnings
 from pathlib import Path
 from typing import TYPE_CHECKING, NoReturn
@@ -23,6 +20,7 @@ from typing import TYPE_CHECKING, NoReturn
 from agents import config_names
 from agents.config_names import FIELD_LIST_HINT
 from agents.policies.specs import PLAYER_BOTS, PolicyError, parse_spec
+from agents.run.signals import CtrlC
 from agents.storage.outputs import UnwritableOutputError, check_writable
 from agents.storage.run_dir import TOOLS, RunError
 from agents.utils import compile_cache
@@ -97,71 +95,6 @@ def run_job(parser, job, out, kept: str = "the checkpoints completed before it a
         fail(parser, f"{err}; {kept}: {again}", status=1)
     except KeyboardInterrupt:
         fail(parser, f"interrupted; {again}", status=130)
-
-
-#: JAX's functions that run XLA's compile (``jax/_src/compiler.py``): a ``KeyboardInterrupt`` raised inside one is
-#: dropped by it (the default handler) or leaves the compile running in C++ while Python exits (a crash at exit)
-_XLA_COMPILE = frozenset({"backend_compile_and_load", "compile_or_get_cached"})
-#: functions whose exceptions Python drops ("Exception ignored in ..."): JAX's garbage-collection callback
-#: (``jax/_src/lib``), finalizers
-_DROPS_EXCEPTIONS = frozenset({"_xla_gc_callback", "__del__"})
-
-
-def unsafe_frame(frame) -> str | None:
-    """Where a ``KeyboardInterrupt`` raised in ``frame`` (a Python frame, or None) would be lost: ``"compile"``
-    (inside JAX's call of XLA's compile), ``"callback"`` (inside a function whose exceptions Python drops), or
-    None (it propagates)."""
-    while frame is not None:
-        code = frame.f_code
-        if code.co_name in _XLA_COMPILE and "jax" in code.co_filename:
-            return "compile"
-        if code.co_name in _DROPS_EXCEPTIONS:
-            return "callback"
-        frame = frame.f_back
-    return None
-
-
-class CtrlC:
-    """SIGINT in a CLI (``handles_ctrl_c``): the first Ctrl-C raises ``KeyboardInterrupt`` in the main thread (the
-    CLI ends in one line, exit 130), but only where it propagates (``unsafe_frame``): during an XLA compile, which
-    cannot be stopped, it waits for the compile to return (one line says so), and inside a callback whose
-    exceptions Python drops, for the callback to return; a second Ctrl-C ends the process at once (killed by the
-    signal). ``unsafe``: the frame test (tests inject one)."""
-
-    POLL_S = 0.05
-
-    def __init__(self, prog: str, unsafe=unsafe_frame):
-        self.prog = prog
-        self.unsafe = unsafe
-        self.pressed = 0
-        self.deferred = False  # the next call is the watcher's retry of the first Ctrl-C, not a new Ctrl-C
-        self.closed = False  # the CLI has ended (``handles_ctrl_c``): nothing is re-delivered any more
-
-    def __call__(self, signum, frame) -> None:
-        retry, self.deferred = self.deferred, False
-        if not retry:
-            self.pressed += 1
-            if self.pressed > 1:
-                signal.signal(signal.SIGINT, signal.SIG_DFL)
-                os.kill(os.getpid(), signal.SIGINT)
-                return
-        where = self.unsafe(frame)
-        if where is None:
-            raise KeyboardInterrupt
-        if where == "compile" and not retry:
-            sys.stderr.write(f"{self.prog}: interrupted during a compile: stopping when it returns "
-                             "(Ctrl-C again stops at once)\n")
-        main = threading.main_thread().ident
-        threading.Thread(target=self._retry_when_safe, args=(main,), daemon=True, name="ctrl-c").start()
-
-    def _retry_when_safe(self, main: int) -> None:
-        while self.unsafe(sys._current_frames().get(main)):
-            time.sleep(self.POLL_S)
-        if not self.closed:
-            self.deferred = True
-            # runs the SIGINT handler in the main thread, at its next Python step: this one, or one a run installed
-            # meanwhile (``agents.run.loop.StopSignals``: then the Ctrl-C stops the run at a chunk boundary)
-            _thread.interrupt_main(signal.SIGINT)
 
 
 def handles_ctrl_c(main):

@@ -140,7 +140,7 @@ def parse_args(argv=None):
 def build_config(parser, args, overrides):
     """(base TrainConfig, SweepSpec); bad input is a parser error before anything is compiled."""
     from agents.presets import preset_config
-    from agents.run.loop import check_resumable
+    from agents.run.preflight import check_resumable
     from agents.run.sweep_loop import load_sweep
 
     try:

@@ -10,7 +10,7 @@
     python -m experiments.train --preset=ppo_large --set num_devices=4   # data parallel over 4 devices (0: all)
     python -m experiments.train --preset=ppo_large --coordinator=host0:1234 --num-processes=2 --process-id=0
 
-The run itself is the library's ``agents.run.loop.train`` (docs/training.md): this module parses the command
+The run itself is the library's ``agents.run.training.train`` (docs/training.md): this module parses the command
 line, calls it with a ``ConsoleProgress`` and prints its summary. The run directory (``--out``, default
 ``runs/<preset>-<timestamp>``) gets ``config.json``, ``metrics.jsonl`` (a ``{"meta": ...}`` line, then one
 record per chunk), tensorboardX event files and ``checkpoints/`` (orbax). Training runs in jitted chunks of
@@ -145,7 +145,7 @@ def read_owner_quietly(run_dir):
 def build_config(parser, args, overrides) -> TrainConfig:
     """The run's TrainConfig; a bad override or a run that cannot resume so is a parser error (nothing is trained)."""
     from agents.presets import preset_config
-    from agents.run.loop import check_resumable, load_config
+    from agents.run.preflight import check_resumable, load_config
 
     try:
         if args.resume:
@@ -180,7 +180,7 @@ def main(argv=None):
 
         print(describe() if args.list_presets else describe_fields())
         return None
-    from agents.run.loop import train
+    from agents.run.training import train
     from agents.utils import distributed
     from agents.utils.progress import ConsoleProgress
 

@@ -197,7 +197,7 @@ def tiny_bc_config(**overrides):
 def test_the_teacher_plays_the_learner_seats_and_its_actions_are_the_samples():
     """The rollout's sample actions are the ones the games were played with (replaying them from the same states
     gives the same observations), legal, and the greedy teacher's choices on those states with the rollout's keys."""
-    from agents.run.loop import build
+    from agents.run.build import build
     from jaxgame import bots as game_bots
 
     trainer = build(tiny_bc_config(opponents="self", bc_teacher="greedy", num_envs=4)).trainer
@@ -227,7 +227,7 @@ def test_bc_training_learns_the_teacher_with_the_warmup_and_cosine_schedule():
     (its training placement is the expert's, not an untrained policy's), the teacher's actions' cross-entropy falls
     and the policy grows more certain; the logged learning rate is the warmup then the cosine, by hand."""
     from agents.algorithms.registry import summarize
-    from agents.run.loop import build
+    from agents.run.build import build
 
     config = tiny_bc_config()
     trainer = build(config).trainer
@@ -249,7 +249,7 @@ def test_held_out_metrics_are_the_given_parameters_accuracy_on_the_learner_decis
     the tiny BC trainer (seat 0 learns, 7 greedy bots): the accuracy of the parameters given, by hand, over the
     learner seat's weighted decisions only; the bots' seats and weight-0 samples do not count."""
     from agents.core.rollout import Transition
-    from agents.run.loop import build
+    from agents.run.build import build
 
     trainer = build(tiny_bc_config()).trainer
     params = jax.jit(trainer.init)(jax.random.key(0)).params
@@ -287,7 +287,7 @@ def test_a_bc_update_logs_the_accuracy_of_the_parameters_before_it_trained_on_it
     while ``loss/accuracy``, the minibatches' over both epochs, is neither."""
     from agents.algorithms.ppo import targets_with_pending
     from agents.core import distributions
-    from agents.run.loop import build
+    from agents.run.build import build
 
     trainer = build(tiny_bc_config()).trainer
     runner = jax.jit(trainer.init)(jax.random.key(0))
@@ -342,7 +342,7 @@ def test_with_teacher_prob_0_the_policy_plays_and_the_teacher_still_labels():
     """bc_teacher_prob=0 (DAgger-style): the untrained policy plays seat 0, so it places as an untrained policy does
     (8.0 on these games; the expert in that seat places 3.5), while the loss still trains on the teacher's actions."""
     from agents.algorithms.registry import summarize
-    from agents.run.loop import build
+    from agents.run.build import build
 
     trainer = build(tiny_bc_config(bc_teacher_prob=0.0, total_steps=8 * 8 * 6, updates_per_chunk=6,
                                    warmup_updates=0)).trainer

@@ -20,8 +20,9 @@ import pytest
 from agents.config import TrainConfig
 from agents.envs.make import make_game
 from agents.policies.load import load_policy
-from agents.run.loop import RunError, train
+from agents.run.training import train
 from agents.storage import datasets as dataset
+from agents.storage.run_dir import RunError
 from jaxgame.observation import OBS_SIZE, ORACLE_SIZE
 
 pytestmark = pytest.mark.xdist_group("bc_dataset")

@@ -54,14 +54,15 @@ def test_the_cli_no_cache_flag_keeps_the_library_from_turning_it_on(tmp_path):
 
 def test_train_evaluate_and_the_env_views_switch_it_on(monkeypatch):
     from agents.arena import tournament
+    from agents.config import TrainConfig
     from agents.interop import program_cache
-    from agents.run import loop
+    from agents.run import training
     from agents.utils import compile_cache
 
     calls = []
     monkeypatch.setattr(compile_cache, "use_default_cache", lambda: calls.append(1))
     with pytest.raises(ValueError):  # an unknown gymnax env: train stops before any work
-        loop.train(loop.TrainConfig(env="gymnax:NoSuchEnv-v0"), "unused-run-dir")
+        training.train(TrainConfig(env="gymnax:NoSuchEnv-v0"), "unused-run-dir")
     assert len(calls) == 1 and not Path("unused-run-dir").exists()
     with pytest.raises(ValueError):  # no such run (a PolicyError): refused after the cache is on
         tournament.evaluate("no-such-run-dir")

@@ -170,7 +170,7 @@ def test_the_logits_follow_the_action_layout_and_permuting_the_shop_or_bench_per
 
 def test_a_dataset_run_trains_the_entity_network(tmp_path):
     from agents.policies.load import load_policy
-    from agents.run.loop import train
+    from agents.run.training import train
     from tests.test_bc_dataset import config_for, write_random_dataset
 
     write_random_dataset(tmp_path / "data", seed=0)

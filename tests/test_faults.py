@@ -15,12 +15,15 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
+from jax.experimental import multihost_utils
 
 from agents.config import TrainConfig
-from agents.run import loop as run
+from agents.run import chunks, preflight, signals, train_program, training
+from agents.storage import run_dir as run_dir_lib
 from agents.storage.checkpoints import CheckpointStore
+from agents.storage.run_dir import RunError
 from agents.utils import health
-from agents.utils.progress import ConsoleProgress
+from agents.utils.progress import ConsoleProgress, NoProgress
 from experiments import train as train_cli
 from tests.tb_events import tb_steps
 
@@ -38,7 +41,7 @@ TINY = TrainConfig(env="gymnax:CartPole-v1", num_envs=4, num_steps=8, total_step
 def tiny_run(tmp_path_factory):
     """A finished TINY run (4 updates, a checkpoint after each); tests copy it (``_copy``), never change it."""
     run_dir = tmp_path_factory.mktemp("tiny") / "run"
-    run.train(TINY, run_dir)
+    training.train(TINY, run_dir)
     return run_dir
 
 
@@ -103,7 +106,7 @@ def test_finite_flag_sees_parameters_and_metrics():
 
 def _poison_chunk(monkeypatch, at_call: int):
     """The compiled chunk gets NaN parameters on its ``at_call``-th call (0-based)."""
-    real = run.TrainProgram.compile_all
+    real = train_program.TrainProgram.compile_all
 
     def compile_all(self, runner):
         compiled = real(self, runner)
@@ -117,7 +120,7 @@ def _poison_chunk(monkeypatch, at_call: int):
 
         return chunk
 
-    monkeypatch.setattr(run.TrainProgram, "compile_all", compile_all)
+    monkeypatch.setattr(train_program.TrainProgram, "compile_all", compile_all)
 
 
 def _slow_saves(monkeypatch, seconds: float, events: list | None = None, fail_at: int | None = None):
@@ -144,13 +147,13 @@ def test_nan_stops_the_run_before_it_logs_or_saves_and_resume_goes_on_from_the_l
     _poison_chunk(monkeypatch, at_call=2)  # the third chunk: update 3
     _slow_saves(monkeypatch, 0.5)  # update 2's save is still in flight when update 3 turns out bad
     with pytest.raises(health.NonFiniteError, match=r"^update 3: (loss|train|sums)/\S+ is not finite") as err:
-        run.train(TINY, tmp_path / "nan")
+        training.train(TINY, tmp_path / "nan")
     assert err.value.update == 3
     assert [r["update"] for r in _records(tmp_path / "nan")] == [1, 2]  # nothing of the bad chunk
     assert _steps(tmp_path / "nan") == [1, 2]  # the latest checkpoint is the last good one
     monkeypatch.undo()
 
-    resumed = run.train(TINY, tmp_path / "nan", resume=True)
+    resumed = training.train(TINY, tmp_path / "nan", resume=True)
     assert resumed["updates"] == 4
     assert _records(tmp_path / "nan") == _records(tiny_run)
 
@@ -160,14 +163,14 @@ def test_a_checkpoint_is_written_while_the_next_chunk_trains_and_the_run_returns
 ):
     events = []
     _slow_saves(monkeypatch, 0.3, events)
-    real_run = run.ChunkLoop._chunk
+    real_run = chunks.ChunkLoop._chunk
 
     def chunk(self, result, *args):
         events.append(("chunk", result.updates + 1))
         return real_run(self, result, *args)
 
-    monkeypatch.setattr(run.ChunkLoop, "_chunk", chunk)
-    summary = run.train(TINY, tmp_path / "overlap")
+    monkeypatch.setattr(chunks.ChunkLoop, "_chunk", chunk)
+    summary = training.train(TINY, tmp_path / "overlap")
     assert summary["updates"] == 4 and summary["loop_s"] >= summary["train_s"] > 0
     # update 1's save starts, update 2's chunk starts before it ends; the last save is waited for
     assert events.index(("chunk", 2)) < events.index(("save end", 1))
@@ -180,7 +183,7 @@ def test_the_summary_says_how_long_the_loop_spent_on_checkpoints_and_logs(tmp_pa
     """Four saves of >= 0.5 s and chunks of milliseconds: each background save is still running when the next
     chunk ends, so the loop's thread waits for saves 1-3 and writes the last one: about 2 s, not in ``train_s``."""
     _slow_saves(monkeypatch, 0.5)
-    summary = run.train(TINY, tmp_path / "parts")
+    summary = training.train(TINY, tmp_path / "parts")
     assert summary["updates"] == 4 and summary["checkpoint_s"] >= 1.5 > summary["train_s"]
     assert summary["eval_s"] == 0 and summary["log_s"] > 0  # a gymnax run has no evaluations
     parts = summary["train_s"] + summary["checkpoint_s"] + summary["eval_s"] + summary["log_s"]
@@ -191,10 +194,10 @@ def test_the_summary_says_how_long_the_loop_spent_on_checkpoints_and_logs(tmp_pa
 def test_a_failed_background_save_stops_the_run_with_its_error(tmp_path, monkeypatch):
     _slow_saves(monkeypatch, 0.0, fail_at=2)
     with pytest.raises(OSError, match="disk full at step 2"):
-        run.train(TINY, tmp_path / "full")
+        training.train(TINY, tmp_path / "full")
     assert _steps(tmp_path / "full") == [1]  # the error surfaced at the next save: step 3 was never written
     monkeypatch.undo()
-    assert run.train(TINY, tmp_path / "full", resume=True)["updates"] == 4
+    assert training.train(TINY, tmp_path / "full", resume=True)["updates"] == 4
 
 
 def test_the_cli_exits_non_zero_with_one_line_naming_the_update(tmp_path, monkeypatch, capsys):
@@ -340,46 +343,46 @@ def test_a_run_directory_belongs_to_one_run_of_one_tool(tiny_run, tmp_path):
     before = sorted(p.name for p in trained.iterdir())
     steps = _steps(trained)
     owner = json.loads((trained / "run.json").read_text())
-    assert owner["tool"] == "train" and owner["identity"] == run.run_dir_lib.identity_hash(run.run_identity(TINY))
+    assert owner["tool"] == "train" and owner["identity"] == run_dir_lib.identity_hash(preflight.run_identity(TINY))
 
-    with pytest.raises(run.RunError, match=r"holds a train run \(run id \w+\), not a sweep run"):
+    with pytest.raises(RunError, match=r"holds a train run \(run id \w+\), not a sweep run"):
         run_sweep(TINY, SweepSpec.make([0]), trained)
-    with pytest.raises(run.RunError, match=r"holds a train run .*continue it with agents\.train\(\.\.\., resume"):
-        run.train(TINY, trained)
+    with pytest.raises(RunError, match=r"holds a train run .*continue it with agents\.train\(\.\.\., resume"):
+        training.train(TINY, trained)
     assert sorted(p.name for p in trained.iterdir()) == before and _steps(trained) == steps  # nothing touched
 
     swept = tmp_path / "swept"
     swept.mkdir()
     (swept / "run.json").write_text(json.dumps({"tool": "sweep", "run_id": "abc"}))
     for resume in (False, True):
-        with pytest.raises(run.RunError, match=r"holds a sweep run .*sweep_loop\.run_sweep\(\.\.\., resume=True\)"):
-            run.train(TINY, swept, resume=resume)
+        with pytest.raises(RunError, match=r"holds a sweep run .*sweep_loop\.run_sweep\(\.\.\., resume=True\)"):
+            training.train(TINY, swept, resume=resume)
 
     old = tmp_path / "old_checkpoints"  # an older run's checkpoints, no metrics.jsonl
     (old / "checkpoints" / "4").mkdir(parents=True)
-    with pytest.raises(run.RunError, match=r"is not empty \(checkpoints, \.\.\.\) and is not a run directory"):
-        run.train(TINY, old)
-    with pytest.raises(run.RunError, match="config.json not found"):
-        run.train(TINY, old, resume=True)
+    with pytest.raises(RunError, match=r"is not empty \(checkpoints, \.\.\.\) and is not a run directory"):
+        training.train(TINY, old)
+    with pytest.raises(RunError, match="config.json not found"):
+        training.train(TINY, old, resume=True)
 
     a_file = tmp_path / "a_file"
     a_file.write_text("x")
-    with pytest.raises(run.RunError, match="is a file, not a directory"):
-        run.train(TINY, a_file)
+    with pytest.raises(RunError, match="is a file, not a directory"):
+        training.train(TINY, a_file)
 
 
 def test_resume_checks_the_config_against_the_directory_and_the_checkpoints(tiny_run, tmp_path):
     run_dir = _copy(tiny_run, tmp_path / "r")
     config = json.loads((run_dir / "config.json").read_text())
     (run_dir / "config.json").write_text(json.dumps({**config, "lr": 0.1}))
-    with pytest.raises(run.RunError, match="is not the config .*run.json was created with"):
-        run.train(run.load_config(run_dir), run_dir, resume=True)
+    with pytest.raises(RunError, match="is not the config .*run.json was created with"):
+        training.train(preflight.load_config(run_dir), run_dir, resume=True)
     (run_dir / "run.json").unlink()  # a directory of an older version (no .lock either): adopted with a warning,
     (run_dir / ".lock").unlink()  # then its checkpoints disagree
     with pytest.warns(RuntimeWarning, match="adopting it as a train run written by an older version"), \
-            pytest.raises(run.RunError, match=r"config.json and its checkpoints disagree: cannot resume with changed "
+            pytest.raises(RunError, match=r"config.json and its checkpoints disagree: cannot resume with changed "
                                               r"field\(s\) \['lr'\]"):
-        run.train(run.load_config(run_dir), run_dir, resume=True)
+        training.train(preflight.load_config(run_dir), run_dir, resume=True)
 
 
 # ---------------------------------------------------------------- restartable from any point
@@ -390,15 +393,15 @@ def test_a_run_stopped_during_its_first_compile_resumes_from_update_0(tiny_run, 
     def interrupted(self, runner):
         raise KeyboardInterrupt  # Ctrl-C while compiling: nothing trained, no checkpoint
 
-    monkeypatch.setattr(run.TrainProgram, "compile_all", interrupted)
+    monkeypatch.setattr(train_program.TrainProgram, "compile_all", interrupted)
     stopped = tmp_path / "stopped"
     with pytest.raises(KeyboardInterrupt):
-        run.train(TINY, stopped)
+        training.train(TINY, stopped)
     monkeypatch.undo()
     assert _steps(stopped) == []
-    with pytest.raises(run.RunError, match="holds a train run .*resume=True"):
-        run.train(TINY, stopped)
-    summary = run.train(run.load_config(stopped), stopped, resume=True)
+    with pytest.raises(RunError, match="holds a train run .*resume=True"):
+        training.train(TINY, stopped)
+    summary = training.train(preflight.load_config(stopped), stopped, resume=True)
     assert summary["updates"] == 4
     assert _records(stopped) == _records(tiny_run)
 
@@ -411,7 +414,7 @@ def test_a_checkpoint_that_is_another_steps_or_another_runs_is_not_resumed(tiny_
     shutil.rmtree(copied / "checkpoints" / "4")
     shutil.copytree(copied / "checkpoints" / "3", copied / "checkpoints" / "4")
     other = tmp_path / "other"
-    run.train(TINY, other)
+    training.train(TINY, other)
     foreign = _copy(tiny_run, tmp_path / "foreign")
     shutil.rmtree(foreign / "checkpoints" / "4")
     shutil.copytree(other / "checkpoints" / "4", foreign / "checkpoints" / "4")
@@ -419,7 +422,7 @@ def test_a_checkpoint_that_is_another_steps_or_another_runs_is_not_resumed(tiny_
         progress = ConsoleProgress(file=io.StringIO())
         with warnings.catch_warnings(record=True) as record:
             warnings.simplefilter("always")
-            summary = run.train(run.load_config(run_dir), run_dir, resume=True, progress=progress)
+            summary = training.train(preflight.load_config(run_dir), run_dir, resume=True, progress=progress)
         messages = [str(w.message) for w in record if "could not be restored" in str(w.message)]
         assert len(messages) == 1 and "checkpoint step 4" in messages[0] and reason in messages[0], messages
         assert "resuming from update 3" in progress.file.getvalue()
@@ -431,7 +434,7 @@ def test_after_a_resume_tensorboard_shows_each_step_once(tiny_run, tmp_path):
     run_dir = _copy(tiny_run, tmp_path / "r")  # updates 1..4, checkpoints 1..4
     for step in (3, 4):  # as if the run died after logging updates 3 and 4 but before their checkpoints
         shutil.rmtree(run_dir / "checkpoints" / str(step))
-    run.train(run.load_config(run_dir), run_dir, resume=True)
+    training.train(preflight.load_config(run_dir), run_dir, resume=True)
     steps = tb_steps(run_dir, "loss/value")
     assert steps == sorted(set(steps)) and len(steps) == 4  # 1..4 once each (in env steps)
     assert [r["update"] for r in _records(run_dir)] == [1, 2, 3, 4]
@@ -456,7 +459,7 @@ def test_sigterm_saves_at_the_chunk_boundary_exits_0_and_auto_resume_finishes_th
     # 300 updates, a checkpoint only at the end (and where a signal stops it). With 30, a fast machine finished the
     # 27 chunks of a few ms each left after the third record before the signal arrived
     long = TrainConfig(**{**TINY.to_dict(), "hidden": TINY.hidden, "total_steps": 4 * 8 * 300, "checkpoint_every": 0})
-    run.train(long, tmp_path / "clean")
+    training.train(long, tmp_path / "clean")
     run_dir = tmp_path / "signalled"
     err_path = tmp_path / "stderr.txt"
     with open(err_path, "w") as err:
@@ -483,7 +486,7 @@ def test_sigterm_saves_at_the_chunk_boundary_exits_0_and_auto_resume_finishes_th
 
 SECOND_SIGNAL = """
 import os, signal, sys, time
-from agents.run.loop import StopSignals
+from agents.run.signals import StopSignals
 which = getattr(signal, sys.argv[1])
 with StopSignals() as stop:
     os.kill(os.getpid(), which)          # the first: remembered, the process goes on
@@ -540,10 +543,10 @@ def test_a_signal_during_the_compile_stops_the_run_before_its_first_chunk(name):
     assert threading.current_thread() is threading.main_thread()  # where signal handlers are installed
     before = signal.getsignal(signal.SIGINT), signal.getsignal(signal.SIGTERM)
     store, log = _Closable(), _Closable()
-    started = run.Started(store, runner=None, wall_before=0.0, restored=False, compile_start=time.perf_counter())
-    with run.stop_signals(True, run.NoProgress()) as stop:
-        result, _ = run.compile_and_loop(_CompileOnlyProgram(getattr(signal, name)), started, [log],
-                                         run.NoProgress(), "the training chunk", stop)
+    started = chunks.Started(store, runner=None, wall_before=0.0, restored=False, compile_start=time.perf_counter())
+    with signals.stop_signals(True, NoProgress()) as stop:
+        result, _ = chunks.compile_and_loop(_CompileOnlyProgram(getattr(signal, name)), started, [log],
+                                         NoProgress(), "the training chunk", stop)
     assert result.stopped == name and result.updates == 0 and result.records == []
     assert store.closed and log.closed
     assert (signal.getsignal(signal.SIGINT), signal.getsignal(signal.SIGTERM)) == before
@@ -559,20 +562,21 @@ def test_a_signal_while_the_run_is_built_stops_it_without_compiling_and_it_resum
     import os
     import signal
 
-    init = run.TrainProgram.init
+    init = train_program.TrainProgram.init
 
     def init_then_signal(self):
         runner = init(self)
         os.kill(os.getpid(), getattr(signal, name))  # delivered while the run is built
         return runner
 
-    monkeypatch.setattr(run.TrainProgram, "init", init_then_signal)
-    monkeypatch.setattr(run.TrainProgram, "compile_all", lambda self, runner: pytest.fail("compiled after the stop"))
+    monkeypatch.setattr(train_program.TrainProgram, "init", init_then_signal)
+    monkeypatch.setattr(train_program.TrainProgram, "compile_all",
+                        lambda self, runner: pytest.fail("compiled after the stop"))
     stopped = tmp_path / "stopped"
-    summary = run.train(TINY, stopped, stop_on_signals=True)
+    summary = training.train(TINY, stopped, stop_on_signals=True)
     assert summary["stopped"] == name and summary["updates"] == 0 and _steps(stopped) == []
     monkeypatch.undo()
-    assert run.train(run.load_config(stopped), stopped, resume=True)["updates"] == 4
+    assert training.train(preflight.load_config(stopped), stopped, resume=True)["updates"] == 4
     assert _records(stopped) == _records(tiny_run)
 
 
@@ -592,11 +596,11 @@ def test_a_signal_during_a_background_save_stops_at_the_next_chunk_with_every_ch
         real(self, step, *args, **kwargs)
 
     monkeypatch.setattr(CheckpointStore, "save", save)
-    summary = run.train(TINY, tmp_path / "sig", stop_on_signals=True)
+    summary = training.train(TINY, tmp_path / "sig", stop_on_signals=True)
     assert summary["stopped"] == "SIGTERM" and summary["updates"] in (1, 2)
     assert _steps(tmp_path / "sig") == list(range(1, summary["updates"] + 1))
     monkeypatch.undo()
-    assert run.train(TINY, tmp_path / "sig", resume=True)["updates"] == 4
+    assert training.train(TINY, tmp_path / "sig", resume=True)["updates"] == 4
     assert _records(tmp_path / "sig") == _records(tiny_run)
 
 
@@ -607,7 +611,7 @@ def test_ctrl_c_outside_the_chunks_ends_the_cli_in_one_line(tmp_path, monkeypatc
     def interrupted(*args, **kwargs):
         raise KeyboardInterrupt
 
-    monkeypatch.setattr(run, "_train_summary", interrupted)
+    monkeypatch.setattr(training, "_train_summary", interrupted)
     code, err = _cli_exit(_tiny_cli_args(tmp_path / "r"), capsys)
     assert code == 130 and len(err.strip().splitlines()) == 1 and "interrupted" in err
     assert f"--out {tmp_path / 'r'} --resume" in err
@@ -653,7 +657,7 @@ def test_a_second_signal_ends_the_process_at_once(name):
 def test_stop_signals_agree_over_the_processes(monkeypatch):
     """In a multi-process run every process asks the same question after each chunk: a signal in any of
     them stops all at that chunk (the 2-process end-to-end run is the opt-in test in test_multidevice.py)."""
-    from agents.run.loop import StopSignals
+    from agents.run.signals import StopSignals
 
     gathered = []
 
@@ -661,10 +665,10 @@ def test_stop_signals_agree_over_the_processes(monkeypatch):
         gathered.append(int(code))
         return np.asarray([int(code), *others], np.int32)
 
-    monkeypatch.setattr(run.jax, "process_count", lambda: 2)
+    monkeypatch.setattr(jax, "process_count", lambda: 2)
     for mine, theirs, expected in [(None, 0, None), (None, 2, "SIGTERM"), ("SIGINT", 0, "SIGINT"),
                                    ("SIGTERM", 1, "SIGTERM"), (None, 1, "SIGINT")]:
-        monkeypatch.setattr(run.multihost_utils, "process_allgather", lambda code, t=theirs: allgather(code, [t]))
+        monkeypatch.setattr(multihost_utils, "process_allgather", lambda code, t=theirs: allgather(code, [t]))
         stop = StopSignals()
         stop.received = mine
         assert stop.requested() == expected, (mine, theirs)
@@ -674,7 +678,7 @@ def test_stop_signals_agree_over_the_processes(monkeypatch):
 def test_stop_signals_restores_the_handlers_it_replaced():
     import signal
 
-    from agents.run.loop import StopSignals
+    from agents.run.signals import StopSignals
 
     before = {s: signal.getsignal(s) for s in StopSignals.SIGNALS}
     with StopSignals() as stop:
@@ -979,12 +983,13 @@ def test_an_annealed_or_cosine_run_refuses_a_new_length_on_resume_and_its_lr_nev
 
     annealed = TrainConfig(**{**TINY.to_dict(), "hidden": TINY.hidden, "anneal_lr": True})
     longer = TrainConfig(**{**annealed.to_dict(), "hidden": TINY.hidden, "total_steps": 2 * TINY.total_steps})
-    with pytest.raises(run.RunError, match=r"total_steps=256 \(was 128\): with anneal_lr"):
-        run.check_resumable(annealed, longer)
+    with pytest.raises(RunError, match=r"total_steps=256 \(was 128\): with anneal_lr"):
+        preflight.check_resumable(annealed, longer)
     cosine = TrainConfig(**{**annealed.to_dict(), "hidden": TINY.hidden, "anneal_lr": False, "cosine_lr": True})
-    with pytest.raises(run.RunError, match=r"total_steps=256 \(was 128\): with cosine_lr"):
-        run.check_resumable(cosine, cosine.with_overrides({"total_steps": 256}))
-    run.check_resumable(TINY, TrainConfig(**{**TINY.to_dict(), "hidden": TINY.hidden, "total_steps": 256}))  # fine
+    with pytest.raises(RunError, match=r"total_steps=256 \(was 128\): with cosine_lr"):
+        preflight.check_resumable(cosine, cosine.with_overrides({"total_steps": 256}))
+    fine = TrainConfig(**{**TINY.to_dict(), "hidden": TINY.hidden, "total_steps": 256})
+    preflight.check_resumable(TINY, fine)
     hp = annealed.hparams()
     lrs = [float(learning_rate(annealed, hp, jnp.int32(u))) for u in (0, 2, 4, 6)]
     assert lrs == pytest.approx([annealed.lr, annealed.lr / 2, 0.0, 0.0])
@@ -1028,11 +1033,11 @@ def test_the_cli_drops_only_the_background_echoes_of_an_error_it_reports():
     assert [str(e) for e in seen] == ["a real bug"]
 
 
-# ---------------------------------------------------------------- Ctrl-C in the CLIs (experiments.common.CtrlC)
+# ---------------------------------------------------------------- Ctrl-C in the CLIs (agents.run.signals.CtrlC)
 
 CTRL_C_TWICE = """
 import os, signal, sys, time
-from experiments.common import CtrlC
+from agents.run.signals import CtrlC
 signal.signal(signal.SIGINT, CtrlC("prog", unsafe=lambda frame: "compile"))  # always inside a compile
 os.kill(os.getpid(), signal.SIGINT)      # the first: deferred until the compile returns (never, here)
 time.sleep(0.3)
@@ -1051,7 +1056,7 @@ def test_ctrl_c_during_a_compile_waits_for_it_and_a_second_one_stops_at_once():
     import subprocess
     import sys
 
-    from experiments.common import CtrlC
+    from agents.run.signals import CtrlC
 
     compiling = {"now": True}
     ctrl_c = CtrlC("prog", unsafe=lambda frame: "compile" if compiling["now"] else None)
@@ -1080,7 +1085,7 @@ def test_a_ctrl_c_deferred_past_a_compile_reaches_the_run_that_started_meanwhile
     import os
     import signal
 
-    from experiments.common import CtrlC
+    from agents.run.signals import CtrlC
 
     compiling = {"now": True}
     ctrl_c = CtrlC("prog", unsafe=lambda frame: "compile" if compiling["now"] else None)
@@ -1088,7 +1093,7 @@ def test_a_ctrl_c_deferred_past_a_compile_reaches_the_run_that_started_meanwhile
     try:
         os.kill(os.getpid(), signal.SIGINT)
         time.sleep(0.2)
-        with run.StopSignals() as stop:
+        with signals.StopSignals() as stop:
             compiling["now"] = False
             for _ in range(100):
                 if stop.requested():
@@ -1118,7 +1123,7 @@ def test_ctrl_c_inside_a_callback_whose_exceptions_python_drops_is_raised_after_
     import signal
     import sys
 
-    from experiments.common import CtrlC, unsafe_frame
+    from agents.run.signals import CtrlC, unsafe_frame
 
     class SignalledWhileFinalized:
         def __del__(self):
@@ -1145,7 +1150,8 @@ def test_ctrl_c_inside_a_callback_whose_exceptions_python_drops_is_raised_after_
 def test_a_cli_ends_a_keyboard_interrupt_in_one_line_and_puts_the_handler_back(capsys):
     import signal
 
-    from experiments.common import CtrlC, handles_ctrl_c
+    from agents.run.signals import CtrlC
+    from experiments.common import handles_ctrl_c
 
     before = signal.getsignal(signal.SIGINT)
 

@@ -11,7 +11,7 @@ import pytest
 import jaxgame
 from agents.envs.make import make_game
 from agents.presets import preset_config
-from agents.run.loop import build
+from agents.run.build import build
 from agents.utils.lowering import lowered_text, lowering_problems, text_problems, while_body_op_counts
 from agents.utils.memory import compiled_bytes
 

@@ -139,7 +139,7 @@ def test_the_layering_check_sees_violations(tmp_path):
     path.write_text(source)
     found = _project_imports(path, "agents.core._probe")
     assert found == {"agents.run", "agents.core.gae", "jaxgame.constants", "experiments.train"}
-    assert _agents_layer("agents.run.loop") > _agents_layer("agents.core._probe")
+    assert _agents_layer("agents.run.training") > _agents_layer("agents.core._probe")
 
 
 def test_importing_starts_no_jax_computation():

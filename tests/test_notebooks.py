@@ -34,8 +34,8 @@ def fake_ipython(monkeypatch):
 
 def _param(path):
     # quickstart plays the games of tests/test_bots.py::test_greedy_beats_random (same rules, bots and
-    # sizes): one worker compiles that rollout once for both. training runs the smoke preset through agents.run.loop,
-    # the programs of tests/test_train.py's smoke run: one worker compiles them once for both
+    # sizes): one worker compiles that rollout once for both. training runs the smoke preset through
+    # agents.run.training, the programs of tests/test_train.py's smoke run: one worker compiles them once for both
     groups = {"quickstart.ipynb": "play_games", "training.ipynb": "smoke_run"}
     marks = [pytest.mark.xdist_group(groups[path.name])] if path.name in groups else []
     return pytest.param(path, marks=marks, id=path.name)

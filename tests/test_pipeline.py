@@ -16,7 +16,7 @@ import pytest
 
 from agents.pipeline import runner as pipeline
 from agents.presets import PIPELINES
-from agents.run.loop import RunError
+from agents.storage.run_dir import RunError
 from experiments import pipeline as pipeline_cli
 
 SPEC = PIPELINES["pipeline_smoke"]

@@ -31,7 +31,7 @@ def test_each_public_name_is_the_library_object_with_an_example(name):
 
 def test_importing_agents_imports_no_training_module():
     code = ("import sys, agents\n"
-            "heavy = [m for m in ('agents.run.loop', 'agents.algorithms.ppo', 'orbax.checkpoint', 'optax')"
+            "heavy = [m for m in ('agents.run.training', 'agents.algorithms.ppo', 'orbax.checkpoint', 'optax')"
             " if m in sys.modules]\n"
             "assert not heavy, heavy\n")
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)

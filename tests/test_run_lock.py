@@ -97,7 +97,7 @@ def test_a_lock_left_by_a_killed_process_is_not_stale(tmp_path):
 
 
 def test_the_lock_is_held_for_the_whole_run_and_released_on_exceptions(tmp_path):
-    from agents.run.loop import claim_run_dir
+    from agents.run.preflight import claim_run_dir
 
     run = tmp_path / "run"
     with pytest.raises(KeyError):
@@ -169,7 +169,7 @@ def test_two_auto_resumes_at_once_the_second_is_refused(tmp_path):
     """The issue's repro: a requeued ``--auto-resume`` while the first is alive. The first is stood in for by a
     process holding the lock of a smoke run's directory; the second exits 2 in one line naming it, before compiling."""
     from agents.presets import preset_config
-    from agents.run.loop import run_identity
+    from agents.run.preflight import run_identity
 
     config = preset_config("smoke")
     run = tmp_path / "run"

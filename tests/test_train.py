@@ -197,14 +197,14 @@ def test_a_shorter_last_chunk_runs_in_the_chunks_program_and_the_run_is_the_same
     those of the same run in chunks of 1 (``run``'s scan, no shorter chunk) to float rounding, as a whole run and
     its chunks do (the test above: XLA's programs of other lengths may round differently)."""
     from agents.policies.load import load_policy
-    from agents.run import loop
+    from agents.run import training
 
     config = _tiny_cartpole().with_overrides({"total_steps": 128 * 4 * 3})
     progress = _Recorder()
-    summary = loop.train(config, tmp_path / "upto", progress=progress)
+    summary = training.train(config, tmp_path / "upto", progress=progress)
     assert summary["updates"] == 3
     assert not any(e[0] == "status" and "compiling the last chunk" in e[1] for e in progress.events)
-    loop.train(config.with_overrides({"updates_per_chunk": 1}), tmp_path / "ones")
+    training.train(config.with_overrides({"updates_per_chunk": 1}), tmp_path / "ones")
     upto, ones = (load_policy(str(tmp_path / name), game_only=False) for name in ("upto", "ones"))
     assert upto.step == ones.step == 3
     for a, b in zip(jax.tree_util.tree_leaves(upto.params), jax.tree_util.tree_leaves(ones.params)):
@@ -221,12 +221,12 @@ def test_a_shorter_last_chunk_is_compiled_and_counted_as_compiling(tmp_path, mon
     the last chunk (1 update) is a program of its own; its compile is announced and counted in ``compile_s`` (here
     stretched by a known 3 s), not in ``train_s`` or ``loop_s`` (the loop of 3 tiny updates takes well under a
     second beside it)."""
-    from agents.run import loop
+    from agents.run import train_program, training
 
     monkeypatch.setattr(trainer_base.Trainer, "runs_upto", False)
     config = _tiny_cartpole().with_overrides({"total_steps": 128 * 4 * 3})
     compiled_sizes = []
-    real_compile = loop.TrainProgram.compile
+    real_compile = train_program.TrainProgram.compile
 
     def slow_compile(self, runner, num_updates):
         compiled_sizes.append(num_updates)
@@ -235,9 +235,9 @@ def test_a_shorter_last_chunk_is_compiled_and_counted_as_compiling(tmp_path, mon
         time.sleep(3.0)
         return real_compile(self, runner, num_updates)
 
-    monkeypatch.setattr(loop.TrainProgram, "compile", slow_compile)
+    monkeypatch.setattr(train_program.TrainProgram, "compile", slow_compile)
     progress = _Recorder()
-    summary = loop.train(config, tmp_path / "run", progress=progress)
+    summary = training.train(config, tmp_path / "run", progress=progress)
     assert summary["updates"] == 3 and compiled_sizes == [1]
     assert any(e[0] == "status" and e[1].startswith("compiling the last chunk (1 updates") for e in progress.events)
     assert summary["compile_s"] >= 3.0 and summary["loop_s"] < 3.0 and summary["train_s"] <= summary["loop_s"]
@@ -247,7 +247,7 @@ def test_an_in_run_ladder_rating_rates_the_policy_of_each_evaluation(tmp_path, m
     """``eval_ladder``: at each evaluation the learner's current parameters are rated on the ladder (a stand-in for
     ``rate_on_ladder`` here: the real one is tests/test_ladder.py's) and the rating is logged beside the bots'."""
     from agents.policies.load import load_policy
-    from agents.run import loop
+    from agents.run import train_program, training
     from agents.storage.metrics import load_metrics
 
     seen = []
@@ -256,9 +256,9 @@ def test_an_in_run_ladder_rating_rates_the_policy_of_each_evaluation(tmp_path, m
         seen.append((policy.name, games, policy.params, policy.config))
         return {"rating": 900.0 + len(seen), "ci95": [880.0, 920.0 + len(seen)]}
 
-    monkeypatch.setattr(loop.ladder, "rate_on_ladder", fake_rate)
+    monkeypatch.setattr(train_program.ladder, "rate_on_ladder", fake_rate)
     run = tmp_path / "run"
-    loop.train(preset_config("smoke").with_overrides({"eval_ladder": 3}), run)
+    training.train(preset_config("smoke").with_overrides({"eval_ladder": 3}), run)
     evals = [r for r in load_metrics(str(run))[1] if "eval/placement_vs_greedy" in r]
     assert [(r["update"], r["eval/ladder_points"], r["eval/ladder_low"], r["eval/ladder_high"]) for r in evals] == [
         (2, 901.0, 880.0, 921.0), (4, 902.0, 880.0, 922.0)]
@@ -355,7 +355,8 @@ def test_a_signal_during_an_evaluation_stops_after_it_with_a_checkpoint(smoke_ru
     uninterrupted run's records."""
     import signal
 
-    from agents.run.loop import TrainProgram, train
+    from agents.run.train_program import TrainProgram
+    from agents.run.training import train
 
     real = TrainProgram.evaluate
 
@@ -380,7 +381,7 @@ def test_stop_at_update_runs_the_first_updates_of_the_whole_run_and_resumes_to_i
     """stop_at_update=2 of the smoke preset's 4 updates: the run is the whole run's first chunk (its record, its
     evaluation and checkpoint; the schedules keep num_updates), and a resume with stop_at_update=0 ends as the
     uninterrupted run. A stop beyond the run's updates is refused, naming the field and the range."""
-    from agents.run.loop import train
+    from agents.run.training import train
 
     run_dir, _ = smoke_run
     config = preset_config("smoke").with_overrides({"stop_at_update": 2})
@@ -428,7 +429,9 @@ def test_a_run_init_from_a_saved_policy_starts_from_its_parameters_and_nothing_e
     update count and envs are a new run's; a policy that cannot start the run is one line, before anything is
     written."""
     from agents.policies.load import load_policy
-    from agents.run.loop import RunError, TrainProgram, train
+    from agents.run.train_program import TrainProgram
+    from agents.run.training import train
+    from agents.storage.run_dir import RunError
 
     run_dir, _ = smoke_run
     config = preset_config("smoke").with_overrides({"init_from": f"{run_dir}:2", "seed": 3})
@@ -460,7 +463,8 @@ def test_a_distillation_run_reads_its_frozen_policies_and_resumes_only_with_the_
     uninterrupted one bit for bit, the student's checkpoints load as a vector policy, a teacher whose checkpoint
     changed under a resume is refused, and unusable frozen policies are one line before anything is written."""
     from agents.policies.load import load_policy
-    from agents.run.loop import RunError, train
+    from agents.run.training import train
+    from agents.storage.run_dir import RunError
 
     run_dir, _ = smoke_run
     teacher = tmp_path / "teacher"
@@ -822,7 +826,8 @@ def _assert_pinned(records):
 
 @game_cli
 def test_smoke_run_logs_the_pinned_metrics(smoke_run):
-    """The run loop moved from the CLI into agents.run.loop: the smoke preset logs what it logged before the move."""
+    """The run loop moved from the CLI into the library (agents.run.training): the smoke
+    preset logs what it logged before the move."""
     run_dir, _ = smoke_run
     _assert_pinned(_records(run_dir))
 
@@ -848,9 +853,11 @@ class _Recorder:
 
 @game_cli
 def test_the_library_runs_the_same_run_as_the_cli_and_prints_nothing(smoke_run, tmp_path, capfd):
-    """What a notebook does: ``agents.run.loop.train`` with a progress callback; same records as the CLI's run,
+    """What a notebook does: ``agents.run.training.train`` with a progress callback; same records as the CLI's run,
     nothing on stdout/stderr, the progress told through the callback; then a resume of the finished run."""
-    from agents.run.loop import RunError, load_config, train
+    from agents.run.preflight import load_config
+    from agents.run.training import train
+    from agents.storage.run_dir import RunError
     from agents.utils.progress import Progress
 
     recorder = _Recorder()
@@ -883,7 +890,8 @@ def test_wandb_offline_gets_the_runs_scalars_when_turned_on_at_a_resume(smoke_ru
     smoke run resumed with wandb_project set trains nothing, sends its whole history to a new W&B run under
     RUN_DIR/wandb and keeps its records."""
     pytest.importorskip("wandb")
-    from agents.run.loop import load_config, train
+    from agents.run.preflight import load_config
+    from agents.run.training import train
 
     monkeypatch.setenv("WANDB_MODE", "offline")
     monkeypatch.setenv("WANDB_SILENT", "true")

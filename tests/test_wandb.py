@@ -11,8 +11,9 @@ import pytest
 
 from agents.config import TrainConfig
 from agents.run import wandb_log
-from agents.run.loop import RunError, train
+from agents.run.training import train
 from agents.storage.metrics import MetricsLog, TensorboardSink
+from agents.storage.run_dir import RunError
 
 
 @pytest.fixture

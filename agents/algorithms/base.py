@@ -196,9 +196,8 @@ class Trainer:
 
     def input_identity(self) -> dict:
         """JSON-able entries naming the inputs ``chunk_inputs()`` read (call it first), saved in every checkpoint:
-        a resume whose inputs differ is refused (``agents.run.loop``). None here; a dataset's digest, the frozen
-        policies
-        a distillation reads."""
+        a resume whose inputs differ is refused (``agents.run.train_program``). None here; a dataset's digest, the
+        frozen policies a distillation reads."""
         return {}
 
     def finished_early(self, runner) -> bool:
@@ -241,7 +240,7 @@ class Trainer:
     def _run_upto(self, runner: Runner, max_updates: int, num_updates, *inputs):
         """``num_updates`` (int32, traced, in 0..``max_updates``) updates in one program for every count: a loop
         whose trip count is an argument. Metrics float32[max_updates] each, the first ``num_updates`` written (the
-        rest 0). The run's last, shorter chunk then needs no program of its own (``agents.run.loop``)."""
+        rest 0). The run's last, shorter chunk then needs no program of its own (``agents.run.chunks``)."""
         shapes = jax.eval_shape(lambda r: self._one_update(r, *inputs)[1], runner)
         metrics = jax.tree_util.tree_map(lambda s: jnp.zeros((max_updates, *s.shape), s.dtype), shapes)
 

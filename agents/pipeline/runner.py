@@ -11,7 +11,7 @@ A ``PipelineSpec`` is a recording (``RecordPhase``) and a chain of training phas
     league  -> DIR/league   init_from="@student", anchor="@student"
 
 A link to the recording is its directory; a link to a training phase is that run's best checkpoint
-(``agents.run.loop.best_checkpoint``: by its ``best_by``; the latest when no checkpoint was ranked), written
+(``agents.run.preflight.best_checkpoint``: by its ``best_by``; the latest when no checkpoint was ranked), written
 ``RUN_DIR:STEP`` so that it never moves. Phase ``i``'s seed is the pipeline's seed + ``i`` (the recording's is the
 seed itself).
 
@@ -20,9 +20,9 @@ seed itself).
 tool "pipeline"); every phase runs in its own subdirectory, and ``pipeline.json`` (rewritten atomically after each
 phase) lists the phases with their directories, configs, the results later phases read, their summaries and wall
 times. **Resume** (``resume=True``) skips the finished phases, resumes the unfinished training phase from its own
-checkpoints (``agents.run.loop.train(resume=True)``) and records an unfinished recording again from the start (it writes
-to ``record.partial`` and is renamed when finished). Phases are deterministic given their configs and inputs, so a
-pipeline stopped at any phase boundary and resumed ends with the numbers of an uninterrupted one (bitwise on the
+checkpoints (``agents.run.training.train(resume=True)``) and records an unfinished recording again from the start (it
+writes to ``record.partial`` and is renamed when finished). Phases are deterministic given their configs and inputs, so
+a pipeline stopped at any phase boundary and resumed ends with the numbers of an uninterrupted one (bitwise on the
 same backend; tests/test_pipeline.py).
 
 Ctrl-C / SIGTERM during a training phase saves its checkpoint and stops the pipeline (the summary's ``stopped``);
@@ -40,9 +40,11 @@ from pathlib import Path
 from agents.config import TrainConfig, parse_sets, parse_value
 from agents.pipeline import recording
 from agents.run.build import CHECKPOINT_DIR
-from agents.run.loop import CONFIG_FILE, RunError, best_checkpoint, train
+from agents.run.preflight import CONFIG_FILE, best_checkpoint
+from agents.run.training import train
 from agents.storage import run_dir as run_dir_lib
 from agents.storage.checkpoints import CheckpointStore
+from agents.storage.run_dir import RunError
 from agents.utils.progress import NoProgress, Progress
 
 PIPELINE_FILE = "pipeline.json"

@@ -1,1 +1,3 @@
-"""The training run: the chunked loop (``run.loop``), what a config builds, sweeps, logging and curves."""
+"""The training run: one run (``training``, its program ``train_program``), the chunk driver every run and sweep
+shares (``chunks``), the checks before a run starts (``preflight``), Ctrl-C and SIGTERM (``signals``), what a config
+builds (``build``), sweeps, logging and curves."""

@@ -1,6 +1,6 @@
 """What a training config builds (the env, the trainer, the bot evaluator), cached per config, and the helpers a
-restored run or a loaded policy shares with a new run. Below ``agents.run.loop``, ``agents.policies.load`` and
-``agents.policies.baselines``, which all build runs (``agents.run.loop`` re-exports these names)."""
+restored run or a loaded policy shares with a new run. Below ``agents.run.train_program``, ``agents.policies.load`` and
+``agents.policies.baselines``, which all build runs."""
 
 from __future__ import annotations
 

@@ -30,7 +30,8 @@ from agents.arena import ladder as ladder_rating
 from agents.arena.significance import t_interval
 from agents.arena.tournament import evaluate
 from agents.config import TrainConfig
-from agents.run.loop import best_checkpoint, check_resumable, load_config, train
+from agents.run.preflight import best_checkpoint, check_resumable, load_config
+from agents.run.training import train
 from agents.storage.metrics import load_metrics
 from agents.storage.run_dir import read_owner
 from agents.utils.progress import NoProgress, Progress
@@ -256,7 +257,7 @@ def reproduce(config: TrainConfig, preset: str, seeds, out, vs=OPPONENTS, games:
     evaluate each (``games`` game seeds x 8
     rotations per lineup of ``vs``, ``eval_seed``), aggregate (the module docstring); writes and returns
     ``out/reproduce.json``. ``checkpoint``: which of a run's checkpoints plays, ``"final"`` (its latest good one)
-    or ``"best"`` (``agents.run.loop.best_checkpoint``: by the run's ``best_by``, e.g. a clone's lowest validation
+    or ``"best"`` (``agents.run.preflight.best_checkpoint``: by the run's ``best_by``, e.g. a clone's lowest validation
     cross-entropy; the latest when none was ranked); ``deterministic``: it plays its most likely legal action
     instead of sampling. ``ladder_games``: each final policy's ladder rating too (the module docstring).
     ``previous``: the shipped version this preset replaces (a player spec, e.g. ``baseline:ppo_small-v3``): one more

@@ -10,7 +10,7 @@ config), ``sweep.json`` (seeds, grid and the runs: index, grid point, seed, valu
 ``values``), ``checkpoints/`` (the stacked state of all runs), and at the end ``summary.json`` /
 ``summary.csv`` (final and best value of each objective per run and mean +- std over seeds per grid
 point) and ``curves.png`` (mean over seeds with a +- std band per grid point). The chunk loop, logs and
-checkpoints are ``agents.run.loop``'s (``ChunkLoop``); only what is per run differs.
+checkpoints are ``agents.run.chunks``'s (``ChunkLoop``); only what is per run differs.
 """
 
 from __future__ import annotations
@@ -28,26 +28,16 @@ from agents.algorithms import registry as trainers
 from agents.arena.evaluation import EVAL_STREAM, OPPONENTS, placement_summary
 from agents.config import TrainConfig
 from agents.run import wandb_log
-from agents.run.loop import (
-    CONFIG_FILE,
-    ChunkProgram,
-    RunError,
-    check_env_available,
-    check_memory,
-    claim_run_dir,
-    compile_and_loop,
-    compile_together,
-    fresh_arrays,
-    run_identity,
-    run_meta,
-    start_run,
-    stop_signals,
-)
+from agents.run.build import fresh_arrays
+from agents.run.chunks import ChunkProgram, compile_and_loop, compile_together, start_run
 from agents.run.plotting import plot_bands
+from agents.run.preflight import CONFIG_FILE, check_env_available, check_memory, claim_run_dir, run_identity, run_meta
+from agents.run.signals import stop_signals
 from agents.run.sweep import Sweep, SweepSpec
 from agents.storage import run_dir as run_dir_lib
 from agents.storage.checkpoints import CheckpointStore
 from agents.storage.metrics import MetricsLog, load_metrics
+from agents.storage.run_dir import RunError
 from agents.utils.progress import NoProgress, Progress
 
 SWEEP_FILE = "sweep.json"

@@ -3,7 +3,7 @@
 Every record's scalars (``agents.storage.metrics.scalars``: the tensorboard names, ``train/...``, ``loss/...``,
 ``perf/...``,
 ``eval/...``) go to W&B with ``env_steps``, W&B's x axis for all of them; the run's config is the W&B config.
-Process 0 only, like the other logs (``agents.run.loop.train`` opens it there).
+Process 0 only, like the other logs (``agents.run.training.train`` opens it there).
 
 The W&B run's id is kept in ``RUN_DIR/wandb_run_id``, so a resumed run continues the same W&B run. W&B cannot take
 points back: the updates between the checkpoint a run resumes from and the kill were sent once before the kill and

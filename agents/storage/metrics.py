@@ -1,7 +1,7 @@
 """A run's metrics file: ``metrics.jsonl`` written chunk by chunk (with tensorboardX beside it), and read back.
 
-``metrics.jsonl`` holds a first line ``{"meta": {...}}`` (config, seed, versions: ``agents.run.loop.run_meta``), then
-one JSON record per training chunk (``update``, ``env_steps``, ``seat_steps``, ``wall_s``, ``train/...``,
+``metrics.jsonl`` holds a first line ``{"meta": {...}}`` (config, seed, versions: ``agents.run.preflight.run_meta``),
+then one JSON record per training chunk (``update``, ``env_steps``, ``seat_steps``, ``wall_s``, ``train/...``,
 ``loss/...``, ``perf/...`` and, on evaluation chunks only, ``eval/...``). Non-finite floats are written as
 ``null``. ``MetricsLog`` writes it (and the same scalars to tensorboardX under ``tb/`` and, with
 ``TrainConfig.wandb_project``, to Weights & Biases: ``agents.run.wandb_log``); ``load_metrics`` reads it.

@@ -3,7 +3,7 @@
 Every update of ``agents.algorithms.base.Trainer.run`` adds ``metrics[FINITE]`` (float32[] per update: 1.0
 when the update's parameters and every metric, losses and gradient norm included, are finite, else 0.0).
 The host reads the chunk's flags with the rest of its metrics (no extra sync inside the loop) and
-``check_chunk`` raises ``NonFiniteError`` naming the first bad update and metric; ``agents.run.loop`` then stops
+``check_chunk`` raises ``NonFiniteError`` naming the first bad update and metric; ``agents.run.chunks`` then stops
 the run before it logs or saves anything of that chunk, so the latest checkpoint stays the last good one.
 """
 

@@ -1,4 +1,4 @@
-"""Progress callbacks of long library work (``agents.run.loop.train``, ``agents.run.sweep_loop.run_sweep``).
+"""Progress callbacks of long library work (``agents.run.training.train``, ``agents.run.sweep_loop.run_sweep``).
 
 The library prints nothing by itself: it calls a ``Progress``. ``NoProgress`` (the default) ignores everything;
 ``ConsoleProgress`` writes status lines and a tqdm bar to stderr (what the CLIs pass, and what a notebook

@@ -1,7 +1,7 @@
 """``--what learning``: minutes (and env steps) of training until a preset's policy first places <= a target
 against 7 greedy bots, over >= 128 seat-rotated games.
 
-``bench_learning`` trains the preset through the library (``agents.run.loop.train``, so with its checkpoints and
+``bench_learning`` trains the preset through the library (``agents.run.training.train``, so with its checkpoints and
 ``metrics.jsonl`` in ``run_dir``) with the in-run evaluation every ``eval_every`` chunks on ``eval_games`` game
 seeds x 8 rotations per bot (16 seeds: 128 games), and reads the curve back. Training time excludes compiling
 (``compile_s``, reported apart) and evaluating (the run's ``wall_s`` counts the training chunks only); the
@@ -18,8 +18,8 @@ import time
 from pathlib import Path
 
 from agents.presets import preset_config
-from agents.run.loop import train
 from agents.run.over_seeds import TARGET, TIME_METRIC, first_at_or_below
+from agents.run.training import train
 from agents.storage.metrics import load_metrics
 from agents.utils.progress import ConsoleProgress, NoProgress
 

@@ -21,7 +21,7 @@ from pathlib import Path
 import jax
 
 from agents.presets import preset_config
-from agents.run.loop import build
+from agents.run.build import build
 from agents.utils import memory
 from jaxgame.xla_flags import with_host_devices
 

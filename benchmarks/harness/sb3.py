@@ -71,7 +71,7 @@ import jaxgame
 from agents.arena.evaluation import placement_summary
 from agents.envs.make import make_game
 from agents.presets import preset_config
-from agents.run.loop import build
+from agents.run.build import build
 from benchmarks.harness.timing import best_time
 from experiments.common import status
 from jaxgame import bots

@@ -31,7 +31,7 @@ as one jitted call, ``jax.jit(make_train(cfg, make_env(cfg)))(key)``) and ``pure
 ``run_s`` (the best of ``--gymnax-reps`` runs, default 3, the two sides run in turn so both see the same machine
 load), ``sps`` (env steps/s after compilation) and ``final_return`` (mean return of the episodes that finished
 in the last 5% of the updates); ``cli``: what ``python -m experiments.train --env gymnax:NAME
---preset=ppo_gymnax`` runs (``agents.run.loop.train``, in a temporary run directory; the CLI's compilation cache is
+--preset=ppo_gymnax`` runs (``agents.run.training.train``, in a temporary run directory; the CLI's compilation cache is
 not used), run after each rep of the two sides (``--gymnax-reps`` runs; the one with the smallest ``loop_s`` is
 reported): chunks of 61 updates with logs and checkpoints between them, its ``compile_s`` (the smallest),
 ``train_s`` (the chunks' seconds: each chunk's run and the fetch and check of its metrics), ``sps`` (steps over
@@ -61,7 +61,7 @@ from agents.algorithms.registry import make_train
 from agents.envs.make import make_env, make_game
 from agents.policies import frozen as phases
 from agents.presets import preset_config
-from agents.run import loop as run_lib
+from agents.run.training import train as train_run
 from benchmarks.harness import purejaxrl_reference as reference
 from benchmarks.harness.timing import aot_compile, best_time, rounded, time_chunks
 from experiments.common import status
@@ -186,7 +186,7 @@ def _gymnax_one(name, total_steps, reps, progress, label):
         ref_out = jax.block_until_ready(ref_fn(rng))
         ref_times.append(time.perf_counter() - start)
         with tempfile.TemporaryDirectory() as tmp:  # the run loop of python -m experiments.train, its summary
-            cli_runs.append(run_lib.train(config, f"{tmp}/run", preset="ppo_gymnax"))
+            cli_runs.append(train_run(config, f"{tmp}/run", preset="ppo_gymnax"))
     episodes = float(jnp.sum(metrics["sums/episodes"][-last:]))
     ours_return = float(jnp.sum(metrics["sums/return_sum"][-last:])) / episodes if episodes else float("nan")
     ref_metrics = {k: np.asarray(v) for k, v in ref_out["metrics"].items()}
