@@ -1,4 +1,4 @@
-"""Shared helpers of the experiment CLIs: the command-line convention (the usage name, deprecated aliases, game
+"""Shared helpers of the experiment CLIs: the command-line convention (the usage name, the flags a release removed, game
 rules as ``--set``, ``--games``), one-line errors, the compilation cache and ``--set`` config overrides."""
 
 from __future__ import annotations
@@ -284,11 +284,23 @@ def prog_name(module: str) -> str:
     return script if SCRIPTS.get(script) == module else f"python -m {module}"
 
 
+#: flags an earlier version accepted as aliases, removed since: an unrecognized one's error names its replacement
+REMOVED_FLAGS = {
+    "--run-dir": "--out", "--dir": "--out", "--rule": "--set", "--greedy-policy": "--deterministic",
+    "--checkpoint": "the positional player RUN_DIR[:STEP]", "--step": "the positional player RUN_DIR:STEP",
+}
+
+
 class Parser(argparse.ArgumentParser):
     """An ``ArgumentParser`` whose usage errors are two lines on stderr, ``PROG: error: MESSAGE`` and a pointer to
-    ``--help`` (not argparse's multi-line usage block); exit 2. Its sub-command parsers are ``Parser`` too."""
+    ``--help`` (not argparse's multi-line usage block); exit 2. Its sub-command parsers are ``Parser`` too. An
+    unrecognized flag of ``REMOVED_FLAGS`` is named with what replaced it."""
 
     def error(self, message: str) -> NoReturn:
+        if message.startswith("unrecognized arguments:"):
+            flags = [word.split("=")[0] for word in message.split()[2:]]
+            removed = [f"{flag} was removed: use {REMOVED_FLAGS[flag]}" for flag in flags if flag in REMOVED_FLAGS]
+            message += f" ({'; '.join(removed)})" if removed else ""
         self.exit(2, f"{self.prog}: error: {' '.join(str(message).split())}\n"
                      f"(see {self.prog} --help)\n")
 
@@ -375,42 +387,6 @@ def add_cache_args(parser) -> None:
     parser.add_argument("--no-cache", action="store_true", help="do not use the persistent compilation cache")
 
 
-def note_deprecated(old: str, new: str) -> None:
-    """The one line a deprecated alias prints on stderr: ``note: OLD is deprecated, use NEW``."""
-    print(f"note: {old} is deprecated, use {new}", file=sys.stderr, flush=True)
-
-
-class _DeprecatedAlias(argparse.Action):
-    """A hidden option that stores (``store``, ``append`` or ``store_true``) into the option it replaces and prints
-    ``note_deprecated`` once per parser, however often it is given."""
-
-    def __init__(self, option_strings, dest, use: str, kind: str = "store", **kwargs):
-        self.use, self.kind = use, kind
-        super().__init__(option_strings, dest, nargs=0 if kind == "store_true" else None, **kwargs)
-
-    def __call__(self, parser, namespace, values, option_string=None):
-        noted = parser.__dict__.setdefault("_noted_aliases", set())
-        if self.option_strings[0] not in noted:
-            noted.add(self.option_strings[0])
-            note_deprecated(self.option_strings[0], self.use)
-        if self.kind == "append":
-            setattr(namespace, self.dest, [*(getattr(namespace, self.dest, None) or []), values])
-        else:
-            setattr(namespace, self.dest, True if self.kind == "store_true" else values)
-
-
-def deprecated_alias(parser, old: str, new: str, dest: str, kind: str = "store", **kwargs) -> None:
-    """Accept ``old`` (e.g. ``--run-dir``) for one release as an alias of the option ``new`` (``--out``), whose
-    value lives in ``dest``; hidden from ``--help``'s list of options (its epilog names it), and a use prints one
-    line on stderr, ``note: OLD is deprecated, use NEW``. ``kind``: how ``new`` stores (``store``, ``append``,
-    ``store_true``)."""
-    parser.add_argument(old, action=_DeprecatedAlias, dest=dest, use=new, kind=kind, help=argparse.SUPPRESS,
-                        **kwargs)
-    line = f"  {old} (use {new})"
-    head = "deprecated aliases, accepted for one release:"
-    parser.epilog = f"{parser.epilog}\n{line}" if parser.epilog else f"{head}\n{line}"
-
-
 __all__ = [
     "DEFAULT_CACHE",
     "GAMES_HELP",
@@ -420,11 +396,9 @@ __all__ = [
     "add_cache_args",
     "apply_sets",
     "check_out",
-    "deprecated_alias",
     "enable_compilation_cache",
     "fail",
     "make_parser",
-    "note_deprecated",
     "parse_overrides",
     "check_field_names",
     "check_rule_names",

@@ -53,25 +53,22 @@ seconds), then prints one JSON object as the last line of stdout. ``--quiet`` si
 
 from __future__ import annotations
 
-import argparse
 import json
 import time
 
 # Only what needs no JAX is imported here: the players, lineups, counts and paths are checked before ``main``
 # imports the library (tests/test_cli.py); the game rules of --set and the rank points are checked after it.
-from agents.policies.specs import PLAYER_BOTS, PolicyError, is_baseline, lineup_of, parse_spec
+from agents.policies.specs import PLAYER_BOTS, PolicyError, lineup_of, parse_spec
 from experiments.common import (
     GAMES_HELP,
     PLAYER_KINDS,
     add_cache_args,
     check_out,
     check_rule_names,
-    deprecated_alias,
     enable_compilation_cache,
     fail,
     handles_ctrl_c,
     make_parser,
-    note_deprecated,
     parse_rules,
     player_spec,
     quiet_logs,
@@ -85,8 +82,8 @@ PLAYER = PLAYER_KINDS.replace(" / ", " | ")
 
 
 def parse_args(argv=None):
-    """``(parser, args, rules)``: ``args.player`` (None without one; the deprecated ``--checkpoint DIR --step N``
-    folded in as ``DIR:N``), ``args.lineups`` (``--vs`` spec -> its 7 opponents), ``args.seats`` (8 bot names) and
+    """``(parser, args, rules)``: ``args.player`` (None without one), ``args.lineups`` (``--vs`` spec -> its 7
+    opponents), ``args.seats`` (8 bot names) and
     the game ``rules`` of ``--set``; bad input is a one-line parser error."""
     parser = make_parser("experiments.evaluate", __doc__)
     parser.add_argument("player", nargs="?", metavar="PLAYER", help=f"the player evaluated: {PLAYER}")
@@ -117,36 +114,10 @@ def parse_args(argv=None):
                              "as replays in DIR: a .json (docs/replays.md) and a .html viewer each")
     parser.add_argument("--quiet", action="store_true", help="no progress messages on stderr")
     add_cache_args(parser)
-    parser.add_argument("--checkpoint", help=argparse.SUPPRESS)  # deprecated: the positional PLAYER
-    parser.add_argument("--step", type=int, help=argparse.SUPPRESS)  # deprecated: PLAYER RUN_DIR:STEP
-    deprecated_alias(parser, "--greedy-policy", "--deterministic", "deterministic", kind="store_true")
-    deprecated_alias(parser, "--rule", "--set", "set", kind="append", metavar="NAME=VALUE")
-    parser.epilog += "\n  --checkpoint RUN_DIR [--step N] (use the player RUN_DIR[:N])"
     args = parser.parse_args(argv)
-    _fold_checkpoint(parser, args)
     _check(parser, args)
     check_rule_names(parser, args.set, names()["rules"])  # the values: check_after_import
     return parser, args
-
-
-def _fold_checkpoint(parser, args) -> None:
-    """The deprecated ``--checkpoint DIR [--step N]`` as the player ``DIR[:N]``, with one note on stderr."""
-    if args.checkpoint is None and args.step is None:
-        return
-    old = " ".join(f"--{k} {v}" for k, v in (("checkpoint", args.checkpoint), ("step", args.step)) if v is not None)
-    if args.compare:
-        fail(parser, f"--compare takes its two players as A B (RUN_DIR:STEP for a step), not {old}")
-    if args.checkpoint is not None and args.player:
-        fail(parser, f"give the player once: {args.player} or {old}, not both")
-    run_dir = args.checkpoint if args.checkpoint is not None else args.player
-    if run_dir is None:
-        fail(parser, f"{old} needs a run: the player RUN_DIR:STEP ({parser.prog} RUN_DIR:{args.step} --vs greedy)")
-    head, sep, tail = run_dir.rpartition(":")  # the spec's form only: main checks the player exists
-    has_step = bool(sep and head and tail.isdigit())
-    if args.step is not None and (run_dir in PLAYER_BOTS or has_step or is_baseline(run_dir)):
-        fail(parser, f"--step {args.step}: {run_dir!r} is not a RUN_DIR without a step")
-    args.player = run_dir if args.step is None else f"{run_dir}:{args.step}"
-    note_deprecated(old, f"the positional player: {parser.prog} {args.player}")
 
 
 def _check(parser, args) -> None:

@@ -28,7 +28,6 @@ from agents.utils.progress import ConsoleProgress, NoProgress
 from experiments.common import (
     add_cache_args,
     check_out,
-    deprecated_alias,
     enable_compilation_cache,
     fail,
     handles_ctrl_c,
@@ -55,7 +54,6 @@ def parse_args(argv=None):
     parser.add_argument("--list-presets", action="store_true", help="print the pipeline presets and exit")
     parser.add_argument("--quiet", action="store_true", help="no progress messages or bars on stderr")
     add_cache_args(parser)
-    deprecated_alias(parser, "--dir", "--out", "out")
     args = parser.parse_args(argv)
     if not 0 <= args.seed < 2**31 - 16:
         fail(parser, f"--seed must be in [0, 2^31 - 16), got {args.seed}")

@@ -41,7 +41,6 @@ from experiments.common import (
     add_cache_args,
     check_out,
     check_rule_names,
-    deprecated_alias,
     enable_compilation_cache,
     fail,
     handles_ctrl_c,
@@ -78,8 +77,6 @@ def parse_args(argv=None):
                         help="policies take their most likely legal action instead of sampling")
     parser.add_argument("--quiet", action="store_true", help="no progress messages or bar on stderr")
     add_cache_args(parser)
-    deprecated_alias(parser, "--rule", "--set", "set", kind="append", metavar="NAME=VALUE")
-    deprecated_alias(parser, "--greedy-policy", "--deterministic", "deterministic", kind="store_true")
     args = parser.parse_args(argv)
     if args.games < 1:
         fail(parser, f"--games must be >= 1, got {args.games}")

@@ -39,7 +39,6 @@ from experiments.common import (
     apply_sets,
     check_field_names,
     check_out,
-    deprecated_alias,
     enable_compilation_cache,
     fail,
     handles_ctrl_c,
@@ -123,7 +122,6 @@ def parse_args(argv=None):
     )
     add_cache_args(parser)
     parser.add_argument("--quiet", action="store_true", help="no progress on stderr")
-    deprecated_alias(parser, "--run-dir", "--out", "out")
     args = parser.parse_args(argv)
     if not args.resume and not args.preset:
         fail(parser, "give --preset NAME (or --resume with --out)")

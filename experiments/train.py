@@ -45,7 +45,6 @@ from experiments.common import (
     apply_sets,
     check_field_names,
     check_out,
-    deprecated_alias,
     enable_compilation_cache,
     fail,
     handles_ctrl_c,
@@ -110,7 +109,6 @@ def parse_args(argv=None):
     add_cache_args(parser)
     parser.add_argument("--quiet", action="store_true", help="no progress on stderr")
     add_host_args(parser)
-    deprecated_alias(parser, "--run-dir", "--out", "out")
     args = parser.parse_args(argv)
     if not (args.list_presets or args.list_fields or args.resume or args.preset):
         fail(parser, "give --preset NAME (or --resume with --out, or --list-presets)")

@@ -52,9 +52,8 @@ def pytest_addoption(parser):
 
 def _run_slow(config):
     """Whether the slow tier runs: ``--run-slow``, a ``-m`` expression that names ``slow`` (``-m slow`` runs only
-    those tests), or ``JAXGAME_SLOW_TESTS=1`` (the old switch, kept as an alias for one release)."""
-    return (config.getoption("--run-slow") or "slow" in (config.getoption("markexpr") or "")
-            or os.environ.get("JAXGAME_SLOW_TESTS") == "1")
+    those tests)."""
+    return (config.getoption("--run-slow") or "slow" in (config.getoption("markexpr") or ""))
 
 
 def pytest_collection_modifyitems(config, items):

@@ -1,5 +1,5 @@
 """The experiment CLIs: the command-line convention (usage names, the positional player, ``--out``, ``--set``,
-``--deterministic``, ``--games``, the deprecated aliases), evaluate end to end on tiny games, the benchmark's
+``--deterministic``, ``--games``, the aliases removed), evaluate end to end on tiny games, the benchmark's
 choice of sweep."""
 
 from __future__ import annotations
@@ -121,40 +121,37 @@ def test_out_in_the_file_writers_help(module, capsys):
     assert "--out" in capsys.readouterr().out
 
 
-#: (module, argv with a deprecated alias, the note's old and new, a check of what it parsed to)
-ALIASES = [
-    ("experiments.train", ["--preset=smoke", "--run-dir", "R"], "--run-dir", "--out", lambda a, x: a.out == "R"),
-    ("experiments.sweep", ["--preset=smoke", "--run-dir", "R"], "--run-dir", "--out", lambda a, x: a.out == "R"),
-    ("experiments.pipeline", ["--dir", "R"], "--dir", "--out", lambda a, x: a.out == "R"),
-    ("benchmarks.harness", ["--what", "learning", "--run-dir", "R"], "--run-dir", "--out",
-     lambda a, x: a.out == "R"),
-    ("experiments.evaluate", ["--rule", "max_rounds=3", "--rule", "steps_per_round=2"], "--rule", "--set",
-     lambda a, rules: rules == {"max_rounds": 3, "steps_per_round": 2}),
-    ("experiments.evaluate", ["runs/a", "--greedy-policy"], "--greedy-policy", "--deterministic",
-     lambda a, x: a.deterministic and a.player == "runs/a"),
-    ("experiments.evaluate", ["--checkpoint", "runs/a", "--step", "5", "--vs", "greedy"],
-     "--checkpoint runs/a --step 5", "the positional player: python -m experiments.evaluate runs/a:5",
-     lambda a, x: a.player == "runs/a:5" and a.lineups == {"greedy": ["greedy"] * 7}),
-    ("experiments.record", ["--players", "greedy", "--out", "D", "--rule", "max_rounds=3"], "--rule", "--set",
-     lambda a, rules: rules == {"max_rounds": 3}),
+#: (module, argv with a flag earlier versions accepted as an alias, the flag, what replaced it)
+REMOVED = [
+    ("experiments.train", ["--preset=smoke", "--run-dir", "R"], "--run-dir", "--out"),
+    ("experiments.sweep", ["--preset=smoke", "--run-dir", "R"], "--run-dir", "--out"),
+    ("experiments.pipeline", ["--dir", "R"], "--dir", "--out"),
+    ("benchmarks.harness", ["--what", "learning", "--run-dir", "R"], "--run-dir", "--out"),
+    ("experiments.evaluate", ["--rule", "max_rounds=3"], "--rule", "--set"),
+    ("experiments.evaluate", ["runs/a", "--greedy-policy"], "--greedy-policy", "--deterministic"),
+    ("experiments.evaluate", ["runs/a", "--step", "5"], "--step", "the positional player RUN_DIR:STEP"),
+    ("experiments.evaluate", ["--checkpoint=runs/a"], "--checkpoint", "the positional player RUN_DIR[:STEP]"),
+    ("experiments.record", ["--players", "greedy", "--out", "D", "--rule", "max_rounds=3"], "--rule", "--set"),
     ("experiments.record", ["--players", "greedy", "--out", "D", "--greedy-policy"], "--greedy-policy",
-     "--deterministic", lambda a, x: a.deterministic),
+     "--deterministic"),
 ]
 
 
-@pytest.mark.parametrize("module, argv, old, new, check", ALIASES, ids=[f"{m}{a[-2:]}" for m, a, *_ in ALIASES])
-def test_deprecated_aliases_work_with_one_note(module, argv, old, new, check, capsys):
-    args, extra = _parsed(module, argv)
-    assert check(args, extra)
-    assert capsys.readouterr().err.splitlines() == [f"note: {old} is deprecated, use {new}"]
+@pytest.mark.parametrize("module, argv, old, new", REMOVED, ids=[f"{m}{a[-2:]}" for m, a, *_ in REMOVED])
+def test_removed_aliases_are_refused_naming_their_replacement(module, argv, old, new, capsys):
+    with pytest.raises(SystemExit) as exit_info:
+        _parsed(module, argv)
+    err = capsys.readouterr().err.splitlines()
+    assert exit_info.value.code == 2 and len(err) == 2 and err[1].endswith("--help)"), err
+    assert "unrecognized arguments" in err[0] and f"{old} was removed: use {new}" in err[0], err
 
 
-def test_deprecated_aliases_are_hidden_and_named_in_the_epilog(capsys):
+def test_removed_aliases_are_not_in_the_help(capsys):
     with pytest.raises(SystemExit):
         evaluate.main(["--help"])
-    options, _, epilog = capsys.readouterr().out.partition("deprecated aliases")
-    assert "--deterministic" in options and "--greedy-policy" not in options and "--checkpoint" not in options
-    assert "--greedy-policy (use --deterministic)" in epilog and "--rule (use --set)" in epilog
+    out = capsys.readouterr().out
+    assert "--deterministic" in out and "--greedy-policy" not in out and "--checkpoint" not in out
+    assert "deprecated" not in out
 
 
 def test_evaluate_takes_the_player_positionally():
@@ -168,10 +165,7 @@ def test_evaluate_takes_the_player_positionally():
 
 
 @pytest.mark.parametrize("argv, message", [
-    (["runs/a", "--checkpoint", "runs/b"], "give the player once"),
     (["--vs", "greedy"], "--vs needs a PLAYER (python -m experiments.evaluate RUN_DIR[:STEP] --vs greedy)"),
-    (["--step", "2"], "needs a run: the player RUN_DIR:STEP"),
-    (["runs/a:3", "--step", "2"], "not a RUN_DIR without a step"),
     (["--deterministic"], "--deterministic needs a PLAYER"),
     (["runs/a", "--seats", "greedy"], "--seats names the bots of bot games"),
     (["runs/a", "--vs", "greedy,random"], "7 comma-separated"),
@@ -337,7 +331,7 @@ def test_compare_cli_over_training_seeds_pairs_the_lists_in_order(capsys):
     (["--compare", "random", "greedy", "--rank-points", "3,2,1"], "1, 2, 4 or 8 finite values"),
     (["--compare", "random", "greedy", "--difference", "0"], "--difference must be > 0"),
     (["--compare", "random", "greedy", "runs/x"], "not a PLAYER"),
-    (["--compare", "random", "greedy", "--checkpoint", "runs/x"], "not --checkpoint runs/x"),
+    (["--compare", "random", "greedy", "--checkpoint", "runs/x"], "--checkpoint was removed"),
     (["--compare", "random", "no/such/run"], "no/such/run"),
     (["--compare", "baseline:ppo_small-v1", "random", "--set", "max_rounds=3"], "rules apply to games of bots"),
 ])

@@ -205,7 +205,6 @@ from benchmarks.harness.train import (
 )
 from experiments.common import (
     apply_sets,
-    deprecated_alias,
     fail,
     make_parser,
     parse_overrides,
@@ -315,7 +314,6 @@ def parse_args(argv=None):
     _add_size_args(parser)
     _add_run_args(parser)
     parser.add_argument("--quiet", action="store_true", help="no progress lines on stderr")
-    deprecated_alias(parser, "--run-dir", "--out", "out")
     args = parser.parse_args(argv)
     sets = parse_overrides(parser, args.set)
     if sets and args.what not in ("train", "learning", "replay"):
