@@ -22,6 +22,7 @@ from agents.envs.make import make_game
 from agents.policies.load import load_policy
 from agents.run.training import train
 from agents.storage import datasets as dataset
+from agents.storage import recorded_samples
 from agents.storage.run_dir import RunError
 from jaxgame.observation import OBS_SIZE, ORACLE_SIZE
 
@@ -211,17 +212,19 @@ def test_several_datasets_are_cloned_as_one_with_each_recordings_games_kept_apar
     _, ts = jax.eval_shape(game.reset, jax.random.key(0))
     observation = jax.ShapeDtypeStruct(ts.observation.shape[1:], ts.observation.dtype)  # one seat's
     first, second = dataset.open_dataset(data_dir), dataset.open_dataset(other)
-    samples, digest = bc.joined_samples([first, second])
+    samples, digest = recorded_samples.joined([first, second])
     a, b = first.load(), second.load()
-    assert set(samples) == set(bc.DATASET_FIELDS)
-    for name in bc.DATASET_FIELDS:
+    assert set(samples) == set(recorded_samples.FIELDS)
+    for name in recorded_samples.FIELDS:
         expected = np.concatenate([a[name], b[name] + (8 if name == "game" else 0)])
         np.testing.assert_array_equal(samples[name], expected, err_msg=name)
-    assert digest != bc.dataset_digest(first) and bc.joined_samples([first])[1] == bc.dataset_digest(first)
-    assert bc.joined_samples([second, first])[1] != digest
+    assert digest != recorded_samples.digest(first)
+    assert recorded_samples.joined([first])[1] == recorded_samples.digest(first)
+    assert recorded_samples.joined([second, first])[1] != digest
 
-    train_set, val_set, got_digest = bc.load_dataset(config, observation, game.num_actions)
+    read, got_digest = recorded_samples.read(config, observation, game.num_actions)
     assert got_digest == digest
+    train_set, val_set = bc.split_samples(config, read)
     assert train_set["action"].shape[0] + val_set["action"].shape[0] == first.num_samples + second.num_samples
     assert val_set["action"].shape[0] == 3 * 30  # 0.25 of 12 games, whole games
     summary = train(config, tmp_path / "run")

@@ -1,6 +1,7 @@
 """The project's layers, read from the source (no JAX work): ``jaxgame`` (the game) imports nothing above it,
 ``agents`` (the library) nothing from ``experiments`` (the CLIs), each of ``agents``' sub-packages only the ones
-below it (``AGENTS_LAYERS``, docs/architecture.md), a CLI nothing from another CLI, no import cycles, and
+below it (``AGENTS_LAYERS``, docs/architecture.md), the compiled core (``agents.core``, ``agents.algorithms``) no
+host machinery, a CLI nothing from another CLI, no import cycles, and
 importing the packages starts no JAX computation (a multi-host run initialises JAX first)."""
 
 from __future__ import annotations
@@ -140,6 +141,48 @@ def test_the_layering_check_sees_violations(tmp_path):
     found = _project_imports(path, "agents.core._probe")
     assert found == {"agents.run", "agents.core.gae", "jaxgame.constants", "experiments.train"}
     assert _agents_layer("agents.run.training") > _agents_layer("agents.core._probe")
+
+
+#: the packages of compiled math (issue 67): their modules build jitted programs and import no host machinery
+COMPILED_PACKAGES = ("agents/core", "agents/algorithms")
+#: what host machinery is: printing, files, processes, command lines, clocks, threads, progress bars
+HOST_MODULES = frozenset({"argparse", "concurrent", "csv", "glob", "hashlib", "http", "io", "json", "logging", "os",
+                          "pathlib", "pickle", "shutil", "signal", "socket", "subprocess", "sys", "tempfile",
+                          "threading", "time", "tqdm", "urllib"})
+HOST_CALLS = frozenset({"print", "open", "input"})
+#: the project's host-side modules (files, consoles, runs), whose import is a host concern too
+HOST_PROJECT = ("agents.storage", "agents.run", "agents.arena", "agents.replays", "agents.pipeline", "agents.interop",
+                "agents.utils.progress", "agents.utils.compile_cache", "agents.utils.versions", "experiments")
+
+
+def _host_concerns(path: Path, name: str | None = None) -> list[str]:
+    """What of host machinery the module at ``path`` imports (``HOST_MODULES``, ``HOST_PROJECT``) or calls
+    (``HOST_CALLS``), anywhere in its body."""
+    tree = ast.parse(path.read_text(), str(path))
+    found = [f"imports {m}" for m in sorted(_project_imports(path, name)) if m.startswith(HOST_PROJECT)]
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            found += [f"imports {a.name}" for a in node.names if a.name.split(".")[0] in HOST_MODULES]
+        elif isinstance(node, ast.ImportFrom) and not node.level and node.module.split(".")[0] in HOST_MODULES:
+            found.append(f"imports {node.module}")
+        elif isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in HOST_CALLS:
+            found.append(f"calls {node.func.id}() (line {node.lineno})")
+    return found
+
+
+def test_the_compiled_core_imports_no_host_machinery():
+    problems = [f"{path.relative_to(ROOT)} {what}" for package in COMPILED_PACKAGES
+                for path in sorted((ROOT / package).glob("*.py")) for what in _host_concerns(path)]
+    assert not problems, "\n".join(problems)
+
+
+def test_the_host_machinery_check_sees_violations(tmp_path):
+    path = tmp_path / "_probe.py"
+    path.write_text("import json\nfrom pathlib import Path\nfrom agents.storage import metrics\n\n"
+                    "def f(x):\n    import tqdm\n    print(x)\n    return open(x)\n")
+    assert _host_concerns(path, "agents.core._probe") == [
+        "imports agents.storage.metrics", "imports json", "imports pathlib", "imports tqdm", "calls print() (line 7)",
+        "calls open() (line 8)"]
 
 
 def test_importing_starts_no_jax_computation():

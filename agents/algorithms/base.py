@@ -119,7 +119,8 @@ class Trainer:
     An algorithm's trainer sets ``algo`` and implements ``update(runner) -> (runner, metrics)``: PPO's machinery
     (``agents.algorithms.ppo.PPO``, composed with a loss and a way to make its samples), the streaming A2C and the
     cloning of a recording. The run library asks the trainer what it needs (``roles``, ``chunk_inputs``,
-    ``input_identity``, ``players_per_step``, ``progress``) instead of branching on the algorithm.
+    ``input_identity``, ``players_per_step``) instead of branching on the algorithm; the console line is the run
+    library's (``agents.run.progress_line``), from the metrics' names.
 
     Devices (``agents.utils.distributed``): ``self.mesh`` is the data-parallel mesh of ``config.num_devices``,
     or None when that is one device (then nothing below constrains anything: the one-device program).
@@ -213,10 +214,6 @@ class Trainer:
     def players_per_step(self) -> int:
         """Samples one env step makes (its seats): the throughput's seat-steps are env steps x this."""
         return self.env.num_players
-
-    def progress(self, record: dict) -> list[str]:
-        """The trainer's part of a chunk's progress line (``record``: the chunk's logged scalars)."""
-        return [f"entropy {record['loss/entropy']:.2f} | value loss {record['loss/value']:.3f}"]
 
     def init(self, key, hparams: HParams | None = None) -> Runner:
         return self.constrain(init_runner(self.config, self.env, self.network, key, hparams))

@@ -26,8 +26,8 @@ drives it as any run (chunks, logs, checkpoints, resume, evaluations, ``load_pol
   nothing) with the recorded ``action`` as the label and ``outcome`` (the undiscounted return-to-go) as the value's
   target. ``split_by_game`` holds out ``bc_val_fraction`` of the games, drawn with the run's seed: the steps of a
   game are strongly correlated, so a split by step would measure memory, not generalisation. The recording's
-  observation kind, shapes, action count and rules must be the run's (``check_dataset``: a one-line error names
-  what differs); the dataset's shards are verified (sha256) when read.
+  observation kind, shapes, action count and rules must be the run's (``agents.storage.recorded_samples.check``: a
+  one-line error names what differs); the dataset's shards are verified (sha256) when read.
 * **Updates.** One update is one optimizer step on ``bc_batch_size`` samples drawn uniformly with replacement from
   the training games (``clone_chunk``), with the trainer's optimizer and schedule (``agents.algorithms.base``:
   Adam after a global-norm clip, ``warmup_updates``, ``cosine_lr``, decoupled ``weight_decay``).
@@ -42,10 +42,6 @@ drives it as any run (chunks, logs, checkpoints, resume, evaluations, ``load_pol
 
 from __future__ import annotations
 
-import dataclasses
-import hashlib
-import json
-
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -56,10 +52,8 @@ from agents.algorithms.base import INIT_STREAM, TRAIN_STREAM, Trainer
 from agents.algorithms.ppo import PPO, OwnPlay
 from agents.config import HParams, TrainConfig
 from agents.core import distributions, losses
-from agents.storage import datasets as dataset
 from agents.utils import health
 from jaxgame import all_bots
-from jaxgame.config import GameConfig
 from jaxgame.validation import as_key
 
 
@@ -86,8 +80,6 @@ def split_by_game(game: np.ndarray, val_fraction: float, seed: int) -> tuple[np.
 VALIDATION_BATCH = 1024
 #: what ``validate`` reports, logged as ``val/<name>``
 VALIDATION_METRICS = ("cross_entropy", "accuracy", "value_loss")
-#: the recording's fields a dataset run reads
-DATASET_FIELDS = ("obs", "mask", "action", "outcome", "decision", "game")
 
 
 def device_samples(samples: dict, index=None) -> dict:
@@ -196,90 +188,31 @@ def clone_chunk(config: TrainConfig, network, runner: DatasetRunner, num_updates
     return runner, metrics
 
 
-def dataset_digest(data: dataset.Dataset) -> str:
-    """sha256 over the shards' sha256s: equal digests, equal samples."""
-    return hashlib.sha256("".join(s["sha256"] for s in data.manifest["shards"]).encode()).hexdigest()
-
-
-def check_dataset(data: dataset.Dataset, config: TrainConfig, observation) -> None:
-    """``DatasetError`` (one line naming the directory) unless ``data`` holds a recording's fields
-    (``DATASET_FIELDS``) with ``observation``'s per-sample shape and dtype (``ShapeDtypeStruct`` of one seat's
-    observation), ``config``'s observation kind and game rules (every ``GameConfig`` field in the manifest's meta,
-    those a ``TrainConfig`` cannot set at their defaults)."""
-    where = data.directory
-    missing = [f for f in DATASET_FIELDS if f not in data.fields]
-    if missing:
-        raise dataset.DatasetError(f"{where}: no field(s) {missing}: not a recording of python -m experiments.record")
-    meta = data.manifest.get("meta") or {}
-    if meta.get("obs", config.obs) != config.obs:
-        raise dataset.DatasetError(f"{where} holds {meta['obs']!r} observations; the run has obs={config.obs!r}")
-    obs = data.fields["obs"]
-    if tuple(obs["shape"]) != tuple(observation.shape) or np.dtype(obs["dtype"]) != np.dtype(observation.dtype):
-        raise dataset.DatasetError(f"{where}: observations are {np.dtype(obs['dtype'])}{obs['shape']}, the run's "
-                                   f"{np.dtype(observation.dtype)}{list(observation.shape)}")
-    rules = meta.get("rules", {})
-    # every rule, those a TrainConfig leaves at their defaults too, as the manifest's JSON holds them
-    run_rules = json.loads(json.dumps(dataclasses.asdict(GameConfig(**config.rules()))))
-    differing = {k: (rules[k], v) for k, v in run_rules.items() if k in rules and rules[k] != v}
-    if differing:
-        raise dataset.DatasetError(
-            f"{where} was recorded with other rules: " + ", ".join(f"{k}={old!r} (the run has {new!r})"
-                                                                   for k, (old, new) in differing.items())
-            + "; set those rule fields in the run's config, or record with the run's rules")
-
-
-def open_datasets(config: TrainConfig, observation, num_actions: int) -> list[dataset.Dataset]:
-    """``config.bc_dataset``'s datasets (``BCConfig.dataset_dirs``), opened and each checked (``check_dataset``,
-    and its action count): ``DatasetError`` with a one-line message naming the directory."""
-    datasets = []
-    for directory in config.bc.dataset_dirs:
-        data = dataset.open_dataset(directory)
-        check_dataset(data, config, observation)
-        if data.fields["mask"]["shape"] != [num_actions]:
-            raise dataset.DatasetError(f"{directory}: action masks of {data.fields['mask']['shape']} actions, the "
-                                       f"run's game has {num_actions}")
-        datasets.append(data)
-    return datasets
-
-
-def joined_samples(datasets: list[dataset.Dataset]) -> tuple[dict, str]:
-    """``(samples, digest)``: the ``DATASET_FIELDS`` of every dataset's samples, concatenated in order, with each
-    dataset's ``game`` shifted past the games of those before it (a game of one recording is never another's), and
-    ``dataset_digest`` of one dataset, or the sha256 over the digests of several in order."""
-    loaded, offset = [], 0
-    for data in datasets:
-        samples = data.load()
-        samples = {name: samples[name] for name in DATASET_FIELDS}
-        samples["game"] = samples["game"].astype(np.int64) + offset
-        offset = int(samples["game"].max()) + 1 if samples["game"].size else offset
-        loaded.append(samples)
-    digests = [dataset_digest(data) for data in datasets]
-    digest = digests[0] if len(digests) == 1 else hashlib.sha256("".join(digests).encode()).hexdigest()
-    return {name: np.concatenate([s[name] for s in loaded]) for name in DATASET_FIELDS}, digest
-
-
-def load_dataset(config: TrainConfig, observation, num_actions: int):
-    """``(train, val, digest)`` of ``config.bc_dataset`` (one directory, or several cloned as one:
-    ``joined_samples``): ``device_samples`` of the training and held-out games (``split_by_game`` with
-    ``config.bc_val_fraction`` and ``config.seed``; ``val`` None when nothing is held out) and the digest. Raises
-    ``DatasetError`` with a one-line message."""
-    samples, digest = joined_samples(open_datasets(config, observation, num_actions))
+def split_samples(config: TrainConfig, samples: dict) -> tuple[dict, dict | None]:
+    """``(train, val)``: ``device_samples`` of the training and held-out games of a recording's ``samples``
+    (``agents.storage.recorded_samples.read``: numpy arrays of its ``FIELDS``), split by ``split_by_game`` with
+    ``config.bc_val_fraction`` and ``config.seed`` (``val`` None when nothing is held out). A ``ValueError`` with a
+    one-line message when the split fails or the training games hold no decision."""
     try:
         train, val = split_by_game(samples["game"], config.bc_val_fraction, config.seed)
     except ValueError as err:
-        raise dataset.DatasetError(f"{config.bc_dataset}: {err}") from None
+        raise ValueError(f"{config.bc_dataset}: {err}") from None
     if not samples["decision"][train].any():
-        raise dataset.DatasetError(f"{config.bc_dataset}: no decision (a step with two or more legal actions) "
-                                   "to learn from in its training games")
-    return device_samples(samples, train), (device_samples(samples, val) if val.size else None), digest
+        raise ValueError(f"{config.bc_dataset}: no decision (a step with two or more legal actions) to learn from "
+                         "in its training games")
+    return device_samples(samples, train), (device_samples(samples, val) if val.size else None)
 
 
 class DatasetCloning(Trainer):
     """``algo="bc"`` with ``bc_dataset``: cloning a recording (see the module docstring). ``run(runner,
-    num_updates, train, val)`` is the jitted chunk (``clone_chunk``); ``chunk_inputs()`` loads its data."""
+    num_updates, train, val)`` is the jitted chunk (``clone_chunk``); the run library reads the recording
+    (``agents.policies.frozen.trainer_inputs``) and gives its samples to ``use_recording``; ``chunk_inputs()`` is
+    their split."""
 
     algo = "bc"
     env_fields = ()
+    #: the run library reads ``config.bc_dataset`` for it and calls ``use_recording``
+    reads_recording = True
 
     def __init__(self, config: TrainConfig, env):
         super().__init__(config, env)
@@ -287,28 +220,27 @@ class DatasetCloning(Trainer):
         _, ts = jax.eval_shape(env.reset, jax.random.key(0))
         obs = ts.observation  # [N, P, *shape]
         self.observation = jax.ShapeDtypeStruct(obs.shape[2:], obs.dtype)
-        self.digest = None  # set by chunk_inputs
+        self.digest = None  # the recording's (``use_recording``)
+        self._split = None
 
     def init(self, key, hparams: HParams | None = None) -> DatasetRunner:
         sample = jnp.zeros((1,) + self.observation.shape, self.observation.dtype)
         return init_dataset_runner(self.config, self.network, sample, key, hparams)
 
+    def use_recording(self, samples: dict, digest: str) -> None:
+        """Clone ``samples`` (numpy arrays of the recording's fields) whose digest is ``digest``: split by game
+        (``split_samples``; its ``ValueError`` when that fails) and placed on the device."""
+        self._split, self.digest = split_samples(self.config, samples), digest
+
     def chunk_inputs(self) -> tuple:
-        """``(train, val)``: the dataset's samples on the device (``load_dataset``)."""
-        train, val, self.digest = load_dataset(self.config, self.observation, self.env.num_actions)
-        return train, val
+        """``(train, val)``: the recording's samples on the device (``use_recording`` first)."""
+        if self._split is None:
+            raise RuntimeError("no recording given: the run library calls use_recording first "
+                               "(agents.policies.frozen.trainer_inputs)")
+        return self._split
 
     def input_identity(self) -> dict:
         return {"bc_dataset_digest": self.digest}
-
-    def data_bytes(self) -> int:
-        """The bytes of the samples a run keeps on its device (the manifest's sizes; nothing is read)."""
-        total = 0
-        for directory in self.config.bc.dataset_dirs:
-            data = dataset.open_dataset(directory)
-            total += data.num_samples * sum(int(np.dtype(data.fields[f]["dtype"]).itemsize
-                                                * np.prod(data.fields[f]["shape"])) for f in DATASET_FIELDS)
-        return total
 
     sample_unit = "samples"
     runs_upto = False  # its chunk is clone_chunk, not the base's loop of updates
@@ -316,13 +248,6 @@ class DatasetCloning(Trainer):
     @property
     def players_per_step(self) -> int:
         return 1  # a sample is one seat's step
-
-    def progress(self, record: dict) -> list[str]:
-        parts = BCLoss.training_progress(record)
-        if "val/cross_entropy" in record:
-            parts.insert(1, f"validation: teacher's action {record['val/accuracy']:.0%}, cross-entropy "
-                            f"{record['val/cross_entropy']:.3f} (best {record['val/best_cross_entropy']:.3f})")
-        return parts
 
     def finished_early(self, runner: DatasetRunner) -> bool:
         return bool(self.config.bc_patience) and int(runner.since_best) >= self.config.bc_patience
@@ -368,20 +293,6 @@ class BCLoss:
             "train/lr": mean["lr"],
         }
 
-    def progress(self, record: dict) -> list[str]:
-        parts = self.training_progress(record)
-        if "val/accuracy" in record:
-            parts.insert(0, f"new games: teacher's action {record['val/accuracy']:.0%}, cross-entropy "
-                            f"{record['val/cross_entropy']:.2f}")
-        return parts
-
-    @staticmethod
-    def training_progress(record: dict) -> list[str]:
-        """The minibatches' numbers (on samples trained on): the progress line's training part."""
-        return [f"trained on: teacher's action {record['loss/accuracy']:.0%} | cross-entropy "
-                f"{record['loss/cross_entropy']:.2f}",
-                f"entropy {record['loss/entropy']:.2f} | value loss {record['loss/value']:.3f}"]
-
 
 class TeacherPlay(OwnPlay):
     """Samples of the teacher bot ``bc_teacher`` playing the learner's seats: its action is each sample's label
@@ -409,7 +320,5 @@ def behaviour_cloning(config: TrainConfig, env) -> PPO:
     return PPO(config, env, loss=BCLoss(), samples=TeacherPlay(config.bc_teacher, config.bc_teacher_prob))
 
 
-__all__ = ["BCLoss", "DATASET_FIELDS", "DatasetCloning", "DatasetRunner", "TeacherPlay", "VALIDATION_METRICS",
-           "behaviour_cloning",
-           "check_dataset", "clone_chunk", "dataset_digest", "device_samples", "init_dataset_runner", "joined_samples",
-           "load_dataset", "open_datasets", "split_by_game", "validate"]
+__all__ = ["BCLoss", "DatasetCloning", "DatasetRunner", "TeacherPlay", "VALIDATION_METRICS", "behaviour_cloning",
+           "clone_chunk", "device_samples", "init_dataset_runner", "split_by_game", "split_samples", "validate"]

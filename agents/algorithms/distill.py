@@ -95,8 +95,6 @@ class KLTerms:
                  "anchor_coef": "train/anchor_kl", "oracle_keep": "train/oracle_keep"}
         return {**self.base.log(mean, traj, targets), **{names[k]: mean[k] for k in self.names if k in names}}
 
-    def progress(self, record: dict) -> list[str]:
-        return self.base.progress(record)
 
 
 class FrozenPolicies(OwnPlay):

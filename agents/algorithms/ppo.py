@@ -137,10 +137,6 @@ class PPOLoss:
             "train/lr": mean["lr"],
         }
 
-    def progress(self, record: dict) -> list[str]:
-        """The loss's part of a chunk's progress line."""
-        return [f"entropy {record['loss/entropy']:.2f} | value loss {record['loss/value']:.3f}"]
-
 
 class OwnPlay:
     """How PPO makes its samples: the learner's seats play the policy's own samples (no frozen policies, nothing
@@ -220,9 +216,6 @@ class PPO(Trainer):
 
     def input_identity(self) -> dict:
         return self.samples.identity()
-
-    def progress(self, record: dict) -> list[str]:
-        return self.loss.progress(record)
 
     # ---- one update ----
     def rollout(self, runner: Runner, key, *inputs):

@@ -24,6 +24,8 @@ import jax.numpy as jnp
 from agents.config import REFERENCE_ROLES, TrainConfig
 from agents.core import networks
 from agents.policies.load import PolicyError, load_policy, parse_spec
+from agents.storage import recorded_samples
+from agents.storage.datasets import DatasetError
 from jaxgame.observation import OBS_SIZE
 
 #: the config fields that fix a network's parameter shapes (besides the observation)
@@ -160,9 +162,17 @@ def load_references(config: TrainConfig, params=None) -> dict:
 def trainer_inputs(trainer, config: TrainConfig, params) -> tuple:
     """The arguments a trainer's ``run`` / ``update`` / ``rollout`` take after the runner: its frozen policies
     (``trainer.roles``) loaded and handed to it first (``load_references``; ``params``: this run's, arrays or
-    ``ShapeDtypeStruct``s), then ``trainer.chunk_inputs()`` (a dataset run's samples). Each call loads them anew."""
+    ``ShapeDtypeStruct``s) or the recording it clones (``trainer.reads_recording``: ``config.bc_dataset`` read and
+    checked, ``agents.storage.recorded_samples.read``), then ``trainer.chunk_inputs()``. Each call loads them anew.
+    A recording that does not fit the run is a ``DatasetError``."""
     if trainer.roles:
         trainer.use_references(load_references(config, params))
+    if getattr(trainer, "reads_recording", False):
+        samples, digest = recorded_samples.read(config, trainer.observation, trainer.env.num_actions)
+        try:
+            trainer.use_recording(samples, digest)
+        except ValueError as err:
+            raise DatasetError(str(err)) from None
     return trainer.chunk_inputs()
 
 

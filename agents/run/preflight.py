@@ -24,6 +24,7 @@ from agents.envs.make import make_game
 from agents.run import wandb_log
 from agents.run.build import CHECKPOINT_DIR
 from agents.storage import datasets as dataset
+from agents.storage import recorded_samples
 from agents.storage import run_dir as run_dir_lib
 from agents.storage.checkpoints import CheckpointStore
 from agents.storage.run_dir import RunError
@@ -100,7 +101,7 @@ def memory_needed(config: TrainConfig, program, num_devices: int = 1, runs: int 
     the envs are split over the devices; a PPO update with the global shuffle gathers the whole rollout on
     every device, with the local one each device keeps its share."""
     if config.bc_dataset:  # one device: the runner, the samples, a batch's activations
-        needed = (memory.tree_bytes(program.run_shapes) + program.trainer.data_bytes()
+        needed = (memory.tree_bytes(program.run_shapes) + recorded_samples.num_bytes(config.bc.dataset_dirs)
                   + 3 * config.bc_batch_size * (sum(config.hidden) + program.env.num_actions + 1) * 4) * runs
         sizes = {"runner": needed, "update": 0}
         num_devices = 1

@@ -22,6 +22,7 @@ from agents.policies.load import RunPolicy
 from agents.run.build import build, fresh_arrays
 from agents.run.chunks import ChunkProgram, compile_together
 from agents.run.preflight import best_metric
+from agents.run.progress_line import progress_line
 from agents.storage import datasets as dataset
 from agents.storage.checkpoints import CheckpointStore
 from agents.storage.run_dir import RunError
@@ -205,19 +206,7 @@ class TrainProgram(ChunkProgram):
         return {**super().checkpoint_payload(wall_s), **self.trainer.input_identity()}
 
     def progress_text(self, records, evaluation):
-        """Throughput, training placement (not under pure self-play), return, the latest evaluation, two losses."""
-        record, last_eval = records[0], evaluation[0]
-        parts = [f"{record['perf/seat_sps']:.0f} {self.trainer.sample_unit}/s"]
-        if not self.self_play and math.isfinite(record.get("train/placement", math.nan)):
-            parts.append(f"place {record['train/placement']:.2f}")
-        if math.isfinite(record.get("train/episode_return", math.nan)):
-            parts.append(f"ret {record['train/episode_return']:.2f}")
-        for name in OPPONENTS:
-            if f"eval/placement_vs_{name}" in last_eval:
-                parts.append(f"vs {name} {last_eval[f'eval/placement_vs_{name}']:.2f}")
-        if "eval/rating" in last_eval:
-            parts.append(f"rating {last_eval['eval/rating']:.1f}")
-        return " | ".join(parts + self.trainer.progress(record))
+        return progress_line(records[0], evaluation[0], self.trainer.sample_unit, self.self_play)
 
 
 __all__ = ["TrainProgram"]

@@ -22,7 +22,7 @@ def main(why: str) -> None:
     env = {**os.environ, "XLA_FLAGS": with_test_flags(os.environ.get("XLA_FLAGS", ""))}
     with tempfile.TemporaryDirectory() as tmp:
         run_dir = Path(tmp) / "run"
-        subprocess.run([sys.executable, "-m", "experiments.train", "--preset=smoke", "--run-dir", str(run_dir),
+        subprocess.run([sys.executable, "-m", "experiments.train", "--preset=smoke", "--out", str(run_dir),
                         "--quiet", "--no-cache"], cwd=ROOT, env=env, check=True, stdout=subprocess.DEVNULL)
         lines = (run_dir / "metrics.jsonl").read_text().splitlines()[1:]
     records = [{k: v for k, v in json.loads(line).items() if k not in TIMING} for line in lines]
