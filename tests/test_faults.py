@@ -731,7 +731,7 @@ def _bad_input_cases(tiny_run, tmp_path):
         ("evaluate a sweep", [*evaluate, str(sweep_dir)], "sweep directory", None),
         ("unknown rule", [*evaluate, "--set", "nope=3"], "nope", None),
         ("rule out of range", [*evaluate, "--set", "max_rounds=1000"], "max_rounds", None),
-        ("--step without a run", [*evaluate, "--step", "2"], "needs a run", None),
+        ("a removed flag", [*evaluate, "--step", "2"], "--step was removed: use the positional player", None),
         ("--vs without a player", [*evaluate, "--vs", "greedy"], "--vs needs a PLAYER", None),
         ("more games than memory", [*evaluate, "--games", "100000000"], "--games 100000000 needs about", None),
         ("more envs than memory", [*train, "--preset=smoke", "--set", "num_envs=1048576", "--set",
@@ -1134,6 +1134,11 @@ def test_ctrl_c_inside_a_callback_whose_exceptions_python_drops_is_raised_after_
         return unsafe_frame(sys._getframe())
 
     assert _xla_gc_callback() == "callback" and unsafe_frame(sys._getframe()) is None
+    # a WeakKeyDictionary's remove callback (where a Ctrl-C once landed in this test instead of __del__)
+    namespace = {"unsafe_frame": unsafe_frame, "sys": sys}
+    exec(compile("def remove():\n    return unsafe_frame(sys._getframe())\n", "/usr/lib/python3/weakref.py", "exec"),
+         namespace)
+    assert namespace["remove"]() == "callback"
     ctrl_c = CtrlC("prog")
     previous = signal.signal(signal.SIGINT, ctrl_c)
     try:

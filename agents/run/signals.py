@@ -17,6 +17,7 @@ import signal
 import sys
 import threading
 import time
+from pathlib import Path
 
 import numpy as np
 
@@ -78,6 +79,9 @@ _XLA_COMPILE = frozenset({"backend_compile_and_load", "compile_or_get_cached"})
 #: functions whose exceptions Python drops ("Exception ignored in ..."): JAX's garbage-collection callback
 #: (``jax/_src/lib``), finalizers
 _DROPS_EXCEPTIONS = frozenset({"_xla_gc_callback", "__del__"})
+#: modules whose functions run as weak-reference callbacks, whose exceptions Python drops too (a
+#: ``WeakKeyDictionary``'s ``remove`` when a key is collected, ``weakref.finalize``)
+_CALLBACK_MODULES = ("weakref.py", "_weakrefset.py")
 
 
 def unsafe_frame(frame) -> str | None:
@@ -88,7 +92,7 @@ def unsafe_frame(frame) -> str | None:
         code = frame.f_code
         if code.co_name in _XLA_COMPILE and "jax" in code.co_filename:
             return "compile"
-        if code.co_name in _DROPS_EXCEPTIONS:
+        if code.co_name in _DROPS_EXCEPTIONS or Path(code.co_filename).name in _CALLBACK_MODULES:
             return "callback"
         frame = frame.f_back
     return None
