@@ -35,7 +35,7 @@ from __future__ import annotations
 
 import functools
 import math
-from typing import NamedTuple
+from typing import TYPE_CHECKING, NamedTuple
 
 import jax
 import jax.numpy as jnp
@@ -155,6 +155,10 @@ class FightState:
     alive: jax.Array  # bool[2K, B]
     home_damage: jax.Array  # int32[B]
     away_damage: jax.Array  # int32[B]
+
+    if TYPE_CHECKING:  # flax.struct.dataclass adds it; declared for the type checker only
+
+        def replace(self, **changes) -> FightState: ...
 
 
 def tick_uniforms(key, tick) -> jax.Array:
@@ -660,14 +664,14 @@ def _collect_hits(w: _Tick) -> _Tick:
         spell = jnp.maximum(1, _div_spell(w.potency_f[a], w.inv_div[v]) - f.block[v])
         blocks.append(jnp.where(splash, spell, jnp.where(w.direct_tgt[a] == idx[v], w.direct[a], 0)))
     (hits,) = _materialize(w.opaque, jnp.stack(blocks))  # [side of the victims, attacker, victim, B]
-    incoming, mana_hit, killer, stun_hit = [], [], [], []
+    per_side: tuple[list[jax.Array], ...] = ([], [], [], [])  # incoming, mana_hit, killer, stun_hit
     for side, (victims, attackers) in enumerate(w.sides):
         dmg, attacker = hits[side], idx[attackers.start : attackers.stop, None]
-        incoming.append(_reduce_rows("add", dmg))
-        mana_hit.append(_reduce_rows("add", _div(dmg + (MANA_PER_DAMAGE - 1), jnp.int32(MANA_PER_DAMAGE))))
-        killer.append(_reduce_rows("min", jnp.where(dmg > 0, attacker, n)))
-        stun_hit.append(_over("or", attackers, lambda pick, a, v=victims: pick(w.stun_tgt) == idx[v]))
-    incoming, mana_hit, killer, stun_hit = (jnp.concatenate(v) for v in (incoming, mana_hit, killer, stun_hit))
+        per_side[0].append(_reduce_rows("add", dmg))
+        per_side[1].append(_reduce_rows("add", _div(dmg + (MANA_PER_DAMAGE - 1), jnp.int32(MANA_PER_DAMAGE))))
+        per_side[2].append(_reduce_rows("min", jnp.where(dmg > 0, attacker, n)))
+        per_side[3].append(_over("or", attackers, lambda pick, a, v=victims: pick(w.stun_tgt) == idx[v]))
+    incoming, mana_hit, killer, stun_hit = (jnp.concatenate(v) for v in per_side)
     return w._replace(incoming=incoming, mana_hit=mana_hit, killer=killer, stun_hit=stun_hit)
 
 
@@ -1085,8 +1089,9 @@ def record_fight(
     """Like :func:`simulate_fight` but keeps all ``max_ticks + 1`` frames (after the end they repeat),
     mapped back to the 48 fighters. Runs :func:`tick` on a batch of one under ``lax.scan``."""
     keys = _typed_keys(key)[None]
-    board = (jnp.asarray(a, jnp.int32)[None] for a in (home_species, home_stars, away_species, away_stars))
-    f, s0 = init_fights(*board, max_units)
+    home, home_st, away, away_st = (jnp.asarray(a, jnp.int32)[None] for a in (home_species, home_stars, away_species,
+                                                                             away_stars))
+    f, s0 = init_fights(home, home_st, away, away_st, max_units)
 
     def body(carry, t):
         n, s, done = carry

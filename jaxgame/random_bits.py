@@ -36,4 +36,6 @@ def threefry2x32(k0, k1, x0, x1):
 
 def hashable(keys) -> bool:
     """Whether the bits of typed ``keys`` can be hashed inline: threefry keys with partitionable bits."""
-    return bool(jax.config.jax_threefry_partitionable) and str(jax.random.key_impl(keys)) == "threefry2x32"
+    # a flag jax's types do not declare
+    partitionable = jax.config.jax_threefry_partitionable  # type: ignore[attr-defined]
+    return bool(partitionable) and str(jax.random.key_impl(keys)) == "threefry2x32"

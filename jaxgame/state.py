@@ -6,6 +6,8 @@ functions are written for one player and ``jax.vmap``-ed over seats.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import jax
 from flax import struct
 
@@ -33,6 +35,10 @@ class Players:
     last_opponent: jax.Array  # int32[]    seat of the last opponent (ghost owner for ghosts), -1 for PvE/none
     last_result: jax.Array  # int32[]    RESULT_* of the last fight
 
+    if TYPE_CHECKING:  # flax.struct.dataclass adds it; declared for the type checker only
+
+        def replace(self, **changes) -> Players: ...
+
 
 @struct.dataclass
 class GameState:
@@ -46,3 +52,7 @@ class GameState:
     seat_order: jax.Array  # int32[8]   random seat order used by the pairing schedule
     done: jax.Array  # bool[]     game over (only ever seen inside ``step``; it auto-resets)
     key: jax.Array  # PRNG key of this game
+
+    if TYPE_CHECKING:  # flax.struct.dataclass adds it; declared for the type checker only
+
+        def replace(self, **changes) -> GameState: ...
