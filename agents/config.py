@@ -127,8 +127,9 @@ class _Group:
 
     def to_dict(self) -> dict:
         """``{field: value}``, tuples as lists (JSON's form)."""
-        return {f.name: list(v) if isinstance(v := getattr(self, f.name), tuple) else v
-                for f in dataclasses.fields(self)}
+        return {
+            f.name: list(v) if isinstance(v := getattr(self, f.name), tuple) else v for f in dataclasses.fields(self)
+        }
 
     @classmethod
     def coerce(cls, value):
@@ -144,8 +145,9 @@ class _Group:
         types = {f.name: f.type for f in dataclasses.fields(cls)}
         unknown = [k for k in data if k not in types]
         if unknown:
-            raise ValueError("; ".join(f"TrainConfig.{cls.NAME} has no field {k!r}{_did_you_mean(k, types)}"
-                                       for k in unknown))
+            raise ValueError(
+                "; ".join(f"TrainConfig.{cls.NAME} has no field {k!r}{_did_you_mean(k, types)}" for k in unknown)
+            )
         return cls(**{k: tuple(v) if types[k] == "tuple" and isinstance(v, list) else v for k, v in data.items()})
 
 
@@ -154,8 +156,14 @@ class RunConfig(_Group):
     """The run: its algorithm, seed, size, devices, length, starting parameters and chunks."""
 
     NAME = "run"
-    RANGES = {"seed": (0, 2**31 - 1), "num_envs": (1, 1 << 20), "num_devices": (0, 1 << 16),
-              "total_steps": (1, 1 << 50), "updates_per_chunk": (1, 1 << 20), "stop_at_update": (0, 1 << 40)}
+    RANGES = {
+        "seed": (0, 2**31 - 1),
+        "num_envs": (1, 1 << 20),
+        "num_devices": (0, 1 << 16),
+        "total_steps": (1, 1 << 50),
+        "updates_per_chunk": (1, 1 << 20),
+        "stop_at_update": (0, 1 << 40),
+    }
     CHOICES = {"algo": ALGOS}
     STRINGS = {"init_from": _POLICY_NAME}
 
@@ -191,8 +199,11 @@ class RunConfig(_Group):
     def __post_init__(self):
         super().__post_init__()
         if self.num_devices and self.num_envs % self.num_devices:
-            self._fail("num_devices", f"must divide num_envs={self.num_envs} (each device steps an equal share of "
-                       f"the envs), or be 0 for all devices; got {self.num_devices}")
+            self._fail(
+                "num_devices",
+                f"must divide num_envs={self.num_envs} (each device steps an equal share of "
+                f"the envs), or be 0 for all devices; got {self.num_devices}",
+            )
 
 
 @dataclasses.dataclass(frozen=True)
@@ -200,8 +211,10 @@ class TaskConfig(_Group):
     """What is played: the environment, the observation the learner reads and who plays the 8 seats."""
 
     NAME = "task"
-    STRINGS = {"env": '"autochess" or "gymnax:<EnvName>"',
-               "opponents": f"one of {SEAT_KINDS} or {NUM_SEATS} comma-separated names from them"}
+    STRINGS = {
+        "env": '"autochess" or "gymnax:<EnvName>"',
+        "opponents": f"one of {SEAT_KINDS} or {NUM_SEATS} comma-separated names from them",
+    }
     CHOICES = {"obs": OBS_KINDS}
 
     env: str = "autochess"
@@ -221,8 +234,11 @@ class TaskConfig(_Group):
             self._fail("env", f"must be 'autochess' or 'gymnax:<EnvName>', got {self.env!r}")
         _ = self.seat_kinds  # validates opponents
         if self.is_gymnax and (self.obs != "vector" or self.opponents != "self"):
-            self._fail("obs", "and .opponents are game options; gymnax envs need obs='vector', opponents='self' "
-                       f"(got {self.obs!r}, {self.opponents!r})")
+            self._fail(
+                "obs",
+                "and .opponents are game options; gymnax envs need obs='vector', opponents='self' "
+                f"(got {self.obs!r}, {self.opponents!r})",
+            )
 
     @property
     def is_gymnax(self) -> bool:
@@ -237,8 +253,11 @@ class TaskConfig(_Group):
         if len(names) == 1 and names[0] in SEAT_KINDS:
             names = names * NUM_SEATS if names[0] == "self" else ("self",) + names * (NUM_SEATS - 1)
         if len(names) != NUM_SEATS or any(n not in SEAT_KINDS for n in names) or "self" not in names:
-            self._fail("opponents", f"must be one of {SEAT_KINDS} or {NUM_SEATS} comma-separated names from "
-                       f"{SEAT_KINDS} with at least one 'self', got {self.opponents!r}")
+            self._fail(
+                "opponents",
+                f"must be one of {SEAT_KINDS} or {NUM_SEATS} comma-separated names from "
+                f"{SEAT_KINDS} with at least one 'self', got {self.opponents!r}",
+            )
         return names
 
 
@@ -248,8 +267,10 @@ class RulesConfig(_Group):
     returns them as ``GameConfig`` overrides."""
 
     NAME = "game"
-    RANGES = {**{n: INT_RULE_RANGES[n] for n in RULE_FIELDS if n in INT_RULE_RANGES},
-              **{n: FLOAT_RULE_RANGES[n] for n in RULE_FIELDS if n in FLOAT_RULE_RANGES}}
+    RANGES = {
+        **{n: INT_RULE_RANGES[n] for n in RULE_FIELDS if n in INT_RULE_RANGES},
+        **{n: FLOAT_RULE_RANGES[n] for n in RULE_FIELDS if n in FLOAT_RULE_RANGES},
+    }
 
     max_rounds: int = _GAME_DEFAULTS.max_rounds
     """round cap, in [1, 200]; at its end the survivors are ranked by life, then level"""
@@ -306,8 +327,7 @@ class OptimConfig(_Group):
     """The optimizer every algorithm steps: Adam(W), its learning-rate schedule and the gradient clip."""
 
     NAME = "optim"
-    RANGES = {"lr": (0.0, 1.0), "warmup_updates": (0, 1 << 20), "weight_decay": (0.0, 1.0),
-              "max_grad_norm": (0.0, 1e6)}
+    RANGES = {"lr": (0.0, 1.0), "warmup_updates": (0, 1 << 20), "weight_decay": (0.0, 1.0), "max_grad_norm": (0.0, 1e6)}
 
     lr: float = 3e-4
     """Adam learning rate in [0, 1]"""
@@ -353,8 +373,13 @@ class PPOConfig(_Group):
     """PPO's rollouts and update (behaviour cloning on generated games, algo="bc", uses them too)."""
 
     NAME = "ppo"
-    RANGES = {"num_steps": (1, 1 << 16), "update_epochs": (1, 1000), "num_minibatches": (1, 1 << 20),
-              "gae_lambda": (0.0, 1.0), "clip_eps": (0.0, 10.0)}
+    RANGES = {
+        "num_steps": (1, 1 << 16),
+        "update_epochs": (1, 1000),
+        "num_minibatches": (1, 1 << 20),
+        "gae_lambda": (0.0, 1.0),
+        "clip_eps": (0.0, 10.0),
+    }
     CHOICES = {"shuffle": SHUFFLES}
 
     num_steps: int = 64
@@ -396,8 +421,12 @@ class BCConfig(_Group):
     dataset."""
 
     NAME = "bc"
-    RANGES = {"bc_teacher_prob": (0.0, 1.0), "bc_batch_size": (1, 1 << 20), "bc_val_fraction": (0.0, 0.9),
-              "bc_patience": (0, 1 << 20)}
+    RANGES = {
+        "bc_teacher_prob": (0.0, 1.0),
+        "bc_batch_size": (1, 1 << 20),
+        "bc_val_fraction": (0.0, 0.9),
+        "bc_patience": (0, 1 << 20),
+    }
     CHOICES = {"bc_teacher": BC_TEACHERS}
     STRINGS = {"bc_dataset": 'a directory path string (or "")'}
 
@@ -431,12 +460,18 @@ class BCConfig(_Group):
         if self.bc_dataset:
             dirs = self.dataset_dirs
             if not all(dirs) or len(set(dirs)) != len(dirs):
-                self._fail("bc_dataset", "must be one directory or distinct comma-separated directories, none empty; "
-                           f"got {self.bc_dataset!r}")
+                self._fail(
+                    "bc_dataset",
+                    "must be one directory or distinct comma-separated directories, none empty; "
+                    f"got {self.bc_dataset!r}",
+                )
         if self.bc_patience and not self.validates:
-            self._fail("bc_patience", "(early stopping on the validation cross-entropy) needs a bc_dataset run "
-                       f"with bc_val_fraction > 0; got bc_dataset={self.bc_dataset!r}, "
-                       f"bc_val_fraction={self.bc_val_fraction}")
+            self._fail(
+                "bc_patience",
+                "(early stopping on the validation cross-entropy) needs a bc_dataset run "
+                f"with bc_val_fraction > 0; got bc_dataset={self.bc_dataset!r}, "
+                f"bc_val_fraction={self.bc_val_fraction}",
+            )
 
     @property
     def dataset_dirs(self) -> tuple[str, ...]:
@@ -454,8 +489,14 @@ class DistillConfig(_Group):
     """Distillation of a teacher and a KL anchor (PPO on the game; agents.algorithms.distill)."""
 
     NAME = "distill"
-    RANGES = {"teacher_kl": (0.0, 100.0), "teacher_kl_updates": (0, 1 << 20), "teacher_temperature": (0.01, 100.0),
-              "oracle_dropout_updates": (0, 1 << 20), "anchor_kl": (0.0, 100.0), "anchor_kl_updates": (0, 1 << 20)}
+    RANGES = {
+        "teacher_kl": (0.0, 100.0),
+        "teacher_kl_updates": (0, 1 << 20),
+        "teacher_temperature": (0.01, 100.0),
+        "oracle_dropout_updates": (0, 1 << 20),
+        "anchor_kl": (0.0, 100.0),
+        "anchor_kl_updates": (0, 1 << 20),
+    }
     STRINGS = {"teacher": _POLICY_NAME, "anchor": _POLICY_NAME}
 
     teacher: str = ""
@@ -499,9 +540,15 @@ class LeagueConfig(_Group):
     """The self-play league of frozen snapshots (agents.league.pool); league_size=0: none."""
 
     NAME = "league"
-    RANGES = {"league_size": (0, 1024), "league_learner_seats": (1, NUM_SEATS - 1), "league_pool_prob": (0.0, 1.0),
-              "league_self_share": (0.0, 1.0), "league_anchor_share": (0.0, 1.0), "league_groups": (1, 1024),
-              "snapshot_every": (1, 1 << 20)}
+    RANGES = {
+        "league_size": (0, 1024),
+        "league_learner_seats": (1, NUM_SEATS - 1),
+        "league_pool_prob": (0.0, 1.0),
+        "league_self_share": (0.0, 1.0),
+        "league_anchor_share": (0.0, 1.0),
+        "league_groups": (1, 1024),
+        "snapshot_every": (1, 1 << 20),
+    }
     CHOICES = {"league_bot": LEAGUE_BOTS, "league_sampling": LEAGUE_SAMPLING}
 
     league_size: int = 0
@@ -535,11 +582,16 @@ class LeagueConfig(_Group):
         if not self.league_size and (self.league_self_share or self.league_anchor_share):
             self._fail("league_self_share", "and league_anchor_share mix a league's games: set league_size > 0")
         if self.league_self_share + self.league_anchor_share > 1.0:
-            self._fail("league_self_share", f"+ league_anchor_share must be at most 1, got {self.league_self_share} "
-                       f"+ {self.league_anchor_share}")
+            self._fail(
+                "league_self_share",
+                f"+ league_anchor_share must be at most 1, got {self.league_self_share} + {self.league_anchor_share}",
+            )
         if self.league_anchor_share and not self.league_pool_prob:
-            self._fail("league_anchor_share", "needs league_pool_prob > 0: with league_pool_prob=0 no seat is a pool "
-                       "seat, so the anchor would play no game")
+            self._fail(
+                "league_anchor_share",
+                "needs league_pool_prob > 0: with league_pool_prob=0 no seat is a pool "
+                "seat, so the anchor would play no game",
+            )
 
 
 @dataclasses.dataclass(frozen=True)
@@ -547,8 +599,13 @@ class LogConfig(_Group):
     """What a run writes between chunks: evaluations, checkpoints and W&B scalars."""
 
     NAME = "log"
-    RANGES = {"eval_every": (0, 1 << 20), "eval_games": (1, 4096), "eval_ladder": (0, 4096),
-              "checkpoint_every": (0, 1 << 20), "keep_checkpoints": (1, 1000)}
+    RANGES = {
+        "eval_every": (0, 1 << 20),
+        "eval_games": (1, 4096),
+        "eval_ladder": (0, 4096),
+        "checkpoint_every": (0, 1 << 20),
+        "keep_checkpoints": (1, 1000),
+    }
     CHOICES = {"best_by": BEST_BY}
     STRINGS = {"wandb_project": "a W&B project name"}
 
@@ -578,8 +635,11 @@ class LogConfig(_Group):
     def __post_init__(self):
         super().__post_init__()
         if len(self.wandb_project) > 128 or any(c in self.wandb_project for c in WANDB_FORBIDDEN):
-            self._fail("wandb_project", f"must be a W&B project name: at most 128 characters, none of "
-                       f"{' '.join(WANDB_FORBIDDEN)} (or \"\" for no W&B), got {self.wandb_project!r}")
+            self._fail(
+                "wandb_project",
+                f"must be a W&B project name: at most 128 characters, none of "
+                f'{" ".join(WANDB_FORBIDDEN)} (or "" for no W&B), got {self.wandb_project!r}',
+            )
 
 
 # ---------------------------------------------------------------- the config
@@ -670,11 +730,15 @@ class TrainConfig:
                 f"obs={self.obs!r}"
             )
         if self.view == "frame" and (self.obs != "vector" or self.is_gymnax):
-            raise ValueError(f"TrainConfig.net.view='frame' cuts the game's vector observation: it needs "
-                             f"env='autochess' and obs='vector', got env={self.env!r}, obs={self.obs!r}")
+            raise ValueError(
+                f"TrainConfig.net.view='frame' cuts the game's vector observation: it needs "
+                f"env='autochess' and obs='vector', got env={self.env!r}, obs={self.obs!r}"
+            )
         if self.network in VECTOR_ONLY_NETWORKS and (self.obs != "vector" or self.is_gymnax):
-            raise ValueError(f"TrainConfig.net.network={self.network!r} reads the game's vector observation: it "
-                             f"needs env='autochess' and obs='vector', got env={self.env!r}, obs={self.obs!r}")
+            raise ValueError(
+                f"TrainConfig.net.network={self.network!r} reads the game's vector observation: it "
+                f"needs env='autochess' and obs='vector', got env={self.env!r}, obs={self.obs!r}"
+            )
 
     def _check_references(self):
         """A teacher or an anchor: a KL term in PPO's loss on the game's vector observation."""
@@ -688,16 +752,21 @@ class TrainConfig:
                 f"obs={self.obs!r}, independent={self.independent}"
             )
         if self.teacher and self.league_size:
-            raise ValueError("TrainConfig.distill.teacher: a league run cannot distil a teacher (its pool plays on "
-                             "the public observation); use anchor to hold a league near a policy")
+            raise ValueError(
+                "TrainConfig.distill.teacher: a league run cannot distil a teacher (its pool plays on "
+                "the public observation); use anchor to hold a league near a policy"
+            )
         if self.anchor and self.anchor_kl <= 0 and not self.league_anchor_share:
-            raise ValueError(f"TrainConfig.distill.anchor_kl must be > 0 with an anchor that plays no league games "
-                             f"(league_anchor_share=0), got {self.anchor_kl}")
+            raise ValueError(
+                f"TrainConfig.distill.anchor_kl must be > 0 with an anchor that plays no league games "
+                f"(league_anchor_share=0), got {self.anchor_kl}"
+            )
 
     def _check_league(self):
         if self.league_anchor_share and not self.anchor:
-            raise ValueError("TrainConfig.league.league_anchor_share: the anchor's games need a frozen policy: set "
-                             "anchor")
+            raise ValueError(
+                "TrainConfig.league.league_anchor_share: the anchor's games need a frozen policy: set anchor"
+            )
         if not self.league_size:
             return
         if self.algo != "ppo" or self.is_gymnax or self.opponents != "self":
@@ -707,13 +776,14 @@ class TrainConfig:
                 f"opponents={self.opponents!r}"
             )
         if self.num_envs % self.league_groups:
-            raise ValueError(f"TrainConfig.league.league_groups must divide num_envs={self.num_envs} (the pool's "
-                             f"forward pass runs on batches of num_envs / league_groups envs), "
-                             f"got {self.league_groups}")
+            raise ValueError(
+                f"TrainConfig.league.league_groups must divide num_envs={self.num_envs} (the pool's "
+                f"forward pass runs on batches of num_envs / league_groups envs), "
+                f"got {self.league_groups}"
+            )
 
     def _check_independent(self):
-        if self.independent and (self.algo != "ppo" or self.is_gymnax or self.opponents != "self"
-                                 or self.league_size):
+        if self.independent and (self.algo != "ppo" or self.is_gymnax or self.opponents != "self" or self.league_size):
             raise ValueError(
                 "TrainConfig.net.independent (one learner per seat) needs algo='ppo' on the game with "
                 f"opponents='self' and no league; got algo={self.algo!r}, env={self.env!r}, "
@@ -730,11 +800,15 @@ class TrainConfig:
                 f"got {self.total_steps}"
             )
         if self.stop_at_update > self.num_updates:
-            raise ValueError(f"TrainConfig.run.stop_at_update must be in [0, {self.num_updates}] (the run's updates; "
-                             f"0 = all), got {self.stop_at_update}")
+            raise ValueError(
+                f"TrainConfig.run.stop_at_update must be in [0, {self.num_updates}] (the run's updates; "
+                f"0 = all), got {self.stop_at_update}"
+            )
         if self.warmup_updates and self.warmup_updates >= self.num_updates:
-            raise ValueError(f"TrainConfig.optim.warmup_updates must be fewer than the run's {self.num_updates} "
-                             f"updates, got {self.warmup_updates}")
+            raise ValueError(
+                f"TrainConfig.optim.warmup_updates must be fewer than the run's {self.num_updates} "
+                f"updates, got {self.warmup_updates}"
+            )
 
     def _check_bc(self):
         if self.algo == "bc" and self.is_gymnax:
@@ -742,38 +816,55 @@ class TrainConfig:
         if self.bc_dataset and self.algo != "bc":
             raise ValueError(f"TrainConfig.bc.bc_dataset is behaviour cloning's (algo='bc'); got algo={self.algo!r}")
         if self.bc_dataset and self.num_devices > 1:
-            raise ValueError(f"TrainConfig.bc.bc_dataset runs train on one device: num_devices must be 0 or 1, got "
-                             f"{self.num_devices}")
+            raise ValueError(
+                f"TrainConfig.bc.bc_dataset runs train on one device: num_devices must be 0 or 1, got "
+                f"{self.num_devices}"
+            )
 
     def _check_best_by(self):
         if self.best_by == "validation" and not self.bc.validates:
-            raise ValueError("TrainConfig.log.best_by='validation' needs a bc_dataset run with bc_val_fraction > 0; "
-                             f"got bc_dataset={self.bc_dataset!r}, bc_val_fraction={self.bc_val_fraction}")
+            raise ValueError(
+                "TrainConfig.log.best_by='validation' needs a bc_dataset run with bc_val_fraction > 0; "
+                f"got bc_dataset={self.bc_dataset!r}, bc_val_fraction={self.bc_val_fraction}"
+            )
         if self.best_by == "rating" and not (self.league_size and self.eval_every):
-            raise ValueError("TrainConfig.log.best_by='rating' needs a league (league_size > 0) that evaluates "
-                             f"(eval_every > 0); got league_size={self.league_size}, eval_every={self.eval_every}")
+            raise ValueError(
+                "TrainConfig.log.best_by='rating' needs a league (league_size > 0) that evaluates "
+                f"(eval_every > 0); got league_size={self.league_size}, eval_every={self.eval_every}"
+            )
 
     def _check_eval_ladder(self):
         if not self.eval_ladder:
             return
         if self.eval_ladder < 2:
-            raise ValueError(f"TrainConfig.log.eval_ladder must be 0 or at least 2 (an interval needs a spread), got "
-                             f"{self.eval_ladder}")
+            raise ValueError(
+                f"TrainConfig.log.eval_ladder must be 0 or at least 2 (an interval needs a spread), got "
+                f"{self.eval_ladder}"
+            )
         if self.is_gymnax or self.independent or not self.eval_every:
-            raise ValueError("TrainConfig.log.eval_ladder rates one shared game policy at each evaluation: it needs "
-                             f"the game, independent=False and eval_every > 0; got env={self.env!r}, "
-                             f"independent={self.independent}, eval_every={self.eval_every}")
+            raise ValueError(
+                "TrainConfig.log.eval_ladder rates one shared game policy at each evaluation: it needs "
+                f"the game, independent=False and eval_every > 0; got env={self.env!r}, "
+                f"independent={self.independent}, eval_every={self.eval_every}"
+            )
 
     def _check_minibatches(self):
         if self.shuffle != "global" and self.algo != "ppo":
-            raise ValueError(f"TrainConfig.ppo.shuffle={self.shuffle!r} is PPO's (algo='ppo'); algo={self.algo!r} "
-                             "needs shuffle='global', the default")
+            raise ValueError(
+                f"TrainConfig.ppo.shuffle={self.shuffle!r} is PPO's (algo='ppo'); algo={self.algo!r} "
+                "needs shuffle='global', the default"
+            )
         batch = self.ppo_batch
         if self.has_rollout and batch % self.num_minibatches:
-            what = ("num_envs x num_steps (one learner's samples)" if self.independent
-                    else "num_envs x num_steps x learner seats")
-            raise ValueError(f"TrainConfig.ppo.num_minibatches must divide the rollout batch {what} = {batch}, "
-                             f"got {self.num_minibatches}")
+            what = (
+                "num_envs x num_steps (one learner's samples)"
+                if self.independent
+                else "num_envs x num_steps x learner seats"
+            )
+            raise ValueError(
+                f"TrainConfig.ppo.num_minibatches must divide the rollout batch {what} = {batch}, "
+                f"got {self.num_minibatches}"
+            )
 
     # ---- derived values ----
     @property
@@ -889,8 +980,11 @@ class TrainConfig:
     def to_flat_dict(self, dotted: bool = False) -> dict:
         """``{short name: value}`` (or ``{"group.field": value}`` with ``dotted``) in declaration order, tuples as
         lists: the form ``to_dict`` wrote before the groups (a run directory's identity is hashed from it)."""
-        return {(f"{group}.{name}" if dotted else name): value
-                for group, fields in self.to_dict().items() for name, value in fields.items()}
+        return {
+            (f"{group}.{name}" if dotted else name): value
+            for group, fields in self.to_dict().items()
+            for name, value in fields.items()
+        }
 
     @classmethod
     def from_dict(cls, data: Mapping) -> TrainConfig:
@@ -917,8 +1011,11 @@ GROUPS: dict[str, type] = {f.name: type(f.default) for f in dataclasses.fields(T
 FIELD_GROUPS: dict[str, str] = {f.name: group for group, kind in GROUPS.items() for f in dataclasses.fields(kind)}
 
 for _name, _group in FIELD_GROUPS.items():  # config.lr reads config.optim.lr
-    setattr(TrainConfig, _name, property(operator.attrgetter(f"{_group}.{_name}"),
-                                         doc=f"``TrainConfig.{_group}.{_name}`` by its short name."))
+    setattr(
+        TrainConfig,
+        _name,
+        property(operator.attrgetter(f"{_group}.{_name}"), doc=f"``TrainConfig.{_group}.{_name}`` by its short name."),
+    )
 del _name, _group
 
 
@@ -946,8 +1043,11 @@ def _unknown_message(keys) -> str:
 def flat_dict(data: Mapping) -> dict:
     """A saved config dict, nested (``to_dict``) or flat (written before the groups), as ``{short name: value}``,
     not validated: for readers of JSON (metrics.jsonl's meta line, a config.json) that want a field or two."""
-    return {name: value for key, item in data.items()
-            for name, value in (item.items() if key in GROUPS and isinstance(item, Mapping) else [(key, item)])}
+    return {
+        name: value
+        for key, item in data.items()
+        for name, value in (item.items() if key in GROUPS and isinstance(item, Mapping) else [(key, item)])
+    }
 
 
 # ---------------------------------------------------------------- NAME=VALUE text

@@ -40,11 +40,16 @@ def suggest(key: str, field_groups: Mapping[str, str]) -> list[str]:
 
 def unknown_message(keys, field_groups: Mapping[str, str], groups: Sequence[str]) -> str:
     """``unknown config key(s)`` with, for each, the closest names (``suggest``), else how the names are made."""
-    parts = [f"{key!r} (did you mean {' or '.join(close)}?)" if (close := suggest(str(key), field_groups))
-             else repr(key) for key in keys]
-    hint = ("" if all("did you mean" in p for p in parts) else
-            f"; a field is named by its short name (lr) or GROUP.NAME (optim.lr), GROUP one of {', '.join(groups)}: "
-            f"{FIELD_LIST_HINT}")
+    parts = [
+        f"{key!r} (did you mean {' or '.join(close)}?)" if (close := suggest(str(key), field_groups)) else repr(key)
+        for key in keys
+    ]
+    hint = (
+        ""
+        if all("did you mean" in p for p in parts)
+        else f"; a field is named by its short name (lr) or GROUP.NAME (optim.lr), GROUP one of {', '.join(groups)}: "
+        f"{FIELD_LIST_HINT}"
+    )
     return f"unknown config key(s) {', '.join(parts)}{hint}"
 
 

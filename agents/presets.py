@@ -170,9 +170,20 @@ PRESETS["league_small"] = Preset(
     "games self-play, 30% 4 learner seats against past snapshots, 20% against the frozen baseline ppo_small-v1",
     # 430 updates: about 7 training minutes a seed, 10 of wall time with compiles and in-run evaluations (record
     # league_small_3seeds)
-    dataclasses.replace(_PPO_SMALL_V1, league_size=8, league_learner_seats=4, league_pool_prob=1.0,
-                        league_self_share=0.5, league_anchor_share=0.2, anchor="baseline:ppo_small-v1", anchor_kl=0.0,
-                        league_bot="greedy", league_groups=8, snapshot_every=20, total_steps=880_640),
+    dataclasses.replace(
+        _PPO_SMALL_V1,
+        league_size=8,
+        league_learner_seats=4,
+        league_pool_prob=1.0,
+        league_self_share=0.5,
+        league_anchor_share=0.2,
+        anchor="baseline:ppo_small-v1",
+        anchor_kl=0.0,
+        league_bot="greedy",
+        league_groups=8,
+        snapshot_every=20,
+        total_steps=880_640,
+    ),
 )
 PRESETS["independent"] = Preset(
     "CPU (2 cores), 30 minutes: ppo_small with one independent learner per seat (own parameters and optimizer, "
@@ -230,50 +241,135 @@ PIPELINES = {
         "snapshots, 20% the student frozen as anchor, a small decaying KL to it)",
         RecordPhase(players=_EXPERT_VS_GREEDY, games=96, batch_games=32),
         (
-            TrainPhase("bc", dataclasses.replace(PRESETS["bc_data"].config, bc_dataset="@record", bc_patience=3,
-                                                 total_steps=256 * 12_000)),
-            TrainPhase("teacher", dataclasses.replace(
-                _PPO_SMALL_V1, obs="oracle", warmup_updates=10, total_steps=64 * 32 * 40,
-                eval_every=2, eval_games=8, checkpoint_every=1, init_from="@bc")),
-            TrainPhase("student", dataclasses.replace(
-                _PPO_SMALL_V1, warmup_updates=10, total_steps=64 * 32 * 150, teacher_kl=1.0,
-                teacher_kl_updates=150, oracle_dropout_updates=100, anchor_kl=0.1, anchor_kl_updates=100,
-                eval_every=5, eval_games=8, checkpoint_every=1, init_from="@bc", teacher="@teacher",
-                anchor="@bc")),
-            TrainPhase("league", dataclasses.replace(
-                PRESETS["league_small"].config, league_size=4, league_pool_prob=1.0, league_self_share=0.5,
-                league_anchor_share=0.2, anchor_kl=0.05, anchor_kl_updates=120, warmup_updates=10,
-                total_steps=64 * 32 * 120, eval_every=3, eval_games=8, checkpoint_every=1, init_from="@student",
-                anchor="@student")),
+            TrainPhase(
+                "bc",
+                dataclasses.replace(
+                    PRESETS["bc_data"].config, bc_dataset="@record", bc_patience=3, total_steps=256 * 12_000
+                ),
+            ),
+            TrainPhase(
+                "teacher",
+                dataclasses.replace(
+                    _PPO_SMALL_V1,
+                    obs="oracle",
+                    warmup_updates=10,
+                    total_steps=64 * 32 * 40,
+                    eval_every=2,
+                    eval_games=8,
+                    checkpoint_every=1,
+                    init_from="@bc",
+                ),
+            ),
+            TrainPhase(
+                "student",
+                dataclasses.replace(
+                    _PPO_SMALL_V1,
+                    warmup_updates=10,
+                    total_steps=64 * 32 * 150,
+                    teacher_kl=1.0,
+                    teacher_kl_updates=150,
+                    oracle_dropout_updates=100,
+                    anchor_kl=0.1,
+                    anchor_kl_updates=100,
+                    eval_every=5,
+                    eval_games=8,
+                    checkpoint_every=1,
+                    init_from="@bc",
+                    teacher="@teacher",
+                    anchor="@bc",
+                ),
+            ),
+            TrainPhase(
+                "league",
+                dataclasses.replace(
+                    PRESETS["league_small"].config,
+                    league_size=4,
+                    league_pool_prob=1.0,
+                    league_self_share=0.5,
+                    league_anchor_share=0.2,
+                    anchor_kl=0.05,
+                    anchor_kl_updates=120,
+                    warmup_updates=10,
+                    total_steps=64 * 32 * 120,
+                    eval_every=3,
+                    eval_games=8,
+                    checkpoint_every=1,
+                    init_from="@student",
+                    anchor="@student",
+                ),
+            ),
         ),
     ),
     "pipeline_smoke": PipelineSpec(
         "CPU, a few minutes: every phase of pipeline_small on the smoke preset's short games, a few updates each",
         RecordPhase(players=_EXPERT_VS_GREEDY, games=2, batch_games=2, rules=tuple(_SMOKE.rules().items())),
         (
-            TrainPhase("bc", dataclasses.replace(
-                _SMOKE, algo="bc", bc_batch_size=32, bc_val_fraction=0.5, best_by="validation",
-                total_steps=32 * 4, updates_per_chunk=2, bc_dataset="@record")),
+            TrainPhase(
+                "bc",
+                dataclasses.replace(
+                    _SMOKE,
+                    algo="bc",
+                    bc_batch_size=32,
+                    bc_val_fraction=0.5,
+                    best_by="validation",
+                    total_steps=32 * 4,
+                    updates_per_chunk=2,
+                    bc_dataset="@record",
+                ),
+            ),
             TrainPhase("teacher", dataclasses.replace(_SMOKE, obs="oracle", init_from="@bc")),
-            TrainPhase("student", dataclasses.replace(_SMOKE, teacher_kl_updates=4, oracle_dropout_updates=4,
-                                                      init_from="@bc", teacher="@teacher", anchor="@bc")),
-            TrainPhase("league", dataclasses.replace(
-                _SMOKE, league_size=2, league_groups=2, league_pool_prob=1.0, league_self_share=0.5,
-                league_anchor_share=0.25, anchor_kl=0.0, snapshot_every=1, init_from="@student",
-                anchor="@student")),
+            TrainPhase(
+                "student",
+                dataclasses.replace(
+                    _SMOKE,
+                    teacher_kl_updates=4,
+                    oracle_dropout_updates=4,
+                    init_from="@bc",
+                    teacher="@teacher",
+                    anchor="@bc",
+                ),
+            ),
+            TrainPhase(
+                "league",
+                dataclasses.replace(
+                    _SMOKE,
+                    league_size=2,
+                    league_groups=2,
+                    league_pool_prob=1.0,
+                    league_self_share=0.5,
+                    league_anchor_share=0.25,
+                    anchor_kl=0.0,
+                    snapshot_every=1,
+                    init_from="@student",
+                    anchor="@student",
+                ),
+            ),
         ),
     ),
 }
 
 PIPELINES["pipeline_short"] = dataclasses.replace(
-    PIPELINES["pipeline_small"].with_overrides({
-        "bc": {"total_steps": 256 * 8_000},
-        "teacher": {"warmup_updates": 4, "total_steps": 64 * 32 * 12, "updates_per_chunk": 12, "eval_every": 1_000,
-                    "eval_games": 4},
-        "student": {"total_steps": 64 * 32 * 40, "teacher_kl_updates": 40, "oracle_dropout_updates": 30,
-                    "anchor_kl_updates": 30, "eval_every": 1_000, "eval_games": 4},
-        "league": {"total_steps": 64 * 32 * 160, "anchor_kl_updates": 100, "eval_every": 1_000, "eval_games": 4},
-    }),
+    PIPELINES["pipeline_small"].with_overrides(
+        {
+            "bc": {"total_steps": 256 * 8_000},
+            "teacher": {
+                "warmup_updates": 4,
+                "total_steps": 64 * 32 * 12,
+                "updates_per_chunk": 12,
+                "eval_every": 1_000,
+                "eval_games": 4,
+            },
+            "student": {
+                "total_steps": 64 * 32 * 40,
+                "teacher_kl_updates": 40,
+                "oracle_dropout_updates": 30,
+                "anchor_kl_updates": 30,
+                "eval_every": 1_000,
+                "eval_games": 4,
+            },
+            "league": {"total_steps": 64 * 32 * 160, "anchor_kl_updates": 100, "eval_every": 1_000, "eval_games": 4},
+        }
+    ),
     description="CPU (2 cores), about 8 minutes (record pipeline_short_3seeds): pipeline_small's phases with their "
     "minutes moved to PPO from the "
     "clone. The same recording; a clone of 8,000 updates; 12 teacher updates; a student of 40 updates (the "
@@ -291,8 +387,17 @@ PIPELINES["pipeline_entity"] = PipelineSpec(
     "reads only the vector observation",
     RecordPhase(players=("expert_public",) + ("greedy",) * 7, games=1024, batch_games=32),
     (
-        TrainPhase("bc", dataclasses.replace(PRESETS["bc_data"].config, bc_dataset="@record", network="entity",
-                                             total_steps=256 * 4_000, bc_patience=3, eval_every=1_000)),
+        TrainPhase(
+            "bc",
+            dataclasses.replace(
+                PRESETS["bc_data"].config,
+                bc_dataset="@record",
+                network="entity",
+                total_steps=256 * 4_000,
+                bc_patience=3,
+                eval_every=1_000,
+            ),
+        ),
         # 60 updates of a KL decaying over 120 (pipeline_entity-v1 is 90 of 90 at gamma 0.995): along a 120-update
         # phase, head to head against ppo_small's whole run, seeds 0 and 1 placed best 4 vs 4 around update 60 and
         # fell back to level or worse by 120 (docs/results.md: pipeline_entity_phase_curve); the first 60 updates of
@@ -300,10 +405,27 @@ PIPELINES["pipeline_entity"] = PipelineSpec(
         # choose it, better 1 vs 7 and 4 vs 4 on seeds 2 and 5, 1 vs 7 only on seed 3; on seed 4 ppo_small placed
         # better 1 vs 7, 7 vs 1 and 4 vs 4 (pipeline_entity_v2_vs_ppo_small_v3_s2 to _s5): the result varies from
         # seed to seed, as two seeds of ppo_small differ (pipeline_entity_v2_vs_ppo_small_v3_over_seeds)
-        TrainPhase("ppo", dataclasses.replace(
-            _PPO_SMALL_V2, network="entity", gamma=0.999, lr=3e-4, cosine_lr=False, warmup_updates=5,
-            ent_coef=0.003, anchor_kl=0.1, anchor_kl_updates=120, total_steps=64 * 32 * 60, updates_per_chunk=10,
-            eval_every=1_000, eval_games=4, checkpoint_every=1, init_from="@bc", anchor="@bc")),
+        TrainPhase(
+            "ppo",
+            dataclasses.replace(
+                _PPO_SMALL_V2,
+                network="entity",
+                gamma=0.999,
+                lr=3e-4,
+                cosine_lr=False,
+                warmup_updates=5,
+                ent_coef=0.003,
+                anchor_kl=0.1,
+                anchor_kl_updates=120,
+                total_steps=64 * 32 * 60,
+                updates_per_chunk=10,
+                eval_every=1_000,
+                eval_games=4,
+                checkpoint_every=1,
+                init_from="@bc",
+                anchor="@bc",
+            ),
+        ),
     ),
 )
 

@@ -64,9 +64,11 @@ def _worker(num_envs: int, rounds: int, workload: str) -> None:
     venv = jaxgame.VecEnv(env, num_envs)
     steps = rounds * env.config.steps_per_round
     if workload == "midgame":
+
         def policy(keys, states, mask):
             return jax.vmap(bots.greedy_policy)(keys, states, mask)
     else:
+
         def policy(keys, states, mask):
             return jax.vmap(random_policy)(keys, mask)
 
@@ -85,14 +87,24 @@ def _worker(num_envs: int, rounds: int, workload: str) -> None:
     skip = MIDGAME_SKIP if workload == "midgame" else 0
     if skip:  # fill the boards: untimed, each side with its own game and bot
         states, ts = jax.jit(lambda s, t, k: play(s, t, k, skip * env.config.steps_per_round))(
-            states, ts, jax.random.key(2))
+            states, ts, jax.random.key(2)
+        )
     args = (states, ts, jax.random.key(1))
     jax.block_until_ready(rollout(*args))
     board = units.board_count(states.players.species)  # [E, 8]
     board_units = float(jnp.sum(jnp.where(states.players.alive, board, 0)) / jnp.sum(states.players.alive))
-    print(json.dumps({"ready": round(time.perf_counter() - start, 1), "steps": steps, "start_round": skip + 1,
-                      "mean_board_units": round(board_units, 2),
-                      "jaxgame": os.path.dirname(jaxgame.__file__)}), flush=True)
+    print(
+        json.dumps(
+            {
+                "ready": round(time.perf_counter() - start, 1),
+                "steps": steps,
+                "start_round": skip + 1,
+                "mean_board_units": round(board_units, 2),
+                "jaxgame": os.path.dirname(jaxgame.__file__),
+            }
+        ),
+        flush=True,
+    )
     for line in sys.stdin:
         if line.strip() != "time":
             break
@@ -104,9 +116,21 @@ def _worker(num_envs: int, rounds: int, workload: str) -> None:
 def _spawn(tree: str, num_envs: int, rounds: int, workload: str) -> subprocess.Popen:
     env = dict(os.environ, PYTHONPATH=os.pathsep.join([tree, os.environ.get("PYTHONPATH", "")]).rstrip(os.pathsep))
     return subprocess.Popen(
-        [sys.executable, os.path.abspath(__file__), "--worker", "--num-envs", str(num_envs), "--rounds", str(rounds),
-         "--workload", workload],
-        stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, env=env,
+        [
+            sys.executable,
+            os.path.abspath(__file__),
+            "--worker",
+            "--num-envs",
+            str(num_envs),
+            "--rounds",
+            str(rounds),
+            "--workload",
+            workload,
+        ],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+        env=env,
     )
 
 
@@ -121,8 +145,13 @@ def _export(rev: str, into: str) -> str:
     """``jaxgame/`` as of git revision ``rev``, unpacked under ``into``; returns ``into``."""
     archive = os.path.join(into, "jaxgame.tar")
     try:
-        subprocess.run(["git", "archive", "--output", archive, rev, "jaxgame"], cwd=REPO_ROOT, check=True,
-                       capture_output=True, text=True)
+        subprocess.run(
+            ["git", "archive", "--output", archive, rev, "jaxgame"],
+            cwd=REPO_ROOT,
+            check=True,
+            capture_output=True,
+            text=True,
+        )
     except subprocess.CalledProcessError as err:
         raise SystemExit(f"--baseline {rev!r}: git archive failed: {err.stderr.strip()}") from None
     with tarfile.open(archive) as tar:
@@ -130,8 +159,9 @@ def _export(rev: str, into: str) -> str:
     return into
 
 
-def compare(rev: str, num_envs: int, rounds: int, repeats: int, progress: bool = True,
-            workload: str = "opening") -> dict:
+def compare(
+    rev: str, num_envs: int, rounds: int, repeats: int, progress: bool = True, workload: str = "opening"
+) -> dict:
     with tempfile.TemporaryDirectory() as tmp:
         trees = {"baseline": _export(rev, tmp), "current": REPO_ROOT}
         workers = {side: _spawn(tree, num_envs, rounds, workload) for side, tree in trees.items()}
@@ -139,8 +169,11 @@ def compare(rev: str, num_envs: int, rounds: int, repeats: int, progress: bool =
             ready = {side: _read(w, side) for side, w in workers.items()}
             if progress:
                 compiled = ", ".join(f"{side} {r['ready']} s" for side, r in ready.items())
-                print(f"{num_envs} envs: compiled ({compiled}); timing {repeats} calls each, in turn",
-                      file=sys.stderr, flush=True)
+                print(
+                    f"{num_envs} envs: compiled ({compiled}); timing {repeats} calls each, in turn",
+                    file=sys.stderr,
+                    flush=True,
+                )
             best = {side: float("inf") for side in workers}
             for _ in range(repeats):
                 for side, w in workers.items():
@@ -154,9 +187,12 @@ def compare(rev: str, num_envs: int, rounds: int, repeats: int, progress: bool =
                     w.wait()
     steps = ready["current"]["steps"]
     rate = {side: round(steps * num_envs * 8 / best[side], 1) for side in best}
-    return {**rate, "speedup": round(rate["current"] / rate["baseline"], 2),
-            "compile_s": {side: r["ready"] for side, r in ready.items()},
-            "mean_board_units": {side: r["mean_board_units"] for side, r in ready.items()}}
+    return {
+        **rate,
+        "speedup": round(rate["current"] / rate["baseline"], 2),
+        "compile_s": {side: r["ready"] for side, r in ready.items()},
+        "mean_board_units": {side: r["mean_board_units"] for side, r in ready.items()},
+    }
 
 
 def _positive(text: str) -> int:
@@ -167,17 +203,29 @@ def _positive(text: str) -> int:
 
 
 def main(argv=None):
-    parser = argparse.ArgumentParser(prog="python -m benchmarks.compare_revisions", description=__doc__,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        prog="python -m benchmarks.compare_revisions",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     parser.add_argument("--baseline", help="git revision whose jaxgame/ is the baseline (required)")
     parser.add_argument("--num-envs", default="64", help="comma-separated batch sizes (default 64)")
-    parser.add_argument("--workload", choices=sorted(DEFAULT_ROUNDS), default="opening",
-                        help="opening: random bots from the game start; midgame: greedy bots, timed after "
-                             f"{MIDGAME_SKIP} rounds (default opening)")
-    parser.add_argument("--rounds", type=_positive, default=None,
-                        help="rounds per timed rollout (default: 1 for opening, 4 for midgame)")
-    parser.add_argument("--repeats", type=_positive, default=5,
-                        help="timed calls per side, in turn; the best counts (default 5)")
+    parser.add_argument(
+        "--workload",
+        choices=sorted(DEFAULT_ROUNDS),
+        default="opening",
+        help="opening: random bots from the game start; midgame: greedy bots, timed after "
+        f"{MIDGAME_SKIP} rounds (default opening)",
+    )
+    parser.add_argument(
+        "--rounds",
+        type=_positive,
+        default=None,
+        help="rounds per timed rollout (default: 1 for opening, 4 for midgame)",
+    )
+    parser.add_argument(
+        "--repeats", type=_positive, default=5, help="timed calls per side, in turn; the best counts (default 5)"
+    )
     parser.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--quiet", action="store_true", help="no progress lines on stderr")
     args = parser.parse_args(argv)

@@ -54,11 +54,24 @@ from jaxgame import constants as C
 
 _STABLEHLO_OP = re.compile(r"\bstablehlo\.[a-z_]+")
 #: the programs, in the order they are measured (``programs``)
-NAMES = ("env.reset", "env.step", "vmap(env.step) x64", "vmap(env.step) x1024", "smoke chunk", "ppo_small chunk",
-         "evaluation table")
+NAMES = (
+    "env.reset",
+    "env.step",
+    "vmap(env.step) x64",
+    "vmap(env.step) x1024",
+    "smoke chunk",
+    "ppo_small chunk",
+    "evaluation table",
+)
 #: the parts of ``env.step`` (``--only parts``)
-PARTS = ("part: actions", "part: fights", "part: observation", "part: legal masks", "part: expert bot",
-         "part: search bot")
+PARTS = (
+    "part: actions",
+    "part: fights",
+    "part: observation",
+    "part: legal masks",
+    "part: expert bot",
+    "part: search bot",
+)
 
 
 def _games(env, n: int):
@@ -130,16 +143,25 @@ def measure(lower) -> dict:
     compile_s = time.perf_counter() - start
     hlo = compiled.as_text() or ""
     instructions = sum(1 for line in hlo.splitlines() if " = " in line and not line.lstrip().startswith("//"))
-    return {"lower_s": round(lower_s, 2), "compile_s": round(compile_s, 2), "stablehlo_ops": ops,
-            "hlo_instructions": instructions}
+    return {
+        "lower_s": round(lower_s, 2),
+        "compile_s": round(compile_s, 2),
+        "stablehlo_ops": ops,
+        "hlo_instructions": instructions,
+    }
 
 
 def main(argv=None) -> dict:
-    parser = argparse.ArgumentParser(prog="python benchmarks/compile_budget.py", description=__doc__,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--only", default=None,
-                        help="comma-separated program names (default: the programs, not the parts; 'parts': the "
-                        "parts of env.step)")
+    parser = argparse.ArgumentParser(
+        prog="python benchmarks/compile_budget.py",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument(
+        "--only",
+        default=None,
+        help="comma-separated program names (default: the programs, not the parts; 'parts': the parts of env.step)",
+    )
     args = parser.parse_args(argv)
     names = list(NAMES) if args.only is None else [n.strip() for n in args.only.split(",")]
     names = [part for name in names for part in (PARTS if name == "parts" else (name,))]
@@ -155,11 +177,21 @@ def main(argv=None) -> dict:
         print(f"{name}: ", end="", file=sys.stderr, flush=True)
         results[name] = measure(table[name])
         r = results[name]
-        print(f"lower {r['lower_s']:.1f} s, compile {r['compile_s']:.1f} s, {r['stablehlo_ops']:,} StableHLO ops, "
-              f"{r['hlo_instructions']:,} HLO instructions", file=sys.stderr, flush=True)
-    out = {"programs": results, "backend": jax.default_backend(), "jax": jax.__version__,
-           "machine": platform.machine(), "cpus": os.cpu_count(), "compilation_cache": False,
-           "total_s": round(time.perf_counter() - start, 1)}
+        print(
+            f"lower {r['lower_s']:.1f} s, compile {r['compile_s']:.1f} s, {r['stablehlo_ops']:,} StableHLO ops, "
+            f"{r['hlo_instructions']:,} HLO instructions",
+            file=sys.stderr,
+            flush=True,
+        )
+    out = {
+        "programs": results,
+        "backend": jax.default_backend(),
+        "jax": jax.__version__,
+        "machine": platform.machine(),
+        "cpus": os.cpu_count(),
+        "compilation_cache": False,
+        "total_s": round(time.perf_counter() - start, 1),
+    }
     print(json.dumps(out))
     return out
 

@@ -60,16 +60,26 @@ def main(path):
         s = plackett_luce.fit(train, len(members))
         mu, sigma, beta = openskill_strengths(members, train)
         c = np.sqrt((sigma[test] ** 2 + beta**2).sum(axis=1, keepdims=True))
-        scale = optimize.minimize_scalar(lambda k, mu=mu, train=train: -per_game(k * mu[train], train),
-                                         bounds=(1e-3, 10.0), method="bounded").x
-        splits[name] = {"plackett_luce_map": per_game(s[test], test), "openskill": per_game(mu[test] / c, test),
-                        "openskill_best_scale": per_game(scale * mu[test], test),
-                        "uniform": -math.log(math.factorial(orders.shape[1])), "rated_games": len(train),
-                        "scored_games": len(test)}
-    mean = {k: round(float(np.mean([v[k] for v in splits.values()])), 4)
-            for k in ("plackett_luce_map", "openskill", "openskill_best_scale", "uniform")}
-    print(json.dumps({"games_file": path, "members": members, "mean_heldout_log_likelihood_per_game": mean,
-                      "splits": splits}))
+        scale = optimize.minimize_scalar(
+            lambda k, mu=mu, train=train: -per_game(k * mu[train], train), bounds=(1e-3, 10.0), method="bounded"
+        ).x
+        splits[name] = {
+            "plackett_luce_map": per_game(s[test], test),
+            "openskill": per_game(mu[test] / c, test),
+            "openskill_best_scale": per_game(scale * mu[test], test),
+            "uniform": -math.log(math.factorial(orders.shape[1])),
+            "rated_games": len(train),
+            "scored_games": len(test),
+        }
+    mean = {
+        k: round(float(np.mean([v[k] for v in splits.values()])), 4)
+        for k in ("plackett_luce_map", "openskill", "openskill_best_scale", "uniform")
+    }
+    print(
+        json.dumps(
+            {"games_file": path, "members": members, "mean_heldout_log_likelihood_per_game": mean, "splits": splits}
+        )
+    )
 
 
 if __name__ == "__main__":

@@ -62,8 +62,9 @@ def measure(policy: RunPolicy, repeats: int, threads: int) -> dict:
         export_s = time.perf_counter() - start
         options = onnxruntime.SessionOptions()
         options.intra_op_num_threads = threads
-        session = onnxruntime.InferenceSession(str(Path(tmp) / "out" / onnx_client.MODEL_FILE), options,
-                                               providers=["CPUExecutionProvider"])
+        session = onnxruntime.InferenceSession(
+            str(Path(tmp) / "out" / onnx_client.MODEL_FILE), options, providers=["CPUExecutionProvider"]
+        )
     network, params = policy.network, policy.params
 
     @jax.jit
@@ -72,18 +73,27 @@ def measure(policy: RunPolicy, repeats: int, threads: int) -> dict:
         return distributions.mask_logits(logits, mask), value
 
     shape, dtype = tuple(spec["observation"]["shape"]), np.dtype(spec["observation"]["dtype"])
-    row = {"network": spec["network"]["kind"], "hidden": spec["network"]["hidden"], "obs": spec["observation"]["kind"],
-           "onnx_bytes": spec["files"]["model_bytes"], "export_s": round(export_s, 2)}
+    row = {
+        "network": spec["network"]["kind"],
+        "hidden": spec["network"]["hidden"],
+        "obs": spec["observation"]["kind"],
+        "onnx_bytes": spec["files"]["model_bytes"],
+        "export_s": round(export_s, 2),
+    }
     rng = np.random.default_rng(0)
     for batch in BATCHES:
-        obs = (rng.integers(0, 256, (batch, *shape), dtype=np.uint8) if dtype == np.uint8
-               else rng.random((batch, *shape), dtype=np.float32))
+        obs = (
+            rng.integers(0, 256, (batch, *shape), dtype=np.uint8)
+            if dtype == np.uint8
+            else rng.random((batch, *shape), dtype=np.float32)
+        )
         mask = rng.random((batch, 258)) < 0.2
         jax_obs, jax_mask = jnp.asarray(obs), jnp.asarray(mask)
         feed = {"obs": obs, "mask": mask}
         row[f"onnx_ms_b{batch}"] = round(1e3 * _median_seconds(lambda feed=feed: session.run(None, feed), repeats), 4)
-        row[f"jax_ms_b{batch}"] = round(1e3 * _median_seconds(
-            lambda o=jax_obs, m=jax_mask: jax.block_until_ready(jax_fn(o, m)), repeats), 4)
+        row[f"jax_ms_b{batch}"] = round(
+            1e3 * _median_seconds(lambda o=jax_obs, m=jax_mask: jax.block_until_ready(jax_fn(o, m)), repeats), 4
+        )
         logits = session.run(None, {"obs": obs, "mask": mask})[0]
         row[f"max_abs_logit_diff_b{batch}"] = float(np.abs(logits - np.asarray(jax_fn(jax_obs, jax_mask)[0])).max())
     return row
@@ -99,10 +109,16 @@ def main(argv=None) -> dict:
 
     players = {name: load_policy(f"baseline:{name}") for name in ("ppo_small-v3", "pipeline_entity-v1", "ppo_large-v1")}
     players["tiles (fresh)"] = _tiles_policy()
-    out = {"machine": platform.processor() or platform.machine(), "cpus": os.cpu_count(),
-           "jax": jax.__version__, "onnx": onnx.__version__, "onnxruntime": onnxruntime.__version__,
-           "repeats": args.repeats, "threads": args.threads,
-           "players": {name: measure(policy, args.repeats, args.threads) for name, policy in players.items()}}
+    out = {
+        "machine": platform.processor() or platform.machine(),
+        "cpus": os.cpu_count(),
+        "jax": jax.__version__,
+        "onnx": onnx.__version__,
+        "onnxruntime": onnxruntime.__version__,
+        "repeats": args.repeats,
+        "threads": args.threads,
+        "players": {name: measure(policy, args.repeats, args.threads) for name, policy in players.items()},
+    }
     print(json.dumps(out, indent=2))
     return out
 

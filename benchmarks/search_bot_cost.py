@@ -33,8 +33,11 @@ def time_table(bot: str, games: int, seed: int, repeats: int) -> dict:
         start = time.perf_counter()
         ranks = play([], bots, rows, games, seed)
         runs.append(time.perf_counter() - start)
-    return {"compile_and_first_s": round(first, 1), "table_s": round(min(runs), 2),
-            "mean_placement": round(float(np.asarray(ranks)[:, :, 0].mean()), 3)}
+    return {
+        "compile_and_first_s": round(first, 1),
+        "table_s": round(min(runs), 2),
+        "mean_placement": round(float(np.asarray(ranks)[:, :, 0].mean()), 3),
+    }
 
 
 def main(argv=None) -> dict:

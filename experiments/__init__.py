@@ -5,8 +5,13 @@ They train, evaluate and plot, so they need the ``train`` extra: ``pip install "
 
 import importlib.util as _util
 
-_MISSING = [name for name in ("optax", "orbax.checkpoint", "tensorboardX", "tqdm", "matplotlib", "openskill", "PIL")
-            if _util.find_spec(name.split(".")[0]) is None]
+_MISSING = [
+    name
+    for name in ("optax", "orbax.checkpoint", "tensorboardX", "tqdm", "matplotlib", "openskill", "PIL")
+    if _util.find_spec(name.split(".")[0]) is None
+]
 if _MISSING:
-    raise SystemExit(f"the jaxgame command-line tools need the train extra (missing: {', '.join(_MISSING)}): "
-                     'pip install "jaxgame[train]" (from a checkout: pip install -e ".[train]")')
+    raise SystemExit(
+        f"the jaxgame command-line tools need the train extra (missing: {', '.join(_MISSING)}): "
+        'pip install "jaxgame[train]" (from a checkout: pip install -e ".[train]")'
+    )

@@ -52,15 +52,23 @@ def parse_args(argv=None):
     freeze = commands.add_parser("freeze", help="write a run's policy as a new version")
     freeze.add_argument("run", metavar="RUN_DIR[:STEP]")
     freeze.add_argument("--name", required=True, help="the new version, e.g. mine-v1 (a name taken is refused)")
-    freeze.add_argument("--out", type=Path, metavar="DIR",
-                        help="the directory it goes to (default: the source tree's agents/policies/baseline_policies/ "
-                             "in a checkout; an installed package refuses)")
+    freeze.add_argument(
+        "--out",
+        type=Path,
+        metavar="DIR",
+        help="the directory it goes to (default: the source tree's agents/policies/baseline_policies/ "
+        "in a checkout; an installed package refuses)",
+    )
     freeze.add_argument("--results", type=Path, help="a JSON file of what the policy measured, kept beside it")
     cards = commands.add_parser("card", help="write the versions' model cards again (or --check them)")
     cards.add_argument("names", nargs="*", metavar="NAME", help="the versions (default: all in the directory)")
-    cards.add_argument("--dir", type=Path, metavar="DIR",
-                       help="the versions' directory (default: the source tree's agents/policies/baseline_policies/, "
-                            "or for --check the package's)")
+    cards.add_argument(
+        "--dir",
+        type=Path,
+        metavar="DIR",
+        help="the versions' directory (default: the source tree's agents/policies/baseline_policies/, "
+        "or for --check the package's)",
+    )
     cards.add_argument("--check", action="store_true", help="write nothing; exit 1 if a card is missing or stale")
     return parser, parser.parse_args(argv)
 
@@ -71,8 +79,11 @@ def freeze(parser, args) -> Path:
         fail(parser, f"{args.run!r} is not a training run (RUN_DIR or RUN_DIR:STEP)")
     out = args.out or source_tree_directory()
     if out is None:
-        fail(parser, f"give --out DIR: the package is installed ({baselines.DIRECTORY}), not a source checkout, and "
-                     "freeze never writes into an installed package")
+        fail(
+            parser,
+            f"give --out DIR: the package is installed ({baselines.DIRECTORY}), not a source checkout, and "
+            "freeze never writes into an installed package",
+        )
     parsed = player_spec(parser, args.run)  # an unknown one named, with the closest valid players
     check_out(parser, out)  # before anything is loaded
     try:
@@ -93,20 +104,28 @@ def cards(parser, args) -> dict:
     """``card``: each named version's card written again (or, with ``--check``, compared), as ``{name: path}``."""
     directory = args.dir or (baselines.DIRECTORY if args.check else source_tree_directory())
     if directory is None:
-        fail(parser, f"give --dir DIR: the package is installed ({baselines.DIRECTORY}), not a source checkout, and "
-                     "card never writes into an installed package")
+        fail(
+            parser,
+            f"give --dir DIR: the package is installed ({baselines.DIRECTORY}), not a source checkout, and "
+            "card never writes into an installed package",
+        )
     shipped = baselines.available(directory)
     unknown = [name for name in args.names if name not in shipped]
     if unknown:
-        fail(parser, f"no baseline {', '.join(map(repr, unknown))} in {directory}; there: "
-                     f"{', '.join(shipped) or 'none'}")
+        fail(
+            parser, f"no baseline {', '.join(map(repr, unknown))} in {directory}; there: {', '.join(shipped) or 'none'}"
+        )
     names = args.names or shipped
     if args.check:
         stale = [name for name in card.stale_cards(directory) if name in names]
         if stale:
             where = f" --dir {args.dir}" if args.dir else ""
-            fail(parser, f"model cards missing or out of date in {directory}: {', '.join(stale)} (write them: "
-                         f"python -m experiments.baseline card {' '.join(stale)}{where})", status=1)
+            fail(
+                parser,
+                f"model cards missing or out of date in {directory}: {', '.join(stale)} (write them: "
+                f"python -m experiments.baseline card {' '.join(stale)}{where})",
+                status=1,
+            )
         out = {name: str(card.card_path(name, directory)) for name in names}
     else:
         out = {name: str(card.write_card(name, directory)) for name in names}
@@ -127,8 +146,12 @@ def loads(name: str) -> dict:
         version = int(json.loads((baselines.DIRECTORY / name / "spec.json").read_text()).get("layout_version", 1))
     except (OSError, ValueError):
         version = None
-    return {"loads": True, "obs": baseline.config.obs, "layout_version": version,
-            "layout_current": version == layout.LAYOUT_VERSIONS[baseline.config.obs]}
+    return {
+        "loads": True,
+        "obs": baseline.config.obs,
+        "layout_version": version,
+        "layout_current": version == layout.LAYOUT_VERSIONS[baseline.config.obs],
+    }
 
 
 def on_ladder(name: str) -> dict:
@@ -149,8 +172,14 @@ def main(argv=None):
     quiet_logs()
     parser, args = parse_args(argv)
     if args.command == "list":
-        out = {name: {**{k: v for k, v in baselines.describe(name).items() if k != "config"}, **loads(name),
-                      **on_ladder(name)} for name in baselines.available()}
+        out = {
+            name: {
+                **{k: v for k, v in baselines.describe(name).items() if k != "config"},
+                **loads(name),
+                **on_ladder(name),
+            }
+            for name in baselines.available()
+        }
         print(json.dumps(out, indent=1))
         return out
     if args.command == "card":

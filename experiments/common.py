@@ -197,8 +197,10 @@ def check_field_names(parser, keys) -> None:
     unknown = [key for key in keys if config_names.field_path(key, field_groups) is None]
     if unknown:
         message = config_names.unknown_message(unknown, field_groups, _names()["groups"])
-        fail(parser, message.replace(config_names.FIELD_LIST_HINT,
-                                     "python -m experiments.train --list-fields lists them"))
+        fail(
+            parser,
+            message.replace(config_names.FIELD_LIST_HINT, "python -m experiments.train --list-fields lists them"),
+        )
 
 
 def check_rule_names(parser, items, rule_names) -> dict:
@@ -218,8 +220,11 @@ def check_rule_names(parser, items, rule_names) -> dict:
         if name not in rule_names:
             close = difflib.get_close_matches(name, rule_names, n=3)
             hint = f"did you mean {' or '.join(close)}? " if close else ""
-            fail(parser, f"--set {key.strip()}: not a game rule ({hint}rules: {', '.join(rule_names)}); this command "
-                         "takes game rules only, and a policy plays with the rules it trained with")
+            fail(
+                parser,
+                f"--set {key.strip()}: not a game rule ({hint}rules: {', '.join(rule_names)}); this command "
+                "takes game rules only, and a policy plays with the rules it trained with",
+            )
         rules[name] = text
     return rules
 
@@ -286,8 +291,12 @@ def prog_name(module: str) -> str:
 
 #: flags an earlier version accepted as aliases, removed since: an unrecognized one's error names its replacement
 REMOVED_FLAGS = {
-    "--run-dir": "--out", "--dir": "--out", "--rule": "--set", "--greedy-policy": "--deterministic",
-    "--checkpoint": "the positional player RUN_DIR[:STEP]", "--step": "the positional player RUN_DIR:STEP",
+    "--run-dir": "--out",
+    "--dir": "--out",
+    "--rule": "--set",
+    "--greedy-policy": "--deterministic",
+    "--checkpoint": "the positional player RUN_DIR[:STEP]",
+    "--step": "the positional player RUN_DIR:STEP",
 }
 
 
@@ -301,8 +310,7 @@ class Parser(argparse.ArgumentParser):
             flags = [word.split("=")[0] for word in message.split()[2:]]
             removed = [f"{flag} was removed: use {REMOVED_FLAGS[flag]}" for flag in flags if flag in REMOVED_FLAGS]
             message += f" ({'; '.join(removed)})" if removed else ""
-        self.exit(2, f"{self.prog}: error: {' '.join(str(message).split())}\n"
-                     f"(see {self.prog} --help)\n")
+        self.exit(2, f"{self.prog}: error: {' '.join(str(message).split())}\n(see {self.prog} --help)\n")
 
 
 def make_parser(module: str, doc: str | None) -> argparse.ArgumentParser:
@@ -322,8 +330,7 @@ def preset_name(names, list_flag: str = "--list-presets", kind: str = "preset"):
             return value
         close = difflib.get_close_matches(value, names, n=3, cutoff=0.5)
         hint = f"; did you mean {' or '.join(close)}?" if close else f"; {kind}s: {', '.join(names)}"
-        raise argparse.ArgumentTypeError(f"unknown {kind} {value!r}{hint} ({list_flag} prints them with their "
-                                         "values)")
+        raise argparse.ArgumentTypeError(f"unknown {kind} {value!r}{hint} ({list_flag} prints them with their values)")
 
     check.__name__ = "preset"
     return check
@@ -364,10 +371,16 @@ def player_list(parser, text: str, flag: str, counts: tuple[int, ...]) -> list[s
 def add_game_args(parser) -> None:
     """The options of a CLI that plays games of players: ``--deterministic``, ``--set RULE=VALUE`` (games of bots),
     ``--quiet`` and the compilation cache."""
-    parser.add_argument("--deterministic", action="store_true",
-                        help="policies take their most likely legal action instead of sampling")
-    parser.add_argument("--set", action="append", default=[], metavar="RULE=VALUE",
-                        help="games of bots: a game rule, e.g. --set max_rounds=20 (repeatable)")
+    parser.add_argument(
+        "--deterministic", action="store_true", help="policies take their most likely legal action instead of sampling"
+    )
+    parser.add_argument(
+        "--set",
+        action="append",
+        default=[],
+        metavar="RULE=VALUE",
+        help="games of bots: a game rule, e.g. --set max_rounds=20 (repeatable)",
+    )
     parser.add_argument("--quiet", action="store_true", help="no progress messages on stderr")
     add_cache_args(parser)
 

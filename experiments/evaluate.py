@@ -87,31 +87,60 @@ def parse_args(argv=None):
     the game ``rules`` of ``--set``; bad input is a one-line parser error."""
     parser = make_parser("experiments.evaluate", __doc__)
     parser.add_argument("player", nargs="?", metavar="PLAYER", help=f"the player evaluated: {PLAYER}")
-    parser.add_argument("--vs", action="append", metavar="PLAYER[,PLAYER x7]",
-                        help="the opponents of PLAYER (or of --compare's A and B): one player for all 7 seats or 7 "
-                             "comma-separated (repeatable; default: random, then greedy)")
+    parser.add_argument(
+        "--vs",
+        action="append",
+        metavar="PLAYER[,PLAYER x7]",
+        help="the opponents of PLAYER (or of --compare's A and B): one player for all 7 seats or 7 "
+        "comma-separated (repeatable; default: random, then greedy)",
+    )
     parser.add_argument("--games", type=int, default=16, metavar="N", help=f"{GAMES_HELP} per lineup; default 16")
     parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--deterministic", action="store_true",
-                        help="policies play their most likely legal action instead of a sample")
-    parser.add_argument("--set", action="append", default=[], metavar="RULE=VALUE",
-                        help="a game rule of games of bots, e.g. --set max_rounds=20 (repeatable)")
-    parser.add_argument("--seats", default=None,
-                        help=f"without PLAYER: the 8 comma-separated bots of the bot games (default {DEFAULT_SEATS})")
-    parser.add_argument("--compare", nargs=2, metavar=("A", "B"),
-                        help=f"test whether player A places better than player B ({PLAYER}); comma-separated lists "
-                             "of as many players (one per training seed) test over training seeds")
-    parser.add_argument("--no-head-to-head", action="store_true",
-                        help="with --compare: only the --vs lineups, not A and B at one table")
-    parser.add_argument("--difference", type=float, default=names()["difference"],
-                        help="with --compare: the difference of mean placement to size a test for "
-                             f"(default {names()['difference']})")
-    parser.add_argument("--rank-points", default=",".join(f"{v:g}" for v in names()["rank_points"]),
-                        help="with --compare: points per place, 1, 2, 4 or 8 comma-separated values spread over the 8 "
-                             "places (default %(default)s)")
-    parser.add_argument("--save-replays", nargs=2, metavar=("N", "DIR"), default=None,
-                        help="with PLAYER: also record the first N games of each lineup (rotation 0, PLAYER in seat 0) "
-                             "as replays in DIR: a .json (docs/replays.md) and a .html viewer each")
+    parser.add_argument(
+        "--deterministic", action="store_true", help="policies play their most likely legal action instead of a sample"
+    )
+    parser.add_argument(
+        "--set",
+        action="append",
+        default=[],
+        metavar="RULE=VALUE",
+        help="a game rule of games of bots, e.g. --set max_rounds=20 (repeatable)",
+    )
+    parser.add_argument(
+        "--seats",
+        default=None,
+        help=f"without PLAYER: the 8 comma-separated bots of the bot games (default {DEFAULT_SEATS})",
+    )
+    parser.add_argument(
+        "--compare",
+        nargs=2,
+        metavar=("A", "B"),
+        help=f"test whether player A places better than player B ({PLAYER}); comma-separated lists "
+        "of as many players (one per training seed) test over training seeds",
+    )
+    parser.add_argument(
+        "--no-head-to-head", action="store_true", help="with --compare: only the --vs lineups, not A and B at one table"
+    )
+    parser.add_argument(
+        "--difference",
+        type=float,
+        default=names()["difference"],
+        help=f"with --compare: the difference of mean placement to size a test for (default {names()['difference']})",
+    )
+    parser.add_argument(
+        "--rank-points",
+        default=",".join(f"{v:g}" for v in names()["rank_points"]),
+        help="with --compare: points per place, 1, 2, 4 or 8 comma-separated values spread over the 8 "
+        "places (default %(default)s)",
+    )
+    parser.add_argument(
+        "--save-replays",
+        nargs=2,
+        metavar=("N", "DIR"),
+        default=None,
+        help="with PLAYER: also record the first N games of each lineup (rotation 0, PLAYER in seat 0) "
+        "as replays in DIR: a .json (docs/replays.md) and a .html viewer each",
+    )
     parser.add_argument("--quiet", action="store_true", help="no progress messages on stderr")
     add_cache_args(parser)
     args = parser.parse_args(argv)
@@ -132,8 +161,11 @@ def _check(parser, args) -> None:
     if not args.player and not args.compare and args.vs:
         fail(parser, f"--vs needs a PLAYER ({parser.prog} RUN_DIR[:STEP] --vs greedy) or --compare A B")
     if args.deterministic and not args.player:
-        fail(parser, f"--deterministic needs a PLAYER (a policy that plays its most likely action): {parser.prog} "
-                     "RUN_DIR[:STEP] --deterministic")
+        fail(
+            parser,
+            f"--deterministic needs a PLAYER (a policy that plays its most likely action): {parser.prog} "
+            "RUN_DIR[:STEP] --deterministic",
+        )
     if args.save_replays is not None:
         count, out = args.save_replays
         if not args.player:
@@ -149,8 +181,11 @@ def _check(parser, args) -> None:
         if any(not n for side in sides for n in side):
             fail(parser, f"--compare A B: an empty name in {args.compare[0]!r} {args.compare[1]!r}")
         if len(sides[0]) != len(sides[1]):
-            fail(parser, f"--compare A B: A lists {len(sides[0])} players and B {len(sides[1])}; give as many on each "
-                         "side, one run per training seed, paired in order")
+            fail(
+                parser,
+                f"--compare A B: A lists {len(sides[0])} players and B {len(sides[1])}; give as many on each "
+                "side, one run per training seed, paired in order",
+            )
         args.pairs = list(zip(*sides))  # one pair: compare_players; more: compare_over_seeds
         if args.games < 2:
             fail(parser, f"--compare needs --games >= 2 game seeds (a test needs a spread), got {args.games}")
@@ -196,8 +231,10 @@ def play_lineups(lineups: dict, games: int, seed: int, rules: dict, deterministi
     memory.check_fits(f"--games {games}", memory.table_bytes(game, games))
     run = make_table_runner(game, table_networks(policies, game), games, deterministic, bot_names=bots)
     params, key = tuple(p.params for p in policies), jax.random.key(seed)
-    return {name: np.asarray(run(params, np.tile([index[player_of[n]] for n in names], (games, 1)), key))
-            for name, names in lineups.items()}
+    return {
+        name: np.asarray(run(params, np.tile([index[player_of[n]] for n in names], (games, 1)), key))
+        for name, names in lineups.items()
+    }
 
 
 def evaluate_player(args, rules) -> dict:
@@ -212,24 +249,48 @@ def evaluate_player(args, rules) -> dict:
     if isinstance(parsed, tuple):
         if rules:
             raise PolicyError("--set applies to games of bots; a policy plays with the rules it trained with")
-        result = {"player": args.player,
-                  **tournament.evaluate_checkpoint(*parsed, args.lineups, args.games, args.seed,
-                                                   progress=None if args.quiet else ConsoleProgress(),
-                                                   greedy_policy=args.deterministic)}
+        result = {
+            "player": args.player,
+            **tournament.evaluate_checkpoint(
+                *parsed,
+                args.lineups,
+                args.games,
+                args.seed,
+                progress=None if args.quiet else ConsoleProgress(),
+                greedy_policy=args.deterministic,
+            ),
+        }
     else:
         status(f"evaluating {args.player} against {len(args.lineups)} lineup(s): compiling ...", not args.quiet)
         start = time.perf_counter()
-        tables = play_lineups({spec: [args.player, *names] for spec, names in args.lineups.items()}, args.games,
-                              args.seed, rules, args.deterministic)
-        result = {"player": args.player, "games_per_rotation": args.games, "rules": rules,
-                  **{f"vs_{spec}": placement_summary(ranks[:, :, 0]) for spec, ranks in tables.items()},
-                  "seconds": round(time.perf_counter() - start, 2)}
+        tables = play_lineups(
+            {spec: [args.player, *names] for spec, names in args.lineups.items()},
+            args.games,
+            args.seed,
+            rules,
+            args.deterministic,
+        )
+        result = {
+            "player": args.player,
+            "games_per_rotation": args.games,
+            "rules": rules,
+            **{f"vs_{spec}": placement_summary(ranks[:, :, 0]) for spec, ranks in tables.items()},
+            "seconds": round(time.perf_counter() - start, 2),
+        }
     status(tournament.placement_table([(spec, result[f"vs_{spec}"]) for spec in args.lineups]), not args.quiet)
     if args.save_replays is not None:
         count, out = args.save_replays
-        result["replays"] = save_evaluation_replays(args.player, args.lineups, args.games, args.seed, count, out,
-                                                    rules, args.deterministic,
-                                                    None if args.quiet else ConsoleProgress())
+        result["replays"] = save_evaluation_replays(
+            args.player,
+            args.lineups,
+            args.games,
+            args.seed,
+            count,
+            out,
+            rules,
+            args.deterministic,
+            None if args.quiet else ConsoleProgress(),
+        )
         status(f"saved {len(result['replays'])} replays in {out} (open the .html files in a browser)", not args.quiet)
     print(json.dumps(result))
     return result
@@ -241,8 +302,13 @@ def compare(args, rules) -> dict:
     from agents.arena import tournament
     from agents.utils.progress import ConsoleProgress
 
-    options = dict(head_to_head=not args.no_head_to_head, rules=rules, points=args.rank_points,
-                   difference=args.difference, progress=None if args.quiet else ConsoleProgress())
+    options = dict(
+        head_to_head=not args.no_head_to_head,
+        rules=rules,
+        points=args.rank_points,
+        difference=args.difference,
+        progress=None if args.quiet else ConsoleProgress(),
+    )
     if len(args.pairs) == 1:
         result = tournament.compare_players(*args.pairs[0], args.lineups, args.games, args.seed, **options)
     else:
@@ -264,11 +330,21 @@ def play_bots(args, rules) -> dict:
     ranks = play_lineups({"seats": seats}, args.games, args.seed, rules)["seats"]
     seconds = time.perf_counter() - start
     status(f"played {args.games * 8} games in {seconds:.1f} s (compiling included)", not args.quiet)
-    placements = {bot: placement_summary(ranks[:, :, [i for i, s in enumerate(seats) if s == bot]].reshape(
-        args.games, -1)) for bot in sorted(set(seats))}
-    result = {"games": args.games, "rotations": 8, "seats": seats, "rules": rules, "seed": args.seed,
-              "mean_placement": {bot: p["mean_placement"] for bot, p in placements.items()},
-              "placements": placements, "ranks": ranks.tolist(), "seconds": round(seconds, 2)}
+    placements = {
+        bot: placement_summary(ranks[:, :, [i for i, s in enumerate(seats) if s == bot]].reshape(args.games, -1))
+        for bot in sorted(set(seats))
+    }
+    result = {
+        "games": args.games,
+        "rotations": 8,
+        "seats": seats,
+        "rules": rules,
+        "seed": args.seed,
+        "mean_placement": {bot: p["mean_placement"] for bot, p in placements.items()},
+        "placements": placements,
+        "ranks": ranks.tolist(),
+        "seconds": round(seconds, 2),
+    }
     print(json.dumps(result))
     return result
 

@@ -36,19 +36,34 @@ def main(argv=None):
     parser = make_parser("experiments.export", __doc__)
     parser.add_argument("policy", metavar="RUN_DIR[:STEP] | baseline:NAME")
     parser.add_argument("--out", type=Path, required=True, help="a new or empty directory")
-    parser.add_argument("--format", choices=("jax", "onnx"), default="jax",
-                        help="jax: jax.export functions (needs jax to run); onnx: policy.onnx (default %(default)s)")
-    parser.add_argument("--platforms", default=None,
-                        help="--format jax: comma-separated cpu, cuda, rocm, tpu (default "
-                             f"{','.join(names()['export_platforms'])})")
-    parser.add_argument("--seat", type=int, default=None, choices=range(8), metavar="0..7",
-                        help="an independent-learners run: the seat whose learner to export")
+    parser.add_argument(
+        "--format",
+        choices=("jax", "onnx"),
+        default="jax",
+        help="jax: jax.export functions (needs jax to run); onnx: policy.onnx (default %(default)s)",
+    )
+    parser.add_argument(
+        "--platforms",
+        default=None,
+        help=f"--format jax: comma-separated cpu, cuda, rocm, tpu (default {','.join(names()['export_platforms'])})",
+    )
+    parser.add_argument(
+        "--seat",
+        type=int,
+        default=None,
+        choices=range(8),
+        metavar="0..7",
+        help="an independent-learners run: the seat whose learner to export",
+    )
     args = parser.parse_args(argv)
     parsed = player_spec(parser, args.policy)
     shipped = baseline_directory().resolve()
     if args.out.resolve() == shipped or shipped in args.out.resolve().parents:
-        fail(parser, f"--out {args.out} is inside the shipped baselines ({shipped}), whose versions are never "
-                     "overwritten: give a directory elsewhere")
+        fail(
+            parser,
+            f"--out {args.out} is inside the shipped baselines ({shipped}), whose versions are never "
+            "overwritten: give a directory elsewhere",
+        )
     check_out(parser, args.out)  # before anything is loaded or lowered
     if isinstance(parsed, str):
         fail(parser, f"{args.policy!r} is a scripted bot, not a trained policy (RUN_DIR[:STEP] or baseline:NAME)")
@@ -68,9 +83,18 @@ def main(argv=None):
                 spec = export_onnx(load_policy(*parsed), args.out, args.seat)
             except OnnxExportError as err:
                 fail(parser, err)
-            print(json.dumps({"out": str(args.out), "name": spec["name"], "obs": spec["observation"]["kind"],
-                              "layout_version": spec["observation"]["layout_version"], "opset": spec["opset"],
-                              "bytes": spec["files"]["model_bytes"]}))
+            print(
+                json.dumps(
+                    {
+                        "out": str(args.out),
+                        "name": spec["name"],
+                        "obs": spec["observation"]["kind"],
+                        "layout_version": spec["observation"]["layout_version"],
+                        "opset": spec["opset"],
+                        "bytes": spec["files"]["model_bytes"],
+                    }
+                )
+            )
             return spec
         platforms = tuple(p.strip() for p in (args.platforms or ",".join(DEFAULT_PLATFORMS)).split(","))
         spec = export_policy(load_policy(*parsed), args.out, platforms, args.seat)

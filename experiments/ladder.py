@@ -67,24 +67,55 @@ def parse_args(argv=None):
     mode = parser.add_mutually_exclusive_group()
     mode.add_argument("--show", action="store_true", help="print the ladder's population and its ratings")
     mode.add_argument("--fit", action="store_true", help="fit a new ladder version's population (see above)")
-    mode.add_argument("--agreement", action="store_true",
-                      help="test the ladder's order against head to heads of its policy members (see above)")
-    parser.add_argument("--ladder", default=LADDER['current'], metavar="VERSION",
-                        help=f"the ladder version (default {LADDER['current']})")
+    mode.add_argument(
+        "--agreement",
+        action="store_true",
+        help="test the ladder's order against head to heads of its policy members (see above)",
+    )
+    parser.add_argument(
+        "--ladder",
+        default=LADDER["current"],
+        metavar="VERSION",
+        help=f"the ladder version (default {LADDER['current']})",
+    )
     parser.add_argument("--version", default=None, metavar="NAME", help="with --fit: the new version's name")
-    parser.add_argument("--members", default=None, metavar="P,P,...",
-                        help="with --fit: the new version's members, comma-separated players, expert among them "
-                        "(default: the current version's)")
-    parser.add_argument("--games", type=int, default=None, metavar="N",
-                        help=f"{GAMES_HELP}; default {LADDER['games']} (--fit: lineups, default 384)")
-    parser.add_argument("--seed", type=int, default=None,
-                        help=f"lineups and game seeds (default {LADDER['seed']}; --fit: {LADDER['fit_seed']})")
-    parser.add_argument("--draws", type=int, default=None, metavar="N",
-                        help=f"bootstrap resamples (default {LADDER['draws']}; --fit: 200)")
-    parser.add_argument("--all-checkpoints", action="store_true",
-                        help="PLAYER a training run: rate every checkpoint it kept (a learning curve; needs --out DIR)")
-    parser.add_argument("--deterministic", action="store_true",
-                        help="the rated policy plays its most likely legal action (the members always sample)")
+    parser.add_argument(
+        "--members",
+        default=None,
+        metavar="P,P,...",
+        help="with --fit: the new version's members, comma-separated players, expert among them "
+        "(default: the current version's)",
+    )
+    parser.add_argument(
+        "--games",
+        type=int,
+        default=None,
+        metavar="N",
+        help=f"{GAMES_HELP}; default {LADDER['games']} (--fit: lineups, default 384)",
+    )
+    parser.add_argument(
+        "--seed",
+        type=int,
+        default=None,
+        help=f"lineups and game seeds (default {LADDER['seed']}; --fit: {LADDER['fit_seed']})",
+    )
+    parser.add_argument(
+        "--draws",
+        type=int,
+        default=None,
+        metavar="N",
+        help=f"bootstrap resamples (default {LADDER['draws']}; --fit: 200)",
+    )
+    parser.add_argument(
+        "--all-checkpoints",
+        action="store_true",
+        help="PLAYER a training run: rate every checkpoint it kept (a learning curve; needs --out DIR)",
+    )
+    parser.add_argument(
+        "--deterministic",
+        action="store_true",
+        help="the rated policy plays its most likely legal action (the members always sample)",
+    )
     parser.add_argument("--batch", type=int, default=8, help="lineups played together in one program (default 8)")
     parser.add_argument("--out", metavar="PATH", help="a JSON file for the rating; with --fit a directory")
     add_cache_args(parser)
@@ -107,15 +138,18 @@ def parse_args(argv=None):
             fail(parser, "--fit fits the population; it takes no PLAYER")
         if not args.version or not args.out:
             fail(parser, "--fit needs --version NAME (a new ladder-vN) and --out DIR")
-        if args.version in LADDER['versions']:
+        if args.version in LADDER["versions"]:
             fail(parser, f"--version {args.version} is shipped already; a shipped version is never refitted")
         if args.members is not None:
             args.members = [m.strip() for m in args.members.split(",") if m.strip()]
             for member in args.members:
                 player_spec(parser, member)
             if "expert" not in args.members or len(set(args.members)) < 8:
-                fail(parser, f"--members: at least 8 different players, expert among them (the scale's anchor), "
-                             f"got {','.join(args.members)}")
+                fail(
+                    parser,
+                    f"--members: at least 8 different players, expert among them (the scale's anchor), "
+                    f"got {','.join(args.members)}",
+                )
         check_out(parser, args.out)
     elif args.show or args.agreement:
         if args.deterministic:
@@ -136,7 +170,7 @@ def parse_args(argv=None):
             check_out(parser, args.out)
         elif args.out:
             check_out(parser, args.out, "file")
-    if not args.fit and args.ladder not in LADDER['versions']:
+    if not args.fit and args.ladder not in LADDER["versions"]:
         fail(parser, f"--ladder {args.ladder}: no such version (shipped: {', '.join(LADDER['versions'])})")
     return parser, args
 
@@ -165,11 +199,16 @@ def main(argv=None) -> dict:
             return _agreement(args, progress)
         if args.all_checkpoints:
             return _curve(args, progress)
-        result = ladder.rate_on_ladder(args.player, games=args.games or ladder.DEFAULT_GAMES,
-                                       seed=ladder.DEFAULT_SEED if args.seed is None else args.seed,
-                                       version=args.ladder, batch=args.batch,
-                                       draws=args.draws or ladder.DEFAULT_DRAWS, progress=progress,
-                                       deterministic=args.deterministic)
+        result = ladder.rate_on_ladder(
+            args.player,
+            games=args.games or ladder.DEFAULT_GAMES,
+            seed=ladder.DEFAULT_SEED if args.seed is None else args.seed,
+            version=args.ladder,
+            batch=args.batch,
+            draws=args.draws or ladder.DEFAULT_DRAWS,
+            progress=progress,
+            deterministic=args.deterministic,
+        )
     except (PolicyError, ladder.LadderError, FileNotFoundError, MemoryError) as err:
         fail(parser, err)
     except (NoGoodCheckpointError, CheckpointMismatchError) as err:
@@ -185,19 +224,26 @@ def main(argv=None) -> dict:
 def _curve(args, progress) -> dict:
     from agents.arena import ladder
 
-    result = ladder.rate_checkpoints_on_ladder(args.player, games=args.games or ladder.DEFAULT_GAMES,
-                                               seed=ladder.DEFAULT_SEED if args.seed is None else args.seed,
-                                               version=args.ladder, batch=args.batch,
-                                               draws=args.draws or ladder.DEFAULT_DRAWS, progress=progress,
-                                               deterministic=args.deterministic)
+    result = ladder.rate_checkpoints_on_ladder(
+        args.player,
+        games=args.games or ladder.DEFAULT_GAMES,
+        seed=ladder.DEFAULT_SEED if args.seed is None else args.seed,
+        version=args.ladder,
+        batch=args.batch,
+        draws=args.draws or ladder.DEFAULT_DRAWS,
+        progress=progress,
+        deterministic=args.deterministic,
+    )
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     write_json(out / "ladder_curve.json", result)
     ladder.plot_ladder_curve(out / "ladder_curve.png", result)
     if progress is not None:
         for point in result["curve"]:
-            print(f"update {point['update']}: {point['rating']:.0f} ({point['ci95'][0]:.0f} .. {point['ci95'][1]:.0f})",
-                  file=sys.stderr)
+            print(
+                f"update {point['update']}: {point['rating']:.0f} ({point['ci95'][0]:.0f} .. {point['ci95'][1]:.0f})",
+                file=sys.stderr,
+            )
     print(json.dumps({**result, "out": str(out)}))
     return result
 
@@ -205,8 +251,9 @@ def _curve(args, progress) -> dict:
 def _agreement(args, progress) -> dict:
     from agents.arena.ladder_agreement import agreement, agreement_table
 
-    result = agreement(args.ladder, games=args.games or 32, seed=4300 if args.seed is None else args.seed,
-                       progress=progress)
+    result = agreement(
+        args.ladder, games=args.games or 32, seed=4300 if args.seed is None else args.seed, progress=progress
+    )
     if progress is not None:
         print(agreement_table(result), file=sys.stderr)
     if args.out:
@@ -219,9 +266,15 @@ def _fit(args, progress) -> dict:
     from agents.arena import ladder
 
     members = ladder.LADDER_V1_MEMBERS if args.members is None else tuple(args.members)
-    population = ladder.fit_population(members, games=args.games or 384,
-                                       seed=ladder.FIT_SEED if args.seed is None else args.seed, batch=args.batch,
-                                       draws=args.draws or 200, progress=progress, version=args.version)
+    population = ladder.fit_population(
+        members,
+        games=args.games or 384,
+        seed=ladder.FIT_SEED if args.seed is None else args.seed,
+        batch=args.batch,
+        draws=args.draws or 200,
+        progress=progress,
+        version=args.version,
+    )
     evidence = population.pop("evidence")
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
@@ -229,8 +282,13 @@ def _fit(args, progress) -> dict:
     write_json(out / f"{args.version}.games.json", evidence)
     if progress is not None:
         print(ladder.population_table(population), file=sys.stderr)
-    summary = {"out": str(out), "version": args.version, "members": len(population["members"]),
-               "rated_games": population["fit"]["rated_games"], "seconds": population["fit"]["seconds"]}
+    summary = {
+        "out": str(out),
+        "version": args.version,
+        "members": len(population["members"]),
+        "rated_games": population["fit"]["rated_games"],
+        "seconds": population["fit"]["seconds"],
+    }
     print(json.dumps(summary))
     return population
 

@@ -39,13 +39,28 @@ def generate() -> dict:
     from jaxgame import constants as C
     from jaxgame.config import GameConfig
 
-    return {"presets": sorted(PRESETS), "pipelines": sorted(PIPELINES), "field_groups": dict(FIELD_GROUPS),
-            "groups": list(GROUPS), "num_actions": C.NUM_ACTIONS, "num_players": C.NUM_PLAYERS,
-            "difference": significance.DEFAULT_DIFFERENCE, "rank_points": list(significance.DEFAULT_RANK_POINTS),
-            "ladder": {"current": ladder.CURRENT_LADDER, "versions": ladder.available(), "games": ladder.DEFAULT_GAMES,
-                       "seed": ladder.DEFAULT_SEED, "fit_seed": ladder.FIT_SEED, "draws": ladder.DEFAULT_DRAWS},
-            "export_platforms": list(DEFAULT_PLATFORMS), "rules": [f.name for f in dataclasses.fields(GameConfig)],
-            "table_bots": list(tables.DEFAULT_BOTS), "recorded_obs": list(RECORDED_OBS)}
+    return {
+        "presets": sorted(PRESETS),
+        "pipelines": sorted(PIPELINES),
+        "field_groups": dict(FIELD_GROUPS),
+        "groups": list(GROUPS),
+        "num_actions": C.NUM_ACTIONS,
+        "num_players": C.NUM_PLAYERS,
+        "difference": significance.DEFAULT_DIFFERENCE,
+        "rank_points": list(significance.DEFAULT_RANK_POINTS),
+        "ladder": {
+            "current": ladder.CURRENT_LADDER,
+            "versions": ladder.available(),
+            "games": ladder.DEFAULT_GAMES,
+            "seed": ladder.DEFAULT_SEED,
+            "fit_seed": ladder.FIT_SEED,
+            "draws": ladder.DEFAULT_DRAWS,
+        },
+        "export_platforms": list(DEFAULT_PLATFORMS),
+        "rules": [f.name for f in dataclasses.fields(GameConfig)],
+        "table_bots": list(tables.DEFAULT_BOTS),
+        "recorded_obs": list(RECORDED_OBS),
+    }
 
 
 def main(argv=None) -> int:

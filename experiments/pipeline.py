@@ -41,14 +41,22 @@ from experiments.common import (
 
 def parse_args(argv=None):
     parser = make_parser("experiments.pipeline", __doc__)
-    parser.add_argument("--preset", default="pipeline_small", metavar="NAME",
-                        type=preset_name(PIPELINES, kind="pipeline preset"),
-                        help=f"a pipeline preset: {', '.join(sorted(PIPELINES))} (--list-presets; default "
-                             "pipeline_small)")
+    parser.add_argument(
+        "--preset",
+        default="pipeline_small",
+        metavar="NAME",
+        type=preset_name(PIPELINES, kind="pipeline preset"),
+        help=f"a pipeline preset: {', '.join(sorted(PIPELINES))} (--list-presets; default pipeline_small)",
+    )
     parser.add_argument("--out", metavar="DIR", help="the pipeline's directory (default runs/<preset>-<timestamp>)")
     parser.add_argument("--seed", type=int, default=0, help="the recording's seed; phase i trains with seed + i")
-    parser.add_argument("--set", action="append", default=[], metavar="PHASE.FIELD=VALUE",
-                        help="override one phase's config field (repeatable)")
+    parser.add_argument(
+        "--set",
+        action="append",
+        default=[],
+        metavar="PHASE.FIELD=VALUE",
+        help="override one phase's config field (repeatable)",
+    )
     parser.add_argument("--resume", action="store_true", help="continue the pipeline in --out")
     parser.add_argument("--stop-after", metavar="PHASE", help="stop after this phase (resume later)")
     parser.add_argument("--list-presets", action="store_true", help="print the pipeline presets and exit")
@@ -96,15 +104,32 @@ def main(argv=None):
     out_dir = args.out or f"runs/{preset}-{time.strftime('%Y%m%d-%H%M%S')}"
     check_out(parser, out_dir)  # before anything is recorded or compiled
     enable_compilation_cache(None if args.no_cache else args.cache_dir)
-    summary = run_job(parser, lambda: run_pipeline(spec, out_dir, preset, seed, args.resume,
-                                                   NoProgress() if args.quiet else ConsoleProgress(),
-                                                   args.stop_after, overrides),
-                      out_dir, kept="what was completed before it is kept",
-                      bad_input=(ValueError, TypeError, FileNotFoundError, MemoryError))
-    result = {"dir": str(out_dir), "pipeline": preset, "final": summary["final"], "wall_s": summary["wall_s"],
-              "stopped": summary["stopped"],
-              "phases": {k: {"dir": v["dir"], "result": v["result"], "wall_s": v["wall_s"]}
-                         for k, v in summary["phases"].items()}}
+    summary = run_job(
+        parser,
+        lambda: run_pipeline(
+            spec,
+            out_dir,
+            preset,
+            seed,
+            args.resume,
+            NoProgress() if args.quiet else ConsoleProgress(),
+            args.stop_after,
+            overrides,
+        ),
+        out_dir,
+        kept="what was completed before it is kept",
+        bad_input=(ValueError, TypeError, FileNotFoundError, MemoryError),
+    )
+    result = {
+        "dir": str(out_dir),
+        "pipeline": preset,
+        "final": summary["final"],
+        "wall_s": summary["wall_s"],
+        "stopped": summary["stopped"],
+        "phases": {
+            k: {"dir": v["dir"], "result": v["result"], "wall_s": v["wall_s"]} for k, v in summary["phases"].items()
+        },
+    }
     print(json.dumps(result))
     return result
 

@@ -47,13 +47,21 @@ from experiments.names import names
 def parse_args(argv=None):
     num_players = names()["num_players"]
     parser = make_parser("experiments.play", __doc__)
-    parser.add_argument("--vs", required=True, metavar="PLAYER[,PLAYER x6]",
-                        help=f"one player for the 7 other seats or 7 comma-separated: {PLAYER_KINDS}")
+    parser.add_argument(
+        "--vs",
+        required=True,
+        metavar="PLAYER[,PLAYER x6]",
+        help=f"one player for the 7 other seats or 7 comma-separated: {PLAYER_KINDS}",
+    )
     parser.add_argument("--seat", type=int, default=0, help=f"your seat, 0..{num_players - 1} (default 0)")
     parser.add_argument("--seed", type=int, default=0, help="the game seed (default 0)")
     parser.add_argument("--port", type=int, default=0, help="the port on 127.0.0.1 (default 0: a free one)")
-    parser.add_argument("--out", default=None, metavar="FILE.json",
-                        help="the replay file of the finished game (default runs/play-TIMESTAMP.json)")
+    parser.add_argument(
+        "--out",
+        default=None,
+        metavar="FILE.json",
+        help="the replay file of the finished game (default runs/play-TIMESTAMP.json)",
+    )
     parser.add_argument("--no-browser", action="store_true", help="print the URL without opening a browser")
     add_game_args(parser)
     args = parser.parse_args(argv)
@@ -121,10 +129,20 @@ def main(argv=None):
     finally:
         server.close()
     if not server.saved:
-        fail(parser, f"stopped at step {session.step} before the game was saved"
-             + (f" ({server.save_error})" if server.save_error else "; nothing saved"), status=130)
-    result = {"out": server.saved, "viewer": server.viewer, "steps": session.step, "finished": session.finished,
-              "placements": session.placements.tolist(), "seat": args.seat}
+        fail(
+            parser,
+            f"stopped at step {session.step} before the game was saved"
+            + (f" ({server.save_error})" if server.save_error else "; nothing saved"),
+            status=130,
+        )
+    result = {
+        "out": server.saved,
+        "viewer": server.viewer,
+        "steps": session.step,
+        "finished": session.finished,
+        "placements": session.placements.tolist(),
+        "seat": args.seat,
+    }
     print(json.dumps(result), flush=True)
     return result
 

@@ -53,9 +53,13 @@ def main(argv=None) -> dict:
     parser = make_parser("experiments.plot", __doc__)
     parser.add_argument("run_dirs", nargs="+", metavar="RUN_DIR", help=f"run directory holding {METRICS_FILE}")
     parser.add_argument("--out", required=True, help="PNG path (parent directories are created)")
-    parser.add_argument("--x", default="env_steps", choices=X_FIELDS,
-                        help="x axis: a record field or samples_per_learner (derived from the run's config; "
-                             "see above); default: env_steps")
+    parser.add_argument(
+        "--x",
+        default="env_steps",
+        choices=X_FIELDS,
+        help="x axis: a record field or samples_per_learner (derived from the run's config; "
+        "see above); default: env_steps",
+    )
     parser.add_argument("--metrics", default=None, help="comma-separated metric names (default: see above)")
     args = parser.parse_args(argv)
     check_out(parser, args.out, "file")  # before anything is loaded

@@ -53,11 +53,15 @@ DEFAULT_BOTS = tuple(names()["table_bots"])
 def parse_args(argv=None):
     parser = make_parser("experiments.rate", __doc__)
     parser.add_argument("runs", nargs="+", metavar="RUN_DIR[:STEP]", help="training runs (and checkpoints) to rate")
-    parser.add_argument("--games", type=int, default=16, metavar="N",
-                        help=f"{GAMES_HELP}, one drawn lineup a seed; default 16")
-    parser.add_argument("--bots", default=",".join(DEFAULT_BOTS),
-                        help=f"comma-separated scripted bots that join, from {','.join(PLAYER_BOTS)}, or none "
-                             f"(default {','.join(DEFAULT_BOTS)})")
+    parser.add_argument(
+        "--games", type=int, default=16, metavar="N", help=f"{GAMES_HELP}, one drawn lineup a seed; default 16"
+    )
+    parser.add_argument(
+        "--bots",
+        default=",".join(DEFAULT_BOTS),
+        help=f"comma-separated scripted bots that join, from {','.join(PLAYER_BOTS)}, or none "
+        f"(default {','.join(DEFAULT_BOTS)})",
+    )
     parser.add_argument(
         "--all-checkpoints", action="store_true", help="every checkpoint each RUN_DIR kept, not the latest"
     )

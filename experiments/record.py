@@ -54,27 +54,48 @@ from experiments.names import names
 
 def parse_args(argv=None):
     parser = make_parser("experiments.record", __doc__)
-    parser.add_argument("--players", required=True, metavar="PLAYER[,PLAYER x7]",
-                        help=f"one player for all 8 positions or 8 comma-separated: {PLAYER_KINDS}")
+    parser.add_argument(
+        "--players",
+        required=True,
+        metavar="PLAYER[,PLAYER x7]",
+        help=f"one player for all 8 positions or 8 comma-separated: {PLAYER_KINDS}",
+    )
     parser.add_argument("--out", required=True, metavar="DATA_DIR", help="the dataset directory (new or empty)")
-    parser.add_argument("--games", type=int, default=64, metavar="N",
-                        help="game seeds; each is played in --rotations seat rotations (default 8: N x 8 games; "
-                             "default 64 seeds)")
+    parser.add_argument(
+        "--games",
+        type=int,
+        default=64,
+        metavar="N",
+        help="game seeds; each is played in --rotations seat rotations (default 8: N x 8 games; default 64 seeds)",
+    )
     parser.add_argument("--positions", default="0", help="comma-separated lineup positions to record (default 0)")
     parser.add_argument("--rotations", type=int, help="rotations per game seed, 1..8 (default: 8; 1 for one player)")
-    parser.add_argument("--batch-games", type=int, default=8,
-                        help="game seeds played at once, one shard each (default 8)")
+    parser.add_argument(
+        "--batch-games", type=int, default=8, help="game seeds played at once, one shard each (default 8)"
+    )
     parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--obs", choices=names()["recorded_obs"], default="vector",
-                        help="games of bots: the observations stored (oracle: the vector, then the hidden "
-                             "information; default vector)")
-    parser.add_argument("--set", action="append", default=[], metavar="RULE=VALUE",
-                        help="games of bots: a game rule, e.g. --set max_rounds=20 (repeatable)")
-    parser.add_argument("--label", metavar="PLAYER",
-                        help="store PLAYER's action in each recorded state as the label, the seat's own as "
-                             "'played' (DAgger; PLAYER need not play)")
-    parser.add_argument("--deterministic", action="store_true",
-                        help="policies take their most likely legal action instead of sampling")
+    parser.add_argument(
+        "--obs",
+        choices=names()["recorded_obs"],
+        default="vector",
+        help="games of bots: the observations stored (oracle: the vector, then the hidden information; default vector)",
+    )
+    parser.add_argument(
+        "--set",
+        action="append",
+        default=[],
+        metavar="RULE=VALUE",
+        help="games of bots: a game rule, e.g. --set max_rounds=20 (repeatable)",
+    )
+    parser.add_argument(
+        "--label",
+        metavar="PLAYER",
+        help="store PLAYER's action in each recorded state as the label, the seat's own as "
+        "'played' (DAgger; PLAYER need not play)",
+    )
+    parser.add_argument(
+        "--deterministic", action="store_true", help="policies take their most likely legal action instead of sampling"
+    )
     parser.add_argument("--quiet", action="store_true", help="no progress messages or bar on stderr")
     add_cache_args(parser)
     args = parser.parse_args(argv)
@@ -112,9 +133,20 @@ def main(argv=None):
 
     enable_compilation_cache(None if args.no_cache else args.cache_dir)
     try:
-        result = recording.record(args.players, args.out, args.games, args.positions, args.seed, args.rotations,
-                                  args.batch_games, rules, args.obs, args.deterministic,
-                                  NoProgress() if args.quiet else ConsoleProgress(), label=args.label)
+        result = recording.record(
+            args.players,
+            args.out,
+            args.games,
+            args.positions,
+            args.seed,
+            args.rotations,
+            args.batch_games,
+            rules,
+            args.obs,
+            args.deterministic,
+            NoProgress() if args.quiet else ConsoleProgress(),
+            label=args.label,
+        )
     except (NoGoodCheckpointError, CheckpointMismatchError) as err:
         fail(parser, err, status=1)
     except (ValueError, TypeError, FileNotFoundError, MemoryError) as err:  # PolicyError, DatasetError: ValueErrors

@@ -66,8 +66,13 @@ def main(argv=None):
     parser.add_argument("--scale", type=int, default=4, help="pixel scale of the PNG")
     parser.add_argument("--gif-scale", type=int, default=3, help="pixel scale of the GIF")
     parser.add_argument("--every", type=int, default=1, help="GIF: one frame every k combat ticks")
-    parser.add_argument("--set", action="append", default=[], metavar="RULE=VALUE",
-                        help="a game rule, e.g. --set max_rounds=20 (repeatable)")
+    parser.add_argument(
+        "--set",
+        action="append",
+        default=[],
+        metavar="RULE=VALUE",
+        help="a game rule, e.g. --set max_rounds=20 (repeatable)",
+    )
     parser.add_argument("--quiet", action="store_true")
     args = parser.parse_args(argv)
     rules = parse_rules(parser, args.set)

@@ -59,26 +59,48 @@ OUT_SUFFIXES = (".json", ".html", ".htm", ".gif")
 def parse_args(argv=None):
     num_actions, num_players = names()["num_actions"], names()["num_players"]
     parser = make_parser("experiments.replay", __doc__)
-    parser.add_argument("--players", required=True, metavar="PLAYER[,PLAYER x7]",
-                        help=f"one player for all 8 seats or 8 comma-separated, seat 0 first: {PLAYER_KINDS}")
-    parser.add_argument("--out", required=True, metavar="FILE.json|FILE.html",
-                        help="the replay file (JSON, docs/replays.md), or with .html the viewer page holding it")
+    parser.add_argument(
+        "--players",
+        required=True,
+        metavar="PLAYER[,PLAYER x7]",
+        help=f"one player for all 8 seats or 8 comma-separated, seat 0 first: {PLAYER_KINDS}",
+    )
+    parser.add_argument(
+        "--out",
+        required=True,
+        metavar="FILE.json|FILE.html",
+        help="the replay file (JSON, docs/replays.md), or with .html the viewer page holding it",
+    )
     parser.add_argument("--seed", type=int, default=0, help="the game seed, as evaluate's --seed (default 0)")
-    parser.add_argument("--top-k", type=int, default=5, metavar="K",
-                        help=f"the policies' most likely legal actions kept per step, 1..{num_actions} (default 5)")
-    parser.add_argument("--gif-every", type=int, default=4, metavar="K",
-                        help="--out .gif: one fight frame every K ticks")
+    parser.add_argument(
+        "--top-k",
+        type=int,
+        default=5,
+        metavar="K",
+        help=f"the policies' most likely legal actions kept per step, 1..{num_actions} (default 5)",
+    )
+    parser.add_argument(
+        "--gif-every", type=int, default=4, metavar="K", help="--out .gif: one fight frame every K ticks"
+    )
     parser.add_argument("--gif-scale", type=int, default=2, metavar="S", help="--out .gif: pixels per game pixel")
-    parser.add_argument("--gif-rounds", type=int, default=None, metavar="N",
-                        help="--out .gif: the first N rounds' fights only (default: the whole game)")
+    parser.add_argument(
+        "--gif-rounds",
+        type=int,
+        default=None,
+        metavar="N",
+        help="--out .gif: the first N rounds' fights only (default: the whole game)",
+    )
     add_game_args(parser)
     args = parser.parse_args(argv)
     args.players = player_list(parser, args.players, "--players", (1, num_players))
     if not 1 <= args.top_k <= num_actions:
         fail(parser, f"--top-k must be in 1..{num_actions}, got {args.top_k}")
     if not str(args.out).lower().endswith(OUT_SUFFIXES):
-        fail(parser, f"--out {args.out}: a replay is written as {' or '.join(OUT_SUFFIXES)} (the JSON record, the "
-                     "viewer page holding it, or a GIF of seat 0's game); this suffix is not one of them")
+        fail(
+            parser,
+            f"--out {args.out}: a replay is written as {' or '.join(OUT_SUFFIXES)} (the JSON record, the "
+            "viewer page holding it, or a GIF of seat 0's game); this suffix is not one of them",
+        )
     if args.gif_every < 1 or args.gif_scale < 1 or (args.gif_rounds is not None and args.gif_rounds < 1):
         fail(parser, "--gif-every, --gif-scale and --gif-rounds must be >= 1")
     check_out(parser, args.out, "file")
@@ -93,7 +115,7 @@ def check_after_import(parser, args) -> dict:
 
 def ordinal(n: int) -> str:
     """1 -> "1st", 2 -> "2nd", 3 -> "3rd", 4 -> "4th", ..."""
-    return f"{n}{ {1: 'st', 2: 'nd', 3: 'rd'}.get(n if n < 20 else n % 10, 'th')}"
+    return f"{n}{ {1: 'st', 2: 'nd', 3: 'rd'}.get(n if n < 20 else n % 10, 'th') }"
 
 
 def placement_sentence(players, game: dict) -> str:
@@ -112,8 +134,14 @@ def _write_gif(args, rules, progress) -> tuple[dict, int]:
 
     trace, meta = record.play_game(args.players, args.seed, rules, args.deterministic, args.top_k, progress=progress)
     progress.status("drawing seat 0's rounds and fights ...")
-    frames = gif.game_frames(trace, jaxgame.AutoChessEnv(jaxgame.GameConfig(**meta["rules"])), seat=0,
-                             every=args.gif_every, scale=args.gif_scale, rounds=args.gif_rounds)
+    frames = gif.game_frames(
+        trace,
+        jaxgame.AutoChessEnv(jaxgame.GameConfig(**meta["rules"])),
+        seat=0,
+        every=args.gif_every,
+        scale=args.gif_scale,
+        rounds=args.gif_rounds,
+    )
     game = {"steps": trace.steps, "finished": trace.finished, "placements": trace.placements.astype(int).tolist()}
     return game, gif.write_gif(args.out, frames)
 
@@ -135,8 +163,7 @@ def main(argv=None):
         if str(args.out).lower().endswith(".gif"):
             game, size = _write_gif(args, rules, progress)
         else:
-            game = record.record_game(args.players, args.seed, rules, args.deterministic, args.top_k,
-                                      progress=progress)
+            game = record.record_game(args.players, args.seed, rules, args.deterministic, args.top_k, progress=progress)
             is_page = str(args.out).lower().endswith((".html", ".htm"))
             size = (viewer.write_html if is_page else replay_format.write)(game, args.out)
     except (NoGoodCheckpointError, CheckpointMismatchError) as err:
@@ -145,8 +172,14 @@ def main(argv=None):
         fail(parser, err)
     except OSError as err:
         fail(parser, f"--out {args.out}: {err.strerror or err}", status=1)
-    result = {"out": str(args.out), "bytes": size, "steps": game["steps"], "finished": game["finished"],
-              "placements": game["placements"], "seconds": round(time.perf_counter() - start, 2)}
+    result = {
+        "out": str(args.out),
+        "bytes": size,
+        "steps": game["steps"],
+        "finished": game["finished"],
+        "placements": game["placements"],
+        "seconds": round(time.perf_counter() - start, 2),
+    }
     if not args.quiet:
         print(placement_sentence(record.seat_players(args.players), game), file=sys.stderr, flush=True)
     print(json.dumps(result))

@@ -95,8 +95,11 @@ def describe_machine() -> tuple[str, str]:
         machine = f"{len(devices)}x {devices[0].device_kind}"
     model = platform.processor() or platform.machine()
     try:
-        model = next(line.split(":", 1)[1].strip() for line in Path("/proc/cpuinfo").read_text().splitlines()
-                     if line.startswith("model name"))
+        model = next(
+            line.split(":", 1)[1].strip()
+            for line in Path("/proc/cpuinfo").read_text().splitlines()
+            if line.startswith("model name")
+        )
     except (OSError, StopIteration):
         pass
     return machine, f"{model}, {platform.machine()}; jax {jax.__version__}"
@@ -104,11 +107,14 @@ def describe_machine() -> tuple[str, str]:
 
 def git_head() -> str:
     """HEAD of the source tree; ``RuntimeError`` when the tree has uncommitted changes to tracked files."""
+
     def git(*args):
         return subprocess.run(["git", *args], cwd=ROOT, capture_output=True, text=True, check=True).stdout.strip()
+
     if git("status", "--porcelain", "--untracked-files=no"):
-        raise RuntimeError("the work tree has uncommitted changes: commit them first, so the record names the code "
-                           "that ran")
+        raise RuntimeError(
+            "the work tree has uncommitted changes: commit them first, so the record names the code that ran"
+        )
     return git("rev-parse", "HEAD")
 
 
@@ -122,17 +128,29 @@ def write_record(result: dict, record_id: str, out: Path, command: list[str], co
         run_dir = out / f"seed_{seed}"
         if result.get("pipeline"):  # its pipeline.json, and each training phase's metrics
             copies = {f"{record_id}.seed{seed}.pipeline.json": run_dir / PIPELINE_FILE}
-            copies.update({f"{record_id}.seed{seed}.{phase}.metrics.jsonl": run_dir / phase / "metrics.jsonl"
-                           for phase in result["config"]["phases"]})
+            copies.update(
+                {
+                    f"{record_id}.seed{seed}.{phase}.metrics.jsonl": run_dir / phase / "metrics.jsonl"
+                    for phase in result["config"]["phases"]
+                }
+            )
         else:
             copies = {f"{record_id}.seed{seed}.metrics.jsonl": run_dir / "metrics.jsonl"}
         for name, source in copies.items():
             shutil.copyfile(source, docs / name)
             files.append(name)
     machine, environment = describe_machine()
-    record = results.record_from_seeds(result, record_id, command=command, machine=machine, environment=environment,
-                                       date=datetime.date.today().isoformat(), commit=commit, files=files,
-                                       evaluation=evidence)
+    record = results.record_from_seeds(
+        result,
+        record_id,
+        command=command,
+        machine=machine,
+        environment=environment,
+        date=datetime.date.today().isoformat(),
+        commit=commit,
+        files=files,
+        evaluation=evidence,
+    )
     problems = results.validate(record, docs) + results.check_evidence(record, docs)
     if problems:
         raise ValueError("; ".join(problems))
@@ -151,30 +169,59 @@ def main(argv=None) -> dict:
     quiet_logs()
     parser = make_parser("experiments.reproduce", __doc__)
     names = sorted(PRESETS) + sorted(PIPELINES)
-    parser.add_argument("preset", type=preset_name(names, "python -m experiments.train --list-presets"),
-                        metavar="PRESET",
-                        help=f"the preset or pipeline preset to re-measure: {', '.join(names)}")
+    parser.add_argument(
+        "preset",
+        type=preset_name(names, "python -m experiments.train --list-presets"),
+        metavar="PRESET",
+        help=f"the preset or pipeline preset to re-measure: {', '.join(names)}",
+    )
     parser.add_argument("--seeds", default="3", help="a count N (seeds 0..N-1) or a comma-separated list (default 3)")
     parser.add_argument("--out", required=True, help="the directory of the runs and evaluations")
     parser.add_argument("--games", type=int, default=32, help="game seeds per lineup, each x 8 rotations (default 32)")
     parser.add_argument("--eval-seed", type=int, default=4242, help="the evaluation's seed (default 4242)")
-    parser.add_argument("--vs", action="append", default=None,
-                        help=f"a lineup (repeatable; default {', '.join(over_seeds.OPPONENTS)})")
-    parser.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
-                        help="override a config field of every seed's run, as experiments.train --set (a "
-                        "pipeline's: PHASE.FIELD=VALUE, as experiments.pipeline --set)")
-    parser.add_argument("--ladder", type=int, default=None, metavar="GAMES",
-                        help="also rate each final policy on the ladder (GAMES game seeds x 8 rotations, e.g. 64: "
-                        "about 3 minutes a seed on 2 cores); the record's ladder points are the mean over seeds")
-    parser.add_argument("--previous", default=None, metavar="PLAYER",
-                        help="the shipped version this preset replaces (e.g. baseline:ppo_small-v3): also played "
-                        "as 1 vs 7 of it, the README's 'previous version' column")
-    parser.add_argument("--record", metavar="ID", default=None,
-                        help="also write docs/results/records/ID.json and its evidence, and regenerate the pages")
-    parser.add_argument("--checkpoint", choices=over_seeds.CHECKPOINTS, default="final",
-                        help="which checkpoint of each run plays: its final one (default) or its best by best_by")
-    parser.add_argument("--deterministic", action="store_true",
-                        help="the evaluated policies play their most likely legal action instead of sampling")
+    parser.add_argument(
+        "--vs", action="append", default=None, help=f"a lineup (repeatable; default {', '.join(over_seeds.OPPONENTS)})"
+    )
+    parser.add_argument(
+        "--set",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="override a config field of every seed's run, as experiments.train --set (a "
+        "pipeline's: PHASE.FIELD=VALUE, as experiments.pipeline --set)",
+    )
+    parser.add_argument(
+        "--ladder",
+        type=int,
+        default=None,
+        metavar="GAMES",
+        help="also rate each final policy on the ladder (GAMES game seeds x 8 rotations, e.g. 64: "
+        "about 3 minutes a seed on 2 cores); the record's ladder points are the mean over seeds",
+    )
+    parser.add_argument(
+        "--previous",
+        default=None,
+        metavar="PLAYER",
+        help="the shipped version this preset replaces (e.g. baseline:ppo_small-v3): also played "
+        "as 1 vs 7 of it, the README's 'previous version' column",
+    )
+    parser.add_argument(
+        "--record",
+        metavar="ID",
+        default=None,
+        help="also write docs/results/records/ID.json and its evidence, and regenerate the pages",
+    )
+    parser.add_argument(
+        "--checkpoint",
+        choices=over_seeds.CHECKPOINTS,
+        default="final",
+        help="which checkpoint of each run plays: its final one (default) or its best by best_by",
+    )
+    parser.add_argument(
+        "--deterministic",
+        action="store_true",
+        help="the evaluated policies play their most likely legal action instead of sampling",
+    )
     parser.add_argument("--quiet", action="store_true", help="no progress on stderr")
     add_cache_args(parser)
     args = parser.parse_args(argv)
@@ -187,8 +234,11 @@ def main(argv=None) -> dict:
         fail(parser, f"--record: lower case letters, digits, '_', '.', '-', got {args.record!r}")
     pipeline = args.preset in PIPELINES
     if pipeline and args.checkpoint != "final":
-        fail(parser, "--checkpoint: a pipeline's final policy is its last phase's result (its best checkpoint by "
-                     "its best_by); only --checkpoint final applies")
+        fail(
+            parser,
+            "--checkpoint: a pipeline's final policy is its last phase's result (its best checkpoint by "
+            "its best_by); only --checkpoint final applies",
+        )
     try:  # a bad --set fails before any work
         if pipeline:
             config = pipeline_spec(args.preset).with_overrides(phase_overrides(parse_phase_sets(parser, args.set)))
@@ -208,14 +258,34 @@ def main(argv=None) -> dict:
     try:
         vs = tuple(args.vs or over_seeds.OPPONENTS)
         if pipeline:
-            result = reproduce_pipeline(config, args.preset, seeds, args.out, games=args.games, vs=vs,
-                                        eval_seed=args.eval_seed, deterministic=args.deterministic,
-                                        progress=progress, ladder_games=args.ladder, previous=args.previous)
+            result = reproduce_pipeline(
+                config,
+                args.preset,
+                seeds,
+                args.out,
+                games=args.games,
+                vs=vs,
+                eval_seed=args.eval_seed,
+                deterministic=args.deterministic,
+                progress=progress,
+                ladder_games=args.ladder,
+                previous=args.previous,
+            )
         else:
-            result = over_seeds.reproduce(config, args.preset, seeds, args.out, games=args.games, vs=vs,
-                                          eval_seed=args.eval_seed, checkpoint=args.checkpoint,
-                                          deterministic=args.deterministic, progress=progress,
-                                          ladder_games=args.ladder, previous=args.previous)
+            result = over_seeds.reproduce(
+                config,
+                args.preset,
+                seeds,
+                args.out,
+                games=args.games,
+                vs=vs,
+                eval_seed=args.eval_seed,
+                checkpoint=args.checkpoint,
+                deterministic=args.deterministic,
+                progress=progress,
+                ladder_games=args.ladder,
+                previous=args.previous,
+            )
     except (ValueError, RunError, PolicyError) as err:
         fail(parser, err)
     except over_seeds.StoppedError as err:

@@ -25,16 +25,25 @@ _SOURCE_ROOT = Path(__file__).resolve().parents[1]
 def _diff(path: Path, root: Path, expected: str) -> str:
     current = path.read_text(encoding="utf-8") if path.is_file() else ""
     name = str(path.relative_to(root))
-    return "".join(difflib.unified_diff(current.splitlines(True), expected.splitlines(True),
-                                        f"{name} (committed)", f"{name} (generated)"))
+    return "".join(
+        difflib.unified_diff(
+            current.splitlines(True), expected.splitlines(True), f"{name} (committed)", f"{name} (generated)"
+        )
+    )
 
 
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(prog="python -m experiments.results", description=__doc__.splitlines()[0])
-    parser.add_argument("--check", action="store_true",
-                        help="write nothing; exit 1 with a diff when a page differs from what would be generated")
-    parser.add_argument("--root", default=None,
-                        help="the repository (default: the source tree this module is in, else the current directory)")
+    parser.add_argument(
+        "--check",
+        action="store_true",
+        help="write nothing; exit 1 with a diff when a page differs from what would be generated",
+    )
+    parser.add_argument(
+        "--root",
+        default=None,
+        help="the repository (default: the source tree this module is in, else the current directory)",
+    )
     args = parser.parse_args(argv)
     default = _SOURCE_ROOT if (_SOURCE_ROOT / "docs" / "results" / "records").is_dir() else Path.cwd()
     root = Path(args.root) if args.root else default

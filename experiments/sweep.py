@@ -104,8 +104,10 @@ def parse_args(argv=None):
     parser = make_parser("experiments.sweep", __doc__)
     presets = names()["presets"]
     parser.add_argument(
-        "--preset", type=preset_name(presets, "python -m experiments.train --list-presets"), metavar="NAME",
-        help=f"named config: {', '.join(presets)} (python -m experiments.train --list-presets)"
+        "--preset",
+        type=preset_name(presets, "python -m experiments.train --list-presets"),
+        metavar="NAME",
+        help=f"named config: {', '.join(presets)} (python -m experiments.train --list-presets)",
     )
     parser.add_argument(
         "--set",
@@ -117,9 +119,7 @@ def parse_args(argv=None):
     parser.add_argument("--seeds", default="1", help="a count N (seeds seed..seed+N-1) or a comma-separated list")
     parser.add_argument("--env", help="env override: 'autochess' or 'gymnax:<EnvName>'")
     parser.add_argument("--out", metavar="SWEEP_DIR", help="sweep directory (default runs/sweep-<preset>-<timestamp>)")
-    parser.add_argument(
-        "--resume", action="store_true", help="continue the sweep in --out from its latest checkpoint"
-    )
+    parser.add_argument("--resume", action="store_true", help="continue the sweep in --out from its latest checkpoint")
     add_cache_args(parser)
     parser.add_argument("--quiet", action="store_true", help="no progress on stderr")
     args = parser.parse_args(argv)
@@ -170,9 +170,19 @@ def main(argv=None):
     config, spec = build_config(parser, args, overrides)
     run_dir = Path(args.out)
     cache = enable_compilation_cache(None if args.no_cache else args.cache_dir)
-    summary = run_job(parser, lambda: run_sweep(config, spec, run_dir, resume=args.resume, preset=args.preset,
-                                                progress=None if args.quiet else ConsoleProgress(),
-                                                stop_on_signals=True), run_dir)
+    summary = run_job(
+        parser,
+        lambda: run_sweep(
+            config,
+            spec,
+            run_dir,
+            resume=args.resume,
+            preset=args.preset,
+            progress=None if args.quiet else ConsoleProgress(),
+            stop_on_signals=True,
+        ),
+        run_dir,
+    )
     print(summary.pop("table"))
     if summary["stopped"]:
         print(

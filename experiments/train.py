@@ -63,12 +63,16 @@ if TYPE_CHECKING:
 def add_host_args(parser):
     """The multi-host flags (also parsed on their own, before anything starts JAX's backend)."""
     hosts = parser.add_argument_group("multi-host (one process per host, the same command on each)")
-    hosts.add_argument("--coordinator", metavar="HOST:PORT",
-                       help="process 0's address and a free port ($JAXGAME_COORDINATOR)")
+    hosts.add_argument(
+        "--coordinator", metavar="HOST:PORT", help="process 0's address and a free port ($JAXGAME_COORDINATOR)"
+    )
     hosts.add_argument("--num-processes", type=int, metavar="N", help="processes in the run ($JAXGAME_NUM_PROCESSES)")
     hosts.add_argument("--process-id", type=int, metavar="I", help="this process, 0..N-1 ($JAXGAME_PROCESS_ID)")
-    hosts.add_argument("--distributed", action="store_true",
-                       help="let JAX detect the cluster (SLURM, Open MPI, ...) instead of the three flags above")
+    hosts.add_argument(
+        "--distributed",
+        action="store_true",
+        help="let JAX detect the cluster (SLURM, Open MPI, ...) instead of the three flags above",
+    )
 
 
 def start_distributed(argv=None) -> bool:
@@ -89,15 +93,22 @@ def start_distributed(argv=None) -> bool:
 def parse_args(argv=None):
     parser = make_parser("experiments.train", __doc__)
     presets = names()["presets"]
-    parser.add_argument("--preset", type=preset_name(presets), metavar="NAME",
-                        help=f"named config: {', '.join(presets)} (see --list-presets)")
-    parser.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
-                        help="override a config field (repeatable), e.g. --set lr=1e-4; see --list-fields")
+    parser.add_argument(
+        "--preset",
+        type=preset_name(presets),
+        metavar="NAME",
+        help=f"named config: {', '.join(presets)} (see --list-presets)",
+    )
+    parser.add_argument(
+        "--set",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="override a config field (repeatable), e.g. --set lr=1e-4; see --list-fields",
+    )
     parser.add_argument("--env", help="env override: 'autochess' or 'gymnax:<EnvName>'")
     parser.add_argument("--out", metavar="RUN_DIR", help="the run directory (default runs/<preset>-<timestamp>)")
-    parser.add_argument(
-        "--resume", action="store_true", help="continue the run in --out from its latest checkpoint"
-    )
+    parser.add_argument("--resume", action="store_true", help="continue the run in --out from its latest checkpoint")
     parser.add_argument(
         "--auto-resume",
         action="store_true",
@@ -189,15 +200,27 @@ def main(argv=None):
         fail(parser, err)
     run_dir = Path(args.out)
     cache = enable_compilation_cache(None if args.no_cache else args.cache_dir)
-    summary = run_job(parser, lambda: train(config, run_dir, resume=args.resume, preset=args.preset,
-                                            progress=None if args.quiet else ConsoleProgress(),
-                                            stop_on_signals=True), run_dir)
+    summary = run_job(
+        parser,
+        lambda: train(
+            config,
+            run_dir,
+            resume=args.resume,
+            preset=args.preset,
+            progress=None if args.quiet else ConsoleProgress(),
+            stop_on_signals=True,
+        ),
+        run_dir,
+    )
     summary["cache_dir"] = cache
     if distributed.is_main_process():
         if summary["stopped"]:
             saved = " (its checkpoint is saved)" if summary["updates"] else ""
-            print(f"stopped by {summary['stopped']} after update {summary['updates']}{saved}; continue with "
-                  f"--out {run_dir} --resume", file=sys.stderr)
+            print(
+                f"stopped by {summary['stopped']} after update {summary['updates']}{saved}; continue with "
+                f"--out {run_dir} --resume",
+                file=sys.stderr,
+            )
         elif summary["early_stopped"]:
             print(
                 f"early stopping after update {summary['updates']}: the validation cross-entropy did not fall for "

@@ -64,16 +64,7 @@ def legal_mask(p: Players) -> jnp.ndarray:
     place = bench_occupied[:, None] & (cell_occupied[None, :] | board_has_room)  # [8, 24]
     recall = cell_occupied & (units.first_free_bench_slot(p.species) < C.BENCH_SIZE)
     mask = jnp.concatenate(
-        [
-            jnp.ones((1,), bool),
-            buy,
-            reroll[None],
-            buy_xp[None],
-            jnp.ones((1,), bool),
-            sell,
-            place.reshape(-1),
-            recall,
-        ]
+        [jnp.ones((1,), bool), buy, reroll[None], buy_xp[None], jnp.ones((1,), bool), sell, place.reshape(-1), recall]
     )
     return jnp.where(can_act, mask, jnp.arange(C.NUM_ACTIONS) == C.ACTION_END_TURN)
 

@@ -43,8 +43,12 @@ def step_batch(env, states, actions: jax.Array, sync_axes: tuple[str, ...] = ())
     num_games = actions.shape[0]
     states, needs_refill, reroll_keys, fight_keys, reset_keys, due = jax.vmap(env.apply_actions)(states, actions)
     # the new shops of rerolling seats: 48 draws one after another, skipped when no seat rerolled
-    states = jax.lax.cond(any_in_batch(needs_refill, sync_axes),
-                          lambda s: jax.vmap(game.reroll_shops)(s, needs_refill, reroll_keys), lambda s: s, states)
+    states = jax.lax.cond(
+        any_in_batch(needs_refill, sync_axes),
+        lambda s: jax.vmap(game.reroll_shops)(s, needs_refill, reroll_keys),
+        lambda s: s,
+        states,
+    )
 
     def fight(states):
         plans = jax.vmap(env.prepare_fights)(states, fight_keys)

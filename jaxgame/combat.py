@@ -549,10 +549,7 @@ def _attack_or_cast(w: _Tick) -> _Tick:
     mult = jnp.where(_unit_crits(w.keys, w.t, f.index), CRIT_MULT, 1)
     raw = jnp.maximum(1, _div(s.atk * mult * 100, 100 + DEF_PERCENT * w.t_def))
     return w._replace(
-        cast=cast,
-        basic=basic,
-        atk_cd=atk_cd,
-        basic_amt=jnp.maximum(1, raw - w.t_block) + s.atk * f.steel // 100,
+        cast=cast, basic=basic, atk_cd=atk_cd, basic_amt=jnp.maximum(1, raw - w.t_block) + s.atk * f.steel // 100
     )
 
 
@@ -1054,7 +1051,13 @@ def _one_run(max_ticks: int, lane_share: float | None = None):
 
 
 def simulate_fight(
-    home_species, home_stars, away_species, away_stars, key, max_ticks: int = 400, max_units: int = HALF,
+    home_species,
+    home_stars,
+    away_species,
+    away_stars,
+    key,
+    max_ticks: int = 400,
+    max_units: int = HALF,
     lane_share: float | None = None,
 ) -> FightResult:
     """Fight two boards (int32[24] species, -1 empty; int32[24] stars) until one side is wiped or max_ticks.
@@ -1089,8 +1092,9 @@ def record_fight(
     """Like :func:`simulate_fight` but keeps all ``max_ticks + 1`` frames (after the end they repeat),
     mapped back to the 48 fighters. Runs :func:`tick` on a batch of one under ``lax.scan``."""
     keys = _typed_keys(key)[None]
-    home, home_st, away, away_st = (jnp.asarray(a, jnp.int32)[None] for a in (home_species, home_stars, away_species,
-                                                                             away_stars))
+    home, home_st, away, away_st = (
+        jnp.asarray(a, jnp.int32)[None] for a in (home_species, home_stars, away_species, away_stars)
+    )
     f, s0 = init_fights(home, home_st, away, away_st, max_units)
 
     def body(carry, t):

@@ -134,12 +134,7 @@ def _run(home_species, home_stars, away_species, away_stars, key, max_ticks=400)
     else:
         winner = 2
     result = dict(
-        winner=winner,
-        home_survivors=home,
-        away_survivors=away,
-        home_damage=totals[0],
-        away_damage=totals[1],
-        ticks=t,
+        winner=winner, home_survivors=home, away_survivors=away, home_damage=totals[0], away_damage=totals[1], ticks=t
     )
     return result, stats
 

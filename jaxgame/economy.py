@@ -43,9 +43,7 @@ def round_income(gold: jnp.ndarray, streak: jnp.ndarray) -> jnp.ndarray:
 
 def update_streak(streak: jnp.ndarray, won: jnp.ndarray, lost: jnp.ndarray) -> jnp.ndarray:
     """Win: +1 (or restart at +1); loss: -1 (or restart at -1); draw: 0."""
-    return jnp.where(
-        won, jnp.maximum(streak, 0) + 1, jnp.where(lost, jnp.minimum(streak, 0) - 1, 0)
-    ).astype(jnp.int32)
+    return jnp.where(won, jnp.maximum(streak, 0) + 1, jnp.where(lost, jnp.minimum(streak, 0) - 1, 0)).astype(jnp.int32)
 
 
 def xp_fraction(level: jnp.ndarray, xp: jnp.ndarray) -> jax.Array:

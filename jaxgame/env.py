@@ -67,8 +67,12 @@ class AutoChessEnv:
         # per-seat observation shape: (obs_size,), (72, 20) (packed 2bpp) or a dict of both
         vector, pixels = (self.obs_size,), (packing.FRAME_H, packing.PACKED_W)
         oracle = (self.obs_size + observation.ORACLE_SIZE,)  # the vector, then what it does not show (oracle_block)
-        self.obs_shape = {"vector": vector, "pixels": pixels, "both": {"vector": vector, "pixels": pixels},
-                          "oracle": oracle}[obs]
+        self.obs_shape = {
+            "vector": vector,
+            "pixels": pixels,
+            "both": {"vector": vector, "pixels": pixels},
+            "oracle": oracle,
+        }[obs]
         # under jax.vmap (any depth) the step runs batched_step.step_batch: one fight-or-skip branch for the
         # whole batch instead of a per-game cond that vmap would turn into a select running every fight
         self._step_with_rule = with_batch_rule(self._step_impl, functools.partial(step_batch, self))
@@ -181,9 +185,7 @@ class AutoChessEnv:
             "rank": p.rank,
             "alive": p.alive,
             "board_size": units.board_count(p.species),
-            "synergy_count": jnp.sum(synergy.synergy_levels(synergy.type_counts(board)) > 0, axis=-1).astype(
-                jnp.int32
-            ),
+            "synergy_count": jnp.sum(synergy.synergy_levels(synergy.type_counts(board)) > 0, axis=-1).astype(jnp.int32),
             "actions_this_turn": p.actions_this_turn,
         }
 

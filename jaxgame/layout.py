@@ -25,15 +25,33 @@ def layout_description(kind: str) -> dict:
     """What defines the layout of observation ``kind`` (json-able)."""
     if kind not in LAYOUT_VERSIONS:
         raise ValueError(f"unknown observation kind {kind!r}; expected one of {sorted(LAYOUT_VERSIONS)}")
-    actions = {"num_actions": C.NUM_ACTIONS, "buy": C.ACTION_BUY, "reroll": C.ACTION_REROLL, "buy_xp": C.ACTION_BUY_XP,
-               "lock": C.ACTION_LOCK, "sell": C.ACTION_SELL, "place": C.ACTION_PLACE, "recall": C.ACTION_RECALL}
+    actions = {
+        "num_actions": C.NUM_ACTIONS,
+        "buy": C.ACTION_BUY,
+        "reroll": C.ACTION_REROLL,
+        "buy_xp": C.ACTION_BUY_XP,
+        "lock": C.ACTION_LOCK,
+        "sell": C.ACTION_SELL,
+        "place": C.ACTION_PLACE,
+        "recall": C.ACTION_RECALL,
+    }
     if kind == "pixels":
         atlas = hashlib.sha256(render.RENDER_ATLAS_PACKED.tobytes()).hexdigest()
-        return {"kind": kind, "frame": [packing.FRAME_H, packing.FRAME_W, packing.PACKED_W], "tile": packing.TILE,
-                "atlas_sha256": atlas, "actions": actions}
-    description = {"kind": "vector", "blocks": {name: list(span) for name, span in obs.OBS_LAYOUT.items()},
-                   "size": obs.OBS_SIZE, "unit_features": obs.UNIT_FEATURES,
-                   "opponent_features": obs.OPPONENT_FEATURES, "actions": actions}
+        return {
+            "kind": kind,
+            "frame": [packing.FRAME_H, packing.FRAME_W, packing.PACKED_W],
+            "tile": packing.TILE,
+            "atlas_sha256": atlas,
+            "actions": actions,
+        }
+    description = {
+        "kind": "vector",
+        "blocks": {name: list(span) for name, span in obs.OBS_LAYOUT.items()},
+        "size": obs.OBS_SIZE,
+        "unit_features": obs.UNIT_FEATURES,
+        "opponent_features": obs.OPPONENT_FEATURES,
+        "actions": actions,
+    }
     if kind == "oracle":
         description.update(kind=kind, oracle_seat_features=obs.ORACLE_SEAT_FEATURES, oracle_size=obs.ORACLE_SIZE)
     return description
@@ -54,10 +72,18 @@ def action_table() -> list[dict]:
         {"first": C.ACTION_REROLL, "last": C.ACTION_REROLL, "name": "reroll", "argument": None},
         {"first": C.ACTION_BUY_XP, "last": C.ACTION_BUY_XP, "name": "buy_xp", "argument": None},
         {"first": C.ACTION_LOCK, "last": C.ACTION_LOCK, "name": "lock", "argument": None},
-        {"first": C.ACTION_SELL, "last": C.ACTION_PLACE - 1, "name": "sell",
-         "argument": f"slot (0..{C.BENCH_SIZE - 1} bench, then {C.BOARD_CELLS} board cells)"},
-        {"first": C.ACTION_PLACE, "last": C.ACTION_RECALL - 1, "name": "place",
-         "argument": f"bench * {C.BOARD_CELLS} + board cell"},
+        {
+            "first": C.ACTION_SELL,
+            "last": C.ACTION_PLACE - 1,
+            "name": "sell",
+            "argument": f"slot (0..{C.BENCH_SIZE - 1} bench, then {C.BOARD_CELLS} board cells)",
+        },
+        {
+            "first": C.ACTION_PLACE,
+            "last": C.ACTION_RECALL - 1,
+            "name": "place",
+            "argument": f"bench * {C.BOARD_CELLS} + board cell",
+        },
         {"first": C.ACTION_RECALL, "last": C.NUM_ACTIONS - 1, "name": "recall", "argument": "board cell"},
     ]
 

@@ -194,11 +194,13 @@ def oracle_block(state: GameState, seat: jnp.ndarray, config: GameConfig) -> jnp
     def one(other):
         p = jax.tree_util.tree_map(lambda x: x[other], players)
         scalars = jnp.stack([p.gold / 50.0, economy.xp_fraction(p.level, p.xp), (other == next_opponent) * 1.0])
-        return jnp.concatenate([
-            scalars.astype(jnp.float32),
-            unit_records(p.shop, jnp.where(p.shop >= 0, 1, 0)).reshape(-1),
-            unit_records(p.species, p.stars).reshape(-1),
-        ])
+        return jnp.concatenate(
+            [
+                scalars.astype(jnp.float32),
+                unit_records(p.shop, jnp.where(p.shop >= 0, 1, 0)).reshape(-1),
+                unit_records(p.species, p.stars).reshape(-1),
+            ]
+        )
 
     return jax.vmap(one)(others).reshape(-1)
 

@@ -35,15 +35,7 @@ TILES_H = FRAME_H // TILE  # 9 tile rows per frame
 NUM_SHADES = 4
 
 #: RGB of shades 0..3 (Game Boy greens, light to dark).
-PALETTE = np.array(
-    [
-        [224, 248, 208],
-        [136, 192, 112],
-        [52, 104, 86],
-        [8, 24, 32],
-    ],
-    dtype=np.uint8,
-)
+PALETTE = np.array([[224, 248, 208], [136, 192, 112], [52, 104, 86], [8, 24, 32]], dtype=np.uint8)
 
 _SHIFTS = np.array([0, 2, 4, 6], dtype=np.uint8)
 

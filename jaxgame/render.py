@@ -366,8 +366,7 @@ def save_gif(path, shades, durations_ms) -> None:
         im.putpalette(palette)
         images.append(im)
     images[0].save(
-        path, save_all=True, append_images=images[1:], duration=list(durations_ms), loop=0, optimize=False,
-        disposal=1,
+        path, save_all=True, append_images=images[1:], duration=list(durations_ms), loop=0, optimize=False, disposal=1
     )
 
 

@@ -169,7 +169,8 @@ def run_fights(plan: FightPlan, max_ticks: int, sync_axes: tuple[str, ...] = ())
     flat = jax.tree_util.tree_map(lambda x: x.reshape((-1,) + x.shape[len(batch) :]), plan)
     games = flat.active.shape[0]
     slot_keys = jax.vmap(lambda key: jax.vmap(lambda s: jax.random.fold_in(key, s))(jnp.arange(n)))(
-        flat.key.reshape(-1))
+        flat.key.reshape(-1)
+    )
     boards = [flat.home_species, flat.home_stars, flat.away_species, flat.away_stars]
     boards = [jnp.where(flat.active[..., None], b, -1 if i % 2 == 0 else 0) for i, b in enumerate(boards)]
     lanes = LANES_PER_GAME * games
@@ -181,8 +182,9 @@ def run_fights(plan: FightPlan, max_ticks: int, sync_axes: tuple[str, ...] = ())
     if lanes <= CPU_MAX_LANES:
         result = simulate(lanes, *args)
     else:
-        result = jax.lax.platform_dependent(*args, cpu=functools.partial(simulate, CPU_MAX_LANES),
-                                            default=functools.partial(simulate, lanes))
+        result = jax.lax.platform_dependent(
+            *args, cpu=functools.partial(simulate, CPU_MAX_LANES), default=functools.partial(simulate, lanes)
+        )
     return jax.tree_util.tree_map(lambda x: x.reshape(batch + (n,)), result)
 
 

@@ -52,7 +52,7 @@ def board_after(p: Players, action) -> tuple[jax.Array, jax.Array]:
     """(species int32[24], stars int32[24]) of the seat's board after the legal board move ``action`` (bench ->
     cell or a recall): what ``actions.apply_action`` leaves there, without its other effects (a move puts the bench
     unit in the cell, a recall empties it)."""
-    species, stars = p.species[C.BENCH_SIZE:], p.stars[C.BENCH_SIZE:]
+    species, stars = p.species[C.BENCH_SIZE :], p.stars[C.BENCH_SIZE :]
     cells = jnp.arange(C.BOARD_CELLS)
     bench, cell = jnp.divmod(action - C.ACTION_PLACE, C.BOARD_CELLS)
     bench = jnp.clip(bench, 0, C.BENCH_SIZE - 1)
@@ -65,7 +65,7 @@ def board_after(p: Players, action) -> tuple[jax.Array, jax.Array]:
 def _board_after_any(p: Players, action) -> tuple[jax.Array, jax.Array]:
     """The board after any legal ``action`` (a buy may merge units on it): ``actions.apply_action``'s."""
     moved, _, _ = actions.apply_action(p, action)
-    return moved.species[C.BENCH_SIZE:], moved.stars[C.BENCH_SIZE:]
+    return moved.species[C.BENCH_SIZE :], moved.stars[C.BENCH_SIZE :]
 
 
 def trial_candidates(scores: jax.Array, mask: jax.Array) -> tuple[jax.Array, jax.Array, jax.Array]:
@@ -100,8 +100,9 @@ def _seat_action(p: Players, round_, pool, mask, noise, seat, board_species, boa
         return combat.simulate_fight(hs, ht, as_, at, k, TRIAL_TICKS, TRIAL_UNITS, LANE_SHARE)
 
     per_opponent = jax.vmap(fight, in_axes=(None, None, 0, 0, 0))
-    result = jax.vmap(per_opponent, in_axes=(0, 0, None, None, None))(home_species, home_stars, away_species,
-                                                                      board_stars, keys)  # [M + 1, 8] fields
+    result = jax.vmap(per_opponent, in_axes=(0, 0, None, None, None))(
+        home_species, home_stars, away_species, board_stars, keys
+    )  # [M + 1, 8] fields
     wins = jnp.where(result.winner == 0, 1.0, jnp.where(result.winner == 2, 0.5, 0.0))
     margin = (result.home_survivors - result.away_survivors) / (10.0 * C.NUM_PLAYERS * C.MAX_LEVEL)
     value = jnp.sum(jnp.where(opponent[None, :], wins + margin, 0.0), axis=1)  # the margin < 1 / 8 of a win
@@ -116,11 +117,28 @@ def search_policy(key: jax.Array, state: GameState, mask: jnp.ndarray) -> jnp.nd
     noise = jax.random.uniform(key, (C.NUM_PLAYERS, C.NUM_ACTIONS), maxval=1e-3)  # expert_public's, same key
     fight_keys = jax.random.split(jax.random.fold_in(key, _FIGHT_STREAM), C.NUM_PLAYERS)
     players = state.players
-    board_species, board_stars = players.species[:, C.BENCH_SIZE:], players.stars[:, C.BENCH_SIZE:]
+    board_species, board_stars = players.species[:, C.BENCH_SIZE :], players.stars[:, C.BENCH_SIZE :]
     return jax.vmap(_seat_action, in_axes=(0, None, 0, 0, 0, 0, None, None, None, 0))(
-        players, state.round, bots.public_pool(state), mask, noise, jnp.arange(C.NUM_PLAYERS), board_species,
-        board_stars, players.alive, fight_keys)
+        players,
+        state.round,
+        bots.public_pool(state),
+        mask,
+        noise,
+        jnp.arange(C.NUM_PLAYERS),
+        board_species,
+        board_stars,
+        players.alive,
+        fight_keys,
+    )
 
 
-__all__ = ["LANE_SHARE", "SEARCH_MOVES", "SEAT_GATED", "TRIAL_TICKS", "TRIAL_UNITS", "board_after", "search_policy",
-           "trial_candidates"]
+__all__ = [
+    "LANE_SHARE",
+    "SEARCH_MOVES",
+    "SEAT_GATED",
+    "TRIAL_TICKS",
+    "TRIAL_UNITS",
+    "board_after",
+    "search_policy",
+    "trial_candidates",
+]

@@ -75,8 +75,11 @@ def require_browser():
     path = find_browser()
     if path is None:
         override = os.environ.get("JAXGAME_CHROMIUM")
-        where = (f"$JAXGAME_CHROMIUM={override!r} is no executable" if override
-                 else f"none of {', '.join(BROWSER_NAMES)} on PATH and $JAXGAME_CHROMIUM unset")
+        where = (
+            f"$JAXGAME_CHROMIUM={override!r} is no executable"
+            if override
+            else f"none of {', '.join(BROWSER_NAMES)} on PATH and $JAXGAME_CHROMIUM unset"
+        )
         reason = f"no Chromium: {where} (Debian: apt-get install chromium; .ci/run installs it)"
         if os.environ.get("JAXGAME_BROWSER_UNAVAILABLE"):
             reason += f"; {os.environ['JAXGAME_BROWSER_UNAVAILABLE']}"
@@ -163,18 +166,33 @@ class Browser:
             self._call("Page.bringToFront")  # headless Chromium draws no frames for a background tab
             for domain in ("Page", "Runtime", "Log"):
                 self._call(f"{domain}.enable")
-            self._call("Emulation.setDeviceMetricsOverride", width=self.size[0], height=self.size[1],
-                       deviceScaleFactor=1, mobile=False)
+            self._call(
+                "Emulation.setDeviceMetricsOverride",
+                width=self.size[0],
+                height=self.size[1],
+                deviceScaleFactor=1,
+                mobile=False,
+            )
         except BaseException:
             self.close()
             raise
 
     def flags(self):
         """The command-line switches the browser runs with (besides ``--remote-debugging-pipe``)."""
-        flags = ["--headless=new", "--disable-gpu", f"--user-data-dir={self._profile}", "--no-first-run",
-                 "--no-default-browser-check", "--disable-extensions", "--disable-background-networking",
-                 "--disable-dev-shm-usage", "--allow-file-access-from-files", "--hide-scrollbars", "--mute-audio",
-                 f"--window-size={self.size[0]},{self.size[1]}"]
+        flags = [
+            "--headless=new",
+            "--disable-gpu",
+            f"--user-data-dir={self._profile}",
+            "--no-first-run",
+            "--no-default-browser-check",
+            "--disable-extensions",
+            "--disable-background-networking",
+            "--disable-dev-shm-usage",
+            "--allow-file-access-from-files",
+            "--hide-scrollbars",
+            "--mute-audio",
+            f"--window-size={self.size[0]},{self.size[1]}",
+        ]
         if hasattr(os, "geteuid") and os.geteuid() == 0:
             flags.append("--no-sandbox")  # Chromium refuses to start its sandbox as root
         return flags
@@ -192,11 +210,28 @@ class Browser:
     def _launch(self):
         to_browser_r, self._to_browser = os.pipe()
         self._from_browser, from_browser_w = os.pipe()
-        argv = [sys.executable, "-I", "-S", "-c", _PIPE_LAUNCHER, str(to_browser_r), str(from_browser_w),
-                self.executable, *self.flags(), "--remote-debugging-pipe", "about:blank"]
+        argv = [
+            sys.executable,
+            "-I",
+            "-S",
+            "-c",
+            _PIPE_LAUNCHER,
+            str(to_browser_r),
+            str(from_browser_w),
+            self.executable,
+            *self.flags(),
+            "--remote-debugging-pipe",
+            "about:blank",
+        ]
         try:  # a session of its own, so close() can end the browser's helper processes with it
-            return subprocess.Popen(argv, pass_fds=(to_browser_r, from_browser_w), stdin=subprocess.DEVNULL,
-                                    stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+            return subprocess.Popen(
+                argv,
+                pass_fds=(to_browser_r, from_browser_w),
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.DEVNULL,
+                stderr=subprocess.DEVNULL,
+                start_new_session=True,
+            )
         finally:
             os.close(to_browser_r)
             os.close(from_browser_w)
@@ -360,7 +395,8 @@ class Browser:
         rect = self.evaluate(
             f"(() => {{ const e = document.querySelector({json.dumps(selector)}); if (!e) return null;"
             " e.scrollIntoView({block: 'center', inline: 'center'}); const r = e.getBoundingClientRect();"
-            " return [r.left + r.width / 2, r.top + r.height / 2, r.width * r.height]; })()")
+            " return [r.left + r.width / 2, r.top + r.height / 2, r.width * r.height]; })()"
+        )
         if rect is None:
             raise BrowserError(f"click: no element matches {selector!r}")
         x, y, area = rect
@@ -397,8 +433,9 @@ class Browser:
             captures.append(self._post("Page.captureScreenshot", session=self._session, format="png"))
             last = attempt == len(WAKE_UP_BUDGETS_MS)
             try:
-                data = self._await("Page.captureScreenshot", captures,
-                                   REPLY_TIMEOUT_S if last else SCREENSHOT_TIMEOUT_S)["data"]
+                data = self._await(
+                    "Page.captureScreenshot", captures, REPLY_TIMEOUT_S if last else SCREENSHOT_TIMEOUT_S
+                )["data"]
                 break
             except BrowserTimeout:
                 if last:

@@ -53,7 +53,7 @@ def pytest_addoption(parser):
 def _run_slow(config):
     """Whether the slow tier runs: ``--run-slow``, a ``-m`` expression that names ``slow`` (``-m slow`` runs only
     those tests)."""
-    return (config.getoption("--run-slow") or "slow" in (config.getoption("markexpr") or ""))
+    return config.getoption("--run-slow") or "slow" in (config.getoption("markexpr") or "")
 
 
 def pytest_collection_modifyitems(config, items):
@@ -67,8 +67,9 @@ def pytest_collection_modifyitems(config, items):
         for item in items:
             for marker in item.iter_markers("slow"):
                 why = marker.kwargs.get("reason")
-                item.add_marker(pytest.mark.skip(reason=f"slow{f' ({why})' if why else ''}: run with -m slow or "
-                                                 "--run-slow"))
+                item.add_marker(
+                    pytest.mark.skip(reason=f"slow{f' ({why})' if why else ''}: run with -m slow or --run-slow")
+                )
 
 
 if os.environ.get("JAXGAME_COMPILE_LOG"):  # diagnostics: every XLA compilation of this process, one line each

@@ -16,8 +16,8 @@ def tb_steps(run_dir, tag: str) -> list[int]:
         data = path.read_bytes()
         pos = 0
         while pos < len(data):
-            (length,) = struct.unpack("<Q", data[pos:pos + 8])
-            event = event_pb2.Event.FromString(data[pos + 12:pos + 12 + length])
+            (length,) = struct.unpack("<Q", data[pos : pos + 8])
+            event = event_pb2.Event.FromString(data[pos + 12 : pos + 12 + length])
             pos += 12 + length + 4
             steps += [event.step for value in event.summary.value if value.tag == tag]
     return steps

@@ -5,7 +5,6 @@ The game run (``game_run``: one compiled program, ~20-25 s on a 2-core CPU) is i
 ``test_game_chunked_equals_whole`` (``-m slow``) compiles the chunked trainer on top of it.
 """
 
-
 import chex
 import jax
 import jax.numpy as jnp
@@ -71,9 +70,9 @@ def test_td_step_matches_semi_mdp_gae_lambda_0():
         return pending, (samples.obs[..., 0], samples.action, target, weight, conflict)
 
     empty = Pending.empty(jnp.zeros((N, P, 1)), jnp.zeros((N, P, A), bool))
-    final, (origin, action, target, weight, conflict) = jax.jit(
-        lambda xs: jax.lax.scan(body, empty, xs)
-    )((steps, mask[1:], value[1:]))
+    final, (origin, action, target, weight, conflict) = jax.jit(lambda xs: jax.lax.scan(body, empty, xs))(
+        (steps, mask[1:], value[1:])
+    )
     origin, action, target, weight = map(np.asarray, (origin, action, target, weight))
     assert not np.asarray(conflict).any()
 
@@ -129,8 +128,18 @@ def _manual_update(tr, runner):
 
     def loss(p):
         logits, v = net.apply(p, b_obs)
-        return losses.a2c_loss(logits, v, b_mask, b_action, b_target - v, b_target, b_weight, hp.vf_coef,
-                               hp.ent_coef, normalize_advantages=tr.config.normalize_advantages)
+        return losses.a2c_loss(
+            logits,
+            v,
+            b_mask,
+            b_action,
+            b_target - v,
+            b_target,
+            b_weight,
+            hp.vf_coef,
+            hp.ent_coef,
+            normalize_advantages=tr.config.normalize_advantages,
+        )
 
     (_, batch_metrics), grads = jax.value_and_grad(loss, has_aux=True)(params)
     opt = optax.chain(optax.clip_by_global_norm(hp.max_grad_norm), optax.adam(hp.lr, eps=1e-5))
@@ -149,37 +158,46 @@ def test_one_update_equals_manual_td0_gradient_and_adam(small, normalize):
         init = jax.jit(tr.init)
     runner = init(jax.random.key(3))
     f32 = jnp.float32
-    hp = runner.hparams.replace(lr=f32(0.05), gamma=f32(0.9), vf_coef=f32(0.7), ent_coef=f32(0.03),
-                                max_grad_norm=f32(0.5))
+    hp = runner.hparams.replace(
+        lr=f32(0.05), gamma=f32(0.9), vf_coef=f32(0.7), ent_coef=f32(0.03), max_grad_norm=f32(0.5)
+    )
     runner = runner.replace(hparams=hp)  # traced hyperparameters: no recompilation
     new_runner, metrics = tr.run(runner, 1)
     expected, grads, obs, targets, values, weights, batch_metrics = jax.jit(_manual_update, static_argnums=0)(
-        tr, runner)
+        tr, runner
+    )
 
     assert np.all(np.asarray(weights) == 1.0)  # every CartPole step is a decision
     # the streamed gradient equals the batch loss's (Adam's first moment after one step is (1 - b1 = 0.1) x the
     # clipped gradient), to float32 rounding
     clipped, _ = optax.clip_by_global_norm(hp.max_grad_norm).update(grads, optax.EmptyState())
-    chex.assert_trees_all_close(new_runner.opt_state[1].mu, jax.tree_util.tree_map(lambda g: 0.1 * g, clipped),
-                                rtol=1e-5, atol=1e-9)
+    chex.assert_trees_all_close(
+        new_runner.opt_state[1].mu, jax.tree_util.tree_map(lambda g: 0.1 * g, clipped), rtol=1e-5, atol=1e-9
+    )
     # and the parameters took Adam's first step on that streamed gradient g = mu / 0.1 (with bias correction
     # lr * g / (|g| + eps)), to float32 rounding
     streamed = jax.tree_util.tree_map(lambda m: m / 0.1, new_runner.opt_state[1].mu)
     adam = optax.adam(hp.lr, eps=1e-5)
     step, _ = adam.update(streamed, adam.init(streamed))
-    chex.assert_trees_all_close(new_runner.params, optax.apply_updates(runner.params, step), rtol=1e-5,
-                                atol=1e-6 * float(hp.lr))
+    chex.assert_trees_all_close(
+        new_runner.params, optax.apply_updates(runner.params, step), rtol=1e-5, atol=1e-6 * float(hp.lr)
+    )
     # so they equal the batch loss's whole update up to what the gradients' difference becomes through Adam: a
     # difference dg moves the step by up to lr * dg * eps / (|g| + eps)^2, large where |g| is near eps = 1e-5
     # (float32 summation order differs by compiler and CPU kind)
-    for ours, batch, g, c in zip(*(jax.tree_util.tree_leaves(t) for t in (new_runner.params, expected, streamed,
-                                                                          clipped))):
+    for ours, batch, g, c in zip(
+        *(jax.tree_util.tree_leaves(t) for t in (new_runner.params, expected, streamed, clipped))
+    ):
         g, c = np.asarray(g, np.float64), np.asarray(c, np.float64)
         propagated = float(hp.lr) * np.abs(g - c) * 1e-5 / (np.minimum(np.abs(g), np.abs(c)) + 1e-5) ** 2
-        np.testing.assert_array_less(np.abs(np.asarray(ours) - np.asarray(batch)),
-                                     propagated + 1e-6 * float(hp.lr) + 1e-5 * np.abs(np.asarray(batch)))
-    moved = max(float(jnp.abs(a - b).max()) for a, b in zip(
-        jax.tree_util.tree_leaves(new_runner.params), jax.tree_util.tree_leaves(runner.params)))
+        np.testing.assert_array_less(
+            np.abs(np.asarray(ours) - np.asarray(batch)),
+            propagated + 1e-6 * float(hp.lr) + 1e-5 * np.abs(np.asarray(batch)),
+        )
+    moved = max(
+        float(jnp.abs(a - b).max())
+        for a, b in zip(jax.tree_util.tree_leaves(new_runner.params), jax.tree_util.tree_leaves(runner.params))
+    )
     assert moved > 1e-3
     np.testing.assert_allclose(metrics["loss/value"][0], np.mean(0.5 * (values - targets) ** 2), rtol=1e-5)
     for ours, batch in (("policy", "policy_loss"), ("value", "value_loss"), ("entropy", "entropy")):
@@ -212,10 +230,22 @@ def test_whole_run_equals_chunks_deterministic_and_key_types(small):
     runner, chunked = runs["typed"]
     assert isinstance(runner, Runner) and int(runner.update) == 2
     assert runner.pending.active.shape == runner.mask.shape[:-1]
-    assert set(whole) == set(chunked) == {
-        "loss/policy", "loss/value", "loss/entropy", "loss/grad_norm", "loss/explained_variance",
-        "loss/advantage_std", "train/lr", "train/decisions", *(f"sums/{k}" for k in EPISODE_SUMS), health.FINITE,
-    }
+    assert (
+        set(whole)
+        == set(chunked)
+        == {
+            "loss/policy",
+            "loss/value",
+            "loss/entropy",
+            "loss/grad_norm",
+            "loss/explained_variance",
+            "loss/advantage_std",
+            "train/lr",
+            "train/decisions",
+            *(f"sums/{k}" for k in EPISODE_SUMS),
+            health.FINITE,
+        }
+    )
     assert (whole[health.FINITE] == 1.0).all()
     for k in whole:
         assert whole[k].shape == (2,)
@@ -257,10 +287,14 @@ def _time_by_env_shapes(fn, runner, steps, num_envs):
 
 def test_memory_is_independent_of_update_every():
     num_envs = 24
-    small, large = _trainer(num_envs=num_envs, update_every=2), _trainer(num_envs=num_envs, update_every=7,
-                                                                        total_steps=24 * 7)
-    shapes = [jax.tree_util.tree_map(lambda x: (x.shape, x.dtype), jax.eval_shape(t.init, jax.random.key(0)))
-              for t in (small, large)]
+    small, large = (
+        _trainer(num_envs=num_envs, update_every=2),
+        _trainer(num_envs=num_envs, update_every=7, total_steps=24 * 7),
+    )
+    shapes = [
+        jax.tree_util.tree_map(lambda x: (x.shape, x.dtype), jax.eval_shape(t.init, jax.random.key(0)))
+        for t in (small, large)
+    ]
     assert shapes[0] == shapes[1]
     runner = jax.eval_shape(large.init, jax.random.key(0))
     assert _time_by_env_shapes(large.update, runner, 7, num_envs) == []
@@ -280,23 +314,41 @@ def test_learns_cartpole():
     500-step truncation ends an episode like a termination (as in
     PureJaxRL), and its TD error of about -V(s) can collapse the policy after it learned (docs/log-2026-11.md,
     "Streaming A2C" has the last fifths of seeds 0-3)."""
-    tr = _trainer(num_envs=64, update_every=4, hidden=(64, 64), lr=1e-3, gamma=0.99, ent_coef=0.01,
-                  max_grad_norm=0.5, total_steps=1_000_000)
+    tr = _trainer(
+        num_envs=64,
+        update_every=4,
+        hidden=(64, 64),
+        lr=1e-3,
+        gamma=0.99,
+        ent_coef=0.01,
+        max_grad_norm=0.5,
+        total_steps=1_000_000,
+    )
     assert tr.config.normalize_advantages
     key = jax.random.key(0)
     _, metrics = compile_as_users_do(jax.jit(tr), key)(key)  # run-bound: -O0 would run it 5x slower
     metrics = jax.device_get(metrics)
     fifth = tr.config.num_updates // 5
-    returns = [trainers.summarize({k: v[i * fifth:(i + 1) * fifth] for k, v in metrics.items()})["train/episode_return"]
-               for i in range(5)]
+    returns = [
+        trainers.summarize({k: v[i * fifth : (i + 1) * fifth] for k, v in metrics.items()})["train/episode_return"]
+        for i in range(5)
+    ]
     assert returns[0] < 60, returns
     assert max(returns[1:]) > 150, returns
 
 
 # ---- the game ----
 #: 2 games of 3 rounds of 2 steps, 8 updates of 2 env steps (one round each): games end within the run
-GAME = dict(algo="a2c", num_envs=2, update_every=2, total_steps=2 * 2 * 8, hidden=(16,), max_rounds=3,
-            steps_per_round=2, max_combat_ticks=30)
+GAME = dict(
+    algo="a2c",
+    num_envs=2,
+    update_every=2,
+    total_steps=2 * 2 * 8,
+    hidden=(16,),
+    max_rounds=3,
+    steps_per_round=2,
+    max_combat_ticks=30,
+)
 
 
 @pytest.fixture(scope="module")
@@ -337,8 +389,10 @@ def test_game_updates_train_the_completed_decisions(game_run):
     np.testing.assert_array_equal(metrics["loss/grad_norm"] > 0, trained)
     adam_steps = int(optax.tree_utils.tree_get(runner.opt_state, "count"))
     assert adam_steps == int(trained.sum())  # Adam stepped on the trained updates only
-    moved = [float(np.abs(np.asarray(a) - np.asarray(b)).max())
-             for a, b in zip(jax.tree_util.tree_leaves(initial), jax.tree_util.tree_leaves(runner.params), strict=True)]
+    moved = [
+        float(np.abs(np.asarray(a) - np.asarray(b)).max())
+        for a, b in zip(jax.tree_util.tree_leaves(initial), jax.tree_util.tree_leaves(runner.params), strict=True)
+    ]
     assert max(moved) > 1e-4, moved
     episodes = metrics["sums/episodes"].sum()
     assert episodes > 0  # whole games ended: terminal decisions were completed without a bootstrap

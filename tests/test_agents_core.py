@@ -232,10 +232,16 @@ def _transitions(reward, value, terminal, decision):
 
     t = np.arange(reward.shape[0], dtype=np.float32)[:, None, None, None]
     obs = np.broadcast_to(t, reward.shape + (1,)).copy()  # obs = the step's time index: where a sample came from
-    return Transition(obs=jnp.asarray(obs), mask=jnp.ones(reward.shape + (2,), bool),
-                      action=jnp.zeros(reward.shape, jnp.int32), log_prob=jnp.asarray(-value),
-                      value=jnp.asarray(value), reward=jnp.asarray(reward), terminal=jnp.asarray(terminal),
-                      weight=jnp.asarray(decision, jnp.float32))
+    return Transition(
+        obs=jnp.asarray(obs),
+        mask=jnp.ones(reward.shape + (2,), bool),
+        action=jnp.zeros(reward.shape, jnp.int32),
+        log_prob=jnp.asarray(-value),
+        value=jnp.asarray(value),
+        reward=jnp.asarray(reward),
+        terminal=jnp.asarray(terminal),
+        weight=jnp.asarray(decision, jnp.float32),
+    )
 
 
 @pytest.mark.parametrize("gamma, lam", [(0.9, 0.0), (0.95, 0.9), (1.0, 1.0)])
@@ -266,14 +272,23 @@ def test_two_rollouts_train_every_decision_once_with_the_joined_rollouts_gae(gam
     seen = {"carried and trained": 0, "carried open": 0, "open at the end": 0, "terminal at the cut": 0}
     for n, p in np.ndindex(*reward.shape[1:]):
         col = (slice(None), n, p)
-        rollout, ref = split_rollouts_reference(reward[col], value[col], discount[col], decision[col], T,
-                                                float(end_value[n, p]), bool(end_decision[n, p]), lam)
+        rollout, ref = split_rollouts_reference(
+            reward[col],
+            value[col],
+            discount[col],
+            decision[col],
+            T,
+            float(end_value[n, p]),
+            bool(end_decision[n, p]),
+            lam,
+        )
         seen["terminal at the cut"] += bool(terminal[T - 1, n, p] and decision[:T, n, p].any())
         trained_a = [t for t in range(T) if weight_a[t, n, p]]
         assert trained_a == [t for t in range(T) if rollout[t] == 0], (n, p)
         np.testing.assert_allclose(np.asarray(adv_a)[trained_a, n, p], ref[trained_a], rtol=1e-4, atol=1e-4)
-        np.testing.assert_allclose(np.asarray(tgt_a)[trained_a, n, p], ref[trained_a] + value[trained_a, n, p],
-                                   rtol=1e-4, atol=1e-4)
+        np.testing.assert_allclose(
+            np.asarray(tgt_a)[trained_a, n, p], ref[trained_a] + value[trained_a, n, p], rtol=1e-4, atol=1e-4
+        )
         carried = [t for t in range(T) if rollout[t] in (1, -1)]  # at most one: the seat's last decision
         assert len(carried) <= 1 and bool(pending_a.active[n, p]) == bool(carried)
         for t in carried:
@@ -286,8 +301,9 @@ def test_two_rollouts_train_every_decision_once_with_the_joined_rollouts_gae(gam
                 seen["carried open"] += 1
         trained_b = [t for t in range(T, 2 * T) if rollout[t] == 1]
         assert [T + i for i in range(T) if weight_b[i, n, p] and obs_b[i, n, p] >= T] == trained_b, (n, p)
-        np.testing.assert_allclose(np.asarray(adv_b)[[t - T for t in trained_b], n, p], ref[trained_b],
-                                   rtol=1e-4, atol=1e-4)
+        np.testing.assert_allclose(
+            np.asarray(adv_b)[[t - T for t in trained_b], n, p], ref[trained_b], rtol=1e-4, atol=1e-4
+        )
         still_open = [t for t in range(2 * T) if rollout[t] == -1]
         assert len(still_open) <= 1 and bool(pending_b.active[n, p]) == bool(still_open)
         if still_open:
@@ -465,8 +481,9 @@ def test_a2c_loss_values_and_semi_gradient():
     def normalized(p):
         value, logits = obs @ p["w"], obs @ p["pi"]
         target = reward + 0.9 * (next_obs @ p["w"]) + p["b"]
-        return L.a2c_loss(logits, value, mask, actions, target - value, target, weight, 0.5, 0.01,
-                          normalize_advantages=True)
+        return L.a2c_loss(
+            logits, value, mask, actions, target - value, target, weight, 0.5, 0.01, normalize_advantages=True
+        )
 
     _, m_norm = jax.jit(normalized)(params)
     adv = (t - v)[keep]
@@ -573,7 +590,10 @@ def test_tile_torso_is_an_8x8_stride_8_convolution():
     params = torso.init(jax.random.PRNGKey(1), frames)
     embed = params["params"]["tile_embed"]
     conv = jax.lax.conv_general_dilated(
-        frames[..., None], embed["kernel"].reshape(8, 8, 1, 5), window_strides=(8, 8), padding="VALID",
+        frames[..., None],
+        embed["kernel"].reshape(8, 8, 1, 5),
+        window_strides=(8, 8),
+        padding="VALID",
         dimension_numbers=("NHWC", "HWIO", "NHWC"),
     )
     tiles = jax.nn.relu(conv + embed["bias"]).reshape(2, -1)

@@ -87,8 +87,13 @@ def test_every_shipped_baseline_carries_a_digest_that_sha256sum_accepts(name):
     export = sorted(f"{name}/{f.name}" for f in (baselines.DIRECTORY / name).iterdir() if f.is_file())
     assert listed == sorted([f"{name}.json", f"{name}.msgpack", *export])
     if shutil.which("sha256sum"):
-        proc = subprocess.run(["sha256sum", "-c", "--strict", digest.name], cwd=baselines.DIRECTORY,
-                              capture_output=True, text=True, check=False)
+        proc = subprocess.run(
+            ["sha256sum", "-c", "--strict", digest.name],
+            cwd=baselines.DIRECTORY,
+            capture_output=True,
+            text=True,
+            check=False,
+        )
         assert proc.returncode == 0, proc.stdout + proc.stderr
     with warnings.catch_warnings():
         warnings.simplefilter("error")
@@ -103,8 +108,9 @@ def test_a_flipped_byte_in_a_baseline_is_a_one_line_error(tmp_path, damaged):
     (shipped / damaged).write_bytes(bytes(data))
     with pytest.raises(baselines.BaselineError) as info:
         baselines.load_baseline("ppo_small-v1", directory=shipped)
-    assert str(info.value) == (f"baseline 'ppo_small-v1' in {shipped} is damaged: {damaged} does not match its "
-                               "SHA-256 in ppo_small-v1.sha256")
+    assert str(info.value) == (
+        f"baseline 'ppo_small-v1' in {shipped} is damaged: {damaged} does not match its SHA-256 in ppo_small-v1.sha256"
+    )
     (shipped / "ppo_small-v1.sha256").unlink()  # frozen before digests: loads, with one warning
     if damaged == "ppo_small-v1.msgpack":
         with pytest.warns(RuntimeWarning, match="has no ppo_small-v1.sha256 .*unverified") as record:
@@ -140,17 +146,35 @@ def test_every_shipped_baseline_has_its_model_card_as_generated(name):
 
 MADE_UP = {
     "name": "made_up-v1",
-    "config": {"obs": "vector", "hidden": [32, 16], "seed": 5, "num_envs": 8, "total_steps": 4096, "max_rounds": 10,
-               "steps_per_round": 6},
+    "config": {
+        "obs": "vector",
+        "hidden": [32, 16],
+        "seed": 5,
+        "num_envs": 8,
+        "total_steps": 4096,
+        "max_rounds": 10,
+        "steps_per_round": 6,
+    },
     "source": {"run": "runs/made_up", "step": 16, "frozen": "2026-01-02"},
     "results": {
-        "training": {"command": "python -m experiments.train --preset smoke --out RUN", "seed": 5, "env_steps": 4096,
-                     "updates": 16, "wall_s": 90.0, "train_s": 60.5, "compile_s": 20.25, "machine": "a test box"},
-        "evaluate": {"command": "python -m experiments.evaluate RUN --vs random --vs greedy --vs expert",
-                     "machine": "a test box", "date": "2026-01-03",
-                     "vs_random": {"mean_placement": 1.5, "ci95": 0.25, "top1": 0.5, "top4": 1.0, "games": 64},
-                     "vs_greedy": {"mean_placement": 4.4, "ci95": 0.2, "top1": 0.125, "top4": 0.5, "games": 64},
-                     "vs_expert": {"mean_placement": 5.25, "ci95": 0.5, "top1": 0.03125, "top4": 0.25, "games": 64}},
+        "training": {
+            "command": "python -m experiments.train --preset smoke --out RUN",
+            "seed": 5,
+            "env_steps": 4096,
+            "updates": 16,
+            "wall_s": 90.0,
+            "train_s": 60.5,
+            "compile_s": 20.25,
+            "machine": "a test box",
+        },
+        "evaluate": {
+            "command": "python -m experiments.evaluate RUN --vs random --vs greedy --vs expert",
+            "machine": "a test box",
+            "date": "2026-01-03",
+            "vs_random": {"mean_placement": 1.5, "ci95": 0.25, "top1": 0.5, "top4": 1.0, "games": 64},
+            "vs_greedy": {"mean_placement": 4.4, "ci95": 0.2, "top1": 0.125, "top4": 0.5, "games": 64},
+            "vs_expert": {"mean_placement": 5.25, "ci95": 0.5, "top1": 0.03125, "top4": 0.25, "games": 64},
+        },
     },
 }
 
@@ -186,8 +210,9 @@ def test_model_card_says_what_its_json_records(tmp_path):
     unmeasured = card.model_card("made_up-v1", {**MADE_UP, "results": {}}).splitlines()
     assert "Not measured: made_up-v1.json records no evaluation." in unmeasured
     assert "- hardware: not recorded" in unmeasured and "- seed: 5" in unmeasured  # the config's seed
-    pixels = card.model_card("made_up-v1", {**MADE_UP, "config": {**MADE_UP["config"], "obs": "pixels",
-                                                                  "network": "cnn"}})
+    pixels = card.model_card(
+        "made_up-v1", {**MADE_UP, "config": {**MADE_UP["config"], "obs": "pixels", "network": "cnn"}}
+    )
     assert "- shape and dtype, per seat: uint8[72, 20]" in pixels.splitlines()
 
 
@@ -202,7 +227,8 @@ def test_card_command_writes_and_checks_the_cards(tmp_path, capsys):
     assert card.card_path(name, tmp_path).read_text() == card.model_card(name, MADE_UP)
     assert card.stale_cards(tmp_path) == []
     assert baseline_cli.main(["card", name, "--check", "--dir", str(tmp_path)]) == {
-        name: str(card.card_path(name, tmp_path))}
+        name: str(card.card_path(name, tmp_path))
+    }
     changed = {**MADE_UP, "source": {**MADE_UP["source"], "step": 17}}
     (tmp_path / f"{name}.json").write_text(json.dumps(changed))
     assert card.stale_cards(tmp_path) == [name]

@@ -35,8 +35,9 @@ def test_bc_loss_by_hand():
     assert float(total) == pytest.approx(np.mean(NLL) + 0.5 * np.mean(SQ), rel=1e-6)
     # the most likely legal actions are 3 (5/8; the illegal action 2 has the largest logit), a miss, and 2, a hit
     assert float(m["accuracy"]) == 0.5
-    assert float(m["entropy"]) == pytest.approx((entropy([1 / 8, 2 / 8, 5 / 8]) + entropy([3 / 4, 1 / 4])) / 2,
-                                                rel=1e-6)
+    assert float(m["entropy"]) == pytest.approx(
+        (entropy([1 / 8, 2 / 8, 5 / 8]) + entropy([3 / 4, 1 / 4])) / 2, rel=1e-6
+    )
 
 
 def test_held_out_sums_are_the_accuracy_and_cross_entropy_of_the_weighted_samples():
@@ -45,8 +46,9 @@ def test_held_out_sums_are_the_accuracy_and_cross_entropy_of_the_weighted_sample
     from agents.core.rollout import Transition
 
     def traj(weight):
-        return Transition(obs=None, mask=MASK, action=ACTIONS, log_prob=None, value=None, reward=None, terminal=None,
-                          weight=weight)
+        return Transition(
+            obs=None, mask=MASK, action=ACTIONS, log_prob=None, value=None, reward=None, terminal=None, weight=weight
+        )
 
     sums = bc.BCLoss.held_out(LOGITS, traj(jnp.ones(2)))
     assert [float(x) for x in sums["val/accuracy"]] == [1.0, 2.0]
@@ -86,12 +88,15 @@ def test_the_split_holds_out_whole_games():
     assert len(np.unique(game[bc.split_by_game(game, 0.01, seed=0)[1]])) == 1  # at least one game when > 0
 
 
-@pytest.mark.parametrize("game, fraction, message", [
-    (np.zeros(5, np.int32), 0.5, "leaves none to train on"),
-    (np.arange(4), 1.0, "val_fraction must be in"),
-    (np.arange(4), -0.1, "val_fraction must be in"),
-    (np.arange(4.0), 0.5, "1-d int array"),
-])
+@pytest.mark.parametrize(
+    "game, fraction, message",
+    [
+        (np.zeros(5, np.int32), 0.5, "leaves none to train on"),
+        (np.arange(4), 1.0, "val_fraction must be in"),
+        (np.arange(4), -0.1, "val_fraction must be in"),
+        (np.arange(4.0), 0.5, "1-d int array"),
+    ],
+)
 def test_a_bad_split_is_refused(game, fraction, message):
     with pytest.raises(ValueError, match=message):
         bc.split_by_game(game, fraction, 0)
@@ -109,15 +114,31 @@ def synthetic(n, seed):
     action = np.where(mask, obs @ w, -np.inf).argmax(1)
     decision = np.arange(n) % 4 != 0
     action = np.where(decision, action, (action + 1) % 6)
-    return {"obs": obs, "mask": mask, "action": action.astype(np.int16), "decision": decision,
-            "outcome": (obs[:, 0] - obs[:, 1]).astype(np.float32)}
+    return {
+        "obs": obs,
+        "mask": mask,
+        "action": action.astype(np.int16),
+        "decision": decision,
+        "outcome": (obs[:, 0] - obs[:, 1]).astype(np.float32),
+    }
 
 
 def synthetic_config(**overrides):
     from agents.config import TrainConfig
 
-    fields = dict(algo="bc", bc_dataset="synthetic", bc_batch_size=128, total_steps=128 * 600, lr=3e-3,
-                  warmup_updates=20, cosine_lr=True, weight_decay=1e-4, max_grad_norm=1.0, vf_coef=0.5, eval_every=0)
+    fields = dict(
+        algo="bc",
+        bc_dataset="synthetic",
+        bc_batch_size=128,
+        total_steps=128 * 600,
+        lr=3e-3,
+        warmup_updates=20,
+        cosine_lr=True,
+        weight_decay=1e-4,
+        max_grad_norm=1.0,
+        vf_coef=0.5,
+        eval_every=0,
+    )
     return TrainConfig(**{**fields, **overrides})
 
 
@@ -146,8 +167,9 @@ def test_cloning_learns_a_teacher_and_validation_sees_held_out_samples():
     assert float(after["cross_entropy"]) < 0.5 * float(before["cross_entropy"])
     assert float(after["value_loss"]) < 0.2 * float(before["value_loss"])
     # validation is the weighted mean over every decision sample, as one full batch computes it
-    _, full = losses.bc_loss(*network.apply(runner.params, val["obs"]), val["mask"], val["action"], val["outcome"],
-                             val["weight"], 0.0)
+    _, full = losses.bc_loss(
+        *network.apply(runner.params, val["obs"]), val["mask"], val["action"], val["outcome"], val["weight"], 0.0
+    )
     for name in bc.VALIDATION_METRICS:
         assert float(after[name]) == pytest.approx(float(full[name]), rel=1e-5)
         np.testing.assert_allclose(metrics[f"val/{name}"], float(full[name]), rtol=1e-5)
@@ -180,20 +202,37 @@ def test_the_runner_counts_validations_without_improvement():
 
 # ---------------------------------------------------------------- the trainer on generated games (algo="bc")
 
+
 def tiny_bc_config(**overrides):
     from agents.config import TrainConfig
     from tests.tiny_games import TINY
 
-    fields = dict(algo="bc", bc_teacher="expert", opponents="greedy", num_envs=8, num_steps=8, total_steps=8 * 8 * 12,
-                  hidden=(64,), lr=3e-3, update_epochs=2, num_minibatches=2, updates_per_chunk=12, eval_every=0,
-                  warmup_updates=3, cosine_lr=True, weight_decay=1e-3,
-                  **{k: v for k, v in TINY.items() if k in ("steps_per_round", "max_rounds", "max_combat_ticks")})
+    fields = dict(
+        algo="bc",
+        bc_teacher="expert",
+        opponents="greedy",
+        num_envs=8,
+        num_steps=8,
+        total_steps=8 * 8 * 12,
+        hidden=(64,),
+        lr=3e-3,
+        update_epochs=2,
+        num_minibatches=2,
+        updates_per_chunk=12,
+        eval_every=0,
+        warmup_updates=3,
+        cosine_lr=True,
+        weight_decay=1e-3,
+        **{k: v for k, v in TINY.items() if k in ("steps_per_round", "max_rounds", "max_combat_ticks")},
+    )
     return TrainConfig(**{**fields, **overrides})
 
 
-@pytest.mark.slow(reason="~50 s: compiles a rollout and a replay; the default suite checks "
-                         " that the teacher plays the learner's seat by its placement "
-                           "(test_bc_training_learns_the_teacher_with_the_warmup_and_cosine_schedule)")
+@pytest.mark.slow(
+    reason="~50 s: compiles a rollout and a replay; the default suite checks "
+    " that the teacher plays the learner's seat by its placement "
+    "(test_bc_training_learns_the_teacher_with_the_warmup_and_cosine_schedule)"
+)
 def test_the_teacher_plays_the_learner_seats_and_its_actions_are_the_samples():
     """The rollout's sample actions are the ones the games were played with (replaying them from the same states
     gives the same observations), legal, and the greedy teacher's choices on those states with the rollout's keys."""
@@ -217,7 +256,8 @@ def test_the_teacher_plays_the_learner_seats_and_its_actions_are_the_samples():
         return (state, ts.action_mask), (ts.observation, teacher)
 
     _, (observations, teachers) = jax.jit(lambda c: jax.lax.scan(replay, c, jnp.arange(steps)))(
-        (runner.env_state, runner.mask))
+        (runner.env_state, runner.mask)
+    )
     np.testing.assert_array_equal(observations[:-1], traj.obs[1:])
     np.testing.assert_array_equal(teachers, traj.action)
 
@@ -262,8 +302,16 @@ def test_held_out_metrics_are_the_given_parameters_accuracy_on_the_learner_decis
     action = np.argmax(mask * rng.random(mask.shape), axis=-1).astype(np.int32)  # a legal action each
     weight = (rng.random((steps, envs, seats)) < 0.7).astype(np.float32)
     zeros = np.zeros((steps, envs, seats), np.float32)
-    traj = Transition(obs=jnp.asarray(obs), mask=jnp.asarray(mask), action=jnp.asarray(action), log_prob=zeros,
-                      value=zeros, reward=zeros, terminal=zeros.astype(bool), weight=jnp.asarray(weight))
+    traj = Transition(
+        obs=jnp.asarray(obs),
+        mask=jnp.asarray(mask),
+        action=jnp.asarray(action),
+        log_prob=zeros,
+        value=zeros,
+        reward=zeros,
+        terminal=zeros.astype(bool),
+        weight=jnp.asarray(weight),
+    )
     out = jax.jit(trainer.held_out_metrics)(params, traj)
 
     logits, _ = trainer.network.apply(params, jnp.asarray(obs))
@@ -279,8 +327,10 @@ def test_held_out_metrics_are_the_given_parameters_accuracy_on_the_learner_decis
     assert hit[counted].mean() != hit[weight > 0].mean()  # the bots' seats would change it
 
 
-@pytest.mark.slow(reason="~50 s: compiles an update and a rollout beside it; the default suite checks the "
-                         "measure on made-up samples (test_held_out_metrics_are_the_given_parameters_accuracy...)")
+@pytest.mark.slow(
+    reason="~50 s: compiles an update and a rollout beside it; the default suite checks the "
+    "measure on made-up samples (test_held_out_metrics_are_the_given_parameters_accuracy...)"
+)
 def test_a_bc_update_logs_the_accuracy_of_the_parameters_before_it_trained_on_its_samples():
     """One update of the tiny BC run: ``val/accuracy`` is the accuracy, on the update's own decisions, of the
     parameters before the update (none of those samples trained on yet), not of those after it (17% and 33% here),
@@ -297,8 +347,9 @@ def test_a_bc_update_logs_the_accuracy_of_the_parameters_before_it_trained_on_it
         act_key, _ = jax.random.split(jax.random.fold_in(runner.key, runner.update))
         rolled, traj, _ = trainer.rollout(runner, act_key)
         _, end_value = trainer.network.apply(rolled.params, rolled.obs)
-        traj, *_ = targets_with_pending(traj, runner.pending, end_value, rolled.mask.sum(-1) > 1,
-                                        runner.hparams.gamma, runner.hparams.gae_lambda)
+        traj, *_ = targets_with_pending(
+            traj, runner.pending, end_value, rolled.mask.sum(-1) > 1, runner.hparams.gamma, runner.hparams.gae_lambda
+        )
         return after, metrics, traj
 
     after, metrics, traj = jax.jit(update_and_its_samples)(runner)
@@ -332,20 +383,23 @@ def test_weight_decay_is_decoupled_and_the_warmup_scales_any_schedule():
     np.testing.assert_allclose(decayed[0]["w"] - plain[0]["w"], -0.01 * 0.1 * params["w"], atol=1e-7)  # float32
     config = TrainConfig(lr=0.01, anneal_lr=True, warmup_updates=4)  # 195 updates
     lr = [float(trainer_base.learning_rate(config, config.hparams(), jnp.int32(u))) for u in (0, 3, 97)]
-    np.testing.assert_allclose(lr, [0.01 * 0.25 * (1 - 0 / 195), 0.01 * (1 - 3 / 195), 0.01 * (1 - 97 / 195)],
-                               rtol=1e-5)
+    np.testing.assert_allclose(
+        lr, [0.01 * 0.25 * (1 - 0 / 195), 0.01 * (1 - 3 / 195), 0.01 * (1 - 97 / 195)], rtol=1e-5
+    )
 
 
-@pytest.mark.slow(reason="~40 s: compiles a second bc chunk; the default suite checks "
-                         "bc_teacher_prob's range (tests/test_train.py)")
+@pytest.mark.slow(
+    reason="~40 s: compiles a second bc chunk; the default suite checks bc_teacher_prob's range (tests/test_train.py)"
+)
 def test_with_teacher_prob_0_the_policy_plays_and_the_teacher_still_labels():
     """bc_teacher_prob=0 (DAgger-style): the untrained policy plays seat 0, so it places as an untrained policy does
     (8.0 on these games; the expert in that seat places 3.5), while the loss still trains on the teacher's actions."""
     from agents.algorithms.registry import summarize
     from agents.run.build import build
 
-    trainer = build(tiny_bc_config(bc_teacher_prob=0.0, total_steps=8 * 8 * 6, updates_per_chunk=6,
-                                   warmup_updates=0)).trainer
+    trainer = build(
+        tiny_bc_config(bc_teacher_prob=0.0, total_steps=8 * 8 * 6, updates_per_chunk=6, warmup_updates=0)
+    ).trainer
     runner, metrics = jax.jit(trainer.run, static_argnums=1)(jax.jit(trainer.init)(jax.random.key(0)), 6)
     whole = summarize(jax.device_get(metrics))
     assert whole["train/placement"] > 6.0, whole

@@ -32,9 +32,20 @@ RULES = dict(max_rounds=6, steps_per_round=4, max_combat_ticks=100)
 
 
 def config_for(data_dir, **overrides) -> TrainConfig:
-    fields = dict(algo="bc", bc_dataset=str(data_dir), bc_batch_size=32, bc_val_fraction=0.25, total_steps=32 * 20,
-                  updates_per_chunk=5, hidden=(32,), lr=3e-3, eval_every=0, checkpoint_every=1, keep_checkpoints=1,
-                  **RULES)
+    fields = dict(
+        algo="bc",
+        bc_dataset=str(data_dir),
+        bc_batch_size=32,
+        bc_val_fraction=0.25,
+        total_steps=32 * 20,
+        updates_per_chunk=5,
+        hidden=(32,),
+        lr=3e-3,
+        eval_every=0,
+        checkpoint_every=1,
+        keep_checkpoints=1,
+        **RULES,
+    )
     return TrainConfig(**{**fields, **overrides})
 
 
@@ -126,16 +137,39 @@ def test_early_stopping_ends_the_run_and_keeps_the_best_checkpoint(data_dir, tmp
     from experiments import train as train_cli
 
     run_dir = tmp_path / "stop"
-    sets = dict(bc_dataset=data_dir, bc_batch_size=32, bc_val_fraction=0.25, total_steps=32 * 20, updates_per_chunk=5,
-                hidden=32, lr=0.0, warmup_updates=0, bc_patience=2, eval_every=0, keep_checkpoints=1, **RULES)
-    summary = train_cli.main(["--preset", "bc_data", "--out", str(run_dir), "--quiet", "--no-cache",
-                              *[f"--set={k}={v}" for k, v in sets.items()]])
+    sets = dict(
+        bc_dataset=data_dir,
+        bc_batch_size=32,
+        bc_val_fraction=0.25,
+        total_steps=32 * 20,
+        updates_per_chunk=5,
+        hidden=32,
+        lr=0.0,
+        warmup_updates=0,
+        bc_patience=2,
+        eval_every=0,
+        keep_checkpoints=1,
+        **RULES,
+    )
+    summary = train_cli.main(
+        [
+            "--preset",
+            "bc_data",
+            "--out",
+            str(run_dir),
+            "--quiet",
+            "--no-cache",
+            *[f"--set={k}={v}" for k, v in sets.items()],
+        ]
+    )
     assert summary["early_stopped"] and summary["updates"] == 15
     assert "early stopping after update 15" in capsys.readouterr().err
     logged = records(run_dir)
     assert [r["update"] for r in logged] == [5, 10, 15]
-    assert len({r["val/cross_entropy"] for r in logged}) == 1 and logged[-1]["val/best_cross_entropy"] == \
-        logged[0]["val/cross_entropy"]
+    assert (
+        len({r["val/cross_entropy"] for r in logged}) == 1
+        and logged[-1]["val/best_cross_entropy"] == logged[0]["val/cross_entropy"]
+    )
     steps = checkpoint_steps(run_dir)
     assert steps[-1] == 15 and len(steps) <= 2, steps  # the last, and a best of equal ones (it may be the last)
     again = train(TrainConfig.from_dict(json.loads((run_dir / "config.json").read_text())), run_dir, resume=True)
@@ -143,14 +177,18 @@ def test_early_stopping_ends_the_run_and_keeps_the_best_checkpoint(data_dir, tmp
     assert [r["update"] for r in records(run_dir)] == [5, 10, 15]
 
 
-@pytest.mark.parametrize("change, games, message", [
-    ({"max_rounds": 7}, None, "recorded with other rules: max_rounds=6"),
-    ({"obs": "pixels", "network": "tiles"}, None, "holds 'vector' observations"),
-    ({"obs": "oracle"}, None, "holds 'vector' observations; the run has obs='oracle'"),
-    ({}, 1, "leaves none to train on"),  # one game, held out
-])
-def test_a_dataset_that_does_not_fit_the_run_is_refused_before_anything_is_written(data_dir, tmp_path, change, games,
-                                                                                    message):
+@pytest.mark.parametrize(
+    "change, games, message",
+    [
+        ({"max_rounds": 7}, None, "recorded with other rules: max_rounds=6"),
+        ({"obs": "pixels", "network": "tiles"}, None, "holds 'vector' observations"),
+        ({"obs": "oracle"}, None, "holds 'vector' observations; the run has obs='oracle'"),
+        ({}, 1, "leaves none to train on"),  # one game, held out
+    ],
+)
+def test_a_dataset_that_does_not_fit_the_run_is_refused_before_anything_is_written(
+    data_dir, tmp_path, change, games, message
+):
     if games is not None:
         data_dir = tmp_path / "data"
         write_random_dataset(data_dir, seed=0, games=games)
@@ -174,8 +212,12 @@ def test_an_oracle_dataset_clones_into_an_oracle_policy_that_plays_greedy_bots(t
     assert summary["updates"] == 10 and [r["update"] for r in records(run_dir)] == [5, 10]
     policy = load_policy(run_dir)
     assert policy.config.obs == "oracle"
-    inputs = {kernel.shape[0] for name, torso in policy.params["params"].items() if name.endswith("torso")
-              for kernel in [torso["Dense_0"]["kernel"]]}
+    inputs = {
+        kernel.shape[0]
+        for name, torso in policy.params["params"].items()
+        if name.endswith("torso")
+        for kernel in [torso["Dense_0"]["kernel"]]
+    }
     assert inputs == {OBS_SIZE + ORACLE_SIZE}
     result = evaluate.main([str(run_dir), "--vs", "greedy", "--games", "1", "--deterministic", "--quiet"])
     assert result["update"] == 10 and result["greedy_policy"]

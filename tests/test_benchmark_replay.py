@@ -50,13 +50,16 @@ def test_replay_benchmark_times_the_recorded_game(tmp_path, capsys):
     assert result["compiled_again"] is False and not any(again["compiles"].values())
 
 
-@pytest.mark.parametrize("argv, message", [
-    (["--players", "greedy,expert"], "--players needs 1 or 8 comma-separated players"),
-    (["--players", "greedyy"], "greedy"),
-    (["--repeats", "0"], "--repeats must be positive"),
-    (["--set", "max_round=3"], "did you mean max_rounds"),
-    (["--set", "max_rounds=3"], "rules apply to games of bots only"),  # the default lineup: a policy
-])
+@pytest.mark.parametrize(
+    "argv, message",
+    [
+        (["--players", "greedy,expert"], "--players needs 1 or 8 comma-separated players"),
+        (["--players", "greedyy"], "greedy"),
+        (["--repeats", "0"], "--repeats must be positive"),
+        (["--set", "max_round=3"], "did you mean max_rounds"),
+        (["--set", "max_rounds=3"], "rules apply to games of bots only"),  # the default lineup: a policy
+    ],
+)
 def test_replay_benchmark_refuses_bad_input(argv, message, capsys):
     with pytest.raises(SystemExit) as exit_info:
         benchmark_main(["--what", "replay", *argv, "--quiet"])

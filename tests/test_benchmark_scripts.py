@@ -48,8 +48,15 @@ def test_the_compile_budget_measures_a_program_and_refuses_unknown_names(capsys)
     result = budget.measure(lambda: jax.jit(lambda x: jnp.sin(x) * 2 + 1).lower(jnp.ones(3)))
     assert result["stablehlo_ops"] >= 3 and result["hlo_instructions"] >= 1 and result["compile_s"] >= 0
     assert list(budget.programs()) == [*budget.NAMES, *budget.PARTS]
-    assert list(budget.NAMES) == ["env.reset", "env.step", "vmap(env.step) x64", "vmap(env.step) x1024", "smoke chunk",
-                                  "ppo_small chunk", "evaluation table"]
+    assert list(budget.NAMES) == [
+        "env.reset",
+        "env.step",
+        "vmap(env.step) x64",
+        "vmap(env.step) x1024",
+        "smoke chunk",
+        "ppo_small chunk",
+        "evaluation table",
+    ]
     lowered = budget.programs()["part: legal masks"]()  # a part lowers alone, on one game's state
     assert "stablehlo" in lowered.as_text()
     with pytest.raises(SystemExit):
@@ -71,9 +78,11 @@ def test_the_onnx_benchmark_measures_one_network(tmp_path):
 
 def test_the_notebook_timer_runs_every_code_cell_in_order(tmp_path, monkeypatch):
     notebook = tmp_path / "tiny.ipynb"
-    cells = [{"cell_type": "markdown", "source": ["# not run"]},
-             {"cell_type": "code", "source": ["order = [1]\n", "from IPython.display import display\n"]},
-             {"cell_type": "code", "source": ["order.append(2); display(order)\n", "assert order == [1, 2]"]}]
+    cells = [
+        {"cell_type": "markdown", "source": ["# not run"]},
+        {"cell_type": "code", "source": ["order = [1]\n", "from IPython.display import display\n"]},
+        {"cell_type": "code", "source": ["order.append(2); display(order)\n", "assert order == [1, 2]"]},
+    ]
     notebook.write_text(json.dumps({"cells": cells}))
     monkeypatch.chdir(tmp_path)  # the script changes directory and stubs IPython: both undone after the test
     for name in ("IPython", "IPython.display"):  # recorded, so the stubs the script puts here are removed after

@@ -24,13 +24,37 @@ from benchmarks.harness.timing import default_sweep
 from benchmarks.harness.train import train_updates
 
 PRESET_KEYS = {
-    "algo", "num_envs", "steps_per_update", "seats", "hidden", "obs", "updates", "seat_steps_per_chunk", "init_s",
-    "compile_s", "update_ms", "train_seat_steps_per_s", "env_steps_timed", "env_compile_s", "env_seat_steps_per_s",
-    "overhead_ratio", "rollout_ms", "rollout_share",
+    "algo",
+    "num_envs",
+    "steps_per_update",
+    "seats",
+    "hidden",
+    "obs",
+    "updates",
+    "seat_steps_per_chunk",
+    "init_s",
+    "compile_s",
+    "update_ms",
+    "train_seat_steps_per_s",
+    "env_steps_timed",
+    "env_compile_s",
+    "env_seat_steps_per_s",
+    "overhead_ratio",
+    "rollout_ms",
+    "rollout_share",
 }
 SIDE_KEYS = {"compile_s", "run_s", "sps", "final_return"}
-GYMNAX_KEYS = {"steps", "num_updates", "final_return_updates", "ours", "cli", "purejaxrl", "ours_over_purejaxrl_sps",
-               "cli_over_purejaxrl_sps", "cli_chunks_over_purejaxrl_sps"}
+GYMNAX_KEYS = {
+    "steps",
+    "num_updates",
+    "final_return_updates",
+    "ours",
+    "cli",
+    "purejaxrl",
+    "ours_over_purejaxrl_sps",
+    "cli_over_purejaxrl_sps",
+    "cli_chunks_over_purejaxrl_sps",
+}
 REFERENCE_KEYS = {"metrics", "compile_s", "run_s", "num_updates", "steps", "sps", "final_return"}
 METRIC_KEYS = {"returned_episode_returns", "returned_episode_lengths", "returned_episode", "timestep", "discount"}
 
@@ -46,8 +70,14 @@ def test_reference_config_is_the_ppo_gymnax_preset():
     assert (cfg.update_epochs, cfg.num_minibatches) == (ref["UPDATE_EPOCHS"], ref["NUM_MINIBATCHES"])
     assert (cfg.lr, cfg.anneal_lr, cfg.activation) == (ref["LR"], ref["ANNEAL_LR"], ref["ACTIVATION"])
     assert cfg.hidden == (64, 64) and cfg.network == "mlp" and not cfg.shared_torso  # ActorCritic's two 64x64 MLPs
-    for ours, theirs in [("gamma", "GAMMA"), ("gae_lambda", "GAE_LAMBDA"), ("clip_eps", "CLIP_EPS"),
-                         ("ent_coef", "ENT_COEF"), ("vf_coef", "VF_COEF"), ("max_grad_norm", "MAX_GRAD_NORM")]:
+    for ours, theirs in [
+        ("gamma", "GAMMA"),
+        ("gae_lambda", "GAE_LAMBDA"),
+        ("clip_eps", "CLIP_EPS"),
+        ("ent_coef", "ENT_COEF"),
+        ("vf_coef", "VF_COEF"),
+        ("max_grad_norm", "MAX_GRAD_NORM"),
+    ]:
         assert getattr(cfg, ours) == ref[theirs], ours
 
 
@@ -61,17 +91,20 @@ def test_default_updates_per_chunk():
     assert train_updates(preset_config("ppo_small"), cpu_steps, updates=3) == 3
 
 
-@pytest.mark.parametrize("argv", [
-    ["--presets", "ppo_gymnax"],  # timed in the gymnax section
-    ["--presets", "nope"],
-    ["--updates", "0"],
-    ["--gymnax-steps", "100"],  # less than one update
-    ["--gymnax-envs", "NoSuchEnv-v0"],
-    ["--gymnax-reps", "0"],
-    ["--set", "nope=1"],
-    ["--set", "update_epochs=0"],
-    ["--set", "update_epochs"],
-])
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["--presets", "ppo_gymnax"],  # timed in the gymnax section
+        ["--presets", "nope"],
+        ["--updates", "0"],
+        ["--gymnax-steps", "100"],  # less than one update
+        ["--gymnax-envs", "NoSuchEnv-v0"],
+        ["--gymnax-reps", "0"],
+        ["--set", "nope=1"],
+        ["--set", "update_epochs=0"],
+        ["--set", "update_epochs"],
+    ],
+)
 def test_train_rejects_bad_arguments(argv):
     with pytest.raises(SystemExit):
         benchmark_main(["--what", "train", *argv, "--quiet"])
@@ -90,8 +123,20 @@ def test_train_with_nothing_to_time(capsys):
 def test_gymnax_section_and_reference(capsys):
     """One benchmark run of the gymnax section (both trainers compiled once, and our CLI) checks the reference's
     run() too."""
-    result = benchmark_main(["--what", "train", "--presets", "none", "--gymnax-steps", "512",
-                             "--gymnax-envs", "CartPole-v1", "--gymnax-reps", "1"])
+    result = benchmark_main(
+        [
+            "--what",
+            "train",
+            "--presets",
+            "none",
+            "--gymnax-steps",
+            "512",
+            "--gymnax-envs",
+            "CartPole-v1",
+            "--gymnax-reps",
+            "1",
+        ]
+    )
     out, err = capsys.readouterr()
     assert _last_json(out) == result
     assert "[gymnax 1/1] CartPole-v1" in err and "the CLI" in err and "done in" in err
@@ -105,8 +150,16 @@ def test_gymnax_section_and_reference(capsys):
         assert set(gym[side]) == SIDE_KEYS
         assert gym[side]["sps"] > 0 and gym[side]["compile_s"] > 0 and gym[side]["run_s"] > 0
         assert gym[side]["final_return"] >= 1  # random CartPole episodes last ~20 steps: some finished
-    assert set(gym["cli"]) == {"compile_s", "train_s", "sps", "loop_s", "loop_sps", "checkpoint_s", "log_s",
-                               "final_return"}
+    assert set(gym["cli"]) == {
+        "compile_s",
+        "train_s",
+        "sps",
+        "loop_s",
+        "loop_sps",
+        "checkpoint_s",
+        "log_s",
+        "final_return",
+    }
     assert gym["cli"]["loop_s"] >= gym["cli"]["train_s"] > 0  # the loop holds the chunks and the work between
     assert gym["cli"]["checkpoint_s"] > 0 and gym["cli"]["log_s"] > 0  # the run's one save (at its end), its log
     assert gym["cli"]["loop_s"] >= gym["cli"]["train_s"] + gym["cli"]["checkpoint_s"] + gym["cli"]["log_s"] - 0.002
@@ -138,8 +191,9 @@ def test_train_smoke_preset_end_to_end(capsys):
     assert smoke["env_steps_timed"] == 32  # whole rounds of 4 steps covering 2 updates x 16 steps
     for key in ("train_seat_steps_per_s", "env_seat_steps_per_s", "overhead_ratio", "compile_s"):
         assert smoke[key] > 0, key
-    assert smoke["overhead_ratio"] == pytest.approx(smoke["train_seat_steps_per_s"] / smoke["env_seat_steps_per_s"],
-                                                    rel=1e-2)
+    assert smoke["overhead_ratio"] == pytest.approx(
+        smoke["train_seat_steps_per_s"] / smoke["env_seat_steps_per_s"], rel=1e-2
+    )
     assert 0 < smoke["rollout_share"] < 1.5 and smoke["rollout_ms"] > 0
     assert set(result["gymnax"]) == GYMNAX_KEYS and result["gymnax"]["steps"] == 2048
     assert result["gymnax"]["ours"]["sps"] > 0 and result["gymnax"]["purejaxrl"]["sps"] > 0
@@ -156,8 +210,15 @@ def test_learning_benchmark_reads_the_first_evaluation_at_the_target(tmp_path, m
         run_dir.mkdir(parents=True)
         rows = [{"meta": {}}]
         for update, placement, ci in [(20, 6.0, 0.5), (40, 2.6, 0.4), (60, 2.5, 0.3), (80, 1.9, 0.3)]:
-            rows.append({"update": update, "env_steps": 2048 * update, "wall_s": 3.0 * update,
-                         "eval/placement_vs_greedy": placement, "eval/placement_vs_greedy_ci95": ci})
+            rows.append(
+                {
+                    "update": update,
+                    "env_steps": 2048 * update,
+                    "wall_s": 3.0 * update,
+                    "eval/placement_vs_greedy": placement,
+                    "eval/placement_vs_greedy_ci95": ci,
+                }
+            )
         rows.insert(2, {"update": 30, "env_steps": 2048 * 30, "wall_s": 90.0})  # a chunk without evaluation
         (run_dir / "metrics.jsonl").write_text("\n".join(json.dumps(r) for r in rows) + "\n")
         return {"compile_s": 12.0, "train_s": 240.0}
@@ -169,28 +230,36 @@ def test_learning_benchmark_reads_the_first_evaluation_at_the_target(tmp_path, m
     assert result["train_s_to_target"] == 180.0 and result["minutes_to_target"] == 3.0
     assert result["games_per_evaluation"] == 128 and result["compile_s"] == 12.0
     assert [point[0] for point in result["curve"]] == [20, 40, 60, 80] and result["curve"][1][4] == 0.4
-    result = benchmark_main(["--what", "learning", "--out", str(tmp_path / "run2"), "--seed", "3",
-                             "--target", "1.5", "--quiet"])
+    result = benchmark_main(
+        ["--what", "learning", "--out", str(tmp_path / "run2"), "--seed", "3", "--target", "1.5", "--quiet"]
+    )
     assert not result["reached"] and result["minutes_to_target"] is None
     with pytest.raises(SystemExit):
         benchmark_main(["--what", "learning", "--presets", "ppo_small,smoke", "--quiet"])
     # --set changes the config trained, and the JSON says so
-    result = benchmark_main(["--what", "learning", "--out", str(tmp_path / "epochs"), "--seed", "3",
-                             "--set", "update_epochs=2", "--quiet"])
+    result = benchmark_main(
+        ["--what", "learning", "--out", str(tmp_path / "epochs"), "--seed", "3", "--set", "update_epochs=2", "--quiet"]
+    )
     assert result["overrides"] == {"update_epochs": "2"} and result["config"]["ppo"]["update_epochs"] == 2
     with pytest.raises(SystemExit):  # --set only where a config is trained or timed
         benchmark_main(["--what", "env", "--set", "update_epochs=2", "--quiet"])
 
 
-@pytest.mark.parametrize("argv, message", [
-    (["--opponents", "greedy,nope"], "--opponents must be"),
-    (["--budget-s", "0"], "--budget-s must be positive"),
-    (["--eval-games", "1"], "--eval-games at least 2"),
-    (["--sb3-envs", "0"], "--sb3-envs and --sb3-games must be at least 1"),
-    (["--sb3-envs", "3", "--sb3-games", "0"], "got 3, 0, 0"),
-    (["--sb3-envs", "2", "--torch-threads", "-1"], "--torch-threads at least 0 (0: torch's default); got 2, 16, -1"),
-    (["--set", "lr=0.1"], "--set applies to"),
-])
+@pytest.mark.parametrize(
+    "argv, message",
+    [
+        (["--opponents", "greedy,nope"], "--opponents must be"),
+        (["--budget-s", "0"], "--budget-s must be positive"),
+        (["--eval-games", "1"], "--eval-games at least 2"),
+        (["--sb3-envs", "0"], "--sb3-envs and --sb3-games must be at least 1"),
+        (["--sb3-envs", "3", "--sb3-games", "0"], "got 3, 0, 0"),
+        (
+            ["--sb3-envs", "2", "--torch-threads", "-1"],
+            "--torch-threads at least 0 (0: torch's default); got 2, 16, -1",
+        ),
+        (["--set", "lr=0.1"], "--set applies to"),
+    ],
+)
 def test_sb3_rejects_bad_arguments(argv, message, capsys):
     with pytest.raises(SystemExit) as exit_info:
         benchmark_main(["--what", "sb3", *argv, "--quiet"])

@@ -97,13 +97,28 @@ def _seat_state(round_=10, bench=(), board=(), shop=(), pool=None, **fields) -> 
         species[C.BENCH_SIZE + cell], stars[C.BENCH_SIZE + cell] = S[name], star
     shop_ids = np.full(C.SHOP_SIZE, -1)
     shop_ids[: len(shop)] = [S[n] for n in shop]
-    seat = dict(life=100, gold=0, level=1, xp=0, streak=0, alive=True, rank=0, species=species, stars=stars,
-                shop=shop_ids, shop_locked=False, turn_ended=False, actions_this_turn=0, last_opponent=-1,
-                last_result=0)
+    seat = dict(
+        life=100,
+        gold=0,
+        level=1,
+        xp=0,
+        streak=0,
+        alive=True,
+        rank=0,
+        species=species,
+        stars=stars,
+        shop=shop_ids,
+        shop_locked=False,
+        turn_ended=False,
+        actions_this_turn=0,
+        last_opponent=-1,
+        last_result=0,
+    )
     seat.update(fields)
     dtypes = {"alive": bool, "shop_locked": bool, "turn_ended": bool}
-    players = {k: np.repeat(np.asarray(v, dtypes.get(k, np.int32))[None], C.NUM_PLAYERS, axis=0)
-               for k, v in seat.items()}
+    players = {
+        k: np.repeat(np.asarray(v, dtypes.get(k, np.int32))[None], C.NUM_PLAYERS, axis=0) for k, v in seat.items()
+    }
     return _game_state(players, round_, sp.SPECIES_POOL_COPIES if pool is None else pool)
 
 
@@ -122,18 +137,30 @@ def _random_states(n: int, seed: int) -> GameState:
     rng = np.random.default_rng(seed)
     shape = (n, C.NUM_PLAYERS)
     fill = rng.random(shape + (1,)) * np.where(rng.random(shape + (1,)) < 0.3, 0.0, 1.0)  # some benches empty
-    occupied = rng.random(shape + (C.NUM_SLOTS,)) < np.where(np.arange(C.NUM_SLOTS) < C.BENCH_SIZE, fill,
-                                                             rng.random(shape + (1,)) * 0.4)
+    occupied = rng.random(shape + (C.NUM_SLOTS,)) < np.where(
+        np.arange(C.NUM_SLOTS) < C.BENCH_SIZE, fill, rng.random(shape + (1,)) * 0.4
+    )
     life = rng.integers(-10, 101, shape)
     players = dict(
-        life=np.maximum(life, 0), gold=rng.integers(0, 120, shape), level=rng.integers(1, 10, shape),
-        xp=np.zeros(shape, int), streak=rng.integers(-8, 9, shape), alive=life > 0, rank=np.zeros(shape, int),
+        life=np.maximum(life, 0),
+        gold=rng.integers(0, 120, shape),
+        level=rng.integers(1, 10, shape),
+        xp=np.zeros(shape, int),
+        streak=rng.integers(-8, 9, shape),
+        alive=life > 0,
+        rank=np.zeros(shape, int),
         species=np.where(occupied, rng.integers(0, sp.NUM_SPECIES, occupied.shape), -1),
         stars=np.where(occupied, rng.integers(1, 4, occupied.shape), 0),
-        shop=np.where(rng.random(shape + (C.SHOP_SIZE,)) < rng.random(shape + (1,)),
-                      rng.integers(0, sp.NUM_SPECIES, shape + (C.SHOP_SIZE,)), -1),
-        shop_locked=rng.random(shape) < 0.2, turn_ended=rng.random(shape) < 0.1,
-        actions_this_turn=np.zeros(shape, int), last_opponent=np.full(shape, -1), last_result=np.zeros(shape, int),
+        shop=np.where(
+            rng.random(shape + (C.SHOP_SIZE,)) < rng.random(shape + (1,)),
+            rng.integers(0, sp.NUM_SPECIES, shape + (C.SHOP_SIZE,)),
+            -1,
+        ),
+        shop_locked=rng.random(shape) < 0.2,
+        turn_ended=rng.random(shape) < 0.1,
+        actions_this_turn=np.zeros(shape, int),
+        last_opponent=np.full(shape, -1),
+        last_result=np.zeros(shape, int),
     )
     players = {k: v.astype(bool if v.dtype == bool else np.int32) for k, v in players.items()}
     return _game_state(players, rng.integers(1, 46, n), rng.integers(0, 28, (n, sp.NUM_SPECIES)))
@@ -157,8 +184,14 @@ def test_bots_pick_legal_actions_in_random_states(random_states, name):
     assert np.asarray(masks)[np.arange(chosen.shape[0])[:, None], np.arange(C.NUM_PLAYERS), chosen].all()
     if name == "expert":  # it does use the action table (it never locks; selling has its own test below)
         kinds = set(np.asarray(actions.action_kind(jnp.asarray(chosen))).ravel().tolist())
-        assert kinds >= {actions.KIND_END, actions.KIND_BUY, actions.KIND_REROLL, actions.KIND_XP, actions.KIND_PLACE,
-                         actions.KIND_RECALL}, kinds
+        assert kinds >= {
+            actions.KIND_END,
+            actions.KIND_BUY,
+            actions.KIND_REROLL,
+            actions.KIND_XP,
+            actions.KIND_PLACE,
+            actions.KIND_RECALL,
+        }, kinds
 
 
 def test_expert_jit_equals_vmap_and_is_deterministic(random_states):
@@ -170,8 +203,10 @@ def test_expert_jit_equals_vmap_and_is_deterministic(random_states):
         np.testing.assert_array_equal(one, batched[i])
         np.testing.assert_array_equal(one, np.asarray(bots.expert_policy(keys[i], state, masks[i])))  # same key
     state = jax.tree_util.tree_map(lambda x: x[0], states)
-    np.testing.assert_array_equal(bots.expert_policy(jax.random.PRNGKey(5), state, masks[0]),  # legacy key
-                                  bots.expert_policy(jax.random.key(5), state, masks[0]))
+    np.testing.assert_array_equal(
+        bots.expert_policy(jax.random.PRNGKey(5), state, masks[0]),  # legacy key
+        bots.expert_policy(jax.random.key(5), state, masks[0]),
+    )
     with pytest.raises(TypeError, match="expert_policy key"):
         bots.expert_policy(jax.random.split(jax.random.key(0), 2), state, masks[0])
 

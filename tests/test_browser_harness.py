@@ -126,7 +126,7 @@ def server(tmp_path):
 def text_of(dom, element_id):
     """The text of ``<div id="element_id">`` in a dumped DOM."""
     start = dom.index(f'<div id="{element_id}">') + len(f'<div id="{element_id}">')
-    return dom[start: dom.index("</div>", start)]
+    return dom[start : dom.index("</div>", start)]
 
 
 def test_load_reports_console_errors_and_uncaught_exceptions(tmp_path):
@@ -209,8 +209,12 @@ def test_click_refuses_missing_and_hidden_elements(browser, tmp_path):
 
 
 def test_screenshot_of_a_coloured_page_is_not_blank(tmp_path):
-    page = write(tmp_path, "coloured.html", '<body style="margin: 0; background: #fff">'
-                 '<div style="width: 50px; height: 40px; background: #2a6"></div></body>')
+    page = write(
+        tmp_path,
+        "coloured.html",
+        '<body style="margin: 0; background: #fff">'
+        '<div style="width: 50px; height: 40px; background: #2a6"></div></body>',
+    )
     out = tmp_path / "coloured.png"
     br.screenshot(page, out, size=(320, 200), budget_ms=10)
     with Image.open(out) as image:
@@ -258,8 +262,9 @@ let ticks = 0; setInterval(() => ticks++, 50);
 
 
 @pytest.mark.parametrize("hung", [0, 1, 2, 3])
-def test_a_screenshot_that_does_not_answer_is_asked_again_after_the_page_runs(browser, tmp_path, unanswered_captures,
-                                                                              hung):
+def test_a_screenshot_that_does_not_answer_is_asked_again_after_the_page_runs(
+    browser, tmp_path, unanswered_captures, hung
+):
     hang, methods = unanswered_captures
     browser.goto(write(tmp_path, "red.html", TICKING_RED_PAGE), budget_ms=10)
     hang[0] = hung
@@ -268,7 +273,8 @@ def test_a_screenshot_that_does_not_answer_is_asked_again_after_the_page_runs(br
     image = Image.open(shot).convert("RGB")
     assert image.size == browser.size and image.getpixel((5, 5)) == (204, 0, 0)
     assert [m for m in methods if m in ("Page.captureScreenshot", "Emulation.setVirtualTimePolicy")] == (
-        ["Page.captureScreenshot"] + ["Emulation.setVirtualTimePolicy", "Page.captureScreenshot"] * hung)
+        ["Page.captureScreenshot"] + ["Emulation.setVirtualTimePolicy", "Page.captureScreenshot"] * hung
+    )
     # each retry ran the page for its wake-up budget first (a 50 ms timer: budget / 50 ticks), and no more
     assert browser.evaluate("ticks") == sum(br.WAKE_UP_BUDGETS_MS[:hung]) // 50
 

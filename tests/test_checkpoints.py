@@ -38,8 +38,7 @@ def make_tree(seed: int = 0):
     rng = np.random.default_rng(seed)
     return {
         "params": Params(
-            w=jnp.asarray(rng.normal(size=(3, 4)), jnp.float32),
-            b=jnp.asarray(rng.normal(size=(4,)), jnp.float32),
+            w=jnp.asarray(rng.normal(size=(3, 4)), jnp.float32), b=jnp.asarray(rng.normal(size=(4,)), jnp.float32)
         ),
         "opt": {"count": jnp.int32(seed), "mu": (jnp.zeros(4, jnp.float32), jnp.full((2, 2), seed, jnp.int32))},
         "key": jax.random.key(seed),
@@ -111,10 +110,7 @@ def test_roundtrip_bitwise_and_typed_keys(tmp_path):
 
 @pytest.mark.parametrize(
     "mode, values",
-    [
-        ("min", [5.0, 1.0, 3.0, float("nan"), None, 4.0]),
-        ("max", [0.1, 0.9, 0.5, float("nan"), None, 0.4]),
-    ],
+    [("min", [5.0, 1.0, 3.0, float("nan"), None, 4.0]), ("max", [0.1, 0.9, 0.5, float("nan"), None, 0.4])],
 )
 def test_keep_last_n_plus_best(tmp_path, mode, values):
     # Step 2 is best; step 4's NaN and step 5's None/missing metric are no candidates.
@@ -325,8 +321,11 @@ def flip_bytes(path: Path, count: int = 16) -> None:
 
 def data_files(step_dir: Path) -> list[str]:
     """The tensorstore/OCDBT array data files of a step (the params' and the optimizer state's leaves)."""
-    return sorted(f.relative_to(step_dir).as_posix() for f in (step_dir / "state").rglob("*")
-                  if f.is_file() and f.parent.name == "d")
+    return sorted(
+        f.relative_to(step_dir).as_posix()
+        for f in (step_dir / "state").rglob("*")
+        if f.is_file() and f.parent.name == "d"
+    )
 
 
 def make_old_step(step_dir: Path) -> None:
@@ -355,8 +354,9 @@ def test_every_step_carries_a_sha256sum_sidecar_that_sha256sum_accepts(tmp_path)
     assert listed == sorted(listed) and listed == [f for f in files if f != "SHA256SUMS"]
     assert set(data_files(step_dir)) <= set(listed) and "metrics/metrics" in listed and "config/metadata" in listed
     if shutil.which("sha256sum"):
-        proc = subprocess.run(["sha256sum", "-c", "--strict", "SHA256SUMS"], cwd=step_dir, capture_output=True,
-                              text=True, check=False)
+        proc = subprocess.run(
+            ["sha256sum", "-c", "--strict", "SHA256SUMS"], cwd=step_dir, capture_output=True, text=True, check=False
+        )
         assert proc.returncode == 0, proc.stdout + proc.stderr
     for line in lines:
         digest, name = line.split("  ", 1)
@@ -394,8 +394,11 @@ def test_flipped_bytes_in_every_step_are_a_one_line_error(tmp_path):
             flip_bytes(tmp_path / str(s) / data_files(tmp_path / str(s))[0])
         with warnings.catch_warnings():
             warnings.simplefilter("error")
-            for load in (lambda: store.restore(abstract_tree()), store.read_config,
-                         lambda: store.restore_subtree("params")):
+            for load in (
+                lambda: store.restore(abstract_tree()),
+                store.read_config,
+                lambda: store.restore_subtree("params"),
+            ):
                 with pytest.raises(NoGoodCheckpointError) as info:
                     load()
                 assert "\n" not in str(info.value) and "step 2: state/" in str(info.value)

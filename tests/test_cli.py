@@ -132,8 +132,12 @@ REMOVED = [
     ("experiments.evaluate", ["runs/a", "--step", "5"], "--step", "the positional player RUN_DIR:STEP"),
     ("experiments.evaluate", ["--checkpoint=runs/a"], "--checkpoint", "the positional player RUN_DIR[:STEP]"),
     ("experiments.record", ["--players", "greedy", "--out", "D", "--rule", "max_rounds=3"], "--rule", "--set"),
-    ("experiments.record", ["--players", "greedy", "--out", "D", "--greedy-policy"], "--greedy-policy",
-     "--deterministic"),
+    (
+        "experiments.record",
+        ["--players", "greedy", "--out", "D", "--greedy-policy"],
+        "--greedy-policy",
+        "--deterministic",
+    ),
 ]
 
 
@@ -164,20 +168,23 @@ def test_evaluate_takes_the_player_positionally():
     assert args.player is None and len(args.seats) == 8
 
 
-@pytest.mark.parametrize("argv, message", [
-    (["--vs", "greedy"], "--vs needs a PLAYER (python -m experiments.evaluate RUN_DIR[:STEP] --vs greedy)"),
-    (["--deterministic"], "--deterministic needs a PLAYER"),
-    (["runs/a", "--seats", "greedy"], "--seats names the bots of bot games"),
-    (["runs/a", "--vs", "greedy,random"], "7 comma-separated"),
-    (["--seats", "greedy,random"], "--seats needs 8 names"),
-    (["--games", "0"], "--games must be >= 1"),
-    (["runs/a", "--set", "lr=3e-4"], "--set lr: not a game rule"),
-    (["--set", "max_round=3"], "did you mean max_rounds"),
-    (["--set", "max_rounds=2.5"], "GameConfig.max_rounds must be an int"),
-    (["--set", "max_rounds"], "expected NAME=VALUE"),
-    (["--set", "max_rounds=1000"], "--set: GameConfig.max_rounds must be an int in [1, 200]"),
-    (["baseline:ppo_small-v1", "--set", "max_rounds=3"], "a policy plays with the rules it trained with"),
-])
+@pytest.mark.parametrize(
+    "argv, message",
+    [
+        (["--vs", "greedy"], "--vs needs a PLAYER (python -m experiments.evaluate RUN_DIR[:STEP] --vs greedy)"),
+        (["--deterministic"], "--deterministic needs a PLAYER"),
+        (["runs/a", "--seats", "greedy"], "--seats names the bots of bot games"),
+        (["runs/a", "--vs", "greedy,random"], "7 comma-separated"),
+        (["--seats", "greedy,random"], "--seats needs 8 names"),
+        (["--games", "0"], "--games must be >= 1"),
+        (["runs/a", "--set", "lr=3e-4"], "--set lr: not a game rule"),
+        (["--set", "max_round=3"], "did you mean max_rounds"),
+        (["--set", "max_rounds=2.5"], "GameConfig.max_rounds must be an int"),
+        (["--set", "max_rounds"], "expected NAME=VALUE"),
+        (["--set", "max_rounds=1000"], "--set: GameConfig.max_rounds must be an int in [1, 200]"),
+        (["baseline:ppo_small-v1", "--set", "max_rounds=3"], "a policy plays with the rules it trained with"),
+    ],
+)
 def test_evaluate_bad_input_is_one_line(argv, message, capsys):
     err = _one_error_line(lambda: evaluate.main([*argv, "--quiet"]), capsys)
     assert message in err, err
@@ -208,8 +215,9 @@ def test_evaluate_main_quiet(capsys):
     assert result["games"] == 2 and result["rotations"] == 8 and len(result["seats"]) == 8
     assert result["rules"] == {"max_rounds": 3, "steps_per_round": 2}
     ranks = result["ranks"]
-    assert len(ranks) == 2 and all(len(game) == 8 and all(sorted(r) == list(range(1, 9)) for r in game)
-                                   for game in ranks)
+    assert len(ranks) == 2 and all(
+        len(game) == 8 and all(sorted(r) == list(range(1, 9)) for r in game) for game in ranks
+    )
     assert set(result["mean_placement"]) == {"greedy", "random"}
     assert sum(result["mean_placement"].values()) == pytest.approx(9.0)  # 4 seats each: the means average to 4.5
     assert all(p["games"] == 2 * 8 * 4 for p in result["placements"].values()) and result["seconds"] > 0
@@ -251,17 +259,20 @@ def test_benchmark_sweep_quick_on_cpu_full_elsewhere():
     assert default_sweep("cpu")["num_envs"] == [1, 64]
 
 
-@pytest.mark.parametrize("argv, message", [
-    (["--what", "env", "--set", "lr=1e-4"], "--set applies to --what train and --what learning"),
-    (["--what", "learning", "--presets", "ppo_small,smoke"], "trains one preset"),
-    (["--what", "env", "--num-envs", "1,x"], "comma-separated ints"),
-    (["--what", "combat", "--fights", "0"], "must be positive"),
-    (["--what", "combat", "--combat-batch", "64,100"], "multiples of 8"),
-    (["--what", "train", "--updates", "0", "--presets", "none"], "--updates must be positive"),
-    (["--what", "sweep", "--presets", "ppo_gymnax"], "is a gymnax preset"),
-    (["--what", "memory", "--devices", "1,x"], "--devices must be comma-separated ints"),
-    (["--what", "sb3", "--opponents", "nobody"], "--opponents must be comma-separated bots"),
-])
+@pytest.mark.parametrize(
+    "argv, message",
+    [
+        (["--what", "env", "--set", "lr=1e-4"], "--set applies to --what train and --what learning"),
+        (["--what", "learning", "--presets", "ppo_small,smoke"], "trains one preset"),
+        (["--what", "env", "--num-envs", "1,x"], "comma-separated ints"),
+        (["--what", "combat", "--fights", "0"], "must be positive"),
+        (["--what", "combat", "--combat-batch", "64,100"], "multiples of 8"),
+        (["--what", "train", "--updates", "0", "--presets", "none"], "--updates must be positive"),
+        (["--what", "sweep", "--presets", "ppo_gymnax"], "is a gymnax preset"),
+        (["--what", "memory", "--devices", "1,x"], "--devices must be comma-separated ints"),
+        (["--what", "sb3", "--opponents", "nobody"], "--opponents must be comma-separated bots"),
+    ],
+)
 def test_benchmark_modes_refuse_bad_input_before_any_work(argv, message, capsys):
     from benchmarks.harness.__main__ import main
 
@@ -307,8 +318,9 @@ def test_compare_cli_tests_two_bots_on_tiny_games(capsys):
 def test_compare_cli_over_training_seeds_pairs_the_lists_in_order(capsys):
     """``--compare random,random greedy,greedy``: two pairs, each compared as ``--compare random greedy`` is (the same
     game seeds, so the same numbers), then tested over the pairs: equal pairs leave no spread over seeds."""
-    result = evaluate.main(["--compare", "random,random", "greedy,greedy", "--vs", "random", "--no-head-to-head",
-                            *TINY])
+    result = evaluate.main(
+        ["--compare", "random,random", "greedy,greedy", "--vs", "random", "--no-head-to-head", *TINY]
+    )
     out, err = capsys.readouterr()
     assert json.loads(out.strip().splitlines()[-1]) == result
     assert result["a"] == "random,random" and result["b"] == "greedy,greedy" and len(result["pairs"]) == 2
@@ -323,25 +335,29 @@ def test_compare_cli_over_training_seeds_pairs_the_lists_in_order(capsys):
     assert "A = random,random, B = greedy,greedy: 2 pairs of training seeds" in err
 
 
-@pytest.mark.parametrize("args, message", [
-    (["--compare", "random,greedy", "greedy"], "A lists 2 players and B 1"),
-    (["--compare", "random,", "greedy,random"], "an empty name"),
-    (["--compare", "random,no/such/run", "greedy,random"], "no/such/run"),
-    (["--compare", "random", "greedy", "--games", "1"], "--games >= 2"),
-    (["--compare", "random", "greedy", "--rank-points", "3,2,1"], "1, 2, 4 or 8 finite values"),
-    (["--compare", "random", "greedy", "--difference", "0"], "--difference must be > 0"),
-    (["--compare", "random", "greedy", "runs/x"], "not a PLAYER"),
-    (["--compare", "random", "greedy", "--checkpoint", "runs/x"], "--checkpoint was removed"),
-    (["--compare", "random", "no/such/run"], "no/such/run"),
-    (["--compare", "baseline:ppo_small-v1", "random", "--set", "max_rounds=3"], "rules apply to games of bots"),
-])
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (["--compare", "random,greedy", "greedy"], "A lists 2 players and B 1"),
+        (["--compare", "random,", "greedy,random"], "an empty name"),
+        (["--compare", "random,no/such/run", "greedy,random"], "no/such/run"),
+        (["--compare", "random", "greedy", "--games", "1"], "--games >= 2"),
+        (["--compare", "random", "greedy", "--rank-points", "3,2,1"], "1, 2, 4 or 8 finite values"),
+        (["--compare", "random", "greedy", "--difference", "0"], "--difference must be > 0"),
+        (["--compare", "random", "greedy", "runs/x"], "not a PLAYER"),
+        (["--compare", "random", "greedy", "--checkpoint", "runs/x"], "--checkpoint was removed"),
+        (["--compare", "random", "no/such/run"], "no/such/run"),
+        (["--compare", "baseline:ppo_small-v1", "random", "--set", "max_rounds=3"], "rules apply to games of bots"),
+    ],
+)
 def test_compare_cli_bad_input_is_one_line(args, message, capsys):
     err = _one_error_line(lambda: evaluate.main([*args, "--quiet"]), capsys)
     assert message in err, err
 
 
-@pytest.mark.parametrize("module", ["experiments.evaluate", "experiments.record", "experiments.replay",
-                                    "experiments.play"])
+@pytest.mark.parametrize(
+    "module", ["experiments.evaluate", "experiments.record", "experiments.replay", "experiments.play"]
+)
 def test_help_names_every_bot_from_the_code(module, capsys):
     from agents.policies.load import PLAYER_BOTS
 
@@ -376,8 +392,11 @@ BEFORE_JAX = [
     ("experiments.evaluate", ["greedy", "--save-replays", "2", "/proc/no/dir"], "--save-replays DIR"),
     ("experiments.replay", ["--players", "greedy", "--out", "game.mp4"], "this suffix is not one of them"),
     ("experiments.replay", ["--players", "greedy", "--top-k", "0", "--out", "g.json"], "--top-k must be in 1..258"),
-    ("experiments.replay", ["--players", "greedy", "--set", "max_round=3", "--out", "g.json"],
-     "did you mean max_rounds"),
+    (
+        "experiments.replay",
+        ["--players", "greedy", "--set", "max_round=3", "--out", "g.json"],
+        "did you mean max_rounds",
+    ),
     ("experiments.evaluate", ["greedy", "--set", "lr=3e-4"], "--set lr: not a game rule"),
     ("experiments.ladder", ["no-such-player"], "unknown player 'no-such-player'"),
     ("experiments.ladder", ["greedy", "--ladder", "ladder-v9"], "no such version (shipped: ladder-v1)"),
@@ -407,8 +426,9 @@ def _run_without_jax(tmp_path, module, argv):
     (blocker / "jax" / "__init__.py").write_text("raise ImportError('imported jax before checking the arguments')\n")
     env = {**__import__("os").environ, "PYTHONPATH": f"{blocker}:{ROOT}"}
     start = time.perf_counter()
-    out = subprocess.run([sys.executable, "-m", module, *argv], capture_output=True, text=True, env=env, cwd=tmp_path,
-                         timeout=60)
+    out = subprocess.run(
+        [sys.executable, "-m", module, *argv], capture_output=True, text=True, env=env, cwd=tmp_path, timeout=60
+    )
     return out.returncode, out.stderr, time.perf_counter() - start
 
 

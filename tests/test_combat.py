@@ -375,14 +375,15 @@ def test_fight_lanes_do_not_change_outcomes():
     # the busy lanes packed into 64 (combat.lane_stages) while the longest fights go on
     assert combat.lane_stages(13) == (13,) and combat.lane_stages(128) == (128, 64)
     for lanes, copies in ((13, 1), (128, 2)):
-        fight = jax.jit(functools.partial(combat.simulate_fights, max_ticks=MAX_TICKS,
-                                          max_units=combat.C.MAX_LEVEL, lanes=lanes))
-        got = jax.tree.map(np.asarray, fight(*(np.concatenate([b] * copies) for b in boards),
-                                             np.concatenate([keys[small]] * copies)))
+        fight = jax.jit(
+            functools.partial(combat.simulate_fights, max_ticks=MAX_TICKS, max_units=combat.C.MAX_LEVEL, lanes=lanes)
+        )
+        got = jax.tree.map(
+            np.asarray, fight(*(np.concatenate([b] * copies) for b in boards), np.concatenate([keys[small]] * copies))
+        )
         for field in FIELDS:
             np.testing.assert_array_equal(getattr(got, field), np.tile(expected[field], copies), err_msg=field)
         assert np.any(got.ticks == MAX_TICKS) and np.all(got.ticks[empty] == 0)
-
 
 
 def test_the_games_fights_on_a_cpu_queue_for_at_most_cpu_max_lanes(monkeypatch):
@@ -395,11 +396,17 @@ def test_the_games_fights_on_a_cpu_queue_for_at_most_cpu_max_lanes(monkeypatch):
     units = np.maximum(*(np.sum((arrays[i] >= 0) & (arrays[i + 1] > 0), axis=1) for i in (0, 2)))
     small = np.flatnonzero(units <= combat.C.MAX_LEVEL)[:48]  # 6 games of 8 fights: 24 lanes uncapped
     slots = lambda a: jnp.asarray(a[small].reshape(6, 8, *a.shape[1:]))  # noqa: E731
-    plan = rounds.FightPlan(home_species=slots(arrays[0]), home_stars=slots(arrays[1]),
-                            away_species=slots(arrays[2]), away_stars=slots(arrays[3]),
-                            active=jnp.ones((6, 8), bool), opponent=jnp.full((6, 8), -1, jnp.int32),
-                            ghost_source=jnp.full((6, 8), -1, jnp.int32), is_pve=jnp.zeros(6, bool),
-                            key=jax.random.split(jax.random.key(3), 6))
+    plan = rounds.FightPlan(
+        home_species=slots(arrays[0]),
+        home_stars=slots(arrays[1]),
+        away_species=slots(arrays[2]),
+        away_stars=slots(arrays[3]),
+        active=jnp.ones((6, 8), bool),
+        opponent=jnp.full((6, 8), -1, jnp.int32),
+        ghost_source=jnp.full((6, 8), -1, jnp.int32),
+        is_pve=jnp.zeros(6, bool),
+        key=jax.random.split(jax.random.key(3), 6),
+    )
     results = {}
     for cap in (1000, 7):
         monkeypatch.setattr(rounds, "CPU_MAX_LANES", cap)
@@ -410,6 +417,7 @@ def test_the_games_fights_on_a_cpu_queue_for_at_most_cpu_max_lanes(monkeypatch):
     for field in FIELDS:
         np.testing.assert_array_equal(getattr(results[7], field), getattr(results[1000], field), err_msg=field)
     assert np.count_nonzero(results[7].ticks) > 24  # more fights than lanes: the capped loop queued them
+
 
 @jax.jit
 def _ticks_with_skips(f, s0, keys):
@@ -446,17 +454,22 @@ def test_skipped_ticks_are_idle_and_skip_to_the_same_state():
         jumped = getattr(skipped, name)[t_idx[inside], :, b_idx[inside]]
         np.testing.assert_array_equal(jumped, real, err_msg=name)
     for name in ("home_damage", "away_damage"):
-        np.testing.assert_array_equal(getattr(skipped, name)[t_idx[inside], b_idx[inside]],
-                                      getattr(states, name)[landed[inside], b_idx[inside]], err_msg=name)
+        np.testing.assert_array_equal(
+            getattr(skipped, name)[t_idx[inside], b_idx[inside]],
+            getattr(states, name)[landed[inside], b_idx[inside]],
+            err_msg=name,
+        )
     # one real tick from each landing state equals the trajectory's next state, stored targets included
     sample = np.flatnonzero(inside & (landed + 1 < MAX_TICKS))[:256]
     t_s, b_s, l_s = t_idx[sample], b_idx[sample], landed[sample]
-    take = lambda tree, ts, bs: jax.tree.map(lambda a: jnp.asarray(a[ts, ..., bs]).T if a.ndim == 3  # noqa: E731
-                                             else jnp.asarray(a[ts, bs]), tree)
+
+    def take(tree, ts, bs):
+        return jax.tree.map(lambda a: jnp.asarray(a[ts, ..., bs]).T if a.ndim == 3 else jnp.asarray(a[ts, bs]), tree)
+
     f_s = jax.tree.map(lambda a: jnp.asarray(np.asarray(a)[:, b_s]), f)
-    after = jax.jit(combat.tick)(f_s, take(skipped, t_s, b_s), jnp.asarray(l_s, jnp.int32), keys[b_s],
-                                     jnp.int32(0))
+    after = jax.jit(combat.tick)(f_s, take(skipped, t_s, b_s), jnp.asarray(l_s, jnp.int32), keys[b_s], jnp.int32(0))
     expected = take(states, l_s + 1, b_s)
     for name in fields + ["target"]:
-        np.testing.assert_array_equal(np.asarray(getattr(after, name)), np.asarray(getattr(expected, name)),
-                                      err_msg=name)
+        np.testing.assert_array_equal(
+            np.asarray(getattr(after, name)), np.asarray(getattr(expected, name)), err_msg=name
+        )

@@ -18,23 +18,34 @@ ROOT = Path(__file__).resolve().parents[1]
 
 def _in_fresh_process(tmp_path, code: str, **env) -> dict:
     base = {k: v for k, v in os.environ.items() if k not in ("JAXGAME_CACHE_DIR", "JAXGAME_NO_CACHE")}
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, cwd=ROOT,
-                         env={**base, "XDG_CACHE_HOME": str(tmp_path / "xdg"), **env})
+    out = subprocess.run(
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=ROOT,
+        env={**base, "XDG_CACHE_HOME": str(tmp_path / "xdg"), **env},
+    )
     assert out.returncode == 0, out.stderr
     return json.loads(out.stdout.strip().splitlines()[-1])
 
 
-USE = ("import json, jax; from agents.utils import compile_cache as c; {before}; used = c.use_default_cache(); "
-       "print(json.dumps({{'used': used, 'config': jax.config.jax_compilation_cache_dir}}))")
+USE = (
+    "import json, jax; from agents.utils import compile_cache as c; {before}; used = c.use_default_cache(); "
+    "print(json.dumps({{'used': used, 'config': jax.config.jax_compilation_cache_dir}}))"
+)
 
 
-@pytest.mark.parametrize("before, env, expected", [
-    ("pass", {}, "xdg/jaxgame/jax"),
-    ("pass", {"JAXGAME_CACHE_DIR": "{tmp}/mine"}, "mine"),
-    ("pass", {"JAXGAME_NO_CACHE": "1"}, None),
-    ("c.disable()", {}, None),
-    ("jax.config.update('jax_compilation_cache_dir', '{tmp}/own')", {}, "own"),
-])
+@pytest.mark.parametrize(
+    "before, env, expected",
+    [
+        ("pass", {}, "xdg/jaxgame/jax"),
+        ("pass", {"JAXGAME_CACHE_DIR": "{tmp}/mine"}, "mine"),
+        ("pass", {"JAXGAME_NO_CACHE": "1"}, None),
+        ("c.disable()", {}, None),
+        ("jax.config.update('jax_compilation_cache_dir', '{tmp}/own')", {}, "own"),
+    ],
+)
 def test_the_default_cache_unless_the_program_chose(tmp_path, before, env, expected):
     env = {k: v.format(tmp=tmp_path) for k, v in env.items()}
     result = _in_fresh_process(tmp_path, USE.format(before=before.format(tmp=tmp_path)), **env)
@@ -46,9 +57,11 @@ def test_the_default_cache_unless_the_program_chose(tmp_path, before, env, expec
 
 
 def test_the_cli_no_cache_flag_keeps_the_library_from_turning_it_on(tmp_path):
-    code = ("import json, jax; from experiments.common import enable_compilation_cache as e; "
-            "from agents.utils import compile_cache as c; e(None); "
-            "print(json.dumps({'used': c.use_default_cache(), 'config': jax.config.jax_compilation_cache_dir}))")
+    code = (
+        "import json, jax; from experiments.common import enable_compilation_cache as e; "
+        "from agents.utils import compile_cache as c; e(None); "
+        "print(json.dumps({'used': c.use_default_cache(), 'config': jax.config.jax_compilation_cache_dir}))"
+    )
     assert _in_fresh_process(tmp_path, code) == {"used": None, "config": None}
 
 

@@ -107,7 +107,12 @@ def test_field_types_and_paths_take_short_names():
     types = TrainConfig.field_types()
     assert list(types) == FLAT
     assert (types["lr"], types["num_envs"], types["anneal_lr"], types["hidden"], types["algo"]) == (
-        float, int, bool, tuple, str)
+        float,
+        int,
+        bool,
+        tuple,
+        str,
+    )
     assert TrainConfig.field_path("lr") == TrainConfig.field_path("optim.lr") == "optim.lr"
     with pytest.raises(ValueError, match=r"'optim\.lrr' \(did you mean optim\.lr\b"):
         TrainConfig.field_path("optim.lrr")
@@ -202,20 +207,31 @@ DERIVED = {
 @pytest.mark.parametrize("name", sorted(DERIVED))
 def test_preset_derived_values_are_unchanged(name):
     c = PRESETS[name].config
-    got = (c.num_updates, c.steps_per_update, c.ppo_batch, c.trained_seats, c.num_chunks, c.num_seats,
-           c.is_gymnax, c.has_rollout, c.env_obs)
+    got = (
+        c.num_updates,
+        c.steps_per_update,
+        c.ppo_batch,
+        c.trained_seats,
+        c.num_chunks,
+        c.num_seats,
+        c.is_gymnax,
+        c.has_rollout,
+        c.env_obs,
+    )
     assert got == DERIVED[name]
     assert c.rules() == {n: getattr(c.game, n) for n in config_module.RULE_FIELDS}
     hp = c.hparams()
     assert {n: float(getattr(hp, n)) for n in config_module.HPARAM_FIELDS} == pytest.approx(
-        {n: getattr(c, n) for n in config_module.HPARAM_FIELDS}, rel=1e-6)
+        {n: getattr(c, n) for n in config_module.HPARAM_FIELDS}, rel=1e-6
+    )
     assert len(c.seat_kinds) == c.num_seats
 
 
 def test_ppo_small_entity_is_ppo_small_with_the_entity_network_for_300_updates():
     # its result (record ppo_small_entity_3seeds) was measured as ppo_small (then at gamma 0.995) with these set
     assert PRESETS["ppo_small_entity"].config == PRESETS["ppo_small"].config.with_overrides(
-        {"gamma": 0.995, "network": "entity", "total_steps": 614_400})
+        {"gamma": 0.995, "network": "entity", "total_steps": 614_400}
+    )
 
 
 def test_ppo_small_is_ppo_small_v2_again_and_the_presets_measured_on_v2_keep_its_gamma():
@@ -224,8 +240,12 @@ def test_ppo_small_is_ppo_small_v2_again_and_the_presets_measured_on_v2_keep_its
     assert PRESETS["ppo_small"].config == presets._PPO_SMALL_V2 and PRESETS["ppo_small"].config.gamma == 0.995
     derived = ["ppo_small_entity", "independent", "league_small"]
     assert all(PRESETS[name].config.gamma == 0.995 for name in derived)
-    phases = [phase.config for name in ("pipeline_small", "pipeline_short")
-              for phase in PIPELINES[name].phases if phase.config.algo == "ppo"]
+    phases = [
+        phase.config
+        for name in ("pipeline_small", "pipeline_short")
+        for phase in PIPELINES[name].phases
+        if phase.config.algo == "ppo"
+    ]
     assert len(phases) == 6 and all(config.gamma == 0.995 for config in phases)
     # pipeline_entity's PPO phase moved to 0.999 with its 60 updates (record pipeline_entity_phase_curve)
     entity_ppo = [phase.config for phase in PIPELINES["pipeline_entity"].phases if phase.config.algo == "ppo"]
@@ -234,10 +254,12 @@ def test_ppo_small_is_ppo_small_v2_again_and_the_presets_measured_on_v2_keep_its
 
 def test_independent_is_ppo_small_with_one_learner_per_seat_for_1600_updates():
     # its result (record independent_30min_3seeds) was measured as the earlier independent preset with these set
-    measured = PRESETS["ppo_small"].config.with_overrides({"gamma": 0.995, "lr": 3e-4, "cosine_lr": False,
-                                                           "independent": True, "total_steps": 655_360})
+    measured = PRESETS["ppo_small"].config.with_overrides(
+        {"gamma": 0.995, "lr": 3e-4, "cosine_lr": False, "independent": True, "total_steps": 655_360}
+    )
     assert PRESETS["independent"].config == measured.with_overrides(
-        {"lr": 1e-3, "cosine_lr": True, "total_steps": 3_276_800})
+        {"lr": 1e-3, "cosine_lr": True, "total_steps": 3_276_800}
+    )
 
 
 def test_seat_kinds():
@@ -264,8 +286,10 @@ def test_every_field_rejects_a_wrong_type_naming_its_group(group, name):
         (lambda: TaskConfig(env="gym"), r"TrainConfig\.task\.env must be 'autochess' or 'gymnax:<EnvName>'"),
         (lambda: TaskConfig(obs="rgb"), r"TrainConfig\.task\.obs must be one of \('vector', 'pixels', 'oracle'\)"),
         (lambda: TaskConfig(opponents="self,greedy"), r"TrainConfig\.task\.opponents must be one of"),
-        (lambda: TaskConfig(env="gymnax:CartPole-v1", opponents="greedy"),
-         r"TrainConfig\.task\.obs and \.opponents are game options"),
+        (
+            lambda: TaskConfig(env="gymnax:CartPole-v1", opponents="greedy"),
+            r"TrainConfig\.task\.obs and \.opponents are game options",
+        ),
         (lambda: RulesConfig(max_rounds=0), r"TrainConfig\.game\.max_rounds must be an int in \[1, 200\], got 0"),
         (lambda: RulesConfig(reward_life=2.0), r"TrainConfig\.game\.reward_life must be a number in \[-1\.0, 1\.0\]"),
         (lambda: NetConfig(hidden=(64, 0)), r"TrainConfig\.net\.hidden must be a tuple of 1\.\.8 ints in \[1, 65536\]"),
@@ -280,10 +304,14 @@ def test_every_field_rejects_a_wrong_type_naming_its_group(group, name):
         (lambda: DistillConfig(oracle_dropout_updates=5), r"TrainConfig\.distill\.oracle_dropout_updates fades"),
         (lambda: DistillConfig(teacher="r", teacher_kl=0.0), r"TrainConfig\.distill\.teacher_kl must be > 0"),
         (lambda: LeagueConfig(league_self_share=0.5), r"TrainConfig\.league\.league_self_share and league_anchor"),
-        (lambda: LeagueConfig(league_size=2, league_self_share=0.6, league_anchor_share=0.6),
-         r"TrainConfig\.league\.league_self_share \+ league_anchor_share must be at most 1"),
-        (lambda: LeagueConfig(league_size=2, league_anchor_share=0.2, league_pool_prob=0.0),
-         r"TrainConfig\.league\.league_anchor_share needs league_pool_prob > 0"),
+        (
+            lambda: LeagueConfig(league_size=2, league_self_share=0.6, league_anchor_share=0.6),
+            r"TrainConfig\.league\.league_self_share \+ league_anchor_share must be at most 1",
+        ),
+        (
+            lambda: LeagueConfig(league_size=2, league_anchor_share=0.2, league_pool_prob=0.0),
+            r"TrainConfig\.league\.league_anchor_share needs league_pool_prob > 0",
+        ),
         (lambda: RunConfig(num_envs=6, num_devices=4), r"TrainConfig\.run\.num_devices must divide num_envs=6"),
         (lambda: RunConfig(seed=-1), r"TrainConfig\.run\.seed must be an int in \[0, 2147483647\]"),
         (lambda: LogConfig(wandb_project="a:b"), r"TrainConfig\.log\.wandb_project must be a W&B project name"),
@@ -336,10 +364,24 @@ def test_overrides_take_short_and_dotted_names():
 
 
 def test_sets_parse_text_by_each_fields_type():
-    config = TrainConfig().with_sets({"lr": "1e-4", "run.num_envs": "32", "optim.anneal_lr": "true",
-                                      "hidden": "64,32", "total_steps": "1e6", "task.opponents": "greedy"})
+    config = TrainConfig().with_sets(
+        {
+            "lr": "1e-4",
+            "run.num_envs": "32",
+            "optim.anneal_lr": "true",
+            "hidden": "64,32",
+            "total_steps": "1e6",
+            "task.opponents": "greedy",
+        }
+    )
     assert (config.lr, config.num_envs, config.anneal_lr, config.hidden, config.total_steps, config.opponents) == (
-        1e-4, 32, True, (64, 32), 1_000_000, "greedy")
+        1e-4,
+        32,
+        True,
+        (64, 32),
+        1_000_000,
+        "greedy",
+    )
     assert TrainConfig.from_dict(config.to_dict()) == config
     assert parse_sets({"net.hidden": "64x64", "clip_value": "no"}) == {"net.hidden": (64, 64), "clip_value": False}
 
@@ -370,13 +412,19 @@ def test_bad_set_text_names_the_field(sets, message):
         ("LR", r"'LR' \(did you mean lr\?\)"),
         ("league.size", r"'league\.size' \(did you mean league\.league_size\?\)"),  # the group's prefix
         ("bc.teacher", r"'bc\.teacher' \(did you mean bc\.bc_teacher or distill\.teacher"),
-        ("nope", r"'nope'; a field is named by its short name \(lr\) or GROUP\.NAME \(optim\.lr\), GROUP one of "
-                 r"run, task, game, net, optim, loss, ppo, a2c, bc, distill, league, log"),
+        (
+            "nope",
+            r"'nope'; a field is named by its short name \(lr\) or GROUP\.NAME \(optim\.lr\), GROUP one of "
+            r"run, task, game, net, optim, loss, ppo, a2c, bc, distill, league, log",
+        ),
     ],
 )
 def test_an_unknown_name_suggests_the_closest(key, message):
-    for attempt in (lambda: TrainConfig().with_sets({key: "1"}), lambda: TrainConfig().with_overrides({key: 1}),
-                    lambda: TrainConfig.from_dict({key: 1})):
+    for attempt in (
+        lambda: TrainConfig().with_sets({key: "1"}),
+        lambda: TrainConfig().with_overrides({key: 1}),
+        lambda: TrainConfig.from_dict({key: 1}),
+    ):
         with pytest.raises(ValueError, match=message) as err:
             attempt()
         assert "--" not in str(err.value) and len(str(err.value)) < 400  # fields, not CLI flags; not all 68 names
@@ -462,8 +510,16 @@ def test_to_dict_is_nested_and_round_trips_through_json():
     assert [f"{group}.{name}" for group, fields in data.items() for name in fields] == DOTTED
     assert data["net"]["hidden"] == [256, 256]
     assert TrainConfig.from_dict(data) == config
-    changed = TrainConfig(num_envs=8, num_devices=2, hidden=(32, 16), league_size=4, league_groups=4,
-                          best_by="rating", lr=1e-3, reward_life=-0.05)
+    changed = TrainConfig(
+        num_envs=8,
+        num_devices=2,
+        hidden=(32, 16),
+        league_size=4,
+        league_groups=4,
+        best_by="rating",
+        lr=1e-3,
+        reward_life=-0.05,
+    )
     assert TrainConfig.from_dict(json.loads(json.dumps(changed.to_dict()))) == changed
     # both forms at once (a flat key edited into a nested config.json wins over its group's)
     assert TrainConfig.from_dict({**changed.to_dict(), "lr": 0.1}) == changed.with_overrides({"lr": 0.1})
@@ -536,7 +592,6 @@ def test_pipeline_phase_configs_keep_their_links():
     phases = {p.name: p for p in PIPELINES["pipeline_smoke"].phases}
     assert dict(phases["student"].links) == {"init_from": "bc", "teacher": "teacher", "anchor": "bc"}
     assert dict(phases["bc"].links) == {"bc_dataset": "record"}
-
 
 
 def test_an_in_run_ladder_rating_needs_two_game_seeds_an_evaluation_and_one_shared_game_policy():

@@ -1,5 +1,6 @@
 """agents.storage.datasets: sharded on-disk sample datasets with a verified manifest (numpy only, no JAX
 compilation)."""
+
 import hashlib
 import json
 
@@ -43,6 +44,7 @@ def one_line_error(match, fn, *args):
 
 # --- round trip -------------------------------------------------------------------------------------------------
 
+
 def test_round_trip_exact(written, shards):
     directory, manifest = written
     ds = open_dataset(directory)
@@ -83,9 +85,11 @@ def test_manifest_sha256_and_bytes_match_files(written):
 
 
 def test_packed_pixel_shapes_round_trip(tmp_path):
-    shard = {"pixels": np.arange(3 * 72 * 20, dtype=np.uint8).reshape(3, 72, 20),
-             "obs": np.linspace(-1, 1, 3 * 8 * 300, dtype=np.float32).reshape(3, 8, 300),
-             "game": np.array([1, 2, 3], np.int16)}
+    shard = {
+        "pixels": np.arange(3 * 72 * 20, dtype=np.uint8).reshape(3, 72, 20),
+        "obs": np.linspace(-1, 1, 3 * 8 * 300, dtype=np.float32).reshape(3, 8, 300),
+        "game": np.array([1, 2, 3], np.int16),
+    }
     write_dataset(tmp_path / "ds", [shard])
     loaded = open_dataset(tmp_path / "ds").load()
     for name in shard:
@@ -96,7 +100,11 @@ def test_packed_pixel_shapes_round_trip(tmp_path):
 def test_write_leaves_no_temporary_files(written):
     directory, _ = written
     assert sorted(p.name for p in directory.iterdir()) == [
-        MANIFEST, "shard-00000.npz", "shard-00001.npz", "shard-00002.npz"]
+        MANIFEST,
+        "shard-00000.npz",
+        "shard-00001.npz",
+        "shard-00002.npz",
+    ]
 
 
 def test_shard_index_out_of_range(written):
@@ -107,6 +115,7 @@ def test_shard_index_out_of_range(written):
 
 
 # --- corruption on read -----------------------------------------------------------------------------------------
+
 
 def test_flipped_byte_is_detected(written, shards):
     directory, _ = written
@@ -178,6 +187,7 @@ def test_manifest_disagreeing_with_shard_contents(written):
 
 # --- refusals on write ------------------------------------------------------------------------------------------
 
+
 def test_non_empty_directory_is_refused(tmp_path):
     (tmp_path / "ds").mkdir()
     (tmp_path / "ds" / "other.txt").write_text("x")
@@ -195,12 +205,15 @@ def test_unequal_lengths_within_a_shard(tmp_path):
     assert "shard 1" in message and "'mask'" in message
 
 
-@pytest.mark.parametrize("change, words", [
-    (lambda s: s.update(action=s["action"].astype(np.int64)), ("shard 1", "'action'", "int64", "int32")),
-    (lambda s: s.update(pixels=s["pixels"].reshape(3, 6, 4)), ("shard 1", "'pixels'", "[6, 4]", "[4, 6]")),
-    (lambda s: s.pop("placement"), ("shard 1", "field names", "placement")),
-    (lambda s: s.update(extra=np.zeros(3)), ("shard 1", "field names", "extra")),
-])
+@pytest.mark.parametrize(
+    "change, words",
+    [
+        (lambda s: s.update(action=s["action"].astype(np.int64)), ("shard 1", "'action'", "int64", "int32")),
+        (lambda s: s.update(pixels=s["pixels"].reshape(3, 6, 4)), ("shard 1", "'pixels'", "[6, 4]", "[4, 6]")),
+        (lambda s: s.pop("placement"), ("shard 1", "field names", "placement")),
+        (lambda s: s.update(extra=np.zeros(3)), ("shard 1", "field names", "extra")),
+    ],
+)
 def test_shard_unlike_the_first_is_refused(tmp_path, change, words):
     bad = make_shard(3, 1)
     change(bad)

@@ -43,8 +43,9 @@ def test_policy_kl_is_the_masked_kl_of_the_softened_policies():
         got = losses.policy_kl(logits, reference, mask, None, temperature)
         np.testing.assert_allclose(got, want.mean(), rtol=1e-5)
         # the weighted mean leaves the third row (equal policies, KL 0) out of the denominator too
-        np.testing.assert_allclose(losses.policy_kl(logits, reference, mask, weight, temperature),
-                                   want[:2].mean(), rtol=1e-5)
+        np.testing.assert_allclose(
+            losses.policy_kl(logits, reference, mask, weight, temperature), want[:2].mean(), rtol=1e-5
+        )
     # a hand value: p = (1/2, 1/2) over two legal actions, q = softmax(1, 0): KL = log 2 - ... written out
     q = np.exp([1.0, 0.0]) / np.exp([1.0, 0.0]).sum()
     hand = 0.5 * np.log(0.5 / q[0]) + 0.5 * np.log(0.5 / q[1])
@@ -52,7 +53,8 @@ def test_policy_kl_is_the_masked_kl_of_the_softened_policies():
     assert float(losses.policy_kl(reference, reference, mask, None)) == pytest.approx(0.0, abs=1e-6)
     # no gradient into the reference; the student's gradient is finite even with illegal logits far off
     grad_student, grad_reference = jax.grad(lambda a, b: losses.policy_kl(a, b, mask, weight), argnums=(0, 1))(
-        jnp.asarray(logits), jnp.asarray(reference))
+        jnp.asarray(logits), jnp.asarray(reference)
+    )
     assert not np.asarray(grad_reference).any() and np.isfinite(grad_student).all()
     assert not np.asarray(grad_student)[~mask].any()
 
@@ -69,27 +71,44 @@ def test_linear_decay_and_feature_dropout():
         assert abs(kept.mean() - keep) < 0.01, (keep, kept.mean())
 
 
-@pytest.mark.parametrize("overrides, message", [
-    (dict(teacher="run", algo="a2c"), r"TrainConfig\.distill\.teacher \(a KL term in PPO's loss\) needs algo='ppo'"),
-    (dict(anchor="run", obs="oracle"), r"TrainConfig\.distill\.anchor .* obs='vector'"),
-    (dict(teacher="run", league_size=4), r"a league run cannot distil a teacher"),
-    (dict(teacher="run", teacher_kl=0.0), r"teacher_kl must be > 0 with a teacher"),
-    (dict(oracle_dropout_updates=5), r"oracle_dropout_updates fades an oracle teacher's inputs: set teacher"),
-    (dict(teacher=3), r"TrainConfig\.distill\.teacher must be a saved policy's name"),
-    (dict(teacher="run", teacher_temperature=0.0), r"teacher_temperature must be a number in \[0\.01, 100"),
-])
+@pytest.mark.parametrize(
+    "overrides, message",
+    [
+        (
+            dict(teacher="run", algo="a2c"),
+            r"TrainConfig\.distill\.teacher \(a KL term in PPO's loss\) needs algo='ppo'",
+        ),
+        (dict(anchor="run", obs="oracle"), r"TrainConfig\.distill\.anchor .* obs='vector'"),
+        (dict(teacher="run", league_size=4), r"a league run cannot distil a teacher"),
+        (dict(teacher="run", teacher_kl=0.0), r"teacher_kl must be > 0 with a teacher"),
+        (dict(oracle_dropout_updates=5), r"oracle_dropout_updates fades an oracle teacher's inputs: set teacher"),
+        (dict(teacher=3), r"TrainConfig\.distill\.teacher must be a saved policy's name"),
+        (dict(teacher="run", teacher_temperature=0.0), r"teacher_temperature must be a number in \[0\.01, 100"),
+    ],
+)
 def test_bad_distillation_configs_name_the_field(overrides, message):
     with pytest.raises(ValueError, match=message):
         TrainConfig(**overrides)
 
 
-SMALL = dict(num_envs=2, num_steps=4, total_steps=2 * 4 * 40, hidden=(16,), num_minibatches=1, update_epochs=1,
-             max_rounds=4, steps_per_round=2, max_combat_ticks=60, eval_every=0)
+SMALL = dict(
+    num_envs=2,
+    num_steps=4,
+    total_steps=2 * 4 * 40,
+    hidden=(16,),
+    num_minibatches=1,
+    update_epochs=1,
+    max_rounds=4,
+    steps_per_round=2,
+    max_combat_ticks=60,
+    eval_every=0,
+)
 
 
 def synthetic_references(trainer, oracle_teacher: bool):
     """A random oracle (or vector) teacher and a random vector anchor of another width, as ``load_references``
     would give them."""
+
     def reference(role, width, seed, oracle):
         net = networks.actor_critic("mlp", C.NUM_ACTIONS, (width,), "relu", False)
         params = net.init(jax.random.key(seed), np.zeros((1, OBS_SIZE + (ORACLE_SIZE if oracle else 0)), np.float32))
@@ -97,14 +116,24 @@ def synthetic_references(trainer, oracle_teacher: bool):
         leaves, tree = jax.tree_util.tree_flatten(params)
         noise = [x + 0.3 * jax.random.normal(jax.random.key(seed + i), x.shape) for i, x in enumerate(leaves)]
         params = jax.tree_util.tree_unflatten(tree, noise)
-        return phases.Reference(role, f"{role}:synthetic", net if oracle else networks.PublicView(net, OBS_SIZE),
-                                oracle, params)
+        return phases.Reference(
+            role, f"{role}:synthetic", net if oracle else networks.PublicView(net, OBS_SIZE), oracle, params
+        )
+
     return {"teacher": reference("teacher", 24, 10, oracle_teacher), "anchor": reference("anchor", 8, 11, False)}
 
 
 def test_the_distilled_loss_is_ppo_plus_the_decaying_kl_terms():
-    config = TrainConfig(**SMALL, teacher="t", teacher_kl=0.7, teacher_kl_updates=10, teacher_temperature=2.0,
-                         anchor="a", anchor_kl=0.3, anchor_kl_updates=4)
+    config = TrainConfig(
+        **SMALL,
+        teacher="t",
+        teacher_kl=0.7,
+        teacher_kl_updates=10,
+        teacher_temperature=2.0,
+        anchor="a",
+        anchor_kl=0.3,
+        anchor_kl_updates=4,
+    )
     trainer = make_train(config, make_env(config))
     assert isinstance(trainer.loss, distill.KLTerms) and isinstance(trainer.samples, distill.FrozenPolicies)
     assert trainer.env.obs_shape == (OBS_SIZE + ORACLE_SIZE,)
@@ -121,18 +150,38 @@ def test_the_distilled_loss_is_ppo_plus_the_decaying_kl_terms():
     keys = jax.random.split(jax.random.key(1), 6)
     obs = jax.random.normal(keys[0], (b, OBS_SIZE + ORACLE_SIZE))
     mask = jax.random.bernoulli(keys[1], 0.3, (b, C.NUM_ACTIONS)).at[:, 0].set(True)
-    traj = Transition(obs=obs, mask=mask, action=jnp.zeros(b, jnp.int32), log_prob=jax.random.normal(keys[2], (b,)),
-                      value=jnp.zeros(b), reward=jnp.zeros(b), terminal=jnp.zeros(b, bool),
-                      weight=jax.random.bernoulli(keys[3], 0.7, (b,)).astype(jnp.float32))
+    traj = Transition(
+        obs=obs,
+        mask=mask,
+        action=jnp.zeros(b, jnp.int32),
+        log_prob=jax.random.normal(keys[2], (b,)),
+        value=jnp.zeros(b),
+        reward=jnp.zeros(b),
+        terminal=jnp.zeros(b, bool),
+        weight=jax.random.bernoulli(keys[3], 0.7, (b,)).astype(jnp.float32),
+    )
     advantages, targets = jax.random.normal(keys[4], (b,)), jax.random.normal(keys[5], (b,))
     hp = config.hparams()
     batch = jax.jit(lambda u: trainer.training_batch(traj, advantages, targets, u, (frozen,)))(0)
     assert batch[0].obs.shape == (b, OBS_SIZE) and set(batch[3]) == {"teacher", "anchor"}  # the public part only
     loss = jax.jit(lambda u: trainer.minibatch_loss(trainer.network, runner.params, *batch, hp, u))
     logits, value = trainer.network.base.apply(runner.params, obs[:, :OBS_SIZE])
-    ppo, _ = losses.ppo_loss(logits, value, mask, traj.action, traj.log_prob, traj.value, advantages, targets,
-                             traj.weight, hp.clip_eps, hp.vf_coef, hp.ent_coef, clip_value=True,
-                             normalize_advantages=True)
+    ppo, _ = losses.ppo_loss(
+        logits,
+        value,
+        mask,
+        traj.action,
+        traj.log_prob,
+        traj.value,
+        advantages,
+        targets,
+        traj.weight,
+        hp.clip_eps,
+        hp.vf_coef,
+        hp.ent_coef,
+        clip_value=True,
+        normalize_advantages=True,
+    )
     teacher_logits, _ = references["teacher"].network.apply(frozen["teacher"], obs)  # the whole oracle observation
     anchor_logits, _ = references["anchor"].network.base.apply(frozen["anchor"], obs[:, :OBS_SIZE])
     teacher_kl = numpy_kl(logits, teacher_logits, np.asarray(mask), 2.0)
@@ -144,8 +193,9 @@ def test_the_distilled_loss_is_ppo_plus_the_decaying_kl_terms():
         total, metrics = loss(update)
         np.testing.assert_allclose(metrics["teacher_kl"], teacher_kl, rtol=1e-4)
         np.testing.assert_allclose(metrics["anchor_kl"], anchor_kl, rtol=1e-4)
-        np.testing.assert_allclose([metrics["teacher_coef"], metrics["anchor_coef"]], [teacher_coef, anchor_coef],
-                                   rtol=1e-6, atol=1e-7)
+        np.testing.assert_allclose(
+            [metrics["teacher_coef"], metrics["anchor_coef"]], [teacher_coef, anchor_coef], rtol=1e-6, atol=1e-7
+        )
         np.testing.assert_allclose(total, ppo + teacher_coef * teacher_kl + anchor_coef * anchor_kl, rtol=1e-4)
     with pytest.raises(ValueError, match=r"needs the frozen policies \['teacher', 'anchor'\]"):
         trainer.use_references({"teacher": references["teacher"]})

@@ -52,8 +52,14 @@ ranks[i](j)
 [ref]: docs/env.md
 """
     assert links(sample) == [
-        "docs/rules.md", "combat.md#targeting", "img/a.png", "https://example.com/x.md", "mailto:a@b.c",
-        "#local", "my file.md", "docs/env.md",
+        "docs/rules.md",
+        "combat.md#targeting",
+        "img/a.png",
+        "https://example.com/x.md",
+        "mailto:a@b.c",
+        "#local",
+        "my file.md",
+        "docs/env.md",
     ]
     assert relative_links(sample) == ["docs/rules.md", "combat.md#targeting", "img/a.png", "my file.md", "docs/env.md"]
     assert resolve(ROOT / "docs" / "rules.md", "combat.md#targeting") == ROOT / "docs" / "combat.md"
@@ -76,8 +82,10 @@ _CLI_COMMAND = re.compile(r"python\s+-m\s+((?:experiments|benchmarks)\.\w+)")
 #: CLIs that left experiments/ (issue 67), by their old module -> the new one. The records' commands ran as they
 #: were run: docs/results.md (generated from the records) and the history logs keep the old path; elsewhere it is
 #: a stale name.
-MOVED_CLIS = {"experiments.benchmark": "benchmarks.harness",
-              "experiments.compare_revisions": "benchmarks.compare_revisions"}
+MOVED_CLIS = {
+    "experiments.benchmark": "benchmarks.harness",
+    "experiments.compare_revisions": "benchmarks.compare_revisions",
+}
 HISTORIC_DOCS = [ROOT / "docs" / "results.md", *(ROOT / "docs").glob("log-*.md")]
 
 
@@ -98,8 +106,9 @@ def _cli_module_exists(module: str) -> bool:
 
 def test_readme_cli_modules_exist():
     modules = readme_cli_modules()
-    assert any(m.startswith("experiments.") for m in modules), \
+    assert any(m.startswith("experiments.") for m in modules), (
         'no "python -m experiments.X" in the README\'s Command-line tools table'
+    )
     assert "benchmarks.harness" in modules  # the benchmarks, run from a checkout
     missing = [m for m in modules if not _cli_module_exists(m)]
     assert not missing, f"README's Command-line tools table names missing modules: {missing}"
@@ -112,8 +121,7 @@ def test_doc_cli_modules_exist(doc):
     names = set(_CLI_COMMAND.findall(doc.read_text(encoding="utf-8")))
     if doc in HISTORIC_DOCS:
         names -= set(MOVED_CLIS)
-    missing = sorted(f"{n} (now {MOVED_CLIS[n]})" if n in MOVED_CLIS else n for n in names
-                     if not _cli_module_exists(n))
+    missing = sorted(f"{n} (now {MOVED_CLIS[n]})" if n in MOVED_CLIS else n for n in names if not _cli_module_exists(n))
     assert not missing, f"{doc.relative_to(ROOT)} names missing CLI modules: {missing}"
 
 
@@ -138,8 +146,11 @@ def readme_problems(text: str) -> list[str]:
     lines = text.splitlines()
     problems = [f"{len(lines)} lines, more than {README_MAX_LINES}"] if len(lines) > README_MAX_LINES else []
     for number, line in enumerate(lines, 1):
-        problems += [f"line {number}: a {what}: {m.group(0)!r}" for what, pattern in _README_FORBIDDEN.items()
-                     for m in pattern.finditer(line)]
+        problems += [
+            f"line {number}: a {what}: {m.group(0)!r}"
+            for what, pattern in _README_FORBIDDEN.items()
+            for m in pattern.finditer(line)
+        ]
     return problems
 
 
@@ -169,8 +180,9 @@ def test_the_gpu_checklist_script_parses_and_names_what_exists():
     check = subprocess.run(["bash", "-n", str(GPU_SCRIPT)], capture_output=True, text=True)
     assert check.returncode == 0, check.stderr
     presets_source = (ROOT / "agents" / "presets.py").read_text(encoding="utf-8")
-    named = set(re.findall(r'PRESETS:-([\w ]+)\}', text)[0].split()) | set(re.findall(r"TRAIN_PRESETS=([\w,]+)", text)
-                                                                             [1].split(","))
+    named = set(re.findall(r"PRESETS:-([\w ]+)\}", text)[0].split()) | set(
+        re.findall(r"TRAIN_PRESETS=([\w,]+)", text)[1].split(",")
+    )
     assert named >= {"a2c_stream", "ppo_pixels", "ppo_large"}
     missing = [p for p in named if f'"{p}"' not in presets_source]
     assert not missing, f"the GPU script names presets that do not exist: {missing}"
@@ -189,13 +201,17 @@ def test_the_architecture_page_names_every_module():
     CLI of ``experiments`` by its name, and what benchmarks/ holds (``benchmarks/harness/`` as the package it
     is)."""
     page = (ROOT / "docs" / "architecture.md").read_text(encoding="utf-8")
-    modules = [p for package in ("agents", "jaxgame") for p in (ROOT / package).rglob("*.py")
-               if p.name != "__init__.py"]
+    modules = [
+        p for package in ("agents", "jaxgame") for p in (ROOT / package).rglob("*.py") if p.name != "__init__.py"
+    ]
     missing = [str(p.relative_to(ROOT)) for p in modules if f"`{p.name}`" not in page and f"{p.name}`" not in page]
     clis = [p.stem for p in (ROOT / "experiments").glob("*.py") if p.stem not in ("__init__", "common", "names")]
     missing += [f"experiments/{name}.py" for name in clis if f"`{name}`" not in page]
-    missing += [str(p.relative_to(ROOT)) for p in (ROOT / "benchmarks").glob("*.py")
-                if p.name != "__init__.py" and f"`{p.name}`" not in page]
+    missing += [
+        str(p.relative_to(ROOT))
+        for p in (ROOT / "benchmarks").glob("*.py")
+        if p.name != "__init__.py" and f"`{p.name}`" not in page
+    ]
     missing += [] if "`benchmarks/harness/`" in page else ["benchmarks/harness/"]
     assert len(modules) > 50 and len(clis) > 10
     assert not missing, f"docs/architecture.md does not name {missing}"
@@ -207,8 +223,12 @@ DATED = re.compile(r"\b20\d\d-\d\d-\d\d\b|\b(?:until|since|before) (?:Nov|Dec|Ja
 def test_the_code_carries_no_dated_history():
     """What was measured when belongs in the records (docs/results/records/) and the log, not in the code: no
     source line of the packages or of benchmarks/ names a date."""
-    dated = [f"{p.relative_to(ROOT)}:{n}" for package in ("agents", "jaxgame", "experiments", "benchmarks")
-             for p in (ROOT / package).rglob("*.py")
-             for n, line in enumerate(p.read_text(encoding="utf-8").splitlines(), 1) if DATED.search(line)]
+    dated = [
+        f"{p.relative_to(ROOT)}:{n}"
+        for package in ("agents", "jaxgame", "experiments", "benchmarks")
+        for p in (ROOT / package).rglob("*.py")
+        for n, line in enumerate(p.read_text(encoding="utf-8").splitlines(), 1)
+        if DATED.search(line)
+    ]
     assert DATED.search("# 3e-4 until 2026-11-27") and not DATED.search("time.strftime('%Y-%m-%d')")
     assert not dated, f"dated history in the code (move it to a record): {dated}"

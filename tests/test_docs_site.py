@@ -26,9 +26,14 @@ pytestmark = pytest.mark.xdist_group("docs_site")  # one worker builds the site 
 
 
 def _build(config: Path, site: Path) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "mkdocs", "build", "--strict", "-f", str(config), "--site-dir",
-                           str(site)], cwd=config.parent, env=QUIET_ENV, capture_output=True, text=True,
-                          timeout=300)
+    return subprocess.run(
+        [sys.executable, "-m", "mkdocs", "build", "--strict", "-f", str(config), "--site-dir", str(site)],
+        cwd=config.parent,
+        env=QUIET_ENV,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
 
 
 @pytest.fixture(scope="module")

@@ -41,7 +41,7 @@ def test_unit_features_name_each_slots_species_and_its_owned_and_drawable_copies
     owned, pool = (obs[..., slice(*OBS_LAYOUT[name])] for name in ("owned", "pool"))
     for g, seat, slot in np.ndindex(species.shape):
         s = species[g, seat, slot]
-        one_hot = features[g, seat, slot, UNIT_FEATURES:UNIT_FEATURES + sp.NUM_SPECIES]
+        one_hot = features[g, seat, slot, UNIT_FEATURES : UNIT_FEATURES + sp.NUM_SPECIES]
         if s < 0:
             assert not one_hot.any() and not features[g, seat, slot, -2:].any()
         else:
@@ -70,8 +70,9 @@ class ReferenceEntityActorCritic(nn.Module):
         value = dense(1, 1.0, "value_head")(MLP(self.hidden, "tanh", name="critic_torso")(summary))[..., 0]
 
         def with_context(x, layer):
-            joined = jnp.concatenate([x, jnp.broadcast_to(context[..., None, :], (*x.shape[:-1], context.shape[-1]))],
-                                     axis=-1)
+            joined = jnp.concatenate(
+                [x, jnp.broadcast_to(context[..., None, :], (*x.shape[:-1], context.shape[-1]))], axis=-1
+            )
             return layer(joined)
 
         sell_layer, sell_score = dense(self.width, 1.0, "sell_head_hidden"), dense(1, 0.01, "sell_head")
@@ -84,8 +85,9 @@ class ReferenceEntityActorCritic(nn.Module):
         place = jnp.einsum("...bw,...cw->...bc", query, key) / jnp.sqrt(float(self.width))
         place = place + dense(1, 0.01, "place_cell")(key)[..., 0][..., None, :]
         globals_ = dense(4, 0.01, "global_head")(context)
-        logits = jnp.concatenate([globals_[..., :1], buy, globals_[..., 1:], *sell,
-                                  place.reshape(*place.shape[:-2], -1), recall], axis=-1)
+        logits = jnp.concatenate(
+            [globals_[..., :1], buy, globals_[..., 1:], *sell, place.reshape(*place.shape[:-2], -1), recall], axis=-1
+        )
         return logits, value
 
 
@@ -117,8 +119,7 @@ def test_entitywise_applies_a_layer_to_every_entity_as_rows():
     params = jax.tree_util.tree_map(lambda p: p + 0.1, Rows().init(jax.random.key(4), x))
     out = Rows().apply(params, x)
     assert out.shape == (3, 5, 7, 8)
-    np.testing.assert_allclose(out, dense(8, 1.0).apply({"params": params["params"]["layer"]}, x), rtol=1e-5,
-                               atol=1e-5)
+    np.testing.assert_allclose(out, dense(8, 1.0).apply({"params": params["params"]["layer"]}, x), rtol=1e-5, atol=1e-5)
 
 
 def _network_and_params(obs):
@@ -133,9 +134,9 @@ def _network_and_params(obs):
 def _permuted(obs, block, first, count, order):
     """obs with the unit records ``first .. first + count`` of ``block`` in ``order``."""
     start = OBS_LAYOUT[block][0] + first * UNIT_FEATURES
-    records = obs[..., start:start + count * UNIT_FEATURES].reshape(*obs.shape[:-1], count, UNIT_FEATURES)
+    records = obs[..., start : start + count * UNIT_FEATURES].reshape(*obs.shape[:-1], count, UNIT_FEATURES)
     out = obs.copy()
-    out[..., start:start + count * UNIT_FEATURES] = records[..., order, :].reshape(*obs.shape[:-1], -1)
+    out[..., start : start + count * UNIT_FEATURES] = records[..., order, :].reshape(*obs.shape[:-1], -1)
     return out
 
 
@@ -154,18 +155,21 @@ def test_the_logits_follow_the_action_layout_and_permuting_the_shop_or_bench_per
     shopped = np.asarray(shopped)
     buy = slice(C.ACTION_BUY, C.ACTION_BUY + C.SHOP_SIZE)
     np.testing.assert_allclose(shopped[:, buy], base[:, buy][:, shop_order], atol=1e-5)
-    others = np.r_[0:C.ACTION_BUY, C.ACTION_BUY + C.SHOP_SIZE:C.NUM_ACTIONS]
+    others = np.r_[0 : C.ACTION_BUY, C.ACTION_BUY + C.SHOP_SIZE : C.NUM_ACTIONS]
     np.testing.assert_allclose(shopped[:, others], base[:, others], atol=1e-5)
 
     bench_order = np.array([7, 6, 5, 4, 3, 2, 1, 0])
     benched, _ = network.apply(same_slots, _permuted(obs, "slots", 0, C.BENCH_SIZE, bench_order))
     benched = np.asarray(benched)
-    sell = base[:, C.ACTION_SELL:C.ACTION_SELL + C.BENCH_SIZE]
-    np.testing.assert_allclose(benched[:, C.ACTION_SELL:C.ACTION_SELL + C.BENCH_SIZE], sell[:, bench_order], atol=1e-5)
-    place = base[:, C.ACTION_PLACE:C.ACTION_RECALL].reshape(-1, C.BENCH_SIZE, C.BOARD_CELLS)
-    np.testing.assert_allclose(benched[:, C.ACTION_PLACE:C.ACTION_RECALL].reshape(place.shape), place[:, bench_order],
-                               atol=1e-5)
-    np.testing.assert_allclose(benched[:, C.ACTION_RECALL:], base[:, C.ACTION_RECALL:], atol=1e-5)
+    sell = base[:, C.ACTION_SELL : C.ACTION_SELL + C.BENCH_SIZE]
+    np.testing.assert_allclose(
+        benched[:, C.ACTION_SELL : C.ACTION_SELL + C.BENCH_SIZE], sell[:, bench_order], atol=1e-5
+    )
+    place = base[:, C.ACTION_PLACE : C.ACTION_RECALL].reshape(-1, C.BENCH_SIZE, C.BOARD_CELLS)
+    np.testing.assert_allclose(
+        benched[:, C.ACTION_PLACE : C.ACTION_RECALL].reshape(place.shape), place[:, bench_order], atol=1e-5
+    )
+    np.testing.assert_allclose(benched[:, C.ACTION_RECALL :], base[:, C.ACTION_RECALL :], atol=1e-5)
 
 
 def test_a_dataset_run_trains_the_entity_network(tmp_path):
@@ -180,11 +184,14 @@ def test_a_dataset_run_trains_the_entity_network(tmp_path):
     assert policy.config.network == "entity" and "slot_embedding" in policy.params["params"]
 
 
-@pytest.mark.parametrize("fields, message", [
-    (dict(network="entity", obs="oracle"), "reads the game's vector observation"),
-    (dict(network="entity", env="gymnax:CartPole-v1"), "reads the game's vector observation"),
-    (dict(network="entity", obs="pixels"), "for obs='pixels'"),
-])
+@pytest.mark.parametrize(
+    "fields, message",
+    [
+        (dict(network="entity", obs="oracle"), "reads the game's vector observation"),
+        (dict(network="entity", env="gymnax:CartPole-v1"), "reads the game's vector observation"),
+        (dict(network="entity", obs="pixels"), "for obs='pixels'"),
+    ],
+)
 def test_the_entity_network_is_refused_off_the_games_vector_observation(fields, message):
     with pytest.raises(ValueError, match=message):
         TrainConfig(**fields)

@@ -1,7 +1,6 @@
 """Env API, determinism, jit == vmap == Python loop == VecEnv, and rule
 invariants over many random games."""
 
-
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -30,8 +29,17 @@ def test_api_shapes_and_dtypes(env, jit_step):
     assert ts.action_mask.shape == (8, 258) and ts.action_mask.dtype == jnp.bool_
     assert ts.reward.shape == (8,) and ts.reward.dtype == jnp.float32
     assert ts.done.shape == () and ts.done.dtype == jnp.bool_
-    expected_info = {"life", "gold", "level", "round", "rank", "alive", "board_size", "synergy_count",
-                     "actions_this_turn"}
+    expected_info = {
+        "life",
+        "gold",
+        "level",
+        "round",
+        "rank",
+        "alive",
+        "board_size",
+        "synergy_count",
+        "actions_this_turn",
+    }
     assert set(ts.info) == expected_info | {"final_observation", "final_state"}
     np.testing.assert_array_equal(ts.info["final_observation"], ts.observation)
     for k in expected_info - {"round"}:
@@ -105,8 +113,11 @@ def test_vmapped_env_step_equals_vecenv_over_16_envs_and_200_steps():
     """The same leaf-by-leaf equality as above for jax.vmap(jax.vmap(env.step)) and VecEnv.step on a 16-env
     batch over 200 steps (the default suite checks 4 envs x 40 steps: the same programs at other sizes)."""
     vec = tiny_games.games("vec", num_envs=16, steps=200)
-    for x, y in zip(jax.tree_util.tree_leaves(vec), jax.tree_util.tree_leaves(
-            tiny_games.games("vmap", num_envs=16, steps=200)), strict=True):
+    for x, y in zip(
+        jax.tree_util.tree_leaves(vec),
+        jax.tree_util.tree_leaves(tiny_games.games("vmap", num_envs=16, steps=200)),
+        strict=True,
+    ):
         np.testing.assert_array_equal(x, y)
     assert vec[1].done.sum() >= 16
 
@@ -138,7 +149,6 @@ def test_batch_rule_runs_the_batch_function_at_any_vmap_depth():
     out = jax.vmap(jax.vmap(f, in_axes=(None, 0)), in_axes=(None, 0))(x[0, 0], ys)  # batched on y only
     np.testing.assert_array_equal(out["sum"], x[0, 0] + ys[..., None])
     np.testing.assert_array_equal(out["tag"], np.full((2, 3), 6))
-
 
 
 def test_vmapped_env_step_keeps_the_fight_and_reset_branches(tiny_env):
@@ -179,11 +189,12 @@ def test_invariants_over_random_games(random_games):
     assert ts.done.sum() >= NUM_ENVS, "too few finished games to check end-of-game invariants"
     # pool conservation: pool + shops + owned copies == initial pool, always
     shop_copies = (p.shop[..., None] == np.arange(sp.NUM_SPECIES)).sum(axis=(-2, -3))
-    owned = (
-        (p.species[..., None] == np.arange(sp.NUM_SPECIES)) * sp.COPIES_PER_STAR[p.stars][..., None]
-    ).sum(axis=(-2, -3))
-    np.testing.assert_array_equal(states.pool + shop_copies + owned,
-                                  np.broadcast_to(sp.SPECIES_POOL_COPIES, states.pool.shape))
+    owned = ((p.species[..., None] == np.arange(sp.NUM_SPECIES)) * sp.COPIES_PER_STAR[p.stars][..., None]).sum(
+        axis=(-2, -3)
+    )
+    np.testing.assert_array_equal(
+        states.pool + shop_copies + owned, np.broadcast_to(sp.SPECIES_POOL_COPIES, states.pool.shape)
+    )
     assert np.all(p.gold >= 0)
     assert np.all(units.board_count(jnp.asarray(p.species)) <= p.level)
     assert np.all((p.level >= 1) & (p.level <= 9))

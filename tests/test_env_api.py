@@ -19,12 +19,19 @@ SMALL = {"num_envs": 2, "max_rounds": 3, "steps_per_round": 3, "max_combat_ticks
 GAME = pytest.mark.xdist_group("env_api")  # one worker compiles the game's programs
 
 
-@pytest.mark.parametrize("config, kind", [
-    pytest.param(TrainConfig(**SMALL, opponents="random"), AutoChessTask, marks=GAME, id="autochess"),
-    pytest.param(TrainConfig(**SMALL, num_steps=8, league_size=2, league_groups=2, league_bot="random"),
-                 LeagueTask, marks=GAME, id="league"),
-    pytest.param(TrainConfig(env="gymnax:CartPole-v1", num_envs=2), GymnaxVecEnv, id="gymnax"),
-])
+@pytest.mark.parametrize(
+    "config, kind",
+    [
+        pytest.param(TrainConfig(**SMALL, opponents="random"), AutoChessTask, marks=GAME, id="autochess"),
+        pytest.param(
+            TrainConfig(**SMALL, num_steps=8, league_size=2, league_groups=2, league_bot="random"),
+            LeagueTask,
+            marks=GAME,
+            id="league",
+        ),
+        pytest.param(TrainConfig(env="gymnax:CartPole-v1", num_envs=2), GymnaxVecEnv, id="gymnax"),
+    ],
+)
 def test_every_adapter_keeps_the_contract(config, kind):
     env = make_env(config)
     assert isinstance(env, kind) and isinstance(env, BatchedEnv)
@@ -70,8 +77,10 @@ def info(ts, **changes):
 
 
 def noisy_reward(ts):
-    noise = jax.pure_callback(lambda: np.random.default_rng().random(ts.reward.shape, np.float32),
-                              jax.ShapeDtypeStruct(ts.reward.shape, jnp.float32))
+    noise = jax.pure_callback(
+        lambda: np.random.default_rng().random(ts.reward.shape, np.float32),
+        jax.ShapeDtypeStruct(ts.reward.shape, jnp.float32),
+    )
     return ts.replace(reward=ts.reward + noise)
 
 
@@ -82,32 +91,58 @@ BROKEN = {
     "learner_seats": (Broken("no learner", learner_seats=np.zeros(1, bool)), "bool[1] [False]"),
     "reset.trace": (Broken("reset returns a TimeStep", reset_out=lambda state, ts: ts), "returned a TimeStep"),
     "step.trace": (Broken("step fails", step_out=lambda state, ts: state.no_such_field), "raised AttributeError"),
-    "step.state": (Broken("state changes dtype", step_out=lambda state, ts: (
-        state.replace(env_state=jax.tree_util.tree_map(lambda x: x.astype(jnp.float16), state.env_state)), ts)),
-        "became float16[2]"),
+    "step.state": (
+        Broken(
+            "state changes dtype",
+            step_out=lambda state, ts: (
+                state.replace(env_state=jax.tree_util.tree_map(lambda x: x.astype(jnp.float16), state.env_state)),
+                ts,
+            ),
+        ),
+        "became float16[2]",
+    ),
     "timestep": (Broken("info list", lambda ts: ts.replace(info=list(ts.info.values()))), "info is a list"),
-    "observation": (Broken("short obs", lambda ts: ts.replace(observation=ts.observation[..., :2])),
-                    "float32[2, 1, 2], expected [2, 1, *(4,)]"),
-    "action_mask": (Broken("int8 mask", lambda ts: ts.replace(action_mask=ts.action_mask.astype(jnp.int8))),
-                    "action_mask is int8[2, 1, 2]"),
-    "reward": (Broken("reward [N]", lambda ts: ts.replace(reward=ts.reward[:, 0])),
-               "reward is float32[2], expected float32[2, 1]"),
+    "observation": (
+        Broken("short obs", lambda ts: ts.replace(observation=ts.observation[..., :2])),
+        "float32[2, 1, 2], expected [2, 1, *(4,)]",
+    ),
+    "action_mask": (
+        Broken("int8 mask", lambda ts: ts.replace(action_mask=ts.action_mask.astype(jnp.int8))),
+        "action_mask is int8[2, 1, 2]",
+    ),
+    "reward": (
+        Broken("reward [N]", lambda ts: ts.replace(reward=ts.reward[:, 0])),
+        "reward is float32[2], expected float32[2, 1]",
+    ),
     "done": (Broken("int done", lambda ts: ts.replace(done=ts.done.astype(jnp.int32))), "done is int32[2]"),
     "seat_done": (Broken("no seat_done", lambda ts: info(ts, seat_done=MISSING)), "info has only"),
     "rank": (Broken("float rank", lambda ts: info(ts, rank=jnp.zeros((2, 1)))), 'info["rank"] is float32[2, 1]'),
     "roles": (Broken("float roles", lambda ts: info(ts, roles=jnp.zeros((2, 1)))), 'info["roles"] is float32[2, 1]'),
-    "legal_action": (Broken("empty mask row", lambda ts: ts.replace(action_mask=ts.action_mask.at[1, 0].set(False))),
-                     "the first at reset, env 1, seat 0"),
-    "all_actions_legal": (Broken("declared legal, one masked", lambda ts: ts.replace(
-        action_mask=ts.action_mask.at[1, 0, 1].set(False)), all_actions_legal=True),
-        "1 masked (env, seat, action) entries, the first at reset, env 1, seat 0, action 1"),
+    "legal_action": (
+        Broken("empty mask row", lambda ts: ts.replace(action_mask=ts.action_mask.at[1, 0].set(False))),
+        "the first at reset, env 1, seat 0",
+    ),
+    "all_actions_legal": (
+        Broken(
+            "declared legal, one masked",
+            lambda ts: ts.replace(action_mask=ts.action_mask.at[1, 0, 1].set(False)),
+            all_actions_legal=True,
+        ),
+        "1 masked (env, seat, action) entries, the first at reset, env 1, seat 0, action 1",
+    ),
     "reset.done": (Broken("done at reset", reset_fix=lambda ts: ts.replace(done=jnp.ones(2, bool))), "done = [True"),
-    "finite": (Broken("nan reward", lambda ts: ts.replace(reward=ts.reward.at[0, 0].set(jnp.nan)), lambda ts: ts),
-               "step: reward has 24 non-finite values"),
-    "seat_done.done": (Broken("seat_done never", lambda ts: info(ts, seat_done=jnp.zeros((2, 1), bool))),
-                       "done but seat_done = [False]"),
-    "rank.values": (Broken("never ranked", lambda ts: info(ts, rank=jnp.zeros((2, 1), jnp.int32))),
-                    "done but seat 0 has rank 0"),
+    "finite": (
+        Broken("nan reward", lambda ts: ts.replace(reward=ts.reward.at[0, 0].set(jnp.nan)), lambda ts: ts),
+        "step: reward has 24 non-finite values",
+    ),
+    "seat_done.done": (
+        Broken("seat_done never", lambda ts: info(ts, seat_done=jnp.zeros((2, 1), bool))),
+        "done but seat_done = [False]",
+    ),
+    "rank.values": (
+        Broken("never ranked", lambda ts: info(ts, rank=jnp.zeros((2, 1), jnp.int32))),
+        "done but seat 0 has rank 0",
+    ),
     "determinism": (Broken("noisy reward", noisy_reward), "differs between runs"),
 }
 

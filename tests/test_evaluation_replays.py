@@ -24,12 +24,33 @@ def test_lineup_slugs_are_file_names():
 
 def test_saved_replays_are_the_evaluations_games(tmp_path, capsys):
     out = tmp_path / "replays"
-    result = evaluate.main(["greedy", "--vs", "random", "--vs", "expert", "--games", "3", "--seed", "5", *RULES,
-                            "--save-replays", "2", str(out), "--quiet"])
-    assert [(r["lineup"], r["game"]) for r in result["replays"]] == [("random", 0), ("random", 1), ("expert", 0),
-                                                                      ("expert", 1)]
-    tables = evaluate.play_lineups({"random": ["greedy"] + ["random"] * 7, "expert": ["greedy"] + ["expert"] * 7},
-                                   3, 5, TINY)
+    result = evaluate.main(
+        [
+            "greedy",
+            "--vs",
+            "random",
+            "--vs",
+            "expert",
+            "--games",
+            "3",
+            "--seed",
+            "5",
+            *RULES,
+            "--save-replays",
+            "2",
+            str(out),
+            "--quiet",
+        ]
+    )
+    assert [(r["lineup"], r["game"]) for r in result["replays"]] == [
+        ("random", 0),
+        ("random", 1),
+        ("expert", 0),
+        ("expert", 1),
+    ]
+    tables = evaluate.play_lineups(
+        {"random": ["greedy"] + ["random"] * 7, "expert": ["greedy"] + ["expert"] * 7}, 3, 5, TINY
+    )
     for saved in result["replays"]:
         rec = replay_format.read(saved["json"])
         assert rec["placements"] == tables[saved["lineup"]][saved["game"], 0].tolist()  # rotation 0: position j, seat j
@@ -38,12 +59,15 @@ def test_saved_replays_are_the_evaluations_games(tmp_path, capsys):
     assert json.loads(capsys.readouterr().out.strip().splitlines()[-1])["replays"] == result["replays"]
 
 
-@pytest.mark.parametrize("argv, message", [
-    (["greedy", "--save-replays", "0", "DIR"], "N must be an int in [1, --games=16]"),
-    (["greedy", "--games", "2", "--save-replays", "3", "DIR"], "N must be an int in [1, --games=2]"),
-    (["--save-replays", "1", "DIR"], "give the PLAYER"),
-    (["greedy", "--save-replays", "1", "/proc/x"], "/proc/x"),
-])
+@pytest.mark.parametrize(
+    "argv, message",
+    [
+        (["greedy", "--save-replays", "0", "DIR"], "N must be an int in [1, --games=16]"),
+        (["greedy", "--games", "2", "--save-replays", "3", "DIR"], "N must be an int in [1, --games=2]"),
+        (["--save-replays", "1", "DIR"], "give the PLAYER"),
+        (["greedy", "--save-replays", "1", "/proc/x"], "/proc/x"),
+    ],
+)
 def test_bad_save_replays_is_one_line(argv, message, tmp_path, capsys):
     argv = [str(tmp_path / "d") if a == "DIR" else a for a in argv]
     with pytest.raises(SystemExit) as exit_info:

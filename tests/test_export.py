@@ -107,8 +107,10 @@ def test_loader_refuses_bad_input_and_broken_files(exported, tmp_path):
     with pytest.raises(ExportedPolicyError, match="cannot deserialize") as info:
         ExportedPolicy(broken)
     assert "\n" not in str(info.value)
-    assert str(info.value).endswith("re-export it for this jax: python -m experiments.export baseline:ppo_small-v1 "
-                                     "--platforms cpu,cuda --out NEW_DIR")
+    assert str(info.value).endswith(
+        "re-export it for this jax: python -m experiments.export baseline:ppo_small-v1 "
+        "--platforms cpu,cuda --out NEW_DIR"
+    )
     (broken / "spec.json").write_text('{"format": "something-else"}')
     with pytest.raises(ExportedPolicyError, match="not a jaxgame-exported-policy"):
         ExportedPolicy(broken)
@@ -160,17 +162,26 @@ def test_export_from_a_source_tree_without_an_installed_jaxgame(exported, tmp_pa
 def test_jax_export_window_from_the_recorded_jaxlib():
     """Inside: the same jaxlib, a newer patch, one minor version newer; outside: any older jaxlib (3 weeks of forward
     compatibility, and no release dates to hand), 2+ minor versions or a major version newer (6 months back)."""
-    for written_by, running in [("0.10.2", "0.10.2"), ("0.10.0", "0.10.2"), ("0.9.5", "0.10.2"),
-                                ("0.4.31.dev20240701", "0.4.35"), (None, "0.10.2"), ("0.10.2", "unknown")]:
+    for written_by, running in [
+        ("0.10.2", "0.10.2"),
+        ("0.10.0", "0.10.2"),
+        ("0.9.5", "0.10.2"),
+        ("0.4.31.dev20240701", "0.4.35"),
+        (None, "0.10.2"),
+        ("0.10.2", "unknown"),
+    ]:
         assert loader.version_window(written_by, running) is None, (written_by, running)
     assert loader.version_window("0.10.3", "0.10.2") == (
         "jaxlib 0.10.2 is older than jaxlib 0.10.3, which wrote it (jax.export promises 3 weeks of forward "
-        "compatibility)")
+        "compatibility)"
+    )
     for written_by, running in [("0.8.9", "0.10.0"), ("0.12.0", "1.0.0")]:
         assert loader.version_window(written_by, running).startswith(
-            f"jaxlib {running} is 2 or more minor versions newer than jaxlib {written_by}, which wrote it"), running
+            f"jaxlib {running} is 2 or more minor versions newer than jaxlib {written_by}, which wrote it"
+        ), running
     assert loader.reexport_command({"source": {"run": "runs/mine", "step": 120, "seat": 3}, "platforms": ["cpu"]}) == (
-        "python -m experiments.export runs/mine:120 --seat 3 --platforms cpu --out NEW_DIR")
+        "python -m experiments.export runs/mine:120 --seat 3 --platforms cpu --out NEW_DIR"
+    )
 
 
 def _shipped_copy(tmp_path, jaxlib):
@@ -183,13 +194,17 @@ def _shipped_copy(tmp_path, jaxlib):
 
 
 def test_loader_warns_outside_the_window_and_accepts_inside(tmp_path):
-    again = "re-export it for this jax: python -m experiments.export baseline:ppo_small-v1 --platforms cpu,cuda " \
-            "--out NEW_DIR"
+    again = (
+        "re-export it for this jax: python -m experiments.export baseline:ppo_small-v1 --platforms cpu,cuda "
+        "--out NEW_DIR"
+    )
     with warnings.catch_warnings():
         warnings.simplefilter("error", loader.ExportedPolicyVersionWarning)  # inside the window: not a word
         policy = loader.ExportedPolicy(_shipped_copy(tmp_path, loader.running_jaxlib()))
-    for jaxlib, why in [("0.0.1", "2 or more minor versions newer than jaxlib 0.0.1"),
-                        ("999.0.0", "older than jaxlib 999.0.0")]:
+    for jaxlib, why in [
+        ("0.0.1", "2 or more minor versions newer than jaxlib 0.0.1"),
+        ("999.0.0", "older than jaxlib 999.0.0"),
+    ]:
         with pytest.warns(loader.ExportedPolicyVersionWarning) as record:
             aged = loader.ExportedPolicy(_shipped_copy(tmp_path, jaxlib))
         (message,) = [str(w.message) for w in record]
@@ -208,7 +223,8 @@ def test_loader_refuses_a_calling_convention_this_jax_cannot_call(tmp_path, monk
     assert str(info.value) == (
         f"{out / FILES['greedy']}: calling convention version {version}, outside {version + 1}..{version + 2} that "
         f"jax {jax.__version__} supports: re-export it for this jax: python -m experiments.export "
-        "baseline:ppo_small-v1 --platforms cpu,cuda --out NEW_DIR")
+        "baseline:ppo_small-v1 --platforms cpu,cuda --out NEW_DIR"
+    )
 
 
 def test_export_never_writes_into_the_shipped_baselines(capsys):

@@ -32,9 +32,19 @@ pytestmark = [
     pytest.mark.xdist_group("faults"),  # one worker compiles the tiny CartPole run once for every test here
 ]
 
-TINY = TrainConfig(env="gymnax:CartPole-v1", num_envs=4, num_steps=8, total_steps=4 * 8 * 4, hidden=(8,),
-                   update_epochs=1, num_minibatches=1, updates_per_chunk=1, eval_every=0, checkpoint_every=1,
-                   keep_checkpoints=5)
+TINY = TrainConfig(
+    env="gymnax:CartPole-v1",
+    num_envs=4,
+    num_steps=8,
+    total_steps=4 * 8 * 4,
+    hidden=(8,),
+    update_epochs=1,
+    num_minibatches=1,
+    updates_per_chunk=1,
+    eval_every=0,
+    checkpoint_every=1,
+    keep_checkpoints=5,
+)
 
 
 @pytest.fixture(scope="session")  # session: xdist interleaves modules, which would rebuild a module fixture
@@ -84,8 +94,11 @@ def _steps(run_dir):
 def test_check_chunk_names_the_first_bad_update_and_metric():
     ok = {"loss/value": np.ones(3, np.float32), health.FINITE: np.ones(3, np.float32)}
     assert set(health.check_chunk(ok, 10)) == {"loss/value"}  # the flag is dropped
-    bad = {"loss/value": np.array([1.0, np.nan, np.inf], np.float32), "loss/policy": np.array([0.0, 0.0, np.nan]),
-           health.FINITE: np.array([1.0, 0.0, 0.0], np.float32)}
+    bad = {
+        "loss/value": np.array([1.0, np.nan, np.inf], np.float32),
+        "loss/policy": np.array([0.0, 0.0, np.nan]),
+        health.FINITE: np.array([1.0, 0.0, 0.0], np.float32),
+    }
     with pytest.raises(health.NonFiniteError, match=r"^update 12: loss/value is not finite") as err:
         health.check_chunk(bad, 10)
     assert (err.value.update, err.value.metric) == (12, "loss/value")
@@ -268,8 +281,9 @@ def test_a_real_full_disk_ends_the_run_in_one_line_and_the_next_resume_continues
     args = [a for a in _tiny_cli_args("unused") if a not in ("--out", "unused")]
     script = f"ARGS=({' '.join(map(repr, args))})\n" + TMPFS_SCRIPT
     env = {**os.environ, "DISK": str(disk), "OUT": str(out), "PYTHON": sys.executable, "FREE": str(free_kib * 1024)}
-    proc = subprocess.run(["unshare", "-rm", "bash", "-c", script], env=env, cwd=str(REPO),
-                          capture_output=True, text=True, timeout=300)
+    proc = subprocess.run(
+        ["unshare", "-rm", "bash", "-c", script], env=env, cwd=str(REPO), capture_output=True, text=True, timeout=300
+    )
     if proc.returncode == 77 or "unshare:" in proc.stderr:
         pytest.skip(f"no private tmpfs on this machine: {proc.stderr.strip()[:200]}")
     assert proc.returncode == 0, proc.stderr
@@ -279,8 +293,9 @@ def test_a_real_full_disk_ends_the_run_in_one_line_and_the_next_resume_continues
     assert "No space left on device" in err and "--resume" in err and "Traceback" not in err
     after = out / "after_full"
     assert _steps(after) == [1]
-    sums = subprocess.run(["sha256sum", "-c", "--quiet", "SHA256SUMS"], cwd=after / "checkpoints" / "1",
-                          capture_output=True, text=True)
+    sums = subprocess.run(
+        ["sha256sum", "-c", "--quiet", "SHA256SUMS"], cwd=after / "checkpoints" / "1", capture_output=True, text=True
+    )
     assert sums.returncode == 0, sums.stdout + sums.stderr
     lines = (after / "metrics.jsonl").read_text().splitlines()
     assert [json.loads(line).get("update") for line in lines[1:]][:1] == [1]  # whole lines only (json.loads)
@@ -379,9 +394,14 @@ def test_resume_checks_the_config_against_the_directory_and_the_checkpoints(tiny
         training.train(preflight.load_config(run_dir), run_dir, resume=True)
     (run_dir / "run.json").unlink()  # a directory of an older version (no .lock either): adopted with a warning,
     (run_dir / ".lock").unlink()  # then its checkpoints disagree
-    with pytest.warns(RuntimeWarning, match="adopting it as a train run written by an older version"), \
-            pytest.raises(RunError, match=r"config.json and its checkpoints disagree: cannot resume with changed "
-                                              r"field\(s\) \['lr'\]"):
+    with (
+        pytest.warns(RuntimeWarning, match="adopting it as a train run written by an older version"),
+        pytest.raises(
+            RunError,
+            match=r"config.json and its checkpoints disagree: cannot resume with changed "
+            r"field\(s\) \['lr'\]",
+        ),
+    ):
         training.train(preflight.load_config(run_dir), run_dir, resume=True)
 
 
@@ -463,8 +483,9 @@ def test_sigterm_saves_at_the_chunk_boundary_exits_0_and_auto_resume_finishes_th
     run_dir = tmp_path / "signalled"
     err_path = tmp_path / "stderr.txt"
     with open(err_path, "w") as err:
-        proc = subprocess.Popen([sys.executable, *_cli_args(long, run_dir)], stdout=subprocess.PIPE, stderr=err,
-                                text=True)
+        proc = subprocess.Popen(
+            [sys.executable, *_cli_args(long, run_dir)], stdout=subprocess.PIPE, stderr=err, text=True
+        )
         deadline = time.time() + 240
         while time.time() < deadline and not (run_dir / "metrics.jsonl").exists() or len(_lines(run_dir)) < 3:
             time.sleep(0.05)
@@ -545,16 +566,18 @@ def test_a_signal_during_the_compile_stops_the_run_before_its_first_chunk(name):
     store, log = _Closable(), _Closable()
     started = chunks.Started(store, runner=None, wall_before=0.0, restored=False, compile_start=time.perf_counter())
     with signals.stop_signals(True, NoProgress()) as stop:
-        result, _ = chunks.compile_and_loop(_CompileOnlyProgram(getattr(signal, name)), started, [log],
-                                         NoProgress(), "the training chunk", stop)
+        result, _ = chunks.compile_and_loop(
+            _CompileOnlyProgram(getattr(signal, name)), started, [log], NoProgress(), "the training chunk", stop
+        )
     assert result.stopped == name and result.updates == 0 and result.records == []
     assert store.closed and log.closed
     assert (signal.getsignal(signal.SIGINT), signal.getsignal(signal.SIGTERM)) == before
 
 
 @pytest.mark.parametrize("name", ["SIGTERM", "SIGINT"])
-def test_a_signal_while_the_run_is_built_stops_it_without_compiling_and_it_resumes(name, tiny_run, tmp_path,
-                                                                                   monkeypatch):
+def test_a_signal_while_the_run_is_built_stops_it_without_compiling_and_it_resumes(
+    name, tiny_run, tmp_path, monkeypatch
+):
     """Ctrl-C or SIGTERM while a new run makes its first runner (its init is compiled and run: a KeyboardInterrupt
     raised inside XLA's compile was lost or crashed the process): the handlers are already the run's, so the run
     stops without compiling its chunk, exits normally with ``"stopped"`` set and nothing saved, and a resume gives
@@ -570,8 +593,9 @@ def test_a_signal_while_the_run_is_built_stops_it_without_compiling_and_it_resum
         return runner
 
     monkeypatch.setattr(train_program.TrainProgram, "init", init_then_signal)
-    monkeypatch.setattr(train_program.TrainProgram, "compile_all",
-                        lambda self, runner: pytest.fail("compiled after the stop"))
+    monkeypatch.setattr(
+        train_program.TrainProgram, "compile_all", lambda self, runner: pytest.fail("compiled after the stop")
+    )
     stopped = tmp_path / "stopped"
     summary = training.train(TINY, stopped, stop_on_signals=True)
     assert summary["stopped"] == name and summary["updates"] == 0 and _steps(stopped) == []
@@ -580,8 +604,9 @@ def test_a_signal_while_the_run_is_built_stops_it_without_compiling_and_it_resum
     assert _records(stopped) == _records(tiny_run)
 
 
-def test_a_signal_during_a_background_save_stops_at_the_next_chunk_with_every_checkpoint(tiny_run, tmp_path,
-                                                                                          monkeypatch):
+def test_a_signal_during_a_background_save_stops_at_the_next_chunk_with_every_checkpoint(
+    tiny_run, tmp_path, monkeypatch
+):
     """SIGTERM while update 1's checkpoint is being written (in the saver thread): the save completes, the run
     stops at the next chunk boundary (update 1 or 2, as the threads race) with a checkpoint there, and a resume
     gives the uninterrupted run's records."""
@@ -617,11 +642,14 @@ def test_ctrl_c_outside_the_chunks_ends_the_cli_in_one_line(tmp_path, monkeypatc
     assert f"--out {tmp_path / 'r'} --resume" in err
 
 
-@pytest.mark.parametrize("error, code, text", [(KeyboardInterrupt(), 130, "interrupted"),
-                                               (OSError(28, "No space left on device"), 1, "No space left")])
+@pytest.mark.parametrize(
+    "error, code, text",
+    [(KeyboardInterrupt(), 130, "interrupted"), (OSError(28, "No space left on device"), 1, "No space left")],
+)
 @pytest.mark.parametrize("cli, library", [("sweep", "run_sweep"), ("pipeline", "run_pipeline")])
-def test_sweep_and_pipeline_clis_end_an_interrupt_or_a_full_disk_in_one_line(cli, library, error, code, text,
-                                                                             tmp_path, monkeypatch, capsys):
+def test_sweep_and_pipeline_clis_end_an_interrupt_or_a_full_disk_in_one_line(
+    cli, library, error, code, text, tmp_path, monkeypatch, capsys
+):
     import importlib
 
     module = importlib.import_module(f"experiments.{cli}")
@@ -666,8 +694,13 @@ def test_stop_signals_agree_over_the_processes(monkeypatch):
         return np.asarray([int(code), *others], np.int32)
 
     monkeypatch.setattr(jax, "process_count", lambda: 2)
-    for mine, theirs, expected in [(None, 0, None), (None, 2, "SIGTERM"), ("SIGINT", 0, "SIGINT"),
-                                   ("SIGTERM", 1, "SIGTERM"), (None, 1, "SIGINT")]:
+    for mine, theirs, expected in [
+        (None, 0, None),
+        (None, 2, "SIGTERM"),
+        ("SIGINT", 0, "SIGINT"),
+        ("SIGTERM", 1, "SIGTERM"),
+        (None, 1, "SIGINT"),
+    ]:
         monkeypatch.setattr(multihost_utils, "process_allgather", lambda code, t=theirs: allgather(code, [t]))
         stop = StopSignals()
         stop.received = mine
@@ -716,13 +749,20 @@ def _bad_input_cases(tiny_run, tmp_path):
     train = ["-m", "experiments.train", "--quiet"]
     evaluate = ["-m", "experiments.evaluate", "--quiet"]
     rate = ["-m", "experiments.rate", "--quiet"]
-    no_gymnax = ["-c", "import sys; sys.modules['gymnax'] = None; from experiments.train import main; "
-                       f"main(['--preset=ppo_gymnax', '--out', {str(fresh)!r}, '--quiet'])"]
+    no_gymnax = [
+        "-c",
+        "import sys; sys.modules['gymnax'] = None; from experiments.train import main; "
+        f"main(['--preset=ppo_gymnax', '--out', {str(fresh)!r}, '--quiet'])",
+    ]
     return [
         ("run dir is a file", [*train, "--preset=smoke", "--out", str(a_file)], "is a file", None),
         ("run dir cannot be made", [*train, "--preset=smoke", "--out", "/dev/null/run"], "/dev/null/run", None),
-        ("unknown gymnax env", [*train, "--preset=ppo_gymnax", "--env", "gymnax:Nope-v0", "--out", str(fresh)],
-         "unknown gymnax env 'Nope-v0'", fresh),
+        (
+            "unknown gymnax env",
+            [*train, "--preset=ppo_gymnax", "--env", "gymnax:Nope-v0", "--out", str(fresh)],
+            "unknown gymnax env 'Nope-v0'",
+            fresh,
+        ),
         ("gymnax not installed", no_gymnax, "needs gymnax", fresh),
         ("all checkpoints corrupt", [*train, "--out", str(corrupt), "--resume"], "could be restored", None),
         ("resume with a preset", [*train, "--preset=smoke", "--out", str(trained), "--resume"], "--preset", None),
@@ -734,11 +774,19 @@ def _bad_input_cases(tiny_run, tmp_path):
         ("a removed flag", [*evaluate, "--step", "2"], "--step was removed: use the positional player", None),
         ("--vs without a player", [*evaluate, "--vs", "greedy"], "--vs needs a PLAYER", None),
         ("more games than memory", [*evaluate, "--games", "100000000"], "--games 100000000 needs about", None),
-        ("more envs than memory", [*train, "--preset=smoke", "--set", "num_envs=1048576", "--set",
-                                   "total_steps=1e9", "--out", str(fresh)], "num_envs=1048576", fresh),
+        (
+            "more envs than memory",
+            [*train, "--preset=smoke", "--set", "num_envs=1048576", "--set", "total_steps=1e9", "--out", str(fresh)],
+            "num_envs=1048576",
+            fresh,
+        ),
         ("rate a missing step", [*rate, f"{trained}:99", "--out", str(fresh)], "step 99", fresh),
-        ("rate a typo", [*rate, str(tmp_path / "typo"), "--all-checkpoints", "--out", str(fresh)], "typo",
-         tmp_path / "typo"),
+        (
+            "rate a typo",
+            [*rate, str(tmp_path / "typo"), "--all-checkpoints", "--out", str(fresh)],
+            "typo",
+            tmp_path / "typo",
+        ),
         ("render into a file", ["-m", "experiments.render", "--out", str(a_file), "--quiet"], "a_file", None),
         *_more_bad_input_cases(trained, tmp_path, a_file, fresh),
     ]
@@ -771,8 +819,12 @@ def _more_bad_input_cases(trained, tmp_path, a_file, fresh):
         ("pipeline: bad --set", [*pipeline, "--set", "lr=3", "--out", str(fresh)], "PHASE.FIELD=VALUE", fresh),
         ("pipeline: out in /proc", [*pipeline, "--out", "/proc/x"], "/proc/x", None),
         ("evaluate: unknown opponent", [*evaluate, "--vs", "nosuchbot"], "unknown player 'nosuchbot'", None),
-        ("evaluate: unknown opponent of a player", [*evaluate, str(trained), "--vs", "greedy,grredy"],
-         "did you mean greedy", None),
+        (
+            "evaluate: unknown opponent of a player",
+            [*evaluate, str(trained), "--vs", "greedy,grredy"],
+            "did you mean greedy",
+            None,
+        ),
         ("evaluate: unknown player", [*evaluate, "grredy"], "did you mean greedy", None),
         ("evaluate: bad step", [*evaluate, f"{trained}:abc"], "STEP must be an int", None),
         ("evaluate: unknown baseline", [*evaluate, "baseline:ppo_smal-v1"], "did you mean ppo_small-v1", None),
@@ -785,59 +837,117 @@ def _more_bad_input_cases(trained, tmp_path, a_file, fresh):
         ("rate: out is a file", [*rate, str(trained), "--out", str(a_file)], "is a file", None),
         ("rate: unknown --bots", [*rate, str(trained), "--bots", "nope", "--out", str(fresh)], "unknown bot", fresh),
         ("rate: no games", [*rate, str(trained), "--games", "0", "--out", str(fresh)], "--games must be", fresh),
-        ("record: unknown player", [*record, "--players", "nosuch", "--out", str(fresh)], "unknown player 'nosuch'",
-         fresh),
-        ("record: bad step", [*record, "--players", f"{trained}:abc", "--out", str(fresh)], "STEP must be an int",
-         fresh),
+        (
+            "record: unknown player",
+            [*record, "--players", "nosuch", "--out", str(fresh)],
+            "unknown player 'nosuch'",
+            fresh,
+        ),
+        (
+            "record: bad step",
+            [*record, "--players", f"{trained}:abc", "--out", str(fresh)],
+            "STEP must be an int",
+            fresh,
+        ),
         ("record: out in /proc", [*record, "--players", "greedy", "--out", "/proc/x"], "/proc/x", None),
         ("record: 2 players", [*record, "--players", "greedy,random", "--out", str(fresh)], "1 or 8", fresh),
-        ("record: bad positions", [*record, "--players", "greedy", "--positions", "a", "--out", str(fresh)],
-         "--positions", fresh),
+        (
+            "record: bad positions",
+            [*record, "--players", "greedy", "--positions", "a", "--out", str(fresh)],
+            "--positions",
+            fresh,
+        ),
         ("record: no --out", [*record, "--players", "greedy"], "required: --out", None),
         ("plot: out in /proc", [*plot, str(trained), "--out", "/proc/x/a.png"], "/proc/x/a.png", None),
         ("plot: out is a directory", [*plot, str(trained), "--out", str(tmp_path)], "is a directory", None),
         ("plot: no metrics", [*plot, str(tmp_path / "nothing"), "--out", str(png)], "no metrics.jsonl", fresh),
-        ("plot: unknown metric", [*plot, str(trained), "--out", str(png), "--metrics", "loss/entropi"],
-         "did you mean loss/entropy", fresh),
+        (
+            "plot: unknown metric",
+            [*plot, str(trained), "--out", str(png), "--metrics", "loss/entropi"],
+            "did you mean loss/entropy",
+            fresh,
+        ),
         ("plot: bad --x", [*plot, str(trained), "--out", str(png), "--x", "nope"], "invalid choice", fresh),
         ("render: out in /proc", [*render, "--out", "/proc/x", "--quiet"], "/proc/x", None),
         ("render: bad seat", [*render, "--out", str(fresh), "--seat", "9", "--quiet"], "--seat", fresh),
         ("export: unknown policy", [*export, "nosuch", "--out", str(fresh)], "unknown player 'nosuch'", fresh),
         ("export: a bot", [*export, "greedy", "--out", str(fresh)], "scripted bot", fresh),
         ("export: out in /proc", [*export, str(trained), "--out", "/proc/x"], "/proc/x", None),
-        ("baseline: unknown run", [*baseline, "freeze", "nosuch", "--name", "x-v1", "--out", str(fresh)],
-         "unknown player 'nosuch'", fresh),
-        ("baseline: out in /proc", [*baseline, "freeze", str(trained), "--name", "x-v1", "--out", "/proc/x"],
-         "/proc/x", None),
+        (
+            "baseline: unknown run",
+            [*baseline, "freeze", "nosuch", "--name", "x-v1", "--out", str(fresh)],
+            "unknown player 'nosuch'",
+            fresh,
+        ),
+        (
+            "baseline: out in /proc",
+            [*baseline, "freeze", str(trained), "--name", "x-v1", "--out", "/proc/x"],
+            "/proc/x",
+            None,
+        ),
         ("baseline: unknown command", [*baseline, "thaw"], "invalid choice: 'thaw'", None),
         ("benchmark: bad --what", [*bench, "--what", "nope"], "invalid choice", None),
         ("benchmark: bad sizes", [*bench, "--what", "env", "--num-envs", "1,x"], "comma-separated ints", None),
         ("reproduce: unknown preset", [*reproduce, "ppo_smal", "--out", str(fresh)], "did you mean ppo_small", fresh),
         ("reproduce: bad seeds", [*reproduce, "smoke", "--seeds", "a", "--out", str(fresh)], "--seeds", fresh),
-        ("reproduce: evaluation seed trained on", [*reproduce, "smoke", "--seeds", "3", "--eval-seed", "1", "--out",
-                                                  str(fresh)], "eval_seed 1 is a training seed", fresh),
+        (
+            "reproduce: evaluation seed trained on",
+            [*reproduce, "smoke", "--seeds", "3", "--eval-seed", "1", "--out", str(fresh)],
+            "eval_seed 1 is a training seed",
+            fresh,
+        ),
         ("reproduce: unknown field", [*reproduce, "smoke", "--set", "lrr=3", "--out", str(fresh)], "lrr", fresh),
         ("reproduce: out in /proc", [*reproduce, "smoke", "--out", "/proc/x"], "/proc/x", None),
-        ("reproduce: bad record id", [*reproduce, "smoke", "--record", "A B", "--out", str(fresh)], "--record",
-         fresh),
-        ("reproduce: a pipeline's best checkpoint", [*reproduce, "pipeline_smoke", "--checkpoint", "best", "--out",
-                                                     str(fresh)], "only --checkpoint final applies", fresh),
-        ("reproduce: a pipeline's unknown phase", [*reproduce, "pipeline_smoke", "--set", "leage.lr=1", "--out",
-                                                   str(fresh)], "unknown phase(s) ['leage']", fresh),
-        ("reproduce: a pipeline's field without its phase", [*reproduce, "pipeline_smoke", "--set", "lr=1", "--out",
-                                                             str(fresh)], "expected PHASE.FIELD=VALUE", fresh),
-        ("reproduce: a pipeline's evaluation seed trained on", [*reproduce, "pipeline_smoke", "--seeds", "1",
-                                                                "--eval-seed", "4", "--out", str(fresh)],
-         "eval_seed 4 is a training seed", fresh),
-        ("replay: unknown player", [*replay, "--players", "nosuch", "--out", str(fresh / "g.json")],
-         "unknown player 'nosuch'", fresh),
+        ("reproduce: bad record id", [*reproduce, "smoke", "--record", "A B", "--out", str(fresh)], "--record", fresh),
+        (
+            "reproduce: a pipeline's best checkpoint",
+            [*reproduce, "pipeline_smoke", "--checkpoint", "best", "--out", str(fresh)],
+            "only --checkpoint final applies",
+            fresh,
+        ),
+        (
+            "reproduce: a pipeline's unknown phase",
+            [*reproduce, "pipeline_smoke", "--set", "leage.lr=1", "--out", str(fresh)],
+            "unknown phase(s) ['leage']",
+            fresh,
+        ),
+        (
+            "reproduce: a pipeline's field without its phase",
+            [*reproduce, "pipeline_smoke", "--set", "lr=1", "--out", str(fresh)],
+            "expected PHASE.FIELD=VALUE",
+            fresh,
+        ),
+        (
+            "reproduce: a pipeline's evaluation seed trained on",
+            [*reproduce, "pipeline_smoke", "--seeds", "1", "--eval-seed", "4", "--out", str(fresh)],
+            "eval_seed 4 is a training seed",
+            fresh,
+        ),
+        (
+            "replay: unknown player",
+            [*replay, "--players", "nosuch", "--out", str(fresh / "g.json")],
+            "unknown player 'nosuch'",
+            fresh,
+        ),
         ("replay: out in /proc", [*replay, "--players", "greedy", "--out", "/proc/x/g.json"], "/proc/x/g.json", None),
-        ("replay: 3 players", [*replay, "--players", "greedy,random,expert", "--out", str(fresh / "g.json")],
-         "--players needs 1 or 8", fresh),
-        ("play: unknown player", [*play, "--vs", "greedy,grredy,greedy,greedy,greedy,greedy,greedy", "--out",
-                                  str(fresh / "g.json")], "did you mean greedy", fresh),
-        ("play: 2 players", [*play, "--vs", "greedy,random", "--out", str(fresh / "g.json")], "--vs needs 1 or 7",
-         fresh),
+        (
+            "replay: 3 players",
+            [*replay, "--players", "greedy,random,expert", "--out", str(fresh / "g.json")],
+            "--players needs 1 or 8",
+            fresh,
+        ),
+        (
+            "play: unknown player",
+            [*play, "--vs", "greedy,grredy,greedy,greedy,greedy,greedy,greedy", "--out", str(fresh / "g.json")],
+            "did you mean greedy",
+            fresh,
+        ),
+        (
+            "play: 2 players",
+            [*play, "--vs", "greedy,random", "--out", str(fresh / "g.json")],
+            "--vs needs 1 or 7",
+            fresh,
+        ),
         ("play: bad seat", [*play, "--vs", "greedy", "--seat", "8", "--out", str(fresh / "g.json")], "--seat", fresh),
         ("play: out in /proc", [*play, "--vs", "greedy", "--out", "/proc/x/g.json"], "/proc/x/g.json", None),
     ]
@@ -873,8 +983,9 @@ def _in_process(argv, capfd):
     return code, err
 
 
-def test_every_bad_input_is_one_line_with_no_traceback_and_leaves_nothing_behind(tiny_run, tmp_path, capfd,
-                                                                                   monkeypatch):
+def test_every_bad_input_is_one_line_with_no_traceback_and_leaves_nothing_behind(
+    tiny_run, tmp_path, capfd, monkeypatch
+):
     import subprocess
     import sys
 
@@ -883,9 +994,13 @@ def test_every_bad_input_is_one_line_with_no_traceback_and_leaves_nothing_behind
     assert len(cases) >= 40 and len({name for name, *_ in cases}) == len(cases)
     monkeypatch.chdir(tmp_path)  # the working directory: a default output (runs/...) would show below
     before = sorted(str(p) for p in tmp_path.rglob("*"))
-    procs = {name: subprocess.Popen([sys.executable, *argv], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                                    cwd=tmp_path)
-             for name, argv, _, _ in cases if name in IN_SUBPROCESS}
+    procs = {
+        name: subprocess.Popen(
+            [sys.executable, *argv], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=tmp_path
+        )
+        for name, argv, _, _ in cases
+        if name in IN_SUBPROCESS
+    }
     results = {name: _in_process(argv, capfd) for name, argv, _, _ in cases if name not in IN_SUBPROCESS}
     for name, proc in procs.items():
         _, err = proc.communicate(timeout=300)
@@ -910,15 +1025,19 @@ def test_a_player_spec_names_the_unknown_player_or_the_bad_step(tiny_run, tmp_pa
     odd = tmp_path / "odd:name"  # a directory whose name has a colon is itself
     odd.mkdir()
     assert parse_spec(str(odd)) == (str(odd), None)
-    for spec, message in [("grredy", r"unknown player 'grredy'.*did you mean greedy\?"),
-                          ("nosuch", r"unknown player 'nosuch'.*bots: random, greedy, expert"),
-                          (f"{tiny_run}:abc", r":abc'?: STEP must be an int"),
-                          (str(tiny_run.parent / "rnu"), r"did you mean .*/run\?"),
-                          (str(tmp_path / "gone:3"), "unknown player"),
-                          ("baseline:ppo_smal-v1",
-                           r"no baseline 'ppo_smal-v1'; did you mean ppo_small-v1 or ppo_small-v3 or "
-                           r"ppo_small-v2\? \(shipped: pipeline_entity-v1, ppo_large-v1, ppo_small-v1, "
-                           r"ppo_small-v2, ppo_small-v3, ppo_small_entity-v1\)")]:
+    for spec, message in [
+        ("grredy", r"unknown player 'grredy'.*did you mean greedy\?"),
+        ("nosuch", r"unknown player 'nosuch'.*bots: random, greedy, expert"),
+        (f"{tiny_run}:abc", r":abc'?: STEP must be an int"),
+        (str(tiny_run.parent / "rnu"), r"did you mean .*/run\?"),
+        (str(tmp_path / "gone:3"), "unknown player"),
+        (
+            "baseline:ppo_smal-v1",
+            r"no baseline 'ppo_smal-v1'; did you mean ppo_small-v1 or ppo_small-v3 or "
+            r"ppo_small-v2\? \(shipped: pipeline_entity-v1, ppo_large-v1, ppo_small-v1, "
+            r"ppo_small-v2, ppo_small-v3, ppo_small_entity-v1\)",
+        ),
+    ]:
         with pytest.raises(PolicyError, match=message):
             parse_spec(spec)
     assert not (tmp_path / "gone").exists()
@@ -933,9 +1052,14 @@ def test_outputs_are_checked_for_writability_before_any_work(tiny_run, tmp_path,
     check_writable(tmp_path / "new" / "a.png", kind="file")
     a_file = tmp_path / "a_file"
     a_file.write_text("x")
-    for path, kind, message in [("/proc/x", "dir", "cannot write in /proc"), ("/proc/x/a.png", "file", "/proc"),
-                                (a_file, "dir", "is a file"), (a_file / "sub", "dir", "is not a directory"),
-                                (tmp_path, "file", "is a directory"), ("/dev/null/run", "dir", "not a directory")]:
+    for path, kind, message in [
+        ("/proc/x", "dir", "cannot write in /proc"),
+        ("/proc/x/a.png", "file", "/proc"),
+        (a_file, "dir", "is a file"),
+        (a_file / "sub", "dir", "is not a directory"),
+        (tmp_path, "file", "is a directory"),
+        ("/dev/null/run", "dir", "not a directory"),
+    ]:
         with pytest.raises(UnwritableOutputError, match=message):
             check_writable(path, kind)
     assert sorted(p.name for p in tmp_path.iterdir()) == ["a_file"]  # nothing created
@@ -1013,8 +1137,10 @@ def test_orbax_write_failures_become_the_os_errors_they_stand_for():
 
     from agents.storage.checkpoints import disk_error
 
-    full = ValueError("RESOURCE_EXHAUSTED: Error writing local file \"x/manifest.ocdbt\": Failed to write 281 bytes "
-                      "to file 17: No space left on device [os_error_code='28']")
+    full = ValueError(
+        'RESOURCE_EXHAUSTED: Error writing local file "x/manifest.ocdbt": Failed to write 281 bytes '
+        "to file 17: No space left on device [os_error_code='28']"
+    )
     err = disk_error(full, "checkpoint step 2 in /runs/r/checkpoints")
     assert isinstance(err, OSError) and err.errno == errno.ENOSPC
     assert str(err) == "[Errno 28] No space left on device while writing checkpoint step 2 in /runs/r/checkpoints"
@@ -1136,8 +1262,10 @@ def test_ctrl_c_inside_a_callback_whose_exceptions_python_drops_is_raised_after_
     assert _xla_gc_callback() == "callback" and unsafe_frame(sys._getframe()) is None
     # a WeakKeyDictionary's remove callback (where a Ctrl-C once landed in this test instead of __del__)
     namespace = {"unsafe_frame": unsafe_frame, "sys": sys}
-    exec(compile("def remove():\n    return unsafe_frame(sys._getframe())\n", "/usr/lib/python3/weakref.py", "exec"),
-         namespace)
+    exec(
+        compile("def remove():\n    return unsafe_frame(sys._getframe())\n", "/usr/lib/python3/weakref.py", "exec"),
+        namespace,
+    )
     assert namespace["remove"]() == "callback"
     ctrl_c = CtrlC("prog")
     previous = signal.signal(signal.SIGINT, ctrl_c)
@@ -1180,8 +1308,21 @@ def test_ctrl_c_during_a_real_xla_compile_ends_evaluate_in_one_line_not_a_crash(
     import subprocess
     import sys
 
-    cmd = [sys.executable, "-m", "experiments.evaluate", "expert", "--vs", "greedy", "--games", "1", "--no-cache",
-           "--set", "max_rounds=4", "--set", "steps_per_round=2"]
+    cmd = [
+        sys.executable,
+        "-m",
+        "experiments.evaluate",
+        "expert",
+        "--vs",
+        "greedy",
+        "--games",
+        "1",
+        "--no-cache",
+        "--set",
+        "max_rounds=4",
+        "--set",
+        "steps_per_round=2",
+    ]
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=REPO)
     for line in proc.stderr:  # the CLI says when it starts compiling
         if "compiling" in line:

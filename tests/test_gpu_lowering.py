@@ -54,7 +54,8 @@ def test_the_check_finds_callbacks_host_transfers_and_float64():
     assert lowering_problems(jax.jit(lambda x: x + 1), jax.ShapeDtypeStruct((3,), np.float32)) == []
     # what a lowering that did succeed might hold (StableHLO as jax.export writes it)
     assert text_problems("%0 = stablehlo.custom_call @xla_ffi_python_gpu_callback(%arg0) : ...") == [
-        "host callback custom call xla_ffi_python_gpu_callback"]
+        "host callback custom call xla_ffi_python_gpu_callback"
+    ]
     assert text_problems("%1 = stablehlo.outfeed %0, %token : ...") == ["stablehlo.outfeed"]
     assert text_problems("%2 = stablehlo.infeed %token : ...") == ["stablehlo.infeed"]
     assert text_problems("func.func public @main(%arg0: tensor<3xf64>) -> tensor<3xf64>") == ["float64 values"]

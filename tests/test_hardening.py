@@ -39,8 +39,9 @@ def _check_invariants(state):
     owned = ((species[..., None] == np.arange(sp.NUM_SPECIES)) * sp.COPIES_PER_STAR[stars][..., None]).sum(
         axis=(-2, -3)
     )
-    np.testing.assert_array_equal(np.asarray(state.pool) + shop_copies + owned,
-                                  np.broadcast_to(sp.SPECIES_POOL_COPIES, np.shape(state.pool)))
+    np.testing.assert_array_equal(
+        np.asarray(state.pool) + shop_copies + owned, np.broadcast_to(sp.SPECIES_POOL_COPIES, np.shape(state.pool))
+    )
     assert np.all(np.asarray(p.gold) >= 0)
     assert np.all(np.asarray(units.board_count(p.species)) <= np.asarray(p.level))
     assert np.all((species >= 0) == (stars > 0))
@@ -72,9 +73,14 @@ def jit_tiny_step(tiny_env):
 
 
 @settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
-@given(st.lists(st.one_of(st.integers(INT32_MIN, -1), st.integers(C.NUM_ACTIONS, INT32_MAX),
-                          st.sampled_from(EXTREMES)), min_size=8, max_size=8),
-       st.lists(st.booleans(), min_size=8, max_size=8))
+@given(
+    st.lists(
+        st.one_of(st.integers(INT32_MIN, -1), st.integers(C.NUM_ACTIONS, INT32_MAX), st.sampled_from(EXTREMES)),
+        min_size=8,
+        max_size=8,
+    ),
+    st.lists(st.booleans(), min_size=8, max_size=8),
+)
 def test_out_of_range_actions_are_the_illegal_no_op(mid_game, jit_tiny_step, bad, which):
     state, ts = mid_game
     illegal = _first_illegal(ts.action_mask)
@@ -173,8 +179,10 @@ def test_every_integer_action_dtype_plays_like_int32(tiny_env):
                 if garbage and rng.random() < 1 / 3:
                     values[seat] = garbage[rng.integers(len(garbage))]
                     sent_garbage += 1
-            given = {"int32": np.asarray([np.clip(v, INT32_MIN, INT32_MAX) for v in values], np.int32),
-                     "numpy": np.asarray(values, dtype)}
+            given = {
+                "int32": np.asarray([np.clip(v, INT32_MIN, INT32_MAX) for v in values], np.int32),
+                "numpy": np.asarray(values, dtype),
+            }
             if "jax" in runs:
                 given["jax"] = jnp.asarray(given["numpy"])
                 assert given["jax"].dtype == dtype
@@ -218,8 +226,9 @@ def test_typed_and_legacy_keys_everywhere(tiny_env, jit_tiny_step):
     for name, bot in (("random", bots.random_policy), ("greedy", bots.greedy_policy)):
         games = {jax.random.key: (s1, ts1), jax.random.PRNGKey: (s2, ts2)}
         for t in range(steps):
-            actions = {make_key: bot(make_key(100 + t), game[0], game[1].action_mask)
-                       for make_key, game in games.items()}
+            actions = {
+                make_key: bot(make_key(100 + t), game[0], game[1].action_mask) for make_key, game in games.items()
+            }
             legacy_actions = np.asarray(actions[jax.random.PRNGKey])
             np.testing.assert_array_equal(legacy_actions, actions[jax.random.key], err_msg=f"{name} step {t}")
             mask = np.asarray(games[jax.random.PRNGKey][1].action_mask)
@@ -254,6 +263,7 @@ def test_every_starting_level_can_reach_max_level():
 
     starting_level is read only by ``new_game``, so one jitted step (one compile) plays every start.
     """
+
     def make(start):
         return jaxgame.make("autochess", starting_level=start, starting_gold=300, steps_per_round=64)
 
@@ -322,8 +332,9 @@ def test_life_lost_never_exceeds_life(mid_game):
     life = jnp.asarray([1, 3, 0, 50, 2, 100, 7, 12], jnp.int32)
     state = state.replace(players=state.players.replace(life=life))
     lost = jnp.asarray([True, True, False, True, True, False, False, True])
-    outcome = dict(won=~lost, lost=lost, drew=jnp.zeros(8, bool), enemy_survivors=jnp.full(8, 9),
-                   is_pve=jnp.asarray(False))
+    outcome = dict(
+        won=~lost, lost=lost, drew=jnp.zeros(8, bool), enemy_survivors=jnp.full(8, 9), is_pve=jnp.asarray(False)
+    )
     new_state, life_lost = rounds.apply_fight_results(state.replace(round=jnp.asarray(9)), outcome)
     damage = np.where(np.asarray(lost), 5 + 9, 0)
     np.testing.assert_array_equal(life_lost, np.minimum(damage, np.asarray(life)))
@@ -332,8 +343,9 @@ def test_life_lost_never_exceeds_life(mid_game):
 
 def test_reward_life_sums_to_the_life_a_seat_had():
     """Over whole games, the life shaping of each seat adds up to reward_life x (starting life - final life)."""
-    env = jaxgame.make("autochess", steps_per_round=2, max_rounds=12, starting_life=4, max_combat_ticks=150,
-                       reward_life=-0.25)
+    env = jaxgame.make(
+        "autochess", steps_per_round=2, max_rounds=12, starting_life=4, max_combat_ticks=150, reward_life=-0.25
+    )
     n, steps = 4, 30
     venv = jaxgame.VecEnv(env, n)
 
@@ -399,8 +411,10 @@ def test_vecenv_final_observation_matches_env():
     against a loop of the single-game step), and on steps that did not end a game they equal the observation."""
     _, vec, _, _ = tiny_games.games("vec")
     _, ref, _, _ = tiny_games.games("vmap")
-    for a, b in ((vec.info["final_observation"], ref.info["final_observation"]),
-                 (vec.info["final_state"].round, ref.info["final_state"].round)):
+    for a, b in (
+        (vec.info["final_observation"], ref.info["final_observation"]),
+        (vec.info["final_state"].round, ref.info["final_state"].round),
+    ):
         np.testing.assert_array_equal(a, b)
     obs, final_obs, done = vec.observation, vec.info["final_observation"], vec.done
     assert done.any()

@@ -45,8 +45,11 @@ def _checker_warnings_fail():
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         yield
-    problems = [f"{w.filename}: {w.message}" for w in caught
-                if "/gymnasium/" in w.filename or "/pettingzoo/" in w.filename or "WARN:" in str(w.message)]
+    problems = [
+        f"{w.filename}: {w.message}"
+        for w in caught
+        if "/gymnasium/" in w.filename or "/pettingzoo/" in w.filename or "WARN:" in str(w.message)
+    ]
     assert not problems, "\n".join(problems)
 
 
@@ -90,8 +93,9 @@ def test_an_episode_is_the_learners_decisions_until_its_place(tiny_mixed):
         assert 1 <= rank <= 8 and "rank" not in infos[-2]
         ts = env._state.timestep  # the last mask is the legal actions of the state the final observation shows
         last = ts.info["final_state"] if bool(ts.done) else env._state.game
-        np.testing.assert_array_equal(infos[-1]["action_mask"],
-                                      np.asarray(env.game.env.action_mask(last))[int(env._state.seat)])
+        np.testing.assert_array_equal(
+            infos[-1]["action_mask"], np.asarray(env.game.env.action_mask(last))[int(env._state.seat)]
+        )
         np.testing.assert_allclose(sum(rewards), PLACEMENT_REWARDS[rank - 1], rtol=0, atol=1e-6)
         ranks.append(rank)
         with pytest.raises(RuntimeError, match="reset"):
@@ -223,12 +227,12 @@ def test_pettingzoo_masks_belong_to_their_observations(parallel_env):
     assert out_at_end >= 1  # the check met the final observations of a game's end with seats out of the game
 
 
-
 def test_vector_env_resets_a_finished_game_in_the_same_step():
     """gymnasium.make_vec: one batch of single-seat games; a terminated game's last observation and place are
     in the infos (with their masks) and its slot already holds a new game's first observation."""
-    venv = gymnasium.make_vec(ENV_ID, num_envs=3, vectorization_mode="vector_entry_point", opponents="random",
-                              rules=TINY)
+    venv = gymnasium.make_vec(
+        ENV_ID, num_envs=3, vectorization_mode="vector_entry_point", opponents="random", rules=TINY
+    )
     obs, info = venv.reset(seed=0)
     assert obs.shape == (3, venv.single_observation_space.shape[0]) and venv.observation_space.contains(obs)
     rng, finished, totals = np.random.default_rng(0), [], np.zeros(3)
@@ -256,12 +260,16 @@ def test_gymnasium_make_works_after_import_jaxgame_alone():
     import subprocess
     import sys
 
-    code = ("import gymnasium, jaxgame, sys; assert 'agents' not in sys.modules; "
-            "assert 'jaxgame/AutoChess-v0' in gymnasium.registry; "
-            "spec = gymnasium.spec('jaxgame/AutoChess-v0'); print(spec.entry_point, spec.vector_entry_point)")
+    code = (
+        "import gymnasium, jaxgame, sys; assert 'agents' not in sys.modules; "
+        "assert 'jaxgame/AutoChess-v0' in gymnasium.registry; "
+        "spec = gymnasium.spec('jaxgame/AutoChess-v0'); print(spec.entry_point, spec.vector_entry_point)"
+    )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=120)
-    assert out.stdout.split() == ["agents.interop.gymnasium_env:AutoChessSingleSeatEnv",
-                                  "agents.interop.gymnasium_env:AutoChessVectorEnv"]
+    assert out.stdout.split() == [
+        "agents.interop.gymnasium_env:AutoChessSingleSeatEnv",
+        "agents.interop.gymnasium_env:AutoChessVectorEnv",
+    ]
 
 
 @pytest.fixture(scope="module")
@@ -397,12 +405,17 @@ def test_a_second_instance_of_a_configuration_compiles_nothing(random_vector):
     def legal(masks):
         return np.asarray([np.flatnonzero(m)[0] for m in masks])
 
-    single, single_s = first_reset_and_step(lambda: AutoChessSingleSeatEnv("random", rules=TINY),
-                                            lambda e, out: e.step(int(np.flatnonzero(out[1]["action_mask"])[0])))
-    vector, vector_s = first_reset_and_step(lambda: AutoChessVectorEnv(num_envs=3, opponents="random", rules=TINY),
-                                            lambda e, out: e.step(legal(out[1]["action_mask"])))
-    sb3, sb3_s = first_reset_and_step(lambda: SeatVecEnv(2, rules=TINY, seed=1),
-                                      lambda e, out: e.step(legal(e.action_masks())))
+    single, single_s = first_reset_and_step(
+        lambda: AutoChessSingleSeatEnv("random", rules=TINY),
+        lambda e, out: e.step(int(np.flatnonzero(out[1]["action_mask"])[0])),
+    )
+    vector, vector_s = first_reset_and_step(
+        lambda: AutoChessVectorEnv(num_envs=3, opponents="random", rules=TINY),
+        lambda e, out: e.step(legal(out[1]["action_mask"])),
+    )
+    sb3, sb3_s = first_reset_and_step(
+        lambda: SeatVecEnv(2, rules=TINY, seed=1), lambda e, out: e.step(legal(e.action_masks()))
+    )
     assert single.game.run is first_single.game.run and vector._play_all is first_vector._play_all
     assert sb3._play_all is first_sb3._play_all
     assert max(single_s, vector_s, sb3_s) <= 1.0, (single_s, vector_s, sb3_s)

@@ -64,8 +64,9 @@ def test_jaxmarl_view_keeps_vecenv_branches_under_vmap():
     keys = jax.random.split(jax.random.key(0), num)
     _, states = jax.eval_shape(jax.vmap(marl.reset), keys)
     actions = {a: jax.ShapeDtypeStruct((num,), jnp.int32) for a in marl.agents}
-    vec_conds = cond_count(jax.make_jaxpr(jaxgame.VecEnv(tiny_env(), num).step)(
-        states, jax.ShapeDtypeStruct((num, 8), jnp.int32)).jaxpr)
+    vec_conds = cond_count(
+        jax.make_jaxpr(jaxgame.VecEnv(tiny_env(), num).step)(states, jax.ShapeDtypeStruct((num, 8), jnp.int32)).jaxpr
+    )
     assert vec_conds >= 2
     assert cond_count(jax.make_jaxpr(jax.vmap(marl.step))(keys, states, actions).jaxpr) == vec_conds + 1
 
@@ -119,8 +120,10 @@ def test_step_uses_its_key_as_jaxmarl_does():
     assert not all(np.array_equal(out1[0][a], out2[0][a]) for a in marl.agents), "two keys, one new game"
 
     obs_env, state_env, *rest = marl.step_env(k1, end, ending)
-    _assert_trees_equal((obs_env, state_env, *rest),
-                        (_by_agent(steps[-1].info["final_observation"]), steps[-1].info["final_state"], *out1[2:]))
+    _assert_trees_equal(
+        (obs_env, state_env, *rest),
+        (_by_agent(steps[-1].info["final_observation"]), steps[-1].info["final_state"], *out1[2:]),
+    )
     assert bool(state_env.done)
 
     middle = marl.step(k1, states[0], first)
@@ -147,8 +150,9 @@ def test_vmapped_step_is_the_per_game_step():
     batched = jax.vmap(marl.step)(keys, batch, chosen)
     np.testing.assert_array_equal(batched[3]["__all__"], [True, False, False])
     for i, t in enumerate(picked):
-        _assert_trees_equal(jax.tree.map(lambda x, i=i: x[i], batched), marl.step(keys[i], states[t],
-                                                                                   _by_agent(actions[t])))
+        _assert_trees_equal(
+            jax.tree.map(lambda x, i=i: x[i], batched), marl.step(keys[i], states[t], _by_agent(actions[t]))
+        )
 
 
 @tiny_group
@@ -221,8 +225,13 @@ class _LogWrapperStandIn:
     def reset(self, key):
         obs, env_state = self._env.reset(key)
         zeros = jnp.zeros((self._env.num_agents,))
-        return obs, dict(env_state=env_state, episode_returns=zeros, episode_lengths=zeros,
-                         returned_episode_returns=zeros, returned_episode_lengths=zeros)
+        return obs, dict(
+            env_state=env_state,
+            episode_returns=zeros,
+            episode_lengths=zeros,
+            returned_episode_returns=zeros,
+            returned_episode_lengths=zeros,
+        )
 
     def step(self, key, state, action):
         obs, env_state, reward, done, info = self._env.step(key, state["env_state"], action)
@@ -252,8 +261,14 @@ def _logged_game(wrapper):
     out = []
     for t, chosen in enumerate(actions):
         _, state, _, _, info = wrapper.step(jax.random.fold_in(jax.random.key(9), t), state, _by_agent(chosen))
-        log = state if isinstance(state, dict) else {k: getattr(state, k) for k in (
-            "episode_returns", "episode_lengths", "returned_episode_returns", "returned_episode_lengths")}
+        log = (
+            state
+            if isinstance(state, dict)
+            else {
+                k: getattr(state, k)
+                for k in ("episode_returns", "episode_lengths", "returned_episode_returns", "returned_episode_lengths")
+            }
+        )
         out.append(host_tree(({k: v for k, v in log.items() if k != "env_state"}, info)))
     return out
 
@@ -358,17 +373,26 @@ def _ippo(env, num_envs: int = 2, num_steps: int = 24, updates: int = 2, epochs:
             action = jax.random.categorical(sample_key, logp)
             env_act = {a: x for a, x in zip(agents, action.reshape(len(agents), num_envs), strict=True)}
             obs, env_state, reward, done, info = jax.vmap(env.step)(
-                jax.random.split(step_key, num_envs), env_state, env_act)
+                jax.random.split(step_key, num_envs), env_state, env_act
+            )
             info = jax.tree.map(lambda x: x.reshape(num_actors), info)
             legal = jnp.take_along_axis(avail, action[:, None], axis=1)[:, 0] > 0
-            transition = (batchify(done)[:, 0], action, value, batchify(reward)[:, 0],
-                          jnp.take_along_axis(logp, action[:, None], axis=1)[:, 0], batchify(obs), avail)
+            transition = (
+                batchify(done)[:, 0],
+                action,
+                value,
+                batchify(reward)[:, 0],
+                jnp.take_along_axis(logp, action[:, None], axis=1)[:, 0],
+                batchify(obs),
+                avail,
+            )
             return (params, env_state, obs, key), (transition, info, legal)
 
         def update(carry, _):
             params, opt_state, env_state, obs, key = carry
             (params, env_state, last_obs, key), (traj, info, legal) = jax.lax.scan(
-                env_step, (params, env_state, obs, key), None, num_steps)
+                env_step, (params, env_state, obs, key), None, num_steps
+            )
             done, action, value, reward, logp_old, traj_obs, avail = traj
             last_avail = jnp.ones((num_actors, C.NUM_ACTIONS))
             _, last_value = network.apply(params, batchify(last_obs), last_avail)
@@ -379,8 +403,9 @@ def _ippo(env, num_envs: int = 2, num_steps: int = 24, updates: int = 2, epochs:
                 advantage = delta + 0.99 * 0.95 * (1 - done[t]) * advantage
                 return (advantage, value[t]), advantage
 
-            _, advantages = jax.lax.scan(gae, (jnp.zeros_like(last_value), last_value),
-                                         jnp.arange(num_steps), reverse=True)
+            _, advantages = jax.lax.scan(
+                gae, (jnp.zeros_like(last_value), last_value), jnp.arange(num_steps), reverse=True
+            )
             targets = advantages + value
 
             def loss_fn(params, batch):
@@ -397,8 +422,10 @@ def _ippo(env, num_envs: int = 2, num_steps: int = 24, updates: int = 2, epochs:
             def epoch(carry, _):
                 params, opt_state, key = carry
                 key, perm_key = jax.random.split(key)
-                flat = jax.tree.map(lambda x: x.reshape((num_steps * num_actors, *x.shape[2:])),
-                                    (traj_obs, avail, action, logp_old, value, advantages, targets))
+                flat = jax.tree.map(
+                    lambda x: x.reshape((num_steps * num_actors, *x.shape[2:])),
+                    (traj_obs, avail, action, logp_old, value, advantages, targets),
+                )
                 order = jax.random.permutation(perm_key, num_steps * num_actors).reshape(minibatches, -1)
 
                 def minibatch(carry, idx):
@@ -416,8 +443,7 @@ def _ippo(env, num_envs: int = 2, num_steps: int = 24, updates: int = 2, epochs:
 
         start = params
         (params, *_), metrics = jax.lax.scan(update, (params, opt_state, env_state, obs, key), None, updates)
-        moved = sum(jnp.abs(a - b).sum() for a, b in zip(jax.tree.leaves(params), jax.tree.leaves(start),
-                                                           strict=True))
+        moved = sum(jnp.abs(a - b).sum() for a, b in zip(jax.tree.leaves(params), jax.tree.leaves(start), strict=True))
         return metrics, moved
 
     metrics, moved = jax.jit(train)(jax.random.key(0))

@@ -23,11 +23,18 @@ def test_ladder_v1_is_the_fit_of_its_committed_games():
     games = json.loads(EVIDENCE.read_text())
     assert [m["spec"] for m in shipped["members"]] == games["members"] == list(ladder.LADDER_V1_MEMBERS)
     assert np.asarray(games["ranks"]).shape == (shipped["fit"]["lineups"], 8, 8)
-    refit = ladder.population_from_games(games["members"], games["lineups"], games["ranks"], shipped["fit"]["seed"],
-                                         shipped["fit"]["bootstrap_draws"], shipped["scale"]["prior_sd"])
+    refit = ladder.population_from_games(
+        games["members"],
+        games["lineups"],
+        games["ranks"],
+        shipped["fit"]["seed"],
+        shipped["fit"]["bootstrap_draws"],
+        shipped["scale"]["prior_sd"],
+    )
     assert refit["scale"] == shipped["scale"]
-    assert {k: refit["fit"][k] for k in refit["fit"] if k != "game_sha256"} == \
-        {k: shipped["fit"][k] for k in refit["fit"] if k != "game_sha256"}
+    assert {k: refit["fit"][k] for k in refit["fit"] if k != "game_sha256"} == {
+        k: shipped["fit"][k] for k in refit["fit"] if k != "game_sha256"
+    }
     for mine, theirs in zip(refit["members"], shipped["members"]):
         assert mine.pop("strength") == pytest.approx(theirs.pop("strength"), abs=1e-6)
         assert mine == theirs
@@ -58,14 +65,21 @@ def test_a_member_that_is_not_the_pinned_one_is_refused(tmp_path, monkeypatch):
 
 def test_a_changed_game_or_bot_source_is_noted():
     shipped = ladder.load_ladder("ladder-v1")
-    current = {**shipped, "fit": {**shipped["fit"], "game_sha256": ladder.game_pin()},
-               "members": [{**m, "sha256": ladder.member_pin(m["spec"])} for m in shipped["members"]]}
+    current = {
+        **shipped,
+        "fit": {**shipped["fit"], "game_sha256": ladder.game_pin()},
+        "members": [{**m, "sha256": ladder.member_pin(m["spec"])} for m in shipped["members"]],
+    }
     assert ladder.drift_notes(current) == []
     game = {**current, "fit": {**current["fit"], "game_sha256": "f" * 64}}
     assert [n for n in ladder.drift_notes(game) if "game's source" in n]
-    bots = {**current, "members": [{**m, "sha256": "e" * 64} if m["spec"] in ("expert", "expert_public", "greedy",
-                                                                              "random") else m
-                                   for m in current["members"]]}
+    bots = {
+        **current,
+        "members": [
+            {**m, "sha256": "e" * 64} if m["spec"] in ("expert", "expert_public", "greedy", "random") else m
+            for m in current["members"]
+        ],
+    }
     assert [n for n in ladder.drift_notes(bots) if "bots' source" in n]
 
 
@@ -79,8 +93,10 @@ def _docs_policy():
     block = text.split("**Trained elsewhere:**", 1)[1].split("```python", 1)[1].split("```", 1)[0]
     assert "result = rate_on_ladder(MyPolicy(" in block
     namespace = {}  # the page's call, its arguments kept: dict(policy=MyPolicy(...), games=64)
-    exec(compile(block.replace("result = rate_on_ladder(", "result = dict(policy=", 1), "docs/evaluation.md", "exec"),
-         namespace)
+    exec(
+        compile(block.replace("result = rate_on_ladder(", "result = dict(policy=", 1), "docs/evaluation.md", "exec"),
+        namespace,
+    )
     return namespace["result"]["policy"]
 
 
@@ -104,28 +120,45 @@ def test_an_outside_policy_is_rated_deterministically_and_consistently_with_its_
     assert last_everywhere == any("a bound, not a measurement" in n for n in result["notes"])
 
 
-@pytest.mark.parametrize("argv, message", [
-    (["no-such-player"], "unknown player 'no-such-player'"),
-    ([], "give a PLAYER to rate, or --show / --fit"),
-    (["greedy", "--games", "1"], "--games must be >= 2"),
-    (["greedy", "--ladder", "ladder-v9"], "--ladder ladder-v9: no such version (shipped: ladder-v1)"),
-    (["--fit", "--out", "x"], "--fit needs --version NAME"),
-    (["--fit", "--version", "ladder-v1", "--out", "x"], "ladder-v1 is shipped already"),
-    (["greedy", "--show"], "--show takes no PLAYER"),
-    (["greedy", "--agreement"], "--agreement takes no PLAYER"),
-    (["--show", "--fit"], "not allowed with argument"),
-    (["--show", "--deterministic"], "--deterministic applies to a rated PLAYER"),
-    (["greedy", "--deterministic"], "deterministic play is for a policy; greedy is a bot"),
-    (["greedy", "--all-checkpoints", "--out", "x"], "--all-checkpoints rates a training run's checkpoints"),
-    (["baseline:ppo_small-v1", "--all-checkpoints", "--out", "x"], "give RUN_DIR, not baseline:ppo_small-v1"),
-    (["--show", "--all-checkpoints"], "does not go with --show"),
-    (["greedy", "--out", "/proc/no/such.json"], "--out"),
-    (["greedy", "--members", "expert,greedy"], "--members names a new version's population: it goes with --fit"),
-    (["--fit", "--version", "ladder-v2", "--out", "x", "--members", "expert,greedy,random"], "at least 8 different"),
-    (["--fit", "--version", "ladder-v2", "--out", "x", "--members", "greedy,random,search,expert_public,"
-      "baseline:ppo_small-v1,baseline:ppo_small-v2,baseline:ppo_small-v3,baseline:ppo_large-v1"], "expert among them"),
-    (["--fit", "--version", "ladder-v2", "--out", "x", "--members", "expert,nobody"], "unknown player 'nobody'"),
-])
+@pytest.mark.parametrize(
+    "argv, message",
+    [
+        (["no-such-player"], "unknown player 'no-such-player'"),
+        ([], "give a PLAYER to rate, or --show / --fit"),
+        (["greedy", "--games", "1"], "--games must be >= 2"),
+        (["greedy", "--ladder", "ladder-v9"], "--ladder ladder-v9: no such version (shipped: ladder-v1)"),
+        (["--fit", "--out", "x"], "--fit needs --version NAME"),
+        (["--fit", "--version", "ladder-v1", "--out", "x"], "ladder-v1 is shipped already"),
+        (["greedy", "--show"], "--show takes no PLAYER"),
+        (["greedy", "--agreement"], "--agreement takes no PLAYER"),
+        (["--show", "--fit"], "not allowed with argument"),
+        (["--show", "--deterministic"], "--deterministic applies to a rated PLAYER"),
+        (["greedy", "--deterministic"], "deterministic play is for a policy; greedy is a bot"),
+        (["greedy", "--all-checkpoints", "--out", "x"], "--all-checkpoints rates a training run's checkpoints"),
+        (["baseline:ppo_small-v1", "--all-checkpoints", "--out", "x"], "give RUN_DIR, not baseline:ppo_small-v1"),
+        (["--show", "--all-checkpoints"], "does not go with --show"),
+        (["greedy", "--out", "/proc/no/such.json"], "--out"),
+        (["greedy", "--members", "expert,greedy"], "--members names a new version's population: it goes with --fit"),
+        (
+            ["--fit", "--version", "ladder-v2", "--out", "x", "--members", "expert,greedy,random"],
+            "at least 8 different",
+        ),
+        (
+            [
+                "--fit",
+                "--version",
+                "ladder-v2",
+                "--out",
+                "x",
+                "--members",
+                "greedy,random,search,expert_public,"
+                "baseline:ppo_small-v1,baseline:ppo_small-v2,baseline:ppo_small-v3,baseline:ppo_large-v1",
+            ],
+            "expert among them",
+        ),
+        (["--fit", "--version", "ladder-v2", "--out", "x", "--members", "expert,nobody"], "unknown player 'nobody'"),
+    ],
+)
 def test_bad_input_is_one_line(argv, message, capsys):
     with pytest.raises(SystemExit) as exit_info:
         ladder_cli.main(argv)
@@ -172,14 +205,23 @@ def test_a_learning_curve_rates_every_kept_checkpoint_on_the_same_games(tmp_path
     def stand_in(spec, **kwargs):
         calls.append((spec, kwargs["games"], kwargs["seed"], kwargs["deterministic"]))
         update = int(spec.rsplit(":", 1)[1])
-        return {"rating": 800.0 + update, "ci95": [780.0 + update, 830.0 + update], "half_width": 25.0,
-                "mean_placement": 6.0 - update / 10}
+        return {
+            "rating": 800.0 + update,
+            "ci95": [780.0 + update, 830.0 + update],
+            "half_width": 25.0,
+            "mean_placement": 6.0 - update / 10,
+        }
 
     result = ladder.rate_checkpoints_on_ladder(run_dir, games=4, seed=7, rate=stand_in, deterministic=True)
     assert calls == [(f"{run_dir}:{s}", 4, 7, True) for s in (10, 20, 30)]
     assert [p["update"] for p in result["curve"]] == [10, 20, 30]
-    assert result["curve"][1] == {"update": 20, "rating": 820.0, "ci95": [800.0, 850.0], "half_width": 25.0,
-                                  "mean_placement": 4.0}
+    assert result["curve"][1] == {
+        "update": 20,
+        "rating": 820.0,
+        "ci95": [800.0, 850.0],
+        "half_width": 25.0,
+        "mean_placement": 4.0,
+    }
     png = tmp_path / "curve.png"
     ladder.plot_ladder_curve(png, result)
     assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and png.stat().st_size > 10_000

@@ -16,9 +16,24 @@ PACKAGES = ("jaxgame", "agents", "experiments")
 #: experiments modules every CLI may import (shared helpers, not commands)
 CLI_SHARED = ("experiments.common", "experiments.names")  # the modules every CLI may share
 #: ``agents``' sub-packages and root modules, lowest first: each may import only itself and the ones before it
-AGENTS_LAYERS = ("core", "config_names", "config", "utils", "storage", "league", "envs", "algorithms", "policies",
-                 "arena", "replays", "run", "pipeline", "presets", "interop",
-                 "")  # "": agents/__init__.py, the public API on top
+AGENTS_LAYERS = (
+    "core",
+    "config_names",
+    "config",
+    "utils",
+    "storage",
+    "league",
+    "envs",
+    "algorithms",
+    "policies",
+    "arena",
+    "replays",
+    "run",
+    "pipeline",
+    "presets",
+    "interop",
+    "",
+)  # "": agents/__init__.py, the public API on top
 #: at most this many modules at the ``agents`` root (the rest live in sub-packages)
 MAX_ROOT_MODULES = 6
 
@@ -120,7 +135,7 @@ def test_no_import_cycles():
         state[node] = 1
         for nxt in sorted(graph.get(node, ())):
             if state.get(nxt) == 1:
-                cycles.append(" -> ".join(stack[stack.index(nxt):] + [nxt]))
+                cycles.append(" -> ".join(stack[stack.index(nxt) :] + [nxt]))
             elif nxt not in state:
                 visit(nxt, stack + [nxt])
         state[node] = 2
@@ -135,8 +150,10 @@ def test_the_layering_check_sees_violations(tmp_path):
     """The checker itself: relative, function-local and from-package imports are all found (the probe module
     lives in a temporary directory, read as if it were ``agents/core/_probe.py``), and its layer is core's."""
     path = tmp_path / "_probe.py"
-    source = ("from .. import run\nfrom . import gae\nfrom jaxgame import constants as C\n\n"
-              "def f():\n    from experiments import train\n")
+    source = (
+        "from .. import run\nfrom . import gae\nfrom jaxgame import constants as C\n\n"
+        "def f():\n    from experiments import train\n"
+    )
     path.write_text(source)
     found = _project_imports(path, "agents.core._probe")
     assert found == {"agents.run", "agents.core.gae", "jaxgame.constants", "experiments.train"}
@@ -146,13 +163,46 @@ def test_the_layering_check_sees_violations(tmp_path):
 #: the packages of compiled math (issue 67): their modules build jitted programs and import no host machinery
 COMPILED_PACKAGES = ("agents/core", "agents/algorithms")
 #: what host machinery is: printing, files, processes, command lines, clocks, threads, progress bars
-HOST_MODULES = frozenset({"argparse", "concurrent", "csv", "glob", "hashlib", "http", "io", "json", "logging", "os",
-                          "pathlib", "pickle", "shutil", "signal", "socket", "subprocess", "sys", "tempfile",
-                          "threading", "time", "tqdm", "urllib"})
+HOST_MODULES = frozenset(
+    {
+        "argparse",
+        "concurrent",
+        "csv",
+        "glob",
+        "hashlib",
+        "http",
+        "io",
+        "json",
+        "logging",
+        "os",
+        "pathlib",
+        "pickle",
+        "shutil",
+        "signal",
+        "socket",
+        "subprocess",
+        "sys",
+        "tempfile",
+        "threading",
+        "time",
+        "tqdm",
+        "urllib",
+    }
+)
 HOST_CALLS = frozenset({"print", "open", "input"})
 #: the project's host-side modules (files, consoles, runs), whose import is a host concern too
-HOST_PROJECT = ("agents.storage", "agents.run", "agents.arena", "agents.replays", "agents.pipeline", "agents.interop",
-                "agents.utils.progress", "agents.utils.compile_cache", "agents.utils.versions", "experiments")
+HOST_PROJECT = (
+    "agents.storage",
+    "agents.run",
+    "agents.arena",
+    "agents.replays",
+    "agents.pipeline",
+    "agents.interop",
+    "agents.utils.progress",
+    "agents.utils.compile_cache",
+    "agents.utils.versions",
+    "experiments",
+)
 
 
 def _host_concerns(path: Path, name: str | None = None) -> list[str]:
@@ -171,18 +221,29 @@ def _host_concerns(path: Path, name: str | None = None) -> list[str]:
 
 
 def test_the_compiled_core_imports_no_host_machinery():
-    problems = [f"{path.relative_to(ROOT)} {what}" for package in COMPILED_PACKAGES
-                for path in sorted((ROOT / package).glob("*.py")) for what in _host_concerns(path)]
+    problems = [
+        f"{path.relative_to(ROOT)} {what}"
+        for package in COMPILED_PACKAGES
+        for path in sorted((ROOT / package).glob("*.py"))
+        for what in _host_concerns(path)
+    ]
     assert not problems, "\n".join(problems)
 
 
 def test_the_host_machinery_check_sees_violations(tmp_path):
     path = tmp_path / "_probe.py"
-    path.write_text("import json\nfrom pathlib import Path\nfrom agents.storage import metrics\n\n"
-                    "def f(x):\n    import tqdm\n    print(x)\n    return open(x)\n")
+    path.write_text(
+        "import json\nfrom pathlib import Path\nfrom agents.storage import metrics\n\n"
+        "def f(x):\n    import tqdm\n    print(x)\n    return open(x)\n"
+    )
     assert _host_concerns(path, "agents.core._probe") == [
-        "imports agents.storage.metrics", "imports json", "imports pathlib", "imports tqdm", "calls print() (line 7)",
-        "calls open() (line 8)"]
+        "imports agents.storage.metrics",
+        "imports json",
+        "imports pathlib",
+        "imports tqdm",
+        "calls print() (line 7)",
+        "calls open() (line 8)",
+    ]
 
 
 def test_importing_starts_no_jax_computation():

@@ -86,9 +86,19 @@ def test_the_opponent_mix_gives_self_play_snapshot_and_anchor_games_their_shares
     unmixed = np.asarray(league.assign_roles(jax.random.key(1), num_envs, 3, 1.0))
     np.testing.assert_array_equal(roles[~self_play], unmixed[~self_play])  # the mix only adds self-play games
 
-    config = TrainConfig(num_envs=num_envs, num_steps=steps, total_steps=num_envs * steps, league_size=3,
-                         league_learner_seats=3, league_pool_prob=1.0, league_self_share=0.5,
-                         league_anchor_share=0.2, anchor="some/run", anchor_kl=0.0, league_groups=num_envs // 8)
+    config = TrainConfig(
+        num_envs=num_envs,
+        num_steps=steps,
+        total_steps=num_envs * steps,
+        league_size=3,
+        league_learner_seats=3,
+        league_pool_prob=1.0,
+        league_self_share=0.5,
+        league_anchor_share=0.2,
+        anchor="some/run",
+        anchor_kl=0.0,
+        league_groups=num_envs // 8,
+    )
     players = league.LeaguePlayers(config, PreferenceNetwork())
     assert players.anchor_prob == pytest.approx(0.4)
     pool = league.pool_init({"pref": jnp.zeros(5)}, 3, num_envs)
@@ -103,8 +113,7 @@ def test_the_opponent_mix_gives_self_play_snapshot_and_anchor_games_their_shares
     counts = np.bincount(upcoming[upcoming < 3], minlength=3)  # the rest uniformly over the 3 filled slots
     assert np.all(np.abs(counts / counts.sum() - 1 / 3) < 0.03)
     # every env's game started now (game count 1 past the rollout's start): it plays its first upcoming draw
-    env_state = LeagueTaskState(games=None, key=None, roles=jnp.asarray(unmixed),
-                                game=draws.game + 1)
+    env_state = LeagueTaskState(games=None, key=None, roles=jnp.asarray(unmixed), game=draws.game + 1)
     obs, mask = jnp.zeros((num_envs, 8, 2)), jnp.ones((num_envs, 8, 5), bool)
     _, _, (pool_seats, action) = jax.jit(players.seats)(draws, env_state, obs, mask, jax.random.key(0))
     want = np.repeat(upcoming[:, :1], 8, 1)  # slot k (or the anchor, "slot" 3) picks action k (3)
@@ -113,13 +122,16 @@ def test_the_opponent_mix_gives_self_play_snapshot_and_anchor_games_their_shares
 
     # the anchor's games are never credited to a snapshot: a finished anchor game changes no slot's statistics
     stats = players.stats(pool).replace(env_slot=jnp.full(num_envs, 3, jnp.int32))
-    ts = types.SimpleNamespace(done=jnp.ones(num_envs, bool), info={
-        "roles": jnp.asarray(unmixed), "rank": jnp.tile(jnp.arange(1, 9), (num_envs, 1))})
+    ts = types.SimpleNamespace(
+        done=jnp.ones(num_envs, bool),
+        info={"roles": jnp.asarray(unmixed), "rank": jnp.tile(jnp.arange(1, 9), (num_envs, 1))},
+    )
     after = jax.jit(lambda d, s: players.record(d, s, ts))(draws, stats)
     np.testing.assert_array_equal(after.games, pool.games)
     np.testing.assert_array_equal(after.env_slot, upcoming[:, 0])  # the game starting now plays its first draw
-    np.testing.assert_array_equal(after.env_update[upcoming[:, 0] < 3], np.asarray(pool.update)[
-        upcoming[upcoming[:, 0] < 3, 0]])
+    np.testing.assert_array_equal(
+        after.env_update[upcoming[:, 0] < 3], np.asarray(pool.update)[upcoming[upcoming[:, 0] < 3, 0]]
+    )
 
 
 class ScaleNetwork:
@@ -135,8 +147,10 @@ def test_pool_logits_give_each_env_the_snapshot_its_game_plays(num_envs, capacit
     rng = np.random.default_rng(num_envs)
     in_play = min(capacity, num_envs)  # many batches: every slot in play, all but one with a single env
     mixes = [rng.integers(0, capacity, num_envs) for _ in range(4)] + [
-        np.zeros(num_envs, int), np.full(num_envs, capacity - 1),
-        np.array([0] * (num_envs - in_play + 1) + list(range(1, in_play)))[rng.permutation(num_envs)]]
+        np.zeros(num_envs, int),
+        np.full(num_envs, capacity - 1),
+        np.array([0] * (num_envs - in_play + 1) + list(range(1, in_play)))[rng.permutation(num_envs)],
+    ]
     run = jax.jit(functools.partial(league.pool_logits, ScaleNetwork(), batch_envs=batch_envs))
     for env_slot in mixes:
         logits = np.asarray(run({"scale": scale}, obs, jnp.asarray(env_slot, jnp.int32)))
@@ -158,13 +172,16 @@ def test_pool_seats_act_with_the_snapshot_of_the_game_their_env_plays():
     plays the rollout's j-th draw for its env. Snapshot k always picks action k, so the actions show it."""
     from agents.envs.make import LeagueTaskState
 
-    config = TrainConfig(num_envs=6, num_steps=4, total_steps=24, league_size=3, league_learner_seats=2,
-                         league_groups=3)
+    config = TrainConfig(
+        num_envs=6, num_steps=4, total_steps=24, league_size=3, league_learner_seats=2, league_groups=3
+    )
     players = league.LeaguePlayers(config, PreferenceNetwork())
-    draws = league.Draws(params={"pref": 1e4 * jnp.eye(3, 5)}, slot=jnp.array([2, 0, 1, 1, 0, 2]),
-                         game=jnp.array([0, 3, 5, 0, 7, 1]),
-                         upcoming=jnp.array([[1, 1, 1, 1], [2, 0, 1, 0], [1, 0, 2, 1],
-                                             [2, 2, 2, 2], [1, 2, 0, 2], [0, 1, 0, 0]]))
+    draws = league.Draws(
+        params={"pref": 1e4 * jnp.eye(3, 5)},
+        slot=jnp.array([2, 0, 1, 1, 0, 2]),
+        game=jnp.array([0, 3, 5, 0, 7, 1]),
+        upcoming=jnp.array([[1, 1, 1, 1], [2, 0, 1, 0], [1, 0, 2, 1], [2, 2, 2, 2], [1, 2, 0, 2], [0, 1, 0, 0]]),
+    )
     game = jnp.array([0, 4, 7, 0, 10, 1])  # games started since the rollout began: 0, 1, 2, 0, 3, 0
     expected = np.array([2, 2, 0, 1, 0, 2])
     roles = np.asarray(league.assign_roles(jax.random.key(3), 6, 2, 0.7))
@@ -182,11 +199,15 @@ def test_pool_seats_act_with_the_snapshot_of_the_game_their_env_plays():
 def test_results_count_a_loss_when_the_snapshot_placed_better():
     pool = league.pool_init(tiny_params(0.0), 3)
     roles = jnp.array([[0, 0, 1, 1, 2, 2, 2, 2]] * 5)
-    rank = jnp.array([[1, 2, 3, 4, 5, 6, 7, 8],  # learner better
-                      [7, 8, 1, 2, 3, 4, 5, 6],  # snapshot better
-                      [7, 8, 1, 2, 3, 4, 5, 6],  # not done
-                      [3, 4, 1, 2, 5, 6, 7, 8],  # snapshot better
-                      [3, 4, 1, 2, 5, 6, 7, 8]])  # snapshot better, but its slot was overwritten: not credited
+    rank = jnp.array(
+        [
+            [1, 2, 3, 4, 5, 6, 7, 8],  # learner better
+            [7, 8, 1, 2, 3, 4, 5, 6],  # snapshot better
+            [7, 8, 1, 2, 3, 4, 5, 6],  # not done
+            [3, 4, 1, 2, 5, 6, 7, 8],  # snapshot better
+            [3, 4, 1, 2, 5, 6, 7, 8],
+        ]
+    )  # snapshot better, but its slot was overwritten: not credited
     done = jnp.array([True, True, False, True, True])
     env_slot = jnp.array([2, 2, 0, 0, 1])  # the snapshot each env's game played
     credit = jnp.array([True, True, True, True, False])
@@ -211,9 +232,22 @@ def test_ratings_go_to_the_named_snapshots_and_a_new_snapshot_starts_unrated():
 
 # ---- league rollouts whose games end inside them ----
 #: 4-step games (2 rounds of 2 steps): 10-step rollouts see games end, new ones start, and one run on into the next
-TINY_LEAGUE = dict(num_envs=8, num_steps=10, total_steps=160, hidden=(16,), num_minibatches=1, eval_every=0,
-                   max_rounds=2, steps_per_round=2, max_combat_ticks=20, league_size=3, league_learner_seats=2,
-                   league_pool_prob=0.6, league_groups=4, snapshot_every=1)
+TINY_LEAGUE = dict(
+    num_envs=8,
+    num_steps=10,
+    total_steps=160,
+    hidden=(16,),
+    num_minibatches=1,
+    eval_every=0,
+    max_rounds=2,
+    steps_per_round=2,
+    max_combat_ticks=20,
+    league_size=3,
+    league_learner_seats=2,
+    league_pool_prob=0.6,
+    league_groups=4,
+    snapshot_every=1,
+)
 
 
 class LoggingPlayers(league.LeaguePlayers):
@@ -230,8 +264,15 @@ class LoggingPlayers(league.LeaguePlayers):
 
     def record(self, context, stats, ts):
         after = super().record(context, stats, ts)
-        seen = dict(done=ts.done, roles=ts.info["roles"], rank=ts.info["rank"], games=stats.games,
-                    losses=stats.losses, games_after=after.games, losses_after=after.losses)
+        seen = dict(
+            done=ts.done,
+            roles=ts.info["roles"],
+            rank=ts.info["rank"],
+            games=stats.games,
+            losses=stats.losses,
+            games_after=after.games,
+            losses_after=after.losses,
+        )
         jax.debug.callback(self.log["record"].append, seen, ordered=True)
         return after
 
@@ -252,8 +293,9 @@ def league_rollouts():
     def scaled(factor):
         return jax.tree_util.tree_map(lambda x: x * factor, runner.params)
 
-    runner = runner.replace(league=league.pool_insert(league.pool_insert(runner.league, scaled(-1.0), 1),
-                                                      scaled(3.0), 2))
+    runner = runner.replace(
+        league=league.pool_insert(league.pool_insert(runner.league, scaled(-1.0), 1), scaled(3.0), 2)
+    )
     rollout = jax.jit(trainer.rollout)
     first, traj1, _ = rollout(runner, jax.random.key(1))
     between = first.replace(league=league.pool_insert(first.league, scaled(5.0), 3))  # into slot 0
@@ -265,8 +307,15 @@ def league_rollouts():
         return {k: np.stack([np.asarray(e[k]) for e in entries]) for k in entries[0]}
 
     traj = jax.tree_util.tree_map(lambda a, b: np.concatenate([a, b]), traj1, traj2)
-    return dict(seats=stacked(log["seats"]), record=stacked(log["record"]), traj=traj, start=runner, first=first,
-                between=between, second=second)
+    return dict(
+        seats=stacked(log["seats"]),
+        record=stacked(log["record"]),
+        traj=traj,
+        start=runner,
+        first=first,
+        between=between,
+        second=second,
+    )
 
 
 def games_of(done_column):
@@ -325,8 +374,9 @@ def test_games_ending_in_a_rollout_redraw_roles_and_snapshot_and_credit_the_snap
     for runner in (first, second):  # the runner carries the pool's per-env state, in step with the env
         np.testing.assert_array_equal(runner.league.env_game, runner.env_state.game)
     np.testing.assert_array_equal(first.league.env_slot, playing[rollout_steps])  # the carried games' snapshots
-    np.testing.assert_array_equal(first.league.env_update, np.asarray(league_rollouts["start"].league.update)[
-        playing[rollout_steps]])
+    np.testing.assert_array_equal(
+        first.league.env_update, np.asarray(league_rollouts["start"].league.update)[playing[rollout_steps]]
+    )
 
 
 def test_only_the_learners_seats_carry_training_weight_in_a_league(league_rollouts):
@@ -360,24 +410,31 @@ def test_an_update_against_bots_trains_on_the_learners_seats_alone_as_on_all_eig
     from agents.algorithms import registry as trainers
     from agents.envs.make import make_env
 
-    config = TrainConfig(opponents="greedy,greedy,self,greedy,random,greedy,self,greedy",
-                         **{k: v for k, v in TINY_LEAGUE.items() if not k.startswith("league")})
+    config = TrainConfig(
+        opponents="greedy,greedy,self,greedy,random,greedy,self,greedy",
+        **{k: v for k, v in TINY_LEAGUE.items() if not k.startswith("league")},
+    )
     assert config.trained_seats == 2 and config.num_minibatches == 1 and config.update_epochs >= 1
     config = config.with_overrides({"update_epochs": 1})
     trainer = trainers.make_train(config, make_env(config))
     runner = jax.jit(trainer.init)(jax.random.key(0))
     _, traj, _ = jax.jit(trainer.rollout)(runner, jax.random.key(1))
     rng = np.random.default_rng(0)
-    batch = (traj, rng.normal(size=traj.weight.shape).astype(np.float32),
-             rng.normal(size=traj.weight.shape).astype(np.float32), None)
+    batch = (
+        traj,
+        rng.normal(size=traj.weight.shape).astype(np.float32),
+        rng.normal(size=traj.weight.shape).astype(np.float32),
+        None,
+    )
     sliced = trainer.learner_samples(batch)
     assert sliced[1].shape == traj.weight.shape[:2] + (2,)
     np.testing.assert_array_equal(sliced[1], batch[1][:, :, [2, 6]])
     key, hp = jax.random.key(2), runner.hparams
     learner_only, _, _ = jax.jit(lambda b: trainer.optimize(runner.params, runner.opt_state, b, key, hp, 0))(batch)
     every_seat = jax.tree_util.tree_map(lambda x: x.reshape((-1,) + x.shape[3:]), batch)
-    all_eight, _, _ = jax.jit(lambda f: trainer._epochs(trainer.network, runner.params, runner.opt_state, f, key,
-                                                        hp, 0))(every_seat)
+    all_eight, _, _ = jax.jit(
+        lambda f: trainer._epochs(trainer.network, runner.params, runner.opt_state, f, key, hp, 0)
+    )(every_seat)
     moved = False
     for a, b, before in zip(*(jax.tree_util.tree_leaves(p) for p in (learner_only, all_eight, runner.params))):
         np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-6)
@@ -402,8 +459,9 @@ def test_a_league_run_rates_the_learner_and_its_snapshots(tmp_path):
 
     run_dir = tmp_path / "run"
     sets = [f"{k}={v}" for k, v in dict(SMALL, num_steps=16, best_by="rating").items()]
-    summary = train_cli.main(["--preset=smoke", "--out", str(run_dir), "--quiet",
-                              *[a for s in sets for a in ("--set", s)]])
+    summary = train_cli.main(
+        ["--preset=smoke", "--out", str(run_dir), "--quiet", *[a for s in sets for a in ("--set", s)]]
+    )
     records = [json.loads(line) for line in (run_dir / "metrics.jsonl").read_text().splitlines()[1:]]
     assert [r["update"] for r in records] == [2, 4]
     for r in records:
@@ -423,21 +481,25 @@ def test_a_league_run_rates_the_learner_and_its_snapshots(tmp_path):
     newest = jax.tree_util.tree_map(lambda stack: stack[1], runner.league.params)
     jax.tree_util.tree_map(np.testing.assert_array_equal, newest, runner.params)
     older = jax.tree_util.tree_map(lambda stack: stack[0], runner.league.params)
-    assert not all(np.array_equal(a, b) for a, b in zip(jax.tree_util.tree_leaves(older),
-                                                          jax.tree_util.tree_leaves(runner.params)))
+    assert not all(
+        np.array_equal(a, b) for a, b in zip(jax.tree_util.tree_leaves(older), jax.tree_util.tree_leaves(runner.params))
+    )
 
 
-@pytest.mark.parametrize("overrides, message", [
-    (dict(algo="a2c"), "needs algo='ppo'"),
-    (dict(opponents="greedy"), "opponents='self'"),
-    (dict(league_groups=3), "league_groups must divide num_envs=8"),
-    (dict(league_learner_seats=8), "league_learner_seats"),
-    (dict(league_bot="nobody"), "league_bot"),
-    (dict(league_self_share=0.6, league_anchor_share=0.5, anchor="r"), "league_self_share \\+ league_anchor_share"),
-    (dict(league_anchor_share=0.2), "the anchor's games need a frozen policy: set anchor"),
-    (dict(league_anchor_share=0.2, anchor="r", league_pool_prob=0.0), "the anchor would play no game"),
-    (dict(anchor="r", anchor_kl=0.0), "anchor_kl must be > 0 with an anchor that plays no league games"),
-])
+@pytest.mark.parametrize(
+    "overrides, message",
+    [
+        (dict(algo="a2c"), "needs algo='ppo'"),
+        (dict(opponents="greedy"), "opponents='self'"),
+        (dict(league_groups=3), "league_groups must divide num_envs=8"),
+        (dict(league_learner_seats=8), "league_learner_seats"),
+        (dict(league_bot="nobody"), "league_bot"),
+        (dict(league_self_share=0.6, league_anchor_share=0.5, anchor="r"), "league_self_share \\+ league_anchor_share"),
+        (dict(league_anchor_share=0.2), "the anchor's games need a frozen policy: set anchor"),
+        (dict(league_anchor_share=0.2, anchor="r", league_pool_prob=0.0), "the anchor would play no game"),
+        (dict(anchor="r", anchor_kl=0.0), "anchor_kl must be > 0 with an anchor that plays no league games"),
+    ],
+)
 def test_league_config_errors_name_the_field(overrides, message):
     with pytest.raises(ValueError, match=message):
         TrainConfig(num_envs=8, num_steps=8, total_steps=1024, league_size=4, **overrides)
@@ -469,24 +531,34 @@ def test_independent_learners_changing_one_seats_data_leaves_every_other_seats_u
         action=jax.random.randint(next(keys), shapes.action.shape, 0, num_actions, shapes.action.dtype),
         log_prob=jnp.full(shapes.log_prob.shape, -np.log(num_actions), jnp.float32),
         value=jax.random.normal(next(keys), shapes.value.shape),
-        reward=jnp.zeros(shapes.reward.shape), terminal=jnp.zeros(shapes.terminal.shape, bool),
+        reward=jnp.zeros(shapes.reward.shape),
+        terminal=jnp.zeros(shapes.terminal.shape, bool),
         weight=jnp.ones(shapes.weight.shape),
     )
     advantages = jax.random.normal(jax.random.key(2), traj.reward.shape)
     targets = jax.random.normal(jax.random.key(3), traj.reward.shape)
-    optimize = jax.jit(lambda batch: trainer.optimize(runner.params, runner.opt_state, batch, jax.random.key(4),
-                                                      runner.hparams, runner.update)[0])
+    optimize = jax.jit(
+        lambda batch: trainer.optimize(
+            runner.params, runner.opt_state, batch, jax.random.key(4), runner.hparams, runner.update
+        )[0]
+    )
     before = optimize((traj, advantages, targets, None))
     j = 5  # seat j's advantages, targets and observations change
-    changed = (traj.replace(obs=traj.obs.at[:, :, j].add(1.0)), advantages.at[:, :, j].mul(-3.0),
-               targets.at[:, :, j].add(2.0), None)
+    changed = (
+        traj.replace(obs=traj.obs.at[:, :, j].add(1.0)),
+        advantages.at[:, :, j].mul(-3.0),
+        targets.at[:, :, j].add(2.0),
+        None,
+    )
     after = optimize(changed)
     chex.assert_tree_all_finite(before)
     for b, a in zip(jax.tree_util.tree_leaves(before), jax.tree_util.tree_leaves(after)):
         others = np.arange(8) != j
         np.testing.assert_array_equal(np.asarray(b)[others], np.asarray(a)[others])
-    assert any(not np.array_equal(np.asarray(b)[j], np.asarray(a)[j])
-               for b, a in zip(jax.tree_util.tree_leaves(before), jax.tree_util.tree_leaves(after)))
+    assert any(
+        not np.array_equal(np.asarray(b)[j], np.asarray(a)[j])
+        for b, a in zip(jax.tree_util.tree_leaves(before), jax.tree_util.tree_leaves(after))
+    )
 
 
 @pytest.mark.slow(reason="~1 min")

@@ -35,10 +35,27 @@ pytestmark = [
 
 STEPS = 8 * 8  # env steps per update: num_envs x num_steps
 CLI_ARGS = [
-    "--env", "gymnax:CartPole-v1", "--preset", "ppo_gymnax", "--quiet",
-    "--set", "num_envs=8", "--set", "num_steps=8", "--set", "hidden=8", "--set", "anneal_lr=false",
-    "--set", "update_epochs=2", "--set", "num_minibatches=2", "--set", "updates_per_chunk=1",
-    "--set", "checkpoint_every=2",
+    "--env",
+    "gymnax:CartPole-v1",
+    "--preset",
+    "ppo_gymnax",
+    "--quiet",
+    "--set",
+    "num_envs=8",
+    "--set",
+    "num_steps=8",
+    "--set",
+    "hidden=8",
+    "--set",
+    "anneal_lr=false",
+    "--set",
+    "update_epochs=2",
+    "--set",
+    "num_minibatches=2",
+    "--set",
+    "updates_per_chunk=1",
+    "--set",
+    "checkpoint_every=2",
 ]
 TIMING = ("wall_s", "sps", "perf/sps", "perf/seat_sps")
 
@@ -100,8 +117,15 @@ def _env(devices: int) -> dict:
 
 def _run_on_four_devices(driver: str, *args, timeout: int) -> subprocess.CompletedProcess:
     """``driver`` run in a fresh interpreter with 4 CPU devices (``_env(4)``); asserts that it exits 0."""
-    proc = subprocess.run([sys.executable, "-c", driver, *map(str, args)], cwd=ROOT, env=_env(4), capture_output=True,
-                          text=True, timeout=timeout, check=False)
+    proc = subprocess.run(
+        [sys.executable, "-c", driver, *map(str, args)],
+        cwd=ROOT,
+        env=_env(4),
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        check=False,
+    )
     assert proc.returncode == 0, proc.stderr[-3000:]
     return proc
 

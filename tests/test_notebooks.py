@@ -71,8 +71,10 @@ def test_notebook_runs(path, tmp_path, monkeypatch, fake_ipython):
         assert ("iframe", "game.html") in fake_ipython
 
 
-@pytest.mark.slow(reason="~1 min: each notebook's second run; the default suite runs each once and checks the "
-                         "training notebook's run directories (the next test)")
+@pytest.mark.slow(
+    reason="~1 min: each notebook's second run; the default suite runs each once and checks the "
+    "training notebook's run directories (the next test)"
+)
 @pytest.mark.parametrize("path", [_param(p) for p in NOTEBOOKS])
 def test_notebook_runs_twice(path, tmp_path, monkeypatch, fake_ipython):
     """Run All, then Run All again: one namespace (one kernel), one working directory."""

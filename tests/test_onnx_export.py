@@ -54,8 +54,11 @@ def _jax_policy(policy):
 
 def _random_inputs(shape, dtype, batch, seed):
     rng = np.random.default_rng(seed)
-    obs = (rng.integers(0, 256, (batch, *shape), dtype=np.uint8) if dtype == np.uint8
-           else rng.random((batch, *shape), dtype=np.float32))
+    obs = (
+        rng.integers(0, 256, (batch, *shape), dtype=np.uint8)
+        if dtype == np.uint8
+        else rng.random((batch, *shape), dtype=np.float32)
+    )
     mask = rng.random((batch, 258)) < rng.uniform(0.0, 0.2, (batch, 1))
     mask[np.arange(batch), rng.integers(0, 258, batch)] = True
     mask[0] = False  # row 0: no legal action at all (action 0 is then the one, as in distributions.legal)
@@ -103,8 +106,14 @@ def served_game(exported):
     (blocker / "jax").mkdir(parents=True)
     (blocker / "jax" / "__init__.py").write_text("raise ImportError('the served policy must not import jax')\n")
     env_vars = {**os.environ, "PYTHONPATH": str(blocker)}
-    server = subprocess.Popen([sys.executable, "-s", "policy_client.py", ".", "--serve"], cwd=directory,
-                              stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, env=env_vars)
+    server = subprocess.Popen(
+        [sys.executable, "-s", "policy_client.py", ".", "--serve"],
+        cwd=directory,
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+        env=env_vars,
+    )
     hello = json.loads(server.stdout.readline())
     jax_act = _jax_policy(load_policy(MLP))
     env = AutoChessSingleSeatEnv("greedy", seat=0, rules=TINY)
@@ -121,8 +130,9 @@ def served_game(exported):
 
 
 def _served_step(server, jax_act, env, obs, info, record):
-    server.stdin.write(json.dumps({"obs": obs.tolist(), "mask": info["action_mask"].tolist(),
-                                   "layout_version": 1}) + "\n")
+    server.stdin.write(
+        json.dumps({"obs": obs.tolist(), "mask": info["action_mask"].tolist(), "layout_version": 1}) + "\n"
+    )
     server.stdin.flush()
     answer = json.loads(server.stdout.readline())
     logits, _ = jax_act(obs[None], info["action_mask"][None])
@@ -138,8 +148,14 @@ def _served_step(server, jax_act, env, obs, info, record):
 @interop_group
 def test_a_served_policy_plays_a_whole_game_with_the_jax_policys_choices(served_game):
     hello, record = served_game
-    assert hello == {"ready": True, "name": MLP, "layout_version": 1, "obs_shape": [582], "obs_dtype": "float32",
-                     "num_actions": 258}
+    assert hello == {
+        "ready": True,
+        "name": MLP,
+        "layout_version": 1,
+        "obs_shape": [582],
+        "obs_dtype": "float32",
+        "num_actions": 258,
+    }
     assert len(record["served"]) >= 15 and all(1 <= rank <= 8 for rank in record["ranks"])
     assert record["served"] == record["jax"]
     assert len(set(record["served"])) > 1  # it did not just end every turn
@@ -173,7 +189,12 @@ def test_onnx_logits_match_jax_for_the_pixel_networks(network, tmp_path):
     policy = _pixel_policy(network)
     spec = export_onnx(policy, tmp_path / "out")
     assert spec["observation"] | {"layout_fingerprint": None} == {
-        "kind": "pixels", "shape": [72, 20], "dtype": "uint8", "layout_version": 1, "layout_fingerprint": None}
+        "kind": "pixels",
+        "shape": [72, 20],
+        "dtype": "uint8",
+        "layout_version": 1,
+        "layout_fingerprint": None,
+    }
     frames, masks = _game_frames()
     assert len(np.unique(frames.reshape(len(frames), -1), axis=0)) > 8  # the seats' views differ
     _assert_same_as_jax(tmp_path / "out", policy, frames, masks)  # the games' frames
@@ -193,10 +214,22 @@ def test_random_inputs_single_observations_and_the_spec(exported):
     spec = json.loads((directory / "onnx.json").read_text())
     assert spec["source"]["digest_file"] == "pipeline_entity-v1.sha256" and len(spec["source"]["digest_sha256"]) == 64
     assert spec["opset"] == 18 and spec["num_actions"] == 258
-    assert [a["name"] for a in spec["actions"]] == ["end_turn", "buy", "reroll", "buy_xp", "lock", "sell", "place",
-                                                    "recall"]
+    assert [a["name"] for a in spec["actions"]] == [
+        "end_turn",
+        "buy",
+        "reroll",
+        "buy_xp",
+        "lock",
+        "sell",
+        "place",
+        "recall",
+    ]
     assert spec["actions"][-1]["last"] == 257 and spec["actions"][6] | {"argument": None} == {
-        "first": 42, "last": 233, "name": "place", "argument": None}
+        "first": 42,
+        "last": 233,
+        "name": "place",
+        "argument": None,
+    }
     obs, mask = _random_inputs((582,), np.float32, 23, seed=5)
     _assert_same_as_jax(directory, load_policy(ENTITY), obs, mask)
     client = onnx_client.OnnxPolicy(directory)
@@ -216,8 +249,10 @@ def test_the_client_refuses_foreign_layouts_bad_input_and_damaged_files(exported
         client.act(obs[:, :581], mask)
     with pytest.raises(onnx_client.OnnxPolicyError, match=r"mask of shape"):
         client.act(obs, mask[:1])
-    answers = [onnx_client._answer(client, line) for line in
-               ("[" * 100_000, "{}", json.dumps({"obs": obs[0].tolist(), "mask": [1] * 3}), "not json")]
+    answers = [
+        onnx_client._answer(client, line)
+        for line in ("[" * 100_000, "{}", json.dumps({"obs": obs[0].tolist(), "mask": [1] * 3}), "not json")
+    ]
     assert all(set(a) == {"error"} and "\n" not in a["error"] for a in answers)
     model = directory / "policy.onnx"
     data = bytearray(model.read_bytes())
@@ -235,9 +270,11 @@ def test_the_client_refuses_foreign_layouts_bad_input_and_damaged_files(exported
 def test_export_cli_refuses_bots_platforms_and_used_directories(exported, tmp_path, capsys):
     (tmp_path / "used").mkdir()
     (tmp_path / "used" / "x").write_text("x")
-    for argv in (["greedy", "--format", "onnx", "--out", str(tmp_path / "a")],
-                 [MLP, "--format", "onnx", "--platforms", "cpu", "--out", str(tmp_path / "b")],
-                 [MLP, "--format", "onnx", "--out", str(tmp_path / "used")]):
+    for argv in (
+        ["greedy", "--format", "onnx", "--out", str(tmp_path / "a")],
+        [MLP, "--format", "onnx", "--platforms", "cpu", "--out", str(tmp_path / "b")],
+        [MLP, "--format", "onnx", "--out", str(tmp_path / "used")],
+    ):
         with pytest.raises(SystemExit) as exit_info:
             export_cli.main(argv)
         assert exit_info.value.code == 2
@@ -264,22 +301,30 @@ def test_node_client_picks_the_same_actions_with_onnxruntime_node(exported, serv
             pytest.fail(reason)
         pytest.skip(reason)
     _, record = served_game
-    requests = [json.dumps({"obs": o.tolist(), "mask": m.tolist(), "layout_version": 1})
-                for o, m in zip(record["obs"], record["mask"])]
+    requests = [
+        json.dumps({"obs": o.tolist(), "mask": m.tolist(), "layout_version": 1})
+        for o, m in zip(record["obs"], record["mask"])
+    ]
     first = {"obs": record["obs"][0].tolist(), "mask": record["mask"][0].tolist()}
-    batch = json.dumps({"obs": [o.tolist() for o in record["obs"][:4]],
-                        "mask": [m.tolist() for m in record["mask"][:4]]})
+    batch = json.dumps(
+        {"obs": [o.tolist() for o in record["obs"][:4]], "mask": [m.tolist() for m in record["mask"][:4]]}
+    )
     foreign = json.dumps({**first, "layout_version": 7})
     for spec, directory in exported.items():
-        out = subprocess.run(["node", str(directory / "policy_client.cjs"), str(directory)],
-                             input="\n".join([*requests, batch, "not json", foreign]) + "\n", capture_output=True,
-                             text=True, timeout=120, env={**os.environ, "NODE_PATH": str(modules)})
+        out = subprocess.run(
+            ["node", str(directory / "policy_client.cjs"), str(directory)],
+            input="\n".join([*requests, batch, "not json", foreign]) + "\n",
+            capture_output=True,
+            text=True,
+            timeout=120,
+            env={**os.environ, "NODE_PATH": str(modules)},
+        )
         assert out.returncode == 0, out.stderr
         lines = [json.loads(line) for line in out.stdout.splitlines()]
         assert lines[0]["ready"] and lines[0]["layout_version"] == 1
         want = onnx_client.OnnxPolicy(directory).act(np.stack(record["obs"]), np.stack(record["mask"]))
-        assert [a["action"] for a in lines[1:1 + len(requests)]] == want[0].tolist()
-        np.testing.assert_allclose([a["value"] for a in lines[1:1 + len(requests)]], want[2], **TOLERANCE)
+        assert [a["action"] for a in lines[1 : 1 + len(requests)]] == want[0].tolist()
+        np.testing.assert_allclose([a["value"] for a in lines[1 : 1 + len(requests)]], want[2], **TOLERANCE)
         assert lines[1 + len(requests)]["action"] == want[0][:4].tolist()
         assert "not JSON" in lines[-2]["error"] and "layout version 7 given" in lines[-1]["error"]
         if spec == MLP:
@@ -291,5 +336,6 @@ def test_layout_versions_are_pinned_to_their_fingerprints():
         assert layout.LAYOUT_VERSIONS[kind] == version, f"{kind}: bump PINNED_LAYOUTS with its new fingerprint"
         assert layout.layout_fingerprint(kind) == fingerprint, (
             f"the {kind} observation layout changed: raise jaxgame.layout.LAYOUT_VERSIONS[{kind!r}] and pin the new "
-            "fingerprint here (exported policies of the old layout must refuse the new observations)")
+            "fingerprint here (exported policies of the old layout must refuse the new observations)"
+        )
     assert len({layout.layout_fingerprint(k) for k in layout.LAYOUT_VERSIONS}) == len(layout.LAYOUT_VERSIONS)

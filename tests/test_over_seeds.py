@@ -20,8 +20,12 @@ T_975_2 = stats.t.ppf(0.975, 2)  # 4.303: 3 seeds
 
 
 def _entry(seed, greedy, minutes, train_s=600.0):
-    return {"seed": seed, "eval": {"vs_greedy": {"mean_placement": greedy, "ci95": 0.2}}, "minutes_to_target": minutes,
-            "summary": {"updates": 10, "env_steps": 1000, "train_s": train_s, "compile_s": 5.0}}
+    return {
+        "seed": seed,
+        "eval": {"vs_greedy": {"mean_placement": greedy, "ci95": 0.2}},
+        "minutes_to_target": minutes,
+        "summary": {"updates": 10, "env_steps": 1000, "train_s": train_s, "compile_s": 5.0},
+    }
 
 
 def test_the_aggregate_is_a_t_interval_over_training_seeds_and_a_median_time():
@@ -40,16 +44,29 @@ def test_the_aggregate_is_a_t_interval_over_training_seeds_and_a_median_time():
 
 def _result(n=3):
     per_seed = [_entry(s, 2.0 + s, 4.0 + s, train_s=600.0 + s) for s in range(n)]
-    return {"preset": "ppo_small", "seeds": list(range(n)), "eval_seed": 4242, "games_per_lineup": 256,
-            **over_seeds.aggregate(per_seed, ("greedy",))}
+    return {
+        "preset": "ppo_small",
+        "seeds": list(range(n)),
+        "eval_seed": 4242,
+        "games_per_lineup": 256,
+        **over_seeds.aggregate(per_seed, ("greedy",)),
+    }
 
 
 def test_the_record_of_a_result_over_seeds_is_sound_and_checked_against_its_evidence(tmp_path):
     result = _result()
     (tmp_path / "x.seeds.json").write_text(json.dumps(result))
-    record = results.record_from_seeds(result, "x", command=["python -m experiments.reproduce ppo_small"],
-                                       machine="2-core CPU", environment="cpu; jax", date="2026-11-27",
-                                       commit="abcdef1", files=["x.seeds.json"], evaluation="x.seeds.json")
+    record = results.record_from_seeds(
+        result,
+        "x",
+        command=["python -m experiments.reproduce ppo_small"],
+        machine="2-core CPU",
+        environment="cpu; jax",
+        date="2026-11-27",
+        commit="abcdef1",
+        files=["x.seeds.json"],
+        evaluation="x.seeds.json",
+    )
     assert results.validate(record, tmp_path) == [] and results.check_evidence(record, tmp_path) == []
     numbers = record["numbers"]
     assert numbers["vs_greedy"]["value"] == 3.0 and numbers["vs_greedy"]["ci95"] == round(T_975_2 / math.sqrt(3), 2)
@@ -57,16 +74,34 @@ def test_the_record_of_a_result_over_seeds_is_sound_and_checked_against_its_evid
     assert numbers["train_minutes_to_2_5_vs_greedy"]["value"] == 5.0 and numbers["train_s"]["value"] == 601
     assert not record["single_seed"] and record["seeds"]["training"] == [0, 1, 2]
     # the evidence decides: a placement that is not the aggregate's is caught
-    (tmp_path / "x.seeds.json").write_text(json.dumps({**result, "vs_greedy": {**result["vs_greedy"],
-                                                                               "mean_placement": 3.5}}))
+    (tmp_path / "x.seeds.json").write_text(
+        json.dumps({**result, "vs_greedy": {**result["vs_greedy"], "mean_placement": 3.5}})
+    )
     assert any("numbers.vs_greedy" in p for p in results.check_evidence(record, tmp_path))
-    single = results.record_from_seeds(_result(1), "y", command=["c"], machine="m", environment="e", date="2026-11-27",
-                                       commit="abcdef1", files=[], evaluation="x.seeds.json")
+    single = results.record_from_seeds(
+        _result(1),
+        "y",
+        command=["c"],
+        machine="m",
+        environment="e",
+        date="2026-11-27",
+        commit="abcdef1",
+        files=[],
+        evaluation="x.seeds.json",
+    )
     assert single["single_seed"] and "ci95" not in single["numbers"]["vs_greedy"]
     assert record["title"] == "ppo_small: 10 updates over 3 training seeds"
-    stopped = results.record_from_seeds({**result, "schedule_updates": 976}, "z", command=["c"], machine="m",
-                                        environment="e", date="2026-11-27", commit="abcdef1", files=[],
-                                        evaluation="x.seeds.json")
+    stopped = results.record_from_seeds(
+        {**result, "schedule_updates": 976},
+        "z",
+        command=["c"],
+        machine="m",
+        environment="e",
+        date="2026-11-27",
+        commit="abcdef1",
+        files=[],
+        evaluation="x.seeds.json",
+    )
     assert stopped["title"] == "ppo_small: the first 10 of its 976 updates (stop_at_update) over 3 training seeds"
 
 
@@ -87,19 +122,36 @@ def test_ladder_ratings_and_the_previous_version_over_seeds_become_the_records_s
     assert ladder["ci95"] == pytest.approx(round(T_975_2 * 30.0 / math.sqrt(3), 1))  # std 30 over 3 seeds
     assert ladder["per_seed_ci95"][0] == [980.0, 1020.0] and ladder["version"] == "ladder-v1"
     assert "ladder" not in over_seeds.aggregate([_entry(0, 2.0, 4.0)], ("greedy",))  # not rated: no column
-    result = {"preset": "ppo_small", "seeds": [0, 1, 2], "eval_seed": 4242, "games_per_lineup": 256,
-              "previous": "baseline:ppo_small-v3", **out}
+    result = {
+        "preset": "ppo_small",
+        "seeds": [0, 1, 2],
+        "eval_seed": 4242,
+        "games_per_lineup": 256,
+        "previous": "baseline:ppo_small-v3",
+        **out,
+    }
     (tmp_path / "x.seeds.json").write_text(json.dumps(result))
-    record = results.record_from_seeds(result, "x", command=["c"], machine="2-core CPU", environment="e",
-                                       date="2026-12-02", commit="abcdef1", files=["x.seeds.json"],
-                                       evaluation="x.seeds.json")
+    record = results.record_from_seeds(
+        result,
+        "x",
+        command=["c"],
+        machine="2-core CPU",
+        environment="e",
+        date="2026-12-02",
+        commit="abcdef1",
+        files=["x.seeds.json"],
+        evaluation="x.seeds.json",
+    )
     assert results.validate(record, tmp_path) == [] and results.check_evidence(record, tmp_path) == []
     assert record["previous"] == "baseline:ppo_small-v3"
     assert record["numbers"]["vs_previous"] == {"value": 4.1, "ci95": round(T_975_2 * 0.1 / math.sqrt(3), 2)}
     assert record["numbers"]["ladder_rating"]["value"] == 1030.0 and "ladder-v1" in record["notes"]
     row = results.render_readme_table([{**record, "readme_row": 1}], {"since": "2026-12-01", "change": "c"})
-    assert row.splitlines()[2].split(" | ")[3:6] == [f"1030 +- {ladder['ci95']:.0f}", "-",
-                                                     "4.10 +- 0.25 vs `ppo_small-v3`"]
+    assert row.splitlines()[2].split(" | ")[3:6] == [
+        f"1030 +- {ladder['ci95']:.0f}",
+        "-",
+        "4.10 +- 0.25 vs `ppo_small-v3`",
+    ]
     # the evidence decides: a ladder mean that is not the aggregate's, a previous version's placement either
     moved = {**result, "ladder": {**ladder, "rating": 1031.0}}
     (tmp_path / "x.seeds.json").write_text(json.dumps(moved))
@@ -109,9 +161,17 @@ def test_ladder_ratings_and_the_previous_version_over_seeds_become_the_records_s
     assert any("numbers.vs_previous" in p for p in results.check_evidence(record, tmp_path))
     unnamed = {k: v for k, v in record.items() if k != "previous"}
     assert any("names no previous version" in p for p in results.check_evidence(unnamed, tmp_path))
-    one = results.record_from_seeds({**result, "seeds": [0], "ladder": {**ladder, "ci95": None}}, "y", command=["c"],
-                                    machine="m", environment="e", date="2026-12-02", commit="abcdef1", files=[],
-                                    evaluation="x.seeds.json")
+    one = results.record_from_seeds(
+        {**result, "seeds": [0], "ladder": {**ladder, "ci95": None}},
+        "y",
+        command=["c"],
+        machine="m",
+        environment="e",
+        date="2026-12-02",
+        commit="abcdef1",
+        files=[],
+        evaluation="x.seeds.json",
+    )
     assert one["numbers"]["ladder_rating"]["note"] == "980 .. 1020 over game seeds"
 
 
@@ -191,16 +251,26 @@ def test_two_seeds_of_the_smoke_preset_and_a_repeated_call_that_trains_and_plays
 
     evaluate = over_seeds.evaluate
     monkeypatch.setattr(over_seeds, "evaluate", spy)
-    best = over_seeds.reproduce(config, "smoke", [0, 1], tmp_path, vs=("greedy",), games=1, eval_seed=7,
-                                checkpoint="best", deterministic=True)
+    best = over_seeds.reproduce(
+        config, "smoke", [0, 1], tmp_path, vs=("greedy",), games=1, eval_seed=7, checkpoint="best", deterministic=True
+    )
     steps = [over_seeds.best_checkpoint(tmp_path / f"seed_{seed}") for seed in (0, 1)]
     assert all(step is not None for step in steps)
     assert calls == [(f"{tmp_path / f'seed_{seed}'}:{step}", True) for seed, step in zip((0, 1), steps)]
     assert [run["evaluated_update"] for run in best["runs"]] == steps
     assert (best["checkpoint"], best["deterministic"]) == ("best", True)
     assert (first["checkpoint"], first["deterministic"]) == ("final", False)
-    record = results.record_from_seeds(best, "smoke_best", command=["c"], machine="m", environment="e",
-                                       date="2026-11-28", commit="0" * 40, files=[], evaluation="e.json")
+    record = results.record_from_seeds(
+        best,
+        "smoke_best",
+        command=["c"],
+        machine="m",
+        environment="e",
+        date="2026-11-28",
+        commit="0" * 40,
+        files=[],
+        evaluation="e.json",
+    )
     assert "best checkpoint" in record["notes"] and "most likely legal action" in record["notes"]
     with pytest.raises(ValueError, match="checkpoint must be one of"):
         over_seeds.reproduce(config, "smoke", [0, 1], tmp_path, checkpoint="last")
@@ -222,9 +292,13 @@ def test_a_pipeline_over_seeds_evaluates_each_final_policy_and_its_record_says_s
         (out_dir / "league").mkdir(parents=True, exist_ok=True)  # the final result's run directory, as a real one
         phases = {"record": {"dir": "r", "record": {}, "result": "r", "summary": {}, "wall_s": 10.0}}
         for i, phase in enumerate(spec_.phases, start=1):
-            phases[phase.name] = {"dir": f"{out_dir}/{phase.name}", "config": {}, "result": f"{out_dir}:{i}",
-                                  "wall_s": 20.0 + seed, "summary": {"updates": i, "env_steps": 100 * i,
-                                                                     "train_s": 1.5, "compile_s": 2.0}}
+            phases[phase.name] = {
+                "dir": f"{out_dir}/{phase.name}",
+                "config": {},
+                "result": f"{out_dir}:{i}",
+                "wall_s": 20.0 + seed,
+                "summary": {"updates": i, "env_steps": 100 * i, "train_s": 1.5, "compile_s": 2.0},
+            }
         return {"phases": phases, "final": f"{out_dir}/league:{3 + seed}", "wall_s": 90.0 + seed, "stopped": None}
 
     def fake_evaluate(player, vs, games, seed, deterministic, progress):
@@ -236,36 +310,56 @@ def test_a_pipeline_over_seeds_evaluates_each_final_policy_and_its_record_says_s
     with pytest.raises(ValueError, match="eval_seed 6 is a training seed"):  # seed 2's 4th phase trains with 6
         pipe_seeds.reproduce_pipeline(spec, "pipeline_smoke", [0, 2], tmp_path, eval_seed=6)
     assert ran == [] and len(spec.phases) == 4
-    first = pipe_seeds.reproduce_pipeline(spec, "pipeline_smoke", [0, 1], tmp_path, vs=("greedy",), games=2,
-                                          eval_seed=7, deterministic=True)
+    first = pipe_seeds.reproduce_pipeline(
+        spec, "pipeline_smoke", [0, 1], tmp_path, vs=("greedy",), games=2, eval_seed=7, deterministic=True
+    )
     assert ran == [("pipeline_smoke", s, False, str(tmp_path / f"seed_{s}")) for s in (0, 1)]
     assert played == [(f"{tmp_path / f'seed_{s}'}/league:{3 + s}", 7, True) for s in (0, 1)]
     assert first["vs_greedy"]["per_seed"] == [5.0, 6.0] and first["vs_greedy"]["mean_placement"] == 5.5
     assert first["pipeline_wall_s"] == [90.0, 91.0] and first["train_s"] == [6.0, 6.0]
     assert first["updates"] == [4, 4] and first["env_steps"] == [1000, 1000]
     assert [r["evaluated_update"] for r in first["runs"]] == [3, 4]
-    assert first["runs"][1]["phases_wall_s"] == {"record": 10.0, "bc": 21.0, "teacher": 21.0, "student": 21.0,
-                                                 "league": 21.0}
+    assert first["runs"][1]["phases_wall_s"] == {
+        "record": 10.0,
+        "bc": 21.0,
+        "teacher": 21.0,
+        "student": 21.0,
+        "league": 21.0,
+    }
     assert list(first["config"]["phases"]) == ["bc", "teacher", "student", "league"]
-    again = pipe_seeds.reproduce_pipeline(spec, "pipeline_smoke", [0, 1], tmp_path, vs=("greedy",), games=2,
-                                          eval_seed=7, deterministic=True)
+    again = pipe_seeds.reproduce_pipeline(
+        spec, "pipeline_smoke", [0, 1], tmp_path, vs=("greedy",), games=2, eval_seed=7, deterministic=True
+    )
     assert again == first and len(ran) == 2 and len(played) == 2
     reworded = dataclasses.replace(spec, description="reworded")  # prose, not a change of pipeline
-    assert pipe_seeds.reproduce_pipeline(reworded, "pipeline_smoke", [0, 1], tmp_path, vs=("greedy",), games=2,
-                                         eval_seed=7, deterministic=True)["vs_greedy"] == first["vs_greedy"]
+    assert (
+        pipe_seeds.reproduce_pipeline(
+            reworded, "pipeline_smoke", [0, 1], tmp_path, vs=("greedy",), games=2, eval_seed=7, deterministic=True
+        )["vs_greedy"]
+        == first["vs_greedy"]
+    )
     assert len(ran) == 2 and len(played) == 2
     changed = spec.with_overrides({"league": {"lr": 1e-4}})  # another spec: its pipelines run again (resumed)
     pipe_seeds.reproduce_pipeline(changed, "pipeline_smoke", [0], tmp_path / "b", vs=("greedy",), games=2, eval_seed=7)
     assert ran[-1] == ("pipeline_smoke", 0, False, str(tmp_path / "b" / "seed_0"))
 
-    record = results.record_from_seeds(json.loads(json.dumps(first)), "pipe", command=["c"], machine="m",
-                                       environment="e", date="2026-11-28", commit="0" * 40, files=["pipe.json"],
-                                       evaluation="pipe.json")
+    record = results.record_from_seeds(
+        json.loads(json.dumps(first)),
+        "pipe",
+        command=["c"],
+        machine="m",
+        environment="e",
+        date="2026-11-28",
+        commit="0" * 40,
+        files=["pipe.json"],
+        evaluation="pipe.json",
+    )
     (tmp_path / "pipe.json").write_text(json.dumps(first))
     assert results.validate(record, tmp_path) == [] and results.check_evidence(record, tmp_path) == []
     assert record["numbers"]["wall_s"]["value"] == 90.5 and "train_s" not in record["numbers"]
-    assert record["title"] == ("pipeline_smoke: the pipeline (record, bc, teacher, student, league) over 2 pipeline "
-                               "seeds")
+    assert record["title"] == (
+        "pipeline_smoke: the pipeline (record, bc, teacher, student, league) over 2 pipeline seeds"
+    )
     assert "last phase's result" in record["notes"] and "pipeline seeds" in record["seeds"]["note"]
     table = results.render_readme_table([{**record, "readme_row": 1}], {"since": "2026-11-28", "change": "x"})
     assert table.count("| 1.5 (wall) |") == 1  # 90.5 s

@@ -42,8 +42,9 @@ def _checker_warnings_fail(allowed=()):
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         yield
-    problems = {f"{w.filename}: {w.message}" for w in caught
-                if "/pettingzoo/" in w.filename and str(w.message) not in allowed}
+    problems = {
+        f"{w.filename}: {w.message}" for w in caught if "/pettingzoo/" in w.filename and str(w.message) not in allowed
+    }
     assert not problems, "\n".join(sorted(problems))
 
 
@@ -109,8 +110,11 @@ def _check_seat_blocks(state, game):
     for p in range(C.NUM_PLAYERS):
         vec = state[p * OBS : (p + 1) * OBS]
         np.testing.assert_allclose(
-            vec[[0, 1, 2, 9]], [players.life[p] / 100, players.gold[p] / 50, players.level[p] / C.MAX_LEVEL,
-                                players.alive[p]], rtol=1e-6, err_msg=f"seat {p}")
+            vec[[0, 1, 2, 9]],
+            [players.life[p] / 100, players.gold[p] / 50, players.level[p] / C.MAX_LEVEL, players.alive[p]],
+            rtol=1e-6,
+            err_msg=f"seat {p}",
+        )
         start, end = observation_lib.OBS_LAYOUT["shop"]
         np.testing.assert_array_equal(vec[start:end].reshape(-1, record)[:, 0], players.shop[p] >= 0)
         start, end = observation_lib.OBS_LAYOUT["slots"]
@@ -295,9 +299,11 @@ def _shrunk(recipe: str) -> str:
     for old, new in [
         ("parallel_env(flatten=True)", "parallel_env(flatten=True, rules=TINY)"),
         ("n_steps=256, batch_size=512,", "n_steps=64, batch_size=256, n_epochs=2,"),
-        ("model.learn(total_timesteps=200_000)",
-         "model.set_logger(Logger(folder=None, output_formats=[recorder]))\n"
-         "model.learn(total_timesteps=3 * 16 * 64, log_interval=1)"),
+        (
+            "model.learn(total_timesteps=200_000)",
+            "model.set_logger(Logger(folder=None, output_formats=[recorder]))\n"
+            "model.learn(total_timesteps=3 * 16 * 64, log_interval=1)",
+        ),
     ]:
         assert recipe.count(old) == 1, f"docs/interop.md recipe: {old!r}"
         recipe = recipe.replace(old, new)

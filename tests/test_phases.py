@@ -24,10 +24,10 @@ def test_a_vector_policy_widened_onto_oracle_inputs_plays_as_before():
     fresh = network.init(jax.random.key(1), np.zeros((1, wide), np.float32))
     moved = phases.transfer_params(saved, fresh, widen_inputs=True)
     obs = jax.random.normal(jax.random.key(2), (5, wide))
-    for got, want in zip(network.apply(moved, obs), network.apply(saved, obs[:, :observation.OBS_SIZE])):
+    for got, want in zip(network.apply(moved, obs), network.apply(saved, obs[:, : observation.OBS_SIZE])):
         np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)
     kernels = [x for x in jax.tree_util.tree_leaves(moved) if x.shape[0] == wide]
-    assert len(kernels) == 2 and all(not np.asarray(k[observation.OBS_SIZE:]).any() for k in kernels)  # two torsos
+    assert len(kernels) == 2 and all(not np.asarray(k[observation.OBS_SIZE :]).any() for k in kernels)  # two torsos
     with pytest.raises(phases.PhaseError, match=r"Dense_0/kernel is \[582, 32\] in the saved network"):
         phases.transfer_params(saved, fresh, widen_inputs=False)
     other = actor_critic("mlp", C.NUM_ACTIONS, (32, 8), "tanh").init(jax.random.key(0), np.zeros((1, 582)))
@@ -39,9 +39,11 @@ def test_only_a_policy_of_the_same_network_and_game_starts_a_run():
     base = TrainConfig()
     assert phases.check_start(base, dataclasses.replace(base, lr=1e-4, algo="a2c"), "p") is False
     assert phases.check_start(base, dataclasses.replace(base, obs="oracle"), "p") is True
-    for change, message in [(dict(hidden=(64,)), r"hidden \(\(256, 256\) vs \(64,\)\)"),
-                            (dict(obs="pixels", network="tiles"), "network differs"),
-                            (dict(shared_torso=True), "shared_torso")]:
+    for change, message in [
+        (dict(hidden=(64,)), r"hidden \(\(256, 256\) vs \(64,\)\)"),
+        (dict(obs="pixels", network="tiles"), "network differs"),
+        (dict(shared_torso=True), "shared_torso"),
+    ]:
         with pytest.raises(phases.PhaseError, match=message):
             phases.check_start(base, dataclasses.replace(base, **change), "p")
     oracle = dataclasses.replace(base, obs="oracle")

@@ -65,8 +65,11 @@ def test_phases_read_the_results_they_link_and_train_with_their_seeds(monkeypatc
     assert configs["bc"].bc_dataset == str(d / "record")
     assert configs["teacher"].init_from == f"{d / 'bc'}:8" and configs["teacher"].obs == "oracle"
     student = configs["student"]
-    assert (student.init_from, student.teacher, student.anchor) == (f"{d / 'bc'}:8", f"{d / 'teacher'}:9",
-                                                                     f"{d / 'bc'}:8")
+    assert (student.init_from, student.teacher, student.anchor) == (
+        f"{d / 'bc'}:8",
+        f"{d / 'teacher'}:9",
+        f"{d / 'bc'}:8",
+    )
     assert (configs["league"].init_from, configs["league"].anchor) == (f"{d / 'student'}:10",) * 2
     assert all(c[2] is False for c in fake.calls[1:])  # nothing resumed
     saved = json.loads((d / "pipeline.json").read_text())
@@ -168,10 +171,14 @@ def test_bad_specs_and_overrides_are_one_line_errors():
     bc, teacher = SPEC.phases[0], SPEC.phases[1]
     cases = [
         ((bc, dataclasses.replace(bc)), "phase names must be distinct"),
-        ((dataclasses.replace(teacher, config=dataclasses.replace(teacher.config, init_from="@student")),),
-         r"links init_from to 'student', which is not an earlier phase \(record\)"),
-        ((dataclasses.replace(teacher, config=dataclasses.replace(teacher.config, init_from="@record")),),
-         "only bc_dataset reads the recording"),
+        (
+            (dataclasses.replace(teacher, config=dataclasses.replace(teacher.config, init_from="@student")),),
+            r"links init_from to 'student', which is not an earlier phase \(record\)",
+        ),
+        (
+            (dataclasses.replace(teacher, config=dataclasses.replace(teacher.config, init_from="@record")),),
+            "only bc_dataset reads the recording",
+        ),
     ]
     for phases, message in cases:
         with pytest.raises(ValueError, match=message):
@@ -183,7 +190,9 @@ def test_bad_specs_and_overrides_are_one_line_errors():
     with pytest.raises(ValueError, match="RecordPhase.games must be an int >= 1"):
         SPEC.with_overrides({"record": {"games": 0}})
     assert pipeline.phase_overrides({"student": {"total_steps": "1e3"}, "record": {"games": "4"}}) == {
-        "student": {"total_steps": 1000}, "record": {"games": 4}}
+        "student": {"total_steps": 1000},
+        "record": {"games": 4},
+    }
     with pytest.raises(ValueError, match=r"--set student\.nope: unknown config field"):
         pipeline.phase_overrides({"student": {"nope": "1"}})
 
@@ -192,17 +201,21 @@ def test_the_cli_lists_its_presets_and_refuses_bad_flags(capsys, tmp_path):
     pipeline_cli.main(["--list-presets"])
     out = capsys.readouterr().out
     assert "pipeline_small:" in out and "student: ppo, 150 updates (init_from=@bc, teacher=@teacher, anchor=@bc)" in out
-    for argv, message in [(["--set", "lr=1"], "expected PHASE.FIELD=VALUE"),
-                          (["--resume"], "--resume needs --out"),
-                          (["--out", str(tmp_path), "--resume"], "pipeline.json cannot be read"),
-                          (["--preset", "nope", "--out", str(tmp_path / "x")], "unknown pipeline preset 'nope'")]:
+    for argv, message in [
+        (["--set", "lr=1"], "expected PHASE.FIELD=VALUE"),
+        (["--resume"], "--resume needs --out"),
+        (["--out", str(tmp_path), "--resume"], "pipeline.json cannot be read"),
+        (["--preset", "nope", "--out", str(tmp_path / "x")], "unknown pipeline preset 'nope'"),
+    ]:
         with pytest.raises(SystemExit):
             pipeline_cli.main(argv)
         assert message in capsys.readouterr().err
 
 
-@pytest.mark.slow(reason="about 5 min on 2 cores: every phase compiled; the default suite checks the orchestration "
-                         "with stand-in phases above")
+@pytest.mark.slow(
+    reason="about 5 min on 2 cores: every phase compiled; the default suite checks the orchestration "
+    "with stand-in phases above"
+)
 def test_pipeline_smoke_stopped_at_every_boundary_equals_the_uninterrupted_pipeline(tmp_path):
     from agents.policies.load import load_policy, parse_spec
 
@@ -214,6 +227,7 @@ def test_pipeline_smoke_stopped_at_every_boundary_equals_the_uninterrupted_pipel
     for phase in PHASES[1:]:
         a = whole["phases"][phase]["result"].replace(str(tmp_path / "whole"), str(d))
         assert state["phases"][phase]["result"] == a
-        mine, theirs = (load_policy(*parse_spec(r)) for r in (state["phases"][phase]["result"],
-                                                               whole["phases"][phase]["result"]))
+        mine, theirs = (
+            load_policy(*parse_spec(r)) for r in (state["phases"][phase]["result"], whole["phases"][phase]["result"])
+        )
         jax.tree_util.tree_map(np.testing.assert_array_equal, mine.params, theirs.params)

@@ -50,8 +50,14 @@ def test_the_gradient_is_the_likelihoods():
     weights = rng.uniform(0.5, 2.0, len(orders))
     _, grad = pl._objective(strengths, orders, weights, 3.0)
     eps = 1e-6
-    numeric = [(pl._objective(strengths + eps * e, orders, weights, 3.0)[0]
-                - pl._objective(strengths - eps * e, orders, weights, 3.0)[0]) / (2 * eps) for e in np.eye(7)]
+    numeric = [
+        (
+            pl._objective(strengths + eps * e, orders, weights, 3.0)[0]
+            - pl._objective(strengths - eps * e, orders, weights, 3.0)[0]
+        )
+        / (2 * eps)
+        for e in np.eye(7)
+    ]
     np.testing.assert_allclose(grad, numeric, rtol=1e-6, atol=1e-6)
 
 
@@ -92,8 +98,9 @@ def test_one_player_against_fixed_strengths_is_the_direct_one_dimensional_fit():
     performance = everyone[games] + rng.gumbel(size=games.shape)
     orders = np.take_along_axis(games, np.argsort(-performance, axis=1), axis=1)
 
-    strength, replicates = pl.fit_one(orders, members, 9, seeds=np.arange(600) // 8, draws=300,
-                                      rng=np.random.default_rng(0), prior_sd=4.0)
+    strength, replicates = pl.fit_one(
+        orders, members, 9, seeds=np.arange(600) // 8, draws=300, rng=np.random.default_rng(0), prior_sd=4.0
+    )
 
     def negative_posterior(x):
         return -(pl.log_likelihood(np.append(members, x), orders) - x**2 / (2 * 4.0**2))

@@ -86,8 +86,11 @@ def test_a_game_of_random_legal_actions_ends_and_its_record_replays_through_the_
         public = record.public_state(jax.device_get(state))
         for name in record.STATE_FIELDS:
             np.testing.assert_array_equal(public[name], np.asarray(written["state"][name][t]), err_msg=f"{name} {t}")
-    masks = np.asarray(jax.vmap(jax.vmap(actions_lib.legal_mask))(jax.tree_util.tree_map(
-        lambda *xs: jnp.stack(xs), *[s.players for s in states[:-1]])))
+    masks = np.asarray(
+        jax.vmap(jax.vmap(actions_lib.legal_mask))(
+            jax.tree_util.tree_map(lambda *xs: jnp.stack(xs), *[s.players for s in states[:-1]])
+        )
+    )
     assert masks[np.arange(len(actions))[:, None], np.arange(8)[None], actions].all()  # every action was legal
     np.testing.assert_array_equal(np.asarray(states[-1].players.rank), written["placements"])
 
@@ -103,7 +106,7 @@ def test_illegal_masked_and_malformed_actions_are_refused_with_the_game_unchange
         (1.0, r"got 1.0 \(float\)"),
         (True, r"got True \(bool\)"),
         (None, r"got None \(NoneType\)"),
-        (10 ** 30, "action 1000000000000000000000000000000 is out of range: action ids are 0..257"),
+        (10**30, "action 1000000000000000000000000000000 is out of range: action ids are 0..257"),
         (-1, "action -1 is out of range"),
         (C.NUM_ACTIONS, "action 258 is out of range"),
         (empty_bench_sell, r"action 10 \(sell bench 0 \(empty\)\) is not legal now: bench 0 is empty"),
@@ -127,10 +130,13 @@ def test_labels_and_opponents():
     units[3], units[8 + 9] = 0, 1
     stars = np.where(units >= 0, 2, 0)
     name0, name1 = species.SPECIES_NAMES[:2]
-    assert play.action_label(42 + 3 * 24 + 9, units, stars, np.full(6, -1), False) == \
-        f"place {name0} ** (bench 3) on r1c1, swap with {name1} **"
-    assert play.action_label(234 + 9, units, stars, np.full(6, -1), True) == \
-        f"recall {name1} ** (board r1c1) to the bench"
+    assert (
+        play.action_label(42 + 3 * 24 + 9, units, stars, np.full(6, -1), False)
+        == f"place {name0} ** (bench 3) on r1c1, swap with {name1} **"
+    )
+    assert (
+        play.action_label(234 + 9, units, stars, np.full(6, -1), True) == f"recall {name1} ** (board r1c1) to the bench"
+    )
     assert play.action_label(9, units, stars, np.full(6, -1), True) == "unlock shop"
     assert play.opponent_players("greedy") == ["greedy"] * 7
     with pytest.raises(ValueError, match="1 or 7 players, got 2"):
@@ -162,8 +168,7 @@ def served(tmp_path):
     servers = []
 
     def start(seat=1, seed=SEED, fights=False):
-        server = play_server.PlayServer(new_session(seat, seed), tmp_path / f"game-{len(servers)}.json",
-                                        fights=fights)
+        server = play_server.PlayServer(new_session(seat, seed), tmp_path / f"game-{len(servers)}.json", fights=fights)
         server.start()
         servers.append(server)
         return server
@@ -187,7 +192,7 @@ def test_the_server_refuses_bad_stale_and_foreign_posts_and_two_tabs_share_one_g
         ({"action": masked, "step": 0, "session": token}, 400, "is not legal now: bench 1 is empty"),
         ({"action": "0", "step": 0, "session": token}, 400, "action must be an int"),
         ({"action": 1.5, "step": 0, "session": token}, 400, "action must be an int"),
-        ({"action": 10 ** 20, "step": 0, "session": token}, 400, "out of range"),
+        ({"action": 10**20, "step": 0, "session": token}, 400, "out of range"),
         ({"action": 0, "session": token}, 400, "needs 'action'"),
         ({"action": 0, "step": 0, "session": "forged"}, 403, "not this game's token"),
         ({"action": 0, "step": 0}, 403, "not this game's token"),
@@ -203,13 +208,15 @@ def test_the_server_refuses_bad_stale_and_foreign_posts_and_two_tabs_share_one_g
 
     # a closed tab: a post cut off mid-body, then the connection closed; the game waits, unchanged
     with socket.create_connection(("127.0.0.1", server.port)) as conn:
-        conn.sendall(b"POST /act HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 200\r\n\r\n{\"action\": 0")
+        conn.sendall(b'POST /act HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 200\r\n\r\n{"action": 0')
     assert json.loads(_get(state)) == before
 
     # two tabs post the same move at once: one is played, the other is stale
     answers = []
-    threads = [threading.Thread(target=lambda: answers.append(_post(act, {"action": 0, "step": 0, "session": token})))
-               for _ in range(2)]
+    threads = [
+        threading.Thread(target=lambda: answers.append(_post(act, {"action": 0, "step": 0, "session": token})))
+        for _ in range(2)
+    ]
     [t.start() for t in threads]
     [t.join() for t in threads]
     assert sorted(status for status, _ in answers) == [200, 409]
@@ -229,8 +236,9 @@ def test_a_browser_plays_a_whole_game_by_clicking_the_pages_action_buttons(serve
     with Browser(virtual_time=False) as browser:
         browser.goto(server.url, budget_ms=200)
         browser.wait_for("document.body.dataset.step === '0'", timeout_ms=10000)
-        assert browser.evaluate("document.querySelectorAll('button.action[data-action]').length") == \
-            len(server.session.legal_actions())
+        assert browser.evaluate("document.querySelectorAll('button.action[data-action]').length") == len(
+            server.session.legal_actions()
+        )
         clicks = bought = 0
         while browser.evaluate("document.body.dataset.done") != "1":
             assert clicks < 40, "the game did not end within 40 clicks"
@@ -282,16 +290,26 @@ def _cli_game(tmp_path, monkeypatch, capsys, play_cli):
         try:
             view = json.loads(_get(url + "state"))
             while not view["done"]:
-                status, view = _post(url + "act", {"action": 0, "step": view["step"], "session":
-                                                   _token(_get(url))})
+                status, view = _post(url + "act", {"action": 0, "step": view["step"], "session": _token(_get(url))})
                 assert status == 200, view
         finally:
             _thread.interrupt_main()
 
     monkeypatch.setattr(play_cli.webbrowser, "open", lambda url: threading.Thread(target=drive, args=(url,)).start())
     rules = [a for k, v in TINY.items() for a in ("--set", f"{k}={v}")]
-    argv = ["--vs", ",".join(VS), "--seat", "4", "--seed", str(SEED), "--out", str(out), "--quiet", "--no-cache",
-            *rules]
+    argv = [
+        "--vs",
+        ",".join(VS),
+        "--seat",
+        "4",
+        "--seed",
+        str(SEED),
+        "--out",
+        str(out),
+        "--quiet",
+        "--no-cache",
+        *rules,
+    ]
     result = play_cli.main(argv)
     printed = capsys.readouterr().out.strip().splitlines()
     assert printed[0] == opened[0] and printed[0].startswith("http://127.0.0.1:")
@@ -301,7 +319,7 @@ def _cli_game(tmp_path, monkeypatch, capsys, play_cli):
     # stopped before the game ends: one line, status 130, nothing written
     monkeypatch.setattr(play_cli.webbrowser, "open", lambda url: _thread.interrupt_main())
     with pytest.raises(SystemExit) as exit_info:
-        play_cli.main([*argv[:-len(rules)], "--out", str(tmp_path / "never.json"), *rules])
+        play_cli.main([*argv[: -len(rules)], "--out", str(tmp_path / "never.json"), *rules])
     err = capsys.readouterr().err.strip().splitlines()
     assert exit_info.value.code == 130 and len(err) == 1 and "before the game was saved" in err[0]
     assert not (tmp_path / "never.json").exists()
@@ -324,7 +342,7 @@ def test_the_server_holds_against_nested_oversized_slow_and_too_many_clients(tmp
         assert status == 413 and "Content-Length" in answer["error"]
         # a Content-Length larger than the bytes sent: answered 408 after the read timeout, not held forever
         with socket.create_connection(("127.0.0.1", server.port), timeout=10) as conn:
-            conn.sendall(b"POST /act HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 200\r\n\r\n{\"action\": 0")
+            conn.sendall(b'POST /act HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 200\r\n\r\n{"action": 0')
             started = time.monotonic()
             reply = conn.recv(4096)
             waited = time.monotonic() - started

@@ -227,8 +227,19 @@ def test_samples_per_learner_is_one_eighth_for_independent_learners(tmp_path, mo
     _run(independent, {"ppo": {"num_steps": 32}, "net": {"independent": True}})  # the nested config form
     _run(bots, {"opponents": "greedy"})
     drawn = _drawn_x(monkeypatch)
-    plot.main([str(shared), str(independent), str(bots), "--out", str(tmp_path / "spl.png"),
-               "--x", "samples_per_learner", "--metrics", "eval/placement_vs_greedy"])
+    plot.main(
+        [
+            str(shared),
+            str(independent),
+            str(bots),
+            "--out",
+            str(tmp_path / "spl.png"),
+            "--x",
+            "samples_per_learner",
+            "--metrics",
+            "eval/placement_vs_greedy",
+        ]
+    )
     assert _summary(capsys)[0]["points"] == {"eval/placement_vs_greedy": 6}
     seat_steps = [8 * 4096 * u for u in (5, 10)]
     assert drawn["shared"] == seat_steps

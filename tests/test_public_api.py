@@ -10,8 +10,17 @@ import pytest
 
 import agents
 
-PUBLIC = ["TrainConfig", "check_env", "evaluate", "load_config", "load_policy", "make_env", "make_train", "preset",
-          "train"]
+PUBLIC = [
+    "TrainConfig",
+    "check_env",
+    "evaluate",
+    "load_config",
+    "load_policy",
+    "make_env",
+    "make_train",
+    "preset",
+    "train",
+]
 
 
 def test_the_public_names_are_the_documented_handful():
@@ -30,9 +39,11 @@ def test_each_public_name_is_the_library_object_with_an_example(name):
 
 
 def test_importing_agents_imports_no_training_module():
-    code = ("import sys, agents\n"
-            "heavy = [m for m in ('agents.run.training', 'agents.algorithms.ppo', 'orbax.checkpoint', 'optax')"
-            " if m in sys.modules]\n"
-            "assert not heavy, heavy\n")
+    code = (
+        "import sys, agents\n"
+        "heavy = [m for m in ('agents.run.training', 'agents.algorithms.ppo', 'orbax.checkpoint', 'optax')"
+        " if m in sys.modules]\n"
+        "assert not heavy, heavy\n"
+    )
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert result.returncode == 0, result.stderr[-2000:]

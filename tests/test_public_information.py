@@ -29,8 +29,12 @@ for _block in ("shop", "pool"):
 def _programs():
     """Jitted (vector observations, pixel frames, legal masks, {bot: policy}) of the tiny game."""
     env = tiny_games.tiny_env()
-    return (jax.jit(lambda s: observation.vector_observation(s, env.config)), jax.jit(render.render_all),
-            jax.jit(env.action_mask), {name: jax.jit(policy) for name, policy in all_bots.BOTS.items()})
+    return (
+        jax.jit(lambda s: observation.vector_observation(s, env.config)),
+        jax.jit(render.render_all),
+        jax.jit(env.action_mask),
+        {name: jax.jit(policy) for name, policy in all_bots.BOTS.items()},
+    )
 
 
 @functools.cache
@@ -79,8 +83,9 @@ def _redraw_shops(state, seats, rng):
 
 
 def _check_conserved(state):
-    np.testing.assert_array_equal(np.asarray(state.pool) + _shop_copies(state.players.shop) + _owned_copies(state),
-                                  sp.SPECIES_POOL_COPIES)
+    np.testing.assert_array_equal(
+        np.asarray(state.pool) + _shop_copies(state.players.shop) + _owned_copies(state), sp.SPECIES_POOL_COPIES
+    )
     assert np.all(np.asarray(state.pool) >= 0)
 
 
@@ -98,8 +103,11 @@ def _assert_public_unchanged(before, after, changed_seats, key):
     mask_b, mask_a = masks(before), masks(after)
     np.testing.assert_array_equal(np.asarray(mask_b)[others], np.asarray(mask_a)[others])
     for name in PUBLIC_BOTS:
-        np.testing.assert_array_equal(np.asarray(policies[name](key, before, mask_b))[others],
-                                      np.asarray(policies[name](key, after, mask_a))[others], err_msg=name)
+        np.testing.assert_array_equal(
+            np.asarray(policies[name](key, before, mask_b))[others],
+            np.asarray(policies[name](key, after, mask_a))[others],
+            err_msg=name,
+        )
     return (np.asarray(policies["expert"](key, before, mask_b)), np.asarray(policies["expert"](key, after, mask_a)))
 
 
@@ -119,14 +127,18 @@ def test_hidden_information_changes_no_public_observation_or_public_bot(changed_
         _check_conserved(state)
         _check_conserved(changed)
         # the control: hidden information did change
-        assert not np.array_equal(np.asarray(state.players.shop)[list(changed_seats)],
-                                  np.asarray(changed.players.shop)[list(changed_seats)])
+        assert not np.array_equal(
+            np.asarray(state.players.shop)[list(changed_seats)], np.asarray(changed.players.shop)[list(changed_seats)]
+        )
         pools_changed += not np.array_equal(np.asarray(state.pool), np.asarray(changed.pool))
         _assert_public_unchanged(state, changed, changed_seats, jax.random.key(t))
         # the public count: the observation's pool block and the bot's estimate, unchanged for the other seats
         public = np.asarray(bots.public_pool(state))
-        expected = sp.SPECIES_POOL_COPIES - _owned_copies(state) - np.stack(
-            [_shop_copies(shop) for shop in np.asarray(state.players.shop)])
+        expected = (
+            sp.SPECIES_POOL_COPIES
+            - _owned_copies(state)
+            - np.stack([_shop_copies(shop) for shop in np.asarray(state.players.shop)])
+        )
         np.testing.assert_array_equal(public, expected)
         for seat in range(C.NUM_PLAYERS):
             np.testing.assert_array_equal(observation.visible_pool(state, seat), public[seat])
@@ -152,9 +164,15 @@ def _pair_state(hidden_copy: bool):
     if hidden_copy:
         shops[5, 0] = S["rattata"]
     players = state.players.replace(
-        species=jnp.asarray(species, jnp.int32), stars=jnp.asarray(stars, jnp.int32),
-        shop=jnp.asarray(shops, jnp.int32), gold=jnp.full(n, 3, jnp.int32), level=jnp.ones(n, jnp.int32),
-        xp=jnp.zeros(n, jnp.int32), turn_ended=jnp.zeros(n, bool), shop_locked=jnp.zeros(n, bool))
+        species=jnp.asarray(species, jnp.int32),
+        stars=jnp.asarray(stars, jnp.int32),
+        shop=jnp.asarray(shops, jnp.int32),
+        gold=jnp.full(n, 3, jnp.int32),
+        level=jnp.ones(n, jnp.int32),
+        xp=jnp.zeros(n, jnp.int32),
+        turn_ended=jnp.zeros(n, bool),
+        shop_locked=jnp.zeros(n, bool),
+    )
     owned = np.asarray(units.owned_copies(players.species, players.stars)).sum(axis=0)
     pool = sp.SPECIES_POOL_COPIES - owned - _shop_copies(shops)
     state = state.replace(players=players, pool=jnp.asarray(pool, jnp.int32), round=jnp.asarray(2, jnp.int32))

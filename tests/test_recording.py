@@ -65,8 +65,11 @@ def trajectories(shard):
 
 def test_the_recorded_games_are_the_table_runners_games():
     """Same seed, same games: every sample's final placement is the table runner's rank of its position."""
-    ranks = np.asarray(tables.make_table_runner(game(), (), NUM_GAMES, bot_names=BOTS)(
-        (), np.tile(LINEUP, (NUM_GAMES, 1)), jax.random.fold_in(jax.random.key(SEED), 0)))
+    ranks = np.asarray(
+        tables.make_table_runner(game(), (), NUM_GAMES, bot_names=BOTS)(
+            (), np.tile(LINEUP, (NUM_GAMES, 1)), jax.random.fold_in(jax.random.key(SEED), 0)
+        )
+    )
     shard = recorded()[0]
     groups = trajectories(shard)
     assert set(groups) == {(g, r, p) for g in range(NUM_GAMES) for r in range(8) for p in POSITIONS}
@@ -106,8 +109,9 @@ def test_the_last_batch_keeps_the_games_asked_for():
 def test_record_writes_a_dataset_that_loads_back_bit_for_bit_and_a_flipped_byte_is_caught(tmp_path):
     """record() plays the games again with its own recorder: the same seed records the same arrays."""
     out = tmp_path / "data"
-    summary = recording.record(PLAYERS, out, games=NUM_GAMES, positions=POSITIONS, seed=SEED, batch_games=NUM_GAMES,
-                               rules=TINY)  # the first batch of recorded()
+    summary = recording.record(
+        PLAYERS, out, games=NUM_GAMES, positions=POSITIONS, seed=SEED, batch_games=NUM_GAMES, rules=TINY
+    )  # the first batch of recorded()
     data = dataset.open_dataset(out)
     assert data.manifest["meta"]["players"] == PLAYERS and data.manifest["meta"]["rotations"] == 8
     assert data.manifest["meta"]["recorded"] == ["greedy", "random"]
@@ -122,7 +126,8 @@ def test_record_writes_a_dataset_that_loads_back_bit_for_bit_and_a_flipped_byte_
     assert summary["decisions"] == int(expected["decision"].sum())
     first = expected["step"] == 0
     assert summary["mean_placement"]["0:greedy"] == pytest.approx(
-        expected["placement"][first & (expected["position"] == 0)].mean(), abs=1e-3)
+        expected["placement"][first & (expected["position"] == 0)].mean(), abs=1e-3
+    )
 
     shard = out / data.manifest["shards"][0]["file"]
     raw = bytearray(shard.read_bytes())
@@ -138,27 +143,33 @@ def test_record_writes_a_dataset_that_loads_back_bit_for_bit_and_a_flipped_byte_
     assert not (tmp_path / "none").exists()
 
 
-@pytest.mark.parametrize("kwargs, message", [
-    (dict(positions=()), "positions"),
-    (dict(positions=(0, 0)), "positions"),
-    (dict(positions=(8,)), "positions"),
-    (dict(rotations=0), "rotations"),
-    (dict(rotations=9), "rotations"),
-    (dict(num_games=0), "num_games"),
-    (dict(bot_names=("greedy", "greedy")), "bot_names"),
-    (dict(bot_names=("nobody",)), "bot_names"),
-])
+@pytest.mark.parametrize(
+    "kwargs, message",
+    [
+        (dict(positions=()), "positions"),
+        (dict(positions=(0, 0)), "positions"),
+        (dict(positions=(8,)), "positions"),
+        (dict(rotations=0), "rotations"),
+        (dict(rotations=9), "rotations"),
+        (dict(num_games=0), "num_games"),
+        (dict(bot_names=("greedy", "greedy")), "bot_names"),
+        (dict(bot_names=("nobody",)), "bot_names"),
+    ],
+)
 def test_a_bad_recorder_is_refused_with_the_argument_named(kwargs, message):
     args = dict(game=game(), networks=(), num_games=1, positions=(0,), bot_names=BOTS) | kwargs
     with pytest.raises(ValueError, match=message):
         recording.make_recorder(**args)
 
 
-@pytest.mark.parametrize("lineup, games, message", [
-    ([0] * 7, 1, "lineup must be 8 ints"),
-    ([0] * 7 + [2], 1, "participants 0..1"),
-    (LINEUP, 0, "games must be a positive int"),
-])
+@pytest.mark.parametrize(
+    "lineup, games, message",
+    [
+        ([0] * 7, 1, "lineup must be 8 ints"),
+        ([0] * 7 + [2], 1, "participants 0..1"),
+        (LINEUP, 0, "games must be a positive int"),
+    ],
+)
 def test_a_bad_lineup_or_game_count_is_refused(lineup, games, message):
     with pytest.raises(ValueError, match=message):
         next(recording.record_shards(recorder(), (), lineup, games, SEED))
@@ -170,8 +181,24 @@ def test_the_cli_records_and_prints_one_json_line(tmp_path, capsys):
 
     out = tmp_path / "data"
     rules = [f"--set={name}={value}" for name, value in TINY.items()]
-    result = record.main(["--players", ",".join(PLAYERS), "--positions", "0,3", "--games", "2", "--batch-games", "2",
-                          "--seed", str(SEED), "--out", str(out), "--quiet", *rules])
+    result = record.main(
+        [
+            "--players",
+            ",".join(PLAYERS),
+            "--positions",
+            "0,3",
+            "--games",
+            "2",
+            "--batch-games",
+            "2",
+            "--seed",
+            str(SEED),
+            "--out",
+            str(out),
+            "--quiet",
+            *rules,
+        ]
+    )
     assert json.loads(capsys.readouterr().out.strip().splitlines()[-1]) == result
     assert result["rotations"] == 8 and result["games"] == 2 and result["shards"] == 1
     np.testing.assert_array_equal(dataset.open_dataset(out).load()["action"], recorded()[0]["action"])
@@ -182,8 +209,16 @@ def test_an_oracle_recording_holds_the_vector_recordings_games_and_each_seats_or
     obs's first obs_size columns its vector observations), and every row the oracle env's observation of its seat
     at its step, replayed from the recorded actions of all 8 positions (a seat out of the game cannot act)."""
     out = tmp_path / "oracle"
-    recording.record(PLAYERS, out, games=NUM_GAMES, positions=tuple(range(8)), seed=SEED, batch_games=NUM_GAMES,
-                     rules=TINY, obs="oracle")  # recorded()'s first batch, every position
+    recording.record(
+        PLAYERS,
+        out,
+        games=NUM_GAMES,
+        positions=tuple(range(8)),
+        seed=SEED,
+        batch_games=NUM_GAMES,
+        rules=TINY,
+        obs="oracle",
+    )  # recorded()'s first batch, every position
     data = dataset.open_dataset(out)
     obs_size, width = game().obs_size, game().obs_size + ORACLE_SIZE
     assert data.manifest["meta"]["obs"] == "oracle"
@@ -204,8 +239,9 @@ def test_an_oracle_recording_holds_the_vector_recordings_games_and_each_seats_or
     step = jax.jit(venv.step)
     for t in range(num_steps):
         at = oracle["step"] == t
-        np.testing.assert_array_equal(oracle["obs"][at], np.asarray(ts.observation)[env[at], oracle["seat"][at]],
-                                      err_msg=f"step {t}")
+        np.testing.assert_array_equal(
+            oracle["obs"][at], np.asarray(ts.observation)[env[at], oracle["seat"][at]], err_msg=f"step {t}"
+        )
         states, ts = step(states, jnp.asarray(actions[t]))
 
 
@@ -214,8 +250,9 @@ def test_a_labelled_recording_stores_the_labellers_action_in_the_games_its_playe
     position 0, where greedy plays, the label is the action sent; at position 3, where a random bot plays, it is a
     legal action that often differs; the summary's agreement is the share of decisions where they match."""
     out = tmp_path / "labelled"
-    summary = recording.record(PLAYERS, out, games=NUM_GAMES, positions=POSITIONS, seed=SEED, batch_games=NUM_GAMES,
-                               rules=TINY, label="greedy")
+    summary = recording.record(
+        PLAYERS, out, games=NUM_GAMES, positions=POSITIONS, seed=SEED, batch_games=NUM_GAMES, rules=TINY, label="greedy"
+    )
     data = dataset.open_dataset(out)
     labelled, plain = data.load(), recorded()[0]
     assert data.manifest["meta"]["label"] == "greedy"
@@ -253,26 +290,32 @@ def test_packed_pixels_are_stored_packed():
     rng = np.random.default_rng(0)
     live = np.ones((steps, envs, len(POSITIONS)), bool)
     live[2:, :4] = False
-    rows = {"obs": rng.integers(0, 256, (steps, envs, len(POSITIONS), 72, 20), dtype=np.uint8),
-            "mask": np.ones((steps, envs, len(POSITIONS), 4), bool),
-            "action": np.zeros((steps, envs, len(POSITIONS)), np.int32),
-            "reward": np.zeros((steps, envs, len(POSITIONS)), np.float32), "live": live}
+    rows = {
+        "obs": rng.integers(0, 256, (steps, envs, len(POSITIONS), 72, 20), dtype=np.uint8),
+        "mask": np.ones((steps, envs, len(POSITIONS), 4), bool),
+        "action": np.zeros((steps, envs, len(POSITIONS)), np.int32),
+        "reward": np.zeros((steps, envs, len(POSITIONS)), np.float32),
+        "live": live,
+    }
     shard = recording.samples(recorder(), rows, np.ones((envs, 8), np.int32), 0)
     assert shard["obs"].dtype == np.uint8 and shard["obs"].shape == (int(live.sum()), 72, 20)
     np.testing.assert_array_equal(shard["obs"][0], rows["obs"][0, 0, 0])
     np.testing.assert_array_equal(shard["obs"][1], rows["obs"][1, 0, 0])  # env 0, position 0, step 1
 
 
-@pytest.mark.slow(reason="~20 s: compiles the pixel renderer; the default suite checks the storage "
-                         "(test_packed_pixels_are_stored_packed)")
+@pytest.mark.slow(
+    reason="~20 s: compiles the pixel renderer; the default suite checks the storage "
+    "(test_packed_pixels_are_stored_packed)"
+)
 def test_the_cli_records_pixel_games_packed(tmp_path, capsys):
     """One player for every seat: one rotation; pixel observations are stored packed, as the env gives them."""
     from experiments import record
 
     out = tmp_path / "pixels"
     rules = [f"--set={name}={value}" for name, value in TINY.items()]
-    result = record.main(["--players", "greedy", "--games", "1", "--obs", "pixels", "--out", str(out), "--quiet",
-                          *rules])
+    result = record.main(
+        ["--players", "greedy", "--games", "1", "--obs", "pixels", "--out", str(out), "--quiet", *rules]
+    )
     assert result["rotations"] == 1 and result["games"] == 1
     manifest = dataset.open_dataset(out).manifest
     assert manifest["fields"]["obs"] == {"dtype": "|u1", "shape": [72, 20]}
@@ -281,14 +324,17 @@ def test_the_cli_records_pixel_games_packed(tmp_path, capsys):
     assert data["obs"].dtype == np.uint8 and data["obs"].any() and (data["rotation"] == 0).all()
 
 
-@pytest.mark.parametrize("argv, message", [
-    (["--players", "greedy,random"], "1 or 8 comma-separated players"),
-    (["--players", "greedy", "--positions", "a"], "--positions 'a'"),
-    (["--players", "greedy", "--games", "0"], "--games must be >= 1"),
-    (["--players", "greedy", "--set", "max_rounds=x"], "GameConfig.max_rounds must be an int"),
-    (["--players", "greedy", "--set", "nope=3"], "not a game rule"),
-    (["--players", "nobody/run"], "unknown player 'nobody/run'"),
-])
+@pytest.mark.parametrize(
+    "argv, message",
+    [
+        (["--players", "greedy,random"], "1 or 8 comma-separated players"),
+        (["--players", "greedy", "--positions", "a"], "--positions 'a'"),
+        (["--players", "greedy", "--games", "0"], "--games must be >= 1"),
+        (["--players", "greedy", "--set", "max_rounds=x"], "GameConfig.max_rounds must be an int"),
+        (["--players", "greedy", "--set", "nope=3"], "not a game rule"),
+        (["--players", "nobody/run"], "unknown player 'nobody/run'"),
+    ],
+)
 def test_the_cli_refuses_bad_input_in_one_line(tmp_path, capsys, argv, message):
     from experiments import record
 

@@ -175,7 +175,7 @@ def test_a_steps_fights_are_deterministic_json_and_do_not_depend_on_the_batch():
     assert one == F.fights_of_step(env, at(states, t), actions[t]) == by_step[t]  # alone or among a game's
     assert json.loads(json.dumps(one)) == one
     # a trace's [T + 1] states (a last row after the last action) give the same fights
-    extra = jax.tree.map(lambda x: np.concatenate([x, x[t:t + 1]]), states)
+    extra = jax.tree.map(lambda x: np.concatenate([x, x[t : t + 1]]), states)
     assert F.fights_of_game(env, extra, actions) == by_step
     flat = F.as_json_list(by_step)
     assert [(f["step"], f["slot"]) for f in flat] == [(s, f["slot"]) for s in sorted(by_step) for f in by_step[s]]

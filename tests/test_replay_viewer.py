@@ -35,12 +35,21 @@ def bot_record() -> dict:
 def minimal_record(name: str) -> dict:
     """A record of one step that ``format.check`` accepts (no game played): enough for ``html``."""
     seats = [name] + BOTS[1:]
-    return {"format": replay_format.FORMAT, "version": replay_format.VERSION, "settings": {"seed": 0},
-            "rules": {"steps_per_round": 2}, "lineup": seats, "players": {"seats": seats, "names": seats,
-                                                                          "policy_seats": []},
-            "steps": 1, "placements": [0] * C.NUM_PLAYERS, "state": {}, "actions": [[0] * C.NUM_PLAYERS],
-            "fight": [0], "policy": {"top_actions": [[]], "top_probs": [[]], "value": [[0.125]]},
-            "note": "a < b && c > d </SCRIPT >"}
+    return {
+        "format": replay_format.FORMAT,
+        "version": replay_format.VERSION,
+        "settings": {"seed": 0},
+        "rules": {"steps_per_round": 2},
+        "lineup": seats,
+        "players": {"seats": seats, "names": seats, "policy_seats": []},
+        "steps": 1,
+        "placements": [0] * C.NUM_PLAYERS,
+        "state": {},
+        "actions": [[0] * C.NUM_PLAYERS],
+        "fight": [0],
+        "policy": {"top_actions": [[]], "top_probs": [[]], "value": [[0.125]]},
+        "note": "a < b && c > d </SCRIPT >",
+    }
 
 
 def embedded(page: str, element_id: str):
@@ -77,7 +86,7 @@ def test_the_atlas_is_the_renderers_tiles_in_its_palette():
     cols, tile = viewer.ATLAS_COLS, packing.TILE
     unit = render.RENDER_UNIT0 + 3 * 5 + 1  # species 5 with 2 stars, as the views draw it
     r, c = divmod(unit, cols)
-    cut = image[r * tile:(r + 1) * tile, c * tile:(c + 1) * tile]
+    cut = image[r * tile : (r + 1) * tile, c * tile : (c + 1) * tile]
     shades = render.RENDER_ATLAS[unit]
     np.testing.assert_array_equal(cut[..., 3] > 0, shades > 0)  # shade 0 transparent
     np.testing.assert_array_equal(cut[..., :3][shades > 0], packing.PALETTE[shades[shades > 0]])
@@ -102,9 +111,11 @@ def pages(tmp_path_factory):
     policy = copy.deepcopy(game)
     # seat 2's actions as the top action of a 'policy' (the format's fields, docs/replays.md), a value per step
     policy["players"]["policy_seats"] = [2]
-    policy["policy"] = {"top_actions": [[[row[2], C.ACTION_REROLL, -1]] for row in game["actions"]],
-                        "top_probs": [[[0.75, 0.25, 0.0]] for _ in game["actions"]],
-                        "value": [[round(0.01 * t, 4)] for t in range(game["steps"])]}
+    policy["policy"] = {
+        "top_actions": [[[row[2], C.ACTION_REROLL, -1]] for row in game["actions"]],
+        "top_probs": [[[0.75, 0.25, 0.0]] for _ in game["actions"]],
+        "value": [[round(0.01 * t, 4)] for t in range(game["steps"])],
+    }
     paths = out / "game.html", out / "policy.html"
     sizes = viewer.write_html(game, paths[0]), viewer.write_html(policy, paths[1])
     assert sizes[0] == paths[0].stat().st_size and sizes[0] > len(replay_format.dumps(game))
@@ -199,10 +210,12 @@ def test_a_fight_step_animates_its_fights_and_the_screenshot_is_not_blank(chromi
     assert b.evaluate("viewer.fightFrame") == len(pvp["frames"]["x"]) - 1
     assert "winner" in _text(b, "fight-info")
     # the fight canvas drew units: more than its background and the line between the sides
-    colours = b.evaluate("(() => { const c = document.getElementById('fight'); const d = c.getContext('2d')"
-                         ".getImageData(0, 0, c.width, c.height).data; const s = new Set();"
-                         " for (let i = 0; i < d.length; i += 4) s.add(d[i] * 65536 + d[i + 1] * 256 + d[i + 2]);"
-                         " return s.size; })()")
+    colours = b.evaluate(
+        "(() => { const c = document.getElementById('fight'); const d = c.getContext('2d')"
+        ".getImageData(0, 0, c.width, c.height).data; const s = new Set();"
+        " for (let i = 0; i < d.length; i += 4) s.add(d[i] * 65536 + d[i + 1] * 256 + d[i + 2]);"
+        " return s.size; })()"
+    )
     assert colours >= 3
     shot = b.screenshot(tmp_path / "viewer.png")
     assert not br.is_blank(shot)
@@ -231,7 +244,6 @@ def test_cli_writes_the_viewer_for_an_html_out(tmp_path, capsys):
 
     out = tmp_path / "game.html"
     rules = [arg for name, value in TINY.items() for arg in ("--set", f"{name}={value}")]
-    result = replay_cli.main(["--players", ",".join(BOTS), "--seed", str(SEED), "--out", str(out), "--quiet",
-                              *rules])
+    result = replay_cli.main(["--players", ",".join(BOTS), "--seed", str(SEED), "--out", str(out), "--quiet", *rules])
     assert json.loads(capsys.readouterr().out.strip().splitlines()[-1]) == result
     assert out.read_text(encoding="utf-8") == viewer.html(bot_record()) and result["bytes"] == out.stat().st_size

@@ -186,9 +186,19 @@ def test_a_policy_seats_top_actions_are_its_legal_actions_sorted_with_its_value(
 def _meta(trace):
     """A ``play_game`` meta for the LinearPolicy game."""
     names = ["linear" if p == 0 else BOT_NAMES[p - 1] for p in MIXED]
-    return {"seed": SEED, "game": 0, "num_games": 1, "rotation": 0, "deterministic": False, "top_k": 5,
-            "lineup": names, "seats": names, "names": names, "rules": dataclasses.asdict(tiny_game().config),
-            "max_steps": 21}
+    return {
+        "seed": SEED,
+        "game": 0,
+        "num_games": 1,
+        "rotation": 0,
+        "deterministic": False,
+        "top_k": 5,
+        "lineup": names,
+        "seats": names,
+        "names": names,
+        "rules": dataclasses.asdict(tiny_game().config),
+        "max_steps": 21,
+    }
 
 
 def test_players_are_one_or_eight():
@@ -225,8 +235,9 @@ def test_cli_draws_seat_0s_game_as_a_gif_of_its_rounds_and_fights(tmp_path, caps
 
     out = tmp_path / "game.gif"
     rules = [a for k, v in TINY.items() for a in ("--set", f"{k}={v}")]
-    result = replay.main(["--players", ",".join(BOTS), "--seed", str(SEED), "--out", str(out), "--quiet", *rules,
-                          "--gif-every", "3"])
+    result = replay.main(
+        ["--players", ",".join(BOTS), "--seed", str(SEED), "--out", str(out), "--quiet", *rules, "--gif-every", "3"]
+    )
     trace, _ = bot_game()
     assert result["placements"] == trace.placements.tolist() and result["bytes"] == out.stat().st_size
     fight_steps = sorted(fights_lib.fights_of_game(tiny_game(), trace.states, trace.actions))
@@ -247,7 +258,7 @@ def test_cli_draws_seat_0s_game_as_a_gif_of_its_rounds_and_fights(tmp_path, caps
     own = [f for f in by_step[fight_steps[0]] if f["home"] == 0]
     assert own, "seat 0 fights in the first fight round of this game"
     shades = render.replay_shades(gif._fight_replay(own[0]), every=3)[0]  # its first tick, home at the bottom
-    np.testing.assert_array_equal(frame(1)[packing.FRAME_H - render.REPLAY_H:], packing.PALETTE[shades])
+    np.testing.assert_array_equal(frame(1)[packing.FRAME_H - render.REPLAY_H :], packing.PALETTE[shades])
     with pytest.raises(SystemExit):
         replay.main(["--players", "greedy", "--out", str(tmp_path / "x.gif"), "--gif-every", "0"])
 
@@ -255,14 +266,25 @@ def test_cli_draws_seat_0s_game_as_a_gif_of_its_rounds_and_fights(tmp_path, caps
 def test_cli_says_the_final_placements_in_one_sentence():
     from experiments.replay import ordinal, placement_sentence
 
-    assert [ordinal(n) for n in (1, 2, 3, 4, 8, 11, 12, 13, 21, 22)] == \
-        ["1st", "2nd", "3rd", "4th", "8th", "11th", "12th", "13th", "21st", "22nd"]
+    assert [ordinal(n) for n in (1, 2, 3, 4, 8, 11, 12, 13, 21, 22)] == [
+        "1st",
+        "2nd",
+        "3rd",
+        "4th",
+        "8th",
+        "11th",
+        "12th",
+        "13th",
+        "21st",
+        "22nd",
+    ]
     players = ["runs/demo", "expert", "greedy", "random", "expert", "greedy", "random", "expert"]
     game = {"finished": True, "steps": 300, "placements": [3, 1, 5, 8, 2, 4, 7, 6]}
     assert placement_sentence(players, game) == (
         "seat 1 (expert) placed 1st, seat 4 (expert) placed 2nd, seat 0 (runs/demo) placed 3rd, seat 5 (greedy) "
         "placed 4th, seat 2 (greedy) placed 5th, seat 7 (expert) placed 6th, seat 6 (random) placed 7th, seat 3 "
-        "(random) placed 8th")
+        "(random) placed 8th"
+    )
     assert "did not end within its 300 steps" in placement_sentence(players, {**game, "finished": False})
 
 
@@ -288,8 +310,7 @@ def test_a_baseline_replay_places_as_the_same_seeds_evaluate_game():
     # one game seed: the mean placement of position 0 over the 8 rotations; rotation 0 is the record's game
     assert result["vs_expert"]["games"] == 8
     policies = resolve_players(["baseline:ppo_small-v1", "expert"])[0]
-    run = tables.make_table_runner(table_game(policies), [p.network for p in policies], 1,
-                                   bot_names=("expert",))
+    run = tables.make_table_runner(table_game(policies), [p.network for p in policies], 1, bot_names=("expert",))
     ranks = np.asarray(run((policies[0].params,), np.asarray([[0] + [1] * 7]), jax.random.key(11)))
     assert game["placements"] == ranks[0, 0].tolist()
     assert np.isclose(ranks[0, :, 0].mean(), result["vs_expert"]["mean_placement"])

@@ -68,7 +68,7 @@ def test_readme_block_equals_the_generated_table():
     readme = (ROOT / "README.md").read_text(encoding="utf-8")
     if store.START not in readme or store.END not in readme:
         pytest.skip("README.md has no results-table markers")
-    block = readme[readme.index(store.START) + len(store.START): readme.index(store.END)]
+    block = readme[readme.index(store.START) + len(store.START) : readme.index(store.END)]
     assert block.strip("\n") == store.render_readme_table(RECORDS, CURRENT), "run python -m experiments.results"
 
 
@@ -92,8 +92,16 @@ def test_a_row_measured_before_the_current_code_says_so():
     assert ages == {"2026-11-27": "older", "2026-11-28": "current", "2026-12-01": "current"}
 
 
-@pytest.mark.parametrize("text", [None, "not json", '{"since": "28.11.2026", "change": "x"}',
-                                  '{"since": "2026-11-28"}', '{"since": "2026-11-28", "change": " "}'])
+@pytest.mark.parametrize(
+    "text",
+    [
+        None,
+        "not json",
+        '{"since": "28.11.2026", "change": "x"}',
+        '{"since": "2026-11-28"}',
+        '{"since": "2026-11-28", "change": " "}',
+    ],
+)
 def test_a_missing_or_malformed_current_code_file_is_a_problem(tmp_path, text):
     root = _copy_repo(tmp_path)
     path = root / "docs" / "results" / store.CURRENT_CODE_FILE

@@ -136,6 +136,7 @@ def test_round_income(gold, streak, expected):
 def test_streak_update():
     def f(s, w, lost):
         return int(economy.update_streak(jnp.int32(s), jnp.bool_(w), jnp.bool_(lost)))
+
     assert f(2, True, False) == 3 and f(-2, True, False) == 1
     assert f(2, False, True) == -1 and f(-2, False, True) == -3
     assert f(4, False, False) == 0
@@ -195,8 +196,10 @@ def test_sell_price_and_pool_return(species, star):
 def test_place_respects_level_cap_and_swaps():
     p = fresh_player(level=jnp.int32(1))
     p = give(give(p, 0, 1, 1), 1, 2, 1)
+
     def place(b, c):
         return jnp.int32(C.ACTION_PLACE + b * C.BOARD_CELLS + c)
+
     p, _, _ = apply_action(p, place(0, 5))
     assert int(p.species[C.BENCH_SIZE + 5]) == 1
     mask = np.asarray(legal_mask(p))
@@ -343,6 +346,7 @@ def test_placement_reward_range():
 run_fights = jax.jit(rounds.run_fights, static_argnums=1)
 simulate_fight = jax.jit(combat.simulate_fight, static_argnames="max_ticks")
 
+
 def _plan_with_active(active, key):
     state = game.new_game(key, CONFIG)
     k1, k2, k3 = jax.random.split(key, 3)
@@ -352,7 +356,10 @@ def _plan_with_active(active, key):
     stars = jnp.where(species >= 0, jax.random.randint(k2, (8, C.BOARD_CELLS), 1, 4), 0)
     plan = rounds.plan_fights(state, CONFIG, k3)
     return plan.replace(
-        home_species=species, home_stars=stars, away_species=species[::-1], away_stars=stars[::-1],
+        home_species=species,
+        home_stars=stars,
+        away_species=species[::-1],
+        away_stars=stars[::-1],
         active=jnp.asarray(active),
     )
 
@@ -373,8 +380,12 @@ def test_run_fights_matches_per_slot_simulation(active):
             assert int(result.winner[slot]) == 2 and int(result.ticks[slot]) == 0
             continue
         expected = simulate_fight(
-            plan.home_species[slot], plan.home_stars[slot], plan.away_species[slot], plan.away_stars[slot],
-            jax.random.fold_in(plan.key, slot), max_ticks=120,
+            plan.home_species[slot],
+            plan.home_stars[slot],
+            plan.away_species[slot],
+            plan.away_stars[slot],
+            jax.random.fold_in(plan.key, slot),
+            max_ticks=120,
         )
         for field in ("winner", "home_survivors", "away_survivors", "home_damage", "away_damage", "ticks"):
             assert int(getattr(result, field)[slot]) == int(getattr(expected, field)), (slot, field)

@@ -35,8 +35,14 @@ sys.stdin.read()  # hold the lock until the test closes this pipe (or kills this
 @contextlib.contextmanager
 def held_by_child(directory: Path):
     """A child process that holds ``directory``'s lock for the ``with`` block; yields its ``Popen``."""
-    child = subprocess.Popen([sys.executable, "-c", HOLDER, str(directory)], stdin=subprocess.PIPE,
-                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=ROOT)
+    child = subprocess.Popen(
+        [sys.executable, "-c", HOLDER, str(directory)],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        cwd=ROOT,
+    )
     try:
         line = child.stdout.readline()  # blocks until the child holds the lock (or died)
         assert line == "held\n", child.stderr.read()
@@ -153,8 +159,11 @@ def test_train_sweep_and_pipeline_take_the_lock(tmp_path):
     config = agents.preset("smoke")
     for name in ("train", "sweep", "pipeline"):
         (tmp_path / name).mkdir()
-    with held_by_child(tmp_path / "train") as a, held_by_child(tmp_path / "sweep") as b, \
-            held_by_child(tmp_path / "pipeline") as c:
+    with (
+        held_by_child(tmp_path / "train") as a,
+        held_by_child(tmp_path / "sweep") as b,
+        held_by_child(tmp_path / "pipeline") as c,
+    ):
         with pytest.raises(RunError, match=_in_use(a.pid)):
             agents.train(config, tmp_path / "train")
         with pytest.raises(RunError, match=_in_use(b.pid)):
@@ -178,9 +187,23 @@ def test_two_auto_resumes_at_once_the_second_is_refused(tmp_path):
     run_dir_lib.release(run)
     with held_by_child(run) as child:
         before = _contents(run)
-        out = subprocess.run([sys.executable, "-m", "experiments.train", "--preset=smoke", "--out", str(run),
-                              "--auto-resume", "--quiet", "--no-cache"], capture_output=True, text=True, cwd=ROOT,
-                             timeout=300)
+        out = subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "experiments.train",
+                "--preset=smoke",
+                "--out",
+                str(run),
+                "--auto-resume",
+                "--quiet",
+                "--no-cache",
+            ],
+            capture_output=True,
+            text=True,
+            cwd=ROOT,
+            timeout=300,
+        )
         assert _contents(run) == before
     lines = out.stderr.strip().splitlines()
     assert out.returncode == 2 and len(lines) <= 3, out.stderr

@@ -40,9 +40,11 @@ def _check_pools(games):
     p = jax.device_get(games.players)
     shop_copies = (p.shop[..., None] == np.arange(sp.NUM_SPECIES)).sum(axis=(-2, -3))
     owned = ((p.species[..., None] == np.arange(sp.NUM_SPECIES)) * sp.COPIES_PER_STAR[p.stars][..., None]).sum(
-        axis=(-2, -3))
-    np.testing.assert_array_equal(np.asarray(games.pool) + shop_copies + owned,
-                                  np.broadcast_to(sp.SPECIES_POOL_COPIES, np.shape(games.pool)))
+        axis=(-2, -3)
+    )
+    np.testing.assert_array_equal(
+        np.asarray(games.pool) + shop_copies + owned, np.broadcast_to(sp.SPECIES_POOL_COPIES, np.shape(games.pool))
+    )
     assert np.all(p.gold >= 0) and np.all(np.asarray(units.board_count(p.species)) <= p.level)
 
 
@@ -78,8 +80,15 @@ class Reference:
             steps += 1
         for g in range(NUM_GAMES):
             self.in_episode[g] = np.ones(8, bool) if ended[g] else self.in_episode[g] & ~done[g]
-        return (np.concatenate(obs), reward.ravel(), done.ravel(), final.reshape(16, -1), rank.ravel(),
-                ~np.concatenate(self.in_episode), steps)
+        return (
+            np.concatenate(obs),
+            reward.ravel(),
+            done.ravel(),
+            final.reshape(16, -1),
+            rank.ravel(),
+            ~np.concatenate(self.in_episode),
+            steps,
+        )
 
 
 @tiny_group
@@ -239,8 +248,9 @@ def test_learner_seats_among_bots_never_wait_in_a_game_without_learners():
     """Seats 2 and 5 of 3 games learn among bots: each learner episode returns its placement reward; a seat waits
     only while the other learner of its game plays on (mask: the no-op, reward 0); after every step some learner
     has a choice."""
-    env = SeatVecEnv(3, learners=[5, 2], opponents=["greedy", "random", "random", "expert", "random", "greedy"],
-                     rules=TINY, seed=0)
+    env = SeatVecEnv(
+        3, learners=[5, 2], opponents=["greedy", "random", "random", "expert", "random", "greedy"], rules=TINY, seed=0
+    )
     assert env.learners == (2, 5) and env.num_envs == 6
     assert env.opponents == {0: "greedy", 1: "random", 3: "random", 4: "expert", 6: "random", 7: "greedy"}
     env.reset()
@@ -263,21 +273,24 @@ def test_learner_seats_among_bots_never_wait_in_a_game_without_learners():
     _check_pools(env.games)
 
 
-@pytest.mark.parametrize("kwargs, message", [
-    ({"num_games": 0}, "num_games must be an int >= 1"),
-    ({"num_games": True}, "num_games must be an int >= 1"),
-    ({"learners": []}, "learners must be None"),
-    ({"learners": [0, 8]}, "learners must be None"),
-    ({"learners": [1, 1]}, "learners must be None"),
-    ({"learners": [True]}, "learners must be None"),
-    ({"learners": 3}, "learners must be None"),
-    ({"learners": [0], "opponents": ["random"] * 6}, r"opponents must be a player spec or a sequence of 7"),
-    ({"learners": [0, 1], "opponents": ["random", ""] * 3}, r"opponents must be .* sequence of 6"),
-    ({"opponents": "nobody", "learners": [0]}, "nobody"),
-    ({"seed": 1.5}, "seed must be None or an int"),
-    ({"rules": [1]}, "rules must be None or a dict"),
-    ({"rules": {"steps_per_round": -1}}, "steps_per_round"),
-])
+@pytest.mark.parametrize(
+    "kwargs, message",
+    [
+        ({"num_games": 0}, "num_games must be an int >= 1"),
+        ({"num_games": True}, "num_games must be an int >= 1"),
+        ({"learners": []}, "learners must be None"),
+        ({"learners": [0, 8]}, "learners must be None"),
+        ({"learners": [1, 1]}, "learners must be None"),
+        ({"learners": [True]}, "learners must be None"),
+        ({"learners": 3}, "learners must be None"),
+        ({"learners": [0], "opponents": ["random"] * 6}, r"opponents must be a player spec or a sequence of 7"),
+        ({"learners": [0, 1], "opponents": ["random", ""] * 3}, r"opponents must be .* sequence of 6"),
+        ({"opponents": "nobody", "learners": [0]}, "nobody"),
+        ({"seed": 1.5}, "seed must be None or an int"),
+        ({"rules": [1]}, "rules must be None or a dict"),
+        ({"rules": {"steps_per_round": -1}}, "steps_per_round"),
+    ],
+)
 def test_bad_arguments_are_one_line_errors(kwargs, message):
     with pytest.raises(ValueError, match=message) as error:
         SeatVecEnv(**kwargs)
@@ -288,8 +301,13 @@ def test_bad_arguments_are_one_line_errors(kwargs, message):
 def test_bad_actions_are_refused(selfplay):
     env = selfplay
     env.reset()
-    for bad in (np.zeros(15, np.int64), np.zeros(16, np.float32), np.full(16, C.NUM_ACTIONS), np.full(16, -1),
-                np.zeros((16, 1), np.int64)):
+    for bad in (
+        np.zeros(15, np.int64),
+        np.zeros(16, np.float32),
+        np.full(16, C.NUM_ACTIONS),
+        np.full(16, -1),
+        np.zeros((16, 1), np.int64),
+    ):
         with pytest.raises(ValueError, match=r"actions must be ints in \[0, 258\) of shape \(16,\)"):
             env.step(bad)
     fresh = SeatVecEnv(1, learners=[0], rules=TINY)  # no compile: refused before any step

@@ -34,7 +34,7 @@ def test_the_moves_tried_are_the_best_legal_board_moves_and_the_best_other_actio
         ref_a0, ref_moves, ref_rest = _reference_candidates(scores, mask)
         assert a0 == ref_a0 and candidates[-1] == ref_rest and legal[-1]
         assert list(candidates[: len(ref_moves)]) == ref_moves and legal[: len(ref_moves)].all()
-        assert not legal[len(ref_moves): search_bot.SEARCH_MOVES].any()
+        assert not legal[len(ref_moves) : search_bot.SEARCH_MOVES].any()
         if a0 >= C.ACTION_PLACE:
             assert candidates[0] == a0  # the expert's own move is the first tried, so it wins ties
 
@@ -55,8 +55,12 @@ def searched():
     gated = np.stack([np.asarray(search(keys, states, m))[:, s] for s, m in zip(seats, one_seat)], 1)
     expert = np.asarray(jax.jit(jax.vmap(bots.expert_public_policy))(keys, states, masks))
     noise = jax.vmap(lambda k: jax.random.uniform(k, (C.NUM_PLAYERS, C.NUM_ACTIONS), maxval=1e-3))(keys)
-    scores = jax.vmap(jax.vmap(bots.expert_scores, in_axes=(0, None, 0)))(
-        states.players, states.round, jax.vmap(bots.public_pool)(states)) + noise
+    scores = (
+        jax.vmap(jax.vmap(bots.expert_scores, in_axes=(0, None, 0)))(
+            states.players, states.round, jax.vmap(bots.public_pool)(states)
+        )
+        + noise
+    )
     _, candidates, legal = jax.vmap(jax.vmap(search_bot.trial_candidates))(scores, masks)
     return np.asarray(masks), full, gated, expert, np.asarray(candidates), np.asarray(legal)
 
@@ -84,14 +88,14 @@ def test_the_board_after_a_move_is_the_games_own():
     every legal board move of 16 random games' seats."""
     states = _random_states(16, seed=5)
     masks = np.asarray(jax.jit(jax.vmap(jax.vmap(actions.legal_mask)))(states.players))
-    games, seats, moves = np.nonzero(masks[:, :, C.ACTION_PLACE:])
+    games, seats, moves = np.nonzero(masks[:, :, C.ACTION_PLACE :])
     pick = np.random.default_rng(0).choice(len(games), size=min(512, len(games)), replace=False)
     games, seats, moves = games[pick], seats[pick], moves[pick] + C.ACTION_PLACE
     players = jax.tree_util.tree_map(lambda x: x[games, seats], states.players)
 
     def both(p, a):
         moved, _, _ = actions.apply_action(p, a)
-        return search_bot.board_after(p, a), (moved.species[C.BENCH_SIZE:], moved.stars[C.BENCH_SIZE:])
+        return search_bot.board_after(p, a), (moved.species[C.BENCH_SIZE :], moved.stars[C.BENCH_SIZE :])
 
     (species, stars), (game_species, game_stars) = jax.jit(jax.vmap(both))(players, moves)
     assert len(moves) == 512 and (moves >= C.ACTION_RECALL).any() and (moves < C.ACTION_RECALL).any()

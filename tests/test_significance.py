@@ -53,12 +53,15 @@ def test_results_that_do_not_vary_have_a_defined_p_value():
     assert compare(same, same - 1, paired=False)["t"] == math.inf
 
 
-@pytest.mark.parametrize("a, b, paired, message", [
-    ([4.0], [4.0], False, "at least 2"),
-    ([4.0, float("nan")], [4.0, 5.0], False, "finite"),
-    ([[4.0, 5.0]], [4.0, 5.0], False, "1-d"),
-    ([4.0, 5.0, 6.0], [4.0, 5.0], True, "as many seeds"),
-])
+@pytest.mark.parametrize(
+    "a, b, paired, message",
+    [
+        ([4.0], [4.0], False, "at least 2"),
+        ([4.0, float("nan")], [4.0, 5.0], False, "finite"),
+        ([[4.0, 5.0]], [4.0, 5.0], False, "1-d"),
+        ([4.0, 5.0, 6.0], [4.0, 5.0], True, "as many seeds"),
+    ],
+)
 def test_bad_results_are_errors(a, b, paired, message):
     with pytest.raises(ValueError, match=message):
         compare(a, b, paired)
@@ -122,7 +125,8 @@ def test_t_interval_takes_the_t_quantile_of_the_seed_count():
     assert half == pytest.approx(3.182446 * math.sqrt(5 / 3) / 2, rel=1e-6)
     assert half == pytest.approx(2.054260, rel=1e-6) and half > 1.96 * math.sqrt(5 / 3) / 2 + 0.7
     assert significance.t_interval([1.0, 2.0, 3.0, 4.0], confidence=0.9)[1] == pytest.approx(
-        stats.t.ppf(0.95, 3) * math.sqrt(5 / 3) / 2)
+        stats.t.ppf(0.95, 3) * math.sqrt(5 / 3) / 2
+    )
     assert significance.t_interval([3.5]) == (3.5, None)  # one seed: no spread to measure
     assert significance.t_interval([2.0, 2.0, 2.0]) == (2.0, 0.0)
     for bad, message in (([], "at least 1"), ([1.0, float("inf")], "finite"), ([[1.0, 2.0]], "1-d")):
@@ -208,8 +212,14 @@ def test_compare_verdict_reads_holm_adjusted_p_values():
     assert verdict["a_better"] == ["vs x", "vs y"]
     assert verdict["text"] == "A places better than B in every setting (Holm-adjusted p < 0.05, 2 settings tested)"
 
-    result = {"a": "A", "b": "B", "games_per_rotation": 8, "rank_points": [90.0, 45.0, 0.0, -135.0],
-              "difference": 0.25, "settings": _two_settings()}
+    result = {
+        "a": "A",
+        "b": "B",
+        "games_per_rotation": 8,
+        "rank_points": [90.0, 45.0, 0.0, -135.0],
+        "difference": 0.25,
+        "settings": _two_settings(),
+    }
     table = tournament.comparison_table(result)
     assert "p (Holm)" in table and "0.066" in table and table.splitlines()[-1].startswith("no setting shows")
 
@@ -224,8 +234,10 @@ def _fake_pair_comparison(placements):
         settings = {}
         for name in ("vs x", "4v4"):
             a, b = placements[spec_a][name], placements[spec_b][name]
-            settings[name] = {"placement": {"mean_a": a, "mean_b": b, "difference": a - b, "p_value": 0.5},
-                              "points": {"mean_a": -a, "mean_b": -b, "difference": b - a, "p_value": 0.5}}
+            settings[name] = {
+                "placement": {"mean_a": a, "mean_b": b, "difference": a - b, "p_value": 0.5},
+                "points": {"mean_a": -a, "mean_b": -b, "difference": b - a, "p_value": 0.5},
+            }
         return {"a": spec_a, "b": spec_b, "settings": settings, "rank_points": [1.0, 0.0], "games_per_rotation": games}
 
     return compare, calls
@@ -237,11 +249,18 @@ def test_compare_over_seeds_tests_the_pairs_mean_placements_over_training_seeds(
     same game seeds."""
     from agents.arena import tournament
 
-    placements = {"a0": {"vs x": 3.0, "4v4": 4.0}, "a1": {"vs x": 3.2, "4v4": 4.4}, "a2": {"vs x": 3.1, "4v4": 4.9},
-                  "b0": {"vs x": 4.0, "4v4": 4.5}, "b1": {"vs x": 4.1, "4v4": 4.2}, "b2": {"vs x": 4.2, "4v4": 4.6}}
+    placements = {
+        "a0": {"vs x": 3.0, "4v4": 4.0},
+        "a1": {"vs x": 3.2, "4v4": 4.4},
+        "a2": {"vs x": 3.1, "4v4": 4.9},
+        "b0": {"vs x": 4.0, "4v4": 4.5},
+        "b1": {"vs x": 4.1, "4v4": 4.2},
+        "b2": {"vs x": 4.2, "4v4": 4.6},
+    }
     compare, calls = _fake_pair_comparison(placements)
-    result = tournament.compare_over_seeds([("a0", "b0"), ("a1", "b1"), ("a2", "b2")], {"x": ["greedy"] * 7}, 16, 7,
-                                           compare=compare)
+    result = tournament.compare_over_seeds(
+        [("a0", "b0"), ("a1", "b1"), ("a2", "b2")], {"x": ["greedy"] * 7}, 16, 7, compare=compare
+    )
     assert calls == [("a0", "b0", 16, 7, True), ("a1", "b1", 16, 7, True), ("a2", "b2", 16, 7, True)]
     assert result["a"] == "a0,a1,a2" and result["b"] == "b0,b1,b2" and len(result["pairs"]) == 3
     raw = []
@@ -258,7 +277,8 @@ def test_compare_over_seeds_tests_the_pairs_mean_placements_over_training_seeds(
     # vs x: differences -1.0, -0.9, -1.1 (t = -17.3, 2 df: p 0.0033, Holm 0.0066); 4v4: -0.5, +0.2, +0.3 (mean 0)
     assert raw == pytest.approx([0.0033168, 1.0], abs=1e-6)
     assert [result["settings"][n]["placement"]["p_holm"] for n in ("vs x", "4v4")] == pytest.approx(
-        significance.holm(raw))
+        significance.holm(raw)
+    )
     assert result["verdict"]["a_better"] == ["vs x"] and result["verdict"]["no_difference"] == ["4v4"]
     table = tournament.comparison_table(result)
     assert "3 pairs of training seeds" in table and "pairs for 0.25" in table

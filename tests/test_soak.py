@@ -104,9 +104,15 @@ def test_soak_memory_and_handles_stay_flat_and_metrics_tensorboard_checkpoints_a
     tensorboard writer or a checkpoint file left open per segment would add one each time).
     """
     run_dir = tmp_path / "run"
-    base = agents.preset("smoke").with_overrides({
-        "updates_per_chunk": 1, "checkpoint_every": CHECKPOINT_EVERY, "eval_every": EVAL_EVERY, "eval_games": 1,
-        "keep_checkpoints": KEEP})
+    base = agents.preset("smoke").with_overrides(
+        {
+            "updates_per_chunk": 1,
+            "checkpoint_every": CHECKPOINT_EVERY,
+            "eval_every": EVAL_EVERY,
+            "eval_games": 1,
+            "keep_checkpoints": KEEP,
+        }
+    )
     spu = base.steps_per_update
     gc.collect()
     fds_before = _open_fds()
@@ -129,11 +135,14 @@ def test_soak_memory_and_handles_stay_flat_and_metrics_tensorboard_checkpoints_a
         fds = np.array([f for _, _, f in judged])
         growth = rss.max() - rss0
         slope = np.polyfit(np.arange(len(rss)), rss, 1)[0]  # MB per chunk, for the failure message
-        print(f"segment {i} ({start}->{updates}, {timings[-1]} s): RSS {rss0:.1f} -> max {rss.max():.1f} MB "
-              f"(+{growth:.1f}, slope {slope * 1024:.0f} kB/chunk), fds {fd0} -> {fds.min()}..{fds.max()}")
+        print(
+            f"segment {i} ({start}->{updates}, {timings[-1]} s): RSS {rss0:.1f} -> max {rss.max():.1f} MB "
+            f"(+{growth:.1f}, slope {slope * 1024:.0f} kB/chunk), fds {fd0} -> {fds.min()}..{fds.max()}"
+        )
         assert growth < RSS_GROWTH_MB, (
             f"segment {i}: VmRSS grew {growth:.1f} MB over {len(rss)} chunks after the warm-up "
-            f"({slope * 1024:.0f} kB/chunk)")
+            f"({slope * 1024:.0f} kB/chunk)"
+        )
         # a save in the background holds files open (3 to 11 seen) while a chunk is reported, racing the sample:
         # judge the settled count (the fewest over the last 10 chunks: a save takes one), not the transient ones
         assert abs(fds[-10:].min() - fd0) <= FD_SLACK, f"segment {i}: open fds went {fd0} -> {fds.tolist()}"
@@ -143,12 +152,16 @@ def test_soak_memory_and_handles_stay_flat_and_metrics_tensorboard_checkpoints_a
         print(f"  after it: RSS {rss_end:.1f} MB, settled {after_segment[-1][0]:.1f} MB, {after_segment[-1][1]} fds")
         assert abs(after_segment[-1][1] - fds_before) <= FD_SLACK, (
             f"after segment {i}: {after_segment[-1][1]} open fds, {fds_before} before the first: "
-            f"{sorted(os.listdir('/proc/self/fd'))}")
-    print(f"after each segment (settled RSS MB, fds): {after_segment}; fds before: {fds_before}; "
-          f"segment times {timings} s")
+            f"{sorted(os.listdir('/proc/self/fd'))}"
+        )
+    print(
+        f"after each segment (settled RSS MB, fds): {after_segment}; fds before: {fds_before}; "
+        f"segment times {timings} s"
+    )
     first_rss = after_segment[0][0]
     assert all(r - first_rss < RESUME_RSS_GROWTH_MB for r, _ in after_segment), (
-        f"settled RSS after each segment: {after_segment}")
+        f"settled RSS after each segment: {after_segment}"
+    )
 
     # metrics.jsonl: every update 1..N once, in order, at its env steps; evaluations on exactly their chunks
     n = SEGMENTS[-1]
@@ -160,8 +173,9 @@ def test_soak_memory_and_handles_stay_flat_and_metrics_tensorboard_checkpoints_a
     assert evaluated == list(range(EVAL_EVERY, n + 1, EVAL_EVERY))
 
     # tensorboard: the same steps, each once (its files are rewritten at each resume with the kept records)
-    loss_steps = [r["env_steps"] for r in records if isinstance(r.get("loss/value"), float)
-                  and math.isfinite(r["loss/value"])]
+    loss_steps = [
+        r["env_steps"] for r in records if isinstance(r.get("loss/value"), float) and math.isfinite(r["loss/value"])
+    ]
     assert len(loss_steps) == n
     assert tb_steps(run_dir, "loss/value") == loss_steps
     assert tb_steps(run_dir, "eval/placement_vs_greedy") == [u * spu for u in evaluated]
@@ -177,5 +191,6 @@ def test_soak_memory_and_handles_stay_flat_and_metrics_tensorboard_checkpoints_a
     policy = agents.load_policy(run_dir)
     assert policy.step == n
     saved, wanted = policy.config.to_flat_dict(), config.to_flat_dict()
-    assert {k: v for k, v in saved.items() if k != "num_devices"} == {k: v for k, v in wanted.items()
-                                                                       if k != "num_devices"}  # 0 saved resolved
+    assert {k: v for k, v in saved.items() if k != "num_devices"} == {
+        k: v for k, v in wanted.items() if k != "num_devices"
+    }  # 0 saved resolved

@@ -31,8 +31,12 @@ SEEDS = (3, 4)
 def test_runs_are_grid_point_major_and_seed_minor():
     base, spec = sweep_cli.spec_from_sets(SMOKE, {"lr": "1e-3,2e-4", "ent_coef": "0,0.05", "gamma": "0.9"}, 3)
     assert base.gamma == 0.9 and spec.fields == ("lr", "ent_coef") and spec.seeds == (0, 1, 2)
-    assert spec.points == [{"lr": 1e-3, "ent_coef": 0.0}, {"lr": 1e-3, "ent_coef": 0.05},
-                           {"lr": 2e-4, "ent_coef": 0.0}, {"lr": 2e-4, "ent_coef": 0.05}]
+    assert spec.points == [
+        {"lr": 1e-3, "ent_coef": 0.0},
+        {"lr": 1e-3, "ent_coef": 0.05},
+        {"lr": 2e-4, "ent_coef": 0.0},
+        {"lr": 2e-4, "ent_coef": 0.05},
+    ]
     assert spec.num_runs == 12
     run = spec.runs[7]  # point 2, second seed
     assert (run.index, run.point, run.seed, run.values) == (7, 2, 1, {"lr": 2e-4, "ent_coef": 0.0})
@@ -43,8 +47,9 @@ def test_runs_are_grid_point_major_and_seed_minor():
     assert counted.seeds == (10, 11) and counted.points == [{}]
     _, listed = sweep_cli.spec_from_sets(SMOKE, {"hidden": "32,32"}, [5, 9])
     assert listed.seeds == (5, 9) and listed.num_runs == 2  # a list-valued field is one value, not a sweep
-    dotted_base, dotted = sweep_cli.spec_from_sets(SMOKE, {"optim.lr": "1e-3,2e-4", "loss.gamma": "0.9",
-                                                           "net.hidden": "32,32"}, 1)
+    dotted_base, dotted = sweep_cli.spec_from_sets(
+        SMOKE, {"optim.lr": "1e-3,2e-4", "loss.gamma": "0.9", "net.hidden": "32,32"}, 1
+    )
     assert dotted.points == [{"lr": 1e-3}, {"lr": 2e-4}]  # the dotted names sweep the same fields
     assert (dotted_base.gamma, dotted_base.hidden) == (0.9, (32, 32))
 
@@ -70,8 +75,9 @@ def test_bad_sweeps_name_the_problem(overrides, seeds, message):
 
 def test_cli_rejects_an_unsweepable_field_before_building(tmp_path, capsys):
     with pytest.raises(SystemExit):
-        sweep_cli.main(["--preset=smoke", "--set", "hidden=32", "--set", "num_envs=4,8",
-                        "--out", str(tmp_path / "s"), "--quiet"])
+        sweep_cli.main(
+            ["--preset=smoke", "--set", "hidden=32", "--set", "num_envs=4,8", "--out", str(tmp_path / "s"), "--quiet"]
+        )
     assert "TrainConfig.num_envs cannot be swept" in capsys.readouterr().err
     assert not (tmp_path / "s").exists()
 
@@ -99,7 +105,6 @@ def test_a_huge_sweep_is_refused_at_once_and_a_large_one_by_its_memory(tmp_path,
 
 
 # ---------------------------------------------------------------- the vmapped program
-
 
 
 def test_the_fight_and_reset_branches_stay_conds_under_the_sweep_vmap():

@@ -104,8 +104,11 @@ def test_compare_tables_tests_the_per_seed_results_of_real_games():
     np.testing.assert_allclose(settings["4v4"]["per_seed_b"], four[:, :, 1::2].mean((1, 2)))
     for name, setting in settings.items():
         placement = setting["placement"]
-        assert placement == {**significance.compare(setting["per_seed_a"], setting["per_seed_b"], paired=True),
-                             "games_needed": placement["games_needed"], "p_holm": placement["p_holm"]}
+        assert placement == {
+            **significance.compare(setting["per_seed_a"], setting["per_seed_b"], paired=True),
+            "games_needed": placement["games_needed"],
+            "p_holm": placement["p_holm"],
+        }
         assert placement["difference"] > 2 and placement["p_value"] < 0.01, (name, placement)
         assert setting["points"]["mean_a"] < setting["points"]["mean_b"]
 
@@ -135,8 +138,9 @@ class KindProbe:
             signal = obs[..., : C.NUM_ACTIONS]
         else:
             assert obs.dtype == jnp.uint8 and obs.shape[-2:] == (72, 20), (obs.dtype, obs.shape)
-            signal = jnp.broadcast_to(obs.astype(jnp.float32).mean((-2, -1))[..., None] / 64.0,
-                                      obs.shape[:-2] + (C.NUM_ACTIONS,))
+            signal = jnp.broadcast_to(
+                obs.astype(jnp.float32).mean((-2, -1))[..., None] / 64.0, obs.shape[:-2] + (C.NUM_ACTIONS,)
+            )
         logits = signal.at[..., C.ACTION_END_TURN].add(params)
         return logits, signal.sum(-1)
 
@@ -219,8 +223,12 @@ def test_greedy_play_can_be_chosen_per_network():
     ts = types.SimpleNamespace(observation=jnp.zeros((C.NUM_PLAYERS, C.NUM_PLAYERS, 4)), action_mask=mask)
     player = jnp.asarray(np.tile([0, 1] * 4, (C.NUM_PLAYERS, 1)), jnp.int32)  # even seats: network 0
     actions, _ = tables.make_seat_actions((FixedLogits(), FixedLogits()), (), (True, False), num_games=1)
-    seen = np.stack([np.asarray(actions((logits, logits), player, None, ts, jax.random.key(k), jax.random.key(0)))
-                     for k in range(6)])
+    seen = np.stack(
+        [
+            np.asarray(actions((logits, logits), player, None, ts, jax.random.key(k), jax.random.key(0)))
+            for k in range(6)
+        ]
+    )
     assert (seen[:, :, 0::2] == C.NUM_ACTIONS - 2).all()  # argmax of the legal actions, whatever the key
     assert len(np.unique(seen[:, :, 1::2])) > 10  # sampled
     assert tables.greedy_per_network(True, 3) == (True, True, True)
@@ -236,13 +244,16 @@ def test_equal_arguments_share_one_runner_and_its_programs():
     game = jaxgame.make("autochess", **SHORT)
     net = actor_critic("mlp", C.NUM_ACTIONS, (8,))
     first = tables.make_table_runner(game, (net,), 2, bot_names=("random",))
-    again = tables.make_table_runner(jaxgame.make("autochess", **SHORT), (actor_critic("mlp", C.NUM_ACTIONS, (8,)),),
-                                     2, bot_names=("random",))
+    again = tables.make_table_runner(
+        jaxgame.make("autochess", **SHORT), (actor_critic("mlp", C.NUM_ACTIONS, (8,)),), 2, bot_names=("random",)
+    )
     assert again is first
     assert tables.make_table_runner(game, (net,), 3, bot_names=("random",)) is not first  # another size
     assert tables.make_table_runner(game, (net,), 2, greedy_policy=True, bot_names=("random",)) is not first
-    assert tables.make_table_runner(game, (actor_critic("mlp", C.NUM_ACTIONS, (16,)),), 2,
-                                    bot_names=("random",)) is not first  # another network
+    assert (
+        tables.make_table_runner(game, (actor_critic("mlp", C.NUM_ACTIONS, (16,)),), 2, bot_names=("random",))
+        is not first
+    )  # another network
 
     class Unhashable:
         __hash__ = None

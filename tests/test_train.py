@@ -49,13 +49,17 @@ from tests.xla_flags import compile_as_users_do
         ({"shuffle": "random"}, r"TrainConfig\.ppo\.shuffle must be one of \('global', 'local'\), got 'random'"),
         ({"algo": "a2c", "shuffle": "local"}, r"TrainConfig\.ppo\.shuffle='local' is PPO's \(algo='ppo'\); algo='a2c'"),
         ({"wandb_project": "x" * 129}, r"TrainConfig\.log\.wandb_project must be a W&B project name: at most 128"),
-        ({"algo": "bc", "bc_teacher": "self"},
-         r"TrainConfig\.bc\.bc_teacher must be one of \('random', 'greedy', 'expert', 'expert_public'\), got 'self'"),
+        (
+            {"algo": "bc", "bc_teacher": "self"},
+            r"TrainConfig\.bc\.bc_teacher must be one of \('random', 'greedy', 'expert', 'expert_public'\), got 'self'",
+        ),
         ({"algo": "bc", "env": "gymnax:CartPole-v1"}, r"TrainConfig\.run\.algo='bc' clones a bot of the game"),
         ({"anneal_lr": "true", "cosine_lr": "true"}, r"TrainConfig\.optim\.anneal_lr \(linear\) and cosine_lr"),
         ({"warmup_updates": "195"}, r"TrainConfig\.optim\.warmup_updates must be fewer than the run's 195 updates"),
-        ({"algo": "bc", "bc_teacher_prob": "1.5"},
-         r"TrainConfig\.bc\.bc_teacher_prob must be a number in \[0\.0, 1\.0\]"),
+        (
+            {"algo": "bc", "bc_teacher_prob": "1.5"},
+            r"TrainConfig\.bc\.bc_teacher_prob must be a number in \[0\.0, 1\.0\]",
+        ),
         ({"weight_decay": "2"}, r"TrainConfig\.optim\.weight_decay must be a number in \[0\.0, 1\.0\]"),
     ],
 )
@@ -261,7 +265,9 @@ def test_an_in_run_ladder_rating_rates_the_policy_of_each_evaluation(tmp_path, m
     training.train(preset_config("smoke").with_overrides({"eval_ladder": 3}), run)
     evals = [r for r in load_metrics(str(run))[1] if "eval/placement_vs_greedy" in r]
     assert [(r["update"], r["eval/ladder_points"], r["eval/ladder_low"], r["eval/ladder_high"]) for r in evals] == [
-        (2, 901.0, 880.0, 921.0), (4, 902.0, 880.0, 922.0)]
+        (2, 901.0, 880.0, 921.0),
+        (4, 902.0, 880.0, 922.0),
+    ]
     assert [(name, games) for name, games, _, _ in seen] == [("learner:2", 3), ("learner:4", 3)]
     for name, _, params, config in seen:  # the parameters rated are the ones checkpointed at that update
         saved = load_policy(str(run), int(name.split(":")[1]))
@@ -629,9 +635,7 @@ def test_evaluate_cli_on_a_checkpoint(smoke_run, capsys, monkeypatch):
 
     # against another checkpoint, and a mixed table of bots and checkpoints: one compiled program
     mixed = f"greedy,random,greedy,{run_dir}:2,random,greedy,{run_dir}"
-    result = evaluate.main(
-        [str(run_dir), "--games", "1", "--vs", f"{run_dir}:2", "--vs", mixed, "--quiet"]
-    )
+    result = evaluate.main([str(run_dir), "--games", "1", "--vs", f"{run_dir}:2", "--vs", mixed, "--quiet"])
     assert len(tables) == 3
     for spec, table in zip((f"{run_dir}:2", mixed), tables[1:]):
         _assert_summarises(result[f"vs_{spec}"], table)

@@ -29,18 +29,35 @@ def tensorboard_calls(monkeypatch):
 
 
 RECORDS = [
-    {"update": 1, "env_steps": 128, "seat_steps": 1024, "wall_s": 1.5, "train/lr": 0.1, "loss/value": float("nan"),
-     "perf/sps": 85, "eval/placement_vs_greedy_ci95": None, "note": "not a scalar"},
-    {"update": 2, "env_steps": 256, "seat_steps": 2048, "wall_s": 3.0, "train/lr": 0.05, "loss/value": 2.5,
-     "eval/placement_vs_greedy": 3.25},
+    {
+        "update": 1,
+        "env_steps": 128,
+        "seat_steps": 1024,
+        "wall_s": 1.5,
+        "train/lr": 0.1,
+        "loss/value": float("nan"),
+        "perf/sps": 85,
+        "eval/placement_vs_greedy_ci95": None,
+        "note": "not a scalar",
+    },
+    {
+        "update": 2,
+        "env_steps": 256,
+        "seat_steps": 2048,
+        "wall_s": 3.0,
+        "train/lr": 0.05,
+        "loss/value": 2.5,
+        "eval/placement_vs_greedy": 3.25,
+    },
 ]
 # what tensorboard and W&B get: the finite numbers named group/name, at env_steps
-SENT = [{"env_steps": 128, "train/lr": 0.1, "perf/sps": 85},
-        {"env_steps": 256, "train/lr": 0.05, "loss/value": 2.5, "eval/placement_vs_greedy": 3.25}]
+SENT = [
+    {"env_steps": 128, "train/lr": 0.1, "perf/sps": 85},
+    {"env_steps": 256, "train/lr": 0.05, "loss/value": 2.5, "eval/placement_vs_greedy": 3.25},
+]
 
 
-def test_the_sink_gets_tensorboards_scalars_and_a_resume_continues_its_run(tmp_path, fake_wandb,
-                                                                            tensorboard_calls):
+def test_the_sink_gets_tensorboards_scalars_and_a_resume_continues_its_run(tmp_path, fake_wandb, tensorboard_calls):
     config = {"lr": 0.1, "seed": 3}
     log = MetricsLog(tmp_path, {"config": config}, None, [wandb_log.WandbSink(tmp_path, "proj", config)])
     for record in RECORDS:
@@ -49,8 +66,16 @@ def test_the_sink_gets_tensorboards_scalars_and_a_resume_continues_its_run(tmp_p
     (run,) = fake_wandb.runs
     run_id = (tmp_path / wandb_log.RUN_ID_FILE).read_text().strip()
     assert len(run_id) == 12 and run_id.isalnum()
-    assert run.init == {"project": "proj", "id": run_id, "resume": "allow", "dir": str(tmp_path), "config": config,
-                        "name": tmp_path.name, "group": None, "reinit": "create_new"}
+    assert run.init == {
+        "project": "proj",
+        "id": run_id,
+        "resume": "allow",
+        "dir": str(tmp_path),
+        "config": config,
+        "name": tmp_path.name,
+        "group": None,
+        "reinit": "create_new",
+    }
     assert run.metrics == [("env_steps", {}), ("*", {"step_metric": "env_steps"})]
     assert run.logged == tensorboard_calls == SENT and run.finished
 

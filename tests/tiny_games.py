@@ -25,8 +25,19 @@ NUM_ENVS = 4
 STEPS = 40
 KINDS = ("vec", "vmap")
 INT32_MIN, INT32_MAX = np.iinfo(np.int32).min, np.iinfo(np.int32).max
-EXTREMES = [INT32_MIN, INT32_MIN + 1, -(2**16), -C.NUM_ACTIONS - 1, -C.NUM_ACTIONS, -1,
-            C.NUM_ACTIONS, C.NUM_ACTIONS + 1, 2**16, INT32_MAX - 1, INT32_MAX]
+EXTREMES = [
+    INT32_MIN,
+    INT32_MIN + 1,
+    -(2**16),
+    -C.NUM_ACTIONS - 1,
+    -C.NUM_ACTIONS,
+    -1,
+    C.NUM_ACTIONS,
+    C.NUM_ACTIONS + 1,
+    2**16,
+    INT32_MAX - 1,
+    INT32_MAX,
+]
 
 group = "tiny_games"  # pytest.mark.xdist_group of the tests that use the rollouts
 
@@ -56,8 +67,7 @@ def action_key(policy_key, t, e):
 def host_tree(tree):
     """numpy copy of a pytree, typed PRNG keys as their key data."""
     return jax.tree_util.tree_map(
-        lambda x: np.asarray(jax.random.key_data(x) if jax.dtypes.issubdtype(x.dtype, jax.dtypes.prng_key) else x),
-        tree,
+        lambda x: np.asarray(jax.random.key_data(x) if jax.dtypes.issubdtype(x.dtype, jax.dtypes.prng_key) else x), tree
     )
 
 
@@ -72,6 +82,7 @@ def rollout(kind: str, num_envs: int = NUM_ENVS, steps: int = STEPS):
     if kind == "vec":
         step = jaxgame.VecEnv(env, num_envs).step
     elif kind == "vmap":
+
         def step(states, actions):
             split = jax.tree_util.tree_map(lambda x: x.reshape(2, num_envs // 2, *x.shape[1:]), (states, actions))
             out = jax.vmap(jax.vmap(env.step))(*split)

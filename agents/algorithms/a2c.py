@@ -214,8 +214,15 @@ class StreamingA2C(Trainer):
             return (*envs, grads, stats), sums
 
         zero = jnp.float32(0.0)
-        stats = {"adv_nlp": zero, "nlp": zero, "value_loss": zero, "entropy": zero, "decisions": zero,
-                 "target": (zero,) * 3, "residual": (zero,) * 3}
+        stats = {
+            "adv_nlp": zero,
+            "nlp": zero,
+            "value_loss": zero,
+            "entropy": zero,
+            "decisions": zero,
+            "target": (zero,) * 3,
+            "residual": (zero,) * 3,
+        }
         grads = jax.tree_util.tree_map(lambda x: jnp.zeros((3, *x.shape) if normalize else x.shape, x.dtype), params)
         carry = (runner.env_state, runner.obs, runner.mask, runner.tracker, runner.pending, grads, stats)
         carry, sums = jax.lax.scan(step, carry, step_keys)
@@ -243,8 +250,14 @@ class StreamingA2C(Trainer):
             **{f"sums/{k}": sums[k].sum() for k in EPISODE_SUMS},
         }
         runner = runner.replace(
-            params=params, opt_state=opt_state, env_state=env_state, obs=obs, mask=mask, tracker=tracker,
-            pending=pending, update=runner.update + 1,
+            params=params,
+            opt_state=opt_state,
+            env_state=env_state,
+            obs=obs,
+            mask=mask,
+            tracker=tracker,
+            pending=pending,
+            update=runner.update + 1,
         )
         return runner, metrics
 
@@ -258,8 +271,7 @@ def _gradient_fn(network, hp, normalize: bool):
     def sums_fn(p, samples, target, weight):
         logits, value = network.apply(p, samples.obs)
         sums = losses.a2c_sums(logits, value, samples.mask, samples.action, target - value, target, weight)
-        parts = jnp.stack([sums["adv_nlp"], sums["nlp"],
-                           hp.vf_coef * sums["value_sq"] - hp.ent_coef * sums["entropy"]])
+        parts = jnp.stack([sums["adv_nlp"], sums["nlp"], hp.vf_coef * sums["value_sq"] - hp.ent_coef * sums["entropy"]])
         return parts, (parts, value, sums["value_sq"], sums["entropy"])
 
     def total_fn(p, samples, target, weight):

@@ -139,8 +139,10 @@ class Trainer:
         if config.algo != self.algo:
             raise ValueError(f"{type(self).__name__} needs config.algo == {self.algo!r}, got {config.algo!r}")
         if not isinstance(env, BatchedEnv):
-            raise TypeError(f"{type(env).__name__} does not have the batched-env interface the trainers step "
-                            "(agents.envs.api.BatchedEnv; check an adapter with agents.envs.api.check_env)")
+            raise TypeError(
+                f"{type(env).__name__} does not have the batched-env interface the trainers step "
+                "(agents.envs.api.BatchedEnv; check an adapter with agents.envs.api.check_env)"
+            )
         if env.num_envs != config.num_envs:
             raise ValueError(f"env has num_envs={env.num_envs} but config.num_envs={config.num_envs}")
         self.config = config
@@ -150,8 +152,12 @@ class Trainer:
         #: static: every sample is a learner seat's decision with every action legal (an env that declares
         #: ``all_actions_legal``, e.g. gymnax's, with every seat a learner's and A >= 2): the action masks
         #: and decision weights are all ones, so the trainers leave them out of the compiled program
-        self.dense = (getattr(env, "all_actions_legal", False) is True and env.num_actions > 1
-                      and bool(self.learner.all()) and not config.league_size)
+        self.dense = (
+            getattr(env, "all_actions_legal", False) is True
+            and env.num_actions > 1
+            and bool(self.learner.all())
+            and not config.league_size
+        )
         #: who plays the seats that are not the learner's fixed ones: ``agents.league.pool`` (a pool) or nobody
         self.players = league.make_players(config, self.learner, self.network)
         self.mesh = distributed.make_mesh(config.num_devices, config.num_envs)
@@ -168,8 +174,7 @@ class Trainer:
         def field(name, value):
             batched = name in self.env_fields
             return jax.tree_util.tree_map(
-                lambda x: NamedSharding(self.mesh, distributed.batch_spec(x.shape, num_envs) if batched else P()),
-                value,
+                lambda x: NamedSharding(self.mesh, distributed.batch_spec(x.shape, num_envs) if batched else P()), value
             )
 
         return runner.replace(**{f.name: field(f.name, getattr(runner, f.name)) for f in dataclasses.fields(runner)})
@@ -228,8 +233,9 @@ class Trainer:
         return self.constrain(runner), metrics
 
     def _run(self, runner: Runner, num_updates: int, *inputs):
-        runner, metrics = jax.lax.scan(lambda r, _: self._one_update(r, *inputs), self.constrain(runner), None,
-                                       length=num_updates)
+        runner, metrics = jax.lax.scan(
+            lambda r, _: self._one_update(r, *inputs), self.constrain(runner), None, length=num_updates
+        )
         if self.mesh is not None:
             metrics = jax.lax.with_sharding_constraint(metrics, distributed.replicated(self.mesh))
         return runner, metrics
@@ -244,11 +250,13 @@ class Trainer:
         def body(i, carry):
             runner, metrics = carry
             runner, new = self._one_update(runner, *inputs)
-            return runner, jax.tree_util.tree_map(lambda m, x: jax.lax.dynamic_update_index_in_dim(m, x, i, 0),
-                                                  metrics, new)
+            return runner, jax.tree_util.tree_map(
+                lambda m, x: jax.lax.dynamic_update_index_in_dim(m, x, i, 0), metrics, new
+            )
 
-        runner, metrics = jax.lax.fori_loop(0, jnp.minimum(num_updates, max_updates), body,
-                                            (self.constrain(runner), metrics))
+        runner, metrics = jax.lax.fori_loop(
+            0, jnp.minimum(num_updates, max_updates), body, (self.constrain(runner), metrics)
+        )
         if self.mesh is not None:
             metrics = jax.lax.with_sharding_constraint(metrics, distributed.replicated(self.mesh))
         return runner, metrics
@@ -258,5 +266,15 @@ class Trainer:
         raise NotImplementedError
 
 
-__all__ = ["ENV_STREAM", "INIT_STREAM", "TRAIN_STREAM", "Runner", "Trainer", "apply_gradients", "init_runner",
-           "learning_rate", "make_network", "make_optimizer"]
+__all__ = [
+    "ENV_STREAM",
+    "INIT_STREAM",
+    "TRAIN_STREAM",
+    "Runner",
+    "Trainer",
+    "apply_gradients",
+    "init_runner",
+    "learning_rate",
+    "make_network",
+    "make_optimizer",
+]

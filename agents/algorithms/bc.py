@@ -69,8 +69,10 @@ def split_by_game(game: np.ndarray, val_fraction: float, seed: int) -> tuple[np.
     games = np.unique(game)
     held = 0 if val_fraction == 0 else max(1, int(round(val_fraction * games.size)))
     if held >= games.size:
-        raise ValueError(f"val_fraction={val_fraction} of {games.size} game(s) leaves none to train on; record more "
-                         "games or hold out fewer")
+        raise ValueError(
+            f"val_fraction={val_fraction} of {games.size} game(s) leaves none to train on; record more "
+            "games or hold out fewer"
+        )
     val_games = np.random.default_rng(seed).choice(games, held, replace=False)
     val = np.isin(game, val_games)
     return np.flatnonzero(~val), np.flatnonzero(val)
@@ -144,12 +146,18 @@ def init_dataset_runner(config: TrainConfig, network, sample_obs, key, hparams: 
     key = as_key(key, "train key")
     hp = config.hparams() if hparams is None else hparams
     params = network.init(jax.random.fold_in(key, INIT_STREAM), sample_obs)
-    return DatasetRunner(params, trainer_base.make_optimizer(hp).init(params), jax.random.fold_in(key, TRAIN_STREAM),
-                         jnp.int32(0), hp, jnp.float32(jnp.inf), jnp.int32(0))
+    return DatasetRunner(
+        params,
+        trainer_base.make_optimizer(hp).init(params),
+        jax.random.fold_in(key, TRAIN_STREAM),
+        jnp.int32(0),
+        hp,
+        jnp.float32(jnp.inf),
+        jnp.int32(0),
+    )
 
 
-def clone_chunk(config: TrainConfig, network, runner: DatasetRunner, num_updates: int, train: dict,
-                val: dict | None):
+def clone_chunk(config: TrainConfig, network, runner: DatasetRunner, num_updates: int, train: dict, val: dict | None):
     """``num_updates`` optimizer steps in one ``lax.scan``, each on ``config.bc_batch_size`` samples of ``train``
     (``device_samples``) drawn uniformly with replacement from the runner's key, then (``val`` not None) one
     validation, which updates the runner's best and its count since. Returns ``(runner, metrics)``: float32
@@ -160,10 +168,10 @@ def clone_chunk(config: TrainConfig, network, runner: DatasetRunner, num_updates
         key, draw = jax.random.split(runner.key)
         batch = jax.tree_util.tree_map(lambda x: x[jax.random.randint(draw, (config.bc_batch_size,), 0, size)], train)
         hp = runner.hparams
-        (_, m), grads = jax.value_and_grad(lambda p: _loss(network, p, batch, hp.vf_coef), has_aux=True)(
-            runner.params)
-        params, opt_state, grad_norm, lr = trainer_base.apply_gradients(config, hp, runner.params, runner.opt_state,
-                                                                        grads, runner.update)
+        (_, m), grads = jax.value_and_grad(lambda p: _loss(network, p, batch, hp.vf_coef), has_aux=True)(runner.params)
+        params, opt_state, grad_norm, lr = trainer_base.apply_gradients(
+            config, hp, runner.params, runner.opt_state, grads, runner.update
+        )
         runner = runner.replace(params=params, opt_state=opt_state, key=key, update=runner.update + 1)
         metrics = {
             "loss/cross_entropy": m["cross_entropy"],
@@ -181,8 +189,9 @@ def clone_chunk(config: TrainConfig, network, runner: DatasetRunner, num_updates
         scores = validate(network, runner.params, val)
         loss = scores["cross_entropy"]
         improved = jnp.isfinite(loss) & (loss < runner.best)
-        runner = runner.replace(best=jnp.where(improved, loss, runner.best),
-                                since_best=jnp.where(improved, 0, runner.since_best + 1))
+        runner = runner.replace(
+            best=jnp.where(improved, loss, runner.best), since_best=jnp.where(improved, 0, runner.since_best + 1)
+        )
         metrics.update({f"val/{k}": jnp.full(num_updates, v) for k, v in scores.items()})
         metrics["val/best_cross_entropy"] = jnp.full(num_updates, runner.best)
     return runner, metrics
@@ -198,8 +207,10 @@ def split_samples(config: TrainConfig, samples: dict) -> tuple[dict, dict | None
     except ValueError as err:
         raise ValueError(f"{config.bc_dataset}: {err}") from None
     if not samples["decision"][train].any():
-        raise ValueError(f"{config.bc_dataset}: no decision (a step with two or more legal actions) to learn from "
-                         "in its training games")
+        raise ValueError(
+            f"{config.bc_dataset}: no decision (a step with two or more legal actions) to learn from "
+            "in its training games"
+        )
     return device_samples(samples, train), (device_samples(samples, val) if val.size else None)
 
 
@@ -235,8 +246,9 @@ class DatasetCloning(Trainer):
     def chunk_inputs(self) -> tuple:
         """``(train, val)``: the recording's samples on the device (``use_recording`` first)."""
         if self._split is None:
-            raise RuntimeError("no recording given: the run library calls use_recording first "
-                               "(agents.policies.frozen.trainer_inputs)")
+            raise RuntimeError(
+                "no recording given: the run library calls use_recording first (agents.policies.frozen.trainer_inputs)"
+            )
         return self._split
 
     def input_identity(self) -> dict:
@@ -305,13 +317,15 @@ class TeacherPlay(OwnPlay):
 
     def act(self, network, env, dense, params, key, env_state, obs, mask, learner, others):
         policy_key, teacher_key = jax.random.split(key)
-        teacher = jax.vmap(self.teacher)(jax.random.split(teacher_key, env.num_envs), env_state.games,
-                                         mask).astype(jnp.int32)
+        teacher = jax.vmap(self.teacher)(jax.random.split(teacher_key, env.num_envs), env_state.games, mask).astype(
+            jnp.int32
+        )
         seats = jnp.broadcast_to(jnp.asarray(learner), teacher.shape)
         if self.teacher_prob < 1.0:
             seats = seats & jax.random.bernoulli(jax.random.fold_in(key, 2), self.teacher_prob, seats.shape)
-        env_state, ts, transition = super().act(network, env, dense, params, policy_key, env_state, obs, mask,
-                                                learner, (seats, teacher))
+        env_state, ts, transition = super().act(
+            network, env, dense, params, policy_key, env_state, obs, mask, learner, (seats, teacher)
+        )
         return env_state, ts, transition.replace(action=teacher)
 
 
@@ -320,5 +334,17 @@ def behaviour_cloning(config: TrainConfig, env) -> PPO:
     return PPO(config, env, loss=BCLoss(), samples=TeacherPlay(config.bc_teacher, config.bc_teacher_prob))
 
 
-__all__ = ["BCLoss", "DatasetCloning", "DatasetRunner", "TeacherPlay", "VALIDATION_METRICS", "behaviour_cloning",
-           "clone_chunk", "device_samples", "init_dataset_runner", "split_by_game", "split_samples", "validate"]
+__all__ = [
+    "BCLoss",
+    "DatasetCloning",
+    "DatasetRunner",
+    "TeacherPlay",
+    "VALIDATION_METRICS",
+    "behaviour_cloning",
+    "clone_chunk",
+    "device_samples",
+    "init_dataset_runner",
+    "split_by_game",
+    "split_samples",
+    "validate",
+]

@@ -71,8 +71,10 @@ class KLTerms:
     def __init__(self, base, config: TrainConfig, kl_roles: tuple[str, ...]):
         self.base = base
         self.kl_roles = kl_roles
-        self.schedule = {"teacher": (config.teacher_kl, config.teacher_kl_updates, config.teacher_temperature),
-                         "anchor": (config.anchor_kl, config.anchor_kl_updates, 1.0)}
+        self.schedule = {
+            "teacher": (config.teacher_kl, config.teacher_kl_updates, config.teacher_temperature),
+            "anchor": (config.anchor_kl, config.anchor_kl_updates, 1.0),
+        }
         #: the feature dropout's keep probability is reported too (``FrozenPolicies.oracle_keep``)
         self.dropout_updates = config.oracle_dropout_updates if config.teacher else 0
         extra = [f"{r}_{what}" for r in kl_roles for what in ("kl", "coef")]
@@ -91,10 +93,14 @@ class KLTerms:
         return total, metrics
 
     def log(self, mean, traj, targets):
-        names = {"teacher_kl": "loss/teacher_kl", "anchor_kl": "loss/anchor_kl", "teacher_coef": "train/teacher_kl",
-                 "anchor_coef": "train/anchor_kl", "oracle_keep": "train/oracle_keep"}
+        names = {
+            "teacher_kl": "loss/teacher_kl",
+            "anchor_kl": "loss/anchor_kl",
+            "teacher_coef": "train/teacher_kl",
+            "anchor_coef": "train/anchor_kl",
+            "oracle_keep": "train/oracle_keep",
+        }
         return {**self.base.log(mean, traj, targets), **{names[k]: mean[k] for k in self.names if k in names}}
-
 
 
 class FrozenPolicies(OwnPlay):
@@ -125,8 +131,10 @@ class FrozenPolicies(OwnPlay):
     def inputs(self) -> tuple:
         """``({role: params},)``: the frozen policies' parameters (``use_references`` first)."""
         if self.references is None:
-            raise ValueError("the trainer's frozen policies are missing: call use_references("
-                             "agents.policies.frozen.load_references(config)) before running (the run library does)")
+            raise ValueError(
+                "the trainer's frozen policies are missing: call use_references("
+                "agents.policies.frozen.load_references(config)) before running (the run library does)"
+            )
         return ({role: ref.params for role, ref in self.references.items()},)
 
     def identity(self) -> dict:

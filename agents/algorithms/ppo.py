@@ -72,7 +72,8 @@ def targets_with_pending(traj: Transition, pending: Pending, end_value, end_deci
     carried = pending.active
     first = jax.tree_util.tree_map(lambda x: x[0], traj)
     first = first.replace(
-        obs=select_seats(carried, pending.obs, first.obs), mask=select_seats(carried, pending.mask, first.mask),
+        obs=select_seats(carried, pending.obs, first.obs),
+        mask=select_seats(carried, pending.mask, first.mask),
         action=jnp.where(carried, pending.action, first.action),
         log_prob=jnp.where(carried, pending.log_prob, first.log_prob),
         value=jnp.where(carried, pending.value, first.value),
@@ -91,9 +92,14 @@ def targets_with_pending(traj: Transition, pending: Pending, end_value, end_deci
         return jnp.take_along_axis(x, index, axis=0)[0]
 
     pending = Pending(
-        obs=jax.tree_util.tree_map(at_row, traj.obs), mask=at_row(traj.mask), action=at_row(traj.action),
-        log_prob=at_row(traj.log_prob), value=at_row(traj.value), ret=at_row(result.open_return),
-        discount=at_row(result.open_discount), active=is_open.any(axis=0),
+        obs=jax.tree_util.tree_map(at_row, traj.obs),
+        mask=at_row(traj.mask),
+        action=at_row(traj.action),
+        log_prob=at_row(traj.log_prob),
+        value=at_row(traj.value),
+        ret=at_row(result.open_return),
+        discount=at_row(result.open_discount),
+        active=is_open.any(axis=0),
     )
     traj = traj.replace(weight=result.trained.astype(jnp.float32))
     return traj, result.advantages, result.targets, pending
@@ -119,8 +125,19 @@ class PPOLoss:
         samples ``traj`` (leaves [B, ...]; ``mask``/``weight`` None when every action is legal and every sample a
         decision), ``advantages`` and ``targets`` float32[B]; ``extra``: the samples' extras (unused here)."""
         return losses.ppo_loss(
-            logits, value, traj.mask, traj.action, traj.log_prob, traj.value, advantages, targets, traj.weight,
-            hp.clip_eps, hp.vf_coef, hp.ent_coef, clip_value=self.clip_value,
+            logits,
+            value,
+            traj.mask,
+            traj.action,
+            traj.log_prob,
+            traj.value,
+            advantages,
+            targets,
+            traj.weight,
+            hp.clip_eps,
+            hp.vf_coef,
+            hp.ent_coef,
+            clip_value=self.clip_value,
             normalize_advantages=self.normalize_advantages,
         )
 
@@ -200,7 +217,8 @@ class PPO(Trainer):
                 raise ValueError(
                     f"TrainConfig.num_minibatches must divide each device's share of the rollout batch with "
                     f"shuffle='local' (num_envs / {devices} devices x num_steps x learner seats = {share}), "
-                    f"got {config.num_minibatches}")
+                    f"got {config.num_minibatches}"
+                )
 
     # ---- what the samples declare ----
     @property
@@ -232,8 +250,9 @@ class PPO(Trainer):
         def step(carry, step_key):
             (env_state, obs, mask, tracker), stats = self._constrain_envs(carry[0]), carry[1]
             step_key, learner, others = players.seats(context, env_state, obs, mask, step_key)
-            env_state, ts, transition = self.samples.act(self.network, self.env, self.dense, runner.params,
-                                                         step_key, env_state, obs, mask, learner, others)
+            env_state, ts, transition = self.samples.act(
+                self.network, self.env, self.dense, runner.params, step_key, env_state, obs, mask, learner, others
+            )
             tracker, sums = track_episodes(tracker, ts, learner)
             stats = players.record(context, stats, ts)
             carry = (self._constrain_envs((env_state, ts.observation, ts.action_mask, tracker)), stats)
@@ -242,8 +261,9 @@ class PPO(Trainer):
         carry = ((runner.env_state, runner.obs, runner.mask, runner.tracker), players.stats(runner.league))
         keys = jax.random.split(key, config.num_steps)
         ((env_state, obs, mask, tracker), stats), (traj, sums) = jax.lax.scan(step, carry, keys)
-        runner = runner.replace(env_state=env_state, obs=obs, mask=mask, tracker=tracker,
-                                league=players.finish(runner.league, stats))
+        runner = runner.replace(
+            env_state=env_state, obs=obs, mask=mask, tracker=tracker, league=players.finish(runner.league, stats)
+        )
         return runner, self.samples.after_rollout(traj, rollout_key, runner.update), sums
 
     def training_batch(self, traj: Transition, advantages, targets, update, inputs):
@@ -272,15 +292,18 @@ class PPO(Trainer):
         _, end_value = self.network.apply(runner.params, runner.obs)
         decisions = traj.weight.sum()  # taken in this rollout (trained now or, if left open, in a later update)
         if self.dense:  # every state is a decision: nothing is ever left open, the textbook GAE
-            advantages, targets = gae(traj.reward, traj.value, traj.terminal, jnp.ones_like(traj.terminal),
-                                      end_value, hp.gamma, hp.gae_lambda)
+            advantages, targets = gae(
+                traj.reward, traj.value, traj.terminal, jnp.ones_like(traj.terminal), end_value, hp.gamma, hp.gae_lambda
+            )
         else:
             traj, advantages, targets, pending = targets_with_pending(
-                traj, pending, end_value, runner.mask.sum(-1) > 1, hp.gamma, hp.gae_lambda)
+                traj, pending, end_value, runner.mask.sum(-1) > 1, hp.gamma, hp.gae_lambda
+            )
         batch = self.training_batch(traj, advantages, targets, runner.update, inputs)
         held_out = self.held_out_metrics(runner.params, traj)  # before the update trains on these samples
-        params, opt_state, mb_metrics = self.optimize(runner.params, runner.opt_state, batch, shuffle_key, hp,
-                                                      runner.update)
+        params, opt_state, mb_metrics = self.optimize(
+            runner.params, runner.opt_state, batch, shuffle_key, hp, runner.update
+        )
         mean = {k: v.mean() for k, v in mb_metrics.items()}
         metrics = {
             **self.loss.log(mean, self._dense_view(traj), targets),
@@ -329,7 +352,8 @@ class PPO(Trainer):
             return self._optimize(params, opt_state, batch, shuffle_key, hp, update, None)
         sharded, replicated = P(None, distributed.DATA_AXIS), P()
         local = jax.shard_map(
-            functools.partial(self._optimize, axis_name=distributed.DATA_AXIS), mesh=self.mesh,
+            functools.partial(self._optimize, axis_name=distributed.DATA_AXIS),
+            mesh=self.mesh,
             in_specs=(replicated, replicated, sharded, replicated, replicated, replicated),
             out_specs=(replicated, replicated, replicated),
             check_vma=False,  # the gradients are averaged by hand (pmean); the outputs are equal on every device
@@ -343,7 +367,8 @@ class PPO(Trainer):
             flat = jax.tree_util.tree_map(lambda x: x.reshape((-1,) + x.shape[3:]), batch)
             return self._epochs(self.network, params, opt_state, flat, shuffle_key, hp, update, axis_name)
         per_seat = jax.tree_util.tree_map(
-            lambda x: jnp.moveaxis(x, 2, 0).reshape((x.shape[2], -1) + x.shape[3:]), batch)
+            lambda x: jnp.moveaxis(x, 2, 0).reshape((x.shape[2], -1) + x.shape[3:]), batch
+        )
         keys = jax.random.split(shuffle_key, per_seat[1].shape[0])
         return jax.vmap(lambda p, o, b, k: self._epochs(self.network.base, p, o, b, k, hp, update, axis_name))(
             params, opt_state, per_seat, keys
@@ -368,7 +393,8 @@ class PPO(Trainer):
 
             (_, metrics), grads = jax.value_and_grad(
                 lambda p: self.minibatch_loss(network, p, mb_traj, mb_adv, mb_targets, mb_extra, hp, update),
-                has_aux=True)(params)
+                has_aux=True,
+            )(params)
             if axis_name is not None:  # shuffle="local": every device's minibatch counts the same
                 grads, metrics = jax.lax.pmean((grads, metrics), axis_name)
             params, opt_state, grad_norm, lr = apply_gradients(config, hp, params, opt_state, grads, update)

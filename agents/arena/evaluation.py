@@ -75,8 +75,11 @@ def make_rating_evaluator(game: jaxgame.AutoChessEnv, network, num_games: int, p
         update = np.asarray(pool.update)
         filled = [int(k) for k in np.flatnonzero(update >= 0)]
         others = [1 + k for k in filled] + [1 + pool_size + i for i in range(len(OPPONENTS))]
-        names = {0: "learner", **{1 + k: snapshot_name(update[k]) for k in filled},
-                 **{1 + pool_size + i: bot for i, bot in enumerate(OPPONENTS)}}
+        names = {
+            0: "learner",
+            **{1 + k: snapshot_name(update[k]) for k in filled},
+            **{1 + pool_size + i: bot for i, bot in enumerate(OPPONENTS)},
+        }
         picks = draw_lineups(len(others), num_games, np.random.default_rng(seed), seats=C.NUM_PLAYERS - 1)
         lineups = np.concatenate([np.zeros((num_games, 1), np.int64), np.asarray(others)[picks]], axis=1)
         snapshots = tuple(jax.tree_util.tree_map(lambda x, k=k: x[k], pool.params) for k in range(pool_size))
@@ -99,8 +102,10 @@ def placement_summary(ranks) -> dict:
     ranks = np.asarray(ranks, np.float64)
     if ranks.size == 0 or not ((ranks >= 1) & (ranks <= C.NUM_PLAYERS)).all():
         unfinished = int((ranks < 1).sum())
-        raise ValueError(f"placements need finished games with ranks 1..{C.NUM_PLAYERS}; got {ranks.size} ranks, "
-                         f"{unfinished} of them unfinished (0)")
+        raise ValueError(
+            f"placements need finished games with ranks 1..{C.NUM_PLAYERS}; got {ranks.size} ranks, "
+            f"{unfinished} of them unfinished (0)"
+        )
     _, half = t_interval(ranks.mean(axis=1))  # per seed: its rotations share the deal, so they are one draw
     return {
         "mean_placement": float(ranks.mean()),

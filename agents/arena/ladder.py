@@ -49,9 +49,18 @@ LADDERS = Path(__file__).resolve().parent / "ladders"
 #: The version a rating uses unless told otherwise.
 CURRENT_LADDER = "ladder-v1"
 #: ladder-v1's population: every scripted bot and every baseline shipped when it was fitted.
-LADDER_V1_MEMBERS = ("random", "greedy", "expert", "expert_public", "baseline:ppo_small-v1", "baseline:ppo_small-v2",
-                     "baseline:ppo_small-v3", "baseline:ppo_small_entity-v1", "baseline:pipeline_entity-v1",
-                     "baseline:ppo_large-v1")
+LADDER_V1_MEMBERS = (
+    "random",
+    "greedy",
+    "expert",
+    "expert_public",
+    "baseline:ppo_small-v1",
+    "baseline:ppo_small-v2",
+    "baseline:ppo_small-v3",
+    "baseline:ppo_small_entity-v1",
+    "baseline:pipeline_entity-v1",
+    "baseline:ppo_large-v1",
+)
 #: The scale: the anchor member's points, and points per natural-log unit of strength (400 per factor of 10).
 ANCHOR, ANCHOR_POINTS, POINTS_PER_UNIT = "expert", 1000.0, 400.0 / math.log(10.0)
 #: Defaults of a rating: game seeds (each 8 rotations) and the evaluation seed, which no training run uses.
@@ -73,7 +82,7 @@ def member_pin(spec: str) -> str:
     """The sha256 that pins a member: a baseline's digest file (``NAME.sha256``, which lists the sha256 of each of
     its files), a bot's source file (``jaxgame/bots.py``; ``search``: ``jaxgame/search_bot.py``)."""
     if is_baseline(spec):
-        path = baselines.DIRECTORY / f"{spec[len(baselines.PREFIX):]}.sha256"
+        path = baselines.DIRECTORY / f"{spec[len(baselines.PREFIX) :]}.sha256"
     elif spec == "search":
         path = Path(search_bot.__file__)
     elif spec in PLAYER_BOTS:
@@ -107,8 +116,10 @@ def load_ladder(version: str = CURRENT_LADDER) -> dict:
     ladder = json.loads(path.read_text())
     for member in ladder["members"]:
         if is_baseline(member["spec"]) and member_pin(member["spec"]) != member["sha256"]:
-            raise LadderError(f"{version}: {member['spec']} is not the policy the ladder was fitted with (its digest "
-                              f"file's sha256 differs from the pinned {member['sha256'][:12]}...)")
+            raise LadderError(
+                f"{version}: {member['spec']} is not the policy the ladder was fitted with (its digest "
+                f"file's sha256 differs from the pinned {member['sha256'][:12]}...)"
+            )
     return ladder
 
 
@@ -116,11 +127,15 @@ def drift_notes(ladder: dict) -> list[str]:
     """Notes for what changed since the ladder was fitted and is not refused: the bots' or the game's source."""
     notes = []
     if any(member_pin(m["spec"]) != m["sha256"] for m in ladder["members"] if m["spec"] in PLAYER_BOTS):
-        notes.append(f"the bots' source (jaxgame/bots.py) differs from the one {ladder['version']} was fitted with: "
-                     "its members may play differently now")
+        notes.append(
+            f"the bots' source (jaxgame/bots.py) differs from the one {ladder['version']} was fitted with: "
+            "its members may play differently now"
+        )
     if game_pin() != ladder["fit"]["game_sha256"]:
-        notes.append(f"the game's source (jaxgame/*.py) differs from the one {ladder['version']} was fitted with: "
-                     "ratings hold as far as the game plays the same (a new ladder version is fitted when it does not)")
+        notes.append(
+            f"the game's source (jaxgame/*.py) differs from the one {ladder['version']} was fitted with: "
+            "ratings hold as far as the game plays the same (a new ladder version is fitted when it does not)"
+        )
     return notes
 
 
@@ -169,9 +184,16 @@ def _orders(competitors, ranks):
     return plackett_luce.orders_from_ranks(who, flat), seed, finished
 
 
-def fit_population(members=LADDER_V1_MEMBERS, games: int = 384, seed: int = FIT_SEED, batch: int = 8,
-                   draws: int = 200, prior_sd: float = plackett_luce.PRIOR_SD, progress: Progress | None = None,
-                   version: str = CURRENT_LADDER) -> dict:
+def fit_population(
+    members=LADDER_V1_MEMBERS,
+    games: int = 384,
+    seed: int = FIT_SEED,
+    batch: int = 8,
+    draws: int = 200,
+    prior_sd: float = plackett_luce.PRIOR_SD,
+    progress: Progress | None = None,
+    version: str = CURRENT_LADDER,
+) -> dict:
     """A new ladder version's population fit: ``games`` lineups of 8 different members drawn at random
     (``tables.draw_lineups``, rng ``seed``), each played in its 8 seat rotations from game seed ``seed``, and the
     members' joint MAP Plackett-Luce strengths with ``draws`` bootstrap resamples of the lineups for 95%
@@ -191,8 +213,7 @@ def fit_population(members=LADDER_V1_MEMBERS, games: int = 384, seed: int = FIT_
     index = np.array([participant[m] for m in members])
     progress.status(f"{version}: {len(members)} members, {games} lineups x 8 rotations: compiling ...")
     progress.start(games, 0, unit="lineup")
-    ranks = play(policies, bots, index[lineups], min(batch, games), seed,
-                 on_batch=lambda n: progress.chunk(n, ""))
+    ranks = play(policies, bots, index[lineups], min(batch, games), seed, on_batch=lambda n: progress.chunk(n, ""))
     progress.close()
     population = population_from_games(members, lineups, ranks, seed, draws, prior_sd, version)
     population["fit"]["rules"] = policies[0].config.rules() if policies else None
@@ -200,8 +221,15 @@ def fit_population(members=LADDER_V1_MEMBERS, games: int = 384, seed: int = FIT_
     return population
 
 
-def population_from_games(members, lineups, ranks, seed: int, draws: int = 200,
-                          prior_sd: float = plackett_luce.PRIOR_SD, version: str = CURRENT_LADDER) -> dict:
+def population_from_games(
+    members,
+    lineups,
+    ranks,
+    seed: int,
+    draws: int = 200,
+    prior_sd: float = plackett_luce.PRIOR_SD,
+    version: str = CURRENT_LADDER,
+) -> dict:
     """``fit_population``'s result from its games: ``lineups`` int[G, 8] (member indices), ``ranks`` int[G, 8, 8]
     (``tournament.play``'s), the bootstrap's rng ``seed``. A member that placed last (or first) in every game
     has no finite maximum-likelihood strength: its points are the prior's bound, and its row says so."""
@@ -209,8 +237,15 @@ def population_from_games(members, lineups, ranks, seed: int, draws: int = 200,
     lineups, ranks = np.asarray(lineups), np.asarray(ranks)
     orders, lineup_of, finished = _orders(lineups, ranks)
     strengths = plackett_luce.fit(orders[finished], len(members), prior_sd=prior_sd)
-    boot = plackett_luce.bootstrap(orders[finished], len(members), lineup_of[finished], draws,
-                                   np.random.default_rng(seed), prior_sd, init=strengths)
+    boot = plackett_luce.bootstrap(
+        orders[finished],
+        len(members),
+        lineup_of[finished],
+        draws,
+        np.random.default_rng(seed),
+        prior_sd,
+        init=strengths,
+    )
     anchor = strengths[members.index(ANCHOR)]
     boot_points = points(boot, boot[:, [members.index(ANCHOR)]])
     flat = ranks.reshape(-1, C.NUM_PLAYERS)[finished]
@@ -219,25 +254,43 @@ def population_from_games(members, lineups, ranks, seed: int, draws: int = 200,
     for i, spec in enumerate(members):
         low, high = np.percentile(boot_points[:, i], [2.5, 97.5])
         placed = flat[who == i]
-        row = {"spec": spec, "sha256": member_pin(spec), "strength": float(strengths[i]),
-               "points": round(float(points(strengths[i], anchor)), 1),
-               "ci95": [round(float(low), 1), round(float(high), 1)],
-               "mean_placement": round(float(placed.mean()), 3), "games": int(placed.size)}
+        row = {
+            "spec": spec,
+            "sha256": member_pin(spec),
+            "strength": float(strengths[i]),
+            "points": round(float(points(strengths[i], anchor)), 1),
+            "ci95": [round(float(low), 1), round(float(high), 1)],
+            "mean_placement": round(float(placed.mean()), 3),
+            "games": int(placed.size),
+        }
         place = _one_place(placed) if placed.size else None
         if place:
-            row["note"] = (f"placed {place} in all {placed.size} of its games: its points are set by the prior (sd "
-                           f"{prior_sd:g}), a bound, not a measurement")
+            row["note"] = (
+                f"placed {place} in all {placed.size} of its games: its points are set by the prior (sd "
+                f"{prior_sd:g}), a bound, not a measurement"
+            )
         rows.append(row)
     return {
         "version": version,
         "members": rows,
-        "scale": {"anchor": ANCHOR, "anchor_points": ANCHOR_POINTS, "points_per_unit": POINTS_PER_UNIT,
-                  "prior_sd": prior_sd},
-        "fit": {"lineups": len(lineups), "rotations": C.NUM_PLAYERS, "rated_games": int(finished.sum()),
-                "unfinished_games": int((~finished).sum()), "seed": seed, "bootstrap_draws": draws,
-                "game_sha256": game_pin(),
-                "log_likelihood_per_game": round(plackett_luce.log_likelihood(strengths, orders[finished])
-                                                 / int(finished.sum()), 4)},
+        "scale": {
+            "anchor": ANCHOR,
+            "anchor_points": ANCHOR_POINTS,
+            "points_per_unit": POINTS_PER_UNIT,
+            "prior_sd": prior_sd,
+        },
+        "fit": {
+            "lineups": len(lineups),
+            "rotations": C.NUM_PLAYERS,
+            "rated_games": int(finished.sum()),
+            "unfinished_games": int((~finished).sum()),
+            "seed": seed,
+            "bootstrap_draws": draws,
+            "game_sha256": game_pin(),
+            "log_likelihood_per_game": round(
+                plackett_luce.log_likelihood(strengths, orders[finished]) / int(finished.sum()), 4
+            ),
+        },
         "evidence": {"members": members, "lineups": lineups.tolist(), "ranks": ranks.tolist()},
     }
 
@@ -257,9 +310,16 @@ def _candidate(player, members):
     return player, None, policy
 
 
-def rate_on_ladder(player, games: int = DEFAULT_GAMES, seed: int = DEFAULT_SEED, version: str = CURRENT_LADDER,
-                   batch: int = 8, draws: int = DEFAULT_DRAWS, progress: Progress | None = None,
-                   deterministic: bool = False) -> dict:
+def rate_on_ladder(
+    player,
+    games: int = DEFAULT_GAMES,
+    seed: int = DEFAULT_SEED,
+    version: str = CURRENT_LADDER,
+    batch: int = 8,
+    draws: int = DEFAULT_DRAWS,
+    progress: Progress | None = None,
+    deterministic: bool = False,
+) -> dict:
     """The ladder rating of ``player`` (a bot, ``baseline:NAME``, ``RUN_DIR[:STEP]`` or a loaded policy object):
     for each of ``games`` game seeds, the player and 7 members drawn at random (rng ``seed``) sit at one table,
     played in its 8 seat rotations (game seed ``seed``); the player's strength is fitted with the members' fixed
@@ -287,8 +347,10 @@ def rate_on_ladder(player, games: int = DEFAULT_GAMES, seed: int = DEFAULT_SEED,
     if deterministic and policy is None:
         raise PolicyError(f"deterministic play is for a policy; {name} is a bot")
     if policy is not None and getattr(policy.config, "independent", False):
-        raise PolicyError(f"{name} is a run of independent learners (one policy per seat); the ladder rates one "
-                          "policy: rate a shared-parameter run")
+        raise PolicyError(
+            f"{name} is a run of independent learners (one policy per seat); the ladder rates one "
+            "policy: rate a shared-parameter run"
+        )
     notes = drift_notes(ladder)
     policies, bots, participant = _participants(members, extra=policy, extra_bot=bot)
     candidate_index = participant[bot] if bot is not None else len(policies) - 1
@@ -296,10 +358,12 @@ def rate_on_ladder(player, games: int = DEFAULT_GAMES, seed: int = DEFAULT_SEED,
     notes += _check_table(policies, progress, batch)
     rng = np.random.default_rng(seed)
     drawn = np.stack([rng.choice(len(members), C.NUM_PLAYERS - 1, replace=False) for _ in range(games)])
-    rows = np.concatenate([np.full((games, 1), candidate_index), np.array([participant[m] for m in members])[drawn]],
-                          axis=1)
-    progress.status(f"{name} on {version}: {games} game seeds x 8 rotations, 7 of {len(members)} members a table: "
-                    "compiling ...")
+    rows = np.concatenate(
+        [np.full((games, 1), candidate_index), np.array([participant[m] for m in members])[drawn]], axis=1
+    )
+    progress.status(
+        f"{name} on {version}: {games} game seeds x 8 rotations, 7 of {len(members)} members a table: compiling ..."
+    )
     progress.start(games, 0, unit="lineup")
     greedy = tuple(deterministic and p is policy for p in policies)  # the candidate alone, when asked
     ranks = play(policies, bots, rows, batch, seed, on_batch=lambda n: progress.chunk(n, ""), greedy_policy=greedy)
@@ -309,14 +373,23 @@ def rate_on_ladder(player, games: int = DEFAULT_GAMES, seed: int = DEFAULT_SEED,
     orders, seed_of, finished = _orders(competitors, ranks)
     if not finished.any():
         raise RuntimeError("no game ended within the game's step limit: nothing to rate")
-    strength, replicates = plackett_luce.fit_one(orders[finished], strengths, cand, seed_of[finished], draws,
-                                                 np.random.default_rng(seed), ladder["scale"]["prior_sd"])
+    strength, replicates = plackett_luce.fit_one(
+        orders[finished],
+        strengths,
+        cand,
+        seed_of[finished],
+        draws,
+        np.random.default_rng(seed),
+        ladder["scale"]["prior_sd"],
+    )
     flat = ranks.reshape(-1, C.NUM_PLAYERS)[finished]
     place = _one_place(flat[:, 0])
     if place:
-        notes.append(f"{name} placed {place} in all {len(flat)} games: no finite strength fits that, so its rating "
-                     f"is set by the prior and moves {'down' if place == 'last' else 'up'} with more games (a bound, "
-                     "not a measurement)")
+        notes.append(
+            f"{name} placed {place} in all {len(flat)} games: no finite strength fits that, so its rating "
+            f"is set by the prior and moves {'down' if place == 'last' else 'up'} with more games (a bound, "
+            "not a measurement)"
+        )
     rating = float(points(strength, anchor))
     low, high = (float(v) for v in np.percentile(points(replicates, anchor), [2.5, 97.5]))
     who = np.repeat(competitors, C.NUM_PLAYERS, axis=0)[finished]
@@ -327,20 +400,44 @@ def rate_on_ladder(player, games: int = DEFAULT_GAMES, seed: int = DEFAULT_SEED,
             continue
         mine, theirs = flat[met, 0], flat[met][who[met] == i]
         expected = 1.0 / (1.0 + math.exp(strengths[i] - strength))
-        vs[spec] = {"games": int(met.sum()), "above_rate": round(float((mine < theirs).mean()), 3),
-                    "expected_above_rate": round(expected, 3), "placement": round(float(mine.mean()), 3),
-                    "member_placement": round(float(theirs.mean()), 3)}
-    return {"player": name, "ladder": version, "rating": round(rating, 1), "ci95": [round(low, 1), round(high, 1)],
-            "half_width": round((high - low) / 2, 1), "strength": strength,
-            "mean_placement": round(float(flat[:, 0].mean()), 3), "vs_members": vs, "games": games,
-            "rated_games": int(finished.sum()), "unfinished_games": int((~finished).sum()), "seed": seed,
-            "bootstrap_draws": draws, "deterministic": bool(deterministic), "notes": notes,
-            "seconds": round(time.perf_counter() - start, 1)}
+        vs[spec] = {
+            "games": int(met.sum()),
+            "above_rate": round(float((mine < theirs).mean()), 3),
+            "expected_above_rate": round(expected, 3),
+            "placement": round(float(mine.mean()), 3),
+            "member_placement": round(float(theirs.mean()), 3),
+        }
+    return {
+        "player": name,
+        "ladder": version,
+        "rating": round(rating, 1),
+        "ci95": [round(low, 1), round(high, 1)],
+        "half_width": round((high - low) / 2, 1),
+        "strength": strength,
+        "mean_placement": round(float(flat[:, 0].mean()), 3),
+        "vs_members": vs,
+        "games": games,
+        "rated_games": int(finished.sum()),
+        "unfinished_games": int((~finished).sum()),
+        "seed": seed,
+        "bootstrap_draws": draws,
+        "deterministic": bool(deterministic),
+        "notes": notes,
+        "seconds": round(time.perf_counter() - start, 1),
+    }
 
 
-def rate_checkpoints_on_ladder(run_dir, games: int = DEFAULT_GAMES, seed: int = DEFAULT_SEED,
-                               version: str = CURRENT_LADDER, batch: int = 8, draws: int = DEFAULT_DRAWS,
-                               progress: Progress | None = None, deterministic: bool = False, rate=None) -> dict:
+def rate_checkpoints_on_ladder(
+    run_dir,
+    games: int = DEFAULT_GAMES,
+    seed: int = DEFAULT_SEED,
+    version: str = CURRENT_LADDER,
+    batch: int = 8,
+    draws: int = DEFAULT_DRAWS,
+    progress: Progress | None = None,
+    deterministic: bool = False,
+    rate=None,
+) -> dict:
     """A learning curve on the ladder: ``rate_on_ladder`` of every checkpoint a run kept (``RUN_DIR:STEP``, oldest
     first; the same games for each, so the curve's steps differ by the policy alone). Returns ``{"run_dir",
     "ladder", "games", "seed", "deterministic", "curve": [{"update", "rating", "ci95", "half_width",
@@ -355,11 +452,26 @@ def rate_checkpoints_on_ladder(run_dir, games: int = DEFAULT_GAMES, seed: int = 
     curve = []
     for i, step in enumerate(steps):
         progress.status(f"checkpoint {step} ({i + 1}/{len(steps)})")
-        result = rate(f"{run_dir}:{step}", games=games, seed=seed, version=version, batch=batch, draws=draws,
-                      progress=progress, deterministic=deterministic)
+        result = rate(
+            f"{run_dir}:{step}",
+            games=games,
+            seed=seed,
+            version=version,
+            batch=batch,
+            draws=draws,
+            progress=progress,
+            deterministic=deterministic,
+        )
         curve.append({"update": step, **{k: result[k] for k in ("rating", "ci95", "half_width", "mean_placement")}})
-    return {"run_dir": str(run_dir), "ladder": version, "games": games, "seed": seed,
-            "deterministic": bool(deterministic), "curve": curve, "seconds": round(time.perf_counter() - start, 1)}
+    return {
+        "run_dir": str(run_dir),
+        "ladder": version,
+        "games": games,
+        "seed": seed,
+        "deterministic": bool(deterministic),
+        "curve": curve,
+        "seconds": round(time.perf_counter() - start, 1),
+    }
 
 
 def plot_ladder_curve(path, result: dict, population: dict | None = None) -> None:
@@ -371,16 +483,23 @@ def plot_ladder_curve(path, result: dict, population: dict | None = None) -> Non
     ax = fig.add_subplot()
     updates = [p["update"] for p in result["curve"]]
     ratings = [p["rating"] for p in result["curve"]]
-    errors = [[p["rating"] - p["ci95"][0] for p in result["curve"]],
-              [p["ci95"][1] - p["rating"] for p in result["curve"]]]
+    errors = [
+        [p["rating"] - p["ci95"][0] for p in result["curve"]],
+        [p["ci95"][1] - p["rating"] for p in result["curve"]],
+    ]
     ax.errorbar(updates, ratings, yerr=errors, marker="o", capsize=3, label=str(result["run_dir"]))
     low = min([*ratings, *(p["ci95"][0] for p in result["curve"])])
     for member in population["members"]:
         if member["points"] < low - 300:  # far below the curve (random): it would flatten the plot
             continue
         ax.axhline(member["points"], linestyle="--", linewidth=0.8, color="grey")
-        ax.annotate(member["spec"].removeprefix("baseline:"), (0, member["points"]), xycoords=("axes fraction", "data"),
-                    fontsize=7, va="bottom")
+        ax.annotate(
+            member["spec"].removeprefix("baseline:"),
+            (0, member["points"]),
+            xycoords=("axes fraction", "data"),
+            fontsize=7,
+            va="bottom",
+        )
     ax.set_xlabel("training update")
     ax.set_ylabel(f"{result['ladder']} points (expert = 1000)")
     ax.grid(alpha=0.3)
@@ -391,14 +510,18 @@ def plot_ladder_curve(path, result: dict, population: dict | None = None) -> Non
 
 def ladder_table(result: dict) -> str:
     """A human summary of ``rate_on_ladder``'s result: the rating line, then one row per member met."""
-    lines = [f"{result['player']} on {result['ladder']}: {result['rating']:.0f} points (95% interval "
-             f"{result['ci95'][0]:.0f} .. {result['ci95'][1]:.0f}, +- {result['half_width']:.0f}; expert = 1000), "
-             f"mean placement {result['mean_placement']:.2f} over {result['rated_games']} games"]
+    lines = [
+        f"{result['player']} on {result['ladder']}: {result['rating']:.0f} points (95% interval "
+        f"{result['ci95'][0]:.0f} .. {result['ci95'][1]:.0f}, +- {result['half_width']:.0f}; expert = 1000), "
+        f"mean placement {result['mean_placement']:.2f} over {result['rated_games']} games"
+    ]
     width = max(len("member"), *(len(s) for s in result["vs_members"]))
     lines.append(f"{'member':<{width}}  games  placed above  (model)  its place  member's place")
     for spec, row in result["vs_members"].items():
-        lines.append(f"{spec:<{width}}  {row['games']:5d}  {row['above_rate']:12.1%}  {row['expected_above_rate']:7.1%}"
-                     f"  {row['placement']:9.2f}  {row['member_placement']:14.2f}")
+        lines.append(
+            f"{spec:<{width}}  {row['games']:5d}  {row['above_rate']:12.1%}  {row['expected_above_rate']:7.1%}"
+            f"  {row['placement']:9.2f}  {row['member_placement']:14.2f}"
+        )
     lines += [f"note: {n}" for n in result["notes"]]
     return "\n".join(lines)
 
@@ -407,15 +530,35 @@ def population_table(ladder: dict) -> str:
     """A human table of a ladder version's members, best first."""
     rows = sorted(ladder["members"], key=lambda m: -m["points"])
     width = max(len("member"), *(len(m["spec"]) for m in rows))
-    lines = [f"{ladder['version']}: {ladder['fit']['rated_games']} rated games of {ladder['fit']['lineups']} lineups "
-             f"(seed {ladder['fit']['seed']}); {ladder['scale']['anchor']} = {ladder['scale']['anchor_points']:.0f}",
-             f"{'member':<{width}}  points  95% interval    mean placement"]
+    lines = [
+        f"{ladder['version']}: {ladder['fit']['rated_games']} rated games of {ladder['fit']['lineups']} lineups "
+        f"(seed {ladder['fit']['seed']}); {ladder['scale']['anchor']} = {ladder['scale']['anchor_points']:.0f}",
+        f"{'member':<{width}}  points  95% interval    mean placement",
+    ]
     for m in rows:
-        lines.append(f"{m['spec']:<{width}}  {m['points']:6.0f}  {m['ci95'][0]:6.0f} .. {m['ci95'][1]:<6.0f}"
-                     f"  {m['mean_placement']:14.2f}")
+        lines.append(
+            f"{m['spec']:<{width}}  {m['points']:6.0f}  {m['ci95'][0]:6.0f} .. {m['ci95'][1]:<6.0f}"
+            f"  {m['mean_placement']:14.2f}"
+        )
     return "\n".join(lines)
 
 
-__all__ = ["ANCHOR", "CURRENT_LADDER", "LADDER_V1_MEMBERS", "LadderError", "available", "drift_notes",
-           "fit_population", "game_pin", "ladder_table", "load_ladder", "member_pin", "plot_ladder_curve", "points",
-           "population_from_games", "population_table", "rate_checkpoints_on_ladder", "rate_on_ladder"]
+__all__ = [
+    "ANCHOR",
+    "CURRENT_LADDER",
+    "LADDER_V1_MEMBERS",
+    "LadderError",
+    "available",
+    "drift_notes",
+    "fit_population",
+    "game_pin",
+    "ladder_table",
+    "load_ladder",
+    "member_pin",
+    "plot_ladder_curve",
+    "points",
+    "population_from_games",
+    "population_table",
+    "rate_checkpoints_on_ladder",
+    "rate_on_ladder",
+]

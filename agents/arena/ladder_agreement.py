@@ -23,8 +23,14 @@ from agents.utils.progress import NoProgress, Progress
 SETTINGS = tuple(HEAD_TO_HEAD)
 
 
-def agreement(version: str = CURRENT_LADDER, games: int = 32, seed: int = 4300, alpha: float = 0.05,
-              pairs=None, progress: Progress | None = None) -> dict:
+def agreement(
+    version: str = CURRENT_LADDER,
+    games: int = 32,
+    seed: int = 4300,
+    alpha: float = 0.05,
+    pairs=None,
+    progress: Progress | None = None,
+) -> dict:
     """The agreement table of ``version``'s policy members (``pairs``: (spec_a, spec_b) tuples, default every pair
     of its baselines): per pair the ladder points of both and, per setting of ``SETTINGS``, both mean placements,
     A - B with its 95% interval, the Holm-adjusted p and ``"verdict"``: ``"agree"``, ``"disagree"`` or
@@ -53,12 +59,24 @@ def agreement(version: str = CURRENT_LADDER, games: int = 32, seed: int = 4300, 
             else:
                 verdict = "agree" if (test["difference"] < 0) == ladder_a_better else "disagree"
             summary[verdict] += 1
-            settings[name] = {"mean_a": round(test["mean_a"], 3), "mean_b": round(test["mean_b"], 3),
-                              "difference": round(test["difference"], 3), "ci95": round(test["ci95"], 3),
-                              "p_holm": test["p_holm"], "verdict": verdict}
+            settings[name] = {
+                "mean_a": round(test["mean_a"], 3),
+                "mean_b": round(test["mean_b"], 3),
+                "difference": round(test["difference"], 3),
+                "ci95": round(test["ci95"], 3),
+                "p_holm": test["p_holm"],
+                "verdict": verdict,
+            }
         rows.append({"a": a, "b": b, "points_a": points[a], "points_b": points[b], "settings": settings})
-    return {"ladder": version, "games_per_rotation": games, "seed": seed, "alpha": alpha, "pairs": rows,
-            "summary": summary, "seconds": round(time.perf_counter() - start, 1)}
+    return {
+        "ladder": version,
+        "games_per_rotation": games,
+        "seed": seed,
+        "alpha": alpha,
+        "pairs": rows,
+        "summary": summary,
+        "seconds": round(time.perf_counter() - start, 1),
+    }
 
 
 def agreement_table(result: dict) -> str:
@@ -67,13 +85,18 @@ def agreement_table(result: dict) -> str:
     mark = {"agree": "+", "disagree": "x", "not_significant": "."}
     width = max(len("pair (ladder points)"), *(len(f"{r['a']} {r['b']}") + 16 for r in result["pairs"]))
     head = "  ".join(f"{s:>14}" for s in SETTINGS)
-    lines = [f"{result['ladder']} against head to heads ({result['games_per_rotation']} game seeds x 8 rotations a "
-             f"setting, Holm over the settings of a pair, alpha {result['alpha']:g}): A - B of mean placement",
-             f"{'pair (ladder points)':<{width}}  {head}"]
+    lines = [
+        f"{result['ladder']} against head to heads ({result['games_per_rotation']} game seeds x 8 rotations a "
+        f"setting, Holm over the settings of a pair, alpha {result['alpha']:g}): A - B of mean placement",
+        f"{'pair (ladder points)':<{width}}  {head}",
+    ]
     for r in result["pairs"]:
         pair = f"{r['a']} ({r['points_a']:.0f}) {r['b']} ({r['points_b']:.0f})"
-        cells = "  ".join(f"{r['settings'][s]['difference']:+6.2f} +- {r['settings'][s]['ci95']:4.2f}"
-                          f"{mark[r['settings'][s]['verdict']]}" for s in SETTINGS)
+        cells = "  ".join(
+            f"{r['settings'][s]['difference']:+6.2f} +- {r['settings'][s]['ci95']:4.2f}"
+            f"{mark[r['settings'][s]['verdict']]}"
+            for s in SETTINGS
+        )
         lines.append(f"{pair:<{width}}  {cells}")
     s = result["summary"]
     lines.append(f"agree {s['agree']}, disagree {s['disagree']}, not significant {s['not_significant']}")

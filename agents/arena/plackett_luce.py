@@ -91,8 +91,9 @@ def fit(orders, num_players: int, weights=None, prior_sd: float = PRIOR_SD, init
     return result.x
 
 
-def bootstrap(orders, num_players: int, groups, draws: int, rng: np.random.Generator, prior_sd: float = PRIOR_SD,
-              init=None) -> np.ndarray:
+def bootstrap(
+    orders, num_players: int, groups, draws: int, rng: np.random.Generator, prior_sd: float = PRIOR_SD, init=None
+) -> np.ndarray:
     """float64[draws, num_players]: ``fit`` of ``draws`` resamples of the ``groups`` int[G] (a game's group: its
     lineup, whose rotations are resampled together), for percentile intervals."""
     groups = np.asarray(groups)
@@ -121,8 +122,15 @@ def _candidate_terms(orders, strengths, candidate: int):
     return wins, np.where(active, remaining, np.nan)
 
 
-def fit_one(orders, strengths, candidate: int, seeds=None, draws: int = 0, rng: np.random.Generator | None = None,
-            prior_sd: float = PRIOR_SD) -> tuple[float, np.ndarray]:
+def fit_one(
+    orders,
+    strengths,
+    candidate: int,
+    seeds=None,
+    draws: int = 0,
+    rng: np.random.Generator | None = None,
+    prior_sd: float = PRIOR_SD,
+) -> tuple[float, np.ndarray]:
     """``(strength, replicates float64[draws])``: the MAP strength of participant ``candidate`` (an index
     ``>= len(strengths)``, in every game of ``orders`` int[G, n]) with the others' ``strengths`` fixed, and its
     bootstrap over ``seeds`` int[G] (each game's seed: a seed's rotations are resampled together)."""
@@ -138,8 +146,9 @@ def fit_one(orders, strengths, candidate: int, seeds=None, draws: int = 0, rng: 
     weights = [np.ones(len(orders))]
     if draws:
         rng = rng or np.random.default_rng(0)
-        counts = np.stack([np.bincount(rng.integers(0, len(names), len(names)), minlength=len(names))
-                           for _ in range(draws)])
+        counts = np.stack(
+            [np.bincount(rng.integers(0, len(names), len(names)), minlength=len(names)) for _ in range(draws)]
+        )
         weights.append(counts[:, index].astype(np.float64))
     w = np.vstack(weights)  # [1 + draws, G]
     x = np.zeros(len(w))

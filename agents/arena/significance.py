@@ -42,8 +42,9 @@ def check_rank_points(table) -> tuple[float, ...]:
     """``table`` as a tuple of floats; ``ValueError`` unless it has 1, 2, 4 or 8 finite entries."""
     values = tuple(float(v) for v in table)
     if len(values) not in (1, 2, 4, 8) or not all(math.isfinite(v) for v in values):
-        raise ValueError(f"a rank-points table needs 1, 2, 4 or 8 finite values (each covering 8 / K places), "
-                         f"got {list(table)}")
+        raise ValueError(
+            f"a rank-points table needs 1, 2, 4 or 8 finite values (each covering 8 / K places), got {list(table)}"
+        )
     return values
 
 
@@ -96,9 +97,19 @@ def compare(a, b, paired: bool, alpha: float = 0.05) -> dict:
         t, p, df = float(result.statistic), float(result.pvalue), float(result.df)
         interval = result.confidence_interval(1 - alpha)
         half = float(interval.high - interval.low) / 2
-    return {"test": test, "seeds_a": int(a.size), "seeds_b": int(b.size), "mean_a": float(a.mean()),
-            "mean_b": float(b.mean()), "difference": difference, "ci95": half, "t": t, "df": df, "p_value": p,
-            "sd": sd}
+    return {
+        "test": test,
+        "seeds_a": int(a.size),
+        "seeds_b": int(b.size),
+        "mean_a": float(a.mean()),
+        "mean_b": float(b.mean()),
+        "difference": difference,
+        "ci95": half,
+        "t": t,
+        "df": df,
+        "p_value": p,
+        "sd": sd,
+    }
 
 
 def t_interval(values, confidence: float = 0.95) -> tuple[float, float | None]:
@@ -134,8 +145,9 @@ def holm(p_values) -> np.ndarray:
     return adjusted
 
 
-def games_needed(sd: float, difference: float = DEFAULT_DIFFERENCE, paired: bool = True, alpha: float = 0.05,
-                 power: float = 0.8) -> int | None:
+def games_needed(
+    sd: float, difference: float = DEFAULT_DIFFERENCE, paired: bool = True, alpha: float = 0.05, power: float = 0.8
+) -> int | None:
     """Seeds (per side when not ``paired``) for a two-sided t-test at level ``alpha`` to detect a true
     difference of ``difference`` with probability ``power``, when the results' standard deviation is ``sd``
     (``compare``'s). None when ``sd`` is 0 (any number of seeds shows a difference that exists)."""
@@ -162,5 +174,13 @@ def games_needed(sd: float, difference: float = DEFAULT_DIFFERENCE, paired: bool
     return max(2, math.ceil(n))
 
 
-__all__ = ["DEFAULT_DIFFERENCE", "DEFAULT_RANK_POINTS", "check_rank_points", "compare", "games_needed", "holm",
-           "rank_points", "t_interval"]
+__all__ = [
+    "DEFAULT_DIFFERENCE",
+    "DEFAULT_RANK_POINTS",
+    "check_rank_points",
+    "compare",
+    "games_needed",
+    "holm",
+    "rank_points",
+    "t_interval",
+]

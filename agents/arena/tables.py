@@ -85,13 +85,15 @@ def greedy_per_network(greedy_policy, num_networks: int) -> tuple[bool, ...]:
         return (bool(greedy_policy),) * num_networks
     flags = tuple(bool(g) for g in greedy_policy)
     if len(flags) != num_networks:
-        raise ValueError(f"greedy_policy: one bool for all policies or one per network ({num_networks}), got "
-                         f"{len(flags)}")
+        raise ValueError(
+            f"greedy_policy: one bool for all policies or one per network ({num_networks}), got {len(flags)}"
+        )
     return flags
 
 
-def make_seat_actions(networks, bot_names: tuple[str, ...], greedy_policy: bool, num_games: int,
-                      rotations: int = C.NUM_PLAYERS):
+def make_seat_actions(
+    networks, bot_names: tuple[str, ...], greedy_policy: bool, num_games: int, rotations: int = C.NUM_PLAYERS
+):
     """``(actions, per_game)`` for games of participants (policies, then bots), shared by the table runner,
     ``agents.pipeline.recording`` and ``agents.replays.record``. Envs are ``num_games x rotations``, game-major.
 
@@ -127,11 +129,12 @@ def make_seat_actions(networks, bot_names: tuple[str, ...], greedy_policy: bool,
         bot_keys = per_game(bot_key)
         outputs = [net.apply(p, obs) for net, p in zip(networks, params)]
         keys = jax.random.split(policy_key, len(networks))
-        by_participant = [
-            choose(k, logits, mask, g) for (logits, _), k, g in zip(outputs, keys, greedy)
-        ] + [jax.vmap(all_bots.BOTS[name])(bot_keys, states,
-                                           all_bots.decision_masks(name, mask, player == len(networks) + i))
-             for i, name in enumerate(bot_names)]
+        by_participant = [choose(k, logits, mask, g) for (logits, _), k, g in zip(outputs, keys, greedy)] + [
+            jax.vmap(all_bots.BOTS[name])(
+                bot_keys, states, all_bots.decision_masks(name, mask, player == len(networks) + i)
+            )
+            for i, name in enumerate(bot_names)
+        ]
         every = jnp.stack(by_participant).astype(jnp.int32)
         actions = jnp.take_along_axis(every, player[None], axis=0)[0]
         return actions, [logits for logits, _ in outputs], [value for _, value in outputs], every
@@ -151,8 +154,9 @@ def make_seat_actions(networks, bot_names: tuple[str, ...], greedy_policy: bool,
 
     def of_env(env, params, player, states, ts, policy_key, bot_key):
         full = functools.partial(jax.tree_util.tree_map, functools.partial(embed, env))
-        acts, logits, values, _ = decide(params, full(player), full(states), full(ts.observation), full(ts.action_mask),
-                                      policy_key, bot_key)
+        acts, logits, values, _ = decide(
+            params, full(player), full(states), full(ts.observation), full(ts.action_mask), policy_key, bot_key
+        )
 
         def rows(xs, shape):  # K arrays [E, ...] -> [K, 1, ...]: env's row of each
             xs = [jax.lax.dynamic_slice_in_dim(x, env, 1) for x in xs]
@@ -179,8 +183,12 @@ _RUNNERS: collections.OrderedDict = collections.OrderedDict()
 
 
 def make_table_runner(
-    game: jaxgame.AutoChessEnv, networks, num_games: int, greedy_policy: bool = False,
-    sync_axes: tuple[str, ...] = (), bot_names: tuple[str, ...] = DEFAULT_BOTS,
+    game: jaxgame.AutoChessEnv,
+    networks,
+    num_games: int,
+    greedy_policy: bool = False,
+    sync_axes: tuple[str, ...] = (),
+    bot_names: tuple[str, ...] = DEFAULT_BOTS,
 ):
     """``run(params, lineups, key) -> int32[num_games, 8, 8]`` (see the module docstring). Calls with equal
     arguments (the game and the networks compare by value: the env and flax modules are dataclasses) return the
@@ -243,8 +251,7 @@ def _build_table_runner(game, networks, num_games, greedy_policy, sync_axes, bot
             new = ts.done & ~finished
             return states, ts, finished | new, jnp.where(new[:, None], ts.info["rank"], rank), t + 1, key
 
-        init = (states, ts, jnp.zeros(num_envs, bool), jnp.zeros((num_envs, seats), jnp.int32), jnp.int32(0),
-                loop_key)
+        init = (states, ts, jnp.zeros(num_envs, bool), jnp.zeros((num_envs, seats), jnp.int32), jnp.int32(0), loop_key)
         *_, finished, rank, _, _ = jax.lax.while_loop(cond, body, init)
         rank = jnp.where(finished[:, None], rank, 0)
         by_position = jnp.take_along_axis(rank, seat_of_position, axis=1)
@@ -256,11 +263,14 @@ def _build_table_runner(game, networks, num_games, greedy_policy, sync_axes, bot
             raise ValueError(f"params must hold {num_policies} parameter tree(s), one per network; got {len(params)}")
         lineups = np.asarray(lineups)
         if lineups.shape != (num_games, seats) or not np.issubdtype(lineups.dtype, np.integer):
-            raise ValueError(f"lineups must be ints of shape ({num_games}, {seats}), got {lineups.dtype} "
-                             f"{lineups.shape}")
+            raise ValueError(
+                f"lineups must be ints of shape ({num_games}, {seats}), got {lineups.dtype} {lineups.shape}"
+            )
         if lineups.min() < 0 or lineups.max() >= num_participants:
-            raise ValueError(f"lineups must name participants 0..{num_participants - 1} ({num_policies} policies, "
-                             f"then the bots {bot_names}); got values {lineups.min()}..{lineups.max()}")
+            raise ValueError(
+                f"lineups must name participants 0..{num_participants - 1} ({num_policies} policies, "
+                f"then the bots {bot_names}); got values {lineups.min()}..{lineups.max()}"
+            )
         return run(params, jnp.asarray(lineups, jnp.int32), as_key(key, "table key"))
 
     checked_run.jitted = run

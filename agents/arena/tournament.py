@@ -65,8 +65,16 @@ from agents.utils.progress import NoProgress, Progress
 from jaxgame import constants as C
 
 
-def rate_checkpoints(specs, out_dir, games: int = 16, bots=DEFAULT_BOTS, all_checkpoints: bool = False,
-                     batch: int = 8, seed: int = 0, progress: Progress | None = None) -> dict:
+def rate_checkpoints(
+    specs,
+    out_dir,
+    games: int = 16,
+    bots=DEFAULT_BOTS,
+    all_checkpoints: bool = False,
+    batch: int = 8,
+    seed: int = 0,
+    progress: Progress | None = None,
+) -> dict:
     """Rate the policies of ``specs`` (``RUN_DIR[:STEP]``) and ``bots`` against each other (see the module
     docstring), write ``ratings.json``, ``.csv`` and ``.png`` to ``out_dir``; returns the summary with the table
     (``"ratings"``, best first) and its text (``"text"``)."""
@@ -80,30 +88,54 @@ def rate_checkpoints(specs, out_dir, games: int = 16, bots=DEFAULT_BOTS, all_che
         raise PolicyError(f"a rating tournament needs at least 2 players, got {names}")
     for note in rule_differences(policies):
         progress.status(f"note: {note}")
-    memory.check_fits(f"batch={min(batch, games)} lineups (x 8 rotations)",
-                      memory.table_bytes(make_game(policies[0].config), min(batch, games)))
+    memory.check_fits(
+        f"batch={min(batch, games)} lineups (x 8 rotations)",
+        memory.table_bytes(make_game(policies[0].config), min(batch, games)),
+    )
     rows = draw_lineups(len(names), games, np.random.default_rng(seed))
     progress.status(f"{len(names)} players, {games} lineups x 8 rotations: compiling ...")
     progress.start(len(rows), 0, unit="lineup")
-    ranks = play(policies, list(bots), rows, min(batch, games), seed,
-                 on_batch=lambda lineups: progress.chunk(lineups, ""))
+    ranks = play(
+        policies, list(bots), rows, min(batch, games), seed, on_batch=lambda lineups: progress.chunk(lineups, "")
+    )
     progress.close()
     ratings, mean_placement, unfinished = rate(names, rows, ranks)
     update = {p.name: p.step for p in policies}
-    table = [{**row, "mean_placement": mean_placement[row["name"]], "update": update.get(row["name"])}
-             for row in ratings.table()]
+    table = [
+        {**row, "mean_placement": mean_placement[row["name"]], "update": update.get(row["name"])}
+        for row in ratings.table()
+    ]
     out_dir = Path(out_dir)
-    settings = {"players": names, "games": games, "rated_games": games * 8 - unfinished,
-                "unfinished_games": unfinished, "seed": seed, "bots": list(bots),
-                "rules": policies[0].config.rules() if policies else None}
+    settings = {
+        "players": names,
+        "games": games,
+        "rated_games": games * 8 - unfinished,
+        "unfinished_games": unfinished,
+        "seed": seed,
+        "bots": list(bots),
+        "rules": policies[0].config.rules() if policies else None,
+    }
     write_outputs(out_dir, table, policies, settings)
-    return {"out": str(out_dir), "players": len(names), "rated_games": settings["rated_games"],
-            "best": table[0]["name"] if table else None, "seconds": round(time.perf_counter() - start, 1),
-            "ratings": table, "text": format_table(table)}
+    return {
+        "out": str(out_dir),
+        "players": len(names),
+        "rated_games": settings["rated_games"],
+        "best": table[0]["name"] if table else None,
+        "seconds": round(time.perf_counter() - start, 1),
+        "ratings": table,
+        "text": format_table(table),
+    }
 
 
-def evaluate_checkpoint(run_dir, step: int | None, lineups: dict, games: int, seed: int = 0,
-                        progress: Progress | None = None, greedy_policy: bool = False) -> dict:
+def evaluate_checkpoint(
+    run_dir,
+    step: int | None,
+    lineups: dict,
+    games: int,
+    seed: int = 0,
+    progress: Progress | None = None,
+    greedy_policy: bool = False,
+) -> dict:
     """Seat-rotated evaluation of a run's saved policy (``run_dir`` at ``step``, None: the latest good one)
     against each lineup of ``lineups`` (name -> 7 player specs: a bot, ``baseline:NAME`` or ``RUN_DIR[:STEP]``),
     ``games`` game seeds each played in 8 rotations. Returns ``{"checkpoint", "update", "games_per_rotation",
@@ -123,8 +155,12 @@ def evaluate_checkpoint(run_dir, step: int | None, lineups: dict, games: int, se
     start = time.perf_counter()
     run = make_table_runner(game, table_networks(policies, game), games, greedy_policy, bot_names=table_bots)
     params = tuple(p.params for p in policies)
-    result = {"checkpoint": str(run_dir), "update": candidate.step, "games_per_rotation": games,
-              "greedy_policy": greedy_policy}
+    result = {
+        "checkpoint": str(run_dir),
+        "update": candidate.step,
+        "games_per_rotation": games,
+        "greedy_policy": greedy_policy,
+    }
     for spec, names in lineups.items():
         lineup = [0] + [index[player_of[n]] for n in names]
         ranks = np.asarray(run(params, np.tile(lineup, (games, 1)), jax.random.key(seed)))[:, :, 0]
@@ -135,8 +171,14 @@ def evaluate_checkpoint(run_dir, step: int | None, lineups: dict, games: int, se
     return result
 
 
-def evaluate(player: str, vs=("random", "greedy"), games: int = 32, seed: int = 0, deterministic: bool = False,
-             progress: Progress | None = None) -> dict:
+def evaluate(
+    player: str,
+    vs=("random", "greedy"),
+    games: int = 32,
+    seed: int = 0,
+    deterministic: bool = False,
+    progress: Progress | None = None,
+) -> dict:
     """Seat-rotated evaluation of one saved policy against lineups of opponents: ``games`` game seeds, each played
     8 times with the policy rotated over the seats (``evaluate_checkpoint``'s result).
 
@@ -161,8 +203,9 @@ def evaluate(player: str, vs=("random", "greedy"), games: int = 32, seed: int = 
     if isinstance(spec, str):
         raise PolicyError(f"player must be RUN_DIR[:STEP] or baseline:NAME, got the bot {player!r}")
     run_dir, step = spec
-    return evaluate_checkpoint(run_dir, step, {v: lineup_of(v) for v in vs}, games, seed, progress,
-                               greedy_policy=deterministic)
+    return evaluate_checkpoint(
+        run_dir, step, {v: lineup_of(v) for v in vs}, games, seed, progress, greedy_policy=deterministic
+    )
 
 
 def table_game(policies, rules: dict | None = None, obs: str = "vector") -> jaxgame.AutoChessEnv:
@@ -211,9 +254,18 @@ def resolve_players(specs, policies=()):
 HEAD_TO_HEAD = {"1v7": (0,), "7v1": (0, 1, 2, 3, 4, 5, 6), "4v4": (0, 2, 4, 6)}
 
 
-def compare_players(spec_a: str, spec_b: str, lineups: dict, games: int, seed: int = 0, head_to_head: bool = True,
-                    rules: dict | None = None, points=significance.DEFAULT_RANK_POINTS,
-                    difference: float = significance.DEFAULT_DIFFERENCE, progress: Progress | None = None) -> dict:
+def compare_players(
+    spec_a: str,
+    spec_b: str,
+    lineups: dict,
+    games: int,
+    seed: int = 0,
+    head_to_head: bool = True,
+    rules: dict | None = None,
+    points=significance.DEFAULT_RANK_POINTS,
+    difference: float = significance.DEFAULT_DIFFERENCE,
+    progress: Progress | None = None,
+) -> dict:
     """Is player A better than player B? Seat-rotated games, tested by game seed (``agents.arena.significance``).
 
     Players (``spec_a``, ``spec_b`` and the lineups' names): a bot, ``baseline:NAME`` or ``RUN_DIR[:STEP]``.
@@ -265,15 +317,31 @@ def compare_players(spec_a: str, spec_b: str, lineups: dict, games: int, seed: i
 
     lineups = {name: [index[player_of[n]] for n in names] for name, names in lineups.items()}
     settings = compare_tables(play_lineup, a, b, lineups, head_to_head, points, difference)
-    return {"a": spec_a, "b": spec_b, "games_per_rotation": games, "seed": seed, "settings": settings,
-            "verdict": comparison_verdict(settings), "rank_points": list(points), "difference": difference,
-            "seconds": round(time.perf_counter() - start, 2)}
+    return {
+        "a": spec_a,
+        "b": spec_b,
+        "games_per_rotation": games,
+        "seed": seed,
+        "settings": settings,
+        "verdict": comparison_verdict(settings),
+        "rank_points": list(points),
+        "difference": difference,
+        "seconds": round(time.perf_counter() - start, 2),
+    }
 
 
-def compare_over_seeds(pairs, lineups: dict, games: int, seed: int = 0, head_to_head: bool = True,
-                       rules: dict | None = None, points=significance.DEFAULT_RANK_POINTS,
-                       difference: float = significance.DEFAULT_DIFFERENCE, progress: Progress | None = None,
-                       compare=None) -> dict:
+def compare_over_seeds(
+    pairs,
+    lineups: dict,
+    games: int,
+    seed: int = 0,
+    head_to_head: bool = True,
+    rules: dict | None = None,
+    points=significance.DEFAULT_RANK_POINTS,
+    difference: float = significance.DEFAULT_DIFFERENCE,
+    progress: Progress | None = None,
+    compare=None,
+) -> dict:
     """Is a training recipe A better than B over training seeds? ``pairs``: at least 2 ``(spec_a, spec_b)``, one
     pair per training seed (A's and B's runs of that seed); each pair is compared by ``compare_players`` on the
     same game seeds, and each setting's per-pair mean placements (and points) are then tested with a paired
@@ -294,8 +362,20 @@ def compare_over_seeds(pairs, lineups: dict, games: int, seed: int = 0, head_to_
     results = []
     for i, (spec_a, spec_b) in enumerate(pairs):
         progress.status(f"pair {i + 1}/{len(pairs)}")
-        results.append(compare(spec_a, spec_b, lineups, games, seed, head_to_head=head_to_head, rules=rules,
-                               points=points, difference=difference, progress=progress))
+        results.append(
+            compare(
+                spec_a,
+                spec_b,
+                lineups,
+                games,
+                seed,
+                head_to_head=head_to_head,
+                rules=rules,
+                points=points,
+                difference=difference,
+                progress=progress,
+            )
+        )
     names = list(results[0]["settings"])
     if any(list(r["settings"]) != names for r in results):
         raise ValueError("the pairs' comparisons tested different settings (A and B the same bot in one pair?)")
@@ -304,18 +384,41 @@ def compare_over_seeds(pairs, lineups: dict, games: int, seed: int = 0, head_to_
         per = [r["settings"][name] for r in results]
         per_pair_a = [r["placement"]["mean_a"] for r in per]
         per_pair_b = [r["placement"]["mean_b"] for r in per]
-        settings[name] = {**paired_setting(per_pair_a, per_pair_b, [r["points"]["mean_a"] for r in per],
-                                           [r["points"]["mean_b"] for r in per], difference),
-                          "per_pair_a": per_pair_a, "per_pair_b": per_pair_b}
+        settings[name] = {
+            **paired_setting(
+                per_pair_a,
+                per_pair_b,
+                [r["points"]["mean_a"] for r in per],
+                [r["points"]["mean_b"] for r in per],
+                difference,
+            ),
+            "per_pair_a": per_pair_a,
+            "per_pair_b": per_pair_b,
+        }
     add_holm(settings)
-    return {"a": ",".join(a for a, _ in pairs), "b": ",".join(b for _, b in pairs), "pairs": results,
-            "games_per_rotation": games, "seed": seed, "settings": settings, "verdict": comparison_verdict(settings),
-            "rank_points": list(results[0]["rank_points"]), "difference": difference,
-            "seconds": round(time.perf_counter() - start, 2)}
+    return {
+        "a": ",".join(a for a, _ in pairs),
+        "b": ",".join(b for _, b in pairs),
+        "pairs": results,
+        "games_per_rotation": games,
+        "seed": seed,
+        "settings": settings,
+        "verdict": comparison_verdict(settings),
+        "rank_points": list(results[0]["rank_points"]),
+        "difference": difference,
+        "seconds": round(time.perf_counter() - start, 2),
+    }
 
 
-def compare_tables(play, a: int, b: int, lineups: dict, head_to_head: bool = True,
-                   points=significance.DEFAULT_RANK_POINTS, difference: float = significance.DEFAULT_DIFFERENCE):
+def compare_tables(
+    play,
+    a: int,
+    b: int,
+    lineups: dict,
+    head_to_head: bool = True,
+    points=significance.DEFAULT_RANK_POINTS,
+    difference: float = significance.DEFAULT_DIFFERENCE,
+):
     """The settings of ``compare_players`` from ``play(lineup) -> int ranks[S seeds, 8 rotations, 8 positions]``
     (``lineup``: 8 participant indices; every call plays the same S seeds), participants ``a`` and ``b`` and
     ``lineups``: name -> 7 participant indices. Returns ``{setting: {"placement", "points", "per_seed_a",
@@ -331,8 +434,11 @@ def compare_tables(play, a: int, b: int, lineups: dict, head_to_head: bool = Tru
         """From A's and B's positions: (ranks_a, ranks_b) int[S, 8, n]; per-seed means, paired by seed."""
         per_seed_a, per_seed_b = ranks_a.mean((1, 2)), ranks_b.mean((1, 2))
         pa, pb = (significance.rank_points(r, points).mean((1, 2)) for r in (ranks_a, ranks_b))
-        return {**paired_setting(per_seed_a, per_seed_b, pa, pb, difference),
-                "per_seed_a": per_seed_a.tolist(), "per_seed_b": per_seed_b.tolist()}
+        return {
+            **paired_setting(per_seed_a, per_seed_b, pa, pb, difference),
+            "per_seed_a": per_seed_a.tolist(),
+            "per_seed_b": per_seed_b.tolist(),
+        }
 
     settings = {}
     for name, others in lineups.items():
@@ -410,21 +516,30 @@ def comparison_table(result: dict) -> str:
     width = max(len("setting"), *(len(n) for n in rows))
     games = f"{result['games_per_rotation']} game seeds x 8 rotations a setting"
     if "pairs" in result:  # compare_over_seeds
-        tests = (f"{len(result['pairs'])} pairs of training seeds, each on {games}; paired t-test over the pairs (the "
-                 "interval is over training seeds)")
+        tests = (
+            f"{len(result['pairs'])} pairs of training seeds, each on {games}; paired t-test over the pairs (the "
+            "interval is over training seeds)"
+        )
         unit = "pairs"  # what games_needed counts
     else:
         tests, unit = f"{games}, paired t-test by seed", "seeds"
-    head = (f"A = {result['a']}, B = {result['b']}: {tests}, Holm-adjusted over the {len(rows)} settings; points "
-            f"{result['rank_points']}")
-    lines = [head, f"{'setting':<{width}}  A place  B place  A - B (95% CI)    p-value  p (Holm)  A points  B points  "
-                   f"{unit} for {result['difference']:g}"]
+    head = (
+        f"A = {result['a']}, B = {result['b']}: {tests}, Holm-adjusted over the {len(rows)} settings; points "
+        f"{result['rank_points']}"
+    )
+    lines = [
+        head,
+        f"{'setting':<{width}}  A place  B place  A - B (95% CI)    p-value  p (Holm)  A points  B points  "
+        f"{unit} for {result['difference']:g}",
+    ]
     for name, r in rows.items():
         pl, pt = r["placement"], r["points"]
         needed = "-" if pl["games_needed"] is None else str(pl["games_needed"])
-        lines.append(f"{name:<{width}}  {pl['mean_a']:7.2f}  {pl['mean_b']:7.2f}  "
-                     f"{pl['difference']:+6.2f} +- {pl['ci95']:<6.2f}  {pl['p_value']:7.2g}  {pl['p_holm']:8.2g}  "
-                     f"{pt['mean_a']:8.1f}  {pt['mean_b']:8.1f}  {needed:>5}")
+        lines.append(
+            f"{name:<{width}}  {pl['mean_a']:7.2f}  {pl['mean_b']:7.2f}  "
+            f"{pl['difference']:+6.2f} +- {pl['ci95']:<6.2f}  {pl['p_value']:7.2g}  {pl['p_holm']:8.2g}  "
+            f"{pt['mean_a']:8.1f}  {pt['mean_b']:8.1f}  {needed:>5}"
+        )
     verdict = result.get("verdict") or comparison_verdict(rows)
     lines.append(verdict["text"])
     return "\n".join(lines)
@@ -436,8 +551,9 @@ def placement_table(rows) -> str:
     lines = [f"{'opponents':<{width}}  mean placement (95% CI)   top-1   top-4   games"]
     for spec, s in rows:
         ci = f"+- {s['ci95']:.2f}" if s["ci95"] is not None else "(1 seed)"
-        lines.append(f"{spec:<{width}}  {s['mean_placement']:5.2f} {ci:<18} {s['top1']:6.1%}  {s['top4']:6.1%}  "
-                     f"{s['games']:5d}")
+        lines.append(
+            f"{spec:<{width}}  {s['mean_placement']:5.2f} {ci:<18} {s['top1']:6.1%}  {s['top4']:6.1%}  {s['games']:5d}"
+        )
     return "\n".join(lines)
 
 
@@ -464,8 +580,9 @@ def load_players(specs, all_checkpoints: bool = False, bots=()):
             except _UNREADABLE as err:  # with a step given, a damaged checkpoint does not fall back
                 if not every:
                     raise
-                warnings.warn(f"{run_dir}:{s} skipped: its checkpoint cannot be read ({err})", RuntimeWarning,
-                              stacklevel=2)
+                warnings.warn(
+                    f"{run_dir}:{s} skipped: its checkpoint cannot be read ({err})", RuntimeWarning, stacklevel=2
+                )
                 continue
             for p in seat_policies(policy):  # an independent run: one player a seat
                 policies.setdefault(p.name, p)
@@ -486,7 +603,7 @@ def play(policies, bots, rows, batch: int, seed: int, on_batch=None, greedy_poli
     key = jax.random.key(seed)
     out = []
     for start in range(0, len(rows), batch):
-        chunk = rows[start:start + batch]
+        chunk = rows[start : start + batch]
         padded = np.concatenate([chunk, np.repeat(chunk[-1:], batch - len(chunk), axis=0)])  # a full last batch
         ranks = np.asarray(run(params, participant[padded], jax.random.fold_in(key, start)))
         out.append(ranks[: len(chunk)])
@@ -537,8 +654,7 @@ def plot_ratings(path: Path, table, policies) -> None:
     for row in table:
         if row["update"] is None:
             ax.axhline(row["ordinal"], linestyle="--", linewidth=1, color="grey")
-            ax.annotate(row["name"], (0, row["ordinal"]), xycoords=("axes fraction", "data"), fontsize=8,
-                        va="bottom")
+            ax.annotate(row["name"], (0, row["ordinal"]), xycoords=("axes fraction", "data"), fontsize=8, va="bottom")
     ax.set_xlabel("training update")
     ax.set_ylabel("OpenSkill ordinal (mu - 3 sigma)")
     ax.grid(alpha=0.3)
@@ -553,12 +669,31 @@ def format_table(table) -> str:
     lines = [f"{'player':<{width}}  ordinal      mu   sigma  games  mean placement"]
     for row in table:
         placement = f"{row['mean_placement']:.2f}" if row["mean_placement"] is not None else "-"
-        lines.append(f"{row['name']:<{width}}  {row['ordinal']:7.2f}  {row['mu']:6.2f}  {row['sigma']:6.2f}  "
-                     f"{row['games']:5d}  {placement:>14}")
+        lines.append(
+            f"{row['name']:<{width}}  {row['ordinal']:7.2f}  {row['mu']:6.2f}  {row['sigma']:6.2f}  "
+            f"{row['games']:5d}  {placement:>14}"
+        )
     return "\n".join(lines)
 
 
-__all__ = ["HEAD_TO_HEAD", "add_holm", "compare_over_seeds", "compare_players", "compare_tables", "comparison_table",
-           "comparison_verdict", "evaluate_checkpoint", "format_table", "load_players", "placement_table", "play",
-           "paired_setting", "participant_index", "rate", "rate_checkpoints", "resolve_players", "table_game",
-           "write_outputs"]
+__all__ = [
+    "HEAD_TO_HEAD",
+    "add_holm",
+    "compare_over_seeds",
+    "compare_players",
+    "compare_tables",
+    "comparison_table",
+    "comparison_verdict",
+    "evaluate_checkpoint",
+    "format_table",
+    "load_players",
+    "placement_table",
+    "play",
+    "paired_setting",
+    "participant_index",
+    "rate",
+    "rate_checkpoints",
+    "resolve_players",
+    "table_game",
+    "write_outputs",
+]

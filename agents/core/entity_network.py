@@ -67,10 +67,18 @@ def entitywise(layer, x: jax.Array) -> jax.Array:
 
 #: the heads' hidden layers of a unit and the context (parameter name, output scale), and which unit
 #: groups each reads
-_UNIT_HEADS = (("buy_head_hidden", 1.0), ("sell_head_hidden", 1.0), ("recall_head_hidden", 1.0),
-               ("place_query", 0.1), ("place_key", 0.1))
-_HEADS_OF_GROUP = {"shop": ("buy_head_hidden",), "bench": ("sell_head_hidden", "place_query"),
-                   "board": ("sell_head_hidden", "recall_head_hidden", "place_key")}
+_UNIT_HEADS = (
+    ("buy_head_hidden", 1.0),
+    ("sell_head_hidden", 1.0),
+    ("recall_head_hidden", 1.0),
+    ("place_query", 0.1),
+    ("place_key", 0.1),
+)
+_HEADS_OF_GROUP = {
+    "shop": ("buy_head_hidden",),
+    "bench": ("sell_head_hidden", "place_query"),
+    "board": ("sell_head_hidden", "recall_head_hidden", "place_key"),
+}
 
 
 class EntityActorCritic(nn.Module):
@@ -86,15 +94,18 @@ class EntityActorCritic(nn.Module):
     def __call__(self, obs: jax.Array) -> tuple[jax.Array, jax.Array]:
         obs = jnp.asarray(obs, jnp.float32)
         if obs.shape[-1] != OBS_SIZE or self.num_actions != C.NUM_ACTIONS:
-            raise ValueError(f"the entity network reads the game's vector observation ([..., {OBS_SIZE}], "
-                             f"{C.NUM_ACTIONS} actions), got [..., {obs.shape[-1]}] and {self.num_actions} actions")
+            raise ValueError(
+                f"the entity network reads the game's vector observation ([..., {OBS_SIZE}], "
+                f"{C.NUM_ACTIONS} actions), got [..., {obs.shape[-1]}] and {self.num_actions} actions"
+            )
         act = activation_fn(self.activation)
         width = self.width
         slot = self.param("slot_embedding", nn.initializers.normal(0.1), (NUM_ENTITIES, width))
         units = act(entitywise(dense(width, 1.0, "unit_in"), unit_features(obs)) + slot)
         units = act(entitywise(dense(width, 1.0, "unit_out"), units))  # [..., 38, W]
-        groups = dict(zip(("shop", "bench", "board"),
-                          jnp.split(units, [C.SHOP_SIZE, C.SHOP_SIZE + C.BENCH_SIZE], axis=-2)))
+        groups = dict(
+            zip(("shop", "bench", "board"), jnp.split(units, [C.SHOP_SIZE, C.SHOP_SIZE + C.BENCH_SIZE], axis=-2))
+        )
         own = [_block(obs, name) for name in ("self", "synergies", "pool", "owned", "opponents")]
         summary = jnp.concatenate(own + [group.mean(-2) for group in groups.values()], axis=-1)
         context = MLP(self.hidden, self.activation, name="context")(summary)
@@ -106,20 +117,23 @@ class EntityActorCritic(nn.Module):
         # same unit group run as one matrix product (one per group, one for all the context's shares): a
         # ppo_small_entity update takes 4.5-4.6 s on the 2-core CPU against 4.9-5.1 s with one product per head.
         names = [name for name, _ in _UNIT_HEADS]
-        layers = {name: DenseParams(width + context.shape[-1], width, scale, name=name)()
-                  for name, scale in _UNIT_HEADS}
+        layers = {
+            name: DenseParams(width + context.shape[-1], width, scale, name=name)() for name, scale in _UNIT_HEADS
+        }
         shares = context @ jnp.concatenate([layers[n][0][width:] for n in names], axis=1)
         shares = shares + jnp.concatenate([layers[n][1] for n in names])
-        share = {n: shares[..., i * width:(i + 1) * width][..., None, :] for i, n in enumerate(names)}
+        share = {n: shares[..., i * width : (i + 1) * width][..., None, :] for i, n in enumerate(names)}
         hidden = {}
         for group, heads in _HEADS_OF_GROUP.items():
             kernel = jnp.concatenate([layers[n][0][:width] for n in heads], axis=1)
             rows = entitywise(lambda x, kernel=kernel: x @ kernel, groups[group])
             for i, n in enumerate(heads):
-                hidden[group, n] = rows[..., i * width:(i + 1) * width] + share[n]
+                hidden[group, n] = rows[..., i * width : (i + 1) * width] + share[n]
 
-        scorers = {name: DenseParams(width, 1, 0.01, name=name)()
-                   for name in ("buy_head", "sell_head", "recall_head", "place_cell")}
+        scorers = {
+            name: DenseParams(width, 1, 0.01, name=name)()
+            for name in ("buy_head", "sell_head", "recall_head", "place_cell")
+        }
 
         def score(x, name):  # dense(1, 0.01, name) over each unit: one logit per unit
             kernel, bias = scorers[name]
@@ -127,15 +141,16 @@ class EntityActorCritic(nn.Module):
 
         globals_ = dense(len(_GLOBAL_ACTIONS), 0.01, "global_head")(context)
         buy = score(act(hidden["shop", "buy_head_hidden"]), "buy_head")
-        sell = jnp.concatenate([score(act(hidden[g, "sell_head_hidden"]), "sell_head") for g in ("bench", "board")],
-                               axis=-1)
+        sell = jnp.concatenate(
+            [score(act(hidden[g, "sell_head_hidden"]), "sell_head") for g in ("bench", "board")], axis=-1
+        )
         recall = score(act(hidden["board", "recall_head_hidden"]), "recall_head")
         query, key = hidden["bench", "place_query"], hidden["board", "place_key"]  # [..., 8, W], [..., 24, W]
         place = jnp.einsum("...bw,...cw->...bc", query, key) / jnp.sqrt(float(width))
         place = place + score(key, "place_cell")[..., None, :]
-        logits = jnp.concatenate([
-            globals_[..., :1], buy, globals_[..., 1:], sell, place.reshape(*place.shape[:-2], -1), recall,
-        ], axis=-1)
+        logits = jnp.concatenate(
+            [globals_[..., :1], buy, globals_[..., 1:], sell, place.reshape(*place.shape[:-2], -1), recall], axis=-1
+        )
         return logits, value
 
 

@@ -92,10 +92,8 @@ def semi_mdp_gae(reward, value, discount, decision, end_value, end_decision, lam
         tail = d * tail_next
         return (boot, carried, reach, tail), (jnp.where(dec & ~is_open, adv, 0.0), is_open, passed, tail)
 
-    init = (jnp.where(end_decision, end_value, 0.0), jnp.zeros_like(end_value), ~end_decision,
-            jnp.ones_like(end_value))
-    _, (advantages, is_open, passed, tail) = jax.lax.scan(step, init, (reward, value, discount, decision),
-                                                          reverse=True)
+    init = (jnp.where(end_decision, end_value, 0.0), jnp.zeros_like(end_value), ~end_decision, jnp.ones_like(end_value))
+    _, (advantages, is_open, passed, tail) = jax.lax.scan(step, init, (reward, value, discount, decision), reverse=True)
     trained = decision & ~is_open
     return SemiMDPGAE(
         advantages=advantages,

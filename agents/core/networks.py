@@ -118,8 +118,9 @@ class ActorCritic(nn.Module):
     @nn.compact
     def __call__(self, obs: jax.Array) -> tuple[jax.Array, jax.Array]:
         obs = jnp.asarray(obs, jnp.float32)
-        return _heads(lambda name: MLP(self.hidden, self.activation, name=name), obs, self.shared_torso,
-                      self.num_actions)
+        return _heads(
+            lambda name: MLP(self.hidden, self.activation, name=name), obs, self.shared_torso, self.num_actions
+        )
 
 
 class PixelActorCritic(nn.Module):
@@ -146,8 +147,9 @@ class PixelActorCritic(nn.Module):
         else:
             frames = unpack_frames(packed).reshape(-1, FRAME_H, FRAME_W)
         torso = PIXEL_TORSOS[self.torso]
-        logits, value = _heads(lambda name: torso(self.hidden, self.activation, name=name), frames,
-                               self.shared_torso, self.num_actions)
+        logits, value = _heads(
+            lambda name: torso(self.hidden, self.activation, name=name), frames, self.shared_torso, self.num_actions
+        )
         return logits.reshape(*lead, self.num_actions), value.reshape(lead)
 
 
@@ -207,10 +209,10 @@ class PublicView:
         self.width = width
 
     def init(self, key, obs):
-        return self.base.init(key, obs[..., :self.width])
+        return self.base.init(key, obs[..., : self.width])
 
     def apply(self, params, obs):
-        return self.base.apply(params, obs[..., :self.width])
+        return self.base.apply(params, obs[..., : self.width])
 
 
 class FrameView:

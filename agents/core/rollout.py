@@ -61,9 +61,16 @@ class Pending:
     def empty(cls, obs, mask) -> Pending:
         batch = mask.shape[:-1]
         zeros = jnp.zeros(batch, jnp.float32)
-        return cls(obs=jax.tree_util.tree_map(jnp.zeros_like, obs), mask=jnp.zeros_like(mask),
-                   action=jnp.zeros(batch, jnp.int32), log_prob=zeros, value=zeros, ret=zeros, discount=zeros,
-                   active=jnp.zeros(batch, bool))
+        return cls(
+            obs=jax.tree_util.tree_map(jnp.zeros_like, obs),
+            mask=jnp.zeros_like(mask),
+            action=jnp.zeros(batch, jnp.int32),
+            log_prob=zeros,
+            value=zeros,
+            ret=zeros,
+            discount=zeros,
+            active=jnp.zeros(batch, bool),
+        )
 
 
 def select_seats(cond, new, old):
@@ -94,11 +101,7 @@ def track_episodes(tracker: EpisodeTracker, ts, learner) -> tuple[EpisodeTracker
     length = tracker.length + 1
     done = ts.done.astype(jnp.float32)
     per_env_return = (ret * learner).sum(-1) / jnp.maximum(learner.sum(-1), 1.0)
-    sums = {
-        "episodes": done.sum(),
-        "return_sum": (done * per_env_return).sum(),
-        "length_sum": (done * length).sum(),
-    }
+    sums = {"episodes": done.sum(), "return_sum": (done * per_env_return).sum(), "length_sum": (done * length).sum()}
     if "rank" in ts.info:
         ranked = done[:, None] * learner
         sums["placement_sum"] = (ranked * ts.info["rank"]).sum()
@@ -162,7 +165,7 @@ def summarize(metrics: dict) -> dict:
     episodes that finished (NaN when none did). ``health/...`` flags are not
     summarised (``agents.utils.health.check_chunk`` reads them).
     """
-    sums = {k[len("sums/"):]: v for k, v in metrics.items() if k.startswith("sums/")}
+    sums = {k[len("sums/") :]: v for k, v in metrics.items() if k.startswith("sums/")}
     out = {k: float(np.mean(v)) for k, v in metrics.items() if not k.startswith(("sums/", "health/"))}
     if sums:  # a run of games (a dataset run has none)
         out.update(episode_metrics(sums))

@@ -306,15 +306,20 @@ def _check_masks(name: str, env, ts0, tss) -> None:
         empty = np.argwhere(~mask.any(-1))
         if len(empty):
             t, e, s = empty[0].tolist()
-            _fail(name, "legal_action", f"{len(empty)} empty rows, the first at {_first_at(where, t)}, env {e}, "
-                                        f"seat {s}")
+            _fail(
+                name, "legal_action", f"{len(empty)} empty rows, the first at {_first_at(where, t)}, env {e}, seat {s}"
+            )
     if getattr(env, "all_actions_legal", False) is True:
         for where, mask in (("reset", ts0.action_mask[None]), ("step", tss.action_mask)):
             illegal = np.argwhere(~mask)
             if len(illegal):
                 t, e, s, a = illegal[0].tolist()
-                _fail(name, "all_actions_legal", f"{len(illegal)} masked (env, seat, action) entries, the first at "
-                                                 f"{_first_at(where, t)}, env {e}, seat {s}, action {a}")
+                _fail(
+                    name,
+                    "all_actions_legal",
+                    f"{len(illegal)} masked (env, seat, action) entries, the first at "
+                    f"{_first_at(where, t)}, env {e}, seat {s}, action {a}",
+                )
 
 
 def _check_trajectory(name: str, env, ts0, tss) -> None:
@@ -332,8 +337,7 @@ def _check_trajectory(name: str, env, ts0, tss) -> None:
     broken = np.argwhere(tss.done & ~tss.info["seat_done"].all(-1))
     if len(broken):
         t, e = broken[0].tolist()
-        _fail(name, "seat_done.done",
-              f"step {t}, env {e}: done but seat_done = {tss.info['seat_done'][t, e].tolist()}")
+        _fail(name, "seat_done.done", f"step {t}, env {e}: done but seat_done = {tss.info['seat_done'][t, e].tolist()}")
     if "rank" in tss.info:
         for where, ts in (("reset", ts0), ("step", tss)):
             rank = ts.info["rank"]

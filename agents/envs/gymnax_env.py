@@ -161,7 +161,7 @@ class GymnaxVecEnv:
 def check_spec(spec: str) -> None:
     """A one-line ``ValueError`` (before anything is built) when ``"gymnax:<EnvName>"`` cannot be made: gymnax
     is not installed, or no such env is registered."""
-    name = spec[len(GYMNAX_PREFIX):] if isinstance(spec, str) and spec.startswith(GYMNAX_PREFIX) else None
+    name = spec[len(GYMNAX_PREFIX) :] if isinstance(spec, str) and spec.startswith(GYMNAX_PREFIX) else None
     if not name:
         raise ValueError(f"unknown env spec {spec!r}; expected 'gymnax:<EnvName>', e.g. 'gymnax:CartPole-v1'")
     try:

@@ -65,8 +65,9 @@ class AutoChessTask(_GameTask):
     def __init__(self, env: jaxgame.AutoChessEnv, num_envs: int, seat_kinds=("self",) * 8, sync_axes=()):
         seat_kinds = tuple(seat_kinds)
         if len(seat_kinds) != env.num_players or any(k not in ("self", *all_bots.BOTS) for k in seat_kinds):
-            raise ValueError(f"seat_kinds must be {env.num_players} names from self/{'/'.join(all_bots.BOTS)}, "
-                             f"got {seat_kinds!r}")
+            raise ValueError(
+                f"seat_kinds must be {env.num_players} names from self/{'/'.join(all_bots.BOTS)}, got {seat_kinds!r}"
+            )
         super().__init__(env, num_envs, sync_axes)
         self.seat_kinds = seat_kinds
         self.learner_seats = np.array([k == "self" for k in seat_kinds])
@@ -96,11 +97,11 @@ class AutoChessTask(_GameTask):
         kinds = sorted({k for k in self.seat_kinds if k != "self"})
         for name, k in zip(kinds, jax.random.split(key, len(kinds))):
             seats = jnp.asarray([kind == name for kind in self.seat_kinds])
-            chosen = jax.vmap(all_bots.BOTS[name])(jax.random.split(k, self.num_envs), games,
-                                                   all_bots.decision_masks(name, masks, seats[None, :]))
+            chosen = jax.vmap(all_bots.BOTS[name])(
+                jax.random.split(k, self.num_envs), games, all_bots.decision_masks(name, masks, seats[None, :])
+            )
             out = jnp.where(seats[None, :], chosen, out)
         return out.astype(jnp.int32)
-
 
 
 @struct.dataclass
@@ -118,8 +119,16 @@ class LeagueTask(_GameTask):
     the step's games were played with (the finished game's, on its last step). ``state.game`` counts each env's
     games, so the league can tell which game an env is playing (the snapshot its pool seats play)."""
 
-    def __init__(self, env: jaxgame.AutoChessEnv, num_envs: int, learner_seats: int, pool_prob: float, bot: str,
-                 sync_axes=(), self_share: float = 0.0):
+    def __init__(
+        self,
+        env: jaxgame.AutoChessEnv,
+        num_envs: int,
+        learner_seats: int,
+        pool_prob: float,
+        bot: str,
+        sync_axes=(),
+        self_share: float = 0.0,
+    ):
         super().__init__(env, num_envs, sync_axes)
         self.num_learner_seats = learner_seats
         self.pool_prob = pool_prob
@@ -128,8 +137,10 @@ class LeagueTask(_GameTask):
         self.learner_seats = np.ones(env.num_players, bool)  # any seat may be the learner's: see state.roles
 
     def __repr__(self):
-        return (f"LeagueTask(num_envs={self.num_envs}, learner_seats={self.num_learner_seats}, "
-                f"pool_prob={self.pool_prob}, self_share={self.self_share}, bot={self.bot!r}, game={self.game!r})")
+        return (
+            f"LeagueTask(num_envs={self.num_envs}, learner_seats={self.num_learner_seats}, "
+            f"pool_prob={self.pool_prob}, self_share={self.self_share}, bot={self.bot!r}, game={self.game!r})"
+        )
 
     def roles(self, key):
         return league.assign_roles(key, self.num_envs, self.num_learner_seats, self.pool_prob, self.self_share)
@@ -178,8 +189,15 @@ def make_env(config: TrainConfig, num_envs: int | None = None, sync_axes: tuple[
     if config.is_gymnax:
         return make_gymnax_env(config.env, num_envs)
     if config.league_size:
-        return LeagueTask(make_game(config), num_envs, config.league_learner_seats, config.league_pool_prob,
-                          config.league_bot, sync_axes, config.league_self_share)
+        return LeagueTask(
+            make_game(config),
+            num_envs,
+            config.league_learner_seats,
+            config.league_pool_prob,
+            config.league_bot,
+            sync_axes,
+            config.league_self_share,
+        )
     return AutoChessTask(make_game(config, config.env_obs), num_envs, config.seat_kinds, sync_axes)
 
 

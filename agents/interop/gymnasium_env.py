@@ -43,8 +43,15 @@ class AutoChessSingleSeatEnv(gymnasium.Env):
 
     metadata = {"render_modes": ["rgb_array"], "render_fps": 4}
 
-    def __init__(self, opponents: str | Sequence[str] = "random", seat: int | None = None, obs: str = "vector",
-                 greedy_opponents: bool = False, render_mode: str | None = None, rules: dict | None = None):
+    def __init__(
+        self,
+        opponents: str | Sequence[str] = "random",
+        seat: int | None = None,
+        obs: str = "vector",
+        greedy_opponents: bool = False,
+        render_mode: str | None = None,
+        rules: dict | None = None,
+    ):
         if render_mode not in (None, "rgb_array"):
             raise ValueError(f"render_mode must be None or 'rgb_array', got {render_mode!r}")
         if seat is not None and (isinstance(seat, bool) or not isinstance(seat, int) or not 0 <= seat < 8):
@@ -136,8 +143,15 @@ class AutoChessVectorEnv(gymnasium.vector.VectorEnv):
 
     metadata = {"render_modes": [], "autoreset_mode": gymnasium.vector.AutoresetMode.SAME_STEP}
 
-    def __init__(self, num_envs: int = 8, opponents: str | Sequence[str] = "random", seat: int | None = None,
-                 obs: str = "vector", greedy_opponents: bool = False, rules: dict | None = None):
+    def __init__(
+        self,
+        num_envs: int = 8,
+        opponents: str | Sequence[str] = "random",
+        seat: int | None = None,
+        obs: str = "vector",
+        greedy_opponents: bool = False,
+        rules: dict | None = None,
+    ):
         if isinstance(num_envs, bool) or not isinstance(num_envs, int) or num_envs < 1:
             raise ValueError(f"num_envs must be a positive int, got {num_envs!r}")
         single = AutoChessSingleSeatEnv(opponents, seat, obs, greedy_opponents, None, rules)
@@ -147,8 +161,9 @@ class AutoChessVectorEnv(gymnasium.vector.VectorEnv):
         self.action_space = gymnasium.vector.utils.batch_space(self.single_action_space, num_envs)
         # one program with the game's step for steps and resets (pending True / False), as the single env, shared by
         # every vector env of the same game (program_cache)
-        self._start_all, self._play_all = shared_jit(("gymnasium_vector", *self.game.program_key()),
-                                                     lambda: (self._start_games, self._play_games))
+        self._start_all, self._play_all = shared_jit(
+            ("gymnasium_vector", *self.game.program_key()), lambda: (self._start_games, self._play_games)
+        )
         self._merge = _MERGE
         self._states, self._env_rngs = None, None
 
@@ -171,8 +186,13 @@ class AutoChessVectorEnv(gymnasium.vector.VectorEnv):
 
         states, reward, steps = play_in_step(
             jax.vmap(lambda state, action: game.advance(state, action[0])),
-            lambda states: states.timestep.action_mask[rows, states.seat][:, None], record, states, actions[:, None],
-            pending, jnp.zeros(actions.shape, jnp.float32))
+            lambda states: states.timestep.action_mask[rows, states.seat][:, None],
+            record,
+            states,
+            actions[:, None],
+            pending,
+            jnp.zeros(actions.shape, jnp.float32),
+        )
         return states, jax.vmap(game.outcome, in_axes=(0, 0, None))(states, reward, steps)
 
     def _reset_all(self):
@@ -198,10 +218,17 @@ class AutoChessVectorEnv(gymnasium.vector.VectorEnv):
             return
         if isinstance(seed, (int, np.integer)) and not isinstance(seed, bool):
             seed = [int(seed) + i for i in range(self.num_envs)]
-        if not isinstance(seed, (list, tuple)) or len(seed) != self.num_envs or any(
-                s is not None and (isinstance(s, bool) or not isinstance(s, (int, np.integer)) or s < 0) for s in seed):
-            raise ValueError(f"seed must be None, a non-negative int or a list of {self.num_envs} non-negative ints "
-                             f"or Nones, got {seed!r}")
+        if (
+            not isinstance(seed, (list, tuple))
+            or len(seed) != self.num_envs
+            or any(
+                s is not None and (isinstance(s, bool) or not isinstance(s, (int, np.integer)) or s < 0) for s in seed
+            )
+        ):
+            raise ValueError(
+                f"seed must be None, a non-negative int or a list of {self.num_envs} non-negative ints "
+                f"or Nones, got {seed!r}"
+            )
         if self._env_rngs is None:
             self._draw_generators()
         for i, s in enumerate(seed):
@@ -214,11 +241,21 @@ class AutoChessVectorEnv(gymnasium.vector.VectorEnv):
 
     def _infos(self, out, fresh, done):
         every = np.ones(self.num_envs, bool)
-        infos = {"action_mask": np.asarray(fresh.action_mask), "_action_mask": every,
-                 "seat": np.asarray(self._states.seat), "_seat": every}
+        infos = {
+            "action_mask": np.asarray(fresh.action_mask),
+            "_action_mask": every,
+            "seat": np.asarray(self._states.seat),
+            "_seat": every,
+        }
         if done is not None:
-            infos.update({"final_obs": np.asarray(out.observation), "_final_obs": done,
-                          "rank": np.asarray(out.rank), "_rank": done})
+            infos.update(
+                {
+                    "final_obs": np.asarray(out.observation),
+                    "_final_obs": done,
+                    "rank": np.asarray(out.rank),
+                    "_rank": done,
+                }
+            )
         return infos
 
     def reset(self, *, seed: int | list | None = None, options: dict | None = None):
@@ -231,10 +268,15 @@ class AutoChessVectorEnv(gymnasium.vector.VectorEnv):
         if self._states is None:
             raise RuntimeError("step() before reset()")
         actions = np.asarray(actions)
-        if actions.shape != (self.num_envs,) or not np.issubdtype(actions.dtype, np.integer) or (
-                actions.min() < 0 or actions.max() >= C.NUM_ACTIONS):
-            raise ValueError(f"actions must be ints in [0, {C.NUM_ACTIONS}) of shape ({self.num_envs},), got "
-                             f"{actions.dtype}{list(actions.shape)}")
+        if (
+            actions.shape != (self.num_envs,)
+            or not np.issubdtype(actions.dtype, np.integer)
+            or (actions.min() < 0 or actions.max() >= C.NUM_ACTIONS)
+        ):
+            raise ValueError(
+                f"actions must be ints in [0, {C.NUM_ACTIONS}) of shape ({self.num_envs},), got "
+                f"{actions.dtype}{list(actions.shape)}"
+            )
         states, step_out = self._play_all(self._states, actions.astype(np.int32), np.True_)
         out = jax.device_get(step_out)  # the step's view: a finished game's last observation and place
         done = np.asarray(out.terminated)
@@ -244,6 +286,10 @@ class AutoChessVectorEnv(gymnasium.vector.VectorEnv):
             fresh = jax.device_get(fresh)
         self._states = states
         infos = self._infos(out, fresh, done)
-        return (np.asarray(fresh.observation), np.asarray(out.reward, np.float32), done,
-                np.zeros(self.num_envs, bool), infos)
-
+        return (
+            np.asarray(fresh.observation),
+            np.asarray(out.reward, np.float32),
+            done,
+            np.zeros(self.num_envs, bool),
+            infos,
+        )

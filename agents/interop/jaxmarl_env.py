@@ -139,14 +139,12 @@ class AutoChessMultiAgentEnv:
         game on its last step); ``key`` is unused (a game's randomness comes from its reset key)."""
         del key
         _, ts = self.game.step(state, self._stack(actions))
-        return (self._by_agent(ts.info["final_observation"]), ts.info["final_state"],
-                *self._rewards_dones_infos(ts))
+        return (self._by_agent(ts.info["final_observation"]), ts.info["final_state"], *self._rewards_dones_infos(ts))
 
     def _rewards_dones_infos(self, ts) -> tuple[dict, dict, dict]:
         dones = self._by_agent(ts.done | ~ts.info["alive"])
         dones["__all__"] = ts.done
-        infos = {"rank": ts.info["rank"], "final_observation": ts.info["final_observation"],
-                 "alive": ts.info["alive"]}
+        infos = {"rank": ts.info["rank"], "final_observation": ts.info["final_observation"], "alive": ts.info["alive"]}
         return self._by_agent(ts.reward), dones, infos
 
     def _start(self, key: jax.Array):
@@ -164,8 +162,9 @@ class AutoChessMultiAgentEnv:
         """``_reset_one`` of a batch (leading [N] axis everywhere): one branch for the batch, taken only when
         some game ended (a per-game cond would be a select under vmap and reset every game on every step)."""
         reset_keys = jax.vmap(lambda key: jax.random.split(key)[1])(keys)
-        return jax.lax.cond(jnp.any(done), lambda: select(done, jax.vmap(self._start)(reset_keys), current),
-                            lambda: current)
+        return jax.lax.cond(
+            jnp.any(done), lambda: select(done, jax.vmap(self._start)(reset_keys), current), lambda: current
+        )
 
     def _reset_to(self, done: jax.Array, reset_state, current):
         """(observation, state): ``reset_state`` and its observation if ``done``, else ``current``, selected

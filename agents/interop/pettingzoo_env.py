@@ -68,8 +68,10 @@ def action_masks(flat_observations) -> np.ndarray:
     (all False for SuperSuit's black_death zero observation of a knocked-out seat)."""
     flat = np.asarray(flat_observations)
     if flat.shape[-1:] != (C.NUM_ACTIONS + observation_lib.OBS_SIZE,):
-        raise ValueError(f"flat_observations: last axis must be {C.NUM_ACTIONS + observation_lib.OBS_SIZE} "
-                         f"(flatten=True observations), got shape {flat.shape}")
+        raise ValueError(
+            f"flat_observations: last axis must be {C.NUM_ACTIONS + observation_lib.OBS_SIZE} "
+            f"(flatten=True observations), got shape {flat.shape}"
+        )
     return flat[..., : C.NUM_ACTIONS] > 0.5
 
 
@@ -78,11 +80,16 @@ class AutoChessParallelEnv(ParallelEnv):
     (the 8 seats' screens in a 2 x 4 grid, uint8[288, 640, 3]) or None; ``rules``: ``GameConfig`` overrides;
     ``flatten``: observations as float32[258 + obs_size] Boxes (``obs="vector"`` only, see the module doc)."""
 
-    metadata = {"render_modes": ["rgb_array"], "name": "jaxgame_autochess_v0", "is_parallelizable": True,
-                "render_fps": 4}
+    metadata = {
+        "render_modes": ["rgb_array"],
+        "name": "jaxgame_autochess_v0",
+        "is_parallelizable": True,
+        "render_fps": 4,
+    }
 
-    def __init__(self, obs: str = "vector", render_mode: str | None = None, rules: dict | None = None,
-                 flatten: bool = False):
+    def __init__(
+        self, obs: str = "vector", render_mode: str | None = None, rules: dict | None = None, flatten: bool = False
+    ):
         if obs not in ("vector", "pixels"):
             raise ValueError(f"obs must be 'vector' or 'pixels', got {obs!r}")
         if render_mode not in (None, "rgb_array"):
@@ -101,7 +108,8 @@ class AutoChessParallelEnv(ParallelEnv):
         else:
             observation = spaces.Box(0, 255, (packing.FRAME_H, packing.PACKED_W), dtype=np.uint8)
         self._dict_space = spaces.Dict(
-            {"observation": observation, "action_mask": spaces.Box(0, 1, (C.NUM_ACTIONS,), dtype=np.int8)})
+            {"observation": observation, "action_mask": spaces.Box(0, 1, (C.NUM_ACTIONS,), dtype=np.int8)}
+        )
         self._observation_space = spaces.flatten_space(self._dict_space) if self.flatten else self._dict_space
         self._action_space = spaces.Discrete(C.NUM_ACTIONS)
         self.state_space = spaces.Box(*world_state_bounds(self.config), dtype=np.float32)
@@ -116,10 +124,14 @@ class AutoChessParallelEnv(ParallelEnv):
 
     def _observations(self, observation, mask, agents):
         if self.flatten:  # gymnasium.spaces.flatten's layout: the Dict's keys in sorted order, mask first
-            return {a: np.concatenate([mask[AGENTS.index(a)].astype(np.float32), observation[AGENTS.index(a)]])
-                    for a in agents}
-        return {a: {"observation": observation[AGENTS.index(a)], "action_mask": mask[AGENTS.index(a)].astype(np.int8)}
-                for a in agents}
+            return {
+                a: np.concatenate([mask[AGENTS.index(a)].astype(np.float32), observation[AGENTS.index(a)]])
+                for a in agents
+            }
+        return {
+            a: {"observation": observation[AGENTS.index(a)], "action_mask": mask[AGENTS.index(a)].astype(np.int8)}
+            for a in agents
+        }
 
     def reset(self, seed: int | None = None, options: dict | None = None):
         if seed is not None:
@@ -135,8 +147,10 @@ class AutoChessParallelEnv(ParallelEnv):
             raise RuntimeError("step() before reset(): call reset() first")
         unknown = set(actions) - set(self.agents)
         if unknown:
-            raise ValueError(f"actions for agents not in the game: {sorted(unknown)} (live: {self.agents}; "
-                             "after the game ended, call reset())")
+            raise ValueError(
+                f"actions for agents not in the game: {sorted(unknown)} (live: {self.agents}; "
+                "after the game ended, call reset())"
+            )
         if not self.agents:  # a finished game stepped with no actions: nothing happens, as in PettingZoo's
             return {}, {}, {}, {}, {}  # converters (SuperSuit 3.11's black_death_v3 ends its episode here)
         chosen = np.zeros(C.NUM_PLAYERS, np.int32)  # a seat without an action plays 0 (end turn / no-op)
@@ -147,7 +161,8 @@ class AutoChessParallelEnv(ParallelEnv):
             chosen[AGENTS.index(agent)] = int(a)
         state, ts = self.game.step(self._state, chosen)
         done, reward, alive, rank, observation, mask = jax.device_get(
-            (ts.done, ts.reward, ts.info["alive"], ts.info["rank"], ts.observation, ts.action_mask))
+            (ts.done, ts.reward, ts.info["alive"], ts.info["rank"], ts.observation, ts.action_mask)
+        )
         self._state = state
         self._final = ts.info["final_state"] if done else None  # what render() and state() show once it ended
         if done:  # ts.observation and ts.action_mask are the next game's: the seats get the finished game's

@@ -107,10 +107,16 @@ def learner_seats(learners) -> tuple[int, ...]:
     if learners is None:
         return ALL_SEATS
     seats = list(learners) if isinstance(learners, (list, tuple, range, np.ndarray)) else None
-    if (not seats or any(isinstance(s, (bool, np.bool_)) or not isinstance(s, (int, np.integer)) for s in seats)
-            or len(set(seats)) != len(seats) or not all(0 <= s < C.NUM_PLAYERS for s in seats)):
-        raise ValueError(f"learners must be None (all 8 seats) or distinct seats in [0, {C.NUM_PLAYERS}), at least "
-                         f"one; got {learners!r}")
+    if (
+        not seats
+        or any(isinstance(s, (bool, np.bool_)) or not isinstance(s, (int, np.integer)) for s in seats)
+        or len(set(seats)) != len(seats)
+        or not all(0 <= s < C.NUM_PLAYERS for s in seats)
+    ):
+        raise ValueError(
+            f"learners must be None (all 8 seats) or distinct seats in [0, {C.NUM_PLAYERS}), at least "
+            f"one; got {learners!r}"
+        )
     return tuple(sorted(int(s) for s in seats))
 
 
@@ -120,8 +126,10 @@ def opponent_seat_specs(opponents, learners: tuple[int, ...]) -> dict[int, str]:
     seats = [s for s in ALL_SEATS if s not in learners]
     specs = [opponents] * len(seats) if isinstance(opponents, str) else list(opponents)
     if len(specs) != len(seats) or not all(isinstance(s, str) and s.strip() for s in specs):
-        raise ValueError(f"opponents must be a player spec or a sequence of {len(seats)} (one per non-learner seat "
-                         f"{seats}, in seat order); got {opponents!r}")
+        raise ValueError(
+            f"opponents must be a player spec or a sequence of {len(seats)} (one per non-learner seat "
+            f"{seats}, in seat order); got {opponents!r}"
+        )
     return {seat: spec.strip() for seat, spec in zip(seats, specs)}
 
 
@@ -158,8 +166,13 @@ class SeatTable:
     ``play`` (N games in step, the program ``SeatVecEnv`` jits). ``opponents``: {seat: spec} of the non-learner
     seats."""
 
-    def __init__(self, learners: tuple[int, ...], opponents: dict[int, str], greedy_opponents: bool = False,
-                 rules: dict | None = None):
+    def __init__(
+        self,
+        learners: tuple[int, ...],
+        opponents: dict[int, str],
+        greedy_opponents: bool = False,
+        rules: dict | None = None,
+    ):
         self.learners = np.asarray(learners, np.int32)
         loaded, policies, participant = {}, [], {}  # participant per opponent seat: ("bot", name) / ("policy", i)
         for seat, spec in opponents.items():
@@ -187,8 +200,14 @@ class SeatTable:
 
     def program_key(self) -> tuple:
         """What this table's programs depend on: the key of ``program_cache.shared_jit``."""
-        return ("seat_table", tuple(int(s) for s in self.learners), tuple(sorted(self.participant.items())),
-                tuple(p.name for p in self.policies), self.env, self.greedy_opponents)
+        return (
+            "seat_table",
+            tuple(int(s) for s in self.learners),
+            tuple(sorted(self.participant.items())),
+            tuple(p.name for p in self.policies),
+            self.env,
+            self.greedy_opponents,
+        )
 
     def _view(self, observation, kind="vector"):
         return observation if self.env.obs_kind != "both" else observation[kind]
@@ -205,8 +224,11 @@ class SeatTable:
                 continue
             policy = self.policies[which]
             logits, _ = policy.network.apply(policy.params, self._view(ts.observation, policy.config.obs))
-            rows.append(distributions.greedy(logits, ts.action_mask) if self.greedy_opponents
-                        else distributions.sample(jax.random.fold_in(policy_key, which), logits, ts.action_mask))
+            rows.append(
+                distributions.greedy(logits, ts.action_mask)
+                if self.greedy_opponents
+                else distributions.sample(jax.random.fold_in(policy_key, which), logits, ts.action_mask)
+            )
         actions = jnp.stack(rows)[self._rows, jnp.arange(C.NUM_PLAYERS)]  # seat s plays its participant's row
         return actions.astype(jnp.int32).at[self.learners].set(learner_actions)
 
@@ -246,24 +268,46 @@ class SeatTable:
         seat has one legal action) and no game ended (``play_in_step``) -> (TableState, SeatsStep)."""
         before = self._waiting(states.timestep)
         shape = before.shape
-        tally = dict(reward=jnp.zeros(shape, jnp.float32), over=jnp.zeros(shape, bool),
-                     rank=jnp.zeros(shape, jnp.int32), final=jnp.zeros(shape + (self.env.obs_size,), jnp.float32))
+        tally = dict(
+            reward=jnp.zeros(shape, jnp.float32),
+            over=jnp.zeros(shape, bool),
+            rank=jnp.zeros(shape, jnp.int32),
+            final=jnp.zeros(shape + (self.env.obs_size,), jnp.float32),
+        )
 
         def record(states, t):
             ts = states.timestep
             # the step that ends a seat's episode: its knock-out or its game's end (not again while it waits)
             ends = ~before & ~t["over"] & (ts.done[:, None] | ~ts.info["alive"][:, self.learners])
             seen = self._view(ts.info["final_observation"])[:, self.learners]
-            t = dict(reward=t["reward"] + ts.reward[:, self.learners], over=t["over"] | ends,
-                     rank=jnp.where(ends, ts.info["rank"][:, self.learners], t["rank"]),
-                     final=jnp.where(ends[..., None], seen, t["final"]))
+            t = dict(
+                reward=t["reward"] + ts.reward[:, self.learners],
+                over=t["over"] | ends,
+                rank=jnp.where(ends, ts.info["rank"][:, self.learners], t["rank"]),
+                final=jnp.where(ends[..., None], seen, t["final"]),
+            )
             return self._restart_abandoned(states), t, ts.done.any()
 
-        states, t, steps = play_in_step(jax.vmap(self._advance), lambda s: s.timestep.action_mask[:, self.learners],
-                                        record, states, jnp.asarray(actions, jnp.int32), pending, tally)
+        states, t, steps = play_in_step(
+            jax.vmap(self._advance),
+            lambda s: s.timestep.action_mask[:, self.learners],
+            record,
+            states,
+            jnp.asarray(actions, jnp.int32),
+            pending,
+            tally,
+        )
         ts = states.timestep
-        out = SeatsStep(self._view(ts.observation)[:, self.learners], t["final"], ts.action_mask[:, self.learners],
-                        t["reward"], t["over"], t["rank"], self._waiting(ts), steps)
+        out = SeatsStep(
+            self._view(ts.observation)[:, self.learners],
+            t["final"],
+            ts.action_mask[:, self.learners],
+            t["reward"],
+            t["over"],
+            t["rank"],
+            self._waiting(ts),
+            steps,
+        )
         return states, out
 
 
@@ -285,9 +329,15 @@ class SeatVecEnv:
 
     render_mode = None
 
-    def __init__(self, num_games: int = 8, learners: Sequence[int] | None = None,
-                 opponents: str | Sequence[str] = "random", greedy_opponents: bool = False,
-                 rules: dict | None = None, seed: int | None = None):
+    def __init__(
+        self,
+        num_games: int = 8,
+        learners: Sequence[int] | None = None,
+        opponents: str | Sequence[str] = "random",
+        greedy_opponents: bool = False,
+        rules: dict | None = None,
+        seed: int | None = None,
+    ):
         if isinstance(num_games, bool) or not isinstance(num_games, (int, np.integer)) or num_games < 1:
             raise ValueError(f"num_games must be an int >= 1, got {num_games!r}")
         if seed is not None and (isinstance(seed, bool) or not isinstance(seed, (int, np.integer))):
@@ -321,8 +371,10 @@ class SeatVecEnv:
         self.game_steps = 0
 
     def __repr__(self):
-        return (f"SeatVecEnv(num_games={self.num_games}, learners={self.learners}, opponents={self.opponents}, "
-                f"config={self.config})")
+        return (
+            f"SeatVecEnv(num_games={self.num_games}, learners={self.learners}, opponents={self.opponents}, "
+            f"config={self.config})"
+        )
 
     @property
     def states(self) -> TableState | None:
@@ -359,10 +411,15 @@ class SeatVecEnv:
     def check_actions(self, actions) -> np.ndarray:
         """int32[num_games, L] from ``actions`` (ints in [0, 258), shape [num_envs]); ValueError otherwise."""
         a = np.asarray(actions)
-        if a.shape != (self.num_envs,) or not np.issubdtype(a.dtype, np.integer) or (
-                a.size and (a.min() < 0 or a.max() >= C.NUM_ACTIONS)):
-            raise ValueError(f"actions must be ints in [0, {C.NUM_ACTIONS}) of shape ({self.num_envs},), got "
-                             f"{a.dtype}{list(a.shape)}")
+        if (
+            a.shape != (self.num_envs,)
+            or not np.issubdtype(a.dtype, np.integer)
+            or (a.size and (a.min() < 0 or a.max() >= C.NUM_ACTIONS))
+        ):
+            raise ValueError(
+                f"actions must be ints in [0, {C.NUM_ACTIONS}) of shape ({self.num_envs},), got "
+                f"{a.dtype}{list(a.shape)}"
+            )
         return a.astype(np.int32).reshape(self.num_games, len(self.learners))
 
     def dispatch(self, actions):
@@ -381,10 +438,12 @@ class SeatVecEnv:
         final, rank = self._flat(out.final_observation), self._flat(out.rank)
         infos = [{} for _ in range(self.num_envs)]
         for i in np.flatnonzero(dones):
-            infos[i] = {"terminal_observation": final[i].astype(np.float32), "TimeLimit.truncated": False,
-                        "rank": int(rank[i])}
-        return (self._flat(out.observation).astype(np.float32), self._flat(out.reward).astype(np.float32), dones,
-                infos)
+            infos[i] = {
+                "terminal_observation": final[i].astype(np.float32),
+                "TimeLimit.truncated": False,
+                "rank": int(rank[i]),
+            }
+        return (self._flat(out.observation).astype(np.float32), self._flat(out.reward).astype(np.float32), dones, infos)
 
     def step(self, actions):
         """The learners' actions (int[num_envs]) -> (obs, rewards, dones, infos); see the class docstring."""
@@ -461,8 +520,9 @@ def sb3_vec_env_class():
 
         def env_method(self, method_name, *method_args, indices=None, **method_kwargs):
             if method_name != "action_masks":
-                raise AttributeError(f"env_method: the seat-envs have the method 'action_masks' only, not "
-                                     f"{method_name!r}")
+                raise AttributeError(
+                    f"env_method: the seat-envs have the method 'action_masks' only, not {method_name!r}"
+                )
             return self.seats.mask_rows(self._indices(indices))
 
         def env_is_wrapped(self, wrapper_class, indices=None):
@@ -472,13 +532,25 @@ def sb3_vec_env_class():
     return AutoChessSB3VecEnv
 
 
-def make_sb3_vec_env(num_games: int = 8, learners: Sequence[int] | None = None,
-                     opponents: str | Sequence[str] = "random", greedy_opponents: bool = False,
-                     rules: dict | None = None, seed: int | None = None):
+def make_sb3_vec_env(
+    num_games: int = 8,
+    learners: Sequence[int] | None = None,
+    opponents: str | Sequence[str] = "random",
+    greedy_opponents: bool = False,
+    rules: dict | None = None,
+    seed: int | None = None,
+):
     """A ``stable_baselines3`` ``VecEnv`` of ``num_games`` games x ``learners`` (arguments as ``SeatVecEnv``); needs
     stable-baselines3 (``pip install "jaxgame[sb3]"``)."""
     return sb3_vec_env_class()(SeatVecEnv(num_games, learners, opponents, greedy_opponents, rules, seed))
 
 
-__all__ = ["SeatTable", "SeatVecEnv", "SeatsStep", "TableState", "make_sb3_vec_env", "play_in_step",
-           "sb3_vec_env_class"]
+__all__ = [
+    "SeatTable",
+    "SeatVecEnv",
+    "SeatsStep",
+    "TableState",
+    "make_sb3_vec_env",
+    "play_in_step",
+    "sb3_vec_env_class",
+]

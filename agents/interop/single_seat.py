@@ -72,8 +72,13 @@ class SingleSeatGame:
     (by default the first policy opponent's training rules, else the default rules).
     """
 
-    def __init__(self, opponents: str | Sequence[str] = "random", obs: str = "vector",
-                 greedy_opponents: bool = False, rules: dict | None = None):
+    def __init__(
+        self,
+        opponents: str | Sequence[str] = "random",
+        obs: str = "vector",
+        greedy_opponents: bool = False,
+        rules: dict | None = None,
+    ):
         if obs not in ("vector", "pixels"):
             raise ValueError(f"obs must be 'vector' or 'pixels', got {obs!r}")
         self.specs = opponent_specs(opponents)
@@ -106,8 +111,14 @@ class SingleSeatGame:
 
     def program_key(self) -> tuple:
         """What this game's programs depend on: the key of ``program_cache.shared_jit``."""
-        return ("single_seat", tuple(p.name for p in self.policies), tuple(self.participants), self.obs_kind,
-                self.env, self.greedy_opponents)
+        return (
+            "single_seat",
+            tuple(p.name for p in self.policies),
+            tuple(self.participants),
+            self.obs_kind,
+            self.env,
+            self.greedy_opponents,
+        )
 
     # ---- pieces ----
     def _view(self, observation, kind):
@@ -124,8 +135,10 @@ class SingleSeatGame:
                 policy = self.policies[which]
                 logits, _ = policy.network.apply(policy.params, self._view(ts.observation, policy.config.obs))
                 by_participant[(kind, which)] = (
-                    distributions.greedy(logits, ts.action_mask) if self.greedy_opponents
-                    else distributions.sample(jax.random.fold_in(policy_key, which), logits, ts.action_mask))
+                    distributions.greedy(logits, ts.action_mask)
+                    if self.greedy_opponents
+                    else distributions.sample(jax.random.fold_in(policy_key, which), logits, ts.action_mask)
+                )
         # opponent i sits in seat (seat + 1 + i) % 8
         stacked = jnp.stack([by_participant[p] for p in self.participants])  # [7, 8]
         offset = (jnp.arange(C.NUM_PLAYERS) - seat - 1) % C.NUM_PLAYERS  # seat s -> opponent index (7: learner)
@@ -135,8 +148,11 @@ class SingleSeatGame:
     def _seat_step(self, ts, seat, reward, terminated, steps):
         # at a game end ts.observation and ts.action_mask are the next game's (auto-reset): the learner gets the
         # finished game's, its final observation with that state's mask
-        observation = jnp.where(ts.done, self._view(ts.info["final_observation"], self.obs_kind)[seat],
-                                self._view(ts.observation, self.obs_kind)[seat])
+        observation = jnp.where(
+            ts.done,
+            self._view(ts.info["final_observation"], self.obs_kind)[seat],
+            self._view(ts.observation, self.obs_kind)[seat],
+        )
         mask = jnp.where(ts.done, self.env.action_mask(ts.info["final_state"])[seat], ts.action_mask[seat])
         rank = jnp.where(terminated, ts.info["rank"][seat], 0)
         return SeatStep(observation, mask, reward, terminated, rank.astype(jnp.int32), steps)

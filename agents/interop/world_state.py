@@ -36,8 +36,10 @@ def world_state_bounds(config: GameConfig) -> tuple[np.ndarray, np.ndarray]:
     """(low, high) float32[STATE_SIZE]: the vector observation's bounds per seat, [0, 1] for the pairing."""
     low, high = observation_lib.observation_bounds(config)
     pairs = C.NUM_PLAYERS * C.NUM_PLAYERS
-    return (np.concatenate([np.tile(low, C.NUM_PLAYERS), np.zeros(pairs, np.float32)]),
-            np.concatenate([np.tile(high, C.NUM_PLAYERS), np.ones(pairs, np.float32)]))
+    return (
+        np.concatenate([np.tile(low, C.NUM_PLAYERS), np.zeros(pairs, np.float32)]),
+        np.concatenate([np.tile(high, C.NUM_PLAYERS), np.ones(pairs, np.float32)]),
+    )
 
 
 __all__ = ["STATE_SIZE", "world_state", "world_state_bounds"]

@@ -74,8 +74,17 @@ def pool_init(params, capacity: int, num_envs: int = 0) -> Pool:
     update = jnp.full(capacity, -1, jnp.int32).at[0].set(0)
     zeros = jnp.zeros(capacity, jnp.float32)
     per_env = jnp.zeros(num_envs, jnp.int32)
-    return Pool(stacked, update, zeros, zeros, jnp.full(capacity, jnp.nan, jnp.float32), jnp.int32(1 % capacity),
-                env_slot=per_env, env_update=per_env, env_game=per_env)
+    return Pool(
+        stacked,
+        update,
+        zeros,
+        zeros,
+        jnp.full(capacity, jnp.nan, jnp.float32),
+        jnp.int32(1 % capacity),
+        env_slot=per_env,
+        env_update=per_env,
+        env_game=per_env,
+    )
 
 
 def pool_insert(pool: Pool, params, update, insert=True) -> Pool:
@@ -290,8 +299,9 @@ class LeaguePlayers(FixedSeats):
         if self.anchor_prob:
             capacity = pool.update.shape[0]
             upcoming = jnp.where(jax.random.bernoulli(anchor_key, self.anchor_prob, shape), capacity, upcoming)
-            params = jax.tree_util.tree_map(lambda stack, x: jnp.concatenate([stack, x[None].astype(stack.dtype)]),
-                                            params, inputs[0]["anchor"])
+            params = jax.tree_util.tree_map(
+                lambda stack, x: jnp.concatenate([stack, x[None].astype(stack.dtype)]), params, inputs[0]["anchor"]
+            )
         return key, Draws(params, pool.env_slot, pool.env_game, upcoming)
 
     def _upcoming(self, draws: Draws, started):
@@ -311,8 +321,7 @@ class LeaguePlayers(FixedSeats):
         others = jnp.argsort(learner, axis=-1, stable=True)[:, : self.others]  # int[N, S]
         rows = jnp.arange(learner.shape[0])[:, None]
         other_obs = jax.tree_util.tree_map(lambda x: x[rows, others], obs)
-        logits = pool_logits(self.network, context.params, other_obs, self.playing(context, env_state),
-                             self.batch_envs)
+        logits = pool_logits(self.network, context.params, other_obs, self.playing(context, env_state), self.batch_envs)
         action = distributions.sample(pool_key, logits, mask[rows, others])
         pool_action = jnp.zeros(learner.shape, jnp.int32).at[rows, others].set(action)
         return key, learner, (env_state.roles == ROLE_POOL, pool_action)
@@ -326,8 +335,9 @@ class LeaguePlayers(FixedSeats):
         capacity = stats.update.shape[0]  # slot ``capacity`` is the anchor's: never credited
         snapshot = stats.env_slot < capacity
         credit = snapshot & (stats.env_update == stats.update[jnp.minimum(stats.env_slot, capacity - 1)])
-        stats = record_results(stats, jnp.minimum(stats.env_slot, capacity - 1), ts.info["roles"], ts.done,
-                               ts.info["rank"], credit)
+        stats = record_results(
+            stats, jnp.minimum(stats.env_slot, capacity - 1), ts.info["roles"], ts.done, ts.info["rank"], credit
+        )
         new = self._upcoming(context, stats.env_game - context.game)
         return stats.replace(
             env_slot=jnp.where(ts.done, new, stats.env_slot),

@@ -35,8 +35,11 @@ from agents.utils.progress import NoProgress, Progress
 
 def spec_dict(spec: PipelineSpec) -> dict:
     """``spec`` as JSON data: ``{"description", "record": RecordPhase's fields, "phases": {name: config dict}}``."""
-    return {"description": spec.description, "record": dataclasses.asdict(spec.record),
-            "phases": {phase.name: phase.config.to_dict() for phase in spec.phases}}
+    return {
+        "description": spec.description,
+        "record": dataclasses.asdict(spec.record),
+        "phases": {phase.name: phase.config.to_dict() for phase in spec.phases},
+    }
 
 
 def pipeline_summary(state: dict) -> dict:
@@ -47,18 +50,21 @@ def pipeline_summary(state: dict) -> dict:
     seconds) and ``final`` (the last phase's result, ``RUN_DIR:STEP``)."""
     phases = state["phases"]
     trained = [entry for entry in phases.values() if "config" in entry]
-    return {"updates": trained[-1]["summary"]["updates"],
-            "env_steps": sum(e["summary"]["env_steps"] for e in trained),
-            "train_s": round(sum(run_train_s(e["dir"], e["summary"]) for e in trained), 2),
-            "compile_s": round(sum(e["summary"]["compile_s"] for e in trained), 2),
-            "pipeline_wall_s": state["wall_s"],
-            "phases_wall_s": {name: entry["wall_s"] for name, entry in phases.items()},
-            "final": state["final"]}
+    return {
+        "updates": trained[-1]["summary"]["updates"],
+        "env_steps": sum(e["summary"]["env_steps"] for e in trained),
+        "train_s": round(sum(run_train_s(e["dir"], e["summary"]) for e in trained), 2),
+        "compile_s": round(sum(e["summary"]["compile_s"] for e in trained), 2),
+        "pipeline_wall_s": state["wall_s"],
+        "phases_wall_s": {name: entry["wall_s"] for name, entry in phases.items()},
+        "final": state["final"],
+    }
 
 
 def _piped(spec: PipelineSpec, preset: str, seed: int, pipe_dir: Path, progress: Progress) -> dict:
     """The pipeline's summary (``pipeline_summary``), kept (``agents.run.over_seeds.kept_summary``) once the
     pipeline is whole."""
+
     def make():
         resume = (pipe_dir / PIPELINE_FILE).is_file()
         progress.status(f"{preset} seed {seed}: {'continuing' if resume else 'running'} the pipeline in {pipe_dir}")
@@ -70,9 +76,19 @@ def _piped(spec: PipelineSpec, preset: str, seed: int, pipe_dir: Path, progress:
     return kept_summary(pipe_dir, pipeline_identity(preset, seed, spec), make)
 
 
-def reproduce_pipeline(spec: PipelineSpec, preset: str, seeds, out, vs=OPPONENTS, games: int = 32,
-                       eval_seed: int = 4242, deterministic: bool = False, progress: Progress | None = None,
-                       ladder_games: int | None = None, previous: str | None = None) -> dict:
+def reproduce_pipeline(
+    spec: PipelineSpec,
+    preset: str,
+    seeds,
+    out,
+    vs=OPPONENTS,
+    games: int = 32,
+    eval_seed: int = 4242,
+    deterministic: bool = False,
+    progress: Progress | None = None,
+    ladder_games: int | None = None,
+    previous: str | None = None,
+) -> dict:
     """Run the pipeline ``spec`` (the preset ``preset``'s, with any changes) for each of ``seeds`` in
     ``out/seed_<S>``, evaluate each final policy (``games`` game seeds x 8 rotations per lineup of ``vs``,
     ``eval_seed``; ``deterministic``: its most likely legal actions), aggregate (the module docstring); writes and
@@ -91,17 +107,31 @@ def reproduce_pipeline(spec: PipelineSpec, preset: str, seeds, out, vs=OPPONENTS
         _, step = parse_spec(summary["final"])  # RUN_DIR:STEP
         return summary, summary["final"], step
 
-    per_seed = evaluated_runs(run, seeds, out, preset, vs, games, eval_seed, "final", deterministic, progress,
-                              ladder_games)
+    per_seed = evaluated_runs(
+        run, seeds, out, preset, vs, games, eval_seed, "final", deterministic, progress, ladder_games
+    )
     for entry in per_seed:
         entry.update(minutes_to_target=None, phases_wall_s=entry["summary"]["phases_wall_s"])
-    result = {"preset": preset, "pipeline": True, "seeds": seeds, "eval_seed": eval_seed,
-              "games_per_lineup": games * 8, "config": spec_dict(spec),
-              "schedule_updates": spec.phases[-1].config.num_updates, "checkpoint": "final",
-              "deterministic": deterministic, **({} if previous is None else {"previous": previous}),
-              **aggregate(per_seed, tuple(vs)),
-              "runs": [{k: e[k] for k in ("seed", "run_dir", "evaluated", "evaluated_update", "minutes_to_target",
-                                          "phases_wall_s")} for e in per_seed]}
+    result = {
+        "preset": preset,
+        "pipeline": True,
+        "seeds": seeds,
+        "eval_seed": eval_seed,
+        "games_per_lineup": games * 8,
+        "config": spec_dict(spec),
+        "schedule_updates": spec.phases[-1].config.num_updates,
+        "checkpoint": "final",
+        "deterministic": deterministic,
+        **({} if previous is None else {"previous": previous}),
+        **aggregate(per_seed, tuple(vs)),
+        "runs": [
+            {
+                k: e[k]
+                for k in ("seed", "run_dir", "evaluated", "evaluated_update", "minutes_to_target", "phases_wall_s")
+            }
+            for e in per_seed
+        ],
+    }
     (Path(out) / "reproduce.json").write_text(json.dumps(result, indent=1))
     return result
 

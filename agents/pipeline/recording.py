@@ -63,8 +63,20 @@ from agents.utils.progress import NoProgress, Progress
 from jaxgame import all_bots
 from jaxgame import constants as C
 
-FIELDS = ("obs", "mask", "action", "reward", "outcome", "placement", "decision", "game", "rotation", "position",
-          "seat", "step")
+FIELDS = (
+    "obs",
+    "mask",
+    "action",
+    "reward",
+    "outcome",
+    "placement",
+    "decision",
+    "game",
+    "rotation",
+    "position",
+    "seat",
+    "step",
+)
 #: The observation kinds a game of bots records (``jaxgame.env.OBS_KINDS`` but "both": a dataset field is one array).
 RECORDED_OBS = ("vector", "pixels", "oracle")
 #: the fields a labelled recording adds (``make_recorder(label=...)``)
@@ -88,8 +100,7 @@ class Tables:
 class Recorder:
     """The compiled parts of a recording (``make_recorder``)."""
 
-    def __init__(self, game, networks, num_games, positions, bot_names, rotations, greedy_policy, segment_steps,
-                 label):
+    def __init__(self, game, networks, num_games, positions, bot_names, rotations, greedy_policy, segment_steps, label):
         self.game, self.num_games, self.rotations = game, num_games, rotations
         self.positions, self.bot_names, self.label = positions, bot_names, label
         self.num_policies = len(networks)
@@ -112,8 +123,16 @@ class Recorder:
             player = jnp.take_along_axis(jnp.repeat(lineups, rotations, axis=0), position_of_seat, axis=1)
             reset_key, loop_key = jax.random.split(key)
             states, ts = jax.vmap(game.reset)(per_game(reset_key))
-            return Tables(states, ts, player, jnp.ones((num_envs, C.NUM_PLAYERS), bool), jnp.zeros(num_envs, bool),
-                          jnp.zeros((num_envs, C.NUM_PLAYERS), jnp.int32), jnp.int32(0), loop_key)
+            return Tables(
+                states,
+                ts,
+                player,
+                jnp.ones((num_envs, C.NUM_PLAYERS), bool),
+                jnp.zeros(num_envs, bool),
+                jnp.zeros((num_envs, C.NUM_PLAYERS), jnp.int32),
+                jnp.int32(0),
+                loop_key,
+            )
 
         def segment(params, tables: Tables):
             """``segment_steps`` steps -> (tables, rows): rows' leaves [S, E, R, ...]."""
@@ -133,8 +152,15 @@ class Recorder:
                 if label is not None:
                     row["played"] = at_recorded(actions)
                 new = ts.done & ~c.finished
-                c = c.replace(states=states, ts=ts, playing=c.playing & ts.info["alive"], finished=c.finished | new,
-                              rank=jnp.where(new[:, None], ts.info["rank"], c.rank), t=c.t + 1, key=key)
+                c = c.replace(
+                    states=states,
+                    ts=ts,
+                    playing=c.playing & ts.info["alive"],
+                    finished=c.finished | new,
+                    rank=jnp.where(new[:, None], ts.info["rank"], c.rank),
+                    t=c.t + 1,
+                    key=key,
+                )
                 return c, row
 
             return jax.lax.scan(body, tables, None, length=segment_steps)
@@ -158,9 +184,17 @@ class Recorder:
         return rows, rank
 
 
-def make_recorder(game: jaxgame.AutoChessEnv, networks, num_games: int, positions, bot_names,
-                  rotations: int = C.NUM_PLAYERS, greedy_policy: bool = False, segment_steps: int = 48,
-                  label: int | None = None) -> Recorder:
+def make_recorder(
+    game: jaxgame.AutoChessEnv,
+    networks,
+    num_games: int,
+    positions,
+    bot_names,
+    rotations: int = C.NUM_PLAYERS,
+    greedy_policy: bool = False,
+    segment_steps: int = 48,
+    label: int | None = None,
+) -> Recorder:
     """A ``Recorder`` of ``num_games`` game seeds at a time, each in ``rotations`` rotations (1..8).
 
     ``networks``: the policies' networks (participants ``0..K-1``); ``bot_names``: the bots after them (distinct
@@ -168,8 +202,11 @@ def make_recorder(game: jaxgame.AutoChessEnv, networks, num_games: int, position
     ``greedy_policy``: policies take their most likely legal action instead of sampling; ``label``: a participant
     index whose action in each recorded state is stored as ``action`` (the seat's own goes to ``played``; it need
     not sit in the lineup), or None: the seat's own action."""
-    for name, value, low, high in (("num_games", num_games, 1, 1 << 16), ("rotations", rotations, 1, C.NUM_PLAYERS),
-                                   ("segment_steps", segment_steps, 1, 1 << 16)):
+    for name, value, low, high in (
+        ("num_games", num_games, 1, 1 << 16),
+        ("rotations", rotations, 1, C.NUM_PLAYERS),
+        ("segment_steps", segment_steps, 1, 1 << 16),
+    ):
         if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
             raise ValueError(f"{name} must be an int in [{low}, {high}], got {value!r}")
     positions = tuple(int(p) for p in positions)
@@ -182,8 +219,10 @@ def make_recorder(game: jaxgame.AutoChessEnv, networks, num_games: int, position
         raise ValueError(f"label must be a participant index in 0..{participants - 1} or None, got {label!r}")
     labeller = None if label is None or label < len(networks) else bot_names[label - len(networks)]
     if labeller in all_bots.SEAT_GATED:
-        raise ValueError(f"the {labeller} bot decides only for the seats it plays, so it cannot label another "
-                         "player's states; record its own games instead")
+        raise ValueError(
+            f"the {labeller} bot decides only for the seats it plays, so it cannot label another "
+            "player's states; record its own games instead"
+        )
     return Recorder(game, networks, num_games, positions, bot_names, rotations, greedy_policy, segment_steps, label)
 
 
@@ -229,14 +268,17 @@ def record_shards(recorder: Recorder, params, lineup, games: int, seed: int, on_
     if lineup.shape != (C.NUM_PLAYERS,) or not np.issubdtype(lineup.dtype, np.integer):
         raise ValueError(f"lineup must be {C.NUM_PLAYERS} ints, got {lineup!r}")
     if lineup.min() < 0 or lineup.max() >= recorder.num_participants:
-        raise ValueError(f"lineup must name participants 0..{recorder.num_participants - 1} ({recorder.num_policies}"
-                         f" policies, then the bots {recorder.bot_names}); got {lineup.tolist()}")
+        raise ValueError(
+            f"lineup must name participants 0..{recorder.num_participants - 1} ({recorder.num_policies}"
+            f" policies, then the bots {recorder.bot_names}); got {lineup.tolist()}"
+        )
     if len(tuple(params)) != recorder.num_policies:
         raise ValueError(f"params must hold {recorder.num_policies} parameter tree(s), got {len(tuple(params))}")
     if isinstance(games, bool) or not isinstance(games, int) or games < 1:
         raise ValueError(f"games must be a positive int, got {games!r}")
-    return _batches(recorder, tuple(params), np.tile(lineup, (recorder.num_games, 1)), games, jax.random.key(seed),
-                    on_batch)
+    return _batches(
+        recorder, tuple(params), np.tile(lineup, (recorder.num_games, 1)), games, jax.random.key(seed), on_batch
+    )
 
 
 def _batches(recorder: Recorder, params, lineups, games: int, key, on_batch):
@@ -257,8 +299,10 @@ def _check_batch_fits(game, recorder, batch_games: int, rotations: int) -> None:
     state, ts = jax.eval_shape(game.reset, jax.random.key(0))
     per_env_step = memory.tree_bytes((ts.observation, ts.action_mask)) // C.NUM_PLAYERS * len(recorder.positions)
     num_envs = batch_games * rotations
-    memory.check_fits(f"batch_games={batch_games} (x {rotations} rotations)",
-                      num_envs * (memory.tree_bytes((state, ts)) + 2 * recorder.max_steps * per_env_step))
+    memory.check_fits(
+        f"batch_games={batch_games} (x {rotations} rotations)",
+        num_envs * (memory.tree_bytes((state, ts)) + 2 * recorder.max_steps * per_env_step),
+    )
 
 
 def _counted(shards, placements: dict, decisions: list):
@@ -274,9 +318,20 @@ def _counted(shards, placements: dict, decisions: list):
         yield shard
 
 
-def record(players, out_dir, games: int, positions=(0,), seed: int = 0, rotations: int | None = None,
-           batch_games: int = 8, rules: dict | None = None, obs: str = "vector", greedy_policy: bool = False,
-           progress: Progress | None = None, label: str | None = None) -> dict:
+def record(
+    players,
+    out_dir,
+    games: int,
+    positions=(0,),
+    seed: int = 0,
+    rotations: int | None = None,
+    batch_games: int = 8,
+    rules: dict | None = None,
+    obs: str = "vector",
+    greedy_policy: bool = False,
+    progress: Progress | None = None,
+    label: str | None = None,
+) -> dict:
     """Record ``games`` game seeds of ``players`` into the dataset directory ``out_dir``; returns a summary: the
     directory, the samples (and decisions among them), shards, bytes, games, rotations, the recorded positions'
     mean placements (``"POSITION:PLAYER"``; 0 counts a game that did not end) and the seconds.
@@ -317,8 +372,16 @@ def record(players, out_dir, games: int, positions=(0,), seed: int = 0, rotation
     game = table_game(policies, rules, obs)
     index, bot_names = participant_index(policies, player_of)
     lineup = [index[player_of[p]] for p in players]
-    recorder = make_recorder(game, [p.network for p in policies], batch_games, positions, bot_names, rotations,
-                             greedy_policy, label=None if label is None else index[player_of[label]])
+    recorder = make_recorder(
+        game,
+        [p.network for p in policies],
+        batch_games,
+        positions,
+        bot_names,
+        rotations,
+        greedy_policy,
+        label=None if label is None else index[player_of[label]],
+    )
     _check_batch_fits(game, recorder, batch_games, rotations)
     meta = {
         "players": players,
@@ -334,8 +397,10 @@ def record(players, out_dir, games: int, positions=(0,), seed: int = 0, rotation
         "greedy_policy": greedy_policy,
         "label": label,
     }
-    progress.status(f"recording {games} games of {', '.join(players)} (positions {list(recorder.positions)}, "
-                    f"{rotations} rotation(s) each) into {out_dir}: compiling ...")
+    progress.status(
+        f"recording {games} games of {', '.join(players)} (positions {list(recorder.positions)}, "
+        f"{rotations} rotation(s) each) into {out_dir}: compiling ..."
+    )
     start = time.perf_counter()
     progress.start(games, 0, unit="games")
     done = [0]
@@ -349,12 +414,12 @@ def record(players, out_dir, games: int, positions=(0,), seed: int = 0, rotation
     counted = functools.partial(_counted, placements=placements, decisions=decisions)
     try:
         params = tuple(p.params for p in policies)
-        manifest = write_dataset(out_dir, counted(record_shards(recorder, params, lineup, games, seed, on_batch)),
-                                 meta)
+        manifest = write_dataset(out_dir, counted(record_shards(recorder, params, lineup, games, seed, on_batch)), meta)
     finally:
         progress.close()
-    agreement = {} if label is None else {"label": label,
-                                          "label_agreement": round(decisions[1] / max(decisions[0], 1), 4)}
+    agreement = (
+        {} if label is None else {"label": label, "label_agreement": round(decisions[1] / max(decisions[0], 1), 4)}
+    )
     return {
         "out": str(out_dir),
         "samples": manifest["num_samples"],
@@ -369,5 +434,14 @@ def record(players, out_dir, games: int, positions=(0,), seed: int = 0, rotation
     }
 
 
-__all__ = ["FIELDS", "LABELLED_FIELDS", "RECORDED_OBS", "Recorder", "Tables", "make_recorder", "record",
-           "record_shards", "samples"]
+__all__ = [
+    "FIELDS",
+    "LABELLED_FIELDS",
+    "RECORDED_OBS",
+    "Recorder",
+    "Tables",
+    "make_recorder",
+    "record",
+    "record_shards",
+    "samples",
+]

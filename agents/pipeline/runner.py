@@ -93,8 +93,11 @@ class TrainPhase:
     @property
     def links(self) -> tuple:
         """(field, phase) pairs: the config's ``"@PHASE"`` fields."""
-        return tuple((k, v[len(LINK):]) for k, v in self.config.to_flat_dict().items()
-                     if isinstance(v, str) and v.startswith(LINK))
+        return tuple(
+            (k, v[len(LINK) :])
+            for k, v in self.config.to_flat_dict().items()
+            if isinstance(v, str) and v.startswith(LINK)
+        )
 
 
 @dataclasses.dataclass(frozen=True)
@@ -109,17 +112,21 @@ class PipelineSpec:
         names = [RECORD]
         for phase in self.phases:
             if phase.name in names or not phase.name.isidentifier():
-                raise ValueError(f"PipelineSpec: phase names must be distinct identifiers other than {RECORD!r}, "
-                                 f"got {phase.name!r}")
+                raise ValueError(
+                    f"PipelineSpec: phase names must be distinct identifiers other than {RECORD!r}, got {phase.name!r}"
+                )
             for field, source in phase.links:
                 if field not in TrainConfig.field_types():
                     raise ValueError(f"PipelineSpec: phase {phase.name!r} links the unknown field {field!r}")
                 if source not in names:
-                    raise ValueError(f"PipelineSpec: phase {phase.name!r} links {field} to {source!r}, which is "
-                                     f"not an earlier phase ({', '.join(names)})")
+                    raise ValueError(
+                        f"PipelineSpec: phase {phase.name!r} links {field} to {source!r}, which is "
+                        f"not an earlier phase ({', '.join(names)})"
+                    )
                 if (source == RECORD) != (field == "bc_dataset"):
-                    raise ValueError(f"PipelineSpec: phase {phase.name!r}: only bc_dataset reads the recording, "
-                                     f"got {field}={source}")
+                    raise ValueError(
+                        f"PipelineSpec: phase {phase.name!r}: only bc_dataset reads the recording, got {field}={source}"
+                    )
             names.append(phase.name)
 
     def with_overrides(self, overrides: dict) -> PipelineSpec:
@@ -130,8 +137,10 @@ class PipelineSpec:
         if unknown:
             raise ValueError(f"unknown phase(s) {unknown}; this pipeline's phases: {', '.join(sorted(known))}")
         record = dataclasses.replace(self.record, **overrides.get(RECORD, {}))
-        phases = tuple(dataclasses.replace(p, config=p.config.with_overrides(overrides[p.name]))
-                       if p.name in overrides else p for p in self.phases)
+        phases = tuple(
+            dataclasses.replace(p, config=p.config.with_overrides(overrides[p.name])) if p.name in overrides else p
+            for p in self.phases
+        )
         return dataclasses.replace(self, record=record, phases=phases)
 
 
@@ -145,8 +154,10 @@ def phase_overrides(sets: dict) -> dict:
         if phase == RECORD:
             bad = sorted(set(fields) - {"games", "batch_games"})
             if bad:
-                raise ValueError(f"--set record.{bad[0]}: only record.games and record.batch_games can be set "
-                                 f"(RecordPhase fields: {', '.join(sorted(record_fields))})")
+                raise ValueError(
+                    f"--set record.{bad[0]}: only record.games and record.batch_games can be set "
+                    f"(RecordPhase fields: {', '.join(sorted(record_fields))})"
+                )
             out[phase] = {k: parse_value(k, int, v, owner="RecordPhase") for k, v in fields.items()}
             continue
         out[phase] = {}
@@ -185,9 +196,16 @@ def pipeline_identity(name: str, seed: int, spec: PipelineSpec) -> dict:
     return {"pipeline": name, "seed": seed, "spec": repr(dataclasses.replace(spec, description=""))}
 
 
-def run_pipeline(spec: PipelineSpec, out_dir, name: str = "custom", seed: int = 0, resume: bool = False,
-                 progress: Progress | None = None, stop_after: str | None = None,
-                 overrides: dict | None = None) -> dict:
+def run_pipeline(
+    spec: PipelineSpec,
+    out_dir,
+    name: str = "custom",
+    seed: int = 0,
+    resume: bool = False,
+    progress: Progress | None = None,
+    stop_after: str | None = None,
+    overrides: dict | None = None,
+) -> dict:
     """Run (or with ``resume`` continue) the pipeline ``spec`` with ``overrides`` (``PipelineSpec.with_overrides``)
     in ``out_dir``; returns its summary (also the last state of ``pipeline.json``): ``phases`` (name -> directory,
     config or recording arguments, result, summary, wall_s: a training phase's calls added up, those a signal
@@ -211,8 +229,17 @@ def run_pipeline(spec: PipelineSpec, out_dir, name: str = "custom", seed: int = 
         if resume:
             state = json.loads((out_dir / PIPELINE_FILE).read_text())
         else:
-            state = {"pipeline": name, "description": spec.description, "seed": seed, "overrides": overrides,
-                     "phases": {}, "final": None, "wall_s": 0.0, "stopped": None, "unfinished_wall_s": {}}
+            state = {
+                "pipeline": name,
+                "description": spec.description,
+                "seed": seed,
+                "overrides": overrides,
+                "phases": {},
+                "final": None,
+                "wall_s": 0.0,
+                "stopped": None,
+                "unfinished_wall_s": {},
+            }
             run_dir_lib.write_json(out_dir / PIPELINE_FILE, state)
 
         def finish(phase_name, entry):
@@ -229,14 +256,32 @@ def run_pipeline(spec: PipelineSpec, out_dir, name: str = "custom", seed: int = 
             shutil.rmtree(partial, ignore_errors=True)  # an unfinished recording (the pipeline's own) is redone
             args = dataclasses.asdict(spec.record)
             start = time.perf_counter()
-            summary = recording.record(list(spec.record.players), partial, spec.record.games, spec.record.positions,
-                                       seed, None, spec.record.batch_games, dict(spec.record.rules), "vector", False,
-                                       progress)
+            summary = recording.record(
+                list(spec.record.players),
+                partial,
+                spec.record.games,
+                spec.record.positions,
+                seed,
+                None,
+                spec.record.batch_games,
+                dict(spec.record.rules),
+                "vector",
+                False,
+                progress,
+            )
             partial.rename(target)
             summary["out"] = str(target)
             results[RECORD] = str(target)
-            finish(RECORD, {"dir": str(target), "record": args, "result": str(target), "summary": summary,
-                            "wall_s": round(time.perf_counter() - start, 2)})
+            finish(
+                RECORD,
+                {
+                    "dir": str(target),
+                    "record": args,
+                    "result": str(target),
+                    "summary": summary,
+                    "wall_s": round(time.perf_counter() - start, 2),
+                },
+            )
         if stop_after == RECORD:
             return {**state, "stopped": f"after {RECORD}"}
 
@@ -257,8 +302,16 @@ def run_pipeline(spec: PipelineSpec, out_dir, name: str = "custom", seed: int = 
                 run_dir_lib.write_json(out_dir / PIPELINE_FILE, state)
                 return state
             results[phase.name] = train_result(phase_dir)
-            finish(phase.name, {"dir": str(phase_dir), "config": config.to_dict(), "result": results[phase.name],
-                                "summary": summary, "wall_s": wall})
+            finish(
+                phase.name,
+                {
+                    "dir": str(phase_dir),
+                    "config": config.to_dict(),
+                    "result": results[phase.name],
+                    "summary": summary,
+                    "wall_s": wall,
+                },
+            )
             if stop_after == phase.name:
                 return {**state, "stopped": f"after {phase.name}"}
         return state
@@ -266,5 +319,15 @@ def run_pipeline(spec: PipelineSpec, out_dir, name: str = "custom", seed: int = 
         run_dir_lib.release(out_dir)
 
 
-__all__ = ["LINK", "PIPELINE_FILE", "PipelineSpec", "RecordPhase", "TrainPhase", "phase_config", "phase_overrides",
-           "pipeline_identity", "run_pipeline", "train_result"]
+__all__ = [
+    "LINK",
+    "PIPELINE_FILE",
+    "PipelineSpec",
+    "RecordPhase",
+    "TrainPhase",
+    "phase_config",
+    "phase_overrides",
+    "pipeline_identity",
+    "run_pipeline",
+    "train_result",
+]

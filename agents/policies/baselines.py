@@ -100,8 +100,11 @@ def verify(name: str, directory: Path | None = None) -> bool:
     directory = Path(directory or DIRECTORY)
     path = digest_path(name, directory)
     if not path.is_file():
-        warnings.warn(f"baseline {name!r} in {directory} has no {path.name} (frozen before digests): loading it "
-                      "unverified", RuntimeWarning, stacklevel=3)
+        warnings.warn(
+            f"baseline {name!r} in {directory} has no {path.name} (frozen before digests): loading it unverified",
+            RuntimeWarning,
+            stacklevel=3,
+        )
         return False
     try:
         sums = read_sums(path)
@@ -152,8 +155,11 @@ def freeze(policy, name: str, results: dict | None = None, directory: Path | Non
     meta = {
         "name": name,
         "config": policy.config.to_dict(),
-        "source": {"run": str(getattr(policy, "run_dir", policy.name)), "step": policy.step,
-                   "frozen": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d")},
+        "source": {
+            "run": str(getattr(policy, "run_dir", policy.name)),
+            "step": policy.step,
+            "frozen": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d"),
+        },
         "results": results or {},
     }
     path = directory / f"{name}.json"
@@ -162,5 +168,16 @@ def freeze(policy, name: str, results: dict | None = None, directory: Path | Non
     return path
 
 
-__all__ = ["DIRECTORY", "PREFIX", "Baseline", "BaselineError", "available", "describe", "digest_path", "freeze",
-           "load_baseline", "verify", "write_digest"]
+__all__ = [
+    "DIRECTORY",
+    "PREFIX",
+    "Baseline",
+    "BaselineError",
+    "available",
+    "describe",
+    "digest_path",
+    "freeze",
+    "load_baseline",
+    "verify",
+    "write_digest",
+]

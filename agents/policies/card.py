@@ -40,8 +40,12 @@ def card_path(name: str, directory: Path | None = None) -> Path:
 def observation(config: TrainConfig) -> dict:
     """The observation a policy of ``config`` takes, per seat: ``{"kind", "shape", "dtype", "rules"}`` (shape a
     tuple of ints; dtype a numpy dtype: float32 vectors, uint8 packed pixel frames)."""
-    return {"kind": config.obs, "shape": tuple(make_game(config).obs_shape),
-            "dtype": np.dtype(np.uint8 if config.obs == "pixels" else np.float32), "rules": config.rules()}
+    return {
+        "kind": config.obs,
+        "shape": tuple(make_game(config).obs_shape),
+        "dtype": np.dtype(np.uint8 if config.obs == "pixels" else np.float32),
+        "rules": config.rules(),
+    }
 
 
 def _or_missing(value, fmt="{}") -> str:
@@ -52,8 +56,10 @@ def _header(name: str, meta: dict, config: TrainConfig) -> list[str]:
     source = meta.get("source", {})
     league = f", a league of {config.league_size} snapshots" if config.league_size else ""
     return [
-        f"# Model card: {name}", "",
-        f"<!-- Generated from {name}.json by agents.policies.card: python -m experiments.baseline card {name} -->", "",
+        f"# Model card: {name}",
+        "",
+        f"<!-- Generated from {name}.json by agents.policies.card: python -m experiments.baseline card {name} -->",
+        "",
         f"`{baselines.PREFIX}{name}`: a {config.algo.upper()} policy ({config.network} "
         f"{'x'.join(map(str, config.hidden))}, {config.activation}) trained on {config.env} with opponents "
         f"`{config.opponents}`{league}; frozen at update {_or_missing(source.get('step'))} of "
@@ -66,20 +72,23 @@ def _training(meta: dict, config: TrainConfig) -> list[str]:
     run = meta.get("results", {}).get("training", {})
     wall = run.get("wall_s")
     minutes = "" if wall is None else f" ({wall / 60:.1f} min)"
-    lines = ["## Training", "",
-             f"- command: {_or_missing(run.get('command'), '`{}`')}",
-             f"- seed: {run.get('seed', config.seed)}",
-             f"- env steps: {_or_missing(run.get('env_steps'), '{:,}')} in {_or_missing(run.get('updates'))} updates, "
-             f"{config.num_envs} envs (configured total_steps: {config.total_steps:,})",
-             f"- wall time: {_or_missing(wall, '{:.1f} s')}{minutes}; training "
-             f"{_or_missing(run.get('train_s'), '{} s')}, compiling {_or_missing(run.get('compile_s'), '{} s')}",
-             f"- hardware: {_or_missing(run.get('machine'))}"]
+    lines = [
+        "## Training",
+        "",
+        f"- command: {_or_missing(run.get('command'), '`{}`')}",
+        f"- seed: {run.get('seed', config.seed)}",
+        f"- env steps: {_or_missing(run.get('env_steps'), '{:,}')} in {_or_missing(run.get('updates'))} updates, "
+        f"{config.num_envs} envs (configured total_steps: {config.total_steps:,})",
+        f"- wall time: {_or_missing(wall, '{:.1f} s')}{minutes}; training "
+        f"{_or_missing(run.get('train_s'), '{} s')}, compiling {_or_missing(run.get('compile_s'), '{} s')}",
+        f"- hardware: {_or_missing(run.get('machine'))}",
+    ]
     return lines + [f"- {key}: {value}" for key, value in run.items() if key not in _TRAINING_FIELDS]
 
 
 def _lineups(evaluate: dict) -> list[tuple[str, dict]]:
     """(opponents, stats) per evaluated lineup, in the order recorded: ``vs_greedy`` -> ``greedy``."""
-    return [(key[len("vs_"):], stats) for key, stats in evaluate.items() if key.startswith("vs_")]
+    return [(key[len("vs_") :], stats) for key, stats in evaluate.items() if key.startswith("vs_")]
 
 
 def _strength(name: str, meta: dict) -> list[str]:
@@ -87,15 +96,25 @@ def _strength(name: str, meta: dict) -> list[str]:
     lines = ["## Strength", ""]
     if not _lineups(evaluate):
         return lines + [f"Not measured: {name}.json records no evaluation."]
-    lines += [f"{_or_missing(evaluate.get('command'), '`{}`')} on {_or_missing(evaluate.get('machine'))}, "
-              f"{_or_missing(evaluate.get('date'))}: the policy in one seat and the lineup in the other 7, each game "
-              "seed in every seat rotation. Mean placement (1 first, 8 last) with its 95% interval over the game "
-              f"seeds; {EVEN} is an even share.", "",
-              "| opponents | mean placement | top-1 | top-4 | games |", "|---|---:|---:|---:|---:|"]
-    lines += [f"| {lineup} | {s['mean_placement']:.2f} ± {s['ci95']:.2f} | {100 * s['top1']:.1f}% | "
-              f"{100 * s['top4']:.1f}% | {s['games']} |" for lineup, s in _lineups(evaluate)]
-    extra = [f"- {key}: {value}" for key, value in evaluate.items()
-             if key not in _EVALUATE_FIELDS and not key.startswith("vs_")]
+    lines += [
+        f"{_or_missing(evaluate.get('command'), '`{}`')} on {_or_missing(evaluate.get('machine'))}, "
+        f"{_or_missing(evaluate.get('date'))}: the policy in one seat and the lineup in the other 7, each game "
+        "seed in every seat rotation. Mean placement (1 first, 8 last) with its 95% interval over the game "
+        f"seeds; {EVEN} is an even share.",
+        "",
+        "| opponents | mean placement | top-1 | top-4 | games |",
+        "|---|---:|---:|---:|---:|",
+    ]
+    lines += [
+        f"| {lineup} | {s['mean_placement']:.2f} ± {s['ci95']:.2f} | {100 * s['top1']:.1f}% | "
+        f"{100 * s['top4']:.1f}% | {s['games']} |"
+        for lineup, s in _lineups(evaluate)
+    ]
+    extra = [
+        f"- {key}: {value}"
+        for key, value in evaluate.items()
+        if key not in _EVALUATE_FIELDS and not key.startswith("vs_")
+    ]
     return lines + ([""] + extra if extra else [])
 
 
@@ -109,21 +128,26 @@ def _losses(meta: dict) -> list[str]:
     worst, s = max(rows, key=lambda row: row[1]["mean_placement"])
     lines.append(f"- loses to (95% interval worse than {EVEN}): {', '.join(losing) or 'none of the measured lineups'}")
     lines.append(f"- level with (95% interval contains {EVEN}): {', '.join(level) or 'none of the measured lineups'}")
-    lines.append(f"- worst measured lineup: {worst}, mean placement {s['mean_placement']:.2f} ± {s['ci95']:.2f}, "
-                 f"first in {100 * s['top1']:.1f}% of games (an even share: {100 / C.NUM_PLAYERS:.1f}%), top-4 in "
-                 f"{100 * s['top4']:.1f}% (an even share: {100 * (C.NUM_PLAYERS // 2) / C.NUM_PLAYERS:.1f}%)")
+    lines.append(
+        f"- worst measured lineup: {worst}, mean placement {s['mean_placement']:.2f} ± {s['ci95']:.2f}, "
+        f"first in {100 * s['top1']:.1f}% of games (an even share: {100 / C.NUM_PLAYERS:.1f}%), top-4 in "
+        f"{100 * s['top4']:.1f}% (an even share: {100 * (C.NUM_PLAYERS // 2) / C.NUM_PLAYERS:.1f}%)"
+    )
     return lines + ["", "Lineups not in the table above (mixed tables, other trained policies) were not measured."]
 
 
 def _observation(config: TrainConfig) -> list[str]:
     obs = observation(config)
     rules = ", ".join(f"{k}={v}" for k, v in obs["rules"].items())
-    return ["## Observation", "",
-            f"- kind: {obs['kind']}",
-            f"- shape and dtype, per seat: {obs['dtype'].name}[{', '.join(map(str, obs['shape']))}]",
-            f"- actions: {C.NUM_ACTIONS}, with a bool[{C.NUM_ACTIONS}] mask of the legal ones",
-            f"- rules: {rules}",
-            f"- the game that gives it: `jaxgame.make(\"autochess\", obs=\"{obs['kind']}\", {rules})`"]
+    return [
+        "## Observation",
+        "",
+        f"- kind: {obs['kind']}",
+        f"- shape and dtype, per seat: {obs['dtype'].name}[{', '.join(map(str, obs['shape']))}]",
+        f"- actions: {C.NUM_ACTIONS}, with a bool[{C.NUM_ACTIONS}] mask of the legal ones",
+        f"- rules: {rules}",
+        f'- the game that gives it: `jaxgame.make("autochess", obs="{obs["kind"]}", {rules})`',
+    ]
 
 
 def model_card(name: str, meta: dict | None = None, directory: Path | None = None) -> str:
@@ -131,8 +155,13 @@ def model_card(name: str, meta: dict | None = None, directory: Path | None = Non
     meta = baselines.describe(name, directory) if meta is None else meta
     config = TrainConfig.from_dict(meta["config"])
     extra = {k: v for k, v in meta.get("results", {}).items() if k not in ("training", "evaluate")}
-    sections = [_header(name, meta, config), _training(meta, config), _strength(name, meta), _losses(meta),
-                _observation(config)]
+    sections = [
+        _header(name, meta, config),
+        _training(meta, config),
+        _strength(name, meta),
+        _losses(meta),
+        _observation(config),
+    ]
     if extra:
         sections.append(["## Also recorded", "", *(f"- {key}: {value}" for key, value in extra.items())])
     return "\n\n".join("\n".join(section) for section in sections) + "\n"
@@ -147,9 +176,12 @@ def write_card(name: str, directory: Path | None = None) -> Path:
 
 def stale_cards(directory: Path | None = None) -> list[str]:
     """The versions in ``directory`` whose card is missing or differs from what their ``NAME.json`` gives."""
-    return [name for name in baselines.available(directory)
-            if not card_path(name, directory).is_file()
-            or card_path(name, directory).read_text() != model_card(name, directory=directory)]
+    return [
+        name
+        for name in baselines.available(directory)
+        if not card_path(name, directory).is_file()
+        or card_path(name, directory).read_text() != model_card(name, directory=directory)
+    ]
 
 
 __all__ = ["EVEN", "SUFFIX", "card_path", "model_card", "observation", "stale_cards", "write_card"]

@@ -55,8 +55,9 @@ def new_export_dir(out_dir) -> Path:
     return out_dir
 
 
-def export_policy(policy: RunPolicy, out_dir, platforms=DEFAULT_PLATFORMS, seat: int | None = None,
-                  loader: bool = True) -> dict:
+def export_policy(
+    policy: RunPolicy, out_dir, platforms=DEFAULT_PLATFORMS, seat: int | None = None, loader: bool = True
+) -> dict:
     """Write ``policy`` to ``out_dir`` (which must not exist or be empty) and return the spec written.
     ``loader=False`` leaves out the copy of the loader (the shipped baselines: the package has it as
     ``agents.policies.exported_loader``)."""
@@ -102,7 +103,7 @@ def export_policy(policy: RunPolicy, out_dir, platforms=DEFAULT_PLATFORMS, seat:
         "network": {"kind": policy.config.network, "hidden": list(policy.config.hidden)},
         "platforms": list(platforms),
         "signature": "act(obs[B, *obs_shape], mask bool[B, num_actions][, key uint32[2]]) -> "
-                     "(action int32[B], logits float32[B, num_actions], value float32[B])",
+        "(action int32[B], logits float32[B, num_actions], value float32[B])",
         "files": dict(FILES),
         "versions": package_versions("jax", "jaxlib", "jaxgame"),
         "exported": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),

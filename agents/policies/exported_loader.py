@@ -88,12 +88,16 @@ def version_window(written_by, running) -> str | None:
     if old is None or new is None:
         return None
     if new < old:
-        return (f"jaxlib {running} is older than jaxlib {written_by}, which wrote it (jax.export promises 3 weeks of "
-                "forward compatibility)")
+        return (
+            f"jaxlib {running} is older than jaxlib {written_by}, which wrote it (jax.export promises 3 weeks of "
+            "forward compatibility)"
+        )
     if new[0] > old[0] or new[1] - old[1] >= MINOR_VERSIONS_PER_WINDOW:
-        return (f"jaxlib {running} is {MINOR_VERSIONS_PER_WINDOW} or more minor versions newer than jaxlib "
-                f"{written_by}, which wrote it (jax.export promises 6 months of backward compatibility, about "
-                f"{MINOR_VERSIONS_PER_WINDOW} minor releases)")
+        return (
+            f"jaxlib {running} is {MINOR_VERSIONS_PER_WINDOW} or more minor versions newer than jaxlib "
+            f"{written_by}, which wrote it (jax.export promises 6 months of backward compatibility, about "
+            f"{MINOR_VERSIONS_PER_WINDOW} minor releases)"
+        )
     return None
 
 
@@ -103,8 +107,10 @@ def _check_calling_convention(path, exported, again: str) -> None:
     high = getattr(jax.export, "maximum_supported_calling_convention_version", None)
     version = exported.calling_convention_version
     if low is not None and high is not None and not low <= version <= high:
-        raise ExportedPolicyError(f"{path}: calling convention version {version}, outside {low}..{high} that jax "
-                                  f"{jax.__version__} supports: {again}")
+        raise ExportedPolicyError(
+            f"{path}: calling convention version {version}, outside {low}..{high} that jax "
+            f"{jax.__version__} supports: {again}"
+        )
 
 
 class ExportedPolicy:
@@ -117,8 +123,10 @@ class ExportedPolicy:
         except (OSError, ValueError) as err:
             raise ExportedPolicyError(f"{directory}: no readable {SPEC_FILE} ({err})") from None
         if spec.get("format") != FORMAT or spec.get("format_version") != FORMAT_VERSION:
-            raise ExportedPolicyError(f"{directory}: not a {FORMAT} v{FORMAT_VERSION} directory "
-                                      f"(format {spec.get('format')!r} v{spec.get('format_version')!r})")
+            raise ExportedPolicyError(
+                f"{directory}: not a {FORMAT} v{FORMAT_VERSION} directory "
+                f"(format {spec.get('format')!r} v{spec.get('format_version')!r})"
+            )
         self.spec = spec
         self.obs_shape = tuple(spec["obs_shape"])
         self.obs_dtype = np.dtype(spec["obs_dtype"])
@@ -135,8 +143,10 @@ class ExportedPolicy:
                 self._functions[variant] = jax.export.deserialize(bytearray(path.read_bytes()))
             except Exception as err:  # truncated, foreign or expired: one line, never a silent wrong policy
                 reason = " ".join(f"{type(err).__name__}: {err}".split())
-                raise ExportedPolicyError(f"{path}: cannot deserialize ({reason}); written by jaxlib "
-                                          f"{written_by or '?'}, running {running_jaxlib()}: {again}") from None
+                raise ExportedPolicyError(
+                    f"{path}: cannot deserialize ({reason}); written by jaxlib "
+                    f"{written_by or '?'}, running {running_jaxlib()}: {again}"
+                ) from None
             _check_calling_convention(path, self._functions[variant], again)
         outside = version_window(written_by, running_jaxlib())
         if outside:
@@ -147,15 +157,20 @@ class ExportedPolicy:
         ``key`` (an int seed or a jax PRNG key, typed or legacy). ``layout_version``: the observation layout the
         caller's game writes (``jaxgame.layout.LAYOUT_VERSIONS``); another than the policy's is refused."""
         if layout_version is not None and int(layout_version) != self.layout_version:
-            raise ExportedPolicyError(f"observation layout version {layout_version} given; {self.spec.get('name')} "
-                                      f"reads layout version {self.layout_version}")
+            raise ExportedPolicyError(
+                f"observation layout version {layout_version} given; {self.spec.get('name')} "
+                f"reads layout version {self.layout_version}"
+            )
         obs, mask = np.asarray(obs), np.asarray(mask)
         if obs.ndim != 1 + len(self.obs_shape) or obs.shape[1:] != self.obs_shape or obs.dtype != self.obs_dtype:
-            raise ExportedPolicyError(f"obs must be {self.obs_dtype}[B, {', '.join(map(str, self.obs_shape))}], "
-                                      f"got {obs.dtype}{list(obs.shape)}")
+            raise ExportedPolicyError(
+                f"obs must be {self.obs_dtype}[B, {', '.join(map(str, self.obs_shape))}], "
+                f"got {obs.dtype}{list(obs.shape)}"
+            )
         if mask.shape != (obs.shape[0], self.num_actions) or mask.dtype != np.bool_:
-            raise ExportedPolicyError(f"mask must be bool[{obs.shape[0]}, {self.num_actions}], "
-                                      f"got {mask.dtype}{list(mask.shape)}")
+            raise ExportedPolicyError(
+                f"mask must be bool[{obs.shape[0]}, {self.num_actions}], got {mask.dtype}{list(mask.shape)}"
+            )
         if key is None:
             return self._functions["greedy"].call(obs, mask)
         if isinstance(key, (int, np.integer)):

@@ -56,12 +56,19 @@ def transfer_params(saved, fresh, widen_inputs: bool):
         old = saved_leaves[_path(key_path)]
         if old.shape == new.shape:
             return jnp.asarray(old, new.dtype)
-        if (widen_inputs and old.ndim == 2 and new.ndim == 2 and old.shape[1] == new.shape[1]
-                and old.shape[0] < new.shape[0]):
-            return jnp.concatenate([jnp.asarray(old, new.dtype), jnp.zeros((new.shape[0] - old.shape[0],
-                                                                              new.shape[1]), new.dtype)])
-        raise PhaseError(f"parameter {_path(key_path)} is {list(old.shape)} in the saved network, "
-                         f"{list(new.shape)} in this run's")
+        if (
+            widen_inputs
+            and old.ndim == 2
+            and new.ndim == 2
+            and old.shape[1] == new.shape[1]
+            and old.shape[0] < new.shape[0]
+        ):
+            return jnp.concatenate(
+                [jnp.asarray(old, new.dtype), jnp.zeros((new.shape[0] - old.shape[0], new.shape[1]), new.dtype)]
+            )
+        raise PhaseError(
+            f"parameter {_path(key_path)} is {list(old.shape)} in the saved network, {list(new.shape)} in this run's"
+        )
 
     return jax.tree_util.tree_map_with_path(one, fresh)
 
@@ -71,14 +78,18 @@ def check_start(saved: TrainConfig, config: TrainConfig, name: str) -> bool:
     (vector -> oracle)."""
     differing = [f for f in NETWORK_FIELDS if getattr(saved, f) != getattr(config, f)]
     if differing:
-        raise PhaseError(f"init_from {name}: its network differs from this run's in "
-                         + ", ".join(f"{f} ({getattr(saved, f)!r} vs {getattr(config, f)!r})" for f in differing))
+        raise PhaseError(
+            f"init_from {name}: its network differs from this run's in "
+            + ", ".join(f"{f} ({getattr(saved, f)!r} vs {getattr(config, f)!r})" for f in differing)
+        )
     if saved.env != config.env:
         raise PhaseError(f"init_from {name}: it played {saved.env}, this run {config.env}")
     widen = saved.obs == "vector" and config.obs == "oracle"
     if saved.obs != config.obs and not widen:
-        raise PhaseError(f"init_from {name}: it saw obs={saved.obs!r}, this run obs={config.obs!r} (only a vector "
-                         "policy may start an oracle run)")
+        raise PhaseError(
+            f"init_from {name}: it saw obs={saved.obs!r}, this run obs={config.obs!r} (only a vector "
+            "policy may start an oracle run)"
+        )
     return widen
 
 
@@ -126,14 +137,17 @@ def load_reference(config: TrainConfig, role: str) -> Reference:
     saved = policy.config
     if saved.rules() != config.rules():
         differing = sorted(k for k, v in config.rules().items() if saved.rules().get(k) != v)
-        raise PhaseError(f"{role} {policy.name} played other rules: " + ", ".join(
-            f"{k}={saved.rules().get(k)!r} (this run {config.rules()[k]!r})" for k in differing))
+        raise PhaseError(
+            f"{role} {policy.name} played other rules: "
+            + ", ".join(f"{k}={saved.rules().get(k)!r} (this run {config.rules()[k]!r})" for k in differing)
+        )
     if saved.independent:
         raise PhaseError(f"{role} {policy.name} is independent learners (one network per seat); name one policy")
     allowed = ("vector", "oracle") if role == "teacher" else ("vector",)
     if saved.obs not in allowed:
-        raise PhaseError(f"{role} {policy.name} saw obs={saved.obs!r}; a {role} must have seen "
-                         + " or ".join(map(repr, allowed)))
+        raise PhaseError(
+            f"{role} {policy.name} saw obs={saved.obs!r}; a {role} must have seen " + " or ".join(map(repr, allowed))
+        )
     oracle = saved.obs == "oracle"
     network = policy.network if oracle else networks.PublicView(policy.network, OBS_SIZE)
     return Reference(role, policy.name, network, oracle, jax.device_get(policy.params))
@@ -148,8 +162,9 @@ def load_references(config: TrainConfig, params=None) -> dict:
     references = {role: load_reference(config, role) for role in REFERENCE_ROLES if getattr(config, role)}
     teacher = references.get("teacher")
     if config.oracle_dropout_updates and not teacher.oracle:
-        raise PhaseError(f"oracle_dropout_updates fades an oracle teacher's hidden inputs; teacher {teacher.name} "
-                         "saw obs='vector'")
+        raise PhaseError(
+            f"oracle_dropout_updates fades an oracle teacher's hidden inputs; teacher {teacher.name} saw obs='vector'"
+        )
     if config.league_anchor_share:
         anchor = references["anchor"]
         try:
@@ -176,5 +191,15 @@ def trainer_inputs(trainer, config: TrainConfig, params) -> tuple:
     return trainer.chunk_inputs()
 
 
-__all__ = ["NETWORK_FIELDS", "PhaseError", "Reference", "check_start", "load_reference", "load_references",
-           "load_saved", "start_params", "trainer_inputs", "transfer_params"]
+__all__ = [
+    "NETWORK_FIELDS",
+    "PhaseError",
+    "Reference",
+    "check_start",
+    "load_reference",
+    "load_references",
+    "load_saved",
+    "start_params",
+    "trainer_inputs",
+    "transfer_params",
+]

@@ -21,14 +21,7 @@ from agents.policies import baselines
 from agents.policies.network import ShapeMismatchError, check_params, policy_network
 
 # the player specs need no JAX (a CLI checks them before it imports JAX): agents.policies.specs
-from agents.policies.specs import (  # noqa: F401
-    PLAYER_BOTS,
-    TABLE_BOTS,
-    PolicyError,
-    check_player,
-    is_baseline,
-    parse_spec,
-)
+from agents.policies.specs import PLAYER_BOTS, TABLE_BOTS, PolicyError, check_player, is_baseline, parse_spec  # noqa: F401
 from agents.storage.checkpoints import CHECKPOINT_DIR, CheckpointMismatchError, CheckpointStore, fresh_arrays
 from agents.storage.run_dir import read_owner
 
@@ -61,8 +54,10 @@ def _checkpoints_of(run_dir) -> Path:
     run_dir = Path(run_dir)
     owner = read_owner(run_dir) if run_dir.is_dir() else None
     if owner is not None and owner["tool"] != "train":
-        raise PolicyError(f"{run_dir} is a {owner['tool']} directory (its checkpoints hold all its runs stacked); "
-                          "give a training run directory")
+        raise PolicyError(
+            f"{run_dir} is a {owner['tool']} directory (its checkpoints hold all its runs stacked); "
+            "give a training run directory"
+        )
     if not (run_dir / CHECKPOINT_DIR).is_dir():
         raise PolicyError(f"{run_dir}: no checkpoints/ there (is it a training run directory?)")
     return run_dir / CHECKPOINT_DIR
@@ -82,7 +77,7 @@ def load_policy(run_dir, step: int | None = None, game_only: bool = True) -> Run
         if step is not None:
             raise PolicyError(f"{run_dir}: a baseline has no checkpoint steps")
         try:
-            b = baselines.load_baseline(str(run_dir)[len(baselines.PREFIX):])
+            b = baselines.load_baseline(str(run_dir)[len(baselines.PREFIX) :])
         except baselines.BaselineError as err:
             raise PolicyError(str(err)) from None
         return RunPolicy(b.name, b.name, b.step, b.config, b.network, b.params)
@@ -90,8 +85,10 @@ def load_policy(run_dir, step: int | None = None, game_only: bool = True) -> Run
     with CheckpointStore(_checkpoints_of(run_dir), keep=1) as store:
         saved = store.read_config(step)
         if "sweep" in saved:  # a sweep directory written before run.json existed
-            raise PolicyError(f"{run_dir} is a sweep directory (its checkpoints hold all its runs stacked); "
-                              "give a training run directory")
+            raise PolicyError(
+                f"{run_dir} is a sweep directory (its checkpoints hold all its runs stacked); "
+                "give a training run directory"
+            )
         config = TrainConfig.from_dict(saved["config"])
         if game_only and config.is_gymnax:
             raise PolicyError(f"{run_dir} trained on {config.env}; only game policies can play at a table")
@@ -113,8 +110,10 @@ def seat_policies(policy: RunPolicy) -> list[RunPolicy]:
     any other run as itself."""
     if not policy.config.independent:
         return [policy]
-    return [dataclasses.replace(policy, name=f"{policy.name}#seat{p}", network=OneSeat(policy.network.base, p))
-            for p in range(policy.network.num_seats)]
+    return [
+        dataclasses.replace(policy, name=f"{policy.name}#seat{p}", network=OneSeat(policy.network.base, p))
+        for p in range(policy.network.num_seats)
+    ]
 
 
 #: the observation kinds that can share a table: the game then observes both (``obs="both"``) and each policy reads
@@ -133,16 +132,20 @@ def table_observations(policies, learner: str | None = None) -> str:
     if kinds <= set(SHARED_TABLE_OBS):
         return "both"
     players = [f"{p.name}: {p.config.obs}" for p in policies] + ([f"the learner: {learner}"] if learner else [])
-    raise PolicyError("policies at one table must use the same observations, or vector and pixel ones together; "
-                      "got " + ", ".join(players))
+    raise PolicyError(
+        "policies at one table must use the same observations, or vector and pixel ones together; "
+        "got " + ", ".join(players)
+    )
 
 
 def check_same_observations(policies) -> None:
     """Policies whose observations are written as one array (a dataset's field) must share the obs kind."""
     kinds = {p.config.obs for p in policies}
     if len(kinds) > 1:
-        raise PolicyError("policies at one table must use the same observations; got "
-                         + ", ".join(f"{p.name}: {p.config.obs}" for p in policies))
+        raise PolicyError(
+            "policies at one table must use the same observations; got "
+            + ", ".join(f"{p.name}: {p.config.obs}" for p in policies)
+        )
 
 
 def table_networks(policies, game) -> tuple:
@@ -160,5 +163,8 @@ def rule_differences(policies, table_rules: dict | None = None) -> list[str]:
         if not policies:
             return []
         table_rules, policies = policies[0].config.rules(), policies[1:]
-    return [f"{p.name} trained with {p.config.rules()}, plays at a table with {table_rules}"
-            for p in policies if p.config.rules() != table_rules]
+    return [
+        f"{p.name} trained with {p.config.rules()}, plays at a table with {table_rules}"
+        for p in policies
+        if p.config.rules() != table_rules
+    ]

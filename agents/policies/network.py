@@ -39,8 +39,10 @@ def check_params(abstract, params, what: str) -> None:
 
     def layout(tree):
         leaves = jax.tree_util.tree_leaves_with_path(tree)
-        return {jax.tree_util.keystr(p): (tuple(np.shape(x)), np.dtype(x.dtype if hasattr(x, "dtype") else type(x)))
-                for p, x in leaves}
+        return {
+            jax.tree_util.keystr(p): (tuple(np.shape(x)), np.dtype(x.dtype if hasattr(x, "dtype") else type(x)))
+            for p, x in leaves
+        }
 
     want, got = layout(abstract), layout(params)
     if want != got:

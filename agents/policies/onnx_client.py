@@ -53,8 +53,9 @@ def read_spec(directory) -> dict:
     directory = Path(directory)
     spec_path = directory / SPEC_FILE
     if not spec_path.is_file():
-        raise OnnxPolicyError(f"{directory} holds no {SPEC_FILE}: not an ONNX export "
-                              "(experiments.export --format onnx)")
+        raise OnnxPolicyError(
+            f"{directory} holds no {SPEC_FILE}: not an ONNX export (experiments.export --format onnx)"
+        )
     try:
         spec = json.loads(spec_path.read_text())
     except (OSError, ValueError) as err:
@@ -62,14 +63,17 @@ def read_spec(directory) -> dict:
     if not isinstance(spec, dict) or spec.get("format") != FORMAT:
         raise OnnxPolicyError(f"{spec_path} is not a jaxgame ONNX export (format {FORMAT!r})")
     if spec.get("format_version") != FORMAT_VERSION:
-        raise OnnxPolicyError(f"{spec_path} has format_version {spec.get('format_version')!r}; this client reads "
-                              f"{FORMAT_VERSION}: re-export with the jaxgame that runs it")
+        raise OnnxPolicyError(
+            f"{spec_path} has format_version {spec.get('format_version')!r}; this client reads "
+            f"{FORMAT_VERSION}: re-export with the jaxgame that runs it"
+        )
     model = directory / spec["files"]["model"]
     if not model.is_file():
         raise OnnxPolicyError(f"{model} is missing")
     if _sha256(model) != spec["files"]["model_sha256"]:
-        raise OnnxPolicyError(f"{model} does not match the sha256 {SPEC_FILE} records: the file is damaged or "
-                              "not this export's")
+        raise OnnxPolicyError(
+            f"{model} does not match the sha256 {SPEC_FILE} records: the file is damaged or not this export's"
+        )
     return spec
 
 
@@ -89,14 +93,17 @@ class OnnxPolicy:
         self.num_actions = int(self.spec["num_actions"])
         options = onnxruntime.SessionOptions()
         options.log_severity_level = 3  # warnings such as unused initializers are not the caller's business
-        self.session = onnxruntime.InferenceSession(str(self.directory / self.spec["files"]["model"]), options,
-                                                    providers=list(providers))
+        self.session = onnxruntime.InferenceSession(
+            str(self.directory / self.spec["files"]["model"]), options, providers=list(providers)
+        )
 
     def check(self, obs, mask, layout_version=None) -> tuple[np.ndarray, np.ndarray, bool]:
         """(obs, mask) as the model takes them (a batch), and whether a single observation was given."""
         if layout_version is not None and int(layout_version) != self.layout_version:
-            raise OnnxPolicyError(f"observation layout version {layout_version} given; {self.name} reads layout "
-                                  f"version {self.layout_version} of {self.spec['observation']['kind']} observations")
+            raise OnnxPolicyError(
+                f"observation layout version {layout_version} given; {self.name} reads layout "
+                f"version {self.layout_version} of {self.spec['observation']['kind']} observations"
+            )
         obs = np.asarray(obs)
         single = obs.shape == self.obs_shape
         if single:
@@ -131,8 +138,9 @@ def _answer(policy: OnnxPolicy, line: str) -> dict:
     if not isinstance(request, dict) or "obs" not in request or "mask" not in request:
         return {"error": "a request is an object with obs and mask (and layout_version)"}
     try:
-        action, _, value = policy.act(np.asarray(request["obs"], np.float64), np.asarray(request["mask"]),
-                                      request.get("layout_version"))
+        action, _, value = policy.act(
+            np.asarray(request["obs"], np.float64), np.asarray(request["mask"]), request.get("layout_version")
+        )
     except (OnnxPolicyError, ValueError, TypeError) as err:
         return {"error": str(err).splitlines()[0] if str(err) else type(err).__name__}
     return {"action": action.tolist(), "value": value.tolist()}
@@ -142,8 +150,14 @@ def serve(directory, stdin=None, stdout=None) -> int:
     """The JSON-lines loop of the module docstring; returns the number of requests answered."""
     stdin, stdout = stdin or sys.stdin, stdout or sys.stdout
     policy = OnnxPolicy(directory)
-    hello = {"ready": True, "name": policy.name, "layout_version": policy.layout_version,
-             "obs_shape": list(policy.obs_shape), "obs_dtype": policy.obs_dtype.name, "num_actions": policy.num_actions}
+    hello = {
+        "ready": True,
+        "name": policy.name,
+        "layout_version": policy.layout_version,
+        "obs_shape": list(policy.obs_shape),
+        "obs_dtype": policy.obs_dtype.name,
+        "num_actions": policy.num_actions,
+    }
     stdout.write(json.dumps(hello) + "\n")
     stdout.flush()
     answered = 0

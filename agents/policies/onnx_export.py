@@ -43,7 +43,7 @@ def source_sha256(policy: RunPolicy) -> tuple[str | None, str | None]:
     """(the file that pins the policy's parameters, its sha256): a baseline's digest file ``NAME.sha256``, a run
     step's ``checkpoints/<step>/SHA256SUMS``; (None, None) where the step has none (saved before checksums)."""
     if is_baseline(policy.run_dir):
-        path = baselines.DIRECTORY / f"{str(policy.run_dir)[len(baselines.PREFIX):]}.sha256"
+        path = baselines.DIRECTORY / f"{str(policy.run_dir)[len(baselines.PREFIX) :]}.sha256"
     else:
         path = Path(policy.run_dir) / CHECKPOINT_DIR / str(policy.step) / SUMS_FILE
     if not path.is_file():
@@ -76,10 +76,18 @@ def export_onnx(policy: RunPolicy, out_dir, seat: int | None = None) -> dict:
     kind = observation["kind"]
     closed, batch = trace_policy(policy)
     source_file, source_digest = source_sha256(policy)
-    model = onnx_graph.to_onnx(closed, ["obs", "mask"], ["logits", "value"], batch,
-                               doc=f"jaxgame policy {policy.name}: (obs, mask) -> (masked logits, value)",
-                               metadata={"jaxgame.layout_version": layout.LAYOUT_VERSIONS[kind],
-                                         "jaxgame.observation": kind, "jaxgame.source": policy.name})
+    model = onnx_graph.to_onnx(
+        closed,
+        ["obs", "mask"],
+        ["logits", "value"],
+        batch,
+        doc=f"jaxgame policy {policy.name}: (obs, mask) -> (masked logits, value)",
+        metadata={
+            "jaxgame.layout_version": layout.LAYOUT_VERSIONS[kind],
+            "jaxgame.observation": kind,
+            "jaxgame.source": policy.name,
+        },
+    )
     data = model.SerializeToString()
     out_dir.mkdir(parents=True, exist_ok=True)
     (out_dir / onnx_client.MODEL_FILE).write_bytes(data)
@@ -87,23 +95,40 @@ def export_onnx(policy: RunPolicy, out_dir, seat: int | None = None) -> dict:
         "format": onnx_client.FORMAT,
         "format_version": onnx_client.FORMAT_VERSION,
         "name": policy.name,
-        "source": {"run": policy.run_dir, "step": policy.step, "seat": seat, "digest_file": source_file,
-                   "digest_sha256": source_digest},
-        "observation": {"kind": kind, "shape": list(observation["shape"]), "dtype": observation["dtype"].name,
-                        "layout_version": layout.LAYOUT_VERSIONS[kind],
-                        "layout_fingerprint": layout.layout_fingerprint(kind)},
+        "source": {
+            "run": policy.run_dir,
+            "step": policy.step,
+            "seat": seat,
+            "digest_file": source_file,
+            "digest_sha256": source_digest,
+        },
+        "observation": {
+            "kind": kind,
+            "shape": list(observation["shape"]),
+            "dtype": observation["dtype"].name,
+            "layout_version": layout.LAYOUT_VERSIONS[kind],
+            "layout_fingerprint": layout.layout_fingerprint(kind),
+        },
         "num_actions": C.NUM_ACTIONS,
         "actions": layout.action_table(),
         "rules": policy.config.rules(),
         "network": {"kind": policy.config.network, "hidden": list(policy.config.hidden)},
         "opset": onnx_graph.OPSET,
         "ir_version": onnx_graph.IR_VERSION,
-        "inputs": {"obs": f"{observation['dtype'].name}[B, {', '.join(map(str, observation['shape']))}]",
-                   "mask": f"bool[B, {C.NUM_ACTIONS}] (True = legal)"},
-        "outputs": {"logits": f"float32[B, {C.NUM_ACTIONS}], illegal actions at {distributions.MASKED_LOGIT:g}",
-                    "value": "float32[B]"},
-        "files": {"model": onnx_client.MODEL_FILE, "model_sha256": hashlib.sha256(data).hexdigest(),
-                  "model_bytes": len(data), **{f"client_{k}": v for k, v in CLIENT_FILES.items()}},
+        "inputs": {
+            "obs": f"{observation['dtype'].name}[B, {', '.join(map(str, observation['shape']))}]",
+            "mask": f"bool[B, {C.NUM_ACTIONS}] (True = legal)",
+        },
+        "outputs": {
+            "logits": f"float32[B, {C.NUM_ACTIONS}], illegal actions at {distributions.MASKED_LOGIT:g}",
+            "value": "float32[B]",
+        },
+        "files": {
+            "model": onnx_client.MODEL_FILE,
+            "model_sha256": hashlib.sha256(data).hexdigest(),
+            "model_bytes": len(data),
+            **{f"client_{k}": v for k, v in CLIENT_FILES.items()},
+        },
         "versions": package_versions("jax", "onnx", "jaxgame"),
         "exported": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
     }

@@ -27,20 +27,59 @@ OPSET = 18
 IR_VERSION = 8
 
 _ELEMENTWISE = {
-    "add": "Add", "sub": "Sub", "mul": "Mul", "div": "Div", "max": "Max", "min": "Min", "pow": "Pow",
-    "tanh": "Tanh", "logistic": "Sigmoid", "exp": "Exp", "log": "Log", "sqrt": "Sqrt", "neg": "Neg", "abs": "Abs",
-    "sign": "Sign", "floor": "Floor", "ceil": "Ceil", "erf": "Erf", "sin": "Sin", "cos": "Cos",
-    "gt": "Greater", "lt": "Less", "ge": "GreaterOrEqual", "le": "LessOrEqual", "eq": "Equal",
+    "add": "Add",
+    "sub": "Sub",
+    "mul": "Mul",
+    "div": "Div",
+    "max": "Max",
+    "min": "Min",
+    "pow": "Pow",
+    "tanh": "Tanh",
+    "logistic": "Sigmoid",
+    "exp": "Exp",
+    "log": "Log",
+    "sqrt": "Sqrt",
+    "neg": "Neg",
+    "abs": "Abs",
+    "sign": "Sign",
+    "floor": "Floor",
+    "ceil": "Ceil",
+    "erf": "Erf",
+    "sin": "Sin",
+    "cos": "Cos",
+    "gt": "Greater",
+    "lt": "Less",
+    "ge": "GreaterOrEqual",
+    "le": "LessOrEqual",
+    "eq": "Equal",
 }
-_LOGICAL = {"and": ("And", "BitwiseAnd"), "or": ("Or", "BitwiseOr"), "xor": ("Xor", "BitwiseXor"),
-            "not": ("Not", "BitwiseNot")}
-_REDUCTIONS = {"reduce_sum": "ReduceSum", "reduce_max": "ReduceMax", "reduce_min": "ReduceMin",
-               "reduce_prod": "ReduceProd", "reduce_or": "ReduceMax", "reduce_and": "ReduceMin"}
+_LOGICAL = {
+    "and": ("And", "BitwiseAnd"),
+    "or": ("Or", "BitwiseOr"),
+    "xor": ("Xor", "BitwiseXor"),
+    "not": ("Not", "BitwiseNot"),
+}
+_REDUCTIONS = {
+    "reduce_sum": "ReduceSum",
+    "reduce_max": "ReduceMax",
+    "reduce_min": "ReduceMin",
+    "reduce_prod": "ReduceProd",
+    "reduce_or": "ReduceMax",
+    "reduce_and": "ReduceMin",
+}
 _IDENTITY = ("copy", "copy_p", "optimization_barrier")
 #: primitives whose body is a jaxpr of their own, inlined: (primitive, parameter holding the jaxpr)
-_CALLS = {"pjit": "jaxpr", "jit": "jaxpr", "closed_call": "call_jaxpr", "core_call": "call_jaxpr",
-          "custom_jvp_call": "call_jaxpr", "custom_vjp_call": "call_jaxpr", "custom_vjp_call_jaxpr": "fun_jaxpr",
-          "remat": "jaxpr", "checkpoint": "jaxpr"}
+_CALLS = {
+    "pjit": "jaxpr",
+    "jit": "jaxpr",
+    "closed_call": "call_jaxpr",
+    "core_call": "call_jaxpr",
+    "custom_jvp_call": "call_jaxpr",
+    "custom_vjp_call": "call_jaxpr",
+    "custom_vjp_call_jaxpr": "fun_jaxpr",
+    "remat": "jaxpr",
+    "checkpoint": "jaxpr",
+}
 
 
 class OnnxExportError(ValueError):
@@ -172,8 +211,9 @@ class _Translator:
                 return [self.reduction(eqn, values[0])]
             if prim in _IDENTITY:
                 return [self.g.one("Identity", self.name(v)) for v in values]
-            raise OnnxExportError(f"the ONNX export does not know the JAX primitive {prim!r} "
-                                  f"(agents/policies/onnx_graph.py)")
+            raise OnnxExportError(
+                f"the ONNX export does not know the JAX primitive {prim!r} (agents/policies/onnx_graph.py)"
+            )
         out = handler(eqn, *values)
         return out if isinstance(out, list) else [out]
 
@@ -274,20 +314,29 @@ class _Translator:
         starts, limits = eqn.params["start_indices"], eqn.params["limit_indices"]
         strides = eqn.params["strides"] or (1,) * len(starts)
         shape = _shape(eqn.invars[0])
-        axes = [i for i in range(len(starts))
-                if not (_static(starts[i]) and int(starts[i]) == 0 and strides[i] == 1 and limits[i] == shape[i])]
+        axes = [
+            i
+            for i in range(len(starts))
+            if not (_static(starts[i]) and int(starts[i]) == 0 and strides[i] == 1 and limits[i] == shape[i])
+        ]
         if not axes:
             return self.g.one("Identity", self.name(x))
-        return self.g.one("Slice", self.name(x), self.g.shape_tensor([starts[a] for a in axes]),
-                          self.g.shape_tensor([limits[a] for a in axes]), self.g.const(np.array(axes, np.int64)),
-                          self.g.const(np.array([strides[a] for a in axes], np.int64)))
+        return self.g.one(
+            "Slice",
+            self.name(x),
+            self.g.shape_tensor([starts[a] for a in axes]),
+            self.g.shape_tensor([limits[a] for a in axes]),
+            self.g.const(np.array(axes, np.int64)),
+            self.g.const(np.array([strides[a] for a in axes], np.int64)),
+        )
 
     def p_split(self, eqn, x):
         sizes = eqn.params["sizes"]
         if not all(_static(s) for s in sizes):
             raise OnnxExportError(f"split into symbolic sizes {sizes}")
-        return self.g.node("Split", [self.name(x), self.g.const(np.array(sizes, np.int64))], len(sizes),
-                           axis=int(eqn.params["axis"]))
+        return self.g.node(
+            "Split", [self.name(x), self.g.const(np.array(sizes, np.int64))], len(sizes), axis=int(eqn.params["axis"])
+        )
 
     def reduction(self, eqn, x):
         prim = eqn.primitive.name
@@ -323,8 +372,11 @@ class _Translator:
                 rhs_l[j] = lhs_l[i]
             for i, j in zip(lb, rb):
                 rhs_l[j] = lhs_l[i]
-            out_l = ([lhs_l[i] for i in lb] + [lhs_l[i] for i in range(len(ls)) if i not in lc and i not in lb]
-                     + [rhs_l[j] for j in range(len(rs)) if j not in rc and j not in rb])
+            out_l = (
+                [lhs_l[i] for i in lb]
+                + [lhs_l[i] for i in range(len(ls)) if i not in lc and i not in lb]
+                + [rhs_l[j] for j in range(len(rs)) if j not in rc and j not in rb]
+            )
             out = self.g.one("Einsum", a, b, equation=f"{''.join(lhs_l)},{''.join(rhs_l)}->{''.join(out_l)}")
         target = np.dtype(eqn.outvars[0].aval.dtype)
         if target != _dtype(eqn.invars[0]):
@@ -344,21 +396,32 @@ class _Translator:
             axes = list(dn.start_index_map)
             starts = [int(indices[k]) for k in range(len(axes))]
             ends = [s + int(slice_sizes[a]) for s, a in zip(starts, axes)]
-            out = self.g.one("Slice", self.name(operand), self.g.const(np.array(starts, np.int64)),
-                             self.g.const(np.array(ends, np.int64)), self.g.const(np.array(axes, np.int64)))
+            out = self.g.one(
+                "Slice",
+                self.name(operand),
+                self.g.const(np.array(starts, np.int64)),
+                self.g.const(np.array(ends, np.int64)),
+                self.g.const(np.array(axes, np.int64)),
+            )
             if dn.collapsed_slice_dims:
                 out = self.g.one("Squeeze", out, self.g.const(np.array(dn.collapsed_slice_dims, np.int64)))
             return out
-        lookup = (tuple(dn.start_index_map) == (0,) and tuple(dn.collapsed_slice_dims) == (0,)
-                  and slice_sizes[0] == 1 and all(slice_sizes[i] == shape[i] for i in range(1, len(shape)))
-                  and index_shape[-1] == 1
-                  and tuple(dn.offset_dims) == tuple(range(len(index_shape) - 1, len(index_shape) + len(shape) - 2)))
+        lookup = (
+            tuple(dn.start_index_map) == (0,)
+            and tuple(dn.collapsed_slice_dims) == (0,)
+            and slice_sizes[0] == 1
+            and all(slice_sizes[i] == shape[i] for i in range(1, len(shape)))
+            and index_shape[-1] == 1
+            and tuple(dn.offset_dims) == tuple(range(len(index_shape) - 1, len(index_shape) + len(shape) - 2))
+        )
         if lookup:
             # a table lookup (lut[ids], params[ids]): rows of the operand, the ids' dimensions in front: ONNX Gather
             ids = self.g.one("Squeeze", self.name(indices), self.g.const(np.array([-1], np.int64)))
             return self.g.one("Gather", self.name(operand), self.g.one("Cast", ids, to=TensorProto.INT64), axis=0)
-        raise OnnxExportError(f"gather {dn} with slice sizes {slice_sizes} is not one the ONNX export knows "
-                              "(a static slice or a table lookup)")
+        raise OnnxExportError(
+            f"gather {dn} with slice sizes {slice_sizes} is not one the ONNX export knows "
+            "(a static slice or a table lookup)"
+        )
 
     def p_conv_general_dilated(self, eqn, lhs, rhs):
         p = eqn.params
@@ -368,23 +431,33 @@ class _Translator:
         x = self.g.one("Transpose", self.name(lhs), perm=list(lhs_spec))  # to N, C, spatial...
         w = self.g.one("Transpose", self.name(rhs), perm=list(rhs_spec))  # to O, I, spatial...
         pads = [int(lo) for lo, _ in p["padding"]] + [int(hi) for _, hi in p["padding"]]
-        y = self.g.one("Conv", x, w, strides=[int(s) for s in p["window_strides"]], pads=pads,
-                       dilations=[int(d) for d in p["rhs_dilation"]], group=int(p["feature_group_count"]))
+        y = self.g.one(
+            "Conv",
+            x,
+            w,
+            strides=[int(s) for s in p["window_strides"]],
+            pads=pads,
+            dilations=[int(d) for d in p["rhs_dilation"]],
+            group=int(p["feature_group_count"]),
+        )
         inverse = [0] * len(out_spec)
         for i, d in enumerate(out_spec):
             inverse[d] = i
         return self.g.one("Transpose", y, perm=inverse)
 
 
-def to_onnx(closed_jaxpr, input_names, output_names, batch_symbol=None, doc: str = "",
-            metadata: dict | None = None) -> onnx.ModelProto:
+def to_onnx(
+    closed_jaxpr, input_names, output_names, batch_symbol=None, doc: str = "", metadata: dict | None = None
+) -> onnx.ModelProto:
     """The ONNX model of ``closed_jaxpr`` (``jax.make_jaxpr(f)(*specs)``), its inputs and outputs named as given.
     ``batch_symbol``: the symbolic dimension the inputs were traced with (it becomes the dimension ``"B"`` of the
     file's inputs and outputs). Checked with ``onnx.checker``; raises ``OnnxExportError`` for what it cannot write."""
     jaxpr = closed_jaxpr.jaxpr
     if len(input_names) != len(jaxpr.invars) or len(output_names) != len(jaxpr.outvars):
-        raise OnnxExportError(f"{len(jaxpr.invars)} inputs and {len(jaxpr.outvars)} outputs traced; names given "
-                              f"for {len(input_names)} and {len(output_names)}")
+        raise OnnxExportError(
+            f"{len(jaxpr.invars)} inputs and {len(jaxpr.outvars)} outputs traced; names given "
+            f"for {len(input_names)} and {len(output_names)}"
+        )
     graph = _Graph(batch_symbol)
 
     def value_info(name, var):
@@ -394,16 +467,23 @@ def to_onnx(closed_jaxpr, input_names, output_names, batch_symbol=None, doc: str
     for name, var in zip(input_names, jaxpr.invars):
         for axis, d in enumerate(_shape(var)):
             if graph.batch_tensor is None and batch_symbol is not None and not _static(d) and d == batch_symbol:
-                graph.batch_tensor = graph.node("Shape", [name], [graph.fresh(f"{name}_batch")], start=axis,
-                                                end=axis + 1)[0]
+                graph.batch_tensor = graph.node(
+                    "Shape", [name], [graph.fresh(f"{name}_batch")], start=axis, end=axis + 1
+                )[0]
     outs = _Translator(graph).run(jaxpr, closed_jaxpr.consts, list(input_names))
     for name, value in zip(output_names, outs):
         graph.node("Identity", [graph.const(value) if isinstance(value, np.ndarray) else value], [name])
-    onnx_graph = helper.make_graph(graph.nodes, "policy", [value_info(n, v) for n, v in zip(input_names, jaxpr.invars)],
-                                   [value_info(n, v) for n, v in zip(output_names, jaxpr.outvars)],
-                                   initializer=graph.initializers, doc_string=doc)
-    model = helper.make_model(onnx_graph, opset_imports=[helper.make_opsetid("", OPSET)], producer_name="jaxgame",
-                              ir_version=IR_VERSION)
+    onnx_graph = helper.make_graph(
+        graph.nodes,
+        "policy",
+        [value_info(n, v) for n, v in zip(input_names, jaxpr.invars)],
+        [value_info(n, v) for n, v in zip(output_names, jaxpr.outvars)],
+        initializer=graph.initializers,
+        doc_string=doc,
+    )
+    model = helper.make_model(
+        onnx_graph, opset_imports=[helper.make_opsetid("", OPSET)], producer_name="jaxgame", ir_version=IR_VERSION
+    )
     for key, value in (metadata or {}).items():
         model.metadata_props.add(key=str(key), value=str(value))
     onnx.checker.check_model(model)

@@ -37,8 +37,9 @@ def baseline_directory() -> Path:
 
 def available_baselines(directory: Path | None = None) -> list[str]:
     """The shipped versions' names, sorted (a ``NAME.json`` beside its ``NAME.msgpack``)."""
-    return sorted(p.stem for p in Path(directory or baseline_directory()).glob("*.json")
-                  if p.with_suffix(".msgpack").exists())
+    return sorted(
+        p.stem for p in Path(directory or baseline_directory()).glob("*.json") if p.with_suffix(".msgpack").exists()
+    )
 
 
 def parse_spec(spec: str) -> tuple[str, int | None] | str:
@@ -52,11 +53,12 @@ def parse_spec(spec: str) -> tuple[str, int | None] | str:
     if spec in PLAYER_BOTS:
         return spec
     if spec.startswith(BASELINE_PREFIX):
-        name = spec[len(BASELINE_PREFIX):]
+        name = spec[len(BASELINE_PREFIX) :]
         shipped = available_baselines()
         if name not in shipped:
-            raise PolicyError(f"no baseline {name!r}{_closest(name, shipped)} "
-                              f"(shipped: {', '.join(shipped) or 'none'})")
+            raise PolicyError(
+                f"no baseline {name!r}{_closest(name, shipped)} (shipped: {', '.join(shipped) or 'none'})"
+            )
         return spec, None
     if spec and Path(spec).exists():
         return spec, None
@@ -66,9 +68,11 @@ def parse_spec(spec: str) -> tuple[str, int | None] | str:
             raise PolicyError(f"{spec!r}: STEP must be an int (RUN_DIR:STEP, an update number), got {tail!r}")
         return head, int(tail)
     run_dir = head if sep and tail.isdigit() else spec
-    raise PolicyError(f"unknown player {spec!r}: not a bot, baseline:NAME or existing run directory"
-                      f"{_closest(run_dir, _player_names(run_dir))} (bots: {', '.join(PLAYER_BOTS)}; baselines: "
-                      f"{', '.join(BASELINE_PREFIX + b for b in available_baselines()) or 'none'})")
+    raise PolicyError(
+        f"unknown player {spec!r}: not a bot, baseline:NAME or existing run directory"
+        f"{_closest(run_dir, _player_names(run_dir))} (bots: {', '.join(PLAYER_BOTS)}; baselines: "
+        f"{', '.join(BASELINE_PREFIX + b for b in available_baselines()) or 'none'})"
+    )
 
 
 def is_baseline(spec) -> bool:
@@ -111,5 +115,15 @@ def _player_names(spec: str) -> list[str]:
     return names
 
 
-__all__ = ["BASELINE_DIRECTORY", "BASELINE_PREFIX", "PLAYER_BOTS", "TABLE_BOTS", "PolicyError", "available_baselines",
-           "check_player", "is_baseline", "lineup_of", "parse_spec"]
+__all__ = [
+    "BASELINE_DIRECTORY",
+    "BASELINE_PREFIX",
+    "PLAYER_BOTS",
+    "TABLE_BOTS",
+    "PolicyError",
+    "available_baselines",
+    "check_player",
+    "is_baseline",
+    "lineup_of",
+    "parse_spec",
+]

@@ -30,9 +30,17 @@ def lineup_slug(spec: str) -> str:
     return slug[:80] or "lineup"
 
 
-def save_evaluation_replays(player: str, lineups: dict, games: int, seed: int, count: int, out_dir,
-                            rules: dict | None = None, deterministic: bool = False,
-                            progress: Progress | None = None) -> list[dict]:
+def save_evaluation_replays(
+    player: str,
+    lineups: dict,
+    games: int,
+    seed: int,
+    count: int,
+    out_dir,
+    rules: dict | None = None,
+    deterministic: bool = False,
+    progress: Progress | None = None,
+) -> list[dict]:
     """Record games ``0 .. count-1`` of each lineup (``{spec: 7 opponent specs}``) of the evaluation of ``player``
     with ``games`` game seeds and table seed ``seed``; write each record and its viewer into ``out_dir``. Returns
     per game ``{"lineup", "game", "json", "html", "placement"}`` (``placement``: the player's rank, seat 0).
@@ -46,11 +54,26 @@ def save_evaluation_replays(player: str, lineups: dict, games: int, seed: int, c
     for spec, names in lineups.items():
         for game in range(count):
             progress.status(f"recording game {game} of {player} vs {spec} ...")
-            rec = record.record_game([player, *names], seed, rules=rules, deterministic=deterministic, game=game,
-                                     num_games=games, rotation=0, progress=progress)
+            rec = record.record_game(
+                [player, *names],
+                seed,
+                rules=rules,
+                deterministic=deterministic,
+                game=game,
+                num_games=games,
+                rotation=0,
+                progress=progress,
+            )
             stem = out / f"{lineup_slug(spec)}-game{game}"
             replay_format.write(rec, stem.with_suffix(".json"))
             viewer.write_html(rec, stem.with_suffix(".html"))
-            saved.append({"lineup": spec, "game": game, "json": str(stem.with_suffix(".json")),
-                          "html": str(stem.with_suffix(".html")), "placement": rec["placements"][0]})
+            saved.append(
+                {
+                    "lineup": spec,
+                    "game": game,
+                    "json": str(stem.with_suffix(".json")),
+                    "html": str(stem.with_suffix(".html")),
+                    "placement": rec["placements"][0],
+                }
+            )
     return saved

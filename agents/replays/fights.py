@@ -97,8 +97,9 @@ def record_fights(home_species, home_stars, away_species, away_stars, keys, max_
     board holds more, so the outcome is the rules' for any board, as the game's is. Returns (dict of
     ``RESULT_FIELDS`` -> int32[N], dict of numpy ``FightReplay`` fields with a leading [N]).
     """
-    boards = [np.asarray(b, np.int32).reshape(-1, C.BOARD_CELLS) for b in
-              (home_species, home_stars, away_species, away_stars)]
+    boards = [
+        np.asarray(b, np.int32).reshape(-1, C.BOARD_CELLS) for b in (home_species, home_stars, away_species, away_stars)
+    ]
     keys = np.asarray(keys, np.uint32).reshape(-1, 2)
     n = keys.shape[0]
     most = max(_units_per_side(boards[0], boards[1]), _units_per_side(boards[2], boards[3]))
@@ -113,7 +114,8 @@ def record_fights(home_species, home_stars, away_species, away_stars, keys, max_
         parts.append(jax.device_get(record(*[b[chunk] for b in boards], keys[chunk])))
     results, replays = (jax.tree.map(lambda *xs: np.concatenate(xs)[:n], *[p[i] for p in parts]) for i in (0, 1))
     return {f: getattr(results, f) for f in RESULT_FIELDS}, {
-        f: getattr(replays, f) for f in ("x", "y", "hp", "alive", "max_hp", "species", "stars", "team")}
+        f: getattr(replays, f) for f in ("x", "y", "hp", "alive", "max_hp", "species", "stars", "team")
+    }
 
 
 def life_damage(round_: int, winner: int, home_survivors: int, away_survivors: int) -> tuple[int, int]:
@@ -133,13 +135,18 @@ def _slot_fights(plan, slot_keys: np.ndarray, round_: int, config) -> list[dict]
     for slot in np.flatnonzero(plan.active):
         opponent, ghost = int(plan.opponent[slot]), int(plan.ghost_source[slot])
         kind = "pve" if plan.is_pve else ("pvp" if opponent >= 0 else "ghost")
-        fights.append(dict(
-            round=round_, slot=int(slot), kind=kind, home=int(slot),
-            away={"pve": None, "pvp": opponent, "ghost": ghost}[kind],
-            creeps=creeps if kind == "pve" else None,
-            key=[int(k) for k in slot_keys[slot]],
-            boards=[plan.home_species[slot], plan.home_stars[slot], plan.away_species[slot], plan.away_stars[slot]],
-        ))
+        fights.append(
+            dict(
+                round=round_,
+                slot=int(slot),
+                kind=kind,
+                home=int(slot),
+                away={"pve": None, "pvp": opponent, "ghost": ghost}[kind],
+                creeps=creeps if kind == "pve" else None,
+                key=[int(k) for k in slot_keys[slot]],
+                boards=[plan.home_species[slot], plan.home_stars[slot], plan.away_species[slot], plan.away_stars[slot]],
+            )
+        )
     return fights
 
 
@@ -155,8 +162,12 @@ def fight_record(header: dict, result: dict, replay: dict, i: int) -> dict:
     out.update(
         result=res,
         life_damage={"home": home, "away": away if header["kind"] == "pvp" else None},
-        units={"fighter": fighters.tolist(), "species": replay["species"][i, fighters].tolist(),
-               "stars": replay["stars"][i, fighters].tolist(), "max_hp": replay["max_hp"][i, fighters].tolist()},
+        units={
+            "fighter": fighters.tolist(),
+            "species": replay["species"][i, fighters].tolist(),
+            "stars": replay["stars"][i, fighters].tolist(),
+            "max_hp": replay["max_hp"][i, fighters].tolist(),
+        },
         frames={f: replay[f][i, frames][:, fighters].tolist() for f in ("x", "y", "hp")},
     )
     return out
@@ -187,8 +198,9 @@ def fights_of_step(game: jaxgame.AutoChessEnv, state, actions) -> list[dict]:
     the step's actions (the fights use the boards after them). The same state and actions give identical
     dicts.
     """
-    return fights_of_game(game, jax.tree.map(lambda x: np.asarray(x)[None], _host_state(state)),
-                          np.asarray(actions)[None]).get(0, [])
+    return fights_of_game(
+        game, jax.tree.map(lambda x: np.asarray(x)[None], _host_state(state)), np.asarray(actions)[None]
+    ).get(0, [])
 
 
 def fights_of_game(game: jaxgame.AutoChessEnv, states, actions) -> dict[int, list[dict]]:

@@ -23,8 +23,19 @@ FORMAT = "jaxgame-replay"
 #: the layout this code writes and the newest it reads
 VERSION = 1
 #: what a record must hold for this reader (docs/replays.md)
-REQUIRED = ("format", "version", "settings", "rules", "players", "steps", "placements", "state", "actions", "fight",
-            "policy")
+REQUIRED = (
+    "format",
+    "version",
+    "settings",
+    "rules",
+    "players",
+    "steps",
+    "placements",
+    "state",
+    "actions",
+    "fight",
+    "policy",
+)
 
 
 def dumps(record: dict) -> str:
@@ -50,8 +61,10 @@ def read(path) -> dict:
     try:
         record = json.loads(text)
     except json.JSONDecodeError as err:
-        raise ValueError(f"{path}: not a complete replay file (invalid JSON at line {err.lineno} column "
-                         f"{err.colno}: {err.msg}; truncated?)") from None
+        raise ValueError(
+            f"{path}: not a complete replay file (invalid JSON at line {err.lineno} column "
+            f"{err.colno}: {err.msg}; truncated?)"
+        ) from None
     check(record, str(path))
     return record
 
@@ -68,14 +81,18 @@ def check(record, where: str = "record") -> None:
     if isinstance(version, bool) or not isinstance(version, int) or version < 1:
         raise ValueError(f"{where}: {FORMAT} version must be an int >= 1, got {version!r}")
     if version > VERSION:
-        raise ValueError(f"{where}: {FORMAT} version {version} is newer than this reader's ({VERSION}); "
-                         "update jaxgame to read it")
+        raise ValueError(
+            f"{where}: {FORMAT} version {version} is newer than this reader's ({VERSION}); update jaxgame to read it"
+        )
     missing = [name for name in REQUIRED if name not in record]
     if missing:
         raise ValueError(f"{where}: {FORMAT} version {version} without the field(s) {', '.join(missing)}")
     steps, moves = record["steps"], record["actions"]
-    if not isinstance(moves, list) or len(moves) != steps \
-            or any(not isinstance(row, list) or len(row) != C.NUM_PLAYERS for row in moves):
+    if (
+        not isinstance(moves, list)
+        or len(moves) != steps
+        or any(not isinstance(row, list) or len(row) != C.NUM_PLAYERS for row in moves)
+    ):
         raise ValueError(f"{where}: actions must be {steps} steps of {C.NUM_PLAYERS} ints (the steps field)")
 
 

@@ -39,9 +39,15 @@ def _fight_replay(fight: dict) -> types.SimpleNamespace:
 
     hp = per_frame("hp")
     return types.SimpleNamespace(
-        x=per_frame("x"), y=per_frame("y"), hp=hp, alive=hp > 0,
-        species=per_unit(fight["units"]["species"], -1), stars=per_unit(fight["units"]["stars"], 1),
-        max_hp=per_unit(fight["units"]["max_hp"], 1), team=(np.arange(units) >= C.BOARD_CELLS).astype(np.int32))
+        x=per_frame("x"),
+        y=per_frame("y"),
+        hp=hp,
+        alive=hp > 0,
+        species=per_unit(fight["units"]["species"], -1),
+        stars=per_unit(fight["units"]["stars"], 1),
+        max_hp=per_unit(fight["units"]["max_hp"], 1),
+        team=(np.arange(units) >= C.BOARD_CELLS).astype(np.int32),
+    )
 
 
 def game_frames(trace, table, seat: int = 0, every: int = 4, scale: int = 2, rounds: int | None = None):

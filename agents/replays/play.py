@@ -77,8 +77,15 @@ def _unit_name(species_id: int, stars: int) -> str:
 
 def action_kind(action: int) -> str:
     """The kind of an action id 0..NUM_ACTIONS-1: end, buy, reroll, xp, lock, sell, place or recall."""
-    bounds = (C.ACTION_BUY, C.ACTION_REROLL, C.ACTION_BUY_XP, C.ACTION_LOCK, C.ACTION_SELL, C.ACTION_PLACE,
-              C.ACTION_RECALL)
+    bounds = (
+        C.ACTION_BUY,
+        C.ACTION_REROLL,
+        C.ACTION_BUY_XP,
+        C.ACTION_LOCK,
+        C.ACTION_SELL,
+        C.ACTION_PLACE,
+        C.ACTION_RECALL,
+    )
     return _KIND_NAMES[sum(action >= b for b in bounds)]
 
 
@@ -133,17 +140,26 @@ def why_illegal(action: int, p) -> str:
     if kind == "reroll":
         return f"a reroll costs {shop_lib.REROLL_COST} gold, you have {gold}"
     if kind == "xp":
-        return "you are at the top level" if p.level >= C.MAX_LEVEL else \
-            f"XP costs {economy.XP_COST_GOLD} gold, you have {gold}"
+        return (
+            "you are at the top level"
+            if p.level >= C.MAX_LEVEL
+            else f"XP costs {economy.XP_COST_GOLD} gold, you have {gold}"
+        )
     if kind == "sell":
         return f"{_slot_name(action - C.ACTION_SELL)} is empty"
     if kind == "place":
         bench = (action - C.ACTION_PLACE) // C.BOARD_CELLS
-        return f"bench {bench} is empty" if p.species[bench] < 0 else \
-            f"the board holds {int(p.level)} units at level {int(p.level)}"
+        return (
+            f"bench {bench} is empty"
+            if p.species[bench] < 0
+            else f"the board holds {int(p.level)} units at level {int(p.level)}"
+        )
     if kind == "recall":
-        return f"{_slot_name(C.BENCH_SIZE + action - C.ACTION_RECALL)} is empty" \
-            if p.species[C.BENCH_SIZE + action - C.ACTION_RECALL] < 0 else "the bench is full"
+        return (
+            f"{_slot_name(C.BENCH_SIZE + action - C.ACTION_RECALL)} is empty"
+            if p.species[C.BENCH_SIZE + action - C.ACTION_RECALL] < 0
+            else "the bench is full"
+        )
     return "the legal-action mask refuses it"
 
 
@@ -172,8 +188,11 @@ def step_program(game: jaxgame.AutoChessEnv, networks: tuple, bot_names: tuple, 
 
     def policy_view(player, logits, values, mask):
         if not networks:
-            return (jnp.full((C.NUM_PLAYERS, top_k), -1, jnp.int32), jnp.zeros((C.NUM_PLAYERS, top_k), jnp.float32),
-                    jnp.zeros(C.NUM_PLAYERS, jnp.float32))
+            return (
+                jnp.full((C.NUM_PLAYERS, top_k), -1, jnp.int32),
+                jnp.zeros((C.NUM_PLAYERS, top_k), jnp.float32),
+                jnp.zeros(C.NUM_PLAYERS, jnp.float32),
+            )
         own = jnp.clip(player, 0, len(networks) - 1)  # a seat of no policy: any policy's, not kept
         probs = jax.nn.softmax(distributions.mask_logits(logits[own, seats], mask), axis=-1)
         top_probs, top = jax.lax.top_k(probs, top_k)
@@ -182,8 +201,9 @@ def step_program(game: jaxgame.AutoChessEnv, networks: tuple, bot_names: tuple, 
 
     def step(params, player, states, ts, key, human_action, seat):
         key, policy_key, bot_key = step_keys(key)
-        actions, logits, values = seat_actions.of_env(jnp.int32(0), params, player[None], states, ts, policy_key,
-                                                      bot_key)
+        actions, logits, values = seat_actions.of_env(
+            jnp.int32(0), params, player[None], states, ts, policy_key, bot_key
+        )
         actions = actions.at[0, seat].set(human_action)
         top, probs, value = policy_view(player, logits[:, 0], values[:, 0], ts.action_mask[0])
         fight = game_lib.fight_due(states, game.config)[0]
@@ -213,10 +233,21 @@ class PlaySession:
     policy's most likely legal actions kept per step in the record. Thread-safe: ``act``, ``view`` and ``record``
     hold one lock. ``ValueError`` (``PolicyError`` among them) for a bad argument."""
 
-    def __init__(self, vs, seat: int = 0, seed: int = 0, rules: dict | None = None, deterministic: bool = False,
-                 top_k: int = 5, notes=None):
-        for name, value, low, high in (("seat", seat, 0, C.NUM_PLAYERS - 1), ("top_k", top_k, 1, C.NUM_ACTIONS),
-                                       ("seed", seed, -(1 << 63), (1 << 64) - 1)):
+    def __init__(
+        self,
+        vs,
+        seat: int = 0,
+        seed: int = 0,
+        rules: dict | None = None,
+        deterministic: bool = False,
+        top_k: int = 5,
+        notes=None,
+    ):
+        for name, value, low, high in (
+            ("seat", seat, 0, C.NUM_PLAYERS - 1),
+            ("top_k", top_k, 1, C.NUM_ACTIONS),
+            ("seed", seed, -(1 << 63), (1 << 64) - 1),
+        ):
             if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or not low <= value <= high:
                 raise ValueError(f"{name} must be an int in [{low}, {high}], got {value!r}")
         others = opponent_players(vs)
@@ -226,7 +257,7 @@ class PlaySession:
         for note in rule_differences(policies):
             (notes or (lambda _: None))(f"note: {note}")
         index, bot_names = participant_index(policies, player_of)
-        self.seats = others[:self.seat] + [HUMAN] + others[self.seat:]
+        self.seats = others[: self.seat] + [HUMAN] + others[self.seat :]
         self.names = [HUMAN if s == HUMAN else player_of[s] for s in self.seats]
         player = [0 if s == HUMAN else index[player_of[s]] for s in self.seats]  # the human's entry is overridden
         self.policy_seats = np.asarray([s != HUMAN and p < len(policies) for s, p in zip(self.seats, player)])
@@ -249,7 +280,8 @@ class PlaySession:
         """Play one step with the human's ``action`` (already checked) and keep it on the host."""
         before = self._current
         states, ts, self._key, actions, fight, top, probs, value = self._advance(
-            self._params, self._player, self._states, self._ts, self._key, jnp.int32(action), jnp.int32(self.seat))
+            self._params, self._player, self._states, self._ts, self._key, jnp.int32(action), jnp.int32(self.seat)
+        )
         self._states, self._ts = states, ts
         actions, fight, top, probs, value, done = jax.device_get((actions, fight, top, probs, value, ts.done[0]))
         self._rows.append(_Row(before, np.asarray(actions, np.int32), bool(fight), top, probs, value))
@@ -264,8 +296,11 @@ class PlaySession:
 
     def warm_up(self) -> None:
         """Compile the step program now (a step computed and thrown away), so the first ``act`` is quick."""
-        jax.block_until_ready(self._advance(self._params, self._player, self._states, self._ts, self._key,
-                                            jnp.int32(0), jnp.int32(self.seat)))
+        jax.block_until_ready(
+            self._advance(
+                self._params, self._player, self._states, self._ts, self._key, jnp.int32(0), jnp.int32(self.seat)
+            )
+        )
 
     # --- the person's side ---------------------------------------------------------------------------------------
 
@@ -287,8 +322,9 @@ class PlaySession:
         """``action`` as an int, or ``ValueError`` naming it and why it cannot be played now: not an int, out of
         range, masked (with the reason), or the game is over."""
         if isinstance(action, bool) or not isinstance(action, (int, np.integer)):
-            raise ValueError(f"action must be an int action id in [0, {C.NUM_ACTIONS - 1}], got {action!r} "
-                             f"({type(action).__name__})")
+            raise ValueError(
+                f"action must be an int action id in [0, {C.NUM_ACTIONS - 1}], got {action!r} ({type(action).__name__})"
+            )
         action = int(action)
         if not 0 <= action < C.NUM_ACTIONS:
             raise ValueError(f"action {action} is out of range: action ids are 0..{C.NUM_ACTIONS - 1}")
@@ -307,8 +343,10 @@ class PlaySession:
         (only end turn is legal), the game steps on by itself with end turn."""
         with self._lock:
             if step is not None and (isinstance(step, bool) or step != self.step):
-                raise StaleStepError(f"step {step!r} is not the current step {self.step}: the game has moved on "
-                                     "(another tab, or a repeated request); reload its state")
+                raise StaleStepError(
+                    f"step {step!r} is not the current step {self.step}: the game has moved on "
+                    "(another tab, or a repeated request); reload its state"
+                )
             self._step(self.check_action(action))
             while not self.done and self.legal_actions() == [C.ACTION_END_TURN]:
                 self._step(C.ACTION_END_TURN)
@@ -330,33 +368,67 @@ class PlaySession:
         public = record_lib.public_state(state)
         you = self._seat_view(public, self.seat)
         p = _seat(state.players, self.seat)
-        you.update({"shop": [None if s < 0 else {"slot": i, "species": int(s), "name": species.SPECIES_NAMES[s],
-                                                 "cost": int(species.SPECIES_COST[s])} for i, s in enumerate(p.shop)],
-                    "shop_locked": bool(p.shop_locked), "turn_ended": bool(p.turn_ended)})
-        legal = [{"id": a, "kind": action_kind(a), "label": action_label(a, p.species, p.stars, p.shop,
-                                                                            bool(p.shop_locked))}
-                 for a in self.legal_actions()]
+        you.update(
+            {
+                "shop": [
+                    None
+                    if s < 0
+                    else {
+                        "slot": i,
+                        "species": int(s),
+                        "name": species.SPECIES_NAMES[s],
+                        "cost": int(species.SPECIES_COST[s]),
+                    }
+                    for i, s in enumerate(p.shop)
+                ],
+                "shop_locked": bool(p.shop_locked),
+                "turn_ended": bool(p.turn_ended),
+            }
+        )
+        legal = [
+            {"id": a, "kind": action_kind(a), "label": action_label(a, p.species, p.stars, p.shop, bool(p.shop_locked))}
+            for a in self.legal_actions()
+        ]
         others = [self._seat_view(public, s) for s in range(C.NUM_PLAYERS) if s != self.seat]
         return {
-            "seat": self.seat, "step": self.step, "max_steps": self.max_steps,
-            "round": int(public["round"]), "step_in_round": int(public["step_in_round"]),
-            "steps_per_round": self.game.config.steps_per_round, "max_rounds": self.game.config.max_rounds,
-            "you": you, "legal": legal, "others": others, "last_actions": self._last_actions(),
-            "done": self.done, "finished": self.finished, "placements": self.placements.tolist(),
+            "seat": self.seat,
+            "step": self.step,
+            "max_steps": self.max_steps,
+            "round": int(public["round"]),
+            "step_in_round": int(public["step_in_round"]),
+            "steps_per_round": self.game.config.steps_per_round,
+            "max_rounds": self.game.config.max_rounds,
+            "you": you,
+            "legal": legal,
+            "others": others,
+            "last_actions": self._last_actions(),
+            "done": self.done,
+            "finished": self.finished,
+            "placements": self.placements.tolist(),
             "types": list(species.TYPE_NAMES),
         }
 
     def _seat_view(self, public: dict, seat: int) -> dict:
         """Seat ``seat``'s public facts (docs/observation.md, "What is public"): no shop."""
+
         def unit(slot):
             s = int(public["species"][seat, slot])
-            return None if s < 0 else {"species": s, "name": species.SPECIES_NAMES[s],
-                                       "stars": int(public["stars"][seat, slot])}
+            return (
+                None
+                if s < 0
+                else {"species": s, "name": species.SPECIES_NAMES[s], "stars": int(public["stars"][seat, slot])}
+            )
+
         board = [[unit(C.BENCH_SIZE + row * 8 + col) for col in range(8)] for row in range(C.BOARD_CELLS // 8)]
         fields = ("life", "gold", "level", "xp", "streak", "alive", "rank", "last_opponent", "last_result")
         view = {"seat": seat, "player": self.names[seat], **{f: int(public[f][seat]) for f in fields}}
-        view.update({"bench": [unit(slot) for slot in range(C.BENCH_SIZE)], "board": board,
-                     "synergy": public["synergy"][seat].tolist()})
+        view.update(
+            {
+                "bench": [unit(slot) for slot in range(C.BENCH_SIZE)],
+                "board": board,
+                "synergy": public["synergy"][seat].tolist(),
+            }
+        )
         return view
 
     def _last_actions(self):
@@ -385,13 +457,26 @@ class PlaySession:
                 top_actions=np.asarray([r.top_actions for r in rows], np.int32).reshape(-1, C.NUM_PLAYERS, k),
                 top_probs=np.asarray([r.top_probs for r in rows], np.float32).reshape(-1, C.NUM_PLAYERS, k),
                 value=np.asarray([r.value for r in rows], np.float32).reshape(-1, C.NUM_PLAYERS),
-                policy_seats=self.policy_seats.copy(), placements=self.placements.copy(), finished=self.finished)
+                policy_seats=self.policy_seats.copy(),
+                placements=self.placements.copy(),
+                finished=self.finished,
+            )
 
     def meta(self) -> dict:
         """``record.to_record``'s meta of this game: game 0 of 1, rotation 0, the human seat named ``HUMAN``."""
-        return {"seed": self.seed, "game": 0, "num_games": 1, "rotation": 0, "deterministic": self.deterministic,
-                "top_k": self.top_k, "lineup": list(self.seats), "seats": list(self.seats),
-                "names": list(self.names), "rules": dataclasses.asdict(self.game.config), "max_steps": self.max_steps}
+        return {
+            "seed": self.seed,
+            "game": 0,
+            "num_games": 1,
+            "rotation": 0,
+            "deterministic": self.deterministic,
+            "top_k": self.top_k,
+            "lineup": list(self.seats),
+            "seats": list(self.seats),
+            "names": list(self.names),
+            "rules": dataclasses.asdict(self.game.config),
+            "max_steps": self.max_steps,
+        }
 
     def record(self, fights: bool = True) -> dict:
         """The replay record (docs/replays.md) of the steps played so far (``finished`` false and placements 0
@@ -404,5 +489,13 @@ class PlaySession:
         return record_lib.to_record(trace, self.meta(), fought)
 
 
-__all__ = ["HUMAN", "PlaySession", "StaleStepError", "action_kind", "action_label", "opponent_players",
-           "step_program", "why_illegal"]
+__all__ = [
+    "HUMAN",
+    "PlaySession",
+    "StaleStepError",
+    "action_kind",
+    "action_label",
+    "opponent_players",
+    "step_program",
+    "why_illegal",
+]

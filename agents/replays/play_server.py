@@ -46,8 +46,15 @@ class PlayServer:
     ``out`` once the game is over. ``fights``: the record holds every fight tick by tick. ``read_timeout``
     (seconds) and ``max_connections``: the module docstring."""
 
-    def __init__(self, session: PlaySession, out, port: int = 0, fights: bool = True,
-                 read_timeout: float = READ_TIMEOUT_S, max_connections: int = MAX_CONNECTIONS):
+    def __init__(
+        self,
+        session: PlaySession,
+        out,
+        port: int = 0,
+        fights: bool = True,
+        read_timeout: float = READ_TIMEOUT_S,
+        max_connections: int = MAX_CONNECTIONS,
+    ):
         if isinstance(port, bool) or not isinstance(port, int) or not 0 <= port <= 65535:
             raise ValueError(f"port must be an int in [0, 65535] (0: a free one), got {port!r}")
         if not read_timeout > 0:
@@ -140,9 +147,10 @@ class _Server(ThreadingHTTPServer):
     def process_request(self, request, client_address):
         if not self._slots.acquire(blocking=False):  # every slot is held: answer 503 here, spawn no thread
             try:
-                request.sendall(b"HTTP/1.1 503 Service Unavailable\r\nContent-Type: application/json\r\n"
-                                b"Connection: close\r\nContent-Length: " + str(len(_BUSY)).encode() + b"\r\n\r\n"
-                                + _BUSY)
+                request.sendall(
+                    b"HTTP/1.1 503 Service Unavailable\r\nContent-Type: application/json\r\n"
+                    b"Connection: close\r\nContent-Length: " + str(len(_BUSY)).encode() + b"\r\n\r\n" + _BUSY
+                )
             except OSError:
                 pass
             self.shutdown_request(request)
@@ -183,8 +191,11 @@ def _handler(server: PlayServer, read_timeout: float = READ_TIMEOUT_S):
             self.send_header("Content-Type", content_type)
             self.send_header("Content-Length", str(len(body)))
             self.send_header("Cache-Control", "no-store")
-            self.send_header("Content-Security-Policy", "default-src 'none'; script-src 'unsafe-inline'; "
-                             "style-src 'unsafe-inline'; connect-src 'self'; frame-ancestors 'none'")
+            self.send_header(
+                "Content-Security-Policy",
+                "default-src 'none'; script-src 'unsafe-inline'; "
+                "style-src 'unsafe-inline'; connect-src 'self'; frame-ancestors 'none'",
+            )
             self.end_headers()
             self.wfile.write(body)
 
@@ -214,8 +225,10 @@ def _handler(server: PlayServer, read_timeout: float = READ_TIMEOUT_S):
                 length = -1
             if not 0 <= length <= MAX_BODY:
                 self.close_connection = True
-                self._send_json(HTTPStatus.REQUEST_ENTITY_TOO_LARGE if length > MAX_BODY else HTTPStatus.BAD_REQUEST,
-                                {"error": f"a body of 0..{MAX_BODY} bytes, got Content-Length {length}"})
+                self._send_json(
+                    HTTPStatus.REQUEST_ENTITY_TOO_LARGE if length > MAX_BODY else HTTPStatus.BAD_REQUEST,
+                    {"error": f"a body of 0..{MAX_BODY} bytes, got Content-Length {length}"},
+                )
                 return
             try:
                 raw = self.rfile.read(length)

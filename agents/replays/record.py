@@ -44,8 +44,25 @@ from jaxgame import game as game_lib
 from jaxgame import species, synergy
 
 #: The fields of a record's ``"state"`` (``public_state``): what every seat may know of every seat, per step.
-STATE_FIELDS = ("round", "step_in_round", "life", "gold", "level", "xp", "streak", "alive", "rank", "species",
-                "stars", "shop", "shop_locked", "turn_ended", "synergy", "last_opponent", "last_result")
+STATE_FIELDS = (
+    "round",
+    "step_in_round",
+    "life",
+    "gold",
+    "level",
+    "xp",
+    "streak",
+    "alive",
+    "rank",
+    "species",
+    "stars",
+    "shop",
+    "shop_locked",
+    "turn_ended",
+    "synergy",
+    "last_opponent",
+    "last_result",
+)
 
 
 @dataclasses.dataclass
@@ -86,8 +103,15 @@ class GameRecorder:
     greedy_policy, bot_names=bot_names)`` plays them. ``top_k``: the policies' most likely actions kept per step
     (1..NUM_ACTIONS). ``play`` records one game; every lineup of these participants shares the program."""
 
-    def __init__(self, game: jaxgame.AutoChessEnv, networks, bot_names, greedy_policy: bool = False, top_k: int = 5,
-                 num_games: int = 1):
+    def __init__(
+        self,
+        game: jaxgame.AutoChessEnv,
+        networks,
+        bot_names,
+        greedy_policy: bool = False,
+        top_k: int = 5,
+        num_games: int = 1,
+    ):
         for name, value, high in (("top_k", top_k, C.NUM_ACTIONS), ("num_games", num_games, 1 << 16)):
             if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= high:
                 raise ValueError(f"{name} must be an int in [1, {high}], got {value!r}")
@@ -110,8 +134,11 @@ class GameRecorder:
         def policy_view(logits, values, mask):
             """Each seat's policy's (top actions int32[8, k], their probabilities float32[8, k], value float32[8])."""
             if not num_policies:
-                return (jnp.full((C.NUM_PLAYERS, self.top_k), -1, jnp.int32),
-                        jnp.zeros((C.NUM_PLAYERS, self.top_k), jnp.float32), jnp.zeros(C.NUM_PLAYERS, jnp.float32))
+                return (
+                    jnp.full((C.NUM_PLAYERS, self.top_k), -1, jnp.int32),
+                    jnp.zeros((C.NUM_PLAYERS, self.top_k), jnp.float32),
+                    jnp.zeros(C.NUM_PLAYERS, jnp.float32),
+                )
             own = jnp.clip(player[0], 0, num_policies - 1)  # a bot's seat: any policy's, not kept
             probs = jax.nn.softmax(distributions.mask_logits(logits[own, seats], mask), axis=-1)
             top_probs, top = jax.lax.top_k(probs, self.top_k)
@@ -123,15 +150,27 @@ class GameRecorder:
             key, policy_key, bot_key = step_keys(key)
             actions, logits, values = seat_actions.of_env(env, params, player, states, ts, policy_key, bot_key)
             top, top_probs, value = policy_view(logits[:, 0], values[:, 0], ts.action_mask[0])
-            row = {"state": _key_data(jax.tree_util.tree_map(lambda x: x[0], states)), "action": actions[0],
-                   "fight": game_lib.fight_due(states, game.config)[0], "top_actions": top, "top_probs": top_probs,
-                   "value": value}
+            row = {
+                "state": _key_data(jax.tree_util.tree_map(lambda x: x[0], states)),
+                "action": actions[0],
+                "fight": game_lib.fight_due(states, game.config)[0],
+                "top_actions": top,
+                "top_probs": top_probs,
+                "value": value,
+            }
             states, ts = venv.step(states, actions)
             final = _key_data(jax.tree_util.tree_map(lambda x: x[0], ts.info["final_state"]))
             return (states, ts, key, ts.done[0], ts.info["rank"][0], t + 1, final), row
 
-        init = (states, ts, loop_key, jnp.asarray(False), jnp.zeros(C.NUM_PLAYERS, jnp.int32), jnp.int32(0),
-                _key_data(jax.tree_util.tree_map(lambda x: x[0], states)))
+        init = (
+            states,
+            ts,
+            loop_key,
+            jnp.asarray(False),
+            jnp.zeros(C.NUM_PLAYERS, jnp.int32),
+            jnp.int32(0),
+            _key_data(jax.tree_util.tree_map(lambda x: x[0], states)),
+        )
         row_shape = jax.eval_shape(live, init)[1]
 
         def idle(c):  # after the game's end: nothing is stepped, the row is padding
@@ -149,28 +188,41 @@ class GameRecorder:
         ``params`` (one parameter tree per policy)."""
         lineup = np.asarray(lineup)
         num_participants = len(self.networks) + len(self.bot_names)
-        if lineup.shape != (C.NUM_PLAYERS,) or not np.issubdtype(lineup.dtype, np.integer) \
-                or lineup.min() < 0 or lineup.max() >= num_participants:
-            raise ValueError(f"lineup must be {C.NUM_PLAYERS} participants in 0..{num_participants - 1}, got "
-                             f"{lineup.tolist()}")
+        if (
+            lineup.shape != (C.NUM_PLAYERS,)
+            or not np.issubdtype(lineup.dtype, np.integer)
+            or lineup.min() < 0
+            or lineup.max() >= num_participants
+        ):
+            raise ValueError(
+                f"lineup must be {C.NUM_PLAYERS} participants in 0..{num_participants - 1}, got {lineup.tolist()}"
+            )
         for name, value, high in (("game", game, self.num_games - 1), ("rotation", rotation, C.NUM_PLAYERS - 1)):
             if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= high:
                 raise ValueError(f"{name} must be an int in [0, {high}], got {value!r}")
         params = tuple(params)
         if len(params) != len(self.networks):
-            raise ValueError(f"params must hold {len(self.networks)} parameter tree(s), one per network; got "
-                             f"{len(params)}")
+            raise ValueError(
+                f"params must hold {len(self.networks)} parameter tree(s), one per network; got {len(params)}"
+            )
         player = lineup[rotation_seats(1)[rotation]]  # seat i: lineup position (i - rotation) % 8
         env = jnp.int32(game * C.NUM_PLAYERS + rotation)
-        rows, steps, done, rank, final = jax.device_get(
-            self._run(params, jnp.asarray(player, jnp.int32), key, env))
+        rows, steps, done, rank, final = jax.device_get(self._run(params, jnp.asarray(player, jnp.int32), key, env))
         t = int(steps)
-        states = jax.tree_util.tree_map(lambda x, last: np.concatenate([x[:t], np.asarray(last)[None]]),
-                                        rows["state"], final)
-        return GameTrace(states=states, actions=rows["action"][:t], fight=rows["fight"][:t],
-                         top_actions=rows["top_actions"][:t], top_probs=rows["top_probs"][:t],
-                         value=rows["value"][:t], policy_seats=player < len(self.networks),
-                         placements=np.asarray(rank), finished=bool(done))
+        states = jax.tree_util.tree_map(
+            lambda x, last: np.concatenate([x[:t], np.asarray(last)[None]]), rows["state"], final
+        )
+        return GameTrace(
+            states=states,
+            actions=rows["action"][:t],
+            fight=rows["fight"][:t],
+            top_actions=rows["top_actions"][:t],
+            top_probs=rows["top_probs"][:t],
+            value=rows["value"][:t],
+            policy_seats=player < len(self.networks),
+            placements=np.asarray(rank),
+            finished=bool(done),
+        )
 
 
 def game_reset_key(seed: int, game: int = 0, num_games: int = 1) -> jax.Array:
@@ -181,8 +233,14 @@ def game_reset_key(seed: int, game: int = 0, num_games: int = 1) -> jax.Array:
 
 
 @functools.lru_cache(maxsize=8)
-def game_recorder(game: jaxgame.AutoChessEnv, networks: tuple, bot_names: tuple, greedy_policy: bool = False,
-                  top_k: int = 5, num_games: int = 1) -> GameRecorder:
+def game_recorder(
+    game: jaxgame.AutoChessEnv,
+    networks: tuple,
+    bot_names: tuple,
+    greedy_policy: bool = False,
+    top_k: int = 5,
+    num_games: int = 1,
+) -> GameRecorder:
     """A ``GameRecorder``, kept for the next game of the same participants (its program compiled once)."""
     return GameRecorder(game, networks, bot_names, greedy_policy, top_k, num_games)
 
@@ -195,7 +253,7 @@ def public_state(states: jaxgame.GameState) -> dict[str, np.ndarray]:
     slots 0..7, then the board cells 8..31), ``shop`` [8, 6], ``synergy`` [8, NUM_TYPES] (active levels 0..3 of the
     board's types). All int32 (flags 0/1)."""
     p = states.players
-    board = np.asarray(p.species)[..., C.BENCH_SIZE:]
+    board = np.asarray(p.species)[..., C.BENCH_SIZE :]
     levels = synergy.synergy_levels(synergy.type_counts(jnp.asarray(board)))
     fields = {"round": states.round, "step_in_round": states.step_in_round, "synergy": levels}
     fields.update({name: getattr(p, name) for name in STATE_FIELDS if name not in fields})
@@ -215,9 +273,19 @@ def seat_players(players) -> list[str]:
     return players
 
 
-def record_game(players, seed: int, rules: dict | None = None, deterministic: bool = False, top_k: int = 5, *,
-                game: int = 0, num_games: int = 1, rotation: int = 0, fights: bool = True,
-                progress: Progress | None = None) -> dict:
+def record_game(
+    players,
+    seed: int,
+    rules: dict | None = None,
+    deterministic: bool = False,
+    top_k: int = 5,
+    *,
+    game: int = 0,
+    num_games: int = 1,
+    rotation: int = 0,
+    fights: bool = True,
+    progress: Progress | None = None,
+) -> dict:
     """The record (``agents.replays.format``, docs/replays.md) of one game of ``players``: 1 player spec for all 8
     lineup positions or 8 (a bot, ``baseline:NAME``, ``RUN_DIR[:STEP]``), seed ``seed``: game ``game`` of
     ``num_games`` in rotation ``rotation`` of the seat-rotated evaluation with the table key
@@ -227,8 +295,9 @@ def record_game(players, seed: int, rules: dict | None = None, deterministic: bo
     (``agents.replays.fights``; else the record's ``"fights"`` is None). Raises ``ValueError`` (``PolicyError``
     among them) with one line."""
     progress = progress or NoProgress()
-    trace, meta = play_game(players, seed, rules, deterministic, top_k, game=game, num_games=num_games,
-                            rotation=rotation, progress=progress)
+    trace, meta = play_game(
+        players, seed, rules, deterministic, top_k, game=game, num_games=num_games, rotation=rotation, progress=progress
+    )
     fought = None
     if fights:
         table = jaxgame.AutoChessEnv(jaxgame.GameConfig(**meta["rules"]))
@@ -237,9 +306,18 @@ def record_game(players, seed: int, rules: dict | None = None, deterministic: bo
     return to_record(trace, meta, fought)
 
 
-def play_game(players, seed: int, rules: dict | None = None, deterministic: bool = False, top_k: int = 5, *,
-              game: int = 0, num_games: int = 1, rotation: int = 0,
-              progress: Progress | None = None) -> tuple[GameTrace, dict]:
+def play_game(
+    players,
+    seed: int,
+    rules: dict | None = None,
+    deterministic: bool = False,
+    top_k: int = 5,
+    *,
+    game: int = 0,
+    num_games: int = 1,
+    rotation: int = 0,
+    progress: Progress | None = None,
+) -> tuple[GameTrace, dict]:
     """``record_game``'s game as ``(GameTrace, meta)``: the full states on the host and the record's settings
     (``to_record`` turns them into the record)."""
     progress = progress or NoProgress()
@@ -254,14 +332,26 @@ def play_game(players, seed: int, rules: dict | None = None, deterministic: bool
     index, bot_names = participant_index(policies, player_of)
     recorder = game_recorder(table, table_networks(policies, table), bot_names, deterministic, top_k, num_games)
     progress.status(f"recording a game of {', '.join(dict.fromkeys(lineup))}: compiling ...")
-    trace = recorder.play(tuple(p.params for p in policies), [index[player_of[p]] for p in lineup],
-                          jax.random.key(int(seed)), game, rotation)
+    trace = recorder.play(
+        tuple(p.params for p in policies),
+        [index[player_of[p]] for p in lineup],
+        jax.random.key(int(seed)),
+        game,
+        rotation,
+    )
     seats = rotation_seats(1)[rotation]  # seat i: lineup position seats[i]
     meta = {
-        "seed": int(seed), "game": game, "num_games": num_games, "rotation": rotation,
-        "deterministic": bool(deterministic), "top_k": top_k, "lineup": lineup,
-        "seats": [lineup[j] for j in seats], "names": [player_of[lineup[j]] for j in seats],
-        "rules": dataclasses.asdict(table.config), "max_steps": recorder.max_steps,
+        "seed": int(seed),
+        "game": game,
+        "num_games": num_games,
+        "rotation": rotation,
+        "deterministic": bool(deterministic),
+        "top_k": top_k,
+        "lineup": lineup,
+        "seats": [lineup[j] for j in seats],
+        "names": [player_of[lineup[j]] for j in seats],
+        "rules": dataclasses.asdict(table.config),
+        "max_steps": recorder.max_steps,
     }
     return trace, meta
 
@@ -279,17 +369,21 @@ def to_record(trace: GameTrace, meta: dict, fights=None) -> dict:
         "format": replay_format.FORMAT,
         "version": replay_format.VERSION,
         "jaxgame_version": package_version("jaxgame"),
-        "settings": {key: meta[key] for key in ("seed", "game", "num_games", "rotation", "deterministic", "top_k",
-                                                "max_steps")},
+        "settings": {
+            key: meta[key] for key in ("seed", "game", "num_games", "rotation", "deterministic", "top_k", "max_steps")
+        },
         "rules": rules,
         "lineup": list(meta["lineup"]),
-        "players": {"seats": list(meta["seats"]), "names": list(meta["names"]),
-                    "policy_seats": policy_seats.tolist()},
+        "players": {"seats": list(meta["seats"]), "names": list(meta["names"]), "policy_seats": policy_seats.tolist()},
         "steps": trace.steps,
         "finished": trace.finished,
         "placements": trace.placements.astype(int).tolist(),
-        "tables": {"species": list(species.SPECIES_NAMES), "types": list(species.TYPE_NAMES),
-                   "species_types": species.SPECIES_TYPES.tolist(), "species_cost": species.SPECIES_COST.tolist()},
+        "tables": {
+            "species": list(species.SPECIES_NAMES),
+            "types": list(species.TYPE_NAMES),
+            "species_types": species.SPECIES_TYPES.tolist(),
+            "species_cost": species.SPECIES_COST.tolist(),
+        },
         "state": {name: values.tolist() for name, values in public_state(trace.states).items()},
         "actions": trace.actions.astype(int).tolist(),
         "fight": trace.fight.astype(int).tolist(),
@@ -302,5 +396,15 @@ def to_record(trace: GameTrace, meta: dict, fights=None) -> dict:
     }
 
 
-__all__ = ["STATE_FIELDS", "GameRecorder", "GameTrace", "game_recorder", "game_reset_key", "play_game", "public_state",
-           "record_game", "seat_players", "to_record"]
+__all__ = [
+    "STATE_FIELDS",
+    "GameRecorder",
+    "GameTrace",
+    "game_recorder",
+    "game_reset_key",
+    "play_game",
+    "public_state",
+    "record_game",
+    "seat_players",
+    "to_record",
+]

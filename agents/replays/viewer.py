@@ -76,15 +76,34 @@ def config() -> dict:
     """The constants the drawing code needs: the action table's offsets, the board's shape, the atlas layout
     (tile indices into the atlas image) and the palette (``"#rrggbb"``, light to dark)."""
     return {
-        "num_players": C.NUM_PLAYERS, "bench": C.BENCH_SIZE, "board_rows": C.BOARD_ROWS, "board_cols": C.BOARD_COLS,
-        "shop_size": C.SHOP_SIZE, "grid_rows": C.GRID_ROWS, "grid_cols": C.GRID_COLS,
-        "actions": {"end_turn": C.ACTION_END_TURN, "buy": C.ACTION_BUY, "reroll": C.ACTION_REROLL,
-                    "buy_xp": C.ACTION_BUY_XP, "lock": C.ACTION_LOCK, "sell": C.ACTION_SELL,
-                    "place": C.ACTION_PLACE, "recall": C.ACTION_RECALL, "num": C.NUM_ACTIONS},
-        "atlas": {"cols": ATLAS_COLS, "tile": packing.TILE, "empty_cell": T.ATLAS_EMPTY_CELL,
-                  "species0": T.ATLAS_SPECIES0, "unit0": render.RENDER_UNIT0,
-                  "heart": T.ATLAS_GLYPH0 + T.glyph_index(T.HEART), "coin": T.ATLAS_GLYPH0 + T.glyph_index(T.COIN),
-                  "padlock": render.RENDER_PADLOCK},
+        "num_players": C.NUM_PLAYERS,
+        "bench": C.BENCH_SIZE,
+        "board_rows": C.BOARD_ROWS,
+        "board_cols": C.BOARD_COLS,
+        "shop_size": C.SHOP_SIZE,
+        "grid_rows": C.GRID_ROWS,
+        "grid_cols": C.GRID_COLS,
+        "actions": {
+            "end_turn": C.ACTION_END_TURN,
+            "buy": C.ACTION_BUY,
+            "reroll": C.ACTION_REROLL,
+            "buy_xp": C.ACTION_BUY_XP,
+            "lock": C.ACTION_LOCK,
+            "sell": C.ACTION_SELL,
+            "place": C.ACTION_PLACE,
+            "recall": C.ACTION_RECALL,
+            "num": C.NUM_ACTIONS,
+        },
+        "atlas": {
+            "cols": ATLAS_COLS,
+            "tile": packing.TILE,
+            "empty_cell": T.ATLAS_EMPTY_CELL,
+            "species0": T.ATLAS_SPECIES0,
+            "unit0": render.RENDER_UNIT0,
+            "heart": T.ATLAS_GLYPH0 + T.glyph_index(T.HEART),
+            "coin": T.ATLAS_GLYPH0 + T.glyph_index(T.COIN),
+            "padlock": render.RENDER_PADLOCK,
+        },
         "palette": ["#%02x%02x%02x" % tuple(int(v) for v in rgb) for rgb in packing.PALETTE],
     }
 
@@ -109,10 +128,18 @@ def html(record: dict) -> str:
     """The viewer page of ``record`` (a replay record, ``format.check``-ed; ``ValueError`` otherwise)."""
     replay_format.check(record)
     names = record.get("players", {}).get("names") or record.get("lineup") or []
-    title = _escape_text(f"jaxgame replay: {', '.join(dict.fromkeys(map(str, names)))} "
-                         f"(seed {record.get('settings', {}).get('seed', '?')})")
-    return PAGE.format(title=title, css=VIEWER_CSS, config=config_json(), record=script_json(record),
-                       draw_js=DRAW_JS, viewer_js=VIEWER_JS)
+    title = _escape_text(
+        f"jaxgame replay: {', '.join(dict.fromkeys(map(str, names)))} "
+        f"(seed {record.get('settings', {}).get('seed', '?')})"
+    )
+    return PAGE.format(
+        title=title,
+        css=VIEWER_CSS,
+        config=config_json(),
+        record=script_json(record),
+        draw_js=DRAW_JS,
+        viewer_js=VIEWER_JS,
+    )
 
 
 def write_html(record: dict, path) -> int:
@@ -584,5 +611,16 @@ VIEWER_JS = r"""
 })();
 """
 
-__all__ = ["DRAW_JS", "PAGE", "VIEWER_CSS", "VIEWER_JS", "atlas_data_uri", "atlas_png", "config", "config_json",
-           "html", "script_json", "write_html"]
+__all__ = [
+    "DRAW_JS",
+    "PAGE",
+    "VIEWER_CSS",
+    "VIEWER_JS",
+    "atlas_data_uri",
+    "atlas_png",
+    "config",
+    "config_json",
+    "html",
+    "script_json",
+    "write_html",
+]

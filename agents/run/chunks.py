@@ -137,8 +137,15 @@ class ChunkLoop:
     written before the loop returns. A failed background save raises its error at the next of those waits.
     """
 
-    def __init__(self, program: ChunkProgram, store: CheckpointStore | None, logs, progress: Progress,
-                 wall_before: float = 0.0, before_chunk=None):
+    def __init__(
+        self,
+        program: ChunkProgram,
+        store: CheckpointStore | None,
+        logs,
+        progress: Progress,
+        wall_before: float = 0.0,
+        before_chunk=None,
+    ):
         self.program = program
         self.store = store
         self.logs = logs
@@ -169,8 +176,10 @@ class ChunkLoop:
                 elif not self.program.shorter_chunk_compiles():  # the chunk's program runs n updates too
                     run = self.program.compile(result.runner, n)
                 else:  # a last, shorter chunk: a program of its own, its compile counted as compiling
-                    self.progress.status(f"compiling the last chunk ({n} updates; a multiple of updates_per_chunk "
-                                         f"= {chunk} in total updates needs none) ...")
+                    self.progress.status(
+                        f"compiling the last chunk ({n} updates; a multiple of updates_per_chunk "
+                        f"= {chunk} in total updates needs none) ..."
+                    )
                     compiling = time.perf_counter()
                     run = self.program.compile(result.runner, n)
                     result.last_chunk_compile_s += time.perf_counter() - compiling
@@ -210,8 +219,12 @@ class ChunkLoop:
         for log in self.logs:
             log.sync()  # the records a checkpoint follows are on disk before it
         self._wait_for_save()
-        args = (result.updates, result.runner, self.program.checkpoint_payload(self.wall_before + result.train_s),
-                self.program.checkpoint_metrics(result.records))
+        args = (
+            result.updates,
+            result.runner,
+            self.program.checkpoint_payload(self.wall_before + result.train_s),
+            self.program.checkpoint_metrics(result.records),
+        )
         try:
             if background and self._saver is not None:
                 self._saving = self._saver.submit(self.store.save, *args)
@@ -235,8 +248,12 @@ class ChunkLoop:
         chunks_done = -(-done // config.updates_per_chunk)  # from the run's start: a resume keeps the schedule
         finished = done >= config.last_update or program.finished_early(runner)
         steps = done * config.steps_per_update
-        base = {"update": done, "env_steps": steps, "seat_steps": steps * program.num_players,
-                "wall_s": round(self.wall_before + result.train_s, 3)}
+        base = {
+            "update": done,
+            "env_steps": steps,
+            "seat_steps": steps * program.num_players,
+            "wall_s": round(self.wall_before + result.train_s, 3),
+        }
         result.records = program.records(base, metrics, n, elapsed)
         if program.has_eval and (chunks_done % config.eval_every == 0 or finished):
             evaluating = time.perf_counter()
@@ -250,7 +267,8 @@ class ChunkLoop:
         result.log_s += time.perf_counter() - writing
         result.runner = runner
         save = self.store is not None and (
-            finished or (config.checkpoint_every and chunks_done % config.checkpoint_every == 0))
+            finished or (config.checkpoint_every and chunks_done % config.checkpoint_every == 0)
+        )
         if save:
             self._save(result, background=not finished)
         self.progress.chunk(n, program.progress_text(result.records, result.evaluation))
@@ -289,8 +307,13 @@ def start_run(program: ChunkProgram, run_dir: Path, resume: bool, progress: Prog
     # its run_id names the run in every step's digest, checked on restore; a directory adopted from an older version
     # (its run.json written now) has no identity its steps could name
     owner = run_dir_lib.read_owner(run_dir) or {}
-    store = CheckpointStore(run_dir / CHECKPOINT_DIR, keep=config.keep_checkpoints, best_metric=metric,
-                            best_mode=mode, identity=None if owner.get("adopted") else owner.get("run_id"))
+    store = CheckpointStore(
+        run_dir / CHECKPOINT_DIR,
+        keep=config.keep_checkpoints,
+        best_metric=metric,
+        best_mode=mode,
+        identity=None if owner.get("adopted") else owner.get("run_id"),
+    )
     if resume:
         check_checkpoint_config(store, config)
     compile_start = time.perf_counter()
@@ -298,8 +321,15 @@ def start_run(program: ChunkProgram, run_dir: Path, resume: bool, progress: Prog
     return Started(store, runner, wall_before, restored, compile_start)
 
 
-def compile_and_loop(program: ChunkProgram, started: Started, logs: list, progress: Progress, what: str,
-                     stop: StopSignals | None, before_chunk=None) -> tuple[LoopResult, float]:
+def compile_and_loop(
+    program: ChunkProgram,
+    started: Started,
+    logs: list,
+    progress: Progress,
+    what: str,
+    stop: StopSignals | None,
+    before_chunk=None,
+) -> tuple[LoopResult, float]:
     """Compile ``program``'s chunk (and evaluation), then drive the chunk loop to the end (or to a stop signal,
     with ``stop``, ``stop_signals``'s: a signal before the compile stops the run without compiling, one during
     the compile before its first chunk, one during a chunk, an evaluation or a save at the chunk's end); closes
@@ -310,8 +340,11 @@ def compile_and_loop(program: ChunkProgram, started: Started, logs: list, progre
             done = program.updates_done(started.runner)
             result = LoopResult(started.runner, done, 0, 0.0, [], [{} for _ in logs], stopped=stopped)
             return result, time.perf_counter() - started.compile_start
-        progress.status(f"compiling {what} ({program.config.updates_per_chunk} updates)"
-                        + (" and the evaluation" if program.has_eval else "") + " ...")
+        progress.status(
+            f"compiling {what} ({program.config.updates_per_chunk} updates)"
+            + (" and the evaluation" if program.has_eval else "")
+            + " ..."
+        )
         compiled_chunk = program.compile_all(started.runner)
         compile_s = time.perf_counter() - started.compile_start
         progress.status(f"compiled in {compile_s:.1f} s")
@@ -326,6 +359,12 @@ def compile_and_loop(program: ChunkProgram, started: Started, logs: list, progre
 
 
 __all__ = [
-    "ChunkLoop", "ChunkProgram", "LoopResult", "Started", "compile_and_loop", "compile_together", "restore_or_init",
+    "ChunkLoop",
+    "ChunkProgram",
+    "LoopResult",
+    "Started",
+    "compile_and_loop",
+    "compile_together",
+    "restore_or_init",
     "start_run",
 ]

@@ -84,6 +84,7 @@ def kept_summary(run_dir: Path, wanted: dict, make) -> dict:
 
 def _trained(config, preset, seed, run_dir, progress) -> dict:
     """``train_seed``'s summary, kept (``kept_summary``) once the run is whole."""
+
     def make():
         progress.status(f"{preset} seed {seed}: training in {run_dir}")
         return train_seed(config, preset, seed, run_dir, progress)
@@ -136,8 +137,12 @@ def aggregate(per_seed: list[dict], vs: tuple[str, ...]) -> dict:
     for name in vs:
         summaries = [entry["eval"][f"vs_{name}"] for entry in per_seed]
         stats = over_seeds([s["mean_placement"] for s in summaries])
-        out[f"vs_{name}"] = {"mean_placement": stats["mean"], "ci95": stats["ci95"], "per_seed": stats["values"],
-                             "per_seed_ci95": [s["ci95"] for s in summaries]}
+        out[f"vs_{name}"] = {
+            "mean_placement": stats["mean"],
+            "ci95": stats["ci95"],
+            "per_seed": stats["values"],
+            "per_seed_ci95": [s["ci95"] for s in summaries],
+        }
     minutes = [entry["minutes_to_target"] for entry in per_seed]
     reached = [m for m in minutes if m is not None]
     out["minutes_to_target"] = {
@@ -153,10 +158,15 @@ def aggregate(per_seed: list[dict], vs: tuple[str, ...]) -> dict:
     if per_seed and all(entry.get("ladder") is not None for entry in per_seed):
         ratings = [entry["ladder"] for entry in per_seed]
         stats = over_seeds([r["rating"] for r in ratings])
-        out["ladder"] = {"version": ratings[0]["ladder"], "games": ratings[0]["games"], "seed": ratings[0]["seed"],
-                         "rating": round(stats["mean"], 1), "ci95": None if stats["ci95"] is None
-                         else round(stats["ci95"], 1), "per_seed": stats["values"],
-                         "per_seed_ci95": [r["ci95"] for r in ratings]}
+        out["ladder"] = {
+            "version": ratings[0]["ladder"],
+            "games": ratings[0]["games"],
+            "seed": ratings[0]["seed"],
+            "rating": round(stats["mean"], 1),
+            "ci95": None if stats["ci95"] is None else round(stats["ci95"], 1),
+            "per_seed": stats["values"],
+            "per_seed_ci95": [r["ci95"] for r in ratings],
+        }
     return out
 
 
@@ -171,21 +181,46 @@ def _kept_answer(path: Path, wanted: dict, status: str, make, progress: Progress
     return cached["result"]
 
 
-def ladder_rated(player: str, step: int, ladder_file: Path, label: str, games: int, deterministic: bool = False,
-                 progress: Progress | None = None) -> dict:
+def ladder_rated(
+    player: str,
+    step: int,
+    ladder_file: Path,
+    label: str,
+    games: int,
+    deterministic: bool = False,
+    progress: Progress | None = None,
+) -> dict:
     """``player``'s ladder rating (``rate_on_ladder`` on ``games`` game seeds, its default seed and version), kept
     in ``ladder_file`` with what was asked, so that the same question asked again plays nothing."""
     progress = progress or NoProgress()
-    wanted = {"games": games, "update": step, "deterministic": deterministic,
-              "version": ladder_rating.CURRENT_LADDER, "seed": ladder_rating.DEFAULT_SEED}
-    return _kept_answer(ladder_file, wanted,
-                        f"{label}: rating update {step} on {ladder_rating.CURRENT_LADDER} ({games} game seeds x 8)",
-                        lambda: ladder_rating.rate_on_ladder(player, games=games, deterministic=deterministic,
-                                                             progress=progress), progress)
+    wanted = {
+        "games": games,
+        "update": step,
+        "deterministic": deterministic,
+        "version": ladder_rating.CURRENT_LADDER,
+        "seed": ladder_rating.DEFAULT_SEED,
+    }
+    return _kept_answer(
+        ladder_file,
+        wanted,
+        f"{label}: rating update {step} on {ladder_rating.CURRENT_LADDER} ({games} game seeds x 8)",
+        lambda: ladder_rating.rate_on_ladder(player, games=games, deterministic=deterministic, progress=progress),
+        progress,
+    )
 
 
-def evaluated(player: str, step: int, eval_file: Path, label: str, vs, games: int, eval_seed: int,
-              checkpoint: str = "final", deterministic: bool = False, progress: Progress | None = None) -> dict:
+def evaluated(
+    player: str,
+    step: int,
+    eval_file: Path,
+    label: str,
+    vs,
+    games: int,
+    eval_seed: int,
+    checkpoint: str = "final",
+    deterministic: bool = False,
+    progress: Progress | None = None,
+) -> dict:
     """``player``'s evaluation (``agents.arena.tournament.evaluate``: ``games`` game seeds x 8 rotations per lineup
     of ``vs`` from ``eval_seed``), kept in ``eval_file`` with what was asked, so that the same question asked again
     (same lineups, games, seed, ``step``, ``checkpoint`` and ``deterministic``) plays nothing."""
@@ -193,11 +228,16 @@ def evaluated(player: str, step: int, eval_file: Path, label: str, vs, games: in
     wanted = {"vs": list(vs), "games": games, "eval_seed": eval_seed, "update": step}
     if checkpoint != "final" or deterministic:  # the defaults' files stay as earlier versions wrote them
         wanted.update(checkpoint=checkpoint, deterministic=deterministic)
-    return _kept_answer(eval_file, wanted,
-                        f"{label}: evaluating update {step} ({games} x 8 games per lineup of "
-                        f"{', '.join(vs)}{', most likely actions' if deterministic else ''})",
-                        lambda: evaluate(player, vs=list(vs), games=games, seed=eval_seed,
-                                         deterministic=deterministic, progress=progress), progress)
+    return _kept_answer(
+        eval_file,
+        wanted,
+        f"{label}: evaluating update {step} ({games} x 8 games per lineup of "
+        f"{', '.join(vs)}{', most likely actions' if deterministic else ''})",
+        lambda: evaluate(
+            player, vs=list(vs), games=games, seed=eval_seed, deterministic=deterministic, progress=progress
+        ),
+        progress,
+    )
 
 
 def with_previous(vs, previous: str | None) -> tuple[str, ...]:
@@ -221,14 +261,26 @@ def check_arguments(seeds, eval_seed: int, games, span: int = 1, ladder_games=No
         if isinstance(ladder_games, bool) or not isinstance(ladder_games, int) or ladder_games < 2:
             raise ValueError(f"ladder_games must be an int >= 2 (an interval needs a spread), got {ladder_games!r}")
         if any(0 <= ladder_rating.DEFAULT_SEED - s < span for s in seeds):
-            raise ValueError(f"the ladder's seed {ladder_rating.DEFAULT_SEED} is a training seed: rate on seeds "
-                             "never used in training")
+            raise ValueError(
+                f"the ladder's seed {ladder_rating.DEFAULT_SEED} is a training seed: rate on seeds "
+                "never used in training"
+            )
     return seeds
 
 
-def evaluated_runs(run, seeds, out, preset: str, vs, games: int, eval_seed: int, checkpoint: str = "final",
-                   deterministic: bool = False, progress: Progress | None = None,
-                   ladder_games: int | None = None) -> list[dict]:
+def evaluated_runs(
+    run,
+    seeds,
+    out,
+    preset: str,
+    vs,
+    games: int,
+    eval_seed: int,
+    checkpoint: str = "final",
+    deterministic: bool = False,
+    progress: Progress | None = None,
+    ladder_games: int | None = None,
+) -> list[dict]:
     """For each of ``seeds``: ``run(seed, run_dir)`` (``run_dir`` is ``out/seed_<S>``) trains it or reads it
     back and returns ``(summary, player, step)``; the player is ``evaluated`` (kept in ``out/seed_<S>.eval.json``)
     and, with ``ladder_games``, ``ladder_rated`` (kept in ``out/seed_<S>.ladder.json``). Returns per seed
@@ -241,18 +293,53 @@ def evaluated_runs(run, seeds, out, preset: str, vs, games: int, eval_seed: int,
         run_dir = out / f"seed_{seed}"
         summary, player, step = run(seed, run_dir)
         label = f"{preset} seed {seed}"
-        result = evaluated(player, step, out / f"seed_{seed}.eval.json", label, vs, games,
-                           eval_seed, checkpoint, deterministic, progress)
-        rating = None if ladder_games is None else ladder_rated(player, step, out / f"seed_{seed}.ladder.json", label,
-                                                                ladder_games, deterministic, progress)
-        per_seed.append({"seed": seed, "run_dir": str(run_dir), "eval": result, "ladder": rating, "summary": summary,
-                         "evaluated": player, "evaluated_update": step})
+        result = evaluated(
+            player,
+            step,
+            out / f"seed_{seed}.eval.json",
+            label,
+            vs,
+            games,
+            eval_seed,
+            checkpoint,
+            deterministic,
+            progress,
+        )
+        rating = (
+            None
+            if ladder_games is None
+            else ladder_rated(
+                player, step, out / f"seed_{seed}.ladder.json", label, ladder_games, deterministic, progress
+            )
+        )
+        per_seed.append(
+            {
+                "seed": seed,
+                "run_dir": str(run_dir),
+                "eval": result,
+                "ladder": rating,
+                "summary": summary,
+                "evaluated": player,
+                "evaluated_update": step,
+            }
+        )
     return per_seed
 
 
-def reproduce(config: TrainConfig, preset: str, seeds, out, vs=OPPONENTS, games: int = 32, eval_seed: int = 4242,
-              checkpoint: str = "final", deterministic: bool = False, progress: Progress | None = None,
-              ladder_games: int | None = None, previous: str | None = None) -> dict:
+def reproduce(
+    config: TrainConfig,
+    preset: str,
+    seeds,
+    out,
+    vs=OPPONENTS,
+    games: int = 32,
+    eval_seed: int = 4242,
+    checkpoint: str = "final",
+    deterministic: bool = False,
+    progress: Progress | None = None,
+    ladder_games: int | None = None,
+    previous: str | None = None,
+) -> dict:
     """Train ``config`` (the preset ``preset``'s, with any changes) for each of ``seeds`` in ``out/seed_<S>``,
     evaluate each (``games`` game seeds x 8
     rotations per lineup of ``vs``, ``eval_seed``), aggregate (the module docstring); writes and returns
@@ -278,17 +365,24 @@ def reproduce(config: TrainConfig, preset: str, seeds, out, vs=OPPONENTS, games:
         step = summary["updates"] if best is None else best
         return summary, f"{run_dir}:{step}", step
 
-    per_seed = evaluated_runs(run, seeds, out, preset, vs, games, eval_seed, checkpoint, deterministic, progress,
-                              ladder_games)
+    per_seed = evaluated_runs(
+        run, seeds, out, preset, vs, games, eval_seed, checkpoint, deterministic, progress, ladder_games
+    )
     for entry in per_seed:
         entry["minutes_to_target"] = minutes_to_target(entry["run_dir"])
         entry["summary"] = {**entry["summary"], "train_s": run_train_s(entry["run_dir"], entry["summary"])}
-    result = {"preset": preset, "seeds": seeds, "eval_seed": eval_seed, "games_per_lineup": games * 8,
-              "config": seed_config(config, seeds[0]).to_dict(), "schedule_updates": config.num_updates,
-              "checkpoint": checkpoint, "deterministic": deterministic,
-              **({} if previous is None else {"previous": previous}),
-              **aggregate(per_seed, tuple(vs)),
-              "runs": [{k: e[k] for k in ("seed", "run_dir", "evaluated_update", "minutes_to_target")}
-                       for e in per_seed]}
+    result = {
+        "preset": preset,
+        "seeds": seeds,
+        "eval_seed": eval_seed,
+        "games_per_lineup": games * 8,
+        "config": seed_config(config, seeds[0]).to_dict(),
+        "schedule_updates": config.num_updates,
+        "checkpoint": checkpoint,
+        "deterministic": deterministic,
+        **({} if previous is None else {"previous": previous}),
+        **aggregate(per_seed, tuple(vs)),
+        "runs": [{k: e[k] for k in ("seed", "run_dir", "evaluated_update", "minutes_to_target")} for e in per_seed],
+    }
     (Path(out) / "reproduce.json").write_text(json.dumps(result, indent=1))
     return result

@@ -88,8 +88,9 @@ def all_seats_learn(meta: dict) -> bool:
     """Whether a run's 8 game seats are all its learner (self-play or independent learners, no league)."""
     config = flat_dict(meta.get("config", {})) if isinstance(meta, dict) else {}
     env = str(config.get("env", "autochess"))
-    return not env.startswith("gymnax:") and config.get("opponents", "self") == "self" and not config.get(
-        "league_size", 0)
+    return (
+        not env.startswith("gymnax:") and config.get("opponents", "self") == "self" and not config.get("league_size", 0)
+    )
 
 
 def learner_samples_per_env_step(meta: dict) -> int:
@@ -105,11 +106,15 @@ def learner_samples_per_env_step(meta: dict) -> int:
     if not config:
         raise ValueError("x='samples_per_learner' needs the run's config (the metrics.jsonl meta line); none found")
     if config.get("league_size", 0):
-        raise ValueError(f"x='samples_per_learner' is not defined for a league run (league_size="
-                         f"{config['league_size']}): its learner seats change from game to game")
+        raise ValueError(
+            f"x='samples_per_learner' is not defined for a league run (league_size="
+            f"{config['league_size']}): its learner seats change from game to game"
+        )
     if config.get("bc_dataset"):
-        raise ValueError("x='samples_per_learner' is not defined for a bc_dataset run: it learns from a fixed "
-                         f"dataset ({config['bc_dataset']!r}), not from env steps")
+        raise ValueError(
+            "x='samples_per_learner' is not defined for a bc_dataset run: it learns from a fixed "
+            f"dataset ({config['bc_dataset']!r}), not from env steps"
+        )
     if config.get("independent", False):
         return 1  # one learner per seat, vmapped over the seat axis of the [T, N, P] batch
     task = TaskConfig(env=str(config.get("env", "autochess")), opponents=str(config.get("opponents", "self")))
@@ -293,8 +298,15 @@ def plot_bands(groups, out: str, x: str = "env_steps", metrics=None) -> dict:
             ys = np.array([[c[v] for v in shared] for c in curves])
             mean, std = ys.mean(axis=0), ys.std(axis=0)
             marker = "o" if len(shared) <= MARKER_MAX_POINTS else None
-            (line,) = ax.plot(shared, mean, color=f"C{i % 10}", marker=marker, markersize=3, linewidth=1.2,
-                              label=f"{label} (n={len(runs)})")
+            (line,) = ax.plot(
+                shared,
+                mean,
+                color=f"C{i % 10}",
+                marker=marker,
+                markersize=3,
+                linewidth=1.2,
+                label=f"{label} (n={len(runs)})",
+            )
             ax.fill_between(shared, mean - std, mean + std, color=f"C{i % 10}", alpha=0.2, linewidth=0)
             handles.setdefault(line.get_label(), line)
             points[metric] += len(shared)
@@ -303,6 +315,16 @@ def plot_bands(groups, out: str, x: str = "env_steps", metrics=None) -> dict:
     return {"out": out, "groups": [label for label, _ in groups], "metrics": metrics, "points": points}
 
 
-__all__ = ["DEFAULT_METRICS", "SAMPLES_PER_LEARNER", "SELF_PLAY_CONSTANT", "X_FIELDS", "all_seats_learn",
-           "available_metrics", "learner_samples_per_env_step", "plot_bands", "plot_runs", "series",
-           "with_samples_per_learner"]
+__all__ = [
+    "DEFAULT_METRICS",
+    "SAMPLES_PER_LEARNER",
+    "SELF_PLAY_CONSTANT",
+    "X_FIELDS",
+    "all_seats_learn",
+    "available_metrics",
+    "learner_samples_per_env_step",
+    "plot_bands",
+    "plot_runs",
+    "series",
+    "with_samples_per_learner",
+]

@@ -37,8 +37,18 @@ CONFIG_FILE = "config.json"
 #: ``num_devices`` too: a checkpoint holds global arrays, restored onto any number of devices (and with it
 #: ``shuffle``, how the update splits its work over them); ``wandb_project`` only says where the scalars also go.
 RESUMABLE_CHANGES = frozenset(
-    {"total_steps", "stop_at_update", "eval_every", "eval_games", "checkpoint_every", "keep_checkpoints",
-     "updates_per_chunk", "num_devices", "shuffle", "wandb_project"}
+    {
+        "total_steps",
+        "stop_at_update",
+        "eval_every",
+        "eval_games",
+        "checkpoint_every",
+        "keep_checkpoints",
+        "updates_per_chunk",
+        "num_devices",
+        "shuffle",
+        "wandb_project",
+    }
 )
 
 
@@ -101,8 +111,11 @@ def memory_needed(config: TrainConfig, program, num_devices: int = 1, runs: int 
     the envs are split over the devices; a PPO update with the global shuffle gathers the whole rollout on
     every device, with the local one each device keeps its share."""
     if config.bc_dataset:  # one device: the runner, the samples, a batch's activations
-        needed = (memory.tree_bytes(program.run_shapes) + recorded_samples.num_bytes(config.bc.dataset_dirs)
-                  + 3 * config.bc_batch_size * (sum(config.hidden) + program.env.num_actions + 1) * 4) * runs
+        needed = (
+            memory.tree_bytes(program.run_shapes)
+            + recorded_samples.num_bytes(config.bc.dataset_dirs)
+            + 3 * config.bc_batch_size * (sum(config.hidden) + program.env.num_actions + 1) * 4
+        ) * runs
         sizes = {"runner": needed, "update": 0}
         num_devices = 1
     else:
@@ -148,10 +161,17 @@ def run_meta(config: TrainConfig, preset: str | None) -> dict:
     """The ``{"meta": ...}`` record of a new run: config, seed, package versions, devices, git commit, start time."""
     versions = package_versions("jax", "jaxlib", "flax", "optax", "orbax-checkpoint", "jaxgame")
     try:
-        commit = subprocess.run(
-            ["git", "rev-parse", "HEAD"], check=False, capture_output=True, text=True, timeout=5,
-            cwd=Path(__file__).resolve().parent,
-        ).stdout.strip() or None
+        commit = (
+            subprocess.run(
+                ["git", "rev-parse", "HEAD"],
+                check=False,
+                capture_output=True,
+                text=True,
+                timeout=5,
+                cwd=Path(__file__).resolve().parent,
+            ).stdout.strip()
+            or None
+        )
     except (OSError, subprocess.SubprocessError):
         commit = None
     return {
@@ -204,7 +224,18 @@ def best_checkpoint(run_dir) -> int | None:
 
 
 __all__ = [
-    "CONFIG_FILE", "RESUMABLE_CHANGES", "RunError", "best_checkpoint", "best_metric", "check_checkpoint_config",
-    "check_env_available", "check_memory", "check_resumable", "claim_run_dir", "load_config", "memory_needed",
-    "run_identity", "run_meta",
+    "CONFIG_FILE",
+    "RESUMABLE_CHANGES",
+    "RunError",
+    "best_checkpoint",
+    "best_metric",
+    "check_checkpoint_config",
+    "check_env_available",
+    "check_memory",
+    "check_resumable",
+    "claim_run_dir",
+    "load_config",
+    "memory_needed",
+    "run_identity",
+    "run_meta",
 ]

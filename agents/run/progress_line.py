@@ -18,14 +18,21 @@ def loss_parts(record: dict) -> list[str]:
     cross-entropy, or the new games of online cloning), then the entropy and value loss every trainer logs."""
     parts = []
     if "loss/accuracy" in record:
-        parts.append(f"trained on: teacher's action {record['loss/accuracy']:.0%} | cross-entropy "
-                     f"{record['loss/cross_entropy']:.2f}")
+        parts.append(
+            f"trained on: teacher's action {record['loss/accuracy']:.0%} | cross-entropy "
+            f"{record['loss/cross_entropy']:.2f}"
+        )
     if "val/best_cross_entropy" in record:  # a dataset clone's validation games
-        parts.append(f"validation: teacher's action {record['val/accuracy']:.0%}, cross-entropy "
-                     f"{record['val/cross_entropy']:.3f} (best {record['val/best_cross_entropy']:.3f})")
+        parts.append(
+            f"validation: teacher's action {record['val/accuracy']:.0%}, cross-entropy "
+            f"{record['val/cross_entropy']:.3f} (best {record['val/best_cross_entropy']:.3f})"
+        )
     elif "val/accuracy" in record:  # online cloning: the update's new games, measured before it trained on them
-        parts.insert(0, f"new games: teacher's action {record['val/accuracy']:.0%}, cross-entropy "
-                        f"{record['val/cross_entropy']:.2f}")
+        parts.insert(
+            0,
+            f"new games: teacher's action {record['val/accuracy']:.0%}, cross-entropy "
+            f"{record['val/cross_entropy']:.2f}",
+        )
     parts.append(f"entropy {record['loss/entropy']:.2f} | value loss {record['loss/value']:.3f}")
     return parts
 

@@ -51,8 +51,10 @@ class StopSignals:
         self.received = signal.Signals(signum).name
         for s in self.SIGNALS:
             signal.signal(s, signal.SIG_DFL)
-        self.progress.status(f"{self.received}: saving a checkpoint at the next chunk boundary, then stopping "
-                             "(a second signal stops at once, without saving)")
+        self.progress.status(
+            f"{self.received}: saving a checkpoint at the next chunk boundary, then stopping "
+            "(a second signal stops at once, without saving)"
+        )
 
     def requested(self) -> str | None:
         """The signal that asked to stop (here or, in a multi-process run, in any process), or None."""
@@ -126,8 +128,9 @@ class CtrlC:
         if where is None:
             raise KeyboardInterrupt
         if where == "compile" and not retry:
-            sys.stderr.write(f"{self.prog}: interrupted during a compile: stopping when it returns "
-                             "(Ctrl-C again stops at once)\n")
+            sys.stderr.write(
+                f"{self.prog}: interrupted during a compile: stopping when it returns (Ctrl-C again stops at once)\n"
+            )
         main = threading.main_thread().ident
         threading.Thread(target=self._retry_when_safe, args=(main,), daemon=True, name="ctrl-c").start()
 

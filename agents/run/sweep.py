@@ -80,8 +80,10 @@ class SweepSpec:
         seeds = self.seeds
         runs = len(seeds) * math.prod(len(values) for _, values in self.grid)
         if runs > MAX_RUNS:
-            raise ValueError(f"a sweep holds at most {MAX_RUNS:,} runs (seeds x grid points), got {runs:,}: every "
-                             "run's state is in memory at once")
+            raise ValueError(
+                f"a sweep holds at most {MAX_RUNS:,} runs (seeds x grid points), got {runs:,}: every "
+                "run's state is in memory at once"
+            )
         if not seeds or any(isinstance(s, bool) or not isinstance(s, int) or not 0 <= s < 2**31 for s in seeds):
             raise ValueError(f"SweepSpec.seeds must be a non-empty tuple of ints in [0, 2^31 - 1], got {seeds!r}")
         if len(set(seeds)) != len(seeds):
@@ -179,22 +181,31 @@ class Sweep:
 
     def __init__(self, config: TrainConfig, spec: SweepSpec, share_branches: bool = True):
         if config.init_from:
-            raise ValueError("TrainConfig.init_from: a sweep starts its runs from fresh parameters; start one run "
-                             "from a saved policy with python -m experiments.train")
+            raise ValueError(
+                "TrainConfig.init_from: a sweep starts its runs from fresh parameters; start one run "
+                "from a saved policy with python -m experiments.train"
+            )
         if config.teacher or config.anchor:
-            raise ValueError("TrainConfig.teacher / anchor: a sweep does not read frozen policies; distil one run at "
-                             "a time (python -m experiments.train)")
+            raise ValueError(
+                "TrainConfig.teacher / anchor: a sweep does not read frozen policies; distil one run at "
+                "a time (python -m experiments.train)"
+            )
         if config.bc_dataset:
-            raise ValueError("TrainConfig.bc_dataset: a sweep runs generated games; clone a dataset one run at a "
-                             "time (python -m experiments.train)")
+            raise ValueError(
+                "TrainConfig.bc_dataset: a sweep runs generated games; clone a dataset one run at a "
+                "time (python -m experiments.train)"
+            )
         if config.shuffle != "global":
-            raise ValueError(f"TrainConfig.shuffle={config.shuffle!r}: a sweep shards its runs, not a run's envs, "
-                             "over the devices; use shuffle='global'")
+            raise ValueError(
+                f"TrainConfig.shuffle={config.shuffle!r}: a sweep shards its runs, not a run's envs, "
+                "over the devices; use shuffle='global'"
+            )
         #: the run axis sharded over config.num_devices devices (0: as many as divide the runs, at most all of
         #: jax.devices()), or None on one device
         devices = config.num_devices or max(d for d in range(1, jax.device_count() + 1) if spec.num_runs % d == 0)
-        self.mesh = distributed.make_mesh(devices, spec.num_runs,
-                                          what="a sweep's number of runs (len(seeds) x grid points)")
+        self.mesh = distributed.make_mesh(
+            devices, spec.num_runs, what="a sweep's number of runs (len(seeds) x grid points)"
+        )
         config = dataclasses.replace(config, num_devices=1)  # each run: the one-device program
         self.config = config
         self.spec = spec
@@ -207,14 +218,18 @@ class Sweep:
         self.seeds = jnp.asarray(np.tile(np.asarray(spec.seeds, np.uint32), spec.num_points))
         self.hparams = jax.tree_util.tree_map(lambda x: jnp.repeat(x, num_seeds, axis=0), stack(points))
         self.run = jax.jit(self._run, static_argnums=1)
-        self._init = jax.jit(lambda keys, hp: self.constrain(
-            jax.vmap(self.trainer.init, axis_name=SWEEP_AXIS)(keys, hp)))
+        self._init = jax.jit(
+            lambda keys, hp: self.constrain(jax.vmap(self.trainer.init, axis_name=SWEEP_AXIS)(keys, hp))
+        )
         self.evaluator = None
         if not config.is_gymnax and config.eval_every > 0:
             evaluator = make_evaluator(make_game(config), self.trainer.network, config.eval_games, sync_axes=sync_axes)
             run_all = jax.vmap(evaluator.run, in_axes=(0, 0, None), axis_name=SWEEP_AXIS)
-            self.evaluator = jax.jit(lambda params, keys, opponent: self.constrain(
-                run_all(self.constrain(params), self.constrain(keys), opponent)))
+            self.evaluator = jax.jit(
+                lambda params, keys, opponent: self.constrain(
+                    run_all(self.constrain(params), self.constrain(keys), opponent)
+                )
+            )
 
     @property
     def num_runs(self) -> int:
@@ -243,7 +258,8 @@ class Sweep:
 
     def _run(self, runners, num_updates: int):
         runners, metrics = jax.vmap(lambda r: self.trainer._run(r, num_updates), axis_name=SWEEP_AXIS)(
-            self.constrain(runners))
+            self.constrain(runners)
+        )
         return self.constrain(runners), self.constrain(metrics)
 
     def __call__(self):

@@ -103,14 +103,19 @@ class SweepProgram(ChunkProgram):
     def records(self, base, metrics, num_updates, seconds):
         sps = num_updates * self.config.steps_per_update / seconds  # per run
         seats = self.num_players
-        return [{
-            "run": r.index, "seed": r.seed, "values": r.values,
-            **base,
-            **trainers.summarize({name: v[k] for name, v in metrics.items()}),
-            "perf/sps": sps,
-            "perf/seat_sps": sps * seats,
-            "perf/sweep_seat_sps": sps * seats * len(self.runs),
-        } for k, r in enumerate(self.runs)]
+        return [
+            {
+                "run": r.index,
+                "seed": r.seed,
+                "values": r.values,
+                **base,
+                **trainers.summarize({name: v[k] for name, v in metrics.items()}),
+                "perf/sps": sps,
+                "perf/seat_sps": sps * seats,
+                "perf/sweep_seat_sps": sps * seats * len(self.runs),
+            }
+            for k, r in enumerate(self.runs)
+        ]
 
     def evaluate(self, runner, update):
         keys = jax.vmap(lambda k: jax.random.fold_in(k, update))(self.eval_keys)
@@ -128,8 +133,15 @@ class SweepProgram(ChunkProgram):
         return f"{records[0]['perf/sweep_seat_sps']:.0f} seat-steps/s (all runs)"
 
 
-def run_sweep(config: TrainConfig, spec: SweepSpec, run_dir, resume: bool = False, preset: str | None = None,
-              progress: Progress | None = None, stop_on_signals: bool = False) -> dict:
+def run_sweep(
+    config: TrainConfig,
+    spec: SweepSpec,
+    run_dir,
+    resume: bool = False,
+    preset: str | None = None,
+    progress: Progress | None = None,
+    stop_on_signals: bool = False,
+) -> dict:
     """Run (or with ``resume``, continue) the sweep ``spec`` of ``config`` in ``run_dir``; returns the JSON summary
     (the per-grid-point table is in ``summary.json`` and the returned ``"table"``)."""
     progress = progress or NoProgress()
@@ -139,29 +151,47 @@ def run_sweep(config: TrainConfig, spec: SweepSpec, run_dir, resume: bool = Fals
     program = SweepProgram(config, spec)
     devices = 1 if program.sweep.mesh is None else program.sweep.mesh.devices.size
     check_memory(config, program, runs=spec.num_runs // devices)  # each device holds its share of the runs
-    with stop_signals(stop_on_signals, progress) as stop, \
-            claim_run_dir(run_dir, "sweep", {**run_identity(config), "sweep": spec.to_dict()}, SWEEP_FILE, resume):
+    with (
+        stop_signals(stop_on_signals, progress) as stop,
+        claim_run_dir(run_dir, "sweep", {**run_identity(config), "sweep": spec.to_dict()}, SWEEP_FILE, resume),
+    ):
         runs = spec.runs
-        progress.status(f"sweep dir {run_dir}; {len(runs)} runs ({len(spec.points)} grid points x {len(spec.seeds)} "
-                        f"seeds) of {config.algo} on {config.env} with {config.num_envs} envs each "
-                        f"({devices} {jax.default_backend()} device(s))")
+        progress.status(
+            f"sweep dir {run_dir}; {len(runs)} runs ({len(spec.points)} grid points x {len(spec.seeds)} "
+            f"seeds) of {config.algo} on {config.env} with {config.num_envs} envs each "
+            f"({devices} {jax.default_backend()} device(s))"
+        )
         started = start_run(program, run_dir, resume, progress)
         run_dir_lib.write_json(run_dir / CONFIG_FILE, config.to_dict())
-        run_dir_lib.write_json(run_dir / SWEEP_FILE,
-                               {**spec.to_dict(), "runs": [dataclasses.asdict(r) for r in runs], "preset": preset})
+        run_dir_lib.write_json(
+            run_dir / SWEEP_FILE, {**spec.to_dict(), "runs": [dataclasses.asdict(r) for r in runs], "preset": preset}
+        )
         done, restored = program.updates_done(started.runner), started.restored
         meta = run_meta(config, preset)
         logs = []
         for r in runs:
             log_dir = run_log_dir(run_dir, r.index)
             log_dir.mkdir(parents=True, exist_ok=True)
-            run_meta_r = {**meta, "config": spec.run_config(config, r.index).to_dict(), "seed": r.seed,
-                          "run": r.index, "point": r.point, "values": r.values}
-            logs.append(MetricsLog(log_dir, None if restored else run_meta_r, done if restored else None,
-                                   wandb_log.sinks(spec.run_config(config, r.index), log_dir, group=run_dir.name)))
+            run_meta_r = {
+                **meta,
+                "config": spec.run_config(config, r.index).to_dict(),
+                "seed": r.seed,
+                "run": r.index,
+                "point": r.point,
+                "values": r.values,
+            }
+            logs.append(
+                MetricsLog(
+                    log_dir,
+                    None if restored else run_meta_r,
+                    done if restored else None,
+                    wandb_log.sinks(spec.run_config(config, r.index), log_dir, group=run_dir.name),
+                )
+            )
 
-        result, compile_s = compile_and_loop(program, started, logs, progress,
-                                             f"the sweep's training chunk for {len(runs)} runs", stop)
+        result, compile_s = compile_and_loop(
+            program, started, logs, progress, f"the sweep's training chunk for {len(runs)} runs", stop
+        )
 
         records = load_runs(run_dir, spec)  # the whole run's, resumed parts included
         table = summarize_sweep(records, spec)
@@ -181,8 +211,9 @@ def run_sweep(config: TrainConfig, spec: SweepSpec, run_dir, resume: bool = Fals
         "wall_s": round(time.perf_counter() - start_wall, 2),
         "compile_s": round(compile_s, 2),
         "train_s": round(result.train_s, 3),  # ms: a tiny run's chunks can take less than 5 ms in all
-        "sweep_sps": (round(result.trained_updates * steps_per_update * len(runs) / result.train_s, 1)
-                      if result.train_s else None),
+        "sweep_sps": (
+            round(result.trained_updates * steps_per_update * len(runs) / result.train_s, 1) if result.train_s else None
+        ),
         "summary": str(run_dir / "summary.json"),
         "plot": plot,
         "stopped": result.stopped,
@@ -255,5 +286,13 @@ def plot_sweep(records, spec, out) -> dict:
     return plot_bands(groups, str(out), metrics=metrics or None)
 
 
-__all__ = ["OBJECTIVES", "SweepProgram", "format_table", "load_runs", "load_sweep", "plot_sweep", "run_sweep",
-           "summarize_sweep"]
+__all__ = [
+    "OBJECTIVES",
+    "SweepProgram",
+    "format_table",
+    "load_runs",
+    "load_sweep",
+    "plot_sweep",
+    "run_sweep",
+    "summarize_sweep",
+]

@@ -87,9 +87,11 @@ class TrainProgram(ChunkProgram):
         self.chunk_inputs()  # reads a dataset's digest, a distillation's frozen policies (once)
         for name, value in self.trainer.input_identity().items():
             if name in saved and saved[name] != value:
-                raise RunError(f"this run's inputs are not those its checkpoints trained on ({name}: "
-                               f"{saved[name]} then, {value} now; a dataset's digest covers its shards' sha256s): "
-                               "a resume would not continue the same run")
+                raise RunError(
+                    f"this run's inputs are not those its checkpoints trained on ({name}: "
+                    f"{saved[name]} then, {value} now; a dataset's digest covers its shards' sha256s): "
+                    "a resume would not continue the same run"
+                )
         runner = fresh_arrays(runner) if self.trainer.mesh is None else self.trainer.place(runner)
         return step, runner, saved
 
@@ -148,22 +150,26 @@ class TrainProgram(ChunkProgram):
         shorter = (self.config.last_update - self.updates_done(runner)) % chunk != 0
         if shorter and self.trainer.runs_upto:
             compiled, self.compiled_eval = compile_together(
-                lambda: self.trainer.run_upto.lower(runner, chunk, np.int32(chunk), *inputs), eval_lowering)
+                lambda: self.trainer.run_upto.lower(runner, chunk, np.int32(chunk), *inputs), eval_lowering
+            )
             self.compiled_upto = compiled
             return self._upto(chunk)
-        compiled_run, self.compiled_eval = compile_together(lambda: self.trainer.run.lower(runner, chunk, *inputs),
-                                                            eval_lowering)
+        compiled_run, self.compiled_eval = compile_together(
+            lambda: self.trainer.run.lower(runner, chunk, *inputs), eval_lowering
+        )
         return self._with_inputs(compiled_run)
 
     def records(self, base, metrics, num_updates, seconds):
         sps = num_updates * self.config.steps_per_update / seconds
-        return [{
-            **base,
-            "sps": sps,
-            **trainers.summarize(metrics),
-            "perf/sps": sps,
-            "perf/seat_sps": sps * self.num_players,
-        }]
+        return [
+            {
+                **base,
+                "sps": sps,
+                **trainers.summarize(metrics),
+                "perf/sps": sps,
+                "perf/seat_sps": sps * self.num_players,
+            }
+        ]
 
     def evaluate(self, runner, update):
         """Placements vs each bot (and for a league, ratings); a league's runner comes back with its snapshots'
@@ -180,8 +186,9 @@ class TrainProgram(ChunkProgram):
             if config.independent:  # rotation r puts the policy in seat r: seat r's own learner
                 out.update({f"eval/seat_{r}/placement_vs_{name}": float(m) for r, m in enumerate(ranks.mean(0))})
         if config.league_size:  # the learner rated against its pool and the bots (fresh ratings each time)
-            table = self.rater(params, self._eval_params(runner.league), jax.random.fold_in(key, 1),
-                                        [config.seed, update])
+            table = self.rater(
+                params, self._eval_params(runner.league), jax.random.fold_in(key, 1), [config.seed, update]
+            )
             rows = {row["name"]: row for row in table}
             out["eval/rating"] = rows["learner"]["ordinal"]
             out.update({f"eval/rating_{bot}": rows[bot]["ordinal"] for bot in OPPONENTS if bot in rows})
@@ -193,8 +200,14 @@ class TrainProgram(ChunkProgram):
     def _ladder_rating(self, params, update: int) -> dict:
         """``eval/ladder_points``, ``eval/ladder_low`` and ``eval/ladder_high`` of the policy at ``update``
         (``agents.arena.ladder.rate_on_ladder`` on ``eval_ladder`` game seeds, the ladder's default seed)."""
-        policy = RunPolicy(f"learner:{update}", "", update, dataclasses.replace(self.config, num_devices=1),
-                           self.trainer.network, fresh_arrays(params))
+        policy = RunPolicy(
+            f"learner:{update}",
+            "",
+            update,
+            dataclasses.replace(self.config, num_devices=1),
+            self.trainer.network,
+            fresh_arrays(params),
+        )
         rated = ladder.rate_on_ladder(policy, games=self.config.eval_ladder)
         low, high = rated["ci95"]
         return {"eval/ladder_points": rated["rating"], "eval/ladder_low": low, "eval/ladder_high": high}

@@ -30,14 +30,7 @@ import jax
 from agents.config import TrainConfig
 from agents.run import wandb_log
 from agents.run.chunks import LoopResult, compile_and_loop, start_run
-from agents.run.preflight import (
-    CONFIG_FILE,
-    check_env_available,
-    check_memory,
-    claim_run_dir,
-    run_identity,
-    run_meta,
-)
+from agents.run.preflight import CONFIG_FILE, check_env_available, check_memory, claim_run_dir, run_identity, run_meta
 from agents.run.signals import stop_signals
 from agents.run.train_program import TrainProgram
 from agents.storage import run_dir as run_dir_lib
@@ -46,8 +39,14 @@ from agents.utils import compile_cache, distributed
 from agents.utils.progress import NoProgress, Progress
 
 
-def train(config: TrainConfig, run_dir, resume: bool = False, preset: str | None = None,
-          progress: Progress | None = None, stop_on_signals: bool = False) -> dict:
+def train(
+    config: TrainConfig,
+    run_dir,
+    resume: bool = False,
+    preset: str | None = None,
+    progress: Progress | None = None,
+    stop_on_signals: bool = False,
+) -> dict:
     """Run (or with ``resume``, continue) a training run of ``config`` in ``run_dir``; returns the JSON summary.
 
     A new run claims ``run_dir`` (``agents.storage.run_dir``: it must be new or empty; ``RunError`` otherwise),
@@ -78,30 +77,53 @@ def train(config: TrainConfig, run_dir, resume: bool = False, preset: str | None
     program.chunk_inputs()  # a dataset that does not fit the run fails here, before the run directory is claimed
     if not resume:
         program.start_params()  # and so does a policy init_from cannot start from
-    with stop_signals(stop_on_signals, progress) as stop, \
-            claim_run_dir(run_dir, "train", run_identity(config), CONFIG_FILE, resume, take=main_process):
+    with (
+        stop_signals(stop_on_signals, progress) as stop,
+        claim_run_dir(run_dir, "train", run_identity(config), CONFIG_FILE, resume, take=main_process),
+    ):
         distributed.barrier("start")  # process 0 has checked (or created) run_dir before the others look at it
-        progress.status(f"run dir {run_dir}; building {config.algo} on {config.env} with {config.num_envs} envs "
-                        f"({num_devices} {jax.default_backend()} device(s)"
-                        + (f" in {jax.process_count()} processes)" if jax.process_count() > 1 else ")"))
+        progress.status(
+            f"run dir {run_dir}; building {config.algo} on {config.env} with {config.num_envs} envs "
+            f"({num_devices} {jax.default_backend()} device(s)"
+            + (f" in {jax.process_count()} processes)" if jax.process_count() > 1 else ")")
+        )
         started = start_run(program, run_dir, resume, progress, program.best_metric)
         done = program.updates_done(started.runner)
         if main_process:
             run_dir_lib.write_json(run_dir / CONFIG_FILE, config.to_dict())  # a resume's new total_steps etc.
-            log = MetricsLog(run_dir, None if started.restored else run_meta(config, preset),
-                             done if started.restored else None, wandb_log.sinks(config, run_dir))
+            log = MetricsLog(
+                run_dir,
+                None if started.restored else run_meta(config, preset),
+                done if started.restored else None,
+                wandb_log.sinks(config, run_dir),
+            )
         else:
             log = NullLog()
-        result, compile_s = compile_and_loop(program, started, [log], progress, "the training chunk",
-                                             stop, before_chunk=lambda: distributed.barrier("chunk"))
+        result, compile_s = compile_and_loop(
+            program,
+            started,
+            [log],
+            progress,
+            "the training chunk",
+            stop,
+            before_chunk=lambda: distributed.barrier("chunk"),
+        )
         evaluation = result.evaluation[0]
         if result.updates and not result.records and program.has_eval and not result.stopped:  # resumed, finished
             _, (evaluation,) = program.evaluate(result.runner, result.updates)
     return _train_summary(program, result, evaluation, run_dir, preset, num_devices, start_wall, compile_s)
 
 
-def _train_summary(program: TrainProgram, result: LoopResult, evaluation: dict, run_dir: Path, preset: str | None,
-                  num_devices: int, start_wall: float, compile_s: float) -> dict:
+def _train_summary(
+    program: TrainProgram,
+    result: LoopResult,
+    evaluation: dict,
+    run_dir: Path,
+    preset: str | None,
+    num_devices: int,
+    start_wall: float,
+    compile_s: float,
+) -> dict:
     """``train``'s JSON summary of a finished (or stopped) run."""
     config = program.config
     record = result.records[0] if result.records else {}
@@ -118,8 +140,11 @@ def _train_summary(program: TrainProgram, result: LoopResult, evaluation: dict, 
         "loop_s": round(result.loop_s, 3),
         "sps": round(result.trained_updates * steps_per_update / result.train_s, 1) if result.train_s else None,
         # what a user waits for: the chunks and the logs, evaluations and checkpoints between them
-        "loop_sps": (round(result.trained_updates * steps_per_update / result.loop_s, 1)
-                     if result.trained_updates and result.loop_s else None),
+        "loop_sps": (
+            round(result.trained_updates * steps_per_update / result.loop_s, 1)
+            if result.trained_updates and result.loop_s
+            else None
+        ),
         # where the loop's time beside the chunks went (the rest: records, progress)
         "checkpoint_s": round(result.checkpoint_s, 3),
         "eval_s": round(result.eval_s, 3),

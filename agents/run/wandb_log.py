@@ -33,8 +33,10 @@ def check_available(project: str) -> None:
     try:
         import wandb  # noqa: F401
     except ImportError:
-        raise RuntimeError(f"wandb_project={project!r} needs the wandb package: pip install \"jaxgame[wandb]\" "
-                           "(or log.wandb_project=\"\" for no W&B)") from None
+        raise RuntimeError(
+            f'wandb_project={project!r} needs the wandb package: pip install "jaxgame[wandb]" '
+            '(or log.wandb_project="" for no W&B)'
+        ) from None
 
 
 class WandbSink:
@@ -55,8 +57,14 @@ class WandbSink:
             id_file.write_text("".join(secrets.choice(_ID_CHARS) for _ in range(12)) + "\n")
         self.run_id = id_file.read_text().strip()
         self.run = wandb.init(
-            project=project, id=self.run_id, resume="allow", dir=str(run_dir), config=config,
-            name=os.path.basename(os.path.abspath(run_dir)), group=group, reinit="create_new",
+            project=project,
+            id=self.run_id,
+            resume="allow",
+            dir=str(run_dir),
+            config=config,
+            name=os.path.basename(os.path.abspath(run_dir)),
+            group=group,
+            reinit="create_new",
         )
         self.run.define_metric("env_steps")
         self.run.define_metric("*", step_metric="env_steps")

@@ -214,12 +214,12 @@ def read_header(path: Path) -> dict:
     header = {"step": None, "run": None}
     for line in Path(path).read_text().splitlines():
         if line.startswith(STEP_LINE):
-            value = line[len(STEP_LINE):].strip()
+            value = line[len(STEP_LINE) :].strip()
             if not value.isdigit():
                 raise _ChecksumMismatch(f"{Path(path).name} names a step that is not a number: {value!r}")
             header["step"] = int(value)
         elif line.startswith(RUN_LINE):
-            header["run"] = line[len(RUN_LINE):].strip()
+            header["run"] = line[len(RUN_LINE) :].strip()
         elif not line.startswith("#"):
             break  # the comments come first
     return header
@@ -265,11 +265,11 @@ class _OrbaxReadErrors(logging.Filter):
             return True
         if not message.startswith(self.PREFIX):
             return True
-        path = Path(message[len(self.PREFIX):].split(",", 1)[0])
+        path = Path(message[len(self.PREFIX) :].split(",", 1)[0])
         for parent in path.parents:
             if parent.parent in self.directories and parent.name.isdigit():
                 with self._lock:
-                    self.seen.setdefault((parent.parent, int(parent.name)), message[len(self.PREFIX):])
+                    self.seen.setdefault((parent.parent, int(parent.name)), message[len(self.PREFIX) :])
                 return False
         return True
 
@@ -344,7 +344,6 @@ def _short(err: BaseException) -> str:
     return text if len(text) <= _MAX_ERR_CHARS else text[:_MAX_ERR_CHARS] + "..."
 
 
-
 _OS_ERROR_CODE = re.compile(r"os_error_code='?(\d+)")
 
 
@@ -360,6 +359,7 @@ def disk_error(err: BaseException | None, where: str) -> OSError | None:
         return None
     code = int(match.group(1))
     return OSError(code, f"{os.strerror(code)} while writing {where}")
+
 
 class CheckpointStore:
     """Keeps the last ``keep`` checkpoints of a run plus the best one; saves atomically, restores the newest good one.
@@ -378,8 +378,9 @@ class CheckpointStore:
             non-empty string or None.
     """
 
-    def __init__(self, directory, keep: int, best_metric: str | None = None, best_mode: str = "min",
-                 identity: str | None = None):
+    def __init__(
+        self, directory, keep: int, best_metric: str | None = None, best_mode: str = "min", identity: str | None = None
+    ):
         if isinstance(keep, bool) or not isinstance(keep, (int, np.integer)) or keep < 1:
             raise ValueError(f"keep must be an int >= 1 (number of most recent checkpoints to keep), got {keep!r}")
         if best_mode not in ("min", "max"):
@@ -572,7 +573,7 @@ class CheckpointStore:
         if not self.directory.is_dir():
             return
         for aside in self.directory.glob(f"{_ASIDE}*"):
-            step = aside.name[len(_ASIDE):]
+            step = aside.name[len(_ASIDE) :]
             if step.isdigit() and not (self.directory / step).exists():
                 os.rename(aside, self.directory / step)
             else:
@@ -712,8 +713,9 @@ class CheckpointStore:
         sums_path = step_dir / SUMS_FILE
         if not sums_path.is_file():
             if _saved_format(step_dir) >= 2:
-                raise _ChecksumMismatch(f"{SUMS_FILE} is missing from a step saved by a version that writes it "
-                                        "(damage, not an old step)")
+                raise _ChecksumMismatch(
+                    f"{SUMS_FILE} is missing from a step saved by a version that writes it (damage, not an old step)"
+                )
             if step not in self._warned_unverified:
                 self._warned_unverified.add(step)
                 warnings.warn(
@@ -725,11 +727,11 @@ class CheckpointStore:
             return
         header = read_header(sums_path)
         if header["step"] is not None and header["step"] != step:
-            raise _ChecksumMismatch(f"its {SUMS_FILE} names step {header['step']}, not {step} (a copy of another "
-                                    "step)")
+            raise _ChecksumMismatch(f"its {SUMS_FILE} names step {header['step']}, not {step} (a copy of another step)")
         if self.identity is not None and header["run"] is not None and header["run"] != self.identity:
-            raise _ChecksumMismatch(f"its {SUMS_FILE} names run {header['run']}, not this run ({self.identity}): "
-                                    "a step of another run")
+            raise _ChecksumMismatch(
+                f"its {SUMS_FILE} names run {header['run']}, not this run ({self.identity}): a step of another run"
+            )
         sums = read_sums(sums_path)
         signature = []
         for name in sorted(sums):
@@ -831,12 +833,20 @@ class CheckpointStore:
             if not isinstance(saved, Mapping) or name not in saved:
                 raise CheckpointMismatchError(f"the state saved at step {s} in {self.directory} has no {name!r}")
             device = jax.sharding.SingleDeviceSharding(jax.local_devices()[0])
-            target = {name: jax.tree_util.tree_map(
-                lambda m: jax.ShapeDtypeStruct(tuple(m.shape), m.dtype, sharding=device), saved[name])}
+            target = {
+                name: jax.tree_util.tree_map(
+                    lambda m: jax.ShapeDtypeStruct(tuple(m.shape), m.dtype, sharding=device), saved[name]
+                )
+            }
             with ocp.PyTreeCheckpointer() as checkpointer:
-                tree = checkpointer.restore(self.directory / str(s) / _STATE, args=ocp.args.PyTreeRestore(
-                    item=target, restore_args=ocp.checkpoint_utils.construct_restore_args(target),
-                    partial_restore=True))
+                tree = checkpointer.restore(
+                    self.directory / str(s) / _STATE,
+                    args=ocp.args.PyTreeRestore(
+                        item=target,
+                        restore_args=ocp.checkpoint_utils.construct_restore_args(target),
+                        partial_restore=True,
+                    ),
+                )
             config = self._mgr.restore(s, args=ocp.args.Composite(**{_CONFIG: ocp.args.JsonRestore()}))[_CONFIG]
             return s, tree[name], dict(config)
 

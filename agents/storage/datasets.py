@@ -23,6 +23,7 @@ Guarantees:
   truncated or missing shard raises ``DatasetError`` (a ``ValueError`` with a one-line message naming the file); it is
   never silently read.
 """
+
 import hashlib
 import json
 from datetime import datetime, timezone
@@ -85,8 +86,10 @@ def _check_shard(index: int, shard, fields: dict | None) -> tuple[dict[str, np.n
         for name, arr in arrays.items():
             dtype, shape = np.dtype(fields[name]["dtype"]), fields[name]["shape"]
             if arr.dtype != dtype or list(arr.shape[1:]) != shape:
-                raise DatasetError(f"shard {index}, field {name!r}: {arr.dtype.name}{list(arr.shape[1:])} per "
-                                   f"sample differs from shard 0's {dtype.name}{shape}")
+                raise DatasetError(
+                    f"shard {index}, field {name!r}: {arr.dtype.name}{list(arr.shape[1:])} per "
+                    f"sample differs from shard 0's {dtype.name}{shape}"
+                )
     return arrays, lengths.pop()
 
 
@@ -169,9 +172,17 @@ class Dataset:
         if missing:
             raise DatasetError(f"{path}: missing keys {missing}")
         shards = manifest["shards"]
-        if not (isinstance(shards, list) and shards and all(
-                isinstance(s, dict) and {"file", "samples", "bytes", "sha256"} <= set(s)
-                and isinstance(s["file"], str) and Path(s["file"]).name == s["file"] for s in shards)):
+        if not (
+            isinstance(shards, list)
+            and shards
+            and all(
+                isinstance(s, dict)
+                and {"file", "samples", "bytes", "sha256"} <= set(s)
+                and isinstance(s["file"], str)
+                and Path(s["file"]).name == s["file"]
+                for s in shards
+            )
+        ):
             raise DatasetError(f"{path}: malformed 'shards' list")
         if sum(s["samples"] for s in shards) != manifest["num_samples"]:
             raise DatasetError(f"{path}: num_samples {manifest['num_samples']} is not the shards' total")
@@ -189,12 +200,12 @@ class Dataset:
             raise DatasetError(f"{path}: shard file is missing")
         size = path.stat().st_size
         if size != entry["bytes"]:
-            raise DatasetError(f"{path} is truncated or extended: {size} bytes, "
-                               f"the manifest says {entry['bytes']}")
+            raise DatasetError(f"{path} is truncated or extended: {size} bytes, the manifest says {entry['bytes']}")
         digest = _sha256(path)
         if digest != entry["sha256"]:
-            raise DatasetError(f"{path} is corrupt: its sha256 {digest} does not match "
-                               f"the manifest's {entry['sha256']}")
+            raise DatasetError(
+                f"{path} is corrupt: its sha256 {digest} does not match the manifest's {entry['sha256']}"
+            )
         return path
 
     def shard(self, index: int) -> dict[str, np.ndarray]:
@@ -211,8 +222,10 @@ class Dataset:
         for name, arr in arrays.items():
             dtype, shape = np.dtype(self.fields[name]["dtype"]), list(self.fields[name]["shape"])
             if arr.dtype != dtype or list(arr.shape) != [samples, *shape]:
-                raise DatasetError(f"{path}: field {name!r} is {arr.dtype.name}{list(arr.shape)}, the manifest says "
-                                   f"{dtype.name}{[samples, *shape]}")
+                raise DatasetError(
+                    f"{path}: field {name!r} is {arr.dtype.name}{list(arr.shape)}, the manifest says "
+                    f"{dtype.name}{[samples, *shape]}"
+                )
         return arrays
 
     def verify(self) -> None:

@@ -25,8 +25,11 @@ METRICS_FILE = "metrics.jsonl"
 
 def scalars(record: dict) -> dict[str, float]:
     """The scalars of a record that go to tensorboard and W&B: the finite numbers named ``group/name``."""
-    return {name: value for name, value in record.items()
-            if "/" in name and isinstance(value, (int, float)) and math.isfinite(value)}
+    return {
+        name: value
+        for name, value in record.items()
+        if "/" in name and isinstance(value, (int, float)) and math.isfinite(value)
+    }
 
 
 class TensorboardSink:
@@ -72,8 +75,9 @@ class MetricsLog:
                     record = json.loads(line)
                 except json.JSONDecodeError:  # a line cut by a kill: a record lost for good if the run kept it
                     if line.strip() and last < keep_until_update:
-                        warnings.warn(f"{METRICS_FILE}: dropped a cut record after update {last}", RuntimeWarning,
-                                      stacklevel=2)
+                        warnings.warn(
+                            f"{METRICS_FILE}: dropped a cut record after update {last}", RuntimeWarning, stacklevel=2
+                        )
                     continue
                 if not isinstance(record, dict):
                     continue
@@ -172,11 +176,19 @@ def load_metrics(run_dir: str) -> tuple[dict, list[dict]]:
     return meta, records
 
 
-
 def finite_or_none(value):
     """``value`` when it is a finite int/float, else None."""
     return value if isinstance(value, (int, float)) and math.isfinite(value) else None
 
 
-__all__ = ["METRICS_FILE", "MetricsLog", "NullLog", "TensorboardSink", "finite_or_none", "load_metrics",
-           "metrics_path", "run_label", "scalars"]
+__all__ = [
+    "METRICS_FILE",
+    "MetricsLog",
+    "NullLog",
+    "TensorboardSink",
+    "finite_or_none",
+    "load_metrics",
+    "metrics_path",
+    "run_label",
+    "scalars",
+]

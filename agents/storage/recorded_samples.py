@@ -40,17 +40,20 @@ def check(data: Dataset, config: TrainConfig, observation) -> None:
         raise DatasetError(f"{where} holds {meta['obs']!r} observations; the run has obs={config.obs!r}")
     obs = data.fields["obs"]
     if tuple(obs["shape"]) != tuple(observation.shape) or np.dtype(obs["dtype"]) != np.dtype(observation.dtype):
-        raise DatasetError(f"{where}: observations are {np.dtype(obs['dtype'])}{obs['shape']}, the run's "
-                                   f"{np.dtype(observation.dtype)}{list(observation.shape)}")
+        raise DatasetError(
+            f"{where}: observations are {np.dtype(obs['dtype'])}{obs['shape']}, the run's "
+            f"{np.dtype(observation.dtype)}{list(observation.shape)}"
+        )
     rules = meta.get("rules", {})
     # every rule, those a TrainConfig leaves at their defaults too, as the manifest's JSON holds them
     run_rules = json.loads(json.dumps(dataclasses.asdict(GameConfig(**config.rules()))))
     differing = {k: (rules[k], v) for k, v in run_rules.items() if k in rules and rules[k] != v}
     if differing:
         raise DatasetError(
-            f"{where} was recorded with other rules: " + ", ".join(f"{k}={old!r} (the run has {new!r})"
-                                                                   for k, (old, new) in differing.items())
-            + "; set those rule fields in the run's config, or record with the run's rules")
+            f"{where} was recorded with other rules: "
+            + ", ".join(f"{k}={old!r} (the run has {new!r})" for k, (old, new) in differing.items())
+            + "; set those rule fields in the run's config, or record with the run's rules"
+        )
 
 
 def open_checked(config: TrainConfig, observation, num_actions: int) -> list[Dataset]:
@@ -61,8 +64,9 @@ def open_checked(config: TrainConfig, observation, num_actions: int) -> list[Dat
         data = open_dataset(directory)
         check(data, config, observation)
         if data.fields["mask"]["shape"] != [num_actions]:
-            raise DatasetError(f"{directory}: action masks of {data.fields['mask']['shape']} actions, the "
-                                       f"run's game has {num_actions}")
+            raise DatasetError(
+                f"{directory}: action masks of {data.fields['mask']['shape']} actions, the run's game has {num_actions}"
+            )
         datasets.append(data)
     return datasets
 
@@ -94,8 +98,9 @@ def num_bytes(directories) -> int:
     total = 0
     for directory in directories:
         data = open_dataset(directory)
-        total += data.num_samples * sum(int(np.dtype(data.fields[f]["dtype"]).itemsize
-                                            * np.prod(data.fields[f]["shape"])) for f in FIELDS)
+        total += data.num_samples * sum(
+            int(np.dtype(data.fields[f]["dtype"]).itemsize * np.prod(data.fields[f]["shape"])) for f in FIELDS
+        )
     return total
 
 

@@ -29,22 +29,52 @@ KINDS = {
     "benchmark": "Benchmarks against other code, revisions and memory",
 }
 #: field -> allowed types, for every record
-REQUIRED = {"id": str, "title": str, "kind": str, "subject": str, "command": list, "machine": str, "seeds": dict,
-            "date": str, "commit": str, "numbers": dict, "single_seed": bool, "notes": str, "files": list}
+REQUIRED = {
+    "id": str,
+    "title": str,
+    "kind": str,
+    "subject": str,
+    "command": list,
+    "machine": str,
+    "seeds": dict,
+    "date": str,
+    "commit": str,
+    "numbers": dict,
+    "single_seed": bool,
+    "notes": str,
+    "files": list,
+}
 #: field -> allowed types, when present
-OPTIONAL = {"preset": (str, type(None)), "environment": str, "commit_source": str, "published_in": str,
-            "evaluation": str, "compare": str, "metrics": str, "readme_row": int, "ladder": str,
-            "ladder_record": str, "previous": str}
+OPTIONAL = {
+    "preset": (str, type(None)),
+    "environment": str,
+    "commit_source": str,
+    "published_in": str,
+    "evaluation": str,
+    "compare": str,
+    "metrics": str,
+    "readme_row": int,
+    "ladder": str,
+    "ladder_record": str,
+    "previous": str,
+}
 #: a record's numbers: name -> number, or {"value": number, "ci95": number, "note": str} (ci95 and note optional)
 VALUE_KEYS = {"value", "ci95", "note"}
 #: the README's strength columns, in order (``render_readme_table``): the ladder rating, the placement against 7
 #: expert bots, and the placement as 1 vs 7 of the previous shipped version of the same preset (the record's
 #: ``previous``); vs random and vs greedy, saturated, are in docs/results.md
-README_COLUMNS = {"ladder_rating": "ladder points", "vs_expert": "vs 7 expert",
-                  "vs_previous": "1 vs 7 of the previous version"}
+README_COLUMNS = {
+    "ladder_rating": "ladder points",
+    "vs_expert": "vs 7 expert",
+    "vs_previous": "1 vs 7 of the previous version",
+}
 #: numbers key -> key in an ``experiments.evaluate`` JSON (``evaluation``)
-EVAL_KEYS = {"vs_random": "vs_random", "vs_greedy": "vs_greedy", "vs_expert": "vs_expert",
-             "vs_ppo_small_v1": "vs_baseline:ppo_small-v1"}
+EVAL_KEYS = {
+    "vs_random": "vs_random",
+    "vs_greedy": "vs_greedy",
+    "vs_expert": "vs_expert",
+    "vs_ppo_small_v1": "vs_baseline:ppo_small-v1",
+}
 #: setting prefix of a numbers key -> setting in an ``evaluate --compare`` JSON (``compare``)
 COMPARE_SETTINGS = {"vs_greedy": "vs greedy", "1v7": "1v7", "7v1": "7v1", "4v4": "4v4"}
 START, END = "<!-- results-table:start -->", "<!-- results-table:end -->"
@@ -55,8 +85,12 @@ MEMBERS_START, MEMBERS_END = "<!-- ladder-members:start -->", "<!-- ladder-membe
 AGREEMENT_START, AGREEMENT_END = "<!-- ladder-agreement:start -->", "<!-- ladder-agreement:end -->"
 #: numbers key -> (where it is in an ``experiments.ladder`` rating JSON, ``ladder``: a key and, for the interval, an
 #: index; the tolerance of the published value)
-LADDER_KEYS = {"ladder_points": (("rating",), 0.05), "ladder_low": (("ci95", 0), 0.05),
-               "ladder_high": (("ci95", 1), 0.05), "ladder_mean_placement": (("mean_placement",), 0.005)}
+LADDER_KEYS = {
+    "ladder_points": (("rating",), 0.05),
+    "ladder_low": (("ci95", 0), 0.05),
+    "ladder_high": (("ci95", 1), 0.05),
+    "ladder_mean_placement": (("mean_placement",), 0.005),
+}
 #: in the results directory: ``{"since": "YYYY-MM-DD", "change": str}``, the day of the last change to what or how
 #: fast the presets train; a README row whose record is dated earlier ran on older code and says so
 CURRENT_CODE_FILE = "current_code.json"
@@ -82,8 +116,9 @@ def load_records(records_dir) -> list[dict]:
         if isinstance(record, dict):
             record.setdefault("_file", path.name)
         records.append(record)
-    return sorted(records, key=lambda r: (str(r.get("date", "")), str(r.get("id", ""))) if isinstance(r, dict)
-                  else ("", ""))
+    return sorted(
+        records, key=lambda r: (str(r.get("date", "")), str(r.get("id", ""))) if isinstance(r, dict) else ("", "")
+    )
 
 
 def _is_number(x) -> bool:
@@ -130,8 +165,10 @@ def _field_problems(record: dict) -> list[str]:
     for command in record.get("command", []) if isinstance(record.get("command"), list) else []:
         absolute = _MACHINE_PATH.search(str(command))
         if absolute:
-            problems.append(f"command: {absolute.group(0)} is a path of the machine it ran on; name paths relative "
-                            "to the repository (runs/..., docs/...) or as placeholders (DIR)")
+            problems.append(
+                f"command: {absolute.group(0)} is a path of the machine it ran on; name paths relative "
+                "to the repository (runs/..., docs/...) or as placeholders (DIR)"
+            )
     return problems
 
 
@@ -201,7 +238,7 @@ def _eval_problems(numbers: dict, data: dict, previous: str | None = None) -> li
     problems = []
     keys = {**EVAL_KEYS, **({} if previous is None else {"vs_previous": f"vs_{previous}"})}
     if "vs_previous" in numbers and previous is None:
-        problems.append("numbers.vs_previous: the record names no previous version (its \"previous\")")
+        problems.append('numbers.vs_previous: the record names no previous version (its "previous")')
     if "ladder_rating" in numbers:
         value, ci95 = _value(numbers["ladder_rating"])
         found = data.get("ladder") or {}
@@ -228,7 +265,7 @@ def _compare_problems(numbers: dict, settings: dict) -> list[str]:
     problems = []
     for key, entry in sorted(numbers.items()):
         prefix = next((p for p in COMPARE_SETTINGS if key.startswith(p + "_")), None)
-        field = _COMPARE_FIELDS.get(key[len(prefix) + 1:]) if prefix else None
+        field = _COMPARE_FIELDS.get(key[len(prefix) + 1 :]) if prefix else None
         if field is None:
             continue
         found = settings.get(COMPARE_SETTINGS[prefix], {}).get("placement", {})
@@ -242,8 +279,11 @@ def _compare_problems(numbers: dict, settings: dict) -> list[str]:
 
 
 def _ladder_problems(numbers: dict, data: dict) -> list[str]:
-    problems = [f"numbers.{key}: missing (a ladder record publishes {', '.join(LADDER_KEYS)})"
-                for key in LADDER_KEYS if key not in numbers]
+    problems = [
+        f"numbers.{key}: missing (a ladder record publishes {', '.join(LADDER_KEYS)})"
+        for key in LADDER_KEYS
+        if key not in numbers
+    ]
     for key, ((source, *index), tolerance) in LADDER_KEYS.items():
         if key not in numbers:
             continue
@@ -275,8 +315,9 @@ def check_evidence(record: dict, results_dir) -> list[str]:
     numbers = record["numbers"]
     problems = []
     if "evaluation" in record:
-        problems += _eval_problems(numbers, json.loads((root / record["evaluation"]).read_text(encoding="utf-8")),
-                                   record.get("previous"))
+        problems += _eval_problems(
+            numbers, json.loads((root / record["evaluation"]).read_text(encoding="utf-8")), record.get("previous")
+        )
     if "compare" in record:
         settings = json.loads((root / record["compare"]).read_text(encoding="utf-8"))["settings"]
         problems += _compare_problems(numbers, settings)
@@ -318,8 +359,15 @@ def _seeds_text(seeds: dict) -> str:
 def _record_row(record: dict, link_dir: str) -> str:
     numbers = "; ".join(f"{name} {format_number(value)}" for name, value in record["numbers"].items())
     evidence = ", ".join(f"[{Path(f).name}]({link_dir}/{f})" for f in record["files"]) or "-"
-    cells = [f"[{record['id']}]({link_dir}/records/{record['id']}.json)", record["date"], record["machine"],
-             record["subject"], numbers, "yes" if record["single_seed"] else "no", evidence]
+    cells = [
+        f"[{record['id']}]({link_dir}/records/{record['id']}.json)",
+        record["date"],
+        record["machine"],
+        record["subject"],
+        numbers,
+        "yes" if record["single_seed"] else "no",
+        evidence,
+    ]
     return "| " + " | ".join(_cell(c) for c in cells) + " |"
 
 
@@ -329,9 +377,11 @@ def _record_note(record: dict, link_dir: str) -> str:
     source = f" ({record['commit_source']})" if record.get("commit_source") else ""
     published = f"; published in `{record['published_in'][:7]}`" if record.get("published_in") else ""
     environment = f" ({record['environment']})" if record.get("environment") else ""
-    return (f"- **[{record['id']}]({link_dir}/records/{record['id']}.json)**: {record['title']}. {record['notes']}"
-            f" Commands: {commands}. Seeds: {_seeds_text(record['seeds'])}. Machine: {record['machine']}"
-            f"{environment}. Commit: `{commit}`{source}{published}.")
+    return (
+        f"- **[{record['id']}]({link_dir}/records/{record['id']}.json)**: {record['title']}. {record['notes']}"
+        f" Commands: {commands}. Seeds: {_seeds_text(record['seeds'])}. Machine: {record['machine']}"
+        f"{environment}. Commit: `{commit}`{source}{published}."
+    )
 
 
 PAGE_HEADER = """# Results
@@ -352,16 +402,26 @@ def render_page(records: list[dict], current: dict, link_dir: str = "results") -
     """docs/results.md: for each kind (``KINDS``' order) a table of its records (sorted by date, id), each row
     linking its record and evidence files (``link_dir``: the results directory relative to the page), then the
     records' notes, commands, seeds and commits. ``current`` (``load_current_code``) dates the current code."""
-    parts = [PAGE_HEADER, f"Code counts as current from {current['since']}, the day of the last change to what or how "
-                          f"fast the presets train: {current['change'].rstrip('.')}. The README's table marks a row "
-                          f"measured before that day \"older\"."]
+    parts = [
+        PAGE_HEADER,
+        f"Code counts as current from {current['since']}, the day of the last change to what or how "
+        f"fast the presets train: {current['change'].rstrip('.')}. The README's table marks a row "
+        f'measured before that day "older".',
+    ]
     for kind, title in KINDS.items():
         group = sorted((r for r in records if r["kind"] == kind), key=lambda r: (r["date"], r["id"]))
         if not group:
             continue
         parts.append(f"## {title}")
-        parts.append("\n".join(["| record | date | machine | what | numbers | one training seed | evidence |",
-                                "|---|---|---|---|---|---|---|", *(_record_row(r, link_dir) for r in group)]))
+        parts.append(
+            "\n".join(
+                [
+                    "| record | date | machine | what | numbers | one training seed | evidence |",
+                    "|---|---|---|---|---|---|---|",
+                    *(_record_row(r, link_dir) for r in group),
+                ]
+            )
+        )
         parts.append("\n".join(_record_note(r, link_dir) for r in group))
     return "\n\n".join(parts) + "\n"
 
@@ -384,9 +444,14 @@ def load_current_code(results_dir) -> tuple[dict | None, list[str]]:
         current = json.loads(path.read_text(encoding="utf-8"))
     except json.JSONDecodeError as err:
         return None, [f"{path}: not JSON ({err})"]
-    if (not isinstance(current, dict) or set(current) != {"since", "change"}
-            or not isinstance(current["since"], str) or not _DATE.match(current["since"])
-            or not isinstance(current["change"], str) or not current["change"].strip()):
+    if (
+        not isinstance(current, dict)
+        or set(current) != {"since", "change"}
+        or not isinstance(current["since"], str)
+        or not _DATE.match(current["since"])
+        or not isinstance(current["change"], str)
+        or not current["change"].strip()
+    ):
         return None, [f'{path}: must be {{"since": "YYYY-MM-DD", "change": "what changed that day"}}']
     return current, []
 
@@ -420,8 +485,10 @@ def render_readme_table(records: list[dict], current: dict) -> str:
     where a row was not measured so. The caption around it is the README's own."""
     by_id = {r["id"]: r for r in records}
     rows = sorted((r for r in records if "readme_row" in r), key=lambda r: (r["readme_row"], r["id"]))
-    lines = ["| preset | hardware | training minutes | " + " | ".join(README_COLUMNS.values()) + " | seeds | code |",
-             "|---|---|---|" + "---|" * len(README_COLUMNS) + "---|---|"]
+    lines = [
+        "| preset | hardware | training minutes | " + " | ".join(README_COLUMNS.values()) + " | seeds | code |",
+        "|---|---|---|" + "---|" * len(README_COLUMNS) + "---|---|",
+    ]
     for r in rows:
         numbers = r["numbers"]
         expert = format_number(numbers["vs_expert"]) if "vs_expert" in numbers else "-"
@@ -429,8 +496,16 @@ def render_readme_table(records: list[dict], current: dict) -> str:
         if "vs_previous" in numbers:
             previous = f"{format_number(numbers['vs_previous'])} vs `{r['previous'].removeprefix('baseline:')}`"
         seeds = "single seed" if r["single_seed"] else ", ".join(str(s) for s in r["seeds"]["training"])
-        cells = [r["subject"], r["machine"], _minutes(numbers), _ladder_cell(r, by_id), expert, previous, seeds,
-                 code_age(r, current)]
+        cells = [
+            r["subject"],
+            r["machine"],
+            _minutes(numbers),
+            _ladder_cell(r, by_id),
+            expert,
+            previous,
+            seeds,
+            code_age(r, current),
+        ]
         lines.append("| " + " | ".join(_cell(c) for c in cells) + " |")
     return "\n".join(lines)
 
@@ -439,8 +514,9 @@ def render_ladder_table(records: list[dict], population: dict | None = None, lin
     """The ladder table: one row per record with a ``ladder`` rating, highest points first: the player, its points
     with the 95% interval, its mean placement at the ladder's tables, the game seeds, the record; with
     ``population`` (a ladder version's JSON) also the population fit's points of the members."""
-    rows = sorted((r for r in records if "ladder" in r), key=lambda r: (-_value(r["numbers"]["ladder_points"])[0],
-                                                                          r["id"]))
+    rows = sorted(
+        (r for r in records if "ladder" in r), key=lambda r: (-_value(r["numbers"]["ladder_points"])[0], r["id"])
+    )
     fitted = {m["spec"]: m for m in (population or {}).get("members", [])}
     head = ["player", "ladder points (95% interval)", "mean placement at its tables", "game seeds"]
     head += ["in the population fit"] if population else []
@@ -448,12 +524,20 @@ def render_ladder_table(records: list[dict], population: dict | None = None, lin
     for r in rows:
         n = {k: _value(r["numbers"][k])[0] for k in LADDER_KEYS}
         games = _value(r["numbers"]["games"])[0] if "games" in r["numbers"] else None
-        cells = [r["subject"], f"{n['ladder_points']:.0f} ({n['ladder_low']:.0f} .. {n['ladder_high']:.0f})",
-                 f"{n['ladder_mean_placement']:.2f}", "-" if games is None else _fmt(games)]
+        cells = [
+            r["subject"],
+            f"{n['ladder_points']:.0f} ({n['ladder_low']:.0f} .. {n['ladder_high']:.0f})",
+            f"{n['ladder_mean_placement']:.2f}",
+            "-" if games is None else _fmt(games),
+        ]
         if population:
             m = fitted.get(r["subject"].strip("`"))
-            cells.append("-" if m is None else f"{m['points']:.0f} ({m['ci95'][0]:.0f} .. {m['ci95'][1]:.0f})"
-                         + (" (a bound)" if "note" in m else ""))
+            cells.append(
+                "-"
+                if m is None
+                else f"{m['points']:.0f} ({m['ci95'][0]:.0f} .. {m['ci95'][1]:.0f})"
+                + (" (a bound)" if "note" in m else "")
+            )
         cells.append(f"[{r['id']}]({link_dir}/records/{r['id']}.json)")
         lines.append("| " + " | ".join(_cell(c) for c in cells) + " |")
     return "\n".join(lines)
@@ -464,8 +548,10 @@ def render_agreement_table(data: dict) -> str:
     setting A - B of mean placement with its interval and the verdict."""
     mark = {"agree": "agrees", "disagree": "**disagrees**", "not_significant": "not significant"}
     settings = list(data["pairs"][0]["settings"]) if data["pairs"] else []
-    lines = ["| A (points) | B (points) | " + " | ".join(f"{s}: A - B" for s in settings) + " |",
-             "|---|---|" + "---|" * len(settings)]
+    lines = [
+        "| A (points) | B (points) | " + " | ".join(f"{s}: A - B" for s in settings) + " |",
+        "|---|---|" + "---|" * len(settings),
+    ]
     for pair in data["pairs"]:
         cells = [f"`{pair['a']}` ({pair['points_a']:.0f})", f"`{pair['b']}` ({pair['points_b']:.0f})"]
         for name in settings:
@@ -474,10 +560,12 @@ def render_agreement_table(data: dict) -> str:
         lines.append("| " + " | ".join(_cell(c) for c in cells) + " |")
     s = data["summary"]
     lines.append("")
-    lines.append(f"Over {len(data['pairs'])} pairs x {len(settings)} settings ({data['games_per_rotation']} game seeds "
-                 f"x 8 rotations each, seed {data['seed']}): {s['agree']} agree, {s['disagree']} disagree, "
-                 f"{s['not_significant']} not significant after Holm. A - B is A's mean placement minus B's "
-                 "(negative: A places better).")
+    lines.append(
+        f"Over {len(data['pairs'])} pairs x {len(settings)} settings ({data['games_per_rotation']} game seeds "
+        f"x 8 rotations each, seed {data['seed']}): {s['agree']} agree, {s['disagree']} disagree, "
+        f"{s['not_significant']} not significant after Holm. A - B is A's mean placement minus B's "
+        "(negative: A places better)."
+    )
     return "\n".join(lines)
 
 
@@ -491,11 +579,11 @@ def replace_block(text: str, block: str, start_marker: str = START, end_marker: 
 
 
 #: ``agents.run.over_seeds`` lineup name -> the numbers key of a record
-_LINEUP_KEYS = {source[len("vs_"):]: key for key, source in EVAL_KEYS.items()}
+_LINEUP_KEYS = {source[len("vs_") :]: key for key, source in EVAL_KEYS.items()}
 
 
 def _updates_span(result: dict) -> str:
-    """"N updates", or "the first N of its M updates (stop_at_update)" for runs stopped before their schedule's
+    """ "N updates", or "the first N of its M updates (stop_at_update)" for runs stopped before their schedule's
     end (``result["schedule_updates"]``: the schedule's length)."""
     updates, schedule = max(result["updates"]), result.get("schedule_updates")
     if schedule and updates < schedule:
@@ -512,8 +600,18 @@ def _placement_number(entry: dict) -> dict:
     return number
 
 
-def record_from_seeds(result: dict, record_id: str, *, command: list[str], machine: str, environment: str,
-                      date: str, commit: str, files: list[str], evaluation: str) -> dict:
+def record_from_seeds(
+    result: dict,
+    record_id: str,
+    *,
+    command: list[str],
+    machine: str,
+    environment: str,
+    date: str,
+    commit: str,
+    files: list[str],
+    evaluation: str,
+) -> dict:
     """A learning record of ``agents.run.over_seeds.reproduce``'s aggregate ``result`` (its JSON is the record's
     ``evaluation`` evidence, so ``check_evidence`` re-reads every placement from it): per lineup the mean over
     training seeds with the 95% t interval over seeds (the record's notes say so, once), the mean training seconds,
@@ -541,8 +639,12 @@ def record_from_seeds(result: dict, record_id: str, *, command: list[str], machi
     pipeline = bool(result.get("pipeline"))
     if pipeline:  # every phase's wall time: its compiles, evaluations and the recording too
         walls = result["pipeline_wall_s"]
-        numbers["wall_s"] = {"value": round(sum(walls) / n, 1), "note": "mean over seeds (per seed "
-                             + ", ".join(f"{w:,.0f}" for w in walls) + "): every phase, recording included"}
+        numbers["wall_s"] = {
+            "value": round(sum(walls) / n, 1),
+            "note": "mean over seeds (per seed "
+            + ", ".join(f"{w:,.0f}" for w in walls)
+            + "): every phase, recording included",
+        }
     else:
         numbers["updates"] = max(result["updates"])
         numbers["env_steps"] = max(result["env_steps"])
@@ -567,8 +669,10 @@ def record_from_seeds(result: dict, record_id: str, *, command: list[str], machi
         seeds_note = f"pipeline seeds (the recording's; phase i trains with seed + i); {seeds_note}"
     rated = ""
     if ladder is not None:
-        rated = (f" Each is rated on {ladder['version']} ({ladder['games']} game seeds x 8 rotations, seed "
-                 f"{ladder['seed']}; per seed " + ", ".join(f"{v:.0f}" for v in ladder["per_seed"]) + " points).")
+        rated = (
+            f" Each is rated on {ladder['version']} ({ladder['games']} game seeds x 8 rotations, seed "
+            f"{ladder['seed']}; per seed " + ", ".join(f"{v:.0f}" for v in ladder["per_seed"]) + " points)."
+        )
     if previous is not None:
         rated += f" The previous version: {previous}, as 1 vs 7 of it (vs_previous)."
     extra = {} if previous is None else {"previous": previous}
@@ -591,7 +695,7 @@ def record_from_seeds(result: dict, record_id: str, *, command: list[str], machi
         "numbers": numbers,
         "single_seed": n == 1,
         "notes": f"Each seed's {which} evaluated on {games} seat-rotated games per lineup{play}; {over}. {reached}."
-                 + rated,
+        + rated,
         "files": files,
         "evaluation": evaluation,
     }
@@ -621,9 +725,12 @@ def expected_pages(root: Path) -> tuple[dict[Path, str], list[str]]:
     evaluation = root / "docs" / "evaluation.md"
     population = root / "agents" / "arena" / "ladders" / "ladder-v1.json"
     if evaluation.is_file() and population.is_file():
-        text = replace_block(evaluation.read_text(encoding="utf-8"),
-                             render_ladder_table(records, json.loads(population.read_text(encoding="utf-8")),
-                                                 link_dir="results"), MEMBERS_START, MEMBERS_END)
+        text = replace_block(
+            evaluation.read_text(encoding="utf-8"),
+            render_ladder_table(records, json.loads(population.read_text(encoding="utf-8")), link_dir="results"),
+            MEMBERS_START,
+            MEMBERS_END,
+        )
         agreement = next((r for r in records if r["id"] == "ladder_v1_agreement"), None)
         if agreement is not None:
             data = json.loads((results_dir / agreement["files"][0]).read_text(encoding="utf-8"))

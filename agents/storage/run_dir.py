@@ -51,8 +51,11 @@ OWNER_FILE = "run.json"
 LOCK_FILE = ".lock"  # the flock of the process that owns the run directory (never listed as the run's content)
 _HELD: dict[str, int | None] = {}  # realpath of a run directory this process holds -> the lock file's descriptor
 #: the library function that continues a run of each tool (``resume=True``); the CLIs add their own flag hints
-TOOLS = {"train": "agents.train", "sweep": "agents.run.sweep_loop.run_sweep",
-         "pipeline": "agents.pipeline.runner.run_pipeline"}
+TOOLS = {
+    "train": "agents.train",
+    "sweep": "agents.run.sweep_loop.run_sweep",
+    "pipeline": "agents.pipeline.runner.run_pipeline",
+}
 
 
 class RunError(ValueError):
@@ -105,8 +108,12 @@ def _describe(run_dir: Path, owner: dict) -> str:
 
 
 def _new_owner(tool: str, identity: dict) -> dict:
-    return {"tool": tool, "run_id": uuid.uuid4().hex[:12], "identity": identity_hash(identity),
-            "created": time.strftime("%Y-%m-%dT%H:%M:%S")}
+    return {
+        "tool": tool,
+        "run_id": uuid.uuid4().hex[:12],
+        "identity": identity_hash(identity),
+        "created": time.strftime("%Y-%m-%dT%H:%M:%S"),
+    }
 
 
 def read_owner(run_dir) -> dict | None:
@@ -189,15 +196,21 @@ def _check_new(run_dir: Path, tool: str) -> None:
     owner = read_owner(run_dir) if run_dir.is_dir() else None
     if owner is not None:
         if owner["tool"] == tool:
-            raise RunError(f"{_describe(run_dir, owner)}; continue it with {TOOLS.get(tool, tool)}(..., resume=True), "
-                           "or choose another run directory")
-        raise RunError(f"{_describe(run_dir, owner)}, not a {tool} run; continue it with "
-                          f"{TOOLS.get(owner['tool'], owner['tool'])}(..., resume=True), or choose another "
-                          "run directory")
+            raise RunError(
+                f"{_describe(run_dir, owner)}; continue it with {TOOLS.get(tool, tool)}(..., resume=True), "
+                "or choose another run directory"
+            )
+        raise RunError(
+            f"{_describe(run_dir, owner)}, not a {tool} run; continue it with "
+            f"{TOOLS.get(owner['tool'], owner['tool'])}(..., resume=True), or choose another "
+            "run directory"
+        )
     held = sorted(p.name for p in run_dir.iterdir() if p.name != LOCK_FILE) if run_dir.is_dir() else []
     if held:
-        raise RunError(f"{run_dir} is not empty ({', '.join(held[:4])}, ...) and is not a run directory; "
-                          "choose an empty or new run directory")
+        raise RunError(
+            f"{run_dir} is not empty ({', '.join(held[:4])}, ...) and is not a run directory; "
+            "choose an empty or new run directory"
+        )
 
 
 def claim(run_dir, tool: str, identity: dict) -> dict:
@@ -236,20 +249,29 @@ def check_owner(run_dir, tool: str, identity: dict, marker: str) -> dict:
         if not (run_dir / marker).exists():
             raise RunError(f"{run_dir / marker} not found (is {str(run_dir)!r} a {tool} directory?)")
         if _lock_path(run_dir).exists():
-            raise RunError(f"{run_dir / OWNER_FILE} is missing, but {run_dir} was written by a version that writes it "
-                           f"({LOCK_FILE} is there): restore it, or start a new run elsewhere")
+            raise RunError(
+                f"{run_dir / OWNER_FILE} is missing, but {run_dir} was written by a version that writes it "
+                f"({LOCK_FILE} is there): restore it, or start a new run elsewhere"
+            )
     elif owner["tool"] != tool:
-        raise RunError(f"{_describe(run_dir, owner)}, not a {tool} run; continue it with "
-                          f"{TOOLS.get(owner['tool'], owner['tool'])}(..., resume=True)")
+        raise RunError(
+            f"{_describe(run_dir, owner)}, not a {tool} run; continue it with "
+            f"{TOOLS.get(owner['tool'], owner['tool'])}(..., resume=True)"
+        )
     elif owner.get("identity") != identity_hash(identity):
-        raise RunError(f"{run_dir}/{marker} is not the config {run_dir}/{OWNER_FILE} was created with (a "
-                          "field that fixes the run was edited); restore it, or start a new run elsewhere")
+        raise RunError(
+            f"{run_dir}/{marker} is not the config {run_dir}/{OWNER_FILE} was created with (a "
+            "field that fixes the run was edited); restore it, or start a new run elsewhere"
+        )
     lock(run_dir)
     if owner is not None:
         return owner
     try:
-        warnings.warn(f"{run_dir} has no {OWNER_FILE}: adopting it as a {tool} run written by an older version",
-                      RuntimeWarning, stacklevel=2)
+        warnings.warn(
+            f"{run_dir} has no {OWNER_FILE}: adopting it as a {tool} run written by an older version",
+            RuntimeWarning,
+            stacklevel=2,
+        )
         owner = {**_new_owner(tool, identity), "adopted": True}
         write_json(run_dir / OWNER_FILE, owner)
     except BaseException:
@@ -258,5 +280,18 @@ def check_owner(run_dir, tool: str, identity: dict, marker: str) -> dict:
     return owner
 
 
-__all__ = ["LOCK_FILE", "OWNER_FILE", "RunError", "atomic_write", "atomic_write_text", "check_owner", "claim",
-           "identity_hash", "lock", "read_owner", "release", "write_csv", "write_json"]
+__all__ = [
+    "LOCK_FILE",
+    "OWNER_FILE",
+    "RunError",
+    "atomic_write",
+    "atomic_write_text",
+    "check_owner",
+    "claim",
+    "identity_hash",
+    "lock",
+    "read_owner",
+    "release",
+    "write_csv",
+    "write_json",
+]

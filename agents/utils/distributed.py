@@ -52,8 +52,9 @@ def _env_int(name: str) -> int | None:
         raise ValueError(f"${name} must be an int, got {text!r}") from None
 
 
-def initialize(coordinator: str | None = None, num_processes: int | None = None, process_id: int | None = None,
-               auto: bool = False) -> bool:
+def initialize(
+    coordinator: str | None = None, num_processes: int | None = None, process_id: int | None = None, auto: bool = False
+) -> bool:
     """Connect this process to the others of a multi-host run (``jax.distributed.initialize``).
 
     Args (each falls back to an environment variable when None):
@@ -76,8 +77,15 @@ def initialize(coordinator: str | None = None, num_processes: int | None = None,
         return True
     if explicit:
         coordinator = coordinator or os.environ.get("JAX_COORDINATOR_ADDRESS") or None
-        missing = [name for name, value in (("coordinator", coordinator), ("num_processes", num_processes),
-                                            ("process_id", process_id)) if value is None]
+        missing = [
+            name
+            for name, value in (
+                ("coordinator", coordinator),
+                ("num_processes", num_processes),
+                ("process_id", process_id),
+            )
+            if value is None
+        ]
         if missing:
             raise ValueError(
                 f"multi-host training needs the coordinator (HOST:PORT), num_processes and process_id together; "

@@ -57,7 +57,8 @@ def check_chunk(metrics: dict, updates_before: int, what: str = "") -> dict:
     raise NonFiniteError(
         f"{where}update {update}: {metric} is not finite; the run stopped and kept nothing of this chunk (its "
         "latest checkpoint is the last good one; a resume replays the same updates, so change the config)",
-        update, metric,
+        update,
+        metric,
     )
 
 

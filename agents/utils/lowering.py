@@ -29,8 +29,11 @@ def lowered_text(fn, *args, platform: str = "cuda") -> str:
 
 def text_problems(text: str) -> list[str]:
     """What a lowered program's StableHLO ``text`` holds that would not run on, or would stall, a device."""
-    problems = [f"host callback custom call {name}" for name in sorted(set(_CUSTOM_CALL.findall(text)))
-                if "callback" in name.lower() or "host" in name.lower()]
+    problems = [
+        f"host callback custom call {name}"
+        for name in sorted(set(_CUSTOM_CALL.findall(text)))
+        if "callback" in name.lower() or "host" in name.lower()
+    ]
     problems += [f"stablehlo.{op}" for op in _HOST_OPS if re.search(rf"stablehlo\.{op}\b", text)]
     if _FLOAT64.search(text):
         problems.append("float64 values")

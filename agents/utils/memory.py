@@ -82,8 +82,12 @@ def compiled_bytes(compiled) -> dict:
     stats = compiled.memory_analysis()
     arguments, outputs = int(stats.argument_size_in_bytes), int(stats.output_size_in_bytes)
     temporaries, aliased = int(stats.temp_size_in_bytes), int(stats.alias_size_in_bytes)
-    return {"arguments": arguments, "outputs": outputs, "temporaries": temporaries,
-            "peak": arguments + outputs + temporaries - aliased}
+    return {
+        "arguments": arguments,
+        "outputs": outputs,
+        "temporaries": temporaries,
+        "peak": arguments + outputs + temporaries - aliased,
+    }
 
 
 _ALL_GATHER = re.compile(r"= ([a-z]+[0-9]*)\[([0-9,]*)\][^ ]* all-gather(?:-start)?\(")
@@ -111,5 +115,13 @@ def check_fits(what: str, needed: int, device=None) -> None:
         )
 
 
-__all__ = ["OVERHEAD", "all_gathers", "available_bytes", "check_fits", "compiled_bytes", "table_bytes", "train_bytes",
-           "tree_bytes"]
+__all__ = [
+    "OVERHEAD",
+    "all_gathers",
+    "available_bytes",
+    "check_fits",
+    "compiled_bytes",
+    "table_bytes",
+    "train_bytes",
+    "tree_bytes",
+]

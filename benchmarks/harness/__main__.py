@@ -195,23 +195,8 @@ from benchmarks.harness.sb3 import DEFAULT_SB3_GAMES, bench_sb3, default_sb3_env
 from benchmarks.harness.sb3 import check_available as check_sb3
 from benchmarks.harness.sweep import bench_sweep
 from benchmarks.harness.timing import default_sweep
-from benchmarks.harness.train import (
-    GYMNAX_ENVS,
-    GYMNAX_STEPS,
-    OVERHEAD_GOAL,
-    bench_gymnax,
-    bench_train,
-    train_updates,
-)
-from experiments.common import (
-    apply_sets,
-    fail,
-    make_parser,
-    parse_overrides,
-    parse_rules,
-    player_list,
-    status,
-)
+from benchmarks.harness.train import GYMNAX_ENVS, GYMNAX_STEPS, OVERHEAD_GOAL, bench_gymnax, bench_train, train_updates
+from experiments.common import apply_sets, fail, make_parser, parse_overrides, parse_rules, player_list, status
 from jaxgame import constants as C
 
 
@@ -233,78 +218,161 @@ def _ints(text):
 def _add_size_args(parser) -> None:
     """The sizes of ``--what env``, ``combat``, ``render``, ``train`` and ``sweep``."""
     parser.add_argument(
-        "--full", action="store_true",
+        "--full",
+        action="store_true",
         help="the full sweep even on a CPU (the default on a GPU; ~10 min for --what env on a 2-core CPU)",
     )
     parser.add_argument(
-        "--num-envs", default=None,
+        "--num-envs",
+        default=None,
         help="comma-separated batch sizes (default: env 1,64 on CPU, 1,64,1024,4096 with --full or on GPU; render 16)",
     )
     parser.add_argument(
-        "--render-batch", default=None,
-        help="render: comma-separated numbers of game states (default 1,64,256)",
+        "--render-batch", default=None, help="render: comma-separated numbers of game states (default 1,64,256)"
     )
     parser.add_argument("--rounds", type=int, default=1, help="rounds timed per batch size (default 1)")
-    parser.add_argument("--fights", type=int, default=None,
-                        help="fights in the combat benchmark (default: 256 on CPU, 1024 with --full or on GPU)")
-    parser.add_argument("--skip-envs", type=int, default=None,
-                        help="batch size of the fight-skip benchmark (default: 64 on CPU, 256 with --full or on GPU)")
-    parser.add_argument("--presets", default=None,
-                        help="train: comma-separated game presets, or none (default: smoke,ppo_small on CPU, "
-                             "plus ppo_large with --full or on GPU)")
-    parser.add_argument("--updates", type=int, default=None,
-                        help="train: updates per timed chunk (default: 64 steps of every env on CPU, 128 with --full "
-                             "or on GPU, e.g. 2 PPO updates of ppo_small on CPU)")
-    parser.add_argument("--gymnax-steps", type=int, default=GYMNAX_STEPS,
-                        help=f"train: env steps per gymnax env of the gymnax section, ours and PureJaxRL's (default "
-                             f"{GYMNAX_STEPS:,}, PureJaxRL's; 0 skips it)")
-    parser.add_argument("--gymnax-envs", default=",".join(GYMNAX_ENVS),
-                        help=f"train: comma-separated gymnax envs of the gymnax section (default "
-                             f"{','.join(GYMNAX_ENVS)})")
-    parser.add_argument("--gymnax-reps", type=int, default=3,
-                        help="train: runs of each side per gymnax env, in turn, the best one timed (default 3)")
-    parser.add_argument("--runs", type=int, default=None,
-                        help="sweep: runs in the vmapped sweep (default 4 on CPU, 16 with --full or on GPU)")
-    parser.add_argument("--combat-batch", default="64,1024",
-                        help="combat: comma-separated numbers of fights timed together (default 64,1024)")
-    parser.add_argument("--baseline", default=None,
-                        help="combat: a git revision whose jaxgame/combat.py and rounds.py are timed too, back to back")
+    parser.add_argument(
+        "--fights",
+        type=int,
+        default=None,
+        help="fights in the combat benchmark (default: 256 on CPU, 1024 with --full or on GPU)",
+    )
+    parser.add_argument(
+        "--skip-envs",
+        type=int,
+        default=None,
+        help="batch size of the fight-skip benchmark (default: 64 on CPU, 256 with --full or on GPU)",
+    )
+    parser.add_argument(
+        "--presets",
+        default=None,
+        help="train: comma-separated game presets, or none (default: smoke,ppo_small on CPU, "
+        "plus ppo_large with --full or on GPU)",
+    )
+    parser.add_argument(
+        "--updates",
+        type=int,
+        default=None,
+        help="train: updates per timed chunk (default: 64 steps of every env on CPU, 128 with --full "
+        "or on GPU, e.g. 2 PPO updates of ppo_small on CPU)",
+    )
+    parser.add_argument(
+        "--gymnax-steps",
+        type=int,
+        default=GYMNAX_STEPS,
+        help=f"train: env steps per gymnax env of the gymnax section, ours and PureJaxRL's (default "
+        f"{GYMNAX_STEPS:,}, PureJaxRL's; 0 skips it)",
+    )
+    parser.add_argument(
+        "--gymnax-envs",
+        default=",".join(GYMNAX_ENVS),
+        help=f"train: comma-separated gymnax envs of the gymnax section (default {','.join(GYMNAX_ENVS)})",
+    )
+    parser.add_argument(
+        "--gymnax-reps",
+        type=int,
+        default=3,
+        help="train: runs of each side per gymnax env, in turn, the best one timed (default 3)",
+    )
+    parser.add_argument(
+        "--runs",
+        type=int,
+        default=None,
+        help="sweep: runs in the vmapped sweep (default 4 on CPU, 16 with --full or on GPU)",
+    )
+    parser.add_argument(
+        "--combat-batch",
+        default="64,1024",
+        help="combat: comma-separated numbers of fights timed together (default 64,1024)",
+    )
+    parser.add_argument(
+        "--baseline",
+        default=None,
+        help="combat: a git revision whose jaxgame/combat.py and rounds.py are timed too, back to back",
+    )
 
 
 def _add_run_args(parser) -> None:
     """The options of ``--what learning``, ``sb3``, ``memory`` and ``replay`` (and ``--set``)."""
-    parser.add_argument("--out", default=None, metavar="RUN_DIR",
-                        help="learning: the run directory (default runs/learning-<time>)")
-    parser.add_argument("--target", type=float, default=TARGET,
-                        help=f"learning: the placement vs 7 greedy bots to reach (default {TARGET})")
-    parser.add_argument("--seed", type=int, default=0,
-                        help="learning: the training seed; replay: the game seed, as evaluate's --seed (default 0)")
+    parser.add_argument(
+        "--out", default=None, metavar="RUN_DIR", help="learning: the run directory (default runs/learning-<time>)"
+    )
+    parser.add_argument(
+        "--target",
+        type=float,
+        default=TARGET,
+        help=f"learning: the placement vs 7 greedy bots to reach (default {TARGET})",
+    )
+    parser.add_argument(
+        "--seed",
+        type=int,
+        default=0,
+        help="learning: the training seed; replay: the game seed, as evaluate's --seed (default 0)",
+    )
     parser.add_argument("--total-steps", type=int, default=None, help="learning: cap the preset's env steps")
     parser.add_argument("--eval-every", type=int, default=1, help="learning: evaluate every N chunks (default 1)")
-    parser.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
-                        help="train, learning: override a config field of every preset timed or trained "
-                             "(repeatable), as in experiments.train; replay: a game rule of a game of bots")
-    parser.add_argument("--budget-s", type=float, default=300.0,
-                        help="sb3: training seconds per side and opponent (default 300)")
-    parser.add_argument("--opponents", default=",".join(SB3_OPPONENTS),
-                        help="sb3: comma-separated bots, 7 of each at every table in turn (default random,greedy)")
-    parser.add_argument("--eval-games", type=int, default=16, metavar="N",
-                        help="sb3: evaluation game seeds per side and opponent, each played in 8 seat rotations "
-                             "(N x 8 games; default 16: 128 games)")
-    parser.add_argument("--sb3-envs", type=int, default=None, metavar="N",
-                        help="sb3: SubprocVecEnv workers (default: the logical cores, as SB3's docs advise)")
-    parser.add_argument("--sb3-games", type=int, default=DEFAULT_SB3_GAMES, metavar="N",
-                        help=f"sb3: games of the batched SB3 VecEnv (default {DEFAULT_SB3_GAMES})")
-    parser.add_argument("--torch-threads", type=int, default=0, metavar="N",
-                        help="sb3: torch.set_num_threads(N) (default 0: torch's own default, left as is)")
-    parser.add_argument("--devices", default="1,4,8",
-                        help="memory: comma-separated device counts (default 1,4,8; forced host devices on a CPU)")
-    parser.add_argument("--players", default=DEFAULT_PLAYERS, metavar="PLAYER[,PLAYER x7]",
-                        help=f"replay: one player for all 8 seats or 8 comma-separated, seat 0 first (default "
-                             f"{DEFAULT_PLAYERS})")
-    parser.add_argument("--repeats", type=int, default=DEFAULT_REPEATS,
-                        help=f"replay: the same game recorded again after the first call, best and median "
-                             f"(default {DEFAULT_REPEATS})")
+    parser.add_argument(
+        "--set",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="train, learning: override a config field of every preset timed or trained "
+        "(repeatable), as in experiments.train; replay: a game rule of a game of bots",
+    )
+    parser.add_argument(
+        "--budget-s", type=float, default=300.0, help="sb3: training seconds per side and opponent (default 300)"
+    )
+    parser.add_argument(
+        "--opponents",
+        default=",".join(SB3_OPPONENTS),
+        help="sb3: comma-separated bots, 7 of each at every table in turn (default random,greedy)",
+    )
+    parser.add_argument(
+        "--eval-games",
+        type=int,
+        default=16,
+        metavar="N",
+        help="sb3: evaluation game seeds per side and opponent, each played in 8 seat rotations "
+        "(N x 8 games; default 16: 128 games)",
+    )
+    parser.add_argument(
+        "--sb3-envs",
+        type=int,
+        default=None,
+        metavar="N",
+        help="sb3: SubprocVecEnv workers (default: the logical cores, as SB3's docs advise)",
+    )
+    parser.add_argument(
+        "--sb3-games",
+        type=int,
+        default=DEFAULT_SB3_GAMES,
+        metavar="N",
+        help=f"sb3: games of the batched SB3 VecEnv (default {DEFAULT_SB3_GAMES})",
+    )
+    parser.add_argument(
+        "--torch-threads",
+        type=int,
+        default=0,
+        metavar="N",
+        help="sb3: torch.set_num_threads(N) (default 0: torch's own default, left as is)",
+    )
+    parser.add_argument(
+        "--devices",
+        default="1,4,8",
+        help="memory: comma-separated device counts (default 1,4,8; forced host devices on a CPU)",
+    )
+    parser.add_argument(
+        "--players",
+        default=DEFAULT_PLAYERS,
+        metavar="PLAYER[,PLAYER x7]",
+        help=f"replay: one player for all 8 seats or 8 comma-separated, seat 0 first (default {DEFAULT_PLAYERS})",
+    )
+    parser.add_argument(
+        "--repeats",
+        type=int,
+        default=DEFAULT_REPEATS,
+        help=f"replay: the same game recorded again after the first call, best and median (default {DEFAULT_REPEATS})",
+    )
 
 
 def parse_args(argv=None):
@@ -317,8 +385,10 @@ def parse_args(argv=None):
     args = parser.parse_args(argv)
     sets = parse_overrides(parser, args.set)
     if sets and args.what not in ("train", "learning", "replay"):
-        fail(parser, f"--set applies to --what train and --what learning (game rules: --what replay), "
-                     f"not --what {args.what}")
+        fail(
+            parser,
+            f"--set applies to --what train and --what learning (game rules: --what replay), not --what {args.what}",
+        )
     return parser, args, sets
 
 
@@ -335,38 +405,58 @@ def _compilation_cache(progress: bool) -> str | None:
     be cache hits), else None; the benchmarks do not turn it on."""
     cache = jax.config.jax_compilation_cache_dir if jax.config.jax_enable_compilation_cache else None
     if cache:
-        status(f"warning: JAX's persistent compilation cache is on ({cache}): compile times may be cache hits",
-               progress)
+        status(
+            f"warning: JAX's persistent compilation cache is on ({cache}): compile times may be cache hits", progress
+        )
     return cache or None
 
 
 def _header(what: str) -> dict:
     """The first keys of every result: the mode and the machine."""
-    return {"what": what, "backend": jax.default_backend(), "device": str(jax.devices()[0]),
-            "machine": platform.machine()}
+    return {
+        "what": what,
+        "backend": jax.default_backend(),
+        "device": str(jax.devices()[0]),
+        "machine": platform.machine(),
+    }
 
 
 def run_sb3(parser, args, sets) -> dict:
     """``--what sb3``: sb3-contrib's MaskablePPO vs our PPO (benchmarks/harness/sb3.py)."""
     bots = [b.strip() for b in args.opponents.split(",") if b.strip()]
     if not bots or any(b not in ("random", "greedy", "expert") for b in bots):
-        fail(parser, f"--opponents must be comma-separated bots among random, greedy, expert; "
-                     f"got {args.opponents!r}")
+        fail(parser, f"--opponents must be comma-separated bots among random, greedy, expert; got {args.opponents!r}")
     if args.budget_s <= 0 or args.eval_games < 2:
         fail(parser, "--budget-s must be positive and --eval-games at least 2")
     sb3_envs = default_sb3_envs() if args.sb3_envs is None else args.sb3_envs
     if sb3_envs < 1 or args.sb3_games < 1 or args.torch_threads < 0:
-        fail(parser, f"--sb3-envs and --sb3-games must be at least 1 and --torch-threads at least 0 (0: torch's "
-                     f"default); got {sb3_envs}, {args.sb3_games}, {args.torch_threads}")
+        fail(
+            parser,
+            f"--sb3-envs and --sb3-games must be at least 1 and --torch-threads at least 0 (0: torch's "
+            f"default); got {sb3_envs}, {args.sb3_games}, {args.torch_threads}",
+        )
     try:
         check_sb3()
     except RuntimeError as err:
         fail(parser, str(err))
-    status(f"benchmark --what sb3: {args.budget_s:.0f} s of training per side (SB3 on {sb3_envs} subprocess envs, "
-           f"SB3 on {args.sb3_games} batched games, ours) vs 7 of each of {', '.join(bots)}", not args.quiet)
-    return {**_header("sb3"), "cpus": os.cpu_count(),
-            **bench_sb3(tuple(bots), args.budget_s, args.eval_games, sb3_envs, args.sb3_games, args.torch_threads,
-                        progress=not args.quiet)}
+    status(
+        f"benchmark --what sb3: {args.budget_s:.0f} s of training per side (SB3 on {sb3_envs} subprocess envs, "
+        f"SB3 on {args.sb3_games} batched games, ours) vs 7 of each of {', '.join(bots)}",
+        not args.quiet,
+    )
+    return {
+        **_header("sb3"),
+        "cpus": os.cpu_count(),
+        **bench_sb3(
+            tuple(bots),
+            args.budget_s,
+            args.eval_games,
+            sb3_envs,
+            args.sb3_games,
+            args.torch_threads,
+            progress=not args.quiet,
+        ),
+    }
 
 
 def run_memory(parser, args, sets) -> dict:
@@ -381,8 +471,10 @@ def run_memory(parser, args, sets) -> dict:
     for name in names:
         if any(preset_config(name).num_envs % d for d in device_counts):
             fail(parser, f"--devices: every count must divide {name}'s num_envs={preset_config(name).num_envs}")
-    status(f"benchmark --what memory: one update of {', '.join(names)} compiled on {args.devices} device(s)",
-           not args.quiet)
+    status(
+        f"benchmark --what memory: one update of {', '.join(names)} compiled on {args.devices} device(s)",
+        not args.quiet,
+    )
     try:
         measured = bench_memory(names, device_counts, progress=not args.quiet)
     except (ValueError, RuntimeError) as err:
@@ -399,10 +491,20 @@ def run_learning(parser, args, sets) -> dict:
         fail(parser, f"--target is a placement in [1, 8], got {args.target}")
     run_dir = args.out or time.strftime("runs/learning-%Y%m%d-%H%M%S")
     status(f"benchmark --what learning: {names[0]} into {run_dir} until the end of the preset", not args.quiet)
-    return {**_header("learning"), "overrides": sets,
-            **bench_learning(names[0], run_dir, args.target, eval_every=args.eval_every, seed=args.seed,
-                             total_steps=args.total_steps, progress=not args.quiet,
-                             config=_configured(parser, names[0], sets))}
+    return {
+        **_header("learning"),
+        "overrides": sets,
+        **bench_learning(
+            names[0],
+            run_dir,
+            args.target,
+            eval_every=args.eval_every,
+            seed=args.seed,
+            total_steps=args.total_steps,
+            progress=not args.quiet,
+            config=_configured(parser, names[0], sets),
+        ),
+    }
 
 
 def run_replay(parser, args, sets) -> dict:
@@ -413,8 +515,11 @@ def run_replay(parser, args, sets) -> dict:
     if args.repeats < 1:
         fail(parser, f"--repeats must be positive, got {args.repeats}")
     rules = parse_rules(parser, args.set)
-    status(f"benchmark --what replay: a game of {', '.join(dict.fromkeys(players))} at seed {args.seed}, recorded "
-           f"once and {args.repeats} more time(s)", not args.quiet)
+    status(
+        f"benchmark --what replay: a game of {', '.join(dict.fromkeys(players))} at seed {args.seed}, recorded "
+        f"once and {args.repeats} more time(s)",
+        not args.quiet,
+    )
     cache = _compilation_cache(not args.quiet)
     try:
         measured = bench_replay(players, args.seed, rules, args.repeats, progress=not args.quiet)
@@ -429,25 +534,39 @@ def _sizes(parser, args) -> dict:
     sweep = default_sweep(jax.default_backend(), args.full)
     try:
         num_envs = (
-            _ints(args.num_envs) if args.num_envs
-            else sweep["num_envs"] if args.what == "env"
-            else [64] if args.what == "combat"
+            _ints(args.num_envs)
+            if args.num_envs
+            else sweep["num_envs"]
+            if args.what == "env"
+            else [64]
+            if args.what == "combat"
             else sweep["render_num_envs"]
         )
         render_batch = _ints(args.render_batch) if args.render_batch else sweep["render_batch"]
         combat_batch = _ints(args.combat_batch)
     except ValueError:
-        fail(parser, f"--num-envs/--render-batch must be comma-separated ints, "
-                     f"got {args.num_envs!r}, {args.render_batch!r}")
+        fail(
+            parser,
+            f"--num-envs/--render-batch must be comma-separated ints, got {args.num_envs!r}, {args.render_batch!r}",
+        )
     fights = sweep["fights"] if args.fights is None else args.fights
     skip_envs = sweep["skip_envs"] if args.skip_envs is None else args.skip_envs
     if any(n < 1 for n in num_envs + render_batch + combat_batch) or min(args.rounds, fights, skip_envs) < 1:
         fail(parser, "--num-envs, --render-batch, --rounds, --fights and --skip-envs must be positive")
     if any(n % 8 for n in combat_batch + [fights]):
-        fail(parser, f"--fights and --combat-batch must be multiples of 8 (a game's 8 fight slots), got "
-                     f"{fights} and {','.join(map(str, combat_batch))}")
-    return {"sweep": sweep, "num_envs": num_envs, "render_batch": render_batch, "combat_batch": combat_batch,
-            "fights": fights, "skip_envs": skip_envs}
+        fail(
+            parser,
+            f"--fights and --combat-batch must be multiples of 8 (a game's 8 fight slots), got "
+            f"{fights} and {','.join(map(str, combat_batch))}",
+        )
+    return {
+        "sweep": sweep,
+        "num_envs": num_envs,
+        "render_batch": render_batch,
+        "combat_batch": combat_batch,
+        "fights": fights,
+        "skip_envs": skip_envs,
+    }
 
 
 def _training_sizes(parser, args, sweep: dict) -> tuple[list[str], tuple[str, ...]]:
@@ -462,6 +581,7 @@ def _training_sizes(parser, args, sweep: dict) -> tuple[list[str], tuple[str, ..
         fail(parser, "--gymnax-envs needs at least one env and --gymnax-reps must be positive")
     if args.gymnax_steps:
         from agents.envs.gymnax_env import check_spec
+
         for name in gymnax_envs:
             try:
                 check_spec(f"gymnax:{name}")
@@ -474,16 +594,21 @@ def _start(args, sweep: dict, sizes: str) -> dict:
     """Say what is timed (on stderr) and return the result's first keys."""
     quick_env = sweep["name"] == "quick" and args.what == "env"
     hint = "; --full for the full sweep (~10 min on a 2-core CPU)" if quick_env else ""
-    status(f"benchmark --what {args.what} on {jax.default_backend()}, {sweep['name']} sweep ({sizes}){hint}",
-           not args.quiet)
+    status(
+        f"benchmark --what {args.what} on {jax.default_backend()}, {sweep['name']} sweep ({sizes}){hint}",
+        not args.quiet,
+    )
     return {**_header(args.what), "sweep": sweep["name"]}
 
 
 def run_env(parser, args, sets) -> dict:
     """``--what env``: VecEnv seat-steps/s, the combat alone and the fight-skip check (benchmarks/harness/env.py)."""
     s = _sizes(parser, args)
-    result = _start(args, s["sweep"], f"envs {','.join(map(str, s['num_envs']))}; {s['fights']} fights; fight-skip "
-                                      f"at {s['skip_envs']} envs")
+    result = _start(
+        args,
+        s["sweep"],
+        f"envs {','.join(map(str, s['num_envs']))}; {s['fights']} fights; fight-skip at {s['skip_envs']} envs",
+    )
     env = jaxgame.make("autochess")
     result["steps_per_round"] = env.config.steps_per_round
     result["seat_steps_per_s"] = bench_env_throughput(env, s["num_envs"], args.rounds, not args.quiet)
@@ -495,19 +620,27 @@ def run_env(parser, args, sets) -> dict:
 def run_combat(parser, args, sets) -> dict:
     """``--what combat``: the combat and the env around it, optionally vs a baseline revision's combat."""
     s = _sizes(parser, args)
-    result = _start(args, s["sweep"], f"fights {','.join(map(str, s['combat_batch']))}; envs "
-                                      f"{','.join(map(str, s['num_envs']))}; baseline {args.baseline or 'none'}")
+    result = _start(
+        args,
+        s["sweep"],
+        f"fights {','.join(map(str, s['combat_batch']))}; envs "
+        f"{','.join(map(str, s['num_envs']))}; baseline {args.baseline or 'none'}",
+    )
     result["rounds"] = args.rounds
-    result.update(bench_combat_vs_baseline(s["combat_batch"], s["num_envs"], args.baseline, not args.quiet,
-                                           args.rounds))
+    result.update(
+        bench_combat_vs_baseline(s["combat_batch"], s["num_envs"], args.baseline, not args.quiet, args.rounds)
+    )
     return result
 
 
 def run_render(parser, args, sets) -> dict:
     """``--what render``: frames/s packed vs unpacked, and env seat-steps/s with pixel vs vector observations."""
     s = _sizes(parser, args)
-    result = _start(args, s["sweep"], f"render states {','.join(map(str, s['render_batch']))}; envs "
-                                      f"{','.join(map(str, s['num_envs']))}")
+    result = _start(
+        args,
+        s["sweep"],
+        f"render states {','.join(map(str, s['render_batch']))}; envs {','.join(map(str, s['num_envs']))}",
+    )
     result["render"] = bench_render(s["render_batch"], not args.quiet)
     result["env_seat_steps_per_s"] = bench_obs_kinds(s["num_envs"], args.rounds, not args.quiet)
     return result
@@ -526,15 +659,20 @@ def run_train(parser, args, sets) -> dict:
     result["overrides"] = sets
     configs = {name: _configured(parser, name, sets) for name in presets}
     result["train"] = trained = {
-        name: bench_train(name, sweep["train_steps"], args.updates, progress, f"[train {i + 1}/{len(presets)}]",
-                          configs[name])
+        name: bench_train(
+            name, sweep["train_steps"], args.updates, progress, f"[train {i + 1}/{len(presets)}]", configs[name]
+        )
         for i, name in enumerate(presets)
     }
     if "league_small" in trained and "ppo_small" in trained:  # the league's cost: pool seats' forward passes
-        result["league_over_self_play"] = round(trained["league_small"]["train_seat_steps_per_s"]
-                                                / trained["ppo_small"]["train_seat_steps_per_s"], 3)
-    result["gymnax"] = (bench_gymnax(args.gymnax_steps, progress, gymnax_envs, args.gymnax_reps)
-                        if args.gymnax_steps else {"skipped": "--gymnax-steps 0"})
+        result["league_over_self_play"] = round(
+            trained["league_small"]["train_seat_steps_per_s"] / trained["ppo_small"]["train_seat_steps_per_s"], 3
+        )
+    result["gymnax"] = (
+        bench_gymnax(args.gymnax_steps, progress, gymnax_envs, args.gymnax_reps)
+        if args.gymnax_steps
+        else {"skipped": "--gymnax-steps 0"}
+    )
     return result
 
 
@@ -548,16 +686,30 @@ def run_sweep(parser, args, sets) -> dict:
         fail(parser, "--runs must be positive")
     result = _start(args, sweep, f"presets {','.join(presets)}, {runs} runs")
     result["sweep_vs_separate"] = {
-        name: bench_sweep(name, runs, train_updates(preset_config(name), sweep["train_steps"], args.updates),
-                          not args.quiet, f"[sweep {i + 1}/{len(presets)}]")
+        name: bench_sweep(
+            name,
+            runs,
+            train_updates(preset_config(name), sweep["train_steps"], args.updates),
+            not args.quiet,
+            f"[sweep {i + 1}/{len(presets)}]",
+        )
         for i, name in enumerate(presets)
     }
     return result
 
 
 #: ``--what`` -> its function ``(parser, args, sets) -> result``; the sized ones also say how long they took.
-MODES = {"env": run_env, "combat": run_combat, "render": run_render, "train": run_train, "sweep": run_sweep,
-         "learning": run_learning, "sb3": run_sb3, "memory": run_memory, "replay": run_replay}
+MODES = {
+    "env": run_env,
+    "combat": run_combat,
+    "render": run_render,
+    "train": run_train,
+    "sweep": run_sweep,
+    "learning": run_learning,
+    "sb3": run_sb3,
+    "memory": run_memory,
+    "replay": run_replay,
+}
 SIZED = ("env", "combat", "render", "train", "sweep")
 
 

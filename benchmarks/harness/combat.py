@@ -53,15 +53,23 @@ def fight_plans(rounds_module, home_species, home_stars, away_species, away_star
     PvP-like fight between the two boards, one key per game; the other fields as a PvP round's."""
     games = home_species.shape[0] // C.NUM_PLAYERS
     slots = lambda a: a.reshape(games, C.NUM_PLAYERS, C.BOARD_CELLS)  # noqa: E731
-    known = dict(home_species=slots(home_species), home_stars=slots(home_stars), away_species=slots(away_species),
-                 away_stars=slots(away_stars), active=jnp.ones((games, C.NUM_PLAYERS), bool),
-                 opponent=jnp.full((games, C.NUM_PLAYERS), -1, jnp.int32),
-                 ghost_source=jnp.full((games, C.NUM_PLAYERS), -1, jnp.int32), is_pve=jnp.zeros(games, bool),
-                 key=jax.random.split(key, games))
+    known = dict(
+        home_species=slots(home_species),
+        home_stars=slots(home_stars),
+        away_species=slots(away_species),
+        away_stars=slots(away_stars),
+        active=jnp.ones((games, C.NUM_PLAYERS), bool),
+        opponent=jnp.full((games, C.NUM_PLAYERS), -1, jnp.int32),
+        ghost_source=jnp.full((games, C.NUM_PLAYERS), -1, jnp.int32),
+        is_pve=jnp.zeros(games, bool),
+        key=jax.random.split(key, games),
+    )
     names = [field.name for field in dataclasses.fields(rounds_module.FightPlan)]
     if set(names) - set(known):
-        raise ValueError(f"FightPlan of {rounds_module.__name__} has fields this benchmark cannot fill: "
-                         f"{sorted(set(names) - set(known))}")
+        raise ValueError(
+            f"FightPlan of {rounds_module.__name__} has fields this benchmark cannot fill: "
+            f"{sorted(set(names) - set(known))}"
+        )
     return rounds_module.FightPlan(**{name: known[name] for name in names})
 
 
@@ -84,8 +92,10 @@ def bench_combat(num_fights, units_list, max_ticks, progress, rounds_module=None
     The fights run as a game runs them (:func:`game_fights` of ``rounds_module``).
     """
     if num_fights < C.NUM_PLAYERS or num_fights % C.NUM_PLAYERS:
-        raise ValueError(f"--combat-batch sizes must be positive multiples of {C.NUM_PLAYERS} (8 fight slots a "
-                         f"game), got {num_fights}")
+        raise ValueError(
+            f"--combat-batch sizes must be positive multiples of {C.NUM_PLAYERS} (8 fight slots a "
+            f"game), got {num_fights}"
+        )
     fight = game_fights(max_ticks, rounds_module)
     keys = jax.random.key(2)
     out = []
@@ -99,12 +109,14 @@ def bench_combat(num_fights, units_list, max_ticks, progress, rounds_module=None
             status("timing ...", progress, end="")
         seconds = best_time(fight, hs, ht, as_, at, keys)
         ticks = fight(hs, ht, as_, at, keys).ticks  # [games, 8]
-        out.append({
-            "num_fights": num_fights,
-            "units_per_side": units,
-            "fights_per_s": round(num_fights / seconds, 1),
-            "mean_ticks": round(float(jnp.mean(ticks)), 1),
-        })
+        out.append(
+            {
+                "num_fights": num_fights,
+                "units_per_side": units,
+                "fights_per_s": round(num_fights / seconds, 1),
+                "mean_ticks": round(float(jnp.mean(ticks)), 1),
+            }
+        )
         status(f" {out[-1]['fights_per_s']:,.0f} fights/s", progress)
     return out
 
@@ -123,8 +135,9 @@ def load_baseline(rev: str):
     ``(combat, rounds)``; the baseline rounds module calls the baseline combat."""
     loaded = []
     for name in ("combat", "rounds"):
-        source = subprocess.run(["git", "show", f"{rev}:jaxgame/{name}.py"], cwd=REPO_ROOT, capture_output=True,
-                                text=True, check=True).stdout
+        source = subprocess.run(
+            ["git", "show", f"{rev}:jaxgame/{name}.py"], cwd=REPO_ROOT, capture_output=True, text=True, check=True
+        ).stdout
         module = types.ModuleType(f"jaxgame_baseline_{name}")
         sys.modules[module.__name__] = module  # dataclasses look their module up
         # exec: the baseline's own source, from git
@@ -158,8 +171,9 @@ def bench_combat_vs_baseline(batch_sizes, num_envs_list, rev, progress, num_roun
         entry = {"current": bench_combat(n, (3, 9), max_ticks, progress)}
         if baseline:
             entry["baseline"] = bench_combat(n, (3, 9), max_ticks, progress, baseline[1], label="baseline combat")
-            entry["speedup"] = [round(c["fights_per_s"] / b["fights_per_s"], 2)
-                                for c, b in zip(entry["current"], entry["baseline"])]
+            entry["speedup"] = [
+                round(c["fights_per_s"] / b["fights_per_s"], 2) for c, b in zip(entry["current"], entry["baseline"])
+            ]
         out["combat"][str(n)] = entry
     n = max(batch_sizes)
     ops = {"num_fights": n, "current": tick_loop_ops(n)}
@@ -178,11 +192,11 @@ def bench_combat_vs_baseline(batch_sizes, num_envs_list, rev, progress, num_roun
         rollout, args = random_rollout(env, n, steps)
         runs = {"current": aot_compile(rollout, *args, progress=progress, what="current ", then="; ")}
         with baseline_fights(baseline[1]):  # a new rollout function: traced anew with the baseline fights
-            runs["baseline"] = aot_compile(random_rollout(env, n, steps)[0], *args, progress=progress,
-                                           what="baseline ")
+            runs["baseline"] = aot_compile(random_rollout(env, n, steps)[0], *args, progress=progress, what="baseline ")
         best = time_interleaved(runs, args, AB_REPEATS)
         current[str(n)], base[str(n)] = (round(steps * n * C.NUM_PLAYERS / best[k], 1) for k in ("current", "baseline"))
         status(f" {current[str(n)]:,.0f} vs {base[str(n)]:,.0f} seat-steps/s", progress)
-    out["seat_steps_per_s"].update(current=current, baseline=base,
-                                   speedup={n: round(current[n] / base[n], 2) for n in current})
+    out["seat_steps_per_s"].update(
+        current=current, baseline=base, speedup={n: round(current[n] / base[n], 2) for n in current}
+    )
     return out

@@ -68,8 +68,10 @@ def bench_fight_skip(env, num_envs, warm_rounds, progress):
     non_fight = best_time(vec_step, states, actions)
     timed = {}
     # env.step carries the batch-level step as its vmap rule; env._step_impl is the per-game step without it
-    for name, step, what in (("vmap", env.step, "plain jax.vmap(env.step)"),
-                             ("select_vmap", env._step_impl, "the per-game step vmapped without the rule")):
+    for name, step, what in (
+        ("vmap", env.step, "plain jax.vmap(env.step)"),
+        ("select_vmap", env._step_impl, "the per-game step vmapped without the rule"),
+    ):
         status(f"{label}, {what}: ", progress, end="")
         compiled = aot_compile(jax.jit(jax.vmap(step)), states, actions, progress=progress)
         timed[name] = best_time(compiled, states, actions)
@@ -80,9 +82,12 @@ def bench_fight_skip(env, num_envs, warm_rounds, progress):
         states, ts = vec_step(states, actions)
     assert bool(jnp.all(states.step_in_round == env.config.steps_per_round - 1))
     fight = best_time(vec_step, states, actions)
-    status(f"{label}, VecEnv step: non-fight {non_fight * 1e3:,.1f} ms, fight {fight * 1e3:,.1f} ms; non-fight "
-           f"step under jax.vmap(env.step) {timed['vmap'] / non_fight:.2f}x the VecEnv one (without the vmap rule "
-           f"{timed['select_vmap'] / non_fight:.0f}x)", progress)
+    status(
+        f"{label}, VecEnv step: non-fight {non_fight * 1e3:,.1f} ms, fight {fight * 1e3:,.1f} ms; non-fight "
+        f"step under jax.vmap(env.step) {timed['vmap'] / non_fight:.2f}x the VecEnv one (without the vmap rule "
+        f"{timed['select_vmap'] / non_fight:.0f}x)",
+        progress,
+    )
     board_units = float(jnp.mean(jnp.sum(states.players.species[..., C.BENCH_SIZE :] >= 0, -1)))
     return {
         "num_envs": num_envs,

@@ -26,8 +26,17 @@ from agents.utils.progress import ConsoleProgress, NoProgress
 GOAL_MINUTES = 6.0  # the issue's target for ppo_small on the 2-core CPU
 
 
-def bench_learning(preset: str, run_dir, target: float = TARGET, eval_games: int = 16, eval_every: int = 1,
-                   seed: int = 0, total_steps: int | None = None, progress: bool = True, config=None) -> dict:
+def bench_learning(
+    preset: str,
+    run_dir,
+    target: float = TARGET,
+    eval_games: int = 16,
+    eval_every: int = 1,
+    seed: int = 0,
+    total_steps: int | None = None,
+    progress: bool = True,
+    config=None,
+) -> dict:
     """``config``: the preset's config with ``--set`` overrides (default: the preset's)."""
     overrides = {"eval_games": eval_games, "eval_every": eval_every, "seed": seed}
     if total_steps:
@@ -37,8 +46,11 @@ def bench_learning(preset: str, run_dir, target: float = TARGET, eval_games: int
     summary = train(config, Path(run_dir), preset=preset, progress=ConsoleProgress() if progress else NoProgress())
     _, records = load_metrics(str(run_dir))
     metric = TIME_METRIC
-    curve = [[r["update"], r["env_steps"], r["wall_s"], r[metric], r.get(metric + "_ci95")]
-             for r in records if r.get(metric) is not None]
+    curve = [
+        [r["update"], r["env_steps"], r["wall_s"], r[metric], r.get(metric + "_ci95")]
+        for r in records
+        if r.get(metric) is not None
+    ]
     first = first_at_or_below(records, target, metric)
     return {
         "preset": preset,

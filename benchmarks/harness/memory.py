@@ -40,8 +40,9 @@ def measure(preset: str, devices: int, shuffle: str) -> dict:
     runner = jax.eval_shape(trainer.init, jax.random.key(config.seed))
     shardings = trainer.shardings(runner)
     if shardings is not None:
-        runner = jax.tree_util.tree_map(lambda x, s: jax.ShapeDtypeStruct(x.shape, x.dtype, sharding=s),
-                                        runner, shardings)
+        runner = jax.tree_util.tree_map(
+            lambda x, s: jax.ShapeDtypeStruct(x.shape, x.dtype, sharding=s), runner, shardings
+        )
     start = time.perf_counter()
     compiled = trainer.run.lower(runner, 1).compile()
     seconds = time.perf_counter() - start
@@ -59,13 +60,19 @@ def _measure_all(cases) -> dict:
 
 
 def _in_child(devices: int, cases) -> dict:
-    env = {**os.environ, "JAX_PLATFORMS": "cpu",
-           "XLA_FLAGS": with_host_devices(os.environ.get("XLA_FLAGS", ""), devices),
-           "PYTHONPATH": os.pathsep.join(filter(None, [str(REPO_ROOT), os.environ.get("PYTHONPATH")]))}
-    code = "import json, sys; from benchmarks.harness.memory import _measure_all; " \
-           "print(json.dumps(_measure_all(json.loads(sys.argv[1]))))"
-    proc = subprocess.run([sys.executable, "-c", code, json.dumps(cases)], env=env, capture_output=True, text=True,
-                          check=False)
+    env = {
+        **os.environ,
+        "JAX_PLATFORMS": "cpu",
+        "XLA_FLAGS": with_host_devices(os.environ.get("XLA_FLAGS", ""), devices),
+        "PYTHONPATH": os.pathsep.join(filter(None, [str(REPO_ROOT), os.environ.get("PYTHONPATH")])),
+    }
+    code = (
+        "import json, sys; from benchmarks.harness.memory import _measure_all; "
+        "print(json.dumps(_measure_all(json.loads(sys.argv[1]))))"
+    )
+    proc = subprocess.run(
+        [sys.executable, "-c", code, json.dumps(cases)], env=env, capture_output=True, text=True, check=False
+    )
     if proc.returncode:
         raise RuntimeError(f"the {devices}-device child failed: {proc.stderr.strip().splitlines()[-1:]}")
     return json.loads(proc.stdout.strip().splitlines()[-1])
@@ -79,18 +86,23 @@ def bench_memory(presets, device_counts, progress: bool = True) -> dict:
     for devices in device_counts:
         if not on_cpu and devices > jax.device_count():
             raise ValueError(f"--devices {devices}: only {jax.device_count()} {jax.default_backend()} device(s)")
-        cases = [(preset, devices, shuffle) for preset in presets
-                 for shuffle in (("global", "local") if preset_config(preset).algo == "ppo" and devices > 1
-                                 else ("global",))]
+        cases = [
+            (preset, devices, shuffle)
+            for preset in presets
+            for shuffle in (("global", "local") if preset_config(preset).algo == "ppo" and devices > 1 else ("global",))
+        ]
         start = time.perf_counter()
-        results = (_in_child(devices, cases) if on_cpu and devices != jax.device_count()
-                   else _measure_all(cases))
+        results = _in_child(devices, cases) if on_cpu and devices != jax.device_count() else _measure_all(cases)
         for key, sizes in results.items():
             preset, _, shuffle = key.split("/")
             out.setdefault(preset, {}).setdefault(str(devices), {})[shuffle] = sizes
             if progress:
-                print(f"  {preset} on {devices} device(s), shuffle={shuffle}: peak {sizes['peak_gib']:.2f} GiB per "
-                      f"device", file=sys.stderr, flush=True)
+                print(
+                    f"  {preset} on {devices} device(s), shuffle={shuffle}: peak {sizes['peak_gib']:.2f} GiB per "
+                    f"device",
+                    file=sys.stderr,
+                    flush=True,
+                )
         if progress:
             print(f"  ({devices} device(s): {time.perf_counter() - start:.0f} s)", file=sys.stderr, flush=True)
     return {"memory": out}

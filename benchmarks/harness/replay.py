@@ -94,14 +94,18 @@ def _seconds(x: float) -> float:
 
 def _compile_fields(per_call: list[dict]) -> dict:
     """``compiles`` (count) and ``compile_s`` per part, summed over the calls' compilations ``per_call``."""
-    return {"compiles": {p: sum(len(c[p]) for c in per_call) for p in PARTS},
-            "compile_s": {p: _seconds(float(sum(sum(c[p]) for c in per_call))) for p in PARTS}}
+    return {
+        "compiles": {p: sum(len(c[p]) for c in per_call) for p in PARTS},
+        "compile_s": {p: _seconds(float(sum(sum(c[p]) for c in per_call))) for p in PARTS},
+    }
 
 
 def _line(seconds: dict, compiles: dict, steps: int) -> str:
     """One call's parts for stderr."""
-    parts = ", ".join(f"{p} {seconds[p]:.2f} s" + (f" ({len(compiles[p])} compiles, {sum(compiles[p]):.1f} s)"
-                                                 if compiles[p] else "") for p in PARTS)
+    parts = ", ".join(
+        f"{p} {seconds[p]:.2f} s" + (f" ({len(compiles[p])} compiles, {sum(compiles[p]):.1f} s)" if compiles[p] else "")
+        for p in PARTS
+    )
     return f"{parts}; {steps / seconds['play']:,.0f} steps/s of the game"
 
 
@@ -128,13 +132,23 @@ def bench_replay(players: list[str], seed: int, rules: dict, repeats: int, progr
     again_s = {k: {"best": _seconds(min(v)), "median": _seconds(statistics.median(v))} for k, v in timed.items()}
     again_compiles = _compile_fields([c[1] for c in calls])
     return {
-        "players": list(players), "seed": seed, "rules": dict(rules), "repeats": repeats,
-        "steps": steps, "fight_steps": int(sum(first["fight"])), "fights": len(first["fights"] or []),
-        "finished": first["finished"], "placements": first["placements"], "record_bytes": size, "same_game": same,
+        "players": list(players),
+        "seed": seed,
+        "rules": dict(rules),
+        "repeats": repeats,
+        "steps": steps,
+        "fight_steps": int(sum(first["fight"])),
+        "fights": len(first["fights"] or []),
+        "finished": first["finished"],
+        "placements": first["placements"],
+        "record_bytes": size,
+        "same_game": same,
         "first": {**first_s, **_compile_fields([compiles])},
         "again": {**again_s, **again_compiles},
         "compiled_again": any(again_compiles["compiles"].values()),
-        "steps_per_s": {"first": round(steps / seconds["play"], 1),
-                        "best": round(steps / min(timed["play_s"]), 1),
-                        "median": round(steps / statistics.median(timed["play_s"]), 1)},
+        "steps_per_s": {
+            "first": round(steps / seconds["play"], 1),
+            "best": round(steps / min(timed["play_s"]), 1),
+            "median": round(steps / statistics.median(timed["play_s"]), 1),
+        },
     }

@@ -91,8 +91,10 @@ def check_available() -> None:
         import sb3_contrib  # noqa: F401
         import torch  # noqa: F401
     except ImportError as err:
-        raise RuntimeError(f"--what sb3 needs sb3-contrib and torch ({err.name} is missing): pip install -e "
-                           "\".[sb3]\" (on a CPU-only machine install torch's CPU wheel first)") from None
+        raise RuntimeError(
+            f"--what sb3 needs sb3-contrib and torch ({err.name} is missing): pip install -e "
+            '".[sb3]" (on a CPU-only machine install torch\'s CPU wheel first)'
+        ) from None
 
 
 def default_sb3_envs() -> int:
@@ -183,8 +185,9 @@ def _learn(venv, budget_s: float, counter: _Counter) -> tuple:
 def _vec_masks(venv, dones, infos) -> np.ndarray:
     """bool[n_envs, 258] of a ``SubprocVecEnv`` of Gymnasium envs after a step: an env that just finished its game
     was reset, its mask is in ``reset_infos``."""
-    return np.stack([(venv.reset_infos[i] if done else info)["action_mask"]
-                     for i, (done, info) in enumerate(zip(dones, infos))])
+    return np.stack(
+        [(venv.reset_infos[i] if done else info)["action_mask"] for i, (done, info) in enumerate(zip(dones, infos))]
+    )
 
 
 def _subproc_game_steps(infos) -> int:
@@ -211,23 +214,29 @@ def bench_sb3_subproc(bot: str, budget_s: float, n_envs: int, env_probe_steps: i
     rng = np.random.default_rng(TRAIN_SEED)
     status(f"sb3 (SubprocVecEnv) vs {bot}: starting {n_envs} workers ...", progress)
     start = time.perf_counter()
-    venv = make_vec_env(functools.partial(make_gym_env, bot), n_envs=n_envs, seed=TRAIN_SEED,
-                        vec_env_cls=SubprocVecEnv)
+    venv = make_vec_env(functools.partial(make_gym_env, bot), n_envs=n_envs, seed=TRAIN_SEED, vec_env_cls=SubprocVecEnv)
     try:
         venv.reset()  # each worker compiles its env's reset, then its step
         masks = np.stack([info["action_mask"] for info in venv.reset_infos])
         _, _, dones, infos = venv.step(_random_legal(rng, masks))
         startup_s = time.perf_counter() - start
         env_sps = _subproc_env_speed(venv, env_probe_steps, rng)
-        status(f"sb3 (SubprocVecEnv) vs {bot}: started in {startup_s:.0f} s; env alone {env_sps:.0f} env steps/s; "
-               f"MaskablePPO learns for {budget_s:.0f} s ...", progress)
+        status(
+            f"sb3 (SubprocVecEnv) vs {bot}: started in {startup_s:.0f} s; env alone {env_sps:.0f} env steps/s; "
+            f"MaskablePPO learns for {budget_s:.0f} s ...",
+            progress,
+        )
         # a Gymnasium env step always ends where the learner has a choice: every sample is a decision
         counter = _Counter(_subproc_game_steps, lambda: n_envs)
         model, numbers = _learn(venv, budget_s, counter)
     finally:
         venv.close()
-    return model, {"vec_env": f"SubprocVecEnv of {n_envs} Gymnasium envs ({ENV_ID}), make_vec_env",
-                   "startup_s": round(startup_s, 1), "env_steps_per_s": round(env_sps, 1), **numbers}
+    return model, {
+        "vec_env": f"SubprocVecEnv of {n_envs} Gymnasium envs ({ENV_ID}), make_vec_env",
+        "startup_s": round(startup_s, 1),
+        "env_steps_per_s": round(env_sps, 1),
+        **numbers,
+    }
 
 
 def _batched_env_speed(venv, steps: int, rng) -> float:
@@ -252,16 +261,25 @@ def bench_sb3_batched(bot: str, budget_s: float, num_games: int, env_probe_steps
     venv.step(_random_legal(rng, venv.action_masks()))  # one program for resets and steps
     startup_s = time.perf_counter() - start
     env_sps = _batched_env_speed(venv, env_probe_steps, rng)
-    status(f"sb3 (batched VecEnv) vs {bot}: compiled in {startup_s:.0f} s; env alone {env_sps:.0f} env steps/s; "
-           f"MaskablePPO learns for {budget_s:.0f} s ...", progress)
+    status(
+        f"sb3 (batched VecEnv) vs {bot}: compiled in {startup_s:.0f} s; env alone {env_sps:.0f} env steps/s; "
+        f"MaskablePPO learns for {budget_s:.0f} s ...",
+        progress,
+    )
     seats = venv.seats
-    counter = _Counter(lambda infos: seats.game_steps * seats.num_games,
-                       lambda: int((seats.action_masks().sum(-1) >= 2).sum()))
+    counter = _Counter(
+        lambda infos: seats.game_steps * seats.num_games, lambda: int((seats.action_masks().sum(-1) >= 2).sum())
+    )
     model, numbers = _learn(venv, budget_s, counter)
     venv.close()
-    return model, {"vec_env": f"agents.interop.sb3_vec_env.make_sb3_vec_env({num_games}, learners=[0]): "
-                              f"{num_games} games in one compiled call", "num_games": num_games,
-                   "startup_s": round(startup_s, 1), "env_steps_per_s": round(env_sps, 1), **numbers}
+    return model, {
+        "vec_env": f"agents.interop.sb3_vec_env.make_sb3_vec_env({num_games}, learners=[0]): "
+        f"{num_games} games in one compiled call",
+        "num_games": num_games,
+        "startup_s": round(startup_s, 1),
+        "env_steps_per_s": round(env_sps, 1),
+        **numbers,
+    }
 
 
 def evaluate_sb3(model, env, eval_games: int) -> np.ndarray:
@@ -296,26 +314,35 @@ def _our_env_speed(game, num_envs: int, bot: str, steps: int) -> float:
 
 def bench_our_side(bot: str, budget_s: float, eval_games: int, chunk_updates: int, progress: bool) -> dict:
     config = preset_config("ppo_small").with_overrides(
-        {"opponents": bot, "seed": TRAIN_SEED, "updates_per_chunk": chunk_updates, "eval_games": eval_games,
-         "total_steps": 10**12})
+        {
+            "opponents": bot,
+            "seed": TRAIN_SEED,
+            "updates_per_chunk": chunk_updates,
+            "eval_games": eval_games,
+            "total_steps": 10**12,
+        }
+    )
     start = time.perf_counter()
     built = build(config)
     trainer, steps_per_update = built.trainer, config.steps_per_update
     runner = jax.jit(trainer.init)(jax.random.key(config.seed))
     chunk = trainer.run.lower(runner, chunk_updates).compile()  # (runner) -> (runner, metrics)
     startup_s = time.perf_counter() - start
-    env_sps = _our_env_speed(make_game(config), config.num_envs, bot, chunk_updates * steps_per_update
-                             // config.num_envs)
-    status(f"ours vs {bot}: built and compiled in {startup_s:.0f} s; env alone {env_sps:.0f} env steps/s; training "
-           f"for {budget_s:.0f} s ...", progress)
+    env_sps = _our_env_speed(
+        make_game(config), config.num_envs, bot, chunk_updates * steps_per_update // config.num_envs
+    )
+    status(
+        f"ours vs {bot}: built and compiled in {startup_s:.0f} s; env alone {env_sps:.0f} env steps/s; training "
+        f"for {budget_s:.0f} s ...",
+        progress,
+    )
     updates, train_s = 0, 0.0
     while train_s < budget_s:
         t = time.perf_counter()
         runner, _ = jax.block_until_ready(chunk(runner))
         train_s += time.perf_counter() - t
         updates += chunk_updates
-    status(f"ours vs {bot}: {updates} updates in {train_s:.0f} s; evaluating on {8 * eval_games} games ...",
-           progress)
+    status(f"ours vs {bot}: {updates} updates in {train_s:.0f} s; evaluating on {8 * eval_games} games ...", progress)
     ranks = np.asarray(built.evaluator(runner.params, jax.random.key(EVAL_SEED), bot))
     return {
         "algorithm": "fused PPO at ppo_small's shapes (64 games x 32 steps an update, 256-256 MLP), seat 0 learns",
@@ -346,28 +373,44 @@ def _ratios(sides: dict, key: str) -> dict:
     return {f"{a}/{b}": round(sides[a][key] / sides[b][key], 2) for a, b in pairs}
 
 
-def bench_opponent(bot: str, budget_s: float, eval_games: int, sb3_envs: int, sb3_games: int, chunk_updates: int,
-                   env_probe_steps: int, progress: bool) -> dict:
+def bench_opponent(
+    bot: str,
+    budget_s: float,
+    eval_games: int,
+    sb3_envs: int,
+    sb3_games: int,
+    chunk_updates: int,
+    env_probe_steps: int,
+    progress: bool,
+) -> dict:
     """The three sides against 7 ``bot``, trained and evaluated (the module docstring)."""
     sides = {"ours": bench_our_side(bot, budget_s, eval_games, chunk_updates, progress)}
     models = {}
-    models["sb3_subproc"], sides["sb3_subproc"] = bench_sb3_subproc(bot, budget_s, sb3_envs, env_probe_steps,
-                                                                    progress)
-    models["sb3_batched"], sides["sb3_batched"] = bench_sb3_batched(bot, budget_s, sb3_games, env_probe_steps,
-                                                                    progress)
+    models["sb3_subproc"], sides["sb3_subproc"] = bench_sb3_subproc(bot, budget_s, sb3_envs, env_probe_steps, progress)
+    models["sb3_batched"], sides["sb3_batched"] = bench_sb3_batched(bot, budget_s, sb3_games, env_probe_steps, progress)
     env = make_gym_env(bot)
     for name, model in models.items():
         status(f"{name} vs {bot}: evaluating on {8 * eval_games} games ...", progress)
         sides[name]["placement"] = placement_summary(evaluate_sb3(model, env, eval_games))
     env.close()
-    result = {**sides, "train_speedup": _ratios(sides, "train_env_steps_per_s"),
-              "env_speedup": _ratios(sides, "env_steps_per_s"),
-              "placement_better": {"ours/sb3_subproc": _better(sides["ours"], sides["sb3_subproc"]),
-                                   "ours/sb3_batched": _better(sides["ours"], sides["sb3_batched"]),
-                                   "sb3_batched/sb3_subproc": _better(sides["sb3_batched"], sides["sb3_subproc"])}}
-    status(f"vs 7 {bot}: training env steps/s {result['train_speedup']}; placement " + ", ".join(
-        f"{name} {sides[name]['placement']['mean_placement']:.2f}" for name in ("ours", "sb3_subproc", "sb3_batched")),
-        progress)
+    result = {
+        **sides,
+        "train_speedup": _ratios(sides, "train_env_steps_per_s"),
+        "env_speedup": _ratios(sides, "env_steps_per_s"),
+        "placement_better": {
+            "ours/sb3_subproc": _better(sides["ours"], sides["sb3_subproc"]),
+            "ours/sb3_batched": _better(sides["ours"], sides["sb3_batched"]),
+            "sb3_batched/sb3_subproc": _better(sides["sb3_batched"], sides["sb3_subproc"]),
+        },
+    }
+    status(
+        f"vs 7 {bot}: training env steps/s {result['train_speedup']}; placement "
+        + ", ".join(
+            f"{name} {sides[name]['placement']['mean_placement']:.2f}"
+            for name in ("ours", "sb3_subproc", "sb3_batched")
+        ),
+        progress,
+    )
     return result
 
 
@@ -377,14 +420,24 @@ def _torch_threads(torch_threads: int) -> dict:
 
     if torch_threads:
         torch.set_num_threads(torch_threads)
-    return {"threads": torch.get_num_threads(),
-            "set_by": "--torch-threads" if torch_threads else "torch's default (not set, as SB3 and RL Zoo leave it)",
-            "version": torch.__version__}
+    return {
+        "threads": torch.get_num_threads(),
+        "set_by": "--torch-threads" if torch_threads else "torch's default (not set, as SB3 and RL Zoo leave it)",
+        "version": torch.__version__,
+    }
 
 
-def bench_sb3(opponents=DEFAULT_OPPONENTS, budget_s: float = 300.0, eval_games: int = 16, sb3_envs: int | None = None,
-              sb3_games: int = DEFAULT_SB3_GAMES, torch_threads: int = 0, chunk_updates: int = 5,
-              env_probe_steps: int = 200, progress: bool = True) -> dict:
+def bench_sb3(
+    opponents=DEFAULT_OPPONENTS,
+    budget_s: float = 300.0,
+    eval_games: int = 16,
+    sb3_envs: int | None = None,
+    sb3_games: int = DEFAULT_SB3_GAMES,
+    torch_threads: int = 0,
+    chunk_updates: int = 5,
+    env_probe_steps: int = 200,
+    progress: bool = True,
+) -> dict:
     """The JSON of ``--what sb3`` (the module docstring). ``sb3_envs`` None: ``default_sb3_envs()``."""
     check_available()
     import sb3_contrib
@@ -392,19 +445,32 @@ def bench_sb3(opponents=DEFAULT_OPPONENTS, budget_s: float = 300.0, eval_games: 
     sb3_envs = default_sb3_envs() if sb3_envs is None else sb3_envs
     method = {
         "budget_s_applies_to": "training only, per side and opponent: from SB3's first training step (after its "
-                               "reset) or our first chunk, after each side's startup (startup_s, apart)",
+        "reset) or our first chunk, after each side's startup (startup_s, apart)",
         "sb3_n_envs": sb3_envs,
         "sb3_n_envs_rule": "os.cpu_count() (logical cores) unless --sb3-envs: SB3's SubprocVecEnv docstring, "
-                           "'the number of environments should not exceed the number of logical cores'",
+        "'the number of environments should not exceed the number of logical cores'",
         "sb3_games": sb3_games,
         "sb3_version": sb3_contrib.__version__,
         "torch": _torch_threads(torch_threads),
         "env_probe_steps": env_probe_steps,
-        "eval": {"game_seeds": eval_games, "rotations": 8, "games": 8 * eval_games, "first_seed": EVAL_SEED,
-                 "sb3": "one Gymnasium env in this process, predict(deterministic=False) with the mask",
-                 "ours": "agents.arena.evaluation, sampling", "summary": "agents.arena.evaluation.placement_summary"},
+        "eval": {
+            "game_seeds": eval_games,
+            "rotations": 8,
+            "games": 8 * eval_games,
+            "first_seed": EVAL_SEED,
+            "sb3": "one Gymnasium env in this process, predict(deterministic=False) with the mask",
+            "ours": "agents.arena.evaluation, sampling",
+            "summary": "agents.arena.evaluation.placement_summary",
+        },
     }
-    results = {bot: bench_opponent(bot, budget_s, eval_games, sb3_envs, sb3_games, chunk_updates, env_probe_steps,
-                                   progress) for bot in opponents}
-    return {"budget_s": budget_s, "eval_games": 8 * eval_games, "method": method, "speedup_goal": SPEEDUP_GOAL,
-            "opponents": results}
+    results = {
+        bot: bench_opponent(bot, budget_s, eval_games, sb3_envs, sb3_games, chunk_updates, env_probe_steps, progress)
+        for bot in opponents
+    }
+    return {
+        "budget_s": budget_s,
+        "eval_games": 8 * eval_games,
+        "method": method,
+        "speedup_goal": SPEEDUP_GOAL,
+        "opponents": results,
+    }

@@ -34,8 +34,11 @@ def bench_sweep(name: str, runs: int, updates: int, progress: bool, label: str, 
     with ``naive``, of that sweep without shared branches."""
     config = preset_config(name)
     seat_steps = updates * config.steps_per_update * config.num_seats
-    status(f"{label} {name}: {config.num_envs} envs x {config.num_steps} steps x {config.num_seats} seats, "
-           f"{updates} updates per chunk, {runs} runs", progress)
+    status(
+        f"{label} {name}: {config.num_envs} envs x {config.num_steps} steps x {config.num_seats} seats, "
+        f"{updates} updates per chunk, {runs} runs",
+        progress,
+    )
 
     def timed(run, runner, what):
         start = time.perf_counter()
@@ -68,6 +71,9 @@ def bench_sweep(name: str, runs: int, updates: int, progress: bool, label: str, 
         naive_s, _ = timed(unshared.run, unshared.init(), f"sweep of {runs} without shared branches")
         out["naive_vmap_chunk_s"] = round(naive_s, 3)
         out["naive_ratio"] = round(naive_s / (runs * single_s), 3)
-    status(f"{label} {name}: sweep / separate runs = {out['ratio']:.2f}"
-           + (f"; without shared branches {out['naive_ratio']:.2f}" if naive else ""), progress)
+    status(
+        f"{label} {name}: sweep / separate runs = {out['ratio']:.2f}"
+        + (f"; without shared branches {out['naive_ratio']:.2f}" if naive else ""),
+        progress,
+    )
     return out

@@ -92,8 +92,12 @@ def bench_train(name, steps_per_env, updates, progress, label, config=None):
     updates = train_updates(config, steps_per_env, updates)
     per_update = config.steps_per_update // config.num_envs
     seat_steps = updates * config.steps_per_update * config.num_seats
-    status(f"{label} {name}: {config.algo}, {config.num_envs} envs x {per_update} steps x {config.num_seats} seats "
-           f"per update, {updates} updates per chunk: ", progress, end="")
+    status(
+        f"{label} {name}: {config.algo}, {config.num_envs} envs x {per_update} steps x {config.num_seats} seats "
+        f"per update, {updates} updates per chunk: ",
+        progress,
+        end="",
+    )
     trainer = make_train(config, make_env(config))
     start = time.perf_counter()
     runner = jax.block_until_ready(jax.jit(trainer.init)(jax.random.key(config.seed)))
@@ -108,8 +112,14 @@ def bench_train(name, steps_per_env, updates, progress, label, config=None):
     split = {}
     if config.algo == "ppo":  # where an update's time goes: the rollout alone, from where the timed chunks ended
         key = jax.random.key(0)
-        rollout = aot_compile(jax.jit(lambda r, k, *i: trainer.rollout(r, k, *i)[1:]), runner, key, *inputs,
-                              progress=progress, what=f"{label} {name} rollout alone: ")
+        rollout = aot_compile(
+            jax.jit(lambda r, k, *i: trainer.rollout(r, k, *i)[1:]),
+            runner,
+            key,
+            *inputs,
+            progress=progress,
+            what=f"{label} {name} rollout alone: ",
+        )
         rollout_ms = best_time(rollout, runner, key, *inputs, repeats=2) * 1e3
         share = rollout_ms / (seconds * 1e3 / updates)
         status(f" {rollout_ms:,.1f} ms per rollout, {share:.0%} of an update", progress)
@@ -119,8 +129,11 @@ def bench_train(name, steps_per_env, updates, progress, label, config=None):
     game = make_game(config)
     rounds = max(1, -(-updates * per_update // game.config.steps_per_round))
     steps = rounds * game.config.steps_per_round
-    status(f"{label} {name} env-only: {config.num_envs} envs x {steps} steps ({rounds} rounds), random bots: ",
-           progress, end="")
+    status(
+        f"{label} {name} env-only: {config.num_envs} envs x {steps} steps ({rounds} rounds), random bots: ",
+        progress,
+        end="",
+    )
     venv = jaxgame.VecEnv(game, config.num_envs)
     states, ts = jax.jit(venv.reset)(jax.random.key(0))
     key = jax.random.key(1)
@@ -129,8 +142,9 @@ def bench_train(name, steps_per_env, updates, progress, label, config=None):
     env_compile_s = time.perf_counter() - start
     env_sps = steps * config.num_envs * C.NUM_PLAYERS / best_time(rollout, states, ts, key, repeats=2)
     ratio = train_sps / env_sps
-    status(f" {env_sps:,.0f} seat-steps/s; train / env-only = {ratio:.2f} (goal on a CPU: >= {OVERHEAD_GOAL})",
-           progress)
+    status(
+        f" {env_sps:,.0f} seat-steps/s; train / env-only = {ratio:.2f} (goal on a CPU: >= {OVERHEAD_GOAL})", progress
+    )
     return {
         "algo": config.algo,
         "num_envs": config.num_envs,
@@ -191,17 +205,34 @@ def _gymnax_one(name, total_steps, reps, progress, label):
     ours_return = float(jnp.sum(metrics["sums/return_sum"][-last:])) / episodes if episodes else float("nan")
     ref_metrics = {k: np.asarray(v) for k, v in ref_out["metrics"].items()}
     ref_return = reference.final_return(ref_metrics, FINAL_FRACTION)
-    ours = {"compile_s": round(ours_compile, 2), "run_s": round(min(ours_times), 3),
-            "sps": round(steps / min(ours_times), 1), "final_return": rounded(ours_return)}
-    ref = {"compile_s": round(ref_compile, 2), "run_s": round(min(ref_times), 3),
-           "sps": round(steps / min(ref_times), 1), "final_return": rounded(ref_return)}
+    ours = {
+        "compile_s": round(ours_compile, 2),
+        "run_s": round(min(ours_times), 3),
+        "sps": round(steps / min(ours_times), 1),
+        "final_return": rounded(ours_return),
+    }
+    ref = {
+        "compile_s": round(ref_compile, 2),
+        "run_s": round(min(ref_times), 3),
+        "sps": round(steps / min(ref_times), 1),
+        "final_return": rounded(ref_return),
+    }
     summary = min(cli_runs, key=lambda s: s["loop_s"])  # every run trains the same updates (same seed)
-    cli = {"compile_s": round(min(s["compile_s"] for s in cli_runs), 2), "train_s": summary["train_s"],
-           "sps": summary["sps"], "loop_s": summary["loop_s"], "loop_sps": summary["loop_sps"],
-           "checkpoint_s": summary["checkpoint_s"], "log_s": summary["log_s"],
-           "final_return": rounded(summary["episode_return"])}
-    status(f" ours {ours['sps']:,.0f} steps/s (return {ours_return:.1f}), PureJaxRL {ref['sps']:,.0f} "
-           f"(return {ref_return:.1f}), the CLI {cli['loop_sps']:,.0f}", progress)
+    cli = {
+        "compile_s": round(min(s["compile_s"] for s in cli_runs), 2),
+        "train_s": summary["train_s"],
+        "sps": summary["sps"],
+        "loop_s": summary["loop_s"],
+        "loop_sps": summary["loop_sps"],
+        "checkpoint_s": summary["checkpoint_s"],
+        "log_s": summary["log_s"],
+        "final_return": rounded(summary["episode_return"]),
+    }
+    status(
+        f" ours {ours['sps']:,.0f} steps/s (return {ours_return:.1f}), PureJaxRL {ref['sps']:,.0f} "
+        f"(return {ref_return:.1f}), the CLI {cli['loop_sps']:,.0f}",
+        progress,
+    )
     return {
         "steps": steps,
         "num_updates": num_updates,

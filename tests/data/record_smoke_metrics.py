@@ -22,19 +22,34 @@ def main(why: str) -> None:
     env = {**os.environ, "XLA_FLAGS": with_test_flags(os.environ.get("XLA_FLAGS", ""))}
     with tempfile.TemporaryDirectory() as tmp:
         run_dir = Path(tmp) / "run"
-        subprocess.run([sys.executable, "-m", "experiments.train", "--preset=smoke", "--out", str(run_dir),
-                        "--quiet", "--no-cache"], cwd=ROOT, env=env, check=True, stdout=subprocess.DEVNULL)
+        subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "experiments.train",
+                "--preset=smoke",
+                "--out",
+                str(run_dir),
+                "--quiet",
+                "--no-cache",
+            ],
+            cwd=ROOT,
+            env=env,
+            check=True,
+            stdout=subprocess.DEVNULL,
+        )
         lines = (run_dir / "metrics.jsonl").read_text().splitlines()[1:]
     records = [{k: v for k, v in json.loads(line).items() if k not in TIMING} for line in lines]
     flags = next((line.split(":", 1)[1].split() for line in open("/proc/cpuinfo") if line.startswith("flags")), [])
     cpu = next((line.split(":", 1)[1].strip() for line in open("/proc/cpuinfo") if line.startswith("model name")), "")
-    commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True, text=True,
-                            check=False).stdout.strip()
+    commit = subprocess.run(
+        ["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True, text=True, check=False
+    ).stdout.strip()
     pinned = {
         "about": "metrics.jsonl records (timings dropped) of `python -m experiments.train --preset=smoke` (seed 0) "
-                 "under the test suite's XLA flags (tests/xla_flags.py), recorded by "
-                 "tests/data/record_smoke_metrics.py on top of "
-                 f"commit {commit}: {why}. tests/test_train.py pins them bitwise on the same CPU instruction set.",
+        "under the test suite's XLA flags (tests/xla_flags.py), recorded by "
+        "tests/data/record_smoke_metrics.py on top of "
+        f"commit {commit}: {why}. tests/test_train.py pins them bitwise on the same CPU instruction set.",
         "cpu": " ".join(cpu.split()[:2]),
         "isa": sorted(f for f in flags if f.startswith("avx") or f in ("fma", "amx_tile", "sse4_2")),
         "records": records,
