@@ -654,16 +654,16 @@ class TrainConfig:
 
     Build with groups, dicts of their fields, or fields by their short (``lr``) or dotted (``optim.lr``) names, which
     override the groups' fields: ``TrainConfig(num_envs=8, lr=1e-4)``, ``TrainConfig(optim=OptimConfig(lr=1e-4))``.
-    Every field is also read by its short name (``config.lr`` is ``config.optim.lr``), so
-    ``dataclasses.replace(config, lr=1e-4)`` works as well. Each group checks its own fields when it is built;
-    ``__post_init__`` checks the rules between groups. A bad value raises ``ValueError`` naming the field
-    (``TrainConfig.optim.lr``) and what it allows.
+    The library reads fields through their groups (``config.optim.lr``); the short names also read them
+    (``config.lr``, for people at a prompt) and ``dataclasses.replace(config, lr=1e-4)`` works as well. Each group
+    checks its own fields when it is built; ``__post_init__`` checks the rules between groups. A bad value raises
+    ``ValueError`` naming the field (``TrainConfig.optim.lr``) and what it allows.
 
     Example::
 
         config = agents.TrainConfig(num_envs=32, lr=1e-4)              # or optim=OptimConfig(lr=1e-4)
         config = config.with_sets({"optim.lr": "3e-4", "hidden": "128,128"})   # parsed as --set parses them
-        config.lr, config.optim.lr, config.to_dict()["optim"]["lr"]    # 0.0003 three ways
+        config.optim.lr, config.lr, config.to_dict()["optim"]["lr"]    # 0.0003 three ways
     """
 
     run: RunConfig = RunConfig()
@@ -723,147 +723,151 @@ class TrainConfig:
         self._check_minibatches()
 
     def _check_network_reads_obs(self):
-        if (self.obs == "pixels") != (self.network in PIXEL_NETWORKS):
+        if (self.task.obs == "pixels") != (self.net.network in PIXEL_NETWORKS):
             raise ValueError(
                 f"TrainConfig.net.network must be {' or '.join(map(repr, PIXEL_NETWORKS))} for obs='pixels' and "
-                f"'mlp' or 'entity' for obs='vector', 'mlp' for 'oracle', got network={self.network!r} with "
-                f"obs={self.obs!r}"
+                f"'mlp' or 'entity' for obs='vector', 'mlp' for 'oracle', got network={self.net.network!r} with "
+                f"obs={self.task.obs!r}"
             )
-        if self.view == "frame" and (self.obs != "vector" or self.is_gymnax):
+        if self.net.view == "frame" and (self.task.obs != "vector" or self.is_gymnax):
             raise ValueError(
                 f"TrainConfig.net.view='frame' cuts the game's vector observation: it needs "
-                f"env='autochess' and obs='vector', got env={self.env!r}, obs={self.obs!r}"
+                f"env='autochess' and obs='vector', got env={self.task.env!r}, obs={self.task.obs!r}"
             )
-        if self.network in VECTOR_ONLY_NETWORKS and (self.obs != "vector" or self.is_gymnax):
+        if self.net.network in VECTOR_ONLY_NETWORKS and (self.task.obs != "vector" or self.is_gymnax):
             raise ValueError(
-                f"TrainConfig.net.network={self.network!r} reads the game's vector observation: it "
-                f"needs env='autochess' and obs='vector', got env={self.env!r}, obs={self.obs!r}"
+                f"TrainConfig.net.network={self.net.network!r} reads the game's vector observation: it "
+                f"needs env='autochess' and obs='vector', got env={self.task.env!r}, obs={self.task.obs!r}"
             )
 
     def _check_references(self):
         """A teacher or an anchor: a KL term in PPO's loss on the game's vector observation."""
-        if not (self.teacher or self.anchor):
+        if not (self.distill.teacher or self.distill.anchor):
             return
-        what = "teacher" if self.teacher else "anchor"
-        if self.algo != "ppo" or self.is_gymnax or self.obs != "vector" or self.independent:
+        what = "teacher" if self.distill.teacher else "anchor"
+        if self.run.algo != "ppo" or self.is_gymnax or self.task.obs != "vector" or self.net.independent:
             raise ValueError(
                 f"TrainConfig.distill.{what} (a KL term in PPO's loss) needs algo='ppo' on the game with "
-                f"obs='vector' and no independent learners; got algo={self.algo!r}, env={self.env!r}, "
-                f"obs={self.obs!r}, independent={self.independent}"
+                f"obs='vector' and no independent learners; got algo={self.run.algo!r}, env={self.task.env!r}, "
+                f"obs={self.task.obs!r}, independent={self.net.independent}"
             )
-        if self.teacher and self.league_size:
+        if self.distill.teacher and self.league.league_size:
             raise ValueError(
                 "TrainConfig.distill.teacher: a league run cannot distil a teacher (its pool plays on "
                 "the public observation); use anchor to hold a league near a policy"
             )
-        if self.anchor and self.anchor_kl <= 0 and not self.league_anchor_share:
+        if self.distill.anchor and self.distill.anchor_kl <= 0 and not self.league.league_anchor_share:
             raise ValueError(
                 f"TrainConfig.distill.anchor_kl must be > 0 with an anchor that plays no league games "
-                f"(league_anchor_share=0), got {self.anchor_kl}"
+                f"(league_anchor_share=0), got {self.distill.anchor_kl}"
             )
 
     def _check_league(self):
-        if self.league_anchor_share and not self.anchor:
+        if self.league.league_anchor_share and not self.distill.anchor:
             raise ValueError(
                 "TrainConfig.league.league_anchor_share: the anchor's games need a frozen policy: set anchor"
             )
-        if not self.league_size:
+        if not self.league.league_size:
             return
-        if self.algo != "ppo" or self.is_gymnax or self.opponents != "self":
+        if self.run.algo != "ppo" or self.is_gymnax or self.task.opponents != "self":
             raise ValueError(
                 "TrainConfig.league.league_size > 0 (a league) needs algo='ppo' on the game with opponents='self' "
-                f"(the league assigns the seats); got algo={self.algo!r}, env={self.env!r}, "
-                f"opponents={self.opponents!r}"
+                f"(the league assigns the seats); got algo={self.run.algo!r}, env={self.task.env!r}, "
+                f"opponents={self.task.opponents!r}"
             )
-        if self.num_envs % self.league_groups:
+        if self.run.num_envs % self.league.league_groups:
             raise ValueError(
-                f"TrainConfig.league.league_groups must divide num_envs={self.num_envs} (the pool's "
+                f"TrainConfig.league.league_groups must divide num_envs={self.run.num_envs} (the pool's "
                 f"forward pass runs on batches of num_envs / league_groups envs), "
-                f"got {self.league_groups}"
+                f"got {self.league.league_groups}"
             )
 
     def _check_independent(self):
-        if self.independent and (self.algo != "ppo" or self.is_gymnax or self.opponents != "self" or self.league_size):
+        if self.net.independent and (
+            self.run.algo != "ppo" or self.is_gymnax or self.task.opponents != "self" or self.league.league_size
+        ):
             raise ValueError(
                 "TrainConfig.net.independent (one learner per seat) needs algo='ppo' on the game with "
-                f"opponents='self' and no league; got algo={self.algo!r}, env={self.env!r}, "
-                f"opponents={self.opponents!r}, league_size={self.league_size}"
+                f"opponents='self' and no league; got algo={self.run.algo!r}, env={self.task.env!r}, "
+                f"opponents={self.task.opponents!r}, league_size={self.league.league_size}"
             )
 
     def _check_run_length(self):
         """At least one update, and a warmup shorter than the run."""
-        if self.total_steps < self.steps_per_update:
+        if self.run.total_steps < self.steps_per_update:
             raise ValueError(
                 f"TrainConfig.run.total_steps must be >= one update's env steps ({self.steps_per_update} = "
-                f"{'bc_batch_size' if self.bc_dataset else 'num_envs x '}"
-                f"{'' if self.bc_dataset else 'num_steps' if self.has_rollout else 'update_every'}), "
-                f"got {self.total_steps}"
+                f"{'bc_batch_size' if self.bc.bc_dataset else 'num_envs x '}"
+                f"{'' if self.bc.bc_dataset else 'num_steps' if self.has_rollout else 'update_every'}), "
+                f"got {self.run.total_steps}"
             )
-        if self.stop_at_update > self.num_updates:
+        if self.run.stop_at_update > self.num_updates:
             raise ValueError(
                 f"TrainConfig.run.stop_at_update must be in [0, {self.num_updates}] (the run's updates; "
-                f"0 = all), got {self.stop_at_update}"
+                f"0 = all), got {self.run.stop_at_update}"
             )
-        if self.warmup_updates and self.warmup_updates >= self.num_updates:
+        if self.optim.warmup_updates and self.optim.warmup_updates >= self.num_updates:
             raise ValueError(
                 f"TrainConfig.optim.warmup_updates must be fewer than the run's {self.num_updates} "
-                f"updates, got {self.warmup_updates}"
+                f"updates, got {self.optim.warmup_updates}"
             )
 
     def _check_bc(self):
-        if self.algo == "bc" and self.is_gymnax:
-            raise ValueError(f"TrainConfig.run.algo='bc' clones a bot of the game; env={self.env!r} has none")
-        if self.bc_dataset and self.algo != "bc":
-            raise ValueError(f"TrainConfig.bc.bc_dataset is behaviour cloning's (algo='bc'); got algo={self.algo!r}")
-        if self.bc_dataset and self.num_devices > 1:
+        if self.run.algo == "bc" and self.is_gymnax:
+            raise ValueError(f"TrainConfig.run.algo='bc' clones a bot of the game; env={self.task.env!r} has none")
+        if self.bc.bc_dataset and self.run.algo != "bc":
+            raise ValueError(
+                f"TrainConfig.bc.bc_dataset is behaviour cloning's (algo='bc'); got algo={self.run.algo!r}"
+            )
+        if self.bc.bc_dataset and self.run.num_devices > 1:
             raise ValueError(
                 f"TrainConfig.bc.bc_dataset runs train on one device: num_devices must be 0 or 1, got "
-                f"{self.num_devices}"
+                f"{self.run.num_devices}"
             )
 
     def _check_best_by(self):
-        if self.best_by == "validation" and not self.bc.validates:
+        if self.log.best_by == "validation" and not self.bc.validates:
             raise ValueError(
                 "TrainConfig.log.best_by='validation' needs a bc_dataset run with bc_val_fraction > 0; "
-                f"got bc_dataset={self.bc_dataset!r}, bc_val_fraction={self.bc_val_fraction}"
+                f"got bc_dataset={self.bc.bc_dataset!r}, bc_val_fraction={self.bc.bc_val_fraction}"
             )
-        if self.best_by == "rating" and not (self.league_size and self.eval_every):
+        if self.log.best_by == "rating" and not (self.league.league_size and self.log.eval_every):
             raise ValueError(
                 "TrainConfig.log.best_by='rating' needs a league (league_size > 0) that evaluates "
-                f"(eval_every > 0); got league_size={self.league_size}, eval_every={self.eval_every}"
+                f"(eval_every > 0); got league_size={self.league.league_size}, eval_every={self.log.eval_every}"
             )
 
     def _check_eval_ladder(self):
-        if not self.eval_ladder:
+        if not self.log.eval_ladder:
             return
-        if self.eval_ladder < 2:
+        if self.log.eval_ladder < 2:
             raise ValueError(
                 f"TrainConfig.log.eval_ladder must be 0 or at least 2 (an interval needs a spread), got "
-                f"{self.eval_ladder}"
+                f"{self.log.eval_ladder}"
             )
-        if self.is_gymnax or self.independent or not self.eval_every:
+        if self.is_gymnax or self.net.independent or not self.log.eval_every:
             raise ValueError(
                 "TrainConfig.log.eval_ladder rates one shared game policy at each evaluation: it needs "
-                f"the game, independent=False and eval_every > 0; got env={self.env!r}, "
-                f"independent={self.independent}, eval_every={self.eval_every}"
+                f"the game, independent=False and eval_every > 0; got env={self.task.env!r}, "
+                f"independent={self.net.independent}, eval_every={self.log.eval_every}"
             )
 
     def _check_minibatches(self):
-        if self.shuffle != "global" and self.algo != "ppo":
+        if self.ppo.shuffle != "global" and self.run.algo != "ppo":
             raise ValueError(
-                f"TrainConfig.ppo.shuffle={self.shuffle!r} is PPO's (algo='ppo'); algo={self.algo!r} "
+                f"TrainConfig.ppo.shuffle={self.ppo.shuffle!r} is PPO's (algo='ppo'); algo={self.run.algo!r} "
                 "needs shuffle='global', the default"
             )
         batch = self.ppo_batch
-        if self.has_rollout and batch % self.num_minibatches:
+        if self.has_rollout and batch % self.ppo.num_minibatches:
             what = (
                 "num_envs x num_steps (one learner's samples)"
-                if self.independent
+                if self.net.independent
                 else "num_envs x num_steps x learner seats"
             )
             raise ValueError(
                 f"TrainConfig.ppo.num_minibatches must divide the rollout batch {what} = {batch}, "
-                f"got {self.num_minibatches}"
+                f"got {self.ppo.num_minibatches}"
             )
 
     # ---- derived values ----
@@ -871,7 +875,7 @@ class TrainConfig:
     def env_obs(self) -> str:
         """The observation the training env steps: "oracle" for a run with a teacher (the learner reads its public
         part; agents.algorithms.distill), else ``obs``."""
-        return "oracle" if self.teacher else self.obs
+        return "oracle" if self.distill.teacher else self.task.obs
 
     @property
     def is_gymnax(self) -> bool:
@@ -880,7 +884,7 @@ class TrainConfig:
     @property
     def has_rollout(self) -> bool:
         """PPO's rollouts and minibatches: "ppo" and "bc" on generated games (not a bc_dataset run)."""
-        return self.algo in ("ppo", "bc") and not self.bc_dataset
+        return self.run.algo in ("ppo", "bc") and not self.bc.bc_dataset
 
     @property
     def num_seats(self) -> int:
@@ -898,7 +902,7 @@ class TrainConfig:
     def ppo_batch(self) -> int:
         """Samples a PPO update minibatches, all devices together: num_envs x num_steps x trained_seats (one
         learner's num_envs x num_steps with independent=True)."""
-        return self.num_envs * self.num_steps * (1 if self.independent else self.trained_seats)
+        return self.run.num_envs * self.ppo.num_steps * (1 if self.net.independent else self.trained_seats)
 
     @property
     def seat_kinds(self) -> tuple:
@@ -908,22 +912,22 @@ class TrainConfig:
     @property
     def steps_per_update(self) -> int:
         """Env steps (all envs together) consumed by one update; a bc_dataset run's samples drawn."""
-        if self.bc_dataset:
-            return self.bc_batch_size
-        return self.num_envs * (self.num_steps if self.has_rollout else self.update_every)
+        if self.bc.bc_dataset:
+            return self.bc.bc_batch_size
+        return self.run.num_envs * (self.ppo.num_steps if self.has_rollout else self.a2c.update_every)
 
     @property
     def last_update(self) -> int:
         """The update the run ends at: stop_at_update, or num_updates when it is 0."""
-        return self.stop_at_update or self.num_updates
+        return self.run.stop_at_update or self.num_updates
 
     @property
     def num_updates(self) -> int:
-        return self.total_steps // self.steps_per_update
+        return self.run.total_steps // self.steps_per_update
 
     @property
     def num_chunks(self) -> int:
-        return -(-self.num_updates // self.updates_per_chunk)
+        return -(-self.num_updates // self.run.updates_per_chunk)
 
     def rules(self) -> dict:
         """The ``GameConfig`` overrides of this run."""

@@ -84,18 +84,18 @@ def _games(env, n: int):
 def _chunk(preset: str):
     config = preset_config(preset)
     trainer = make_train(config, make_env(config))
-    runner = jax.eval_shape(trainer.init, jax.random.key(config.seed))
+    runner = jax.eval_shape(trainer.init, jax.random.key(config.run.seed))
     inputs = phases.trainer_inputs(trainer, config, runner.params)
-    chunk = config.updates_per_chunk
+    chunk = config.run.updates_per_chunk
     if config.num_updates % chunk and trainer.runs_upto:  # what agents.run.train_program compiles then
-        return lambda: trainer.run_upto.lower(runner, chunk, jax.numpy.int32(chunk), *inputs)
-    return lambda: trainer.run.lower(runner, chunk, *inputs)
+        return lambda: jax.jit(trainer.run_upto, static_argnums=1).lower(runner, chunk, jax.numpy.int32(chunk), *inputs)
+    return lambda: jax.jit(trainer.run, static_argnums=1).lower(runner, chunk, *inputs)
 
 
 def _evaluation_table():
     config = preset_config("ppo_small")
     network, abstract = policy_network(config)
-    evaluate = make_evaluator(make_game(config), network, config.eval_games)
+    evaluate = make_evaluator(make_game(config), network, config.log.eval_games)
     return lambda: evaluate.run.lower(abstract, jax.random.key(0), jax.numpy.int32(1))
 
 

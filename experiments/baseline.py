@@ -148,9 +148,9 @@ def loads(name: str) -> dict:
         version = None
     return {
         "loads": True,
-        "obs": baseline.config.obs,
+        "obs": baseline.config.task.obs,
         "layout_version": version,
-        "layout_current": version == layout.LAYOUT_VERSIONS[baseline.config.obs],
+        "layout_current": version == layout.LAYOUT_VERSIONS[baseline.config.task.obs],
     }
 
 

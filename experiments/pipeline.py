@@ -78,7 +78,7 @@ def main(argv=None):
             print(f"    record: {spec.record.games} games of {','.join(spec.record.players)}")
             for phase in spec.phases:
                 links = ", ".join(f"{f}=@{p}" for f, p in phase.links)
-                print(f"    {phase.name}: {phase.config.algo}, {phase.config.num_updates} updates ({links})")
+                print(f"    {phase.name}: {phase.config.run.algo}, {phase.config.num_updates} updates ({links})")
         return None
     sets = parse_phase_sets(parser, args.set)
     if args.resume:

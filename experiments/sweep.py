@@ -64,7 +64,7 @@ def spec_from_sets(config: TrainConfig, overrides: dict, seeds) -> tuple[TrainCo
 
     ``overrides``: field -> string; a comma-separated list for a field of
     ``HPARAM_FIELDS`` sweeps it; a list for any other field is an error
-    naming it. ``seeds``: an int ``n`` (seeds ``config.seed .. config.seed
+    naming it. ``seeds``: an int ``n`` (seeds ``config.run.seed .. config.run.seed
     + n - 1``, after the overrides) or a sequence of ints.
     Returns (the base config with the fixed overrides, the spec); every run's
     config is validated.

@@ -195,7 +195,7 @@ def main(argv=None):
 
     config = build_config(parser, args, overrides)
     try:
-        distributed.make_mesh(config.num_devices, config.num_envs)  # more devices than there are: a usage error
+        distributed.make_mesh(config.run.num_devices, config.run.num_envs)  # more devices than there are: a usage error
     except ValueError as err:
         fail(parser, err)
     run_dir = Path(args.out)
@@ -224,7 +224,7 @@ def main(argv=None):
         elif summary["early_stopped"]:
             print(
                 f"early stopping after update {summary['updates']}: the validation cross-entropy did not fall for "
-                f"{config.bc_patience} validations in a row",
+                f"{config.bc.bc_patience} validations in a row",
                 file=sys.stderr,
             )
         print(json.dumps(summary))

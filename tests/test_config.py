@@ -604,3 +604,58 @@ def test_an_in_run_ladder_rating_needs_two_game_seeds_an_evaluation_and_one_shar
         TrainConfig(eval_ladder=4, independent=True)
     with pytest.raises(ValueError, match=r"TrainConfig.log.eval_ladder.*4096"):
         TrainConfig(eval_ladder=5000)
+
+
+# ---------------------------------------------------------------- the library reads fields through their groups
+
+#: what names a TrainConfig in library code (``config``, ``self.config``, ``policy.config``, a resume's ``saved``)
+_CONFIG_RECEIVERS = ("config", "cfg", "saved", "run_config")
+
+
+def _flat_reads(source: str, filename: str) -> list[str]:
+    """``receiver.short_name`` reads of a TrainConfig's fields by their short names (``config.lr`` rather than
+    ``config.optim.lr``) in Python ``source``, as ``file:line name``: a receiver whose last name ends in ``config`` (but
+    not a game's or an env's ``config``, a ``GameConfig``) or is one of ``_CONFIG_RECEIVERS``, and in agents/config.py
+    ``self`` inside ``TrainConfig``."""
+    import ast
+
+    short_names = set(config_module.FIELD_GROUPS)
+    found = []
+
+    def receiver_name(node) -> str | None:
+        return node.id if isinstance(node, ast.Name) else node.attr if isinstance(node, ast.Attribute) else None
+
+    def visit(node, in_train_config=False):
+        if isinstance(node, ast.ClassDef):
+            in_train_config = node.name == "TrainConfig"
+        if isinstance(node, ast.Attribute) and node.attr in short_names:
+            name, owner = receiver_name(node.value), node.value
+            owner_name = receiver_name(owner.value) if isinstance(owner, ast.Attribute) else None
+            config_like = name is not None and (name.endswith("config") or name in _CONFIG_RECEIVERS)
+            if (
+                config_like
+                and owner_name not in ("game", "env", "_game", "task")
+                or (in_train_config and name == "self")
+            ):
+                found.append(f"{filename}:{node.lineno} {node.attr}")
+        for child in ast.iter_child_nodes(node):
+            visit(child, in_train_config)
+
+    visit(ast.parse(source))
+    return found
+
+
+def test_the_library_reads_config_fields_through_their_groups():
+    root = Path(__file__).resolve().parents[1]
+    files = [p for package in ("agents", "experiments") for p in sorted((root / package).rglob("*.py"))]
+    found = [hit for p in files for hit in _flat_reads(p.read_text(), str(p.relative_to(root)))]
+    assert found == [], found
+
+
+def test_the_flat_read_check_sees_short_names():
+    source = (
+        "def f(config, game, policy):\n    a = config.lr + config.optim.lr + game.config.max_rounds\n"
+        "    return policy.config.hidden, self.config.run.seed\n"
+        "class TrainConfig:\n    def g(self):\n        return self.num_envs, self.run.num_envs\n"
+    )
+    assert _flat_reads(source, "m.py") == ["m.py:2 lr", "m.py:3 hidden", "m.py:6 num_envs"]

@@ -565,7 +565,7 @@ def test_independent_learners_changing_one_seats_data_leaves_every_other_seats_u
 def test_independent_learners_train_a_whole_update():
     """The whole update (rollout, GAE, every seat's epochs) compiles and gives finite losses."""
     trainer = independent_trainer()
-    runner, metrics = trainer.run(jax.jit(trainer.init)(jax.random.key(0)), 1)
+    runner, metrics = jax.jit(trainer.run, static_argnums=1)(jax.jit(trainer.init)(jax.random.key(0)), 1)
     assert np.isfinite(np.asarray(metrics["loss/policy"])).all()
     assert int(runner.update) == 1
 

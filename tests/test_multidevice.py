@@ -278,7 +278,7 @@ LOCAL_DRIVER = textwrap.dedent(
     for name, fields in {"one": dict(num_devices=1), "global": dict(num_devices=4),
                          "local": dict(num_devices=4, shuffle="local")}.items():
         trainer = make(**full, **fields)
-        runner, metrics = trainer.run(trainer.init(jax.random.key(0)), 3)
+        runner, metrics = jax.jit(trainer.run, static_argnums=1)(trainer.init(jax.random.key(0)), 3)
         out[name] = {"metrics": {k: np.asarray(v).tolist() for k, v in metrics.items()},
                      "params": [np.asarray(x).ravel().tolist() for x in jax.tree_util.tree_leaves(runner.params)]}
     try:
@@ -292,7 +292,7 @@ LOCAL_DRIVER = textwrap.dedent(
         for devices in (2, 4):
             trainer = make(num_envs=64 * devices, num_steps=128, hidden=(64, 64), num_minibatches=4,
                            num_devices=devices, shuffle=shuffle, total_steps=64 * devices * 128)
-            compiled = trainer.run.lower(trainer.init(jax.random.key(0)), 1).compile()
+            compiled = jax.jit(trainer.run, static_argnums=1).lower(trainer.init(jax.random.key(0)), 1).compile()
             out[f"{shuffle}/{devices}"] = {"bytes": memory.compiled_bytes(compiled),
                                           "gathers": memory.all_gathers(compiled)}
 

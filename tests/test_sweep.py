@@ -113,7 +113,7 @@ def test_the_fight_and_reset_branches_stay_conds_under_the_sweep_vmap():
     _, spec = sweep_cli.spec_from_sets(SMOKE, SWEEP_SETS, list(SEEDS))
     trainer = make_train(SMOKE, make_env(SMOKE))
     single = cond_count(
-        jax.make_jaxpr(lambda r: trainer._run(r, 1))(jax.eval_shape(trainer.init, jax.random.key(0))).jaxpr
+        jax.make_jaxpr(lambda r: trainer.run(r, 1))(jax.eval_shape(trainer.init, jax.random.key(0))).jaxpr
     )
     assert single >= 3  # at least: fight or not, PvE slots or not, reset or not
     for share, expected in ((True, single), (False, 0)):
@@ -187,8 +187,9 @@ def _sweep_and_compare(tmp_path, preset, sets, objective):
     for k in (0, 3):  # (lr 1e-3, seed 3) and (lr 2e-4, seed 4)
         config = spec.run_config(base, k)
         trainer = make_train(config, make_env(config))
-        alone, first_chunk = trainer.run(trainer.init(jax.random.key(config.seed)), 2)
-        alone, _ = trainer.run(alone, 2)
+        run = jax.jit(trainer.run, static_argnums=1)
+        alone, first_chunk = run(trainer.init(jax.random.key(config.seed)), 2)
+        alone, _ = run(alone, 2)
         for mine, theirs in zip(jax.tree_util.tree_leaves(restored.params), jax.tree_util.tree_leaves(alone.params)):
             np.testing.assert_allclose(mine[k], theirs, rtol=1e-4, atol=1e-6)
         record = json.loads((run_dir / "runs" / f"run_{k:03d}" / "metrics.jsonl").read_text().splitlines()[1])

@@ -183,8 +183,9 @@ def test_whole_jitted_run_equals_chunks_and_keys_agree():
     trainer = make_train(config, make_env(config))
     whole_runner, whole = jax.jit(trainer)(jax.random.key(7))
     runner = trainer.init(jax.random.PRNGKey(7))  # legacy key: the same run
-    runner, first = trainer.run(runner, 2)
-    runner, second = trainer.run(runner, 2)
+    run = jax.jit(trainer.run, static_argnums=1)
+    runner, first = run(runner, 2)
+    runner, second = run(runner, 2)
     for name, values in whole.items():
         np.testing.assert_allclose(
             values, np.concatenate([first[name], second[name]]), rtol=1e-5, atol=1e-6, err_msg=name

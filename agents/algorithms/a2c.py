@@ -1,13 +1,14 @@
 """Streaming advantage actor-critic: semi-MDP TD(0) targets, no rollout buffer.
 
-    trainer = make_train(config, env)          # agents.algorithms.registry; config.algo == "a2c"
+    trainer = make_train(config, env)          # agents.algorithms.registry; config.run.algo == "a2c"
     runner, metrics = jax.jit(trainer)(key)    # the whole run as ONE compiled call
     # or in chunks, with host work in between:
     runner = trainer.init(key)
-    runner, metrics = trainer.run(runner, 10)  # jitted, 10 updates; metrics: dict of float32[10]
+    run = jax.jit(trainer.run, static_argnums=1)   # the caller jits the chunk
+    runner, metrics = run(runner, 10)           # 10 updates; metrics: dict of float32[10]
 
 The interface is ``agents.algorithms.base.Trainer``'s, as for ``agents.algorithms.ppo.PPO``. One update is
-``config.update_every``
+``config.a2c.update_every``
 env steps of all N envs x P seats inside a ``lax.scan`` (every seat acts with
 the same parameters, as in PPO), followed by ONE optimizer step
 (``agents.algorithms.base.apply_gradients``: global-norm clip, Adam, the config's
@@ -191,9 +192,9 @@ class StreamingA2C(Trainer):
         params = runner.params
         update_key = jax.random.fold_in(runner.key, runner.update)
         act_key, _ = jax.random.split(update_key)  # PPO's (action, shuffle) split; no shuffling here
-        step_keys = jax.random.split(act_key, config.update_every)
+        step_keys = jax.random.split(act_key, config.a2c.update_every)
 
-        normalize = config.normalize_advantages
+        normalize = config.loss.normalize_advantages
         grad_fn = _gradient_fn(network, hp, normalize)
 
         def step(carry, step_key):

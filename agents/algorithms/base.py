@@ -1,5 +1,5 @@
 """What every trainer shares: the runner (a run's whole state), its initialisation from the master key, the
-optimizer step, and the ``Trainer`` shell (``init``, the jitted chunk ``run``, device placement).
+optimizer step, and the ``Trainer`` shell (``init``, the chunk ``run``, device placement; callers jit).
 
 ``agents.algorithms.ppo.PPO`` (PPO's machinery, composed with a loss and a way to make samples),
 ``agents.algorithms.a2c.StreamingA2C`` and ``agents.algorithms.bc.DatasetCloning`` implement the ``Trainer``
@@ -46,17 +46,19 @@ class Runner:
     key: jax.Array  # typed key: the training stream
     update: jax.Array  # int32[]: updates done
     hparams: HParams
-    league: object  # agents.league.pool.Pool of a league run (config.league_size > 0), else None
+    league: object  # agents.league.pool.Pool of a league run (config.league.league_size > 0), else None
     pending: Pending  # [N, P]: each seat's decision whose next decision has not been seen yet (agents.core.gae)
 
 
 def make_network(config: TrainConfig, num_actions: int):
     """The actor-critic of a config; ``networks.FrameView`` around it when it reads only what the frame shows,
     ``networks.PerSeat`` around that for independent learners."""
-    network = networks.actor_critic(config.network, num_actions, config.hidden, config.activation, config.shared_torso)
-    if config.view == "frame":
+    network = networks.actor_critic(
+        config.net.network, num_actions, config.net.hidden, config.net.activation, config.net.shared_torso
+    )
+    if config.net.view == "frame":
         network = networks.FrameView(network)
-    return networks.PerSeat(network, NUM_SEATS) if config.independent else network
+    return networks.PerSeat(network, NUM_SEATS) if config.net.independent else network
 
 
 def make_optimizer(hp: HParams):
@@ -71,22 +73,22 @@ def learning_rate(config: TrainConfig, hp: HParams, update) -> jax.Array:
     update = jnp.asarray(update, jnp.float32)
     progress = jnp.minimum(update / config.num_updates, 1.0)
     lr = hp.lr
-    if config.anneal_lr:
+    if config.optim.anneal_lr:
         lr = lr * (1.0 - progress)
-    if config.cosine_lr:
+    if config.optim.cosine_lr:
         lr = lr * 0.5 * (1.0 + jnp.cos(jnp.pi * progress))
-    if config.warmup_updates:
-        lr = lr * jnp.minimum((update + 1.0) / config.warmup_updates, 1.0)
+    if config.optim.warmup_updates:
+        lr = lr * jnp.minimum((update + 1.0) / config.optim.warmup_updates, 1.0)
     return lr
 
 
 def apply_gradients(config, hp, params, opt_state, grads, update):
-    """One optimizer step, with ``config.weight_decay``'s decoupled decay (AdamW's); returns (params, opt_state,
+    """One optimizer step, with ``config.optim.weight_decay``'s decoupled decay (AdamW's); returns (params, opt_state,
     grad_norm, lr)."""
     updates, opt_state = make_optimizer(hp).update(grads, opt_state, params)
     lr = learning_rate(config, hp, update)
-    if config.weight_decay:  # static: plain Adam's program has no decay term
-        updates = jax.tree_util.tree_map(lambda u, p: u + config.weight_decay * p, updates, params)
+    if config.optim.weight_decay:  # static: plain Adam's program has no decay term
+        updates = jax.tree_util.tree_map(lambda u, p: u + config.optim.weight_decay * p, updates, params)
     params = jax.tree_util.tree_map(lambda p, u: p - lr * u, params, updates)
     return params, opt_state, optax.tree.norm(grads), lr
 
@@ -100,7 +102,7 @@ def init_runner(config: TrainConfig, env, network, key, hparams: HParams | None 
     params = network.init(jax.random.fold_in(key, INIT_STREAM), sample_obs)
     return Runner(
         params=params,
-        opt_state=(jax.vmap(make_optimizer(hp).init) if config.independent else make_optimizer(hp).init)(params),
+        opt_state=(jax.vmap(make_optimizer(hp).init) if config.net.independent else make_optimizer(hp).init)(params),
         env_state=env_state,
         obs=ts.observation,
         mask=ts.action_mask,
@@ -108,21 +110,23 @@ def init_runner(config: TrainConfig, env, network, key, hparams: HParams | None 
         key=jax.random.fold_in(key, TRAIN_STREAM),
         update=jnp.int32(0),
         hparams=hp,
-        league=league.pool_init(params, config.league_size, config.num_envs) if config.league_size else None,
+        league=league.pool_init(params, config.league.league_size, config.run.num_envs)
+        if config.league.league_size
+        else None,
         pending=Pending.empty(ts.observation, ts.action_mask),
     )
 
 
 class Trainer:
     """Shared shell of the trainers: ``make_train``'s result, callable ``(key, hparams=None) ->
-    (runner, metrics)``, plus ``init`` and ``run`` (a jitted chunk of updates) for the chunked loop.
+    (runner, metrics)``, plus ``init`` and ``run`` (a chunk of updates; the caller jits it) for the chunked loop.
     An algorithm's trainer sets ``algo`` and implements ``update(runner) -> (runner, metrics)``: PPO's machinery
     (``agents.algorithms.ppo.PPO``, composed with a loss and a way to make its samples), the streaming A2C and the
     cloning of a recording. The run library asks the trainer what it needs (``roles``, ``chunk_inputs``,
     ``input_identity``, ``players_per_step``) instead of branching on the algorithm; the console line is the run
     library's (``agents.run.progress_line``), from the metrics' names.
 
-    Devices (``agents.utils.distributed``): ``self.mesh`` is the data-parallel mesh of ``config.num_devices``,
+    Devices (``agents.utils.distributed``): ``self.mesh`` is the data-parallel mesh of ``config.run.num_devices``,
     or None when that is one device (then nothing below constrains anything: the one-device program).
     With a mesh, the runner's ``env_fields`` are sharded on their leading env axis and the rest is
     replicated (``shardings``); ``init`` and ``run`` return runners placed so, and the metrics replicated.
@@ -136,15 +140,15 @@ class Trainer:
     env_fields = ("env_state", "obs", "mask", "tracker", "pending")
 
     def __init__(self, config: TrainConfig, env):
-        if config.algo != self.algo:
-            raise ValueError(f"{type(self).__name__} needs config.algo == {self.algo!r}, got {config.algo!r}")
+        if config.run.algo != self.algo:
+            raise ValueError(f"{type(self).__name__} needs config.run.algo == {self.algo!r}, got {config.run.algo!r}")
         if not isinstance(env, BatchedEnv):
             raise TypeError(
                 f"{type(env).__name__} does not have the batched-env interface the trainers step "
                 "(agents.envs.api.BatchedEnv; check an adapter with agents.envs.api.check_env)"
             )
-        if env.num_envs != config.num_envs:
-            raise ValueError(f"env has num_envs={env.num_envs} but config.num_envs={config.num_envs}")
+        if env.num_envs != config.run.num_envs:
+            raise ValueError(f"env has num_envs={env.num_envs} but config.run.num_envs={config.run.num_envs}")
         self.config = config
         self.env = env
         self.network = make_network(config, env.num_actions)
@@ -156,20 +160,18 @@ class Trainer:
             getattr(env, "all_actions_legal", False) is True
             and env.num_actions > 1
             and bool(self.learner.all())
-            and not config.league_size
+            and not config.league.league_size
         )
         #: who plays the seats that are not the learner's fixed ones: ``agents.league.pool`` (a pool) or nobody
         self.players = league.make_players(config, self.learner, self.network)
-        self.mesh = distributed.make_mesh(config.num_devices, config.num_envs)
-        self.run = jax.jit(self._run, static_argnums=1)
-        self.run_upto = jax.jit(self._run_upto, static_argnums=1)
+        self.mesh = distributed.make_mesh(config.run.num_devices, config.run.num_envs)
 
     # ---- placement over the devices (identity without a mesh) ----
     def shardings(self, runner):
         """A pytree like ``runner`` (arrays or ``ShapeDtypeStruct``s) of ``NamedSharding``s; None without a mesh."""
         if self.mesh is None:
             return None
-        num_envs = self.config.num_envs
+        num_envs = self.config.run.num_envs
 
         def field(name, value):
             batched = name in self.env_fields
@@ -193,7 +195,7 @@ class Trainer:
 
     def _constrain_envs(self, tree):
         """Inside the scans: keep the leaves with a leading env axis sharded on it."""
-        return distributed.constrain_batch(tree, self.mesh, self.config.num_envs)
+        return distributed.constrain_batch(tree, self.mesh, self.config.run.num_envs)
 
     def chunk_inputs(self) -> tuple:
         """The arguments of ``run`` after ``(runner, num_updates)``: none here; a dataset run's samples
@@ -212,7 +214,7 @@ class Trainer:
 
     #: what the progress line's throughput counts
     sample_unit = "seat-steps"
-    #: ``run_upto`` runs this trainer's chunks (a trainer with a ``_run`` of its own sets False)
+    #: ``run_upto`` runs this trainer's chunks (a trainer with a ``run`` of its own sets False)
     runs_upto = True
 
     @property
@@ -225,14 +227,17 @@ class Trainer:
 
     def __call__(self, key, hparams: HParams | None = None):
         """The whole run: ``(runner, metrics)`` with metrics float32[num_updates] each."""
-        return self._run(self.init(key, hparams), self.config.num_updates, *self.chunk_inputs())
+        return self.run(self.init(key, hparams), self.config.num_updates, *self.chunk_inputs())
 
     def _one_update(self, runner: Runner, *inputs):
         runner, metrics = self.update(self.constrain(runner), *inputs)
         metrics = {**metrics, health.FINITE: health.finite_flag(runner.params, metrics)}
         return self.constrain(runner), metrics
 
-    def _run(self, runner: Runner, num_updates: int, *inputs):
+    def run(self, runner: Runner, num_updates: int, *inputs):
+        """``num_updates`` updates (static) from ``runner`` in one ``lax.scan``: ``(runner, metrics)``, metrics
+        float32[num_updates] each. Not jitted here: the caller jits it (``jax.jit(trainer.run, static_argnums=1)``;
+        the run library's is ``agents.run.build.Built.run``)."""
         runner, metrics = jax.lax.scan(
             lambda r, _: self._one_update(r, *inputs), self.constrain(runner), None, length=num_updates
         )
@@ -240,7 +245,7 @@ class Trainer:
             metrics = jax.lax.with_sharding_constraint(metrics, distributed.replicated(self.mesh))
         return runner, metrics
 
-    def _run_upto(self, runner: Runner, max_updates: int, num_updates, *inputs):
+    def run_upto(self, runner: Runner, max_updates: int, num_updates, *inputs):
         """``num_updates`` (int32, traced, in 0..``max_updates``) updates in one program for every count: a loop
         whose trip count is an argument. Metrics float32[max_updates] each, the first ``num_updates`` written (the
         rest 0). The run's last, shorter chunk then needs no program of its own (``agents.run.chunks``)."""

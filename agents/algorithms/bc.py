@@ -2,7 +2,7 @@
 for recorded samples (the split by game, the optimizer, the compiled training chunk, validation, early stopping).
 
 ``behaviour_cloning`` (``TrainConfig(algo="bc")``, preset ``bc_small``) is PPO's rollout and minibatch machinery
-composed with ``TeacherPlay`` (the teacher bot ``config.bc_teacher`` acting in the learner's ("self") seats) and
+composed with ``TeacherPlay`` (the teacher bot ``config.bc.bc_teacher`` acting in the learner's ("self") seats) and
 ``BCLoss``: each update plays ``num_steps``
 steps of ``num_envs`` games (no disk), then ``update_epochs`` epochs of minibatches of the learner seats' decisions
 with ``losses.bc_loss``: the teacher's action's cross-entropy over the legal actions, and the value's error to the
@@ -158,7 +158,7 @@ def init_dataset_runner(config: TrainConfig, network, sample_obs, key, hparams: 
 
 
 def clone_chunk(config: TrainConfig, network, runner: DatasetRunner, num_updates: int, train: dict, val: dict | None):
-    """``num_updates`` optimizer steps in one ``lax.scan``, each on ``config.bc_batch_size`` samples of ``train``
+    """``num_updates`` optimizer steps in one ``lax.scan``, each on ``config.bc.bc_batch_size`` samples of ``train``
     (``device_samples``) drawn uniformly with replacement from the runner's key, then (``val`` not None) one
     validation, which updates the runner's best and its count since. Returns ``(runner, metrics)``: float32
     [num_updates] each, the validation's ``val/...`` repeated over the chunk's updates. Traceable."""
@@ -166,7 +166,9 @@ def clone_chunk(config: TrainConfig, network, runner: DatasetRunner, num_updates
 
     def one_update(runner: DatasetRunner, _):
         key, draw = jax.random.split(runner.key)
-        batch = jax.tree_util.tree_map(lambda x: x[jax.random.randint(draw, (config.bc_batch_size,), 0, size)], train)
+        batch = jax.tree_util.tree_map(
+            lambda x: x[jax.random.randint(draw, (config.bc.bc_batch_size,), 0, size)], train
+        )
         hp = runner.hparams
         (_, m), grads = jax.value_and_grad(lambda p: _loss(network, p, batch, hp.vf_coef), has_aux=True)(runner.params)
         params, opt_state, grad_norm, lr = trainer_base.apply_gradients(
@@ -200,15 +202,15 @@ def clone_chunk(config: TrainConfig, network, runner: DatasetRunner, num_updates
 def split_samples(config: TrainConfig, samples: dict) -> tuple[dict, dict | None]:
     """``(train, val)``: ``device_samples`` of the training and held-out games of a recording's ``samples``
     (``agents.storage.recorded_samples.read``: numpy arrays of its ``FIELDS``), split by ``split_by_game`` with
-    ``config.bc_val_fraction`` and ``config.seed`` (``val`` None when nothing is held out). A ``ValueError`` with a
-    one-line message when the split fails or the training games hold no decision."""
+    ``config.bc.bc_val_fraction`` and ``config.run.seed`` (``val`` None when nothing is held out). A ``ValueError``
+    with a one-line message when the split fails or the training games hold no decision."""
     try:
-        train, val = split_by_game(samples["game"], config.bc_val_fraction, config.seed)
+        train, val = split_by_game(samples["game"], config.bc.bc_val_fraction, config.run.seed)
     except ValueError as err:
-        raise ValueError(f"{config.bc_dataset}: {err}") from None
+        raise ValueError(f"{config.bc.bc_dataset}: {err}") from None
     if not samples["decision"][train].any():
         raise ValueError(
-            f"{config.bc_dataset}: no decision (a step with two or more legal actions) to learn from "
+            f"{config.bc.bc_dataset}: no decision (a step with two or more legal actions) to learn from "
             "in its training games"
         )
     return device_samples(samples, train), (device_samples(samples, val) if val.size else None)
@@ -216,7 +218,7 @@ def split_samples(config: TrainConfig, samples: dict) -> tuple[dict, dict | None
 
 class DatasetCloning(Trainer):
     """``algo="bc"`` with ``bc_dataset``: cloning a recording (see the module docstring). ``run(runner,
-    num_updates, train, val)`` is the jitted chunk (``clone_chunk``); the run library reads the recording
+    num_updates, train, val)`` is the chunk (``clone_chunk``; the caller jits it); the run library reads the recording
     (``agents.policies.frozen.trainer_inputs``) and gives its samples to ``use_recording``; ``chunk_inputs()`` is
     their split."""
 
@@ -262,9 +264,9 @@ class DatasetCloning(Trainer):
         return 1  # a sample is one seat's step
 
     def finished_early(self, runner: DatasetRunner) -> bool:
-        return bool(self.config.bc_patience) and int(runner.since_best) >= self.config.bc_patience
+        return bool(self.config.bc.bc_patience) and int(runner.since_best) >= self.config.bc.bc_patience
 
-    def _run(self, runner: DatasetRunner, num_updates: int, train: dict, val: dict | None):
+    def run(self, runner: DatasetRunner, num_updates: int, train: dict, val: dict | None):
         return clone_chunk(self.config, self.network, runner, num_updates, train, val)
 
 
@@ -331,7 +333,7 @@ class TeacherPlay(OwnPlay):
 
 def behaviour_cloning(config: TrainConfig, env) -> PPO:
     """``algo="bc"`` on generated games: PPO's rollouts with ``TeacherPlay`` and ``BCLoss`` (module docstring)."""
-    return PPO(config, env, loss=BCLoss(), samples=TeacherPlay(config.bc_teacher, config.bc_teacher_prob))
+    return PPO(config, env, loss=BCLoss(), samples=TeacherPlay(config.bc.bc_teacher, config.bc.bc_teacher_prob))
 
 
 __all__ = [

@@ -72,11 +72,15 @@ class KLTerms:
         self.base = base
         self.kl_roles = kl_roles
         self.schedule = {
-            "teacher": (config.teacher_kl, config.teacher_kl_updates, config.teacher_temperature),
-            "anchor": (config.anchor_kl, config.anchor_kl_updates, 1.0),
+            "teacher": (
+                config.distill.teacher_kl,
+                config.distill.teacher_kl_updates,
+                config.distill.teacher_temperature,
+            ),
+            "anchor": (config.distill.anchor_kl, config.distill.anchor_kl_updates, 1.0),
         }
         #: the feature dropout's keep probability is reported too (``FrozenPolicies.oracle_keep``)
-        self.dropout_updates = config.oracle_dropout_updates if config.teacher else 0
+        self.dropout_updates = config.distill.oracle_dropout_updates if config.distill.teacher else 0
         extra = [f"{r}_{what}" for r in kl_roles for what in ("kl", "coef")]
         self.names = tuple(base.names) + tuple(extra) + (("oracle_keep",) if self.dropout_updates else ())
 
@@ -112,8 +116,8 @@ class FrozenPolicies(OwnPlay):
     (``agents.league.pool.LeaguePlayers.start``)."""
 
     def __init__(self, config: TrainConfig):
-        self.teacher = bool(config.teacher)
-        self.dropout_updates = config.oracle_dropout_updates if config.teacher else 0
+        self.teacher = bool(config.distill.teacher)
+        self.dropout_updates = config.distill.oracle_dropout_updates if config.distill.teacher else 0
         self.roles = tuple(r for r in REFERENCE_ROLES if getattr(config, r))  # the frozen policies it reads
         # those with a KL term (a league's anchor may only play games: anchor_kl=0)
         self.kl_roles = tuple(r for r in self.roles if getattr(config, f"{r}_kl") > 0)
@@ -166,7 +170,7 @@ def distilled_ppo(config: TrainConfig, env) -> PPO:
     ``KLTerms`` around ``PPOLoss``; ``make_train`` builds it for a ``ppo`` config with ``teacher`` or ``anchor``.
     ``run(runner, num_updates, frozen)``: ``frozen`` is ``{role: parameters}`` (``chunk_inputs``)."""
     samples = FrozenPolicies(config)
-    loss = KLTerms(PPOLoss(config.clip_value, config.normalize_advantages), config, samples.kl_roles)
+    loss = KLTerms(PPOLoss(config.ppo.clip_value, config.loss.normalize_advantages), config, samples.kl_roles)
     return PPO(config, env, loss=loss, samples=samples)
 
 

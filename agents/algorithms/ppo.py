@@ -4,7 +4,8 @@
     runner, metrics = jax.jit(trainer)(key)   # the whole run as ONE compiled call
     # or in chunks, with host work in between:
     runner = trainer.init(key)
-    runner, metrics = trainer.run(runner, 10)  # jitted, 10 updates; metrics: dict of float32[10]
+    run = jax.jit(trainer.run, static_argnums=1)   # the caller jits the chunk
+    runner, metrics = run(runner, 10)           # 10 updates; metrics: dict of float32[10]
 
 One update: a rollout of ``num_steps`` steps of all ``num_envs`` envs x P
 seats (every seat acts with the same parameters; bot seats are replaced by
@@ -201,23 +202,23 @@ class PPO(Trainer):
     algos = ("ppo", "bc")
 
     def __init__(self, config, env, loss=None, samples=None):
-        if config.algo not in self.algos:
-            raise ValueError(f"PPO's machinery trains algo in {self.algos}, got config.algo={config.algo!r}")
-        self.algo = config.algo
+        if config.run.algo not in self.algos:
+            raise ValueError(f"PPO's machinery trains algo in {self.algos}, got config.run.algo={config.run.algo!r}")
+        self.algo = config.run.algo
         super().__init__(config, env)
-        self.loss = loss or PPOLoss(config.clip_value, config.normalize_advantages)
+        self.loss = loss or PPOLoss(config.ppo.clip_value, config.loss.normalize_advantages)
         self.samples = samples or OwnPlay()
         self.network = self.samples.network(self.network)
         #: what each minibatch step reports: the loss's metrics, then the gradient norm and the learning rate
         self.minibatch_metrics = tuple(self.loss.names) + STEP_METRICS
-        if config.shuffle == "local" and self.mesh is not None:
+        if config.ppo.shuffle == "local" and self.mesh is not None:
             devices = self.mesh.devices.size
             share = config.ppo_batch // devices  # the envs are split evenly (make_mesh checks it)
-            if share % config.num_minibatches:
+            if share % config.ppo.num_minibatches:
                 raise ValueError(
                     f"TrainConfig.num_minibatches must divide each device's share of the rollout batch with "
                     f"shuffle='local' (num_envs / {devices} devices x num_steps x learner seats = {share}), "
-                    f"got {config.num_minibatches}"
+                    f"got {config.ppo.num_minibatches}"
                 )
 
     # ---- what the samples declare ----
@@ -259,7 +260,7 @@ class PPO(Trainer):
             return carry, (self._constrain_envs(transition), sums)
 
         carry = ((runner.env_state, runner.obs, runner.mask, runner.tracker), players.stats(runner.league))
-        keys = jax.random.split(key, config.num_steps)
+        keys = jax.random.split(key, config.ppo.num_steps)
         ((env_state, obs, mask, tracker), stats), (traj, sums) = jax.lax.scan(step, carry, keys)
         runner = runner.replace(
             env_state=env_state, obs=obs, mask=mask, tracker=tracker, league=players.finish(runner.league, stats)
@@ -340,15 +341,15 @@ class PPO(Trainer):
 
         Shared parameters train on the T x N samples of each seat the learner plays (``learner_samples``: with
         bot opponents, the bots' seats, whose samples carry weight 0, are left out, so an update costs what the
-        learner's own samples cost); independent learners (``config.independent``): seat p's parameters and
+        learner's own samples cost); independent learners (``config.net.independent``): seat p's parameters and
         optimizer state train on seat p's T x N samples only, vmapped over seats.
 
-        ``config.shuffle == "local"`` on several devices: ``shard_map`` over the data axis, each device runs the
+        ``config.ppo.shuffle == "local"`` on several devices: ``shard_map`` over the data axis, each device runs the
         epochs on its own envs' samples ([T, N / D, P, ...]: nothing of the rollout is gathered) with its own
         permutation (the shuffle key folded with its device index), and the gradients and metrics of every
         minibatch are averaged over the devices (``jax.lax.pmean``) before the (replicated) optimizer step."""
         batch = self.learner_samples(batch)
-        if self.config.shuffle == "global" or self.mesh is None:
+        if self.config.ppo.shuffle == "global" or self.mesh is None:
             return self._optimize(params, opt_state, batch, shuffle_key, hp, update, None)
         sharded, replicated = P(None, distributed.DATA_AXIS), P()
         local = jax.shard_map(
@@ -363,7 +364,7 @@ class PPO(Trainer):
     def _optimize(self, params, opt_state, batch, shuffle_key, hp: HParams, update, axis_name):
         if axis_name is not None:
             shuffle_key = jax.random.fold_in(shuffle_key, jax.lax.axis_index(axis_name))
-        if not self.config.independent:
+        if not self.config.net.independent:
             flat = jax.tree_util.tree_map(lambda x: x.reshape((-1,) + x.shape[3:]), batch)
             return self._epochs(self.network, params, opt_state, flat, shuffle_key, hp, update, axis_name)
         per_seat = jax.tree_util.tree_map(
@@ -404,13 +405,13 @@ class PPO(Trainer):
         def epoch(carry, key):
             order = jax.random.permutation(key, num_samples)
             shuffled = jax.tree_util.tree_map(
-                lambda x: x[order].reshape((config.num_minibatches, -1) + x.shape[1:]), flat
+                lambda x: x[order].reshape((config.ppo.num_minibatches, -1) + x.shape[1:]), flat
             )
             if axis_name is None:  # global shuffle: each device computes a share of every minibatch
                 shuffled = distributed.constrain_axis(shuffled, self.mesh, 1)
             return jax.lax.scan(minibatch_step, carry, shuffled)
 
-        epoch_keys = jax.random.split(shuffle_key, config.update_epochs)
+        epoch_keys = jax.random.split(shuffle_key, config.ppo.update_epochs)
         (params, opt_state), stacked = jax.lax.scan(epoch, (params, opt_state), epoch_keys)  # [E, M, K]
         means = stacked.mean(axis=(0, 1))
         return params, opt_state, {k: means[i] for i, k in enumerate(self.minibatch_metrics)}

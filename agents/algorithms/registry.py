@@ -1,8 +1,8 @@
-"""One entry point for every algorithm: ``make_train(config, env)`` by ``config.algo``.
+"""One entry point for every algorithm: ``make_train(config, env)`` by ``config.run.algo``.
 
 The result is callable as ``train(key, hparams=None) -> (runner, metrics)``
 (the whole run, one jittable call) and has ``init(key, hparams=None)`` and
-``run(runner, num_updates)`` (a jitted chunk) for the chunked loop; metrics
+``run(runner, num_updates)`` (a chunk of updates, which the caller jits) for the chunked loop; metrics
 are dicts of float32[num_updates] arrays, turned into floats by ``summarize``.
 """
 
@@ -26,12 +26,12 @@ TRAINERS = {"ppo": PPO, "a2c": StreamingA2C, "bc": behaviour_cloning}
 
 
 def make_train(config: TrainConfig, env) -> Trainer:
-    """The trainer of ``config`` on ``env`` (an ``agents.envs.api.BatchedEnv``), by ``config.algo``:
+    """The trainer of ``config`` on ``env`` (an ``agents.envs.api.BatchedEnv``), by ``config.run.algo``:
 
     * ``"ppo"``: ``PPO`` (``PPOLoss``, the policy's own play); with a teacher or an anchor,
       ``agents.algorithms.distill.distilled_ppo`` (``KLTerms`` around ``PPOLoss``, ``FrozenPolicies``);
     * ``"bc"``: ``agents.algorithms.bc.behaviour_cloning`` (``BCLoss``, ``TeacherPlay``); cloning a recording
-      (``config.bc_dataset``): ``agents.algorithms.bc.DatasetCloning``;
+      (``config.bc.bc_dataset``): ``agents.algorithms.bc.DatasetCloning``;
     * ``"a2c"``: ``agents.algorithms.a2c.StreamingA2C``.
 
     Example::
@@ -40,13 +40,13 @@ def make_train(config: TrainConfig, env) -> Trainer:
         trainer = agents.make_train(config, env)
         runner, metrics = jax.jit(trainer)(jax.random.key(0))   # the whole run as one compiled call
     """
-    if config.algo not in TRAINERS:
-        raise ValueError(f"unknown algo {config.algo!r}; choose from {sorted(TRAINERS)}")
-    if config.bc_dataset:
+    if config.run.algo not in TRAINERS:
+        raise ValueError(f"unknown algo {config.run.algo!r}; choose from {sorted(TRAINERS)}")
+    if config.bc.bc_dataset:
         return DatasetCloning(config, env)
-    if config.teacher or config.anchor:
+    if config.distill.teacher or config.distill.anchor:
         return distilled_ppo(config, env)
-    return TRAINERS[config.algo](config, env)
+    return TRAINERS[config.run.algo](config, env)
 
 
 def trainer_network(config: TrainConfig, num_actions: int):
@@ -54,15 +54,15 @@ def trainer_network(config: TrainConfig, num_actions: int):
     the env or the trainer (``agents.policies.network``): ``agents.algorithms.base.make_network``'s, seen through a
     distillation's public-observation view when the run has a teacher."""
     network = make_network(config, num_actions)
-    if not config.bc_dataset and (config.teacher or config.anchor):
+    if not config.bc.bc_dataset and (config.distill.teacher or config.distill.anchor):
         network = FrozenPolicies(config).network(network)
     return network
 
 
 def built_trainer(config: TrainConfig) -> tuple:
     """``(env, trainer)`` of ``config``, cached: runs, loaded policies and baselines of one config in one process
-    share the jitted functions instead of retracing them. Configs that differ only in where they log
-    (``wandb_project``) share them."""
+    share them (and the run library's jitted chunks, ``agents.run.build``) instead of retracing them. Configs that
+    differ only in where they log (``wandb_project``) share them."""
     return _built_trainer(dataclasses.replace(config, wandb_project=""))
 
 

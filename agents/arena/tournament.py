@@ -165,7 +165,7 @@ def evaluate_checkpoint(
         lineup = [0] + [index[player_of[n]] for n in names]
         ranks = np.asarray(run(params, np.tile(lineup, (games, 1)), jax.random.key(seed)))[:, :, 0]
         result[f"vs_{spec}"] = summary = placement_summary(ranks)
-        if candidate.config.independent:  # rotation r: the run's seat-r learner in seat r
+        if candidate.config.net.independent:  # rotation r: the run's seat-r learner in seat r
             summary["per_seat_mean_placement"] = [round(float(m), 3) for m in ranks.mean(0)]
     result["seconds"] = round(time.perf_counter() - start, 2)
     return result

@@ -25,7 +25,7 @@ class BatchedEnv(Protocol):
     """N envs stepped together, P seats each, A discrete actions per seat, all seats acting at once.
 
     Attributes:
-      num_envs: int N >= 1 (the trainers require ``env.num_envs == config.num_envs``).
+      num_envs: int N >= 1 (the trainers require ``env.num_envs == config.run.num_envs``).
       num_players: int P >= 1, the seats per env.
       num_actions: int A >= 1 (sizes the policy head).
       obs_shape: one seat's observation shape, a tuple of ints; or, for a pytree observation (the game's
@@ -68,7 +68,7 @@ class BatchedEnv(Protocol):
         info["roles"] (OPTIONAL, leagues only) int32[N, P]: the roles (``agents.league.pool.ROLE_*``) the
           step's games were played with, with ``state.roles`` those of the games in play and
           ``state.game`` int32[N] each env's count of games started (+1 on every ``done``); the league's
-          players (``agents.league.pool``) read these, and ``info["rank"]``, when ``config.league_size > 0``.
+          players (``agents.league.pool``) read these, and ``info["rank"]``, when ``config.league.league_size > 0``.
       Other info keys are free (the game's ``final_observation``, ``life``, ...; gymnax's
       ``terminated`` / ``truncated``).
     """

@@ -171,13 +171,13 @@ def _with_seat_done(ts, **extra):
 
 def make_game(config: TrainConfig, obs: str | None = None) -> jaxgame.AutoChessEnv:
     """The game env of a config (observation kind and rules); ``obs`` overrides the observation kind."""
-    return jaxgame.make("autochess", obs=config.obs if obs is None else obs, **config.rules())
+    return jaxgame.make("autochess", obs=config.task.obs if obs is None else obs, **config.rules())
 
 
 def make_env(config: TrainConfig, num_envs: int | None = None, sync_axes: tuple[str, ...] = ()):
     """The batched env of a config (an ``agents.envs.api.BatchedEnv``): ``AutoChessTask`` (the game, its seats as
-    ``config.opponents`` says), ``LeagueTask`` (a league's) or a ``GymnaxVecEnv``. ``num_envs``: default
-    ``config.num_envs``. ``sync_axes``: the vmapped axes the game's branches are shared over (see
+    ``config.task.opponents`` says), ``LeagueTask`` (a league's) or a ``GymnaxVecEnv``. ``num_envs``: default
+    ``config.run.num_envs``. ``sync_axes``: the vmapped axes the game's branches are shared over (see
     ``jaxgame.batching``; gymnax envs have none).
 
     Example::
@@ -185,18 +185,18 @@ def make_env(config: TrainConfig, num_envs: int | None = None, sync_axes: tuple[
         env = agents.make_env(agents.preset("smoke"))
         state, ts = env.reset(jax.random.key(0))  # observation float32[N, 8, OBS_SIZE], action_mask bool[N, 8, A]
     """
-    num_envs = config.num_envs if num_envs is None else num_envs
+    num_envs = config.run.num_envs if num_envs is None else num_envs
     if config.is_gymnax:
-        return make_gymnax_env(config.env, num_envs)
-    if config.league_size:
+        return make_gymnax_env(config.task.env, num_envs)
+    if config.league.league_size:
         return LeagueTask(
             make_game(config),
             num_envs,
-            config.league_learner_seats,
-            config.league_pool_prob,
-            config.league_bot,
+            config.league.league_learner_seats,
+            config.league.league_pool_prob,
+            config.league.league_bot,
             sync_axes,
-            config.league_self_share,
+            config.league.league_self_share,
         )
     return AutoChessTask(make_game(config, config.env_obs), num_envs, config.seat_kinds, sync_axes)
 

@@ -182,7 +182,9 @@ class SeatTable:
                 continue
             if spec not in loaded:
                 policy = load_policy(*parsed)
-                if policy.config.independent:  # as the Gymnasium env: an independent run plays as its seat-0 learner
+                if (
+                    policy.config.net.independent
+                ):  # as the Gymnasium env: an independent run plays as its seat-0 learner
                     policy = seat_policies(policy)[0]
                 loaded[spec] = len(policies)
                 policies.append(policy)
@@ -223,7 +225,7 @@ class SeatTable:
                 rows.append(all_bots.BOTS[which](bot_key, game, ts.action_mask))
                 continue
             policy = self.policies[which]
-            logits, _ = policy.network.apply(policy.params, self._view(ts.observation, policy.config.obs))
+            logits, _ = policy.network.apply(policy.params, self._view(ts.observation, policy.config.task.obs))
             rows.append(
                 distributions.greedy(logits, ts.action_mask)
                 if self.greedy_opponents

@@ -92,7 +92,7 @@ class SingleSeatGame:
                 continue
             if spec not in loaded:
                 policy = load_policy(*parsed)
-                if policy.config.independent:  # any of its learners would do; the first, like a table's default
+                if policy.config.net.independent:  # any of its learners would do; the first, like a table's default
                     policy = seat_policies(policy)[0]
                 loaded[spec] = len(policies)
                 policies.append(policy)
@@ -133,7 +133,7 @@ class SingleSeatGame:
                 by_participant[(kind, which)] = all_bots.BOTS[which](bot_key, state, ts.action_mask)
             else:
                 policy = self.policies[which]
-                logits, _ = policy.network.apply(policy.params, self._view(ts.observation, policy.config.obs))
+                logits, _ = policy.network.apply(policy.params, self._view(ts.observation, policy.config.task.obs))
                 by_participant[(kind, which)] = (
                     distributions.greedy(logits, ts.action_mask)
                     if self.greedy_opponents

@@ -277,15 +277,17 @@ class LeaguePlayers(FixedSeats):
     def __init__(self, config, network):
         super().__init__(None)
         self.network = network
-        self.num_steps = config.num_steps
-        self.batch_envs = config.num_envs // config.league_groups
-        self.others = C.NUM_PLAYERS - config.league_learner_seats  # non-learner seats per game
-        self.prioritized = config.league_sampling == "pfsp"
-        self.snapshot_every = config.snapshot_every
+        self.num_steps = config.ppo.num_steps
+        self.batch_envs = config.run.num_envs // config.league.league_groups
+        self.others = C.NUM_PLAYERS - config.league.league_learner_seats  # non-learner seats per game
+        self.prioritized = config.league.league_sampling == "pfsp"
+        self.snapshot_every = config.league.snapshot_every
         # a game's pool seats play the anchor (slot K, past the pool's) with this probability, given that the
         # game is not a self-play one: the anchor's share of all games is league_anchor_share
-        not_self = 1.0 - config.league_self_share
-        self.anchor_prob = min(config.league_anchor_share / not_self, 1.0) if config.league_anchor_share else 0.0
+        not_self = 1.0 - config.league.league_self_share
+        self.anchor_prob = (
+            min(config.league.league_anchor_share / not_self, 1.0) if config.league.league_anchor_share else 0.0
+        )
 
     def start(self, pool: Pool, key, *inputs):
         """Draw the snapshots of the games that will start during the rollout (with the weights of now); with an
@@ -359,4 +361,4 @@ class LeaguePlayers(FixedSeats):
 
 def make_players(config, learner: np.ndarray, network) -> FixedSeats:
     """``LeaguePlayers`` for a league config (``league_size > 0``), else ``FixedSeats(learner)``."""
-    return LeaguePlayers(config, network) if config.league_size else FixedSeats(learner)
+    return LeaguePlayers(config, network) if config.league.league_size else FixedSeats(learner)

@@ -147,7 +147,7 @@ def freeze(policy, name: str, results: dict | None = None, directory: Path | Non
     directory = Path(directory or DIRECTORY)
     if any((directory / f).exists() for f in (f"{name}.json", f"{name}.msgpack", f"{name}.sha256", name)):
         raise BaselineError(f"baseline {name!r} exists; versions are never overwritten: name the next one")
-    if policy.config.independent:
+    if policy.config.net.independent:
         raise BaselineError(f"{policy.name} is a run of independent learners: freeze one seat's run instead")
     params = jax.tree_util.tree_map(np.asarray, jax.device_get(policy.params))
     directory.mkdir(parents=True, exist_ok=True)

@@ -41,9 +41,9 @@ def observation(config: TrainConfig) -> dict:
     """The observation a policy of ``config`` takes, per seat: ``{"kind", "shape", "dtype", "rules"}`` (shape a
     tuple of ints; dtype a numpy dtype: float32 vectors, uint8 packed pixel frames)."""
     return {
-        "kind": config.obs,
+        "kind": config.task.obs,
         "shape": tuple(make_game(config).obs_shape),
-        "dtype": np.dtype(np.uint8 if config.obs == "pixels" else np.float32),
+        "dtype": np.dtype(np.uint8 if config.task.obs == "pixels" else np.float32),
         "rules": config.rules(),
     }
 
@@ -54,15 +54,16 @@ def _or_missing(value, fmt="{}") -> str:
 
 def _header(name: str, meta: dict, config: TrainConfig) -> list[str]:
     source = meta.get("source", {})
-    league = f", a league of {config.league_size} snapshots" if config.league_size else ""
+    league = f", a league of {config.league.league_size} snapshots" if config.league.league_size else ""
     return [
         f"# Model card: {name}",
         "",
         f"<!-- Generated from {name}.json by agents.policies.card: python -m experiments.baseline card {name} -->",
         "",
-        f"`{baselines.PREFIX}{name}`: a {config.algo.upper()} policy ({config.network} "
-        f"{'x'.join(map(str, config.hidden))}, {config.activation}) trained on {config.env} with opponents "
-        f"`{config.opponents}`{league}; frozen at update {_or_missing(source.get('step'))} of "
+        f"`{baselines.PREFIX}{name}`: a {config.run.algo.upper()} policy ({config.net.network} "
+        f"{'x'.join(map(str, config.net.hidden))}, {config.net.activation}) trained on {config.task.env} "
+        "with opponents "
+        f"`{config.task.opponents}`{league}; frozen at update {_or_missing(source.get('step'))} of "
         f"{_or_missing(source.get('run'))} on {_or_missing(source.get('frozen'))}. Parameters `{name}.msgpack`, "
         f"the standalone export `{name}/` (`agents.policies.exported_loader`), both checked by `{name}.sha256`.",
     ]
@@ -76,9 +77,9 @@ def _training(meta: dict, config: TrainConfig) -> list[str]:
         "## Training",
         "",
         f"- command: {_or_missing(run.get('command'), '`{}`')}",
-        f"- seed: {run.get('seed', config.seed)}",
+        f"- seed: {run.get('seed', config.run.seed)}",
         f"- env steps: {_or_missing(run.get('env_steps'), '{:,}')} in {_or_missing(run.get('updates'))} updates, "
-        f"{config.num_envs} envs (configured total_steps: {config.total_steps:,})",
+        f"{config.run.num_envs} envs (configured total_steps: {config.run.total_steps:,})",
         f"- wall time: {_or_missing(wall, '{:.1f} s')}{minutes}; training "
         f"{_or_missing(run.get('train_s'), '{} s')}, compiling {_or_missing(run.get('compile_s'), '{} s')}",
         f"- hardware: {_or_missing(run.get('machine'))}",

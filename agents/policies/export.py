@@ -37,7 +37,7 @@ LOADER_FILE = "policy_loader.py"
 def one_seat(policy: RunPolicy, seat: int | None) -> RunPolicy:
     """The policy an export writes: ``seat``'s learner of an independent-learners run (``seat`` required there),
     else ``policy`` itself (``seat`` must be None)."""
-    if policy.config.independent:
+    if policy.config.net.independent:
         if seat is None:
             raise PolicyError(f"{policy.name} trained one learner per seat: choose one with seat=0..7")
         return seat_policies(policy)[seat]
@@ -92,15 +92,15 @@ def export_policy(
         "format_version": exported_policy_loader.FORMAT_VERSION,
         "name": policy.name,
         "source": {"run": policy.run_dir, "step": policy.step, "seat": seat},
-        "obs": policy.config.obs,
+        "obs": policy.config.task.obs,
         "obs_shape": list(obs_shape),
         "obs_dtype": obs_dtype.name,
-        "layout_version": layout.LAYOUT_VERSIONS[policy.config.obs],
-        "layout_fingerprint": layout.layout_fingerprint(policy.config.obs),
+        "layout_version": layout.LAYOUT_VERSIONS[policy.config.task.obs],
+        "layout_fingerprint": layout.layout_fingerprint(policy.config.task.obs),
         "num_actions": C.NUM_ACTIONS,
         "num_players": C.NUM_PLAYERS,
         "rules": policy.config.rules(),
-        "network": {"kind": policy.config.network, "hidden": list(policy.config.hidden)},
+        "network": {"kind": policy.config.net.network, "hidden": list(policy.config.net.hidden)},
         "platforms": list(platforms),
         "signature": "act(obs[B, *obs_shape], mask bool[B, num_actions][, key uint32[2]]) -> "
         "(action int32[B], logits float32[B, num_actions], value float32[B])",

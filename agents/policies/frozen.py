@@ -82,12 +82,12 @@ def check_start(saved: TrainConfig, config: TrainConfig, name: str) -> bool:
             f"init_from {name}: its network differs from this run's in "
             + ", ".join(f"{f} ({getattr(saved, f)!r} vs {getattr(config, f)!r})" for f in differing)
         )
-    if saved.env != config.env:
-        raise PhaseError(f"init_from {name}: it played {saved.env}, this run {config.env}")
-    widen = saved.obs == "vector" and config.obs == "oracle"
-    if saved.obs != config.obs and not widen:
+    if saved.task.env != config.task.env:
+        raise PhaseError(f"init_from {name}: it played {saved.task.env}, this run {config.task.env}")
+    widen = saved.task.obs == "vector" and config.task.obs == "oracle"
+    if saved.task.obs != config.task.obs and not widen:
         raise PhaseError(
-            f"init_from {name}: it saw obs={saved.obs!r}, this run obs={config.obs!r} (only a vector "
+            f"init_from {name}: it saw obs={saved.task.obs!r}, this run obs={config.task.obs!r} (only a vector "
             "policy may start an oracle run)"
         )
     return widen
@@ -111,9 +111,9 @@ def load_saved(config: TrainConfig, field: str):
 
 def start_params(config: TrainConfig, fresh):
     """The parameters a run of ``config`` starts from: ``fresh`` (this run's initial ones), or with
-    ``config.init_from`` the saved policy's, transferred onto ``fresh``'s shapes (``transfer_params``). Raises
+    ``config.run.init_from`` the saved policy's, transferred onto ``fresh``'s shapes (``transfer_params``). Raises
     ``PhaseError`` (one line) when the policy cannot be loaded or does not fit."""
-    if not config.init_from:
+    if not config.run.init_from:
         return fresh
     policy = load_saved(config, "init_from")
     widen = check_start(policy.config, config, policy.name)
@@ -141,14 +141,15 @@ def load_reference(config: TrainConfig, role: str) -> Reference:
             f"{role} {policy.name} played other rules: "
             + ", ".join(f"{k}={saved.rules().get(k)!r} (this run {config.rules()[k]!r})" for k in differing)
         )
-    if saved.independent:
+    if saved.net.independent:
         raise PhaseError(f"{role} {policy.name} is independent learners (one network per seat); name one policy")
     allowed = ("vector", "oracle") if role == "teacher" else ("vector",)
-    if saved.obs not in allowed:
+    if saved.task.obs not in allowed:
         raise PhaseError(
-            f"{role} {policy.name} saw obs={saved.obs!r}; a {role} must have seen " + " or ".join(map(repr, allowed))
+            f"{role} {policy.name} saw obs={saved.task.obs!r}; a {role} must have seen "
+            + " or ".join(map(repr, allowed))
         )
-    oracle = saved.obs == "oracle"
+    oracle = saved.task.obs == "oracle"
     network = policy.network if oracle else networks.PublicView(policy.network, OBS_SIZE)
     return Reference(role, policy.name, network, oracle, jax.device_get(policy.params))
 
@@ -161,11 +162,11 @@ def load_references(config: TrainConfig, params=None) -> dict:
     ``ShapeDtypeStruct``s; it plays with the learner's network)."""
     references = {role: load_reference(config, role) for role in REFERENCE_ROLES if getattr(config, role)}
     teacher = references.get("teacher")
-    if config.oracle_dropout_updates and not teacher.oracle:
+    if config.distill.oracle_dropout_updates and not teacher.oracle:
         raise PhaseError(
             f"oracle_dropout_updates fades an oracle teacher's hidden inputs; teacher {teacher.name} saw obs='vector'"
         )
-    if config.league_anchor_share:
+    if config.league.league_anchor_share:
         anchor = references["anchor"]
         try:
             anchor.params = jax.device_get(transfer_params(anchor.params, params, widen_inputs=False))
@@ -177,7 +178,7 @@ def load_references(config: TrainConfig, params=None) -> dict:
 def trainer_inputs(trainer, config: TrainConfig, params) -> tuple:
     """The arguments a trainer's ``run`` / ``update`` / ``rollout`` take after the runner: its frozen policies
     (``trainer.roles``) loaded and handed to it first (``load_references``; ``params``: this run's, arrays or
-    ``ShapeDtypeStruct``s) or the recording it clones (``trainer.reads_recording``: ``config.bc_dataset`` read and
+    ``ShapeDtypeStruct``s) or the recording it clones (``trainer.reads_recording``: ``config.bc.bc_dataset`` read and
     checked, ``agents.storage.recorded_samples.read``), then ``trainer.chunk_inputs()``. Each call loads them anew.
     A recording that does not fit the run is a ``DatasetError``."""
     if trainer.roles:

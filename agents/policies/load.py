@@ -91,7 +91,7 @@ def load_policy(run_dir, step: int | None = None, game_only: bool = True) -> Run
             )
         config = TrainConfig.from_dict(saved["config"])
         if game_only and config.is_gymnax:
-            raise PolicyError(f"{run_dir} trained on {config.env}; only game policies can play at a table")
+            raise PolicyError(f"{run_dir} trained on {config.task.env}; only game policies can play at a table")
         # one device, whatever the run trained on: the parameters are replicated
         config = dataclasses.replace(config, num_devices=1)
         network, abstract = policy_network(config)  # only the network: no env steps, no trainer
@@ -108,7 +108,7 @@ def load_policy(run_dir, step: int | None = None, game_only: bool = True) -> Run
 def seat_policies(policy: RunPolicy) -> list[RunPolicy]:
     """An independent-learners run as 8 players, ``RUN_DIR:STEP#seatP`` (seat P's learner, in any seat);
     any other run as itself."""
-    if not policy.config.independent:
+    if not policy.config.net.independent:
         return [policy]
     return [
         dataclasses.replace(policy, name=f"{policy.name}#seat{p}", network=OneSeat(policy.network.base, p))
@@ -126,12 +126,12 @@ def table_observations(policies, learner: str | None = None) -> str:
     ``agents.interop``): their kind when they share one, ``"both"`` when vector and pixel players sit together
     (each reads its own part, ``table_networks``); ``PolicyError`` for any other mix (an oracle policy sees what
     no other seat's policy is trained on: it sits with oracle policies only). ``"vector"`` for no players."""
-    kinds = {p.config.obs for p in policies} | ({learner} if learner is not None else set())
+    kinds = {p.config.task.obs for p in policies} | ({learner} if learner is not None else set())
     if len(kinds) <= 1:
         return kinds.pop() if kinds else "vector"
     if kinds <= set(SHARED_TABLE_OBS):
         return "both"
-    players = [f"{p.name}: {p.config.obs}" for p in policies] + ([f"the learner: {learner}"] if learner else [])
+    players = [f"{p.name}: {p.config.task.obs}" for p in policies] + ([f"the learner: {learner}"] if learner else [])
     raise PolicyError(
         "policies at one table must use the same observations, or vector and pixel ones together; "
         "got " + ", ".join(players)
@@ -140,11 +140,11 @@ def table_observations(policies, learner: str | None = None) -> str:
 
 def check_same_observations(policies) -> None:
     """Policies whose observations are written as one array (a dataset's field) must share the obs kind."""
-    kinds = {p.config.obs for p in policies}
+    kinds = {p.config.task.obs for p in policies}
     if len(kinds) > 1:
         raise PolicyError(
             "policies at one table must use the same observations; got "
-            + ", ".join(f"{p.name}: {p.config.obs}" for p in policies)
+            + ", ".join(f"{p.name}: {p.config.task.obs}" for p in policies)
         )
 
 
@@ -153,7 +153,7 @@ def table_networks(policies, game) -> tuple:
     the game observes both kinds (``table_observations``: ``"both"``, ``agents.core.networks.ObservationPart``)."""
     if game.obs_kind != "both":
         return tuple(p.network for p in policies)
-    return tuple(ObservationPart(p.network, p.config.obs) for p in policies)
+    return tuple(ObservationPart(p.network, p.config.task.obs) for p in policies)
 
 
 def rule_differences(policies, table_rules: dict | None = None) -> list[str]:

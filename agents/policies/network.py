@@ -22,15 +22,15 @@ def policy_network(config: TrainConfig):
     (``agents.algorithms.registry.trainer_network``) and ``jax.ShapeDtypeStruct`` leaves of its parameters, traced
     from the network's ``init`` on one observation of the run's env (the game's, or a gymnax env's)."""
     if config.is_gymnax:
-        env = make_gymnax_env(config.env, 1)
+        env = make_gymnax_env(config.task.env, 1)
         num_actions, obs_shape, dtype = env.num_actions, env.obs_shape, jnp.float32
     else:
         game = make_game(config)
         num_actions, obs_shape = game.num_actions, game.obs_shape
-        dtype = jnp.uint8 if config.obs == "pixels" else jnp.float32
+        dtype = jnp.uint8 if config.task.obs == "pixels" else jnp.float32
     network = trainer_network(config, num_actions)
     observation = jax.ShapeDtypeStruct((1, 1, *obs_shape), dtype)  # [N, P, *obs_shape], as a runner's init sees
-    return network, jax.eval_shape(network.init, jax.random.key(config.seed), observation)
+    return network, jax.eval_shape(network.init, jax.random.key(config.run.seed), observation)
 
 
 def check_params(abstract, params, what: str) -> None:

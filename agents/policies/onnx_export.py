@@ -112,7 +112,7 @@ def export_onnx(policy: RunPolicy, out_dir, seat: int | None = None) -> dict:
         "num_actions": C.NUM_ACTIONS,
         "actions": layout.action_table(),
         "rules": policy.config.rules(),
-        "network": {"kind": policy.config.network, "hidden": list(policy.config.hidden)},
+        "network": {"kind": policy.config.net.network, "hidden": list(policy.config.net.hidden)},
         "opset": onnx_graph.OPSET,
         "ir_version": onnx_graph.IR_VERSION,
         "inputs": {

@@ -128,9 +128,10 @@ def life_damage(round_: int, winner: int, home_survivors: int, away_survivors: i
     return home, away
 
 
-def _slot_fights(plan, slot_keys: np.ndarray, round_: int, config) -> list[dict]:
-    """The active slots of one step's host plan as fight headers (no outcome or frames yet), slot order."""
-    creeps = int(rounds.pve_index_table(config)[min(round_, config.max_rounds + 1)])
+def _slot_fights(plan, slot_keys: np.ndarray, round_: int, rules) -> list[dict]:
+    """The active slots of one step's host plan as fight headers (no outcome or frames yet), slot order; ``rules``:
+    the game's ``GameConfig``."""
+    creeps = int(rounds.pve_index_table(rules)[min(round_, rules.max_rounds + 1)])
     fights = []
     for slot in np.flatnonzero(plan.active):
         opponent, ghost = int(plan.opponent[slot]), int(plan.ghost_source[slot])

@@ -53,7 +53,7 @@ class ChunkProgram:
     def run_shapes(self):
         """The abstract runner of one run (``ShapeDtypeStruct`` leaves): traced once, for the memory estimate
         and the restore target."""
-        return jax.eval_shape(jax.jit(self.trainer.init), jax.random.key(self.config.seed))
+        return jax.eval_shape(jax.jit(self.trainer.init), jax.random.key(self.config.run.seed))
 
     def updates_done(self, runner) -> int:
         raise NotImplementedError
@@ -159,7 +159,7 @@ class ChunkLoop:
         """Chunks until the run is done, or until ``stop`` says a signal asked it to stop: then it checkpoints
         the chunk it just finished (if not saved already) and returns with ``result.stopped`` set."""
         config = self.program.config
-        chunk, total = config.updates_per_chunk, config.last_update
+        chunk, total = config.run.updates_per_chunk, config.last_update
         done = self.program.updates_done(runner)
         self.progress.start(total, done)
         result = LoopResult(runner, done, 0, 0.0, [], [{} for _ in self.logs])
@@ -245,7 +245,7 @@ class ChunkLoop:
         result.train_s += elapsed
         result.trained_updates += n
         done = result.updates = program.updates_done(runner)
-        chunks_done = -(-done // config.updates_per_chunk)  # from the run's start: a resume keeps the schedule
+        chunks_done = -(-done // config.run.updates_per_chunk)  # from the run's start: a resume keeps the schedule
         finished = done >= config.last_update or program.finished_early(runner)
         steps = done * config.steps_per_update
         base = {
@@ -255,7 +255,7 @@ class ChunkLoop:
             "wall_s": round(self.wall_before + result.train_s, 3),
         }
         result.records = program.records(base, metrics, n, elapsed)
-        if program.has_eval and (chunks_done % config.eval_every == 0 or finished):
+        if program.has_eval and (chunks_done % config.log.eval_every == 0 or finished):
             evaluating = time.perf_counter()
             runner, result.evaluation = program.evaluate(runner, done)
             result.eval_s += time.perf_counter() - evaluating
@@ -267,7 +267,7 @@ class ChunkLoop:
         result.log_s += time.perf_counter() - writing
         result.runner = runner
         save = self.store is not None and (
-            finished or (config.checkpoint_every and chunks_done % config.checkpoint_every == 0)
+            finished or (config.log.checkpoint_every and chunks_done % config.log.checkpoint_every == 0)
         )
         if save:
             self._save(result, background=not finished)
@@ -309,7 +309,7 @@ def start_run(program: ChunkProgram, run_dir: Path, resume: bool, progress: Prog
     owner = run_dir_lib.read_owner(run_dir) or {}
     store = CheckpointStore(
         run_dir / CHECKPOINT_DIR,
-        keep=config.keep_checkpoints,
+        keep=config.log.keep_checkpoints,
         best_metric=metric,
         best_mode=mode,
         identity=None if owner.get("adopted") else owner.get("run_id"),
@@ -341,7 +341,7 @@ def compile_and_loop(
             result = LoopResult(started.runner, done, 0, 0.0, [], [{} for _ in logs], stopped=stopped)
             return result, time.perf_counter() - started.compile_start
         progress.status(
-            f"compiling {what} ({program.config.updates_per_chunk} updates)"
+            f"compiling {what} ({program.config.run.updates_per_chunk} updates)"
             + (" and the evaluation" if program.has_eval else "")
             + " ..."
         )

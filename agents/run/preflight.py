@@ -77,10 +77,10 @@ def check_resumable(saved: TrainConfig, config: TrainConfig) -> None:
             f"cannot resume with changed field(s) {differing}: they change shapes, the algorithm or the run; "
             f"only {sorted(RESUMABLE_CHANGES)} may change"
         )
-    if (saved.anneal_lr or saved.cosine_lr) and saved.num_updates != config.num_updates:
+    if (saved.optim.anneal_lr or saved.optim.cosine_lr) and saved.num_updates != config.num_updates:
         raise RunError(
-            f"cannot resume with total_steps={config.total_steps} (was {saved.total_steps}): with "
-            f"{'anneal_lr' if saved.anneal_lr else 'cosine_lr'} the "
+            f"cannot resume with total_steps={config.run.total_steps} (was {saved.run.total_steps}): with "
+            f"{'anneal_lr' if saved.optim.anneal_lr else 'cosine_lr'} the "
             "learning-rate schedule depends on the run's length, so the resumed run would follow neither schedule"
         )
 
@@ -90,14 +90,14 @@ def check_env_available(config: TrainConfig) -> None:
     ``wandb_project`` needs the missing wandb package or its ``bc_dataset`` is not a finished dataset."""
     if config.is_gymnax:
         try:
-            gymnax_env.check_spec(config.env)
+            gymnax_env.check_spec(config.task.env)
         except ValueError as err:
             raise RunError(str(err)) from None
     try:
-        wandb_log.check_available(config.wandb_project)
+        wandb_log.check_available(config.log.wandb_project)
     except RuntimeError as err:
         raise RunError(str(err)) from None
-    if config.bc_dataset:
+    if config.bc.bc_dataset:
         try:
             for directory in config.bc.dataset_dirs:
                 dataset.open_dataset(directory)
@@ -110,21 +110,21 @@ def memory_needed(config: TrainConfig, program, num_devices: int = 1, runs: int 
     ``program``: the run's ``agents.run.train_program.TrainProgram``, or a sweep's with its shapes and evaluator):
     the envs are split over the devices; a PPO update with the global shuffle gathers the whole rollout on
     every device, with the local one each device keeps its share."""
-    if config.bc_dataset:  # one device: the runner, the samples, a batch's activations
+    if config.bc.bc_dataset:  # one device: the runner, the samples, a batch's activations
         needed = (
             memory.tree_bytes(program.run_shapes)
             + recorded_samples.num_bytes(config.bc.dataset_dirs)
-            + 3 * config.bc_batch_size * (sum(config.hidden) + program.env.num_actions + 1) * 4
+            + 3 * config.bc.bc_batch_size * (sum(config.net.hidden) + program.env.num_actions + 1) * 4
         ) * runs
         sizes = {"runner": needed, "update": 0}
         num_devices = 1
     else:
         sizes = memory.train_bytes(config, program.run_shapes)
     devices = max(num_devices, 1)
-    gathered = config.has_rollout and config.shuffle == "global"
+    gathered = config.has_rollout and config.ppo.shuffle == "global"
     needed = (sizes["runner"] // devices + (sizes["update"] if gathered else sizes["update"] // devices)) * runs
     if program.evaluator is not None:
-        needed += memory.table_bytes(make_game(config), config.eval_games) * runs
+        needed += memory.table_bytes(make_game(config), config.log.eval_games) * runs
     return needed
 
 
@@ -132,7 +132,7 @@ def check_memory(config: TrainConfig, program, num_devices: int = 1, runs: int =
     """``RunError`` with the estimate when ``runs`` runs of ``config`` cannot fit the memory of one of
     ``num_devices`` devices (``memory_needed``); nothing has been compiled or written."""
     needed = memory_needed(config, program, num_devices, runs)
-    what = f"num_envs={config.num_envs} (num_steps={config.num_steps}, hidden={config.hidden})"
+    what = f"num_envs={config.run.num_envs} (num_steps={config.ppo.num_steps}, hidden={config.net.hidden})"
     try:
         memory.check_fits(f"{runs} runs of {what}" if runs > 1 else what, needed)
     except MemoryError as err:
@@ -177,7 +177,7 @@ def run_meta(config: TrainConfig, preset: str | None) -> dict:
     return {
         "preset": preset,
         "config": config.to_dict(),
-        "seed": config.seed,
+        "seed": config.run.seed,
         "versions": versions,
         "devices": [str(d) for d in jax.devices()],
         "processes": jax.process_count(),
@@ -208,11 +208,11 @@ def claim_run_dir(run_dir: Path, kind: str, identity: dict, owner_file: str, res
 
 def best_metric(config: TrainConfig) -> tuple[str, str]:
     """(metric, "min" or "max") that ranks the checkpoints of a run of ``config`` (``TrainConfig.best_by``)."""
-    if config.best_by == "rating":
+    if config.log.best_by == "rating":
         return "eval/rating", "max"
-    if config.best_by == "validation":
+    if config.log.best_by == "validation":
         return "val/cross_entropy", "min"
-    has_eval = not config.is_gymnax and config.eval_every > 0  # agents.run.build's evaluator
+    has_eval = not config.is_gymnax and config.log.eval_every > 0  # agents.run.build's evaluator
     return ("eval/placement_vs_greedy", "min") if has_eval else ("train/episode_return", "max")
 
 

@@ -180,29 +180,29 @@ class Sweep:
     """
 
     def __init__(self, config: TrainConfig, spec: SweepSpec, share_branches: bool = True):
-        if config.init_from:
+        if config.run.init_from:
             raise ValueError(
                 "TrainConfig.init_from: a sweep starts its runs from fresh parameters; start one run "
                 "from a saved policy with python -m experiments.train"
             )
-        if config.teacher or config.anchor:
+        if config.distill.teacher or config.distill.anchor:
             raise ValueError(
                 "TrainConfig.teacher / anchor: a sweep does not read frozen policies; distil one run at "
                 "a time (python -m experiments.train)"
             )
-        if config.bc_dataset:
+        if config.bc.bc_dataset:
             raise ValueError(
                 "TrainConfig.bc_dataset: a sweep runs generated games; clone a dataset one run at a "
                 "time (python -m experiments.train)"
             )
-        if config.shuffle != "global":
+        if config.ppo.shuffle != "global":
             raise ValueError(
-                f"TrainConfig.shuffle={config.shuffle!r}: a sweep shards its runs, not a run's envs, "
+                f"TrainConfig.shuffle={config.ppo.shuffle!r}: a sweep shards its runs, not a run's envs, "
                 "over the devices; use shuffle='global'"
             )
         #: the run axis sharded over config.num_devices devices (0: as many as divide the runs, at most all of
         #: jax.devices()), or None on one device
-        devices = config.num_devices or max(d for d in range(1, jax.device_count() + 1) if spec.num_runs % d == 0)
+        devices = config.run.num_devices or max(d for d in range(1, jax.device_count() + 1) if spec.num_runs % d == 0)
         self.mesh = distributed.make_mesh(
             devices, spec.num_runs, what="a sweep's number of runs (len(seeds) x grid points)"
         )
@@ -222,8 +222,10 @@ class Sweep:
             lambda keys, hp: self.constrain(jax.vmap(self.trainer.init, axis_name=SWEEP_AXIS)(keys, hp))
         )
         self.evaluator = None
-        if not config.is_gymnax and config.eval_every > 0:
-            evaluator = make_evaluator(make_game(config), self.trainer.network, config.eval_games, sync_axes=sync_axes)
+        if not config.is_gymnax and config.log.eval_every > 0:
+            evaluator = make_evaluator(
+                make_game(config), self.trainer.network, config.log.eval_games, sync_axes=sync_axes
+            )
             run_all = jax.vmap(evaluator.run, in_axes=(0, 0, None), axis_name=SWEEP_AXIS)
             self.evaluator = jax.jit(
                 lambda params, keys, opponent: self.constrain(
@@ -257,7 +259,7 @@ class Sweep:
         return jax.device_put(tree, NamedSharding(self.mesh, P(distributed.DATA_AXIS)))
 
     def _run(self, runners, num_updates: int):
-        runners, metrics = jax.vmap(lambda r: self.trainer._run(r, num_updates), axis_name=SWEEP_AXIS)(
+        runners, metrics = jax.vmap(lambda r: self.trainer.run(r, num_updates), axis_name=SWEEP_AXIS)(
             self.constrain(runners)
         )
         return self.constrain(runners), self.constrain(metrics)

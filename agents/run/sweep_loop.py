@@ -93,7 +93,7 @@ class SweepProgram(ChunkProgram):
         return lambda r, n=num_updates: self.sweep.run(r, n)
 
     def compile_all(self, runner):
-        chunk = self.config.updates_per_chunk
+        chunk = self.config.run.updates_per_chunk
         eval_lowering = self.has_eval and (
             lambda: self.sweep.evaluator.lower(runner.params, self.eval_keys, np.int32(0))
         )
@@ -158,7 +158,7 @@ def run_sweep(
         runs = spec.runs
         progress.status(
             f"sweep dir {run_dir}; {len(runs)} runs ({len(spec.points)} grid points x {len(spec.seeds)} "
-            f"seeds) of {config.algo} on {config.env} with {config.num_envs} envs each "
+            f"seeds) of {config.run.algo} on {config.task.env} with {config.run.num_envs} envs each "
             f"({devices} {jax.default_backend()} device(s))"
         )
         started = start_run(program, run_dir, resume, progress)

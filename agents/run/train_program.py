@@ -39,14 +39,15 @@ class TrainProgram(ChunkProgram):
         self.config = config
         built = build(config)
         self.env, self.trainer, self.evaluator, self.rater = built.env, built.trainer, built.evaluator, built.rater
+        self.jit_run, self.jit_run_upto = built.run, built.run_upto  # the trainer's chunk, jitted
         self.num_players = self.trainer.players_per_step
         self.inputs = None  # the chunk's data (``trainer.chunk_inputs()``), read when first compiled
-        self.initial_params = None  # config.init_from's parameters (``start_params``), loaded once
+        self.initial_params = None  # config.run.init_from's parameters (``start_params``), loaded once
         self.has_eval = self.evaluator is not None
-        self.eval_key = jax.random.fold_in(jax.random.key(config.seed), EVAL_STREAM)
+        self.eval_key = jax.random.fold_in(jax.random.key(config.run.seed), EVAL_STREAM)
         self.compiled_eval = None
         # the progress line's training placement is 4.5 by symmetry under pure self-play
-        self.self_play = bool(self.trainer.learner.all()) and not config.league_size
+        self.self_play = bool(self.trainer.learner.all()) and not config.league.league_size
 
     @property
     def best_metric(self) -> tuple[str, str]:
@@ -54,10 +55,9 @@ class TrainProgram(ChunkProgram):
         return best_metric(self.config)
 
     def start_params(self):
-        """The parameters ``config.init_from`` names, on this run's shapes (``agents.policies.frozen``), loaded once;
-        None
-        without ``init_from``. A policy that cannot start the run is a ``RunError``."""
-        if self.config.init_from and self.initial_params is None:
+        """The parameters ``config.run.init_from`` names, on this run's shapes (``agents.policies.frozen``), loaded
+        once; None without ``init_from``. A policy that cannot start the run is a ``RunError``."""
+        if self.config.run.init_from and self.initial_params is None:
             try:
                 self.initial_params = phases.start_params(self.config, self.run_shapes.params)
             except phases.PhaseError as err:
@@ -65,14 +65,16 @@ class TrainProgram(ChunkProgram):
         return self.initial_params
 
     def init(self):
-        runner = jax.jit(self.trainer.init)(jax.random.key(self.config.seed))
+        runner = jax.jit(self.trainer.init)(jax.random.key(self.config.run.seed))
         params = self.start_params()
         if params is None:
             return runner
         # only the parameters carry over: Adam's moments are zeros of the same shapes either way
         runner = runner.replace(params=params)
-        if self.config.league_size:  # the pool's first snapshot is the policy the run starts from
-            runner = runner.replace(league=league_lib.pool_init(params, self.config.league_size, self.config.num_envs))
+        if self.config.league.league_size:  # the pool's first snapshot is the policy the run starts from
+            runner = runner.replace(
+                league=league_lib.pool_init(params, self.config.league.league_size, self.config.run.num_envs)
+            )
         return self.trainer.place(runner)  # the new parameters are uncommitted host-made arrays, like a new run's
 
     def restore(self, store: CheckpointStore):
@@ -122,7 +124,7 @@ class TrainProgram(ChunkProgram):
     def compile(self, runner, num_updates: int):
         if self.compiled_upto is not None:  # the chunk's program runs any count: nothing to compile
             return self._upto(num_updates)
-        return self._with_inputs(self.trainer.run.lower(runner, num_updates, *self.chunk_inputs()).compile())
+        return self._with_inputs(self.jit_run.lower(runner, num_updates, *self.chunk_inputs()).compile())
 
     def shorter_chunk_compiles(self) -> bool:
         return self.compiled_upto is None
@@ -142,7 +144,7 @@ class TrainProgram(ChunkProgram):
         """The chunk and the evaluation, compiled in parallel; returns the chunk. When the updates left are no
         multiple of ``updates_per_chunk`` the chunk is ``run_upto``'s program, which runs the last, shorter chunk
         too (no second program); otherwise ``run``'s."""
-        chunk = self.config.updates_per_chunk
+        chunk = self.config.run.updates_per_chunk
         eval_lowering = self.evaluator and (
             lambda: self.evaluator.run.lower(self._eval_params(runner.params), self.eval_key, np.int32(0))
         )
@@ -150,12 +152,12 @@ class TrainProgram(ChunkProgram):
         shorter = (self.config.last_update - self.updates_done(runner)) % chunk != 0
         if shorter and self.trainer.runs_upto:
             compiled, self.compiled_eval = compile_together(
-                lambda: self.trainer.run_upto.lower(runner, chunk, np.int32(chunk), *inputs), eval_lowering
+                lambda: self.jit_run_upto.lower(runner, chunk, np.int32(chunk), *inputs), eval_lowering
             )
             self.compiled_upto = compiled
             return self._upto(chunk)
         compiled_run, self.compiled_eval = compile_together(
-            lambda: self.trainer.run.lower(runner, chunk, *inputs), eval_lowering
+            lambda: self.jit_run.lower(runner, chunk, *inputs), eval_lowering
         )
         return self._with_inputs(compiled_run)
 
@@ -183,17 +185,17 @@ class TrainProgram(ChunkProgram):
             summary = placement_summary(ranks)
             out[f"eval/placement_vs_{name}"] = summary["mean_placement"]
             out[f"eval/placement_vs_{name}_ci95"] = summary["ci95"]  # half-width over game seeds (None: 1 seed)
-            if config.independent:  # rotation r puts the policy in seat r: seat r's own learner
+            if config.net.independent:  # rotation r puts the policy in seat r: seat r's own learner
                 out.update({f"eval/seat_{r}/placement_vs_{name}": float(m) for r, m in enumerate(ranks.mean(0))})
-        if config.league_size:  # the learner rated against its pool and the bots (fresh ratings each time)
+        if config.league.league_size:  # the learner rated against its pool and the bots (fresh ratings each time)
             table = self.rater(
-                params, self._eval_params(runner.league), jax.random.fold_in(key, 1), [config.seed, update]
+                params, self._eval_params(runner.league), jax.random.fold_in(key, 1), [config.run.seed, update]
             )
             rows = {row["name"]: row for row in table}
             out["eval/rating"] = rows["learner"]["ordinal"]
             out.update({f"eval/rating_{bot}": rows[bot]["ordinal"] for bot in OPPONENTS if bot in rows})
             runner = runner.replace(league=with_ratings(runner.league, {n: r["ordinal"] for n, r in rows.items()}))
-        if config.eval_ladder:
+        if config.log.eval_ladder:
             out.update(self._ladder_rating(params, update))
         return runner, [out]
 
@@ -208,7 +210,7 @@ class TrainProgram(ChunkProgram):
             self.trainer.network,
             fresh_arrays(params),
         )
-        rated = ladder.rate_on_ladder(policy, games=self.config.eval_ladder)
+        rated = ladder.rate_on_ladder(policy, games=self.config.log.eval_ladder)
         low, high = rated["ci95"]
         return {"eval/ladder_points": rated["rating"], "eval/ladder_low": low, "eval/ladder_high": high}
 

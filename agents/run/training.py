@@ -71,7 +71,7 @@ def train(
     main_process = distributed.is_main_process()
     progress = progress if (progress is not None and main_process) else NoProgress()
     check_env_available(config)  # before the run directory is created: nothing is left behind
-    num_devices = len(distributed.resolve_devices(config.num_devices))
+    num_devices = len(distributed.resolve_devices(config.run.num_devices))
     program = TrainProgram(config)
     check_memory(config, program, num_devices)
     program.chunk_inputs()  # a dataset that does not fit the run fails here, before the run directory is claimed
@@ -83,7 +83,7 @@ def train(
     ):
         distributed.barrier("start")  # process 0 has checked (or created) run_dir before the others look at it
         progress.status(
-            f"run dir {run_dir}; building {config.algo} on {config.env} with {config.num_envs} envs "
+            f"run dir {run_dir}; building {config.run.algo} on {config.task.env} with {config.run.num_envs} envs "
             f"({num_devices} {jax.default_backend()} device(s)"
             + (f" in {jax.process_count()} processes)" if jax.process_count() > 1 else ")")
         )

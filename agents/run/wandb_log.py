@@ -81,9 +81,9 @@ class WandbSink:
 
 def sinks(config, run_dir, group: str | None = None) -> list:
     """``[WandbSink]`` for a config with ``wandb_project`` set, else ``[]``."""
-    if not config.wandb_project:
+    if not config.log.wandb_project:
         return []
-    return [WandbSink(run_dir, config.wandb_project, config.to_dict(), group)]
+    return [WandbSink(run_dir, config.log.wandb_project, config.to_dict(), group)]
 
 
 __all__ = ["RUN_ID_FILE", "WandbSink", "check_available", "sinks"]

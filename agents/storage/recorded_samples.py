@@ -36,8 +36,8 @@ def check(data: Dataset, config: TrainConfig, observation) -> None:
     if missing:
         raise DatasetError(f"{where}: no field(s) {missing}: not a recording of python -m experiments.record")
     meta = data.manifest.get("meta") or {}
-    if meta.get("obs", config.obs) != config.obs:
-        raise DatasetError(f"{where} holds {meta['obs']!r} observations; the run has obs={config.obs!r}")
+    if meta.get("obs", config.task.obs) != config.task.obs:
+        raise DatasetError(f"{where} holds {meta['obs']!r} observations; the run has obs={config.task.obs!r}")
     obs = data.fields["obs"]
     if tuple(obs["shape"]) != tuple(observation.shape) or np.dtype(obs["dtype"]) != np.dtype(observation.dtype):
         raise DatasetError(
@@ -57,7 +57,7 @@ def check(data: Dataset, config: TrainConfig, observation) -> None:
 
 
 def open_checked(config: TrainConfig, observation, num_actions: int) -> list[Dataset]:
-    """``config.bc_dataset``'s datasets (``BCConfig.dataset_dirs``), opened and each checked (``check``,
+    """``config.bc.bc_dataset``'s datasets (``BCConfig.dataset_dirs``), opened and each checked (``check``,
     and its action count): ``DatasetError`` with a one-line message naming the directory."""
     datasets = []
     for directory in config.bc.dataset_dirs:
@@ -88,7 +88,7 @@ def joined(datasets: list[Dataset]) -> tuple[dict, str]:
 
 
 def read(config: TrainConfig, observation, num_actions: int) -> tuple[dict, str]:
-    """``(samples, digest)`` of ``config.bc_dataset`` (one directory, or several cloned as one): each recording
+    """``(samples, digest)`` of ``config.bc.bc_dataset`` (one directory, or several cloned as one): each recording
     opened and checked (``open_checked``), then ``joined``. Raises ``DatasetError`` with a one-line message."""
     return joined(open_checked(config, observation, num_actions))
 

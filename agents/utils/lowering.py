@@ -1,7 +1,8 @@
 """Check a jitted program for an accelerator without the accelerator: lower it for another platform
 (``jax.export`` with ``platforms=("cuda",)``) and look for what would not run there or would stall the device.
 
-    problems = lowering_problems(trainer.run, runner_shapes, 1, platform="cuda")   # [] when it is clean
+    run = jax.jit(trainer.run, static_argnums=1)
+    problems = lowering_problems(run, runner_shapes, 1, platform="cuda")   # [] when it is clean
 
 What counts as a problem: the program does not lower for the platform (for example a ``jax.pure_callback`` or
 ``io_callback``: from a CPU-only JAX they cannot be lowered for CUDA at all), a host callback custom call, an

@@ -37,14 +37,14 @@ def measure(preset: str, devices: int, shuffle: str) -> dict:
         fields["shuffle"] = shuffle
     config = preset_config(preset).with_overrides(fields)
     trainer = build(config).trainer
-    runner = jax.eval_shape(trainer.init, jax.random.key(config.seed))
+    runner = jax.eval_shape(trainer.init, jax.random.key(config.run.seed))
     shardings = trainer.shardings(runner)
     if shardings is not None:
         runner = jax.tree_util.tree_map(
             lambda x, s: jax.ShapeDtypeStruct(x.shape, x.dtype, sharding=s), runner, shardings
         )
     start = time.perf_counter()
-    compiled = trainer.run.lower(runner, 1).compile()
+    compiled = jax.jit(trainer.run, static_argnums=1).lower(runner, 1).compile()
     seconds = time.perf_counter() - start
     sizes = memory.compiled_bytes(compiled)
     gathers = memory.all_gathers(compiled)

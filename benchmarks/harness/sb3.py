@@ -325,11 +325,11 @@ def bench_our_side(bot: str, budget_s: float, eval_games: int, chunk_updates: in
     start = time.perf_counter()
     built = build(config)
     trainer, steps_per_update = built.trainer, config.steps_per_update
-    runner = jax.jit(trainer.init)(jax.random.key(config.seed))
-    chunk = trainer.run.lower(runner, chunk_updates).compile()  # (runner) -> (runner, metrics)
+    runner = jax.jit(trainer.init)(jax.random.key(config.run.seed))
+    chunk = built.run.lower(runner, chunk_updates).compile()  # (runner) -> (runner, metrics)
     startup_s = time.perf_counter() - start
     env_sps = _our_env_speed(
-        make_game(config), config.num_envs, bot, chunk_updates * steps_per_update // config.num_envs
+        make_game(config), config.run.num_envs, bot, chunk_updates * steps_per_update // config.run.num_envs
     )
     status(
         f"ours vs {bot}: built and compiled in {startup_s:.0f} s; env alone {env_sps:.0f} env steps/s; training "

@@ -35,7 +35,7 @@ def bench_sweep(name: str, runs: int, updates: int, progress: bool, label: str, 
     config = preset_config(name)
     seat_steps = updates * config.steps_per_update * config.num_seats
     status(
-        f"{label} {name}: {config.num_envs} envs x {config.num_steps} steps x {config.num_seats} seats, "
+        f"{label} {name}: {config.run.num_envs} envs x {config.ppo.num_steps} steps x {config.num_seats} seats, "
         f"{updates} updates per chunk, {runs} runs",
         progress,
     )
@@ -49,12 +49,13 @@ def bench_sweep(name: str, runs: int, updates: int, progress: bool, label: str, 
         return seconds, compile_s
 
     trainer = make_train(config, make_env(config))
-    single_s, single_compile = timed(trainer.run, jax.jit(trainer.init)(jax.random.key(0)), "single run")
+    run = jax.jit(trainer.run, static_argnums=1)
+    single_s, single_compile = timed(run, jax.jit(trainer.init)(jax.random.key(0)), "single run")
     spec = SweepSpec.make(range(runs))
     sweep = Sweep(config, spec)
     sweep_s, sweep_compile = timed(sweep.run, sweep.init(), f"sweep of {runs}")
     out = {
-        "num_envs": config.num_envs,
+        "num_envs": config.run.num_envs,
         "runs": runs,
         "updates": updates,
         "single_chunk_s": round(single_s, 3),

@@ -81,7 +81,7 @@ GYMNAX_ENVS = ("CartPole-v1", "Acrobot-v1", "MountainCar-v0")
 
 def train_updates(config, steps_per_env: int, updates: int | None = None) -> int:
     """Updates per timed chunk: ``updates``, or by default enough for ``steps_per_env`` steps of every env."""
-    per_update = config.steps_per_update // config.num_envs  # num_steps (PPO) or update_every (A2C)
+    per_update = config.steps_per_update // config.run.num_envs  # num_steps (PPO) or update_every (A2C)
     return updates if updates is not None else max(1, -(-steps_per_env // per_update))
 
 
@@ -90,27 +90,27 @@ def bench_train(name, steps_per_env, updates, progress, label, config=None):
     ``config``: the preset's config with ``--set`` overrides (default: the preset's)."""
     config = config or preset_config(name)
     updates = train_updates(config, steps_per_env, updates)
-    per_update = config.steps_per_update // config.num_envs
+    per_update = config.steps_per_update // config.run.num_envs
     seat_steps = updates * config.steps_per_update * config.num_seats
     status(
-        f"{label} {name}: {config.algo}, {config.num_envs} envs x {per_update} steps x {config.num_seats} seats "
-        f"per update, {updates} updates per chunk: ",
+        f"{label} {name}: {config.run.algo}, {config.run.num_envs} envs x {per_update} steps x "
+        f"{config.num_seats} seats per update, {updates} updates per chunk: ",
         progress,
         end="",
     )
     trainer = make_train(config, make_env(config))
     start = time.perf_counter()
-    runner = jax.block_until_ready(jax.jit(trainer.init)(jax.random.key(config.seed)))
+    runner = jax.block_until_ready(jax.jit(trainer.init)(jax.random.key(config.run.seed)))
     init_s = time.perf_counter() - start
     inputs = phases.trainer_inputs(trainer, config, runner.params)  # a league's anchor, say (not in compile_s)
     start = time.perf_counter()
-    compiled = aot_compile(trainer.run, runner, updates, *inputs, progress=progress)
+    compiled = aot_compile(jax.jit(trainer.run, static_argnums=1), runner, updates, *inputs, progress=progress)
     compile_s = time.perf_counter() - start
     seconds, runner = time_chunks(lambda r: compiled(r, *inputs), runner, return_runner=True)
     train_sps = seat_steps / seconds
     status(f" {train_sps:,.0f} seat-steps/s ({seconds * 1e3 / updates:,.1f} ms per update)", progress)
     split = {}
-    if config.algo == "ppo":  # where an update's time goes: the rollout alone, from where the timed chunks ended
+    if config.run.algo == "ppo":  # where an update's time goes: the rollout alone, from where the timed chunks ended
         key = jax.random.key(0)
         rollout = aot_compile(
             jax.jit(lambda r, k, *i: trainer.rollout(r, k, *i)[1:]),
@@ -130,28 +130,28 @@ def bench_train(name, steps_per_env, updates, progress, label, config=None):
     rounds = max(1, -(-updates * per_update // game.config.steps_per_round))
     steps = rounds * game.config.steps_per_round
     status(
-        f"{label} {name} env-only: {config.num_envs} envs x {steps} steps ({rounds} rounds), random bots: ",
+        f"{label} {name} env-only: {config.run.num_envs} envs x {steps} steps ({rounds} rounds), random bots: ",
         progress,
         end="",
     )
-    venv = jaxgame.VecEnv(game, config.num_envs)
+    venv = jaxgame.VecEnv(game, config.run.num_envs)
     states, ts = jax.jit(venv.reset)(jax.random.key(0))
     key = jax.random.key(1)
     start = time.perf_counter()
     rollout = aot_compile(rollout_fn(venv, bots.random_policy, steps), states, ts, key, progress=progress)
     env_compile_s = time.perf_counter() - start
-    env_sps = steps * config.num_envs * C.NUM_PLAYERS / best_time(rollout, states, ts, key, repeats=2)
+    env_sps = steps * config.run.num_envs * C.NUM_PLAYERS / best_time(rollout, states, ts, key, repeats=2)
     ratio = train_sps / env_sps
     status(
         f" {env_sps:,.0f} seat-steps/s; train / env-only = {ratio:.2f} (goal on a CPU: >= {OVERHEAD_GOAL})", progress
     )
     return {
-        "algo": config.algo,
-        "num_envs": config.num_envs,
+        "algo": config.run.algo,
+        "num_envs": config.run.num_envs,
         "steps_per_update": per_update,
         "seats": config.num_seats,
-        "hidden": list(config.hidden),
-        "obs": config.obs,
+        "hidden": list(config.net.hidden),
+        "obs": config.task.obs,
         "updates": updates,
         "seat_steps_per_chunk": seat_steps,
         "init_s": round(init_s, 2),
@@ -186,11 +186,11 @@ def _gymnax_one(name, total_steps, reps, progress, label):
     num_updates, steps = config.num_updates, config.num_updates * config.steps_per_update
     last = max(1, round(num_updates * FINAL_FRACTION))
     status(f"{label}: {num_updates} updates = {steps} steps; compiling ours and PureJaxRL's ...", progress, end="")
-    key, rng = jax.random.key(config.seed), jax.random.PRNGKey(config.seed)
+    key, rng = jax.random.key(config.run.seed), jax.random.PRNGKey(config.run.seed)
     start = time.perf_counter()
     ours_fn = jax.jit(make_train(config, make_env(config))).lower(key).compile()
     ours_compile = time.perf_counter() - start
-    ref_fn, ref_compile = reference.compiled(seed=config.seed, total_timesteps=total_steps, env_name=name)
+    ref_fn, ref_compile = reference.compiled(seed=config.run.seed, total_timesteps=total_steps, env_name=name)
     ours_times, ref_times, cli_runs = [], [], []
     for _ in range(reps):
         start = time.perf_counter()
