@@ -368,12 +368,24 @@ def player_list(parser, text: str, flag: str, counts: tuple[int, ...]) -> list[s
     return players
 
 
+def add_quiet(parser) -> None:
+    """``--quiet``, the same in every CLI: nothing on stderr but warnings and errors (no progress, bars or tables)."""
+    parser.add_argument(
+        "--quiet", action="store_true", help="no progress messages, bars or tables on stderr (errors still are)"
+    )
+
+
+def add_deterministic(parser, who: str = "policies") -> None:
+    """``--deterministic``, the same in every CLI: ``who`` play their most likely legal action instead of a sample."""
+    parser.add_argument(
+        "--deterministic", action="store_true", help=f"{who} play their most likely legal action instead of sampling"
+    )
+
+
 def add_game_args(parser) -> None:
     """The options of a CLI that plays games of players: ``--deterministic``, ``--set RULE=VALUE`` (games of bots),
     ``--quiet`` and the compilation cache."""
-    parser.add_argument(
-        "--deterministic", action="store_true", help="policies take their most likely legal action instead of sampling"
-    )
+    add_deterministic(parser)
     parser.add_argument(
         "--set",
         action="append",
@@ -381,7 +393,7 @@ def add_game_args(parser) -> None:
         metavar="RULE=VALUE",
         help="games of bots: a game rule, e.g. --set max_rounds=20 (repeatable)",
     )
-    parser.add_argument("--quiet", action="store_true", help="no progress messages on stderr")
+    add_quiet(parser)
     add_cache_args(parser)
 
 
@@ -407,6 +419,8 @@ __all__ = [
     "SCRIPTS",
     "Parser",
     "add_cache_args",
+    "add_deterministic",
+    "add_quiet",
     "apply_sets",
     "check_out",
     "enable_compilation_cache",

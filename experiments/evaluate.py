@@ -63,6 +63,8 @@ from experiments.common import (
     GAMES_HELP,
     PLAYER_KINDS,
     add_cache_args,
+    add_deterministic,
+    add_quiet,
     check_out,
     check_rule_names,
     enable_compilation_cache,
@@ -96,9 +98,7 @@ def parse_args(argv=None):
     )
     parser.add_argument("--games", type=int, default=16, metavar="N", help=f"{GAMES_HELP} per lineup; default 16")
     parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument(
-        "--deterministic", action="store_true", help="policies play their most likely legal action instead of a sample"
-    )
+    add_deterministic(parser)
     parser.add_argument(
         "--set",
         action="append",
@@ -141,7 +141,7 @@ def parse_args(argv=None):
         help="with PLAYER: also record the first N games of each lineup (rotation 0, PLAYER in seat 0) "
         "as replays in DIR: a .json (docs/replays.md) and a .html viewer each",
     )
-    parser.add_argument("--quiet", action="store_true", help="no progress messages on stderr")
+    add_quiet(parser)
     add_cache_args(parser)
     args = parser.parse_args(argv)
     _check(parser, args)

@@ -49,6 +49,8 @@ from experiments.common import (
     GAMES_HELP,
     PLAYER_KINDS,
     add_cache_args,
+    add_deterministic,
+    add_quiet,
     check_out,
     enable_compilation_cache,
     fail,
@@ -111,15 +113,11 @@ def parse_args(argv=None):
         action="store_true",
         help="PLAYER a training run: rate every checkpoint it kept (a learning curve; needs --out DIR)",
     )
-    parser.add_argument(
-        "--deterministic",
-        action="store_true",
-        help="the rated policy plays its most likely legal action (the members always sample)",
-    )
+    add_deterministic(parser, "the rated policy (the members always sample)")
     parser.add_argument("--batch", type=int, default=8, help="lineups played together in one program (default 8)")
     parser.add_argument("--out", metavar="PATH", help="a JSON file for the rating; with --fit a directory")
     add_cache_args(parser)
-    parser.add_argument("--quiet", action="store_true", help="no progress or table on stderr")
+    add_quiet(parser)
     args = parser.parse_args(argv)
     if args.batch < 1:
         fail(parser, f"--batch must be >= 1, got {args.batch}")

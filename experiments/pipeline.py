@@ -27,6 +27,7 @@ from agents.presets import PIPELINES, pipeline_spec
 from agents.utils.progress import ConsoleProgress, NoProgress
 from experiments.common import (
     add_cache_args,
+    add_quiet,
     check_out,
     enable_compilation_cache,
     fail,
@@ -60,7 +61,7 @@ def parse_args(argv=None):
     parser.add_argument("--resume", action="store_true", help="continue the pipeline in --out")
     parser.add_argument("--stop-after", metavar="PHASE", help="stop after this phase (resume later)")
     parser.add_argument("--list-presets", action="store_true", help="print the pipeline presets and exit")
-    parser.add_argument("--quiet", action="store_true", help="no progress messages or bars on stderr")
+    add_quiet(parser)
     add_cache_args(parser)
     args = parser.parse_args(argv)
     if not 0 <= args.seed < 2**31 - 16:

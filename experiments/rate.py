@@ -37,6 +37,7 @@ from agents.policies.specs import PLAYER_BOTS
 from experiments.common import (
     GAMES_HELP,
     add_cache_args,
+    add_quiet,
     check_out,
     enable_compilation_cache,
     fail,
@@ -69,7 +70,7 @@ def parse_args(argv=None):
     parser.add_argument("--seed", type=int, default=0, help="lineups and game seeds (default 0)")
     parser.add_argument("--out", metavar="DIR", help="output directory (default runs/ratings-<timestamp>)")
     add_cache_args(parser)
-    parser.add_argument("--quiet", action="store_true", help="no progress or table on stderr")
+    add_quiet(parser)
     args = parser.parse_args(argv)
     for name in ("games", "batch"):
         if getattr(args, name) < 1:

@@ -39,6 +39,8 @@ import json
 from experiments.common import (
     PLAYER_KINDS,
     add_cache_args,
+    add_deterministic,
+    add_quiet,
     check_out,
     check_rule_names,
     enable_compilation_cache,
@@ -93,10 +95,8 @@ def parse_args(argv=None):
         help="store PLAYER's action in each recorded state as the label, the seat's own as "
         "'played' (DAgger; PLAYER need not play)",
     )
-    parser.add_argument(
-        "--deterministic", action="store_true", help="policies take their most likely legal action instead of sampling"
-    )
-    parser.add_argument("--quiet", action="store_true", help="no progress messages or bar on stderr")
+    add_deterministic(parser)
+    add_quiet(parser)
     add_cache_args(parser)
     args = parser.parse_args(argv)
     if args.games < 1:

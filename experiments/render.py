@@ -29,7 +29,7 @@ import numpy as np
 from tqdm import tqdm
 
 import jaxgame
-from experiments.common import check_out, fail, make_parser, parse_rules
+from experiments.common import add_quiet, check_out, fail, make_parser, parse_rules
 from jaxgame import bots, combat, render
 from jaxgame import constants as C
 from jaxgame.play import random_board
@@ -73,7 +73,7 @@ def main(argv=None):
         metavar="RULE=VALUE",
         help="a game rule, e.g. --set max_rounds=20 (repeatable)",
     )
-    parser.add_argument("--quiet", action="store_true")
+    add_quiet(parser)
     args = parser.parse_args(argv)
     rules = parse_rules(parser, args.set)
     if not 0 <= args.seat < C.NUM_PLAYERS:

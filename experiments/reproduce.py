@@ -60,6 +60,8 @@ from agents.utils.health import NonFiniteError
 from agents.utils.progress import ConsoleProgress, NoProgress
 from experiments.common import (
     add_cache_args,
+    add_deterministic,
+    add_quiet,
     apply_sets,
     check_out,
     enable_compilation_cache,
@@ -217,12 +219,8 @@ def main(argv=None) -> dict:
         default="final",
         help="which checkpoint of each run plays: its final one (default) or its best by best_by",
     )
-    parser.add_argument(
-        "--deterministic",
-        action="store_true",
-        help="the evaluated policies play their most likely legal action instead of sampling",
-    )
-    parser.add_argument("--quiet", action="store_true", help="no progress on stderr")
+    add_deterministic(parser, "the evaluated policies")
+    add_quiet(parser)
     add_cache_args(parser)
     args = parser.parse_args(argv)
     seeds = training_seeds(parser, args.seeds)

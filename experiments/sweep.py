@@ -7,8 +7,8 @@
 A comma-separated ``--set`` value sweeps that field; only the traced
 hyperparameters (lr, gamma, gae_lambda, clip_eps, ent_coef, vf_coef,
 max_grad_norm) can be swept, other fields take one value. ``--seeds N`` runs
-seeds ``seed .. seed + N - 1`` (``seed`` from the preset or ``--set seed=``);
-``--seeds 0,5,7`` names them. Every grid point runs with every seed: R =
+seeds ``0 .. N - 1``, as ``experiments.reproduce --seeds N`` does (``--set seed=`` is refused: the seeds are
+``--seeds``'); ``--seeds 0,5,7`` names them. Every grid point runs with every seed: R =
 points x seeds runs, vmapped (``agents.run.sweep``), chunk by chunk with the
 training run's loop (``agents.run.sweep_loop.run_sweep``, which this calls).
 
@@ -36,6 +36,7 @@ from typing import TYPE_CHECKING
 from agents.storage.run_dir import RunError
 from experiments.common import (
     add_cache_args,
+    add_quiet,
     apply_sets,
     check_field_names,
     check_out,
@@ -64,8 +65,7 @@ def spec_from_sets(config: TrainConfig, overrides: dict, seeds) -> tuple[TrainCo
 
     ``overrides``: field -> string; a comma-separated list for a field of
     ``HPARAM_FIELDS`` sweeps it; a list for any other field is an error
-    naming it. ``seeds``: an int ``n`` (seeds ``config.run.seed .. config.run.seed
-    + n - 1``, after the overrides) or a sequence of ints.
+    naming it. ``seeds``: an int ``n`` (seeds ``0 .. n - 1``) or a sequence of ints; ``seed`` is no override.
     Returns (the base config with the fixed overrides, the spec); every run's
     config is validated.
     """
@@ -76,10 +76,10 @@ def spec_from_sets(config: TrainConfig, overrides: dict, seeds) -> tuple[TrainCo
     for name, text in overrides.items():
         name = TrainConfig.field_path(name).split(".")[1]  # "optim.lr" and "lr" name the same field
         values = str(text).split(",")
+        if name == "seed":
+            raise ValueError("give the seeds with --seeds (a count N: seeds 0..N-1, or a list), not --set seed=...")
         if len(values) == 1 or name in LIST_VALUED:
             fixed[name] = text
-        elif name == "seed":
-            raise ValueError("give the seeds with --seeds (a count or a list), not --set seed=...")
         elif name not in HPARAM_FIELDS:
             raise ValueError(unsweepable(name))
         else:
@@ -93,7 +93,7 @@ def spec_from_sets(config: TrainConfig, overrides: dict, seeds) -> tuple[TrainCo
             raise ValueError(f"the number of seeds must be >= 1, got {seeds}")
         if seeds > MAX_RUNS:  # before a range of them is built
             raise ValueError(f"a sweep holds at most {MAX_RUNS:,} runs (seeds x grid points), got {seeds:,} seeds")
-        seeds = range(base.seed, base.seed + seeds)
+        seeds = range(seeds)
     spec = SweepSpec.make(seeds, grid)
     for p in range(spec.num_points):
         spec.run_config(base, p * len(spec.seeds))  # validates every grid point's values (the seeds are valid)
@@ -116,12 +116,12 @@ def parse_args(argv=None):
         metavar="KEY=V[,V...]",
         help="override a config field; a comma-separated list sweeps a hyperparameter (repeatable)",
     )
-    parser.add_argument("--seeds", default="1", help="a count N (seeds seed..seed+N-1) or a comma-separated list")
+    parser.add_argument("--seeds", default="1", help="a count N (seeds 0..N-1) or a comma-separated list (default 1)")
     parser.add_argument("--env", help="env override: 'autochess' or 'gymnax:<EnvName>'")
     parser.add_argument("--out", metavar="SWEEP_DIR", help="sweep directory (default runs/sweep-<preset>-<timestamp>)")
     parser.add_argument("--resume", action="store_true", help="continue the sweep in --out from its latest checkpoint")
     add_cache_args(parser)
-    parser.add_argument("--quiet", action="store_true", help="no progress on stderr")
+    add_quiet(parser)
     args = parser.parse_args(argv)
     if not args.resume and not args.preset:
         fail(parser, "give --preset NAME (or --resume with --out)")

@@ -42,6 +42,7 @@ from typing import TYPE_CHECKING
 from agents.storage.run_dir import RunError, read_owner
 from experiments.common import (
     add_cache_args,
+    add_quiet,
     apply_sets,
     check_field_names,
     check_out,
@@ -118,7 +119,7 @@ def parse_args(argv=None):
     parser.add_argument("--list-presets", action="store_true", help="print the presets and exit")
     parser.add_argument("--list-fields", action="store_true", help="print every config field with its doc and exit")
     add_cache_args(parser)
-    parser.add_argument("--quiet", action="store_true", help="no progress on stderr")
+    add_quiet(parser)
     add_host_args(parser)
     args = parser.parse_args(argv)
     if not (args.list_presets or args.list_fields or args.resume or args.preset):

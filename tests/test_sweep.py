@@ -43,8 +43,10 @@ def test_runs_are_grid_point_major_and_seed_minor():
     config = spec.run_config(base, 7)
     assert (config.seed, config.lr, config.ent_coef, config.gamma) == (1, 2e-4, 0.0, 0.9)
     assert SweepSpec.from_dict(json.loads(json.dumps(spec.to_dict()))) == spec
-    _, counted = sweep_cli.spec_from_sets(SMOKE, {"seed": "10"}, 2)
-    assert counted.seeds == (10, 11) and counted.points == [{}]
+    _, counted = sweep_cli.spec_from_sets(SMOKE.with_overrides({"seed": 10}), {}, 2)
+    assert counted.seeds == (0, 1) and counted.points == [{}]  # a count is seeds 0..N-1, as in reproduce
+    with pytest.raises(ValueError, match="give the seeds with --seeds"):
+        sweep_cli.spec_from_sets(SMOKE, {"seed": "10"}, 2)  # one value too: the seeds are --seeds'
     _, listed = sweep_cli.spec_from_sets(SMOKE, {"hidden": "32,32"}, [5, 9])
     assert listed.seeds == (5, 9) and listed.num_runs == 2  # a list-valued field is one value, not a sweep
     dotted_base, dotted = sweep_cli.spec_from_sets(

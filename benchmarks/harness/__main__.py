@@ -196,7 +196,16 @@ from benchmarks.harness.sb3 import check_available as check_sb3
 from benchmarks.harness.sweep import bench_sweep
 from benchmarks.harness.timing import default_sweep
 from benchmarks.harness.train import GYMNAX_ENVS, GYMNAX_STEPS, OVERHEAD_GOAL, bench_gymnax, bench_train, train_updates
-from experiments.common import apply_sets, fail, make_parser, parse_overrides, parse_rules, player_list, status
+from experiments.common import (
+    add_quiet,
+    apply_sets,
+    fail,
+    make_parser,
+    parse_overrides,
+    parse_rules,
+    player_list,
+    status,
+)
 from jaxgame import constants as C
 
 
@@ -381,7 +390,7 @@ def parse_args(argv=None):
     parser.add_argument("--what", choices=list(MODES), default="env")
     _add_size_args(parser)
     _add_run_args(parser)
-    parser.add_argument("--quiet", action="store_true", help="no progress lines on stderr")
+    add_quiet(parser)
     args = parser.parse_args(argv)
     sets = parse_overrides(parser, args.set)
     if sets and args.what not in ("train", "learning", "replay"):
