@@ -526,7 +526,10 @@ class _CompileOnlyProgram:
     must never run."""
 
     class config:  # noqa: N801 (stands in for a TrainConfig)
-        updates_per_chunk, num_updates, last_update = 2, 4, 4
+        class run:  # noqa: N801 (its group)
+            updates_per_chunk = 2
+
+        num_updates, last_update = 4, 4
 
     has_eval = False
 
