@@ -163,8 +163,8 @@ def test_the_distilled_loss_is_ppo_plus_the_decaying_kl_terms():
     advantages, targets = jax.random.normal(keys[4], (b,)), jax.random.normal(keys[5], (b,))
     hp = config.hparams()
     batch = jax.jit(lambda u: trainer.training_batch(traj, advantages, targets, u, (frozen,)))(0)
-    assert batch[0].obs.shape == (b, OBS_SIZE) and set(batch[3]) == {"teacher", "anchor"}  # the public part only
-    loss = jax.jit(lambda u: trainer.minibatch_loss(trainer.network, runner.params, *batch, hp, u))
+    assert batch.traj.obs.shape == (b, OBS_SIZE) and set(batch.extra) == {"teacher", "anchor"}  # the public part only
+    loss = jax.jit(lambda u: trainer.minibatch_loss(trainer.network, runner.params, batch, hp, u))
     logits, value = trainer.network.base.apply(runner.params, obs[:, :OBS_SIZE])
     ppo, _ = losses.ppo_loss(
         logits,

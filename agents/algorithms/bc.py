@@ -277,8 +277,9 @@ class BCLoss:
 
     names = ("cross_entropy", "value_loss", "accuracy", "entropy")
 
-    def __call__(self, logits, value, traj, advantages, targets, extra, hp: HParams, update):
-        return losses.bc_loss(logits, value, traj.mask, traj.action, targets, traj.weight, hp.vf_coef)
+    def __call__(self, logits, value, batch, hp: HParams, update):
+        traj = batch.traj
+        return losses.bc_loss(logits, value, traj.mask, traj.action, batch.targets, traj.weight, hp.vf_coef)
 
     @staticmethod
     def held_out(logits, traj) -> dict:

@@ -84,11 +84,11 @@ class KLTerms:
         extra = [f"{r}_{what}" for r in kl_roles for what in ("kl", "coef")]
         self.names = tuple(base.names) + tuple(extra) + (("oracle_keep",) if self.dropout_updates else ())
 
-    def __call__(self, logits, value, traj, advantages, targets, extra, hp, update):
-        total, metrics = self.base(logits, value, traj, advantages, targets, extra, hp, update)
+    def __call__(self, logits, value, batch, hp, update):
+        total, metrics = self.base(logits, value, batch, hp, update)
         for role in self.kl_roles:
             coef, decay_updates, temperature = self.schedule[role]
-            kl = losses.policy_kl(logits, extra[role], traj.mask, traj.weight, temperature)
+            kl = losses.policy_kl(logits, batch.extra[role], batch.traj.mask, batch.traj.weight, temperature)
             coef = linear_decay(coef, decay_updates, update)
             total = total + coef * kl
             metrics = {**metrics, f"{role}_kl": kl, f"{role}_coef": coef}

@@ -53,7 +53,7 @@ from agents.algorithms.base import Runner, Trainer, apply_gradients
 from agents.config import HParams
 from agents.core import losses
 from agents.core.gae import gae, semi_mdp_gae
-from agents.core.rollout import EPISODE_SUMS, Pending, Transition, act_and_step, select_seats, track_episodes
+from agents.core.rollout import EPISODE_SUMS, Batch, Pending, Transition, act_and_step, select_seats, track_episodes
 from agents.utils import distributed
 
 
@@ -121,10 +121,10 @@ class PPOLoss:
         self.clip_value = clip_value
         self.normalize_advantages = normalize_advantages
 
-    def __call__(self, logits, value, traj: Transition, advantages, targets, extra, hp: HParams, update):
-        """``(loss float32[], metrics)`` of one minibatch: ``logits`` float32[B, A], ``value`` float32[B], the
-        samples ``traj`` (leaves [B, ...]; ``mask``/``weight`` None when every action is legal and every sample a
-        decision), ``advantages`` and ``targets`` float32[B]; ``extra``: the samples' extras (unused here)."""
+    def __call__(self, logits, value, batch: Batch, hp: HParams, update):
+        """``(loss float32[], metrics)`` of one minibatch: ``logits`` float32[B, A], ``value`` float32[B] of the
+        network on ``batch`` (leaves [B, ...]; its ``extra`` unused here)."""
+        traj = batch.traj
         return losses.ppo_loss(
             logits,
             value,
@@ -132,8 +132,8 @@ class PPOLoss:
             traj.action,
             traj.log_prob,
             traj.value,
-            advantages,
-            targets,
+            batch.advantages,
+            batch.targets,
             traj.weight,
             hp.clip_eps,
             hp.vf_coef,
@@ -267,18 +267,17 @@ class PPO(Trainer):
         )
         return runner, self.samples.after_rollout(traj, rollout_key, runner.update), sums
 
-    def training_batch(self, traj: Transition, advantages, targets, update, inputs):
-        """The update's samples, leaves [T, N, P, ...]: ``(traj, advantages, targets, extra)``; ``extra`` is what the
-        samples add once per sample for the loss (``OwnPlay``: None; ``agents.algorithms.distill``: the frozen
-        policies' logits). ``update``: the updates done (int32[]); ``inputs``: ``chunk_inputs()``."""
+    def training_batch(self, traj: Transition, advantages, targets, update, inputs) -> Batch:
+        """The update's samples, leaves [T, N, P, ...], as a ``Batch``; its ``extra`` is what the samples add once
+        per sample for the loss (``OwnPlay``: None; ``agents.algorithms.distill``: the frozen policies' logits).
+        ``update``: the updates done (int32[]); ``inputs``: ``chunk_inputs()``."""
         traj, extra = self.samples.extras(traj, update, inputs)
-        return traj, advantages, targets, extra
+        return Batch(traj, advantages, targets, extra)
 
-    def minibatch_loss(self, network, params, traj: Transition, advantages, targets, extra, hp: HParams, update):
-        """``(loss, metrics)`` of one minibatch (leaves [B, ...]; ``extra``: ``training_batch``'s): the network's
-        outputs, then ``self.loss``."""
-        logits, value = network.apply(params, traj.obs)
-        return self.loss(logits, value, self._dense_view(traj), advantages, targets, extra, hp, update)
+    def minibatch_loss(self, network, params, batch: Batch, hp: HParams, update):
+        """``(loss, metrics)`` of one minibatch (leaves [B, ...]): the network's outputs, then ``self.loss``."""
+        logits, value = network.apply(params, batch.traj.obs)
+        return self.loss(logits, value, batch.replace(traj=self._dense_view(batch.traj)), hp, update)
 
     def _dense_view(self, traj: Transition) -> Transition:
         """``traj`` with ``mask`` and ``weight`` None when they are all ones (``Trainer.dense``)."""
@@ -335,8 +334,8 @@ class PPO(Trainer):
         return {name: total.sum() / jnp.maximum(weight.sum(), 1.0) for name, (total, weight) in sums.items()}
 
     def optimize(self, params, opt_state, batch, shuffle_key, hp: HParams, update):
-        """``update_epochs`` epochs of minibatch steps over ``batch`` = (transitions, advantages, targets, extra)
-        (``training_batch``), leaves [T, N, P, ...]. Returns (params, opt_state, the means of ``minibatch_metrics``
+        """``update_epochs`` epochs of minibatch steps over ``batch`` (``training_batch``'s ``Batch``), leaves
+        [T, N, P, ...]. Returns (params, opt_state, the means of ``minibatch_metrics``
         over the minibatches).
 
         Shared parameters train on the T x N samples of each seat the learner plays (``learner_samples``: with
@@ -370,7 +369,7 @@ class PPO(Trainer):
         per_seat = jax.tree_util.tree_map(
             lambda x: jnp.moveaxis(x, 2, 0).reshape((x.shape[2], -1) + x.shape[3:]), batch
         )
-        keys = jax.random.split(shuffle_key, per_seat[1].shape[0])
+        keys = jax.random.split(shuffle_key, per_seat.advantages.shape[0])
         return jax.vmap(lambda p, o, b, k: self._epochs(self.network.base, p, o, b, k, hp, update, axis_name))(
             params, opt_state, per_seat, keys
         )
@@ -386,15 +385,12 @@ class PPO(Trainer):
 
     def _epochs(self, network, params, opt_state, flat, shuffle_key, hp: HParams, update, axis_name=None):
         config = self.config
-        num_samples = flat[1].shape[0]
+        num_samples = flat.advantages.shape[0]
 
         def minibatch_step(carry, mb):
             params, opt_state = carry
-            mb_traj, mb_adv, mb_targets, mb_extra = mb
-
             (_, metrics), grads = jax.value_and_grad(
-                lambda p: self.minibatch_loss(network, p, mb_traj, mb_adv, mb_targets, mb_extra, hp, update),
-                has_aux=True,
+                lambda p: self.minibatch_loss(network, p, mb, hp, update), has_aux=True
             )(params)
             if axis_name is not None:  # shuffle="local": every device's minibatch counts the same
                 grads, metrics = jax.lax.pmean((grads, metrics), axis_name)

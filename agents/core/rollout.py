@@ -30,6 +30,17 @@ class Transition:
 
 
 @struct.dataclass
+class Batch:
+    """What a loss trains on: samples with their targets. Leaves [T, N, P, ...] for an update, [B, ...] for a
+    minibatch (``B`` samples); a loss is ``loss(logits, value, batch, hp, update) -> (loss float32[], metrics)``."""
+
+    traj: Transition  # the samples (``mask``/``weight`` None when every action is legal and every sample a decision)
+    advantages: jax.Array  # float32
+    targets: jax.Array  # float32: the value's targets
+    extra: object = None  # what the samples add for the loss: None, or e.g. frozen policies' logits by role
+
+
+@struct.dataclass
 class EpisodeTracker:
     """Running totals of the unfinished episodes: return float32[N, P], length int32[N]."""
 
