@@ -12,15 +12,11 @@ resets the envs, ``fold_in(key, 2)`` is the training stream (docs/training.md, "
 
 from __future__ import annotations
 
-import dataclasses
-
 import jax
 import jax.numpy as jnp
 import numpy as np
 import optax
 from flax import struct
-from jax.sharding import NamedSharding
-from jax.sharding import PartitionSpec as P
 
 from agents.config import NUM_SEATS, HParams, TrainConfig
 from agents.core import networks
@@ -166,32 +162,19 @@ class Trainer:
         self.players = league.make_players(config, self.learner, self.network)
         self.mesh = distributed.make_mesh(config.run.num_devices, config.run.num_envs)
 
-    # ---- placement over the devices (identity without a mesh) ----
+    # ---- placement over the devices (identity without a mesh; agents.utils.distributed's field helpers) ----
     def shardings(self, runner):
-        """A pytree like ``runner`` (arrays or ``ShapeDtypeStruct``s) of ``NamedSharding``s; None without a mesh."""
-        if self.mesh is None:
-            return None
-        num_envs = self.config.run.num_envs
-
-        def field(name, value):
-            batched = name in self.env_fields
-            return jax.tree_util.tree_map(
-                lambda x: NamedSharding(self.mesh, distributed.batch_spec(x.shape, num_envs) if batched else P()), value
-            )
-
-        return runner.replace(**{f.name: field(f.name, getattr(runner, f.name)) for f in dataclasses.fields(runner)})
+        """A pytree like ``runner`` (arrays or ``ShapeDtypeStruct``s) of ``NamedSharding``s: ``env_fields`` sharded
+        on their env axis, the rest replicated; None without a mesh."""
+        return distributed.field_shardings(runner, self.mesh, self.config.run.num_envs, self.env_fields)
 
     def constrain(self, runner):
-        """The runner placed by ``shardings``: a constraint under jit, a transfer outside."""
-        if self.mesh is None:
-            return runner
-        return jax.lax.with_sharding_constraint(runner, self.shardings(runner))
+        """Inside jit: the runner constrained to ``shardings``."""
+        return distributed.constrain_fields(runner, self.mesh, self.config.run.num_envs, self.env_fields)
 
     def place(self, runner):
         """Host side: move a runner (e.g. restored from a checkpoint) onto the devices as ``shardings`` says."""
-        if self.mesh is None:
-            return runner
-        return jax.device_put(runner, self.shardings(runner))
+        return distributed.place_fields(runner, self.mesh, self.config.run.num_envs, self.env_fields)
 
     def _constrain_envs(self, tree):
         """Inside the scans: keep the leaves with a leading env axis sharded on it."""

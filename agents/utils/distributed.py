@@ -25,6 +25,7 @@ processes up before each jitted chunk; ``is_main_process`` is the one that write
 
 from __future__ import annotations
 
+import dataclasses
 import os
 
 import jax
@@ -214,15 +215,47 @@ def replicated(mesh: Mesh) -> NamedSharding:
     return NamedSharding(mesh, P())
 
 
+def field_shardings(tree, mesh: Mesh | None, num_envs: int, batched_fields):
+    """A pytree like the flax dataclass ``tree`` (arrays or ``ShapeDtypeStruct``s) of ``NamedSharding``s: the leaves
+    of the fields named in ``batched_fields`` sharded on their leading env axis (``batch_spec``), every other leaf
+    replicated. None without a mesh."""
+    if mesh is None:
+        return None
+
+    def field(name, value):
+        spec = (lambda x: batch_spec(x.shape, num_envs)) if name in batched_fields else (lambda x: P())
+        return jax.tree_util.tree_map(lambda x: NamedSharding(mesh, spec(x)), value)
+
+    return tree.replace(**{f.name: field(f.name, getattr(tree, f.name)) for f in dataclasses.fields(tree)})
+
+
+def constrain_fields(tree, mesh: Mesh | None, num_envs: int, batched_fields):
+    """Inside jit: ``tree`` constrained to ``field_shardings``; identity without a mesh."""
+    if mesh is None:
+        return tree
+    return jax.lax.with_sharding_constraint(tree, field_shardings(tree, mesh, num_envs, batched_fields))
+
+
+def place_fields(tree, mesh: Mesh | None, num_envs: int, batched_fields):
+    """On the host: ``tree`` (e.g. a runner restored from a checkpoint) moved onto the devices as ``field_shardings``
+    says; identity without a mesh."""
+    if mesh is None:
+        return tree
+    return jax.device_put(tree, field_shardings(tree, mesh, num_envs, batched_fields))
+
+
 __all__ = [
     "DATA_AXIS",
     "barrier",
     "batch_spec",
     "constrain_axis",
     "constrain_batch",
+    "constrain_fields",
+    "field_shardings",
     "initialize",
     "is_main_process",
     "make_mesh",
+    "place_fields",
     "replicated",
     "resolve_devices",
 ]
