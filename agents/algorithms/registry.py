@@ -20,18 +20,35 @@ from agents.config import TrainConfig
 from agents.core.rollout import summarize
 from agents.envs.make import make_env
 
-#: ``config.algo`` -> what builds its trainer from ``(config, env)`` (each an ``agents.algorithms.base.Trainer``).
-#: PPO's machinery is composed with a loss and the way it makes its samples (``agents.algorithms.ppo.PPO``).
-TRAINERS = {"ppo": PPO, "a2c": StreamingA2C, "bc": behaviour_cloning}
+#: a trainer's kind (``trainer_kind``) -> what builds it from ``(config, env)`` (each an
+#: ``agents.algorithms.base.Trainer``). PPO's machinery is composed with a loss and the way it makes its samples
+#: (``agents.algorithms.ppo.PPO``): distillation and online cloning are PPO with other ones.
+TRAINERS = {
+    "ppo": PPO,
+    "distill": distilled_ppo,
+    "a2c": StreamingA2C,
+    "bc": behaviour_cloning,
+    "bc_dataset": DatasetCloning,
+}
+
+
+def trainer_kind(config: TrainConfig) -> str:
+    """Which of ``TRAINERS`` trains ``config``: its ``run.algo``, except that cloning a recording
+    (``bc.bc_dataset``) is ``"bc_dataset"`` and PPO with a teacher or an anchor is ``"distill"``."""
+    if config.bc.bc_dataset:
+        return "bc_dataset"
+    if config.distill.teacher or config.distill.anchor:
+        return "distill"
+    return config.run.algo
 
 
 def make_train(config: TrainConfig, env) -> Trainer:
-    """The trainer of ``config`` on ``env`` (an ``agents.envs.api.BatchedEnv``), by ``config.run.algo``:
+    """The trainer of ``config`` on ``env`` (an ``agents.envs.api.BatchedEnv``): ``TRAINERS[trainer_kind(config)]``.
 
-    * ``"ppo"``: ``PPO`` (``PPOLoss``, the policy's own play); with a teacher or an anchor,
+    * ``"ppo"``: ``PPO`` (``PPOLoss``, the policy's own play); ``"distill"`` (a teacher or an anchor):
       ``agents.algorithms.distill.distilled_ppo`` (``KLTerms`` around ``PPOLoss``, ``FrozenPolicies``);
-    * ``"bc"``: ``agents.algorithms.bc.behaviour_cloning`` (``BCLoss``, ``TeacherPlay``); cloning a recording
-      (``config.bc.bc_dataset``): ``agents.algorithms.bc.DatasetCloning``;
+    * ``"bc"``: ``agents.algorithms.bc.behaviour_cloning`` (``BCLoss``, ``TeacherPlay``); ``"bc_dataset"`` (cloning a
+      recording, ``config.bc.bc_dataset``): ``agents.algorithms.bc.DatasetCloning``;
     * ``"a2c"``: ``agents.algorithms.a2c.StreamingA2C``.
 
     Example::
@@ -40,13 +57,7 @@ def make_train(config: TrainConfig, env) -> Trainer:
         trainer = agents.make_train(config, env)
         runner, metrics = jax.jit(trainer)(jax.random.key(0))   # the whole run as one compiled call
     """
-    if config.run.algo not in TRAINERS:
-        raise ValueError(f"unknown algo {config.run.algo!r}; choose from {sorted(TRAINERS)}")
-    if config.bc.bc_dataset:
-        return DatasetCloning(config, env)
-    if config.distill.teacher or config.distill.anchor:
-        return distilled_ppo(config, env)
-    return TRAINERS[config.run.algo](config, env)
+    return TRAINERS[trainer_kind(config)](config, env)
 
 
 def trainer_network(config: TrainConfig, num_actions: int):
@@ -54,7 +65,7 @@ def trainer_network(config: TrainConfig, num_actions: int):
     the env or the trainer (``agents.policies.network``): ``agents.algorithms.base.make_network``'s, seen through a
     distillation's public-observation view when the run has a teacher."""
     network = make_network(config, num_actions)
-    if not config.bc.bc_dataset and (config.distill.teacher or config.distill.anchor):
+    if trainer_kind(config) == "distill":
         network = FrozenPolicies(config).network(network)
     return network
 
@@ -72,4 +83,4 @@ def _built_trainer(config: TrainConfig) -> tuple:
     return env, make_train(config, env)
 
 
-__all__ = ["TRAINERS", "built_trainer", "make_train", "summarize", "trainer_network"]
+__all__ = ["TRAINERS", "built_trainer", "make_train", "summarize", "trainer_kind", "trainer_network"]
