@@ -234,3 +234,46 @@ def test_sweep_cli_on_the_game_with_evaluation(tmp_path):
         for rec in records:  # the smoke preset's eval_games=1: the mean of 8 rotated games' integer placements
             total = 8 * rec["eval/placement_vs_greedy"]
             assert total == round(total) and 8 <= total <= 64, rec["eval/placement_vs_greedy"]
+
+
+def test_a_shorter_last_chunk_of_a_sweep_runs_in_the_chunks_own_program(tmp_path):
+    """3 updates in chunks of 2: the last chunk (1 update) runs in the chunk's program (``Sweep.run_upto``, its
+    update count an argument), so nothing more is compiled or announced; every run ends where the same sweep in
+    chunks of 1 (``run``'s scan, no shorter chunk) does, to float rounding (programs of other lengths round
+    differently), and the shorter chunk logs its own update."""
+    from agents.run.sweep_loop import run_sweep
+
+    class Recorder:
+        def __init__(self):
+            self.events = []
+
+        def status(self, text):
+            self.events.append(text)
+
+        def start(self, total, done, unit="upd"):
+            pass
+
+        def chunk(self, n, text):
+            pass
+
+        def close(self):
+            pass
+
+    config = preset_config("ppo_gymnax")
+    sets = {k: v for k, v in CARTPOLE.items() if k != "checkpoint_every"}
+    base, spec = sweep_cli.spec_from_sets(config, sets, [3, 4])
+    base = base.with_overrides({"total_steps": 3 * base.steps_per_update})
+    progress = Recorder()
+    run_sweep(base, spec, tmp_path / "upto", progress=progress)
+    assert not [e for e in progress.events if "compiling the last chunk" in e]
+    run_sweep(base.with_overrides({"updates_per_chunk": 1}), spec, tmp_path / "ones")
+    sw = Sweep(base, spec)
+    finals = []
+    for name in ("upto", "ones"):
+        with CheckpointStore(tmp_path / name / "checkpoints", keep=3) as store:
+            finals.append(store.restore(jax.eval_shape(sw.init))[1])
+    assert finals[0].update.tolist() == finals[1].update.tolist() == [3, 3]
+    for a, b in zip(jax.tree_util.tree_leaves(finals[0].params), jax.tree_util.tree_leaves(finals[1].params)):
+        np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-6)
+    lines = (tmp_path / "upto" / "runs" / "run_000" / "metrics.jsonl").read_text().splitlines()[1:]
+    assert [json.loads(line)["update"] for line in lines] == [2, 3]

@@ -218,6 +218,7 @@ class Sweep:
         self.seeds = jnp.asarray(np.tile(np.asarray(spec.seeds, np.uint32), spec.num_points))
         self.hparams = jax.tree_util.tree_map(lambda x: jnp.repeat(x, num_seeds, axis=0), stack(points))
         self.run = jax.jit(self._run, static_argnums=1)
+        self.run_upto = jax.jit(self._run_upto, static_argnums=1)
         self._init = jax.jit(
             lambda keys, hp: self.constrain(jax.vmap(self.trainer.init, axis_name=SWEEP_AXIS)(keys, hp))
         )
@@ -260,6 +261,14 @@ class Sweep:
 
     def _run(self, runners, num_updates: int):
         runners, metrics = jax.vmap(lambda r: self.trainer.run(r, num_updates), axis_name=SWEEP_AXIS)(
+            self.constrain(runners)
+        )
+        return self.constrain(runners), self.constrain(metrics)
+
+    def _run_upto(self, runners, max_updates: int, num_updates):
+        """``num_updates`` (int32, traced, 0..``max_updates``) updates of every run in one program for every count
+        (the trainer's ``run_upto``, vmapped): metrics float32[R, max_updates], the first ``num_updates`` written."""
+        runners, metrics = jax.vmap(lambda r: self.trainer.run_upto(r, max_updates, num_updates), axis_name=SWEEP_AXIS)(
             self.constrain(runners)
         )
         return self.constrain(runners), self.constrain(metrics)

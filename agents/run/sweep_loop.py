@@ -89,14 +89,42 @@ class SweepProgram(ChunkProgram):
     def updates_done(self, runner) -> int:
         return int(runner.update[0])
 
+    #: the compiled ``Sweep.run_upto`` when the chunk is it (``compile_all``), else None
+    compiled_upto = None
+
     def compile(self, runner, num_updates):
-        return lambda r, n=num_updates: self.sweep.run(r, n)
+        if self.compiled_upto is not None:  # the chunk's program runs any count: nothing to compile
+            return self._upto(num_updates)
+        return self.sweep.run.lower(runner, num_updates).compile()
+
+    def shorter_chunk_compiles(self) -> bool:
+        return self.compiled_upto is None
+
+    def _upto(self, num_updates: int):
+        """``runners -> (runners, metrics)``: ``num_updates`` updates of every run by the compiled ``run_upto``,
+        metrics cut to them (float32[R, num_updates])."""
+        compiled = self.compiled_upto
+
+        def run(runners):
+            runners, metrics = compiled(runners, np.int32(num_updates))
+            return runners, jax.tree_util.tree_map(lambda m: m[:, :num_updates], metrics)
+
+        return run
 
     def compile_all(self, runner):
+        """The chunk and the evaluation, compiled in parallel; returns the chunk. When the updates left are no
+        multiple of ``updates_per_chunk`` the chunk is ``run_upto``'s program, which runs the last, shorter chunk
+        too (no second program), as for one run (``agents.run.train_program``)."""
         chunk = self.config.run.updates_per_chunk
         eval_lowering = self.has_eval and (
             lambda: self.sweep.evaluator.lower(runner.params, self.eval_keys, np.int32(0))
         )
+        shorter = (self.config.last_update - self.updates_done(runner)) % chunk != 0
+        if shorter and self.trainer.runs_upto:
+            self.compiled_upto, self.compiled_eval = compile_together(
+                lambda: self.sweep.run_upto.lower(runner, chunk, np.int32(chunk)), eval_lowering
+            )
+            return self._upto(chunk)
         compiled_run, self.compiled_eval = compile_together(lambda: self.sweep.run.lower(runner, chunk), eval_lowering)
         return compiled_run
 
