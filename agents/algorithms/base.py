@@ -113,6 +113,20 @@ def init_runner(config: TrainConfig, env, network, key, hparams: HParams | None 
     )
 
 
+def check_trainer_env(name: str, algo: str, config: TrainConfig, env) -> None:
+    """What every trainer checks first: ``config``'s algorithm is ``algo`` (the trainer ``name``'s), ``env`` keeps
+    the batched-env contract (``agents.envs.api.BatchedEnv``) with ``config``'s number of envs."""
+    if config.run.algo != algo:
+        raise ValueError(f"{name} needs config.run.algo == {algo!r}, got {config.run.algo!r}")
+    if not isinstance(env, BatchedEnv):
+        raise TypeError(
+            f"{type(env).__name__} does not have the batched-env interface the trainers step "
+            "(agents.envs.api.BatchedEnv; check an adapter with agents.envs.api.check_env)"
+        )
+    if env.num_envs != config.run.num_envs:
+        raise ValueError(f"env has num_envs={env.num_envs} but config.run.num_envs={config.run.num_envs}")
+
+
 class Trainer:
     """Shared shell of the trainers: ``make_train``'s result, callable ``(key, hparams=None) ->
     (runner, metrics)``, plus ``init`` and ``run`` (a chunk of updates; the caller jits it) for the chunked loop.
@@ -136,15 +150,7 @@ class Trainer:
     env_fields = ("env_state", "obs", "mask", "tracker", "pending")
 
     def __init__(self, config: TrainConfig, env):
-        if config.run.algo != self.algo:
-            raise ValueError(f"{type(self).__name__} needs config.run.algo == {self.algo!r}, got {config.run.algo!r}")
-        if not isinstance(env, BatchedEnv):
-            raise TypeError(
-                f"{type(env).__name__} does not have the batched-env interface the trainers step "
-                "(agents.envs.api.BatchedEnv; check an adapter with agents.envs.api.check_env)"
-            )
-        if env.num_envs != config.run.num_envs:
-            raise ValueError(f"env has num_envs={env.num_envs} but config.run.num_envs={config.run.num_envs}")
+        check_trainer_env(type(self).__name__, self.algo, config, env)
         self.config = config
         self.env = env
         self.network = make_network(config, env.num_actions)
@@ -261,6 +267,7 @@ __all__ = [
     "Runner",
     "Trainer",
     "apply_gradients",
+    "check_trainer_env",
     "init_runner",
     "learning_rate",
     "make_network",

@@ -48,7 +48,7 @@ import numpy as np
 from flax import struct
 
 from agents.algorithms import base as trainer_base
-from agents.algorithms.base import INIT_STREAM, TRAIN_STREAM, Trainer
+from agents.algorithms.base import INIT_STREAM, TRAIN_STREAM, check_trainer_env, make_network
 from agents.algorithms.ppo import PPO, OwnPlay
 from agents.config import HParams, TrainConfig
 from agents.core import distributions, losses
@@ -216,20 +216,28 @@ def split_samples(config: TrainConfig, samples: dict) -> tuple[dict, dict | None
     return device_samples(samples, train), (device_samples(samples, val) if val.size else None)
 
 
-class DatasetCloning(Trainer):
-    """``algo="bc"`` with ``bc_dataset``: cloning a recording (see the module docstring). ``run(runner,
-    num_updates, train, val)`` is the chunk (``clone_chunk``; the caller jits it); the run library reads the recording
-    (``agents.policies.frozen.trainer_inputs``) and gives its samples to ``use_recording``; ``chunk_inputs()`` is
-    their split."""
+class DatasetCloning:
+    """``algo="bc"`` with ``bc_dataset``: cloning a recording (see the module docstring), a small trainer of its own
+    (not PPO's machinery: no env is stepped). ``run(runner, num_updates, train, val)`` is the chunk (``clone_chunk``;
+    the caller jits it); the run library reads the recording (``agents.policies.frozen.trainer_inputs``) and gives
+    its samples to ``use_recording``; ``chunk_inputs()`` is their split. It answers what the run library asks of
+    every trainer (``agents.algorithms.base.Trainer``'s attributes of the same names)."""
 
     algo = "bc"
+    roles: tuple[str, ...] = ()  # no frozen policies
     env_fields = ()
-    #: the run library reads ``config.bc_dataset`` for it and calls ``use_recording``
+    #: the run library reads ``config.bc.bc_dataset`` for it and calls ``use_recording``
     reads_recording = True
+    sample_unit = "samples"
+    runs_upto = False  # its chunk is clone_chunk: a shorter last chunk compiles a program of its own
+    players_per_step = 1  # a sample is one seat's step
+    mesh = None  # one device (TrainConfig refuses num_devices > 1)
 
     def __init__(self, config: TrainConfig, env):
-        super().__init__(config, env)
-        self.mesh = None  # one device (TrainConfig refuses num_devices > 1)
+        check_trainer_env(type(self).__name__, self.algo, config, env)
+        self.config, self.env = config, env
+        self.network = make_network(config, env.num_actions)
+        self.learner = np.asarray(env.learner_seats, bool)
         _, ts = jax.eval_shape(env.reset, jax.random.key(0))
         obs = ts.observation  # [N, P, *shape]
         self.observation = jax.ShapeDtypeStruct(obs.shape[2:], obs.dtype)
@@ -256,18 +264,28 @@ class DatasetCloning(Trainer):
     def input_identity(self) -> dict:
         return {"bc_dataset_digest": self.digest}
 
-    sample_unit = "samples"
-    runs_upto = False  # its chunk is clone_chunk, not the base's loop of updates
-
-    @property
-    def players_per_step(self) -> int:
-        return 1  # a sample is one seat's step
-
     def finished_early(self, runner: DatasetRunner) -> bool:
         return bool(self.config.bc.bc_patience) and int(runner.since_best) >= self.config.bc.bc_patience
 
     def run(self, runner: DatasetRunner, num_updates: int, train: dict, val: dict | None):
         return clone_chunk(self.config, self.network, runner, num_updates, train, val)
+
+    def run_upto(self, runner: DatasetRunner, max_updates: int, num_updates, *inputs):
+        raise NotImplementedError("a dataset run's chunk is clone_chunk's scan (runs_upto is False)")
+
+    def __call__(self, key, hparams: HParams | None = None):
+        """The whole run: ``(runner, metrics)`` with metrics float32[num_updates] each."""
+        return self.run(self.init(key, hparams), self.config.num_updates, *self.chunk_inputs())
+
+    # one device: nothing to place
+    def shardings(self, runner):
+        return None
+
+    def constrain(self, runner):
+        return runner
+
+    def place(self, runner):
+        return runner
 
 
 class BCLoss:

@@ -42,7 +42,7 @@ def trainer_kind(config: TrainConfig) -> str:
     return config.run.algo
 
 
-def make_train(config: TrainConfig, env) -> Trainer:
+def make_train(config: TrainConfig, env) -> Trainer | DatasetCloning:
     """The trainer of ``config`` on ``env`` (an ``agents.envs.api.BatchedEnv``): ``TRAINERS[trainer_kind(config)]``.
 
     * ``"ppo"``: ``PPO`` (``PPOLoss``, the policy's own play); ``"distill"`` (a teacher or an anchor):
