@@ -13,6 +13,7 @@ import numpy as np
 import pytest
 
 from agents.config import TrainConfig
+from agents.core.rollout import Batch
 from agents.league import pool as league
 from agents.presets import preset_config
 
@@ -420,15 +421,14 @@ def test_an_update_against_bots_trains_on_the_learners_seats_alone_as_on_all_eig
     runner = jax.jit(trainer.init)(jax.random.key(0))
     _, traj, _ = jax.jit(trainer.rollout)(runner, jax.random.key(1))
     rng = np.random.default_rng(0)
-    batch = (
+    batch = Batch(
         traj,
         rng.normal(size=traj.weight.shape).astype(np.float32),
         rng.normal(size=traj.weight.shape).astype(np.float32),
-        None,
     )
     sliced = trainer.learner_samples(batch)
-    assert sliced[1].shape == traj.weight.shape[:2] + (2,)
-    np.testing.assert_array_equal(sliced[1], batch[1][:, :, [2, 6]])
+    assert sliced.advantages.shape == traj.weight.shape[:2] + (2,)
+    np.testing.assert_array_equal(sliced.advantages, batch.advantages[:, :, [2, 6]])
     key, hp = jax.random.key(2), runner.hparams
     learner_only, _, _ = jax.jit(lambda b: trainer.optimize(runner.params, runner.opt_state, b, key, hp, 0))(batch)
     every_seat = jax.tree_util.tree_map(lambda x: x.reshape((-1,) + x.shape[3:]), batch)
@@ -542,13 +542,10 @@ def test_independent_learners_changing_one_seats_data_leaves_every_other_seats_u
             runner.params, runner.opt_state, batch, jax.random.key(4), runner.hparams, runner.update
         )[0]
     )
-    before = optimize((traj, advantages, targets, None))
+    before = optimize(Batch(traj, advantages, targets))
     j = 5  # seat j's advantages, targets and observations change
-    changed = (
-        traj.replace(obs=traj.obs.at[:, :, j].add(1.0)),
-        advantages.at[:, :, j].mul(-3.0),
-        targets.at[:, :, j].add(2.0),
-        None,
+    changed = Batch(
+        traj.replace(obs=traj.obs.at[:, :, j].add(1.0)), advantages.at[:, :, j].mul(-3.0), targets.at[:, :, j].add(2.0)
     )
     after = optimize(changed)
     chex.assert_tree_all_finite(before)
