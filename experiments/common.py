@@ -382,17 +382,23 @@ def add_deterministic(parser, who: str = "policies") -> None:
     )
 
 
-def add_game_args(parser) -> None:
-    """The options of a CLI that plays games of players: ``--deterministic``, ``--set RULE=VALUE`` (games of bots),
-    ``--quiet`` and the compilation cache."""
-    add_deterministic(parser)
+def add_rule_sets(parser, of_bots: bool = True) -> None:
+    """``--set RULE=VALUE``, the same in every CLI that plays games: a game rule (``check_rule_names``, then
+    ``parse_rules``); ``of_bots``: it applies to games of bots only (policies play with the rules they trained with)."""
     parser.add_argument(
         "--set",
         action="append",
         default=[],
         metavar="RULE=VALUE",
-        help="games of bots: a game rule, e.g. --set max_rounds=20 (repeatable)",
+        help=f"{'games of bots: ' if of_bots else ''}a game rule, e.g. --set max_rounds=20 (repeatable)",
     )
+
+
+def add_game_args(parser) -> None:
+    """The options of a CLI that plays games of players: ``--deterministic``, ``--set RULE=VALUE`` (games of bots),
+    ``--quiet`` and the compilation cache."""
+    add_deterministic(parser)
+    add_rule_sets(parser)
     add_quiet(parser)
     add_cache_args(parser)
 
@@ -421,6 +427,7 @@ __all__ = [
     "add_cache_args",
     "add_deterministic",
     "add_quiet",
+    "add_rule_sets",
     "apply_sets",
     "check_out",
     "enable_compilation_cache",

@@ -65,6 +65,7 @@ from experiments.common import (
     add_cache_args,
     add_deterministic,
     add_quiet,
+    add_rule_sets,
     check_out,
     check_rule_names,
     enable_compilation_cache,
@@ -99,13 +100,7 @@ def parse_args(argv=None):
     parser.add_argument("--games", type=int, default=16, metavar="N", help=f"{GAMES_HELP} per lineup; default 16")
     parser.add_argument("--seed", type=int, default=0)
     add_deterministic(parser)
-    parser.add_argument(
-        "--set",
-        action="append",
-        default=[],
-        metavar="RULE=VALUE",
-        help="a game rule of games of bots, e.g. --set max_rounds=20 (repeatable)",
-    )
+    add_rule_sets(parser)
     parser.add_argument(
         "--seats",
         default=None,

@@ -41,6 +41,7 @@ from experiments.common import (
     add_cache_args,
     add_deterministic,
     add_quiet,
+    add_rule_sets,
     check_out,
     check_rule_names,
     enable_compilation_cache,
@@ -82,13 +83,7 @@ def parse_args(argv=None):
         default="vector",
         help="games of bots: the observations stored (oracle: the vector, then the hidden information; default vector)",
     )
-    parser.add_argument(
-        "--set",
-        action="append",
-        default=[],
-        metavar="RULE=VALUE",
-        help="games of bots: a game rule, e.g. --set max_rounds=20 (repeatable)",
-    )
+    add_rule_sets(parser)
     parser.add_argument(
         "--label",
         metavar="PLAYER",

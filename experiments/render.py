@@ -29,7 +29,7 @@ import numpy as np
 from tqdm import tqdm
 
 import jaxgame
-from experiments.common import add_quiet, check_out, fail, make_parser, parse_rules
+from experiments.common import add_quiet, add_rule_sets, check_out, fail, make_parser, parse_rules
 from jaxgame import bots, combat, render
 from jaxgame import constants as C
 from jaxgame.play import random_board
@@ -66,13 +66,7 @@ def main(argv=None):
     parser.add_argument("--scale", type=int, default=4, help="pixel scale of the PNG")
     parser.add_argument("--gif-scale", type=int, default=3, help="pixel scale of the GIF")
     parser.add_argument("--every", type=int, default=1, help="GIF: one frame every k combat ticks")
-    parser.add_argument(
-        "--set",
-        action="append",
-        default=[],
-        metavar="RULE=VALUE",
-        help="a game rule, e.g. --set max_rounds=20 (repeatable)",
-    )
+    add_rule_sets(parser, of_bots=False)
     add_quiet(parser)
     args = parser.parse_args(argv)
     rules = parse_rules(parser, args.set)
