@@ -62,6 +62,8 @@ MANA_PER_SECOND = 10
 MANA_PER_DAMAGE = 10  # +ceil(damage / 10) mana per damage instance taken
 STUN_TICKS = 15
 MONSTER_HEAL_MULT = 10
+# What a fighter did in a tick, as record_fight records it (FightReplay.action)
+ACT_NONE, ACT_BASIC, ACT_CAST = 0, 1, 2
 _NO_KEY = 0x7FFFFFFF  # int32 max: "nothing" in packed-key minimums
 # Implementation limits (checked on the static tables): special damage is divided in float32
 # (see _div_spell), and target stats are bit-packed into one int32 per unit.
@@ -106,6 +108,10 @@ class FightReplay:
     y: jax.Array  # int32[T+1, 48]
     hp: jax.Array  # int32[T+1, 48]  (0 once dead)
     max_hp: jax.Array  # int32[48]
+    mana: jax.Array  # int32[T+1, 48]  (0 once dead)
+    max_mana: jax.Array  # int32[48]
+    action: jax.Array  # int32[T, 48]  what the fighter did in tick t: ACT_NONE, ACT_BASIC or ACT_CAST
+    target: jax.Array  # int32[T, 48]  the fighter index it attacked or cast at in tick t, -1 when ACT_NONE
     alive: jax.Array  # bool[T+1, 48]
     species: jax.Array  # int32[48]  (-1 = no unit)
     stars: jax.Array  # int32[48]  (0 = no unit)
@@ -1090,21 +1096,30 @@ def record_fight(
     home_species, home_stars, away_species, away_stars, key, max_ticks: int = 400, max_units: int = HALF
 ) -> tuple[FightResult, FightReplay]:
     """Like :func:`simulate_fight` but keeps all ``max_ticks + 1`` frames (after the end they repeat),
-    mapped back to the 48 fighters. Runs :func:`tick` on a batch of one under ``lax.scan``."""
+    mapped back to the 48 fighters, and what each fighter did in each tick (phase 4's ``basic`` and
+    ``cast`` with their target: :data:`ACT_BASIC`, :data:`ACT_CAST`). Runs :func:`tick`'s phases on a batch
+    of one under ``lax.scan``."""
     keys = _typed_keys(key)[None]
     home, home_st, away, away_st = (
         jnp.asarray(a, jnp.int32)[None] for a in (home_species, home_stars, away_species, away_stars)
     )
     f, s0 = init_fights(home, home_st, away, away_st, max_units)
+    no_action = jnp.zeros_like(f.index)
+
+    def acted(st, t):
+        w = _tick_record(f, st, t, keys, None)
+        action = jnp.where(w.cast, ACT_CAST, jnp.where(w.basic, ACT_BASIC, ACT_NONE))
+        target = jnp.where(action != ACT_NONE, f.index[jnp.maximum(w.new_target, 0), 0], -1)
+        return _end_tick(w), action, target
 
     def body(carry, t):
         n, s, done = carry
-        s = jax.lax.cond(done, lambda st: st, lambda st: tick(f, st, t, keys), s)
+        s, action, target = jax.lax.cond(done, lambda st, t: (st, no_action, no_action - 1), acted, s, t)
         n = n + jnp.where(done, 0, 1).astype(jnp.int32)
         done = done | _decided(s)[0]
-        return (n, s, done), (s.x[:, 0], s.y[:, 0], s.hp[:, 0], s.alive[:, 0])
+        return (n, s, done), (s.x[:, 0], s.y[:, 0], s.hp[:, 0], s.mana[:, 0], s.alive[:, 0], action[:, 0], target[:, 0])
 
-    (n, s, _), (xs, ys, hps, alives) = jax.lax.scan(
+    (n, s, _), (xs, ys, hps, manas, alives, actions, targets) = jax.lax.scan(
         body, (jnp.int32(0), s0, _decided(s0)[0]), jnp.arange(max_ticks, dtype=jnp.int32)
     )
 
@@ -1117,6 +1132,10 @@ def record_fight(
         y=frames(s0.y, ys, start_y),
         hp=frames(s0.hp, hps, 0),
         max_hp=_by_fighter(f, f.max_hp[:, 0], 0),
+        mana=frames(s0.mana, manas, 0),
+        max_mana=_by_fighter(f, f.max_mana[:, 0], 0),
+        action=_by_fighter(f, actions, ACT_NONE),
+        target=_by_fighter(f, targets, -1),
         alive=frames(s0.alive, alives, False),
         species=_by_fighter(f, f.species[:, 0], -1),
         stars=_by_fighter(f, f.stars[:, 0], 0),

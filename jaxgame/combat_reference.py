@@ -109,10 +109,11 @@ def _cheb(a, b):
 
 
 def _run(home_species, home_stars, away_species, away_stars, key, max_ticks=400):
-    """Returns (result dict, stats dict with casts per ability, crits, moves)."""
+    """Returns (result dict, stats dict with casts per ability, crits, moves, kills and ``events``: every
+    action as (tick, fighter index, 1 basic attack / 2 cast, target fighter index), in tick then index order)."""
     boards = [[int(v) for v in np.asarray(a).reshape(-1)] for a in (home_species, home_stars, away_species, away_stars)]
     units = _make_units(*boards)
-    stats = {"casts": [0] * 5, "crits": 0, "moves": 0, "kills": 0}
+    stats = {"casts": [0] * 5, "crits": 0, "moves": 0, "kills": 0, "events": []}
     totals = [0, 0]
 
     def counts():
@@ -176,6 +177,7 @@ def _tick(units, t, u_draw, totals, stats):
             if u.mana >= u.max_mana:
                 u.mana -= u.max_mana
                 stats["casts"][u.ability] += 1
+                stats["events"].append((t, u.index, 2, tgt.index))
                 amount = u.power * (100 + u.ap) // 100
 
                 def spell(v):
@@ -203,6 +205,7 @@ def _tick(units, t, u_draw, totals, stats):
                                 best = (r, a)
                     heal[best[1].index] = heal.get(best[1].index, 0) + amount
             else:
+                stats["events"].append((t, u.index, 1, tgt.index))
                 crit = u_draw[u.index] < np.float32(0.1)
                 stats["crits"] += int(crit)
                 m = 2 if crit else 1

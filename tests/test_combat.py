@@ -203,12 +203,31 @@ def check_replay(result, replay, max_ticks=MAX_TICKS):
     np.testing.assert_array_equal(np.asarray(replay.species) >= 0, alive[0])
 
 
+def recorded_events(replay) -> list[tuple]:
+    """A replay's actions as the reference's ``events``: (tick, fighter, kind, target fighter), tick then fighter."""
+    action, target = np.asarray(replay.action), np.asarray(replay.target)
+    ticks, fighters = np.nonzero(action)
+    return [(int(t), int(u), int(action[t, u]), int(target[t, u])) for t, u in zip(ticks, fighters)]
+
+
 def test_record_matches_simulate_and_replay_invariants():
     arrays, keys, res = random_batch()
+    kinds = set()
     for i in range(10):
         result, replay = rec_one(*(a[i] for a in arrays), keys[i])
         assert as_dict(result) == as_dict(res, i)
         check_replay(result, replay)
+        # every basic attack and cast with its target, as the plain-Python reference makes them
+        _, stats = ref._run(*(a[i] for a in arrays), keys[i], MAX_TICKS)
+        events = recorded_events(replay)
+        assert events == stats["events"]
+        kinds |= {kind for _, _, kind, _ in events}
+        mana, max_mana, alive = (np.asarray(v) for v in (replay.mana, replay.max_mana, replay.alive))
+        assert (mana >= 0).all() and (mana[~alive] == 0).all()
+        for t, u, kind, _ in events:  # a cast spends a full bar of mana
+            assert (mana[t, u] >= max_mana[u]) == (kind == combat.ACT_CAST)
+        assert (np.asarray(replay.target)[np.asarray(replay.action) == combat.ACT_NONE] == -1).all()
+    assert kinds == {combat.ACT_BASIC, combat.ACT_CAST}
 
 
 # ---------------- hand-checked numbers ----------------

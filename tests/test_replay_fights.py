@@ -145,7 +145,14 @@ def test_frames_last_until_the_fight_ends_and_agree_with_its_outcome():
                 res, units = f["result"], f["units"]["fighter"]
                 hp = np.asarray(f["frames"]["hp"])
                 assert hp.shape == (res["ticks"] + 1, len(units))
-                assert all(np.asarray(f["frames"][k]).shape == hp.shape for k in ("x", "y"))
+                assert all(np.asarray(f["frames"][k]).shape == hp.shape for k in ("x", "y", "mana"))
+                side = np.asarray(units) >= combat.HALF
+                for tick, unit, kind, target in f["events"]:  # an alive unit acts on an alive enemy
+                    assert 0 <= tick < res["ticks"] and kind in F.EVENT_KINDS
+                    assert hp[tick, unit] > 0 and hp[tick, target] > 0 and side[unit] != side[target]
+                    cast = f["frames"]["mana"][tick][unit] >= f["units"]["max_mana"][unit]
+                    assert cast == (kind == combat.ACT_CAST)
+                assert f["events"] == sorted(f["events"]) and (res["ticks"] == 0 or f["events"])
                 home, away = side_alive(hp, units, 0), side_alive(hp, units, 1)
                 assert (hp[-1] > 0).sum() == res["home_survivors"] + res["away_survivors"]
                 assert home[-1] == (res["home_survivors"] > 0) and away[-1] == (res["away_survivors"] > 0)

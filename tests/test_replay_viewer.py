@@ -10,6 +10,7 @@ import functools
 import json
 import re
 
+import numpy as np
 import pytest
 
 from agents.replays import format as replay_format
@@ -208,7 +209,7 @@ def test_a_fight_step_animates_its_fights_and_the_screenshot_is_not_blank(chromi
     assert 0 < frame < pvp["result"]["ticks"]  # animating, not yet at the end
     b.advance(4000)
     assert b.evaluate("viewer.fightFrame") == len(pvp["frames"]["x"]) - 1
-    assert "winner" in _text(b, "fight-info")
+    assert _text(b, "fight-info").endswith(" | " + result_sentence(pvp))
     # the fight canvas drew units: more than its background and the line between the sides
     colours = b.evaluate(
         "(() => { const c = document.getElementById('fight'); const d = c.getContext('2d')"
@@ -219,6 +220,57 @@ def test_a_fight_step_animates_its_fights_and_the_screenshot_is_not_blank(chromi
     assert colours >= 3
     shot = b.screenshot(tmp_path / "viewer.png")
     assert not br.is_blank(shot)
+    assert b.errors == [], b.errors
+
+
+def result_sentence(fight) -> str:
+    """What the viewer says at a PvP fight's end: the winner and the life each side loses (docs/replays.md)."""
+    res, lost = fight["result"], fight["life_damage"]
+    who = {0: f"seat {fight['home']} wins", 1: f"seat {fight['away']} wins", 2: "a draw"}[res["winner"]]
+    losses = [
+        f"seat {seat} loses {n} life" for seat, n in ((fight["home"], lost["home"]), (fight["away"], lost["away"]))
+    ]
+    return ", ".join([who] + [text for text, n in zip(losses, (lost["home"], lost["away"])) if n])
+
+
+def test_the_fight_canvas_draws_bars_actions_sides_and_the_result(chromium, pages):
+    """Each layer of a fight frame changes the picture: drawn once as recorded and once without that layer."""
+    b, game = chromium, bot_record()
+    pvp = next(f for f in game["fights"] if f["kind"] == "pvp" and f["result"]["ticks"] > 20)
+    acting = sorted({tick + 1 for tick, _, _, _ in pvp["events"]})
+    cast = next(tick + 1 for tick, _, kind, _ in pvp["events"] if kind == 2)
+    mana = np.asarray(pvp["frames"]["mana"])
+    full = int(np.flatnonzero((mana > 0).any(axis=1))[0])  # a frame where some bar shows mana
+    last = len(pvp["frames"]["x"]) - 1
+    b.goto(pages[0], budget_ms=100)
+    b.evaluate(
+        "window.pixels = (fight, frame, labels) => { const c = document.createElement('canvas');"
+        " JG.drawFight(c, fight, frame, 3, labels); return [c.width, c.height,"
+        " Array.from(c.getContext('2d').getImageData(0, 0, c.width, c.height).data).join(',')]; };"
+        f" window.F = viewer.record.fights[{game['fights'].index(pvp)}];"
+        " window.without = (field, value) => { const g = JSON.parse(JSON.stringify(F));"
+        " field.split('.').reduce((o, k, i, ks) => (i === ks.length - 1 ? (o[k] = value(o[k])) : o[k]), g);"
+        " return g; };"
+    )
+
+    def differs(frame, changed, labels="{}"):  # frame drawn from F and from `changed` (JS) differ, same size
+        return b.evaluate(
+            f"(() => {{ const a = pixels(F, {frame}, {labels}), b = pixels({changed}, {frame}, {labels});"
+            " return a[0] === b[0] && a[1] === b[1] && a[2] !== b[2]; })()"
+        )
+
+    size = b.evaluate("pixels(F, 0, {}).slice(0, 2)")
+    assert size == [240, 288] and b.evaluate("[JG.fightSize(3).w, JG.fightSize(3).h]") == size
+    assert differs(acting[0], "without('events', () => [])")  # attack lines
+    assert differs(cast, "without('events', (e) => e.filter((x) => x[2] !== 2))")  # a cast's frame and line
+    assert not differs(0, "without('events', () => [])")  # no action before the first tick
+    assert differs(full, "without('frames.mana', (m) => m.map((row) => row.map(() => 0)))")  # mana bars
+    assert differs(1, "without('frames.hp', (h) => h.map((row) => row.map((v) => (v > 0 ? 1 : 0))))")  # hp bars
+    assert b.evaluate("pixels(F, 0, {home: 'home: seat 9'})[2] !== pixels(F, 0, {})[2]")  # the side labels
+    # the result's banner at the last frame only
+    banner = "{result: 'seat 1 wins, seat 2 loses 3 life'}"
+    assert b.evaluate(f"pixels(F, {last}, {banner})[2] !== pixels(F, {last}, {{}})[2]")
+    assert b.evaluate(f"pixels(F, {last - 1}, {banner})[2] === pixels(F, {last - 1}, {{}})[2]")
     assert b.errors == [], b.errors
 
 

@@ -17,9 +17,10 @@ record_fight))`` over :data:`FIGHTS_PER_CALL` fights (padded with empty boards),
 rules' ``max_combat_ticks`` and units per side (``MAX_LEVEL``, or 24 for a board beyond the rules).
 
 A fight is a JSON-ready dict of Python ints, lists and strings (:func:`fight_record`, fields in
-docs/replays.md): the seats, the fighters that exist (not all 48) with species, stars, max hp and
-fighter index, the outcome, the life damage it causes, and x, y and hp per fighter and frame for the
-``ticks + 1`` frames the fight lasts (frame 0 is the start, frame t + 1 the state after tick t).
+docs/replays.md): the seats, the fighters that exist (not all 48) with species, stars, max hp, max mana and
+fighter index, the outcome, the life damage it causes, x, y, hp and mana per fighter and frame for the
+``ticks + 1`` frames the fight lasts (frame 0 is the start, frame t + 1 the state after tick t), and the
+events: every basic attack and ability cast, with its tick, its fighter and its target.
 """
 
 from __future__ import annotations
@@ -40,6 +41,12 @@ FIGHTS_PER_CALL = 16
 #: ``FightResult`` fields, in the order of a record's ``result``.
 RESULT_FIELDS = ("winner", "home_survivors", "away_survivors", "home_damage", "away_damage", "ticks")
 KINDS = ("pve", "pvp", "ghost")
+#: ``combat.FightReplay`` fields :func:`record_fights` keeps
+REPLAY_FIELDS = (
+    "x", "y", "hp", "mana", "alive", "max_hp", "max_mana", "species", "stars", "team", "action", "target"
+)  # fmt: skip
+#: an event's kind by ``combat.FightReplay.action`` (``ACT_BASIC``, ``ACT_CAST``)
+EVENT_KINDS = {combat.ACT_BASIC: "attack", combat.ACT_CAST: "cast"}
 
 
 def is_fight_step(game: jaxgame.AutoChessEnv, state) -> bool | np.ndarray:
@@ -114,7 +121,7 @@ def record_fights(home_species, home_stars, away_species, away_stars, keys, max_
         parts.append(jax.device_get(record(*[b[chunk] for b in boards], keys[chunk])))
     results, replays = (jax.tree.map(lambda *xs: np.concatenate(xs)[:n], *[p[i] for p in parts]) for i in (0, 1))
     return {f: getattr(results, f) for f in RESULT_FIELDS}, {
-        f: getattr(replays, f) for f in ("x", "y", "hp", "alive", "max_hp", "species", "stars", "team")
+        f: getattr(replays, f) for f in REPLAY_FIELDS
     }
 
 
@@ -160,6 +167,10 @@ def fight_record(header: dict, result: dict, replay: dict, i: int) -> dict:
     home, away = life_damage(header["round"], res["winner"], res["home_survivors"], res["away_survivors"])
     fighters = np.flatnonzero(replay["species"][i] >= 0)
     frames = slice(0, res["ticks"] + 1)
+    column = np.full(combat.NUM_FIGHTERS, -1)
+    column[fighters] = np.arange(len(fighters))
+    action = replay["action"][i, : res["ticks"]][:, fighters]  # int32[ticks, n]
+    ticks, units = np.nonzero(action)
     out.update(
         result=res,
         life_damage={"home": home, "away": away if header["kind"] == "pvp" else None},
@@ -168,8 +179,13 @@ def fight_record(header: dict, result: dict, replay: dict, i: int) -> dict:
             "species": replay["species"][i, fighters].tolist(),
             "stars": replay["stars"][i, fighters].tolist(),
             "max_hp": replay["max_hp"][i, fighters].tolist(),
+            "max_mana": replay["max_mana"][i, fighters].tolist(),
         },
-        frames={f: replay[f][i, frames][:, fighters].tolist() for f in ("x", "y", "hp")},
+        frames={f: replay[f][i, frames][:, fighters].tolist() for f in ("x", "y", "hp", "mana")},
+        events=[
+            [int(t), int(u), int(action[t, u]), int(column[replay["target"][i, t, fighters[u]]])]
+            for t, u in zip(ticks, units)
+        ],
     )
     return out
 

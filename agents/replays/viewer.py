@@ -180,7 +180,7 @@ PAGE = """<!DOCTYPE html>
   <section id="fights-panel">
     <h2>Fights</h2>
     <div id="fight-list"></div>
-    <canvas id="fight" width="256" height="240"></canvas>
+    <canvas id="fight" width="240" height="288"></canvas>
     <div id="fight-info"></div>
     <h2>Final placements</h2>
     <ul id="placements"></ul>
@@ -274,31 +274,96 @@ const JG = (() => {
       tile(ctx, species[b] >= 0 ? unitTile(species[b], stars[b]) : cfg.atlas.empty_cell, b * cell, y + scale, scale);
     }
   }
-  // One frame of a recorded fight (docs/replays.md, "A fight"): home at the bottom (row y drawn at 5 - y),
-  // away units on a shade-1 background, a 1 px hp bar under each sprite (cells 8 x 10 px), as the fight GIFs.
-  function drawFight(canvas, fight, frame, scale) {
-    const ctx = canvas.getContext("2d");
+  // One frame of a recorded fight (docs/replays.md, "A fight"), `scale` canvas px per tile px. Each grid cell is
+  // FIGHT_CELL tile px: the sprite inset by 1 px (away units on a shade-1 square, so the sides read apart), an hp bar
+  // (2 px) and a mana bar (1 px) under it. Home fights at the bottom (row y drawn at 5 - y), with a label strip
+  // above and below (`labels.away`, `labels.home`). The events of the `labels.span` ticks that led to this frame
+  // show: a basic attack as a line from the attacker to its target, a cast as a frame around the caster and a
+  // thick line to its target. At the fight's last frame a banner names the winner and the life each side loses.
+  // The canvas is sized to fit (fightSize).
+  const FIGHT_CELL = { w: 10, h: 13 }, FIGHT_LABEL = 9;
+  function fightSize(scale) {
+    return { w: cfg.grid_cols * FIGHT_CELL.w * scale, h: (cfg.grid_rows * FIGHT_CELL.h + 2 * FIGHT_LABEL) * scale };
+  }
+  function fightEventsByTick(fight) {  // {tick: [[unit, kind, target], ...]}, kept on the fight
+    if (!fight._eventsByTick) {
+      const by = {};
+      (fight.events || []).forEach(([t, u, k, v]) => { (by[t] = by[t] || []).push([u, k, v]); });
+      Object.defineProperty(fight, "_eventsByTick", { value: by, enumerable: false });
+    }
+    return fight._eventsByTick;
+  }
+  function fitText(ctx, text, width) {  // `text`, cut with an ellipsis to fit `width` px
+    if (ctx.measureText(text).width <= width) return text;
+    let n = text.length;
+    while (n > 1 && ctx.measureText(text.slice(0, n) + "...").width > width) n--;
+    return text.slice(0, n) + "...";
+  }
+  function drawFight(canvas, fight, frame, scale, labels) {
+    const L = labels || {}, size = fightSize(scale);
+    if (canvas.width !== size.w || canvas.height !== size.h) { canvas.width = size.w; canvas.height = size.h; }
+    const ctx = canvas.getContext("2d"), cw = FIGHT_CELL.w * scale, ch = FIGHT_CELL.h * scale;
+    const top = FIGHT_LABEL * scale, rows = cfg.grid_rows;
     ctx.fillStyle = cfg.palette[0];
-    ctx.fillRect(0, 0, canvas.width, canvas.height);
-    ctx.fillStyle = cfg.palette[1];
-    ctx.fillRect(0, (cfg.grid_rows / 2) * 10 * scale - scale / 2, canvas.width, Math.max(1, scale / 2));
+    ctx.fillRect(0, 0, size.w, size.h);
+    ctx.fillStyle = cfg.palette[2];  // the label strips and the line between the sides
+    ctx.fillRect(0, 0, size.w, top);
+    ctx.fillRect(0, size.h - top, size.w, top);
+    ctx.fillRect(0, top + (rows / 2) * ch - scale / 2, size.w, Math.max(1, scale / 2));
+    ctx.font = (6 * scale) + "px monospace";
+    ctx.textBaseline = "middle";
+    ctx.fillStyle = cfg.palette[0];
+    ctx.fillText(fitText(ctx, L.away || "away", size.w - 2 * scale), scale, top / 2);
+    ctx.fillText(fitText(ctx, L.home || "home", size.w - 2 * scale), scale, size.h - top / 2);
     if (!fight || !fight.units || !fight.frames) return;
     const u = fight.units, f = fight.frames, half = cfg.board_rows * cfg.board_cols;
-    const t = Math.min(frame, f.x.length - 1);
+    const t = Math.max(0, Math.min(frame, f.x.length - 1));
+    const cellX = (i) => f.x[t][i] * cw, cellY = (i) => top + (rows - 1 - f.y[t][i]) * ch;
     for (let i = 0; i < u.species.length; i++) {
       const hp = f.hp[t][i];
       if (hp <= 0) continue;
-      const px = f.x[t][i] * TILE * scale, py = (cfg.grid_rows - 1 - f.y[t][i]) * 10 * scale;
+      const px = cellX(i) + scale, py = cellY(i) + scale, w = TILE * scale;
       if (u.fighter[i] >= half) {
         ctx.fillStyle = cfg.palette[1];
-        ctx.fillRect(px, py, TILE * scale, TILE * scale);
+        ctx.fillRect(px, py, w, w);
       }
       tile(ctx, unitTile(u.species[i], u.stars[i]), px, py, scale);
-      const filled = Math.min(TILE, Math.ceil(TILE * hp / Math.max(u.max_hp[i], 1)));
-      ctx.fillStyle = cfg.palette[1];
-      ctx.fillRect(px, py + TILE * scale, TILE * scale, scale);
+      const bar = (y, height, value, most) => {
+        ctx.fillStyle = cfg.palette[1];
+        ctx.fillRect(px, y, w, height);
+        ctx.fillStyle = cfg.palette[3];
+        ctx.fillRect(px, y, Math.min(TILE, Math.ceil(TILE * value / Math.max(most, 1))) * scale, height);
+      };
+      bar(py + w, 2 * scale, hp, u.max_hp[i]);
+      if (f.mana && u.max_mana) bar(py + w + 2 * scale, scale, f.mana[t][i], u.max_mana[i]);
+    }
+    const byTick = fightEventsByTick(fight), span = Math.max(1, L.span || 1);
+    const centre = (i) => [cellX(i) + cw / 2, cellY(i) + (TILE * scale) / 2 + scale];
+    ctx.strokeStyle = cfg.palette[3];
+    for (let tick = Math.max(0, t - span); tick < t; tick++) {
+      (byTick[tick] || []).forEach(([a, kind, v]) => {
+        if (v < 0) return;
+        const [ax, ay] = centre(a), [vx, vy] = centre(v);
+        ctx.lineWidth = kind === 2 ? 2 * scale : Math.max(1, scale / 2);
+        ctx.beginPath();
+        ctx.moveTo(ax, ay);
+        ctx.lineTo(vx, vy);
+        ctx.stroke();
+        if (kind === 2) ctx.strokeRect(cellX(a) + scale / 2, cellY(a) + scale / 2, cw - scale, ch - scale);
+      });
+    }
+    if (t === f.x.length - 1 && L.result) {  // the result, a line per ", "-separated part
+      const lines = L.result.split(", "), line = 7 * scale, h = lines.length * line + 2 * scale;
+      const y0 = top + (rows / 2) * ch - h / 2;
+      ctx.globalAlpha = 0.85;
       ctx.fillStyle = cfg.palette[3];
-      ctx.fillRect(px, py + TILE * scale, filled * scale, scale);
+      ctx.fillRect(0, y0, size.w, h);
+      ctx.globalAlpha = 1;
+      ctx.fillStyle = cfg.palette[0];
+      ctx.textAlign = "center";
+      lines.forEach((text, k) => ctx.fillText(fitText(ctx, text, size.w - 2 * scale), size.w / 2,
+                                              y0 + scale + (k + 0.5) * line));
+      ctx.textAlign = "start";
     }
   }
   // A readable name of action `a` of a seat whose slots are `species`/`stars` and shop `shop` (a state row).
@@ -338,7 +403,7 @@ const JG = (() => {
     }
     return "action " + a + " (not in the table)";
   }
-  return { cfg, atlas, ready, tile, unitTile, drawBoard, drawFight, actionName };
+  return { cfg, atlas, ready, tile, unitTile, drawBoard, drawFight, fightSize, actionName };
 })();
 """
 
@@ -395,7 +460,7 @@ VIEWER_JS = r"""
       const head = el("div", { class: "name", title: names[s] + " (key " + (s + 1) + ")" }, seatLabel(s));
       const bar = el("div", { class: "lifebar" });
       bar.append(el("div", { style: "width:" + Math.round(100 * Math.min(life / Math.max(start, 1), 1)) + "%" }));
-      info.append(head, bar, el("div", {}, "life " + life + " gold " + S.gold[t][s] + " lvl " + S.level[t][s]),
+      info.append(head, bar, el("div", {}, "life " + life + " " + S.gold[t][s] + "g lvl " + S.level[t][s]),
                   el("div", { class: "muted" }, alive ? (S.turn_ended[t][s] ? "turn ended" : "in the game")
                                                         : "out, rank " + rank));
     }
@@ -501,15 +566,25 @@ VIEWER_JS = r"""
       box.append(b);
     });
   }
+  function fightSides(f) {  // (home label, away label, the result's sentence) of fight f
+    const away = f.kind === "pve" ? "creeps" : f.kind === "ghost" ? "a ghost of seat " + f.away
+      : "seat " + f.away + " " + names[f.away];
+    const res = f.result, loses = (side, seat) => (side > 0 ? seat + " loses " + side + " life" : null);
+    const who = res.winner === 2 ? "a draw" : res.winner === 0 ? "seat " + f.home + " wins"
+      : f.kind === "pve" ? "the creeps win" : (f.kind === "ghost" ? "the ghost" : "seat " + f.away) + " wins";
+    const lost = [loses(f.life_damage.home, "seat " + f.home),
+                  f.life_damage.away !== null ? loses(f.life_damage.away, "seat " + f.away) : null].filter((x) => x);
+    return ["home: seat " + f.home + " " + names[f.home], "away: " + away,
+            who + (lost.length ? ", " + lost.join(", ") : "")];
+  }
   function drawFightFrame() {
     const f = V.fight;
-    JG.drawFight($("fight"), f, V.fightFrame, 4);
+    const [home, away, result] = f ? fightSides(f) : ["home", "away", ""];
+    const span = f ? Math.max(1, Math.round(fightSkip(f) * V.speed)) : 1;  // the ticks since the last frame shown
+    JG.drawFight($("fight"), f, V.fightFrame, 3, { home, away, result, span });
     if (!f) { $("fight-info").textContent = ""; return; }
-    const res = f.result;
-    const who = ["home (seat " + f.home + ")", f.kind === "pve" ? "creeps" : "away (seat " + f.away + ")", "draw"];
     $("fight-info").textContent = fightLabel(f) + " | tick " + V.fightFrame + " / " + Math.max(fightFrames(f) - 1, 0) +
-      (fightDone() ? " | winner: " + who[res.winner] + ", life lost " + f.life_damage.home +
-       (f.life_damage.away !== null ? " / " + f.life_damage.away : "") : "");
+      (fightDone() ? " | " + result : "");
   }
 
   // --- placements -------------------------------------------------------------------------------------------------
