@@ -388,22 +388,54 @@ class Browser:
             waited += step_ms
         return value
 
-    def click(self, selector, budget_ms=0):
-        """Clicks the first element matching a CSS selector as a user would: the mouse pressed and released at its
-        centre (after scrolling it into view), so it must be visible and on top; then ``advance(budget_ms)``.
-        Raises BrowserError if nothing matches or the element has no size (``display: none``)."""
+    def _centre(self, selector, what):
+        """(x, y) of the centre of the first element matching ``selector``, scrolled into view; BrowserError if
+        nothing matches or it has no size."""
         rect = self.evaluate(
             f"(() => {{ const e = document.querySelector({json.dumps(selector)}); if (!e) return null;"
             " e.scrollIntoView({block: 'center', inline: 'center'}); const r = e.getBoundingClientRect();"
             " return [r.left + r.width / 2, r.top + r.height / 2, r.width * r.height]; })()"
         )
         if rect is None:
-            raise BrowserError(f"click: no element matches {selector!r}")
+            raise BrowserError(f"{what}: no element matches {selector!r}")
         x, y, area = rect
         if area <= 0:
-            raise BrowserError(f"click: {selector!r} has no size (hidden?)")
+            raise BrowserError(f"{what}: {selector!r} has no size (hidden?)")
+        return x, y
+
+    def click(self, selector, budget_ms=0):
+        """Clicks the first element matching a CSS selector as a user would: the mouse pressed and released at its
+        centre (after scrolling it into view), so it must be visible and on top; then ``advance(budget_ms)``.
+        Raises BrowserError if nothing matches or the element has no size (``display: none``)."""
+        x, y = self._centre(selector, "click")
         for kind in ("mousePressed", "mouseReleased"):
             self._call("Input.dispatchMouseEvent", type=kind, x=x, y=y, button="left", clickCount=1)
+        if budget_ms:
+            self.advance(budget_ms)
+
+    def drag(self, source, target, steps=6, budget_ms=0):
+        """Drags with the mouse from the centre of the first element matching ``source`` to that of ``target`` (CSS
+        selectors): pressed, moved there in ``steps`` steps, released; the page sees pointer and mouse events as
+        from a person. Then ``advance(budget_ms)``. BrowserError as for :meth:`click`."""
+        x0, y0 = self._centre(source, "drag")
+        x1, y1 = self._centre(target, "drag")
+        self._call("Input.dispatchMouseEvent", type="mousePressed", x=x0, y=y0, button="left", clickCount=1)
+        for i in range(1, steps + 1):
+            x, y = x0 + (x1 - x0) * i / steps, y0 + (y1 - y0) * i / steps
+            self._call("Input.dispatchMouseEvent", type="mouseMoved", x=x, y=y, button="left", buttons=1)
+        self._call("Input.dispatchMouseEvent", type="mouseReleased", x=x1, y=y1, button="left", clickCount=1)
+        if budget_ms:
+            self.advance(budget_ms)
+
+    def press(self, key, budget_ms=0):
+        """Presses and releases one key (``"e"``, ``"Enter"``, ``"Escape"``, ``"1"``) as a keyboard would; then
+        ``advance(budget_ms)``."""
+        text = key if len(key) == 1 else ("\r" if key == "Enter" else "")
+        for kind in ("keyDown", "keyUp"):
+            params = {"type": kind if text or kind == "keyUp" else "rawKeyDown", "key": key}
+            if text and kind == "keyDown":
+                params["text"] = text
+            self._call("Input.dispatchKeyEvent", **params)
         if budget_ms:
             self.advance(budget_ms)
 

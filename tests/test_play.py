@@ -7,8 +7,10 @@ shared by every session here)."""
 from __future__ import annotations
 
 import _thread
+import collections
 import http.client
 import json
+import re
 import socket
 import threading
 import time
@@ -27,8 +29,8 @@ from jaxgame import actions as actions_lib
 from jaxgame import constants as C
 from jaxgame import species
 
-#: short, deadly games: at most 6 rounds of 2 decision steps
-TINY = dict(steps_per_round=2, max_rounds=6, starting_life=12, max_combat_ticks=150)
+#: short games: at most 6 rounds of 2 decision steps, life enough for a person to reach the last rounds
+TINY = dict(steps_per_round=2, max_rounds=6, starting_life=20, max_combat_ticks=150)
 VS = ["greedy", "random", "greedy", "random", "greedy", "random", "greedy"]
 SEED = 5
 
@@ -227,44 +229,144 @@ def test_the_server_refuses_bad_stale_and_foreign_posts_and_two_tabs_share_one_g
     assert conn.getresponse().status == 404
 
 
-def test_a_browser_plays_a_whole_game_by_clicking_the_pages_action_buttons(served):
-    from tests.browser import Browser
+#: the kinds of move the person tries first, one a step (then: place, buy, or end the turn)
+PAGE_PLAN = ("buy", "place", "buy", "place", "recall", "sell", "end", "end")
 
-    server = served(seat=3, seed=SEED + 2, fights=True)
+
+def _page_move(browser, ops, want):
+    """One move of a person on the play page, through pointer events and keys only, of the kind ``want`` when it
+    can be made: place (drag a bench unit onto a free cell, or click it and then the cell), buy (click a shop card),
+    sell (drag a bench unit onto "sell"), recall (click a board unit, then a free bench slot), end the turn (the E
+    key, or the button); else a place, a buy or the end of the turn. Counts it in ``ops`` and returns the action id
+    the person meant."""
+    view = browser.evaluate("play.view")
+    legal = {int(a) for a in browser.evaluate("document.body.dataset.legal").split(",")}
+    species = view["you"]["slots"]["species"]
+    bench = [b for b in range(C.BENCH_SIZE) if species[b] >= 0]
+    board = [c for c in range(C.BOARD_CELLS) if species[C.BENCH_SIZE + c] >= 0]
+    free_bench = [b for b in range(C.BENCH_SIZE) if species[b] < 0]
+    places = [
+        (b, c)
+        for b in bench
+        for c in range(C.BOARD_CELLS)
+        if species[C.BENCH_SIZE + c] < 0 and C.ACTION_PLACE + b * C.BOARD_CELLS + c in legal
+    ]
+    buys = [k for k in range(C.SHOP_SIZE) if C.ACTION_BUY + k in legal]
+    can = {
+        "place": bool(places),
+        "buy": bool(buys) and ops["buy"] < 4,
+        "sell": bool(bench) and C.ACTION_SELL + (bench or [0])[0] in legal,
+        "recall": bool(board and free_bench) and C.ACTION_RECALL + (board or [0])[0] in legal,
+        "end": True,
+    }
+    kind = want if want and can[want] else next(k for k in ("place", "buy", "end") if can[k])
+
+    def slot(i):
+        return f".slot[data-slot='{i}']"
+
+    ops[kind] += 1
+    if kind == "place":
+        b, c = places[-1]
+        if ops["place"] % 2:
+            browser.drag(slot(b), slot(C.BENCH_SIZE + c))
+        else:
+            browser.click(slot(b))
+            assert browser.evaluate("play.selected") == b  # the first click selects, the second places
+            browser.click(slot(C.BENCH_SIZE + c))
+        return C.ACTION_PLACE + b * C.BOARD_CELLS + c
+    if kind == "buy":
+        browser.click(f"#shop button[data-slot='{buys[0]}']")
+        return C.ACTION_BUY + buys[0]
+    if kind == "sell":
+        browser.drag(slot(bench[0]), "#sell")
+        return C.ACTION_SELL + bench[0]
+    if kind == "recall":
+        browser.click(slot(C.BENCH_SIZE + board[0]))
+        browser.click(slot(free_bench[0]))
+        return C.ACTION_RECALL + board[0]
+    if ops["end"] % 2:
+        browser.press("e")
+    else:
+        browser.click("#controls button[data-kind='end']")
+    return C.ACTION_END_TURN
+
+
+def test_a_browser_plays_a_whole_game_with_drags_clicks_and_keys(served, tmp_path):
+    from tests import browser as br
+
+    seat = 3
+    server = served(seat=seat, seed=SEED + 2, fights=True)
+    ops, meant, shots = collections.Counter(), [], []
     # real time: under the harness's virtual time the page's second POST never resolved (its response was sent;
-    # the browser's clock stayed paused on the pending fetch), and this page has no timers to fast-forward
-    with Browser(virtual_time=False) as browser:
+    # the browser's clock stayed paused on the pending fetch)
+    with br.Browser(virtual_time=False) as browser:
         browser.goto(server.url, budget_ms=200)
         browser.wait_for("document.body.dataset.step === '0'", timeout_ms=10000)
-        assert browser.evaluate("document.querySelectorAll('button.action[data-action]').length") == len(
-            server.session.legal_actions()
-        )
-        clicks = bought = 0
         while browser.evaluate("document.body.dataset.done") != "1":
-            assert clicks < 40, "the game did not end within 40 clicks"
+            assert len(meant) < 60, "the game did not end within 60 moves"
             step = browser.evaluate("document.body.dataset.step")
-            buy = browser.evaluate("!!document.querySelector('button.action[data-kind=\"buy\"]')")
-            if buy and bought < 3:  # a few purchases first, then end turn every round
-                browser.click('button.action[data-kind="buy"]')
-                bought += 1
-            else:
-                browser.click('button.action[data-action="0"]')
-            clicks += 1
+            legal = sorted(int(a) for a in browser.evaluate("document.body.dataset.legal").split(","))
+            assert legal == server.session.legal_actions()  # the page offers exactly the legal moves
+            enabled = browser.evaluate(
+                "[...document.querySelectorAll('button.action:not(:disabled)')].map((b) => +b.dataset.action)"
+            )
+            assert set(enabled) == {a for a in legal if a < C.ACTION_SELL}  # buttons: buy, reroll, XP, lock, end
+            meant.append(_page_move(browser, ops, PAGE_PLAN[len(meant)] if len(meant) < len(PAGE_PLAN) else None))
             browser.wait_for(f"document.body.dataset.step !== '{step}'", timeout_ms=60000)
+            assert browser.evaluate("document.getElementById('error').hidden"), browser.evaluate("play.view")
+            if not shots and browser.evaluate("!!play.view.fight && play.view.fight.result.ticks > 5"):  # it plays
+                browser.wait_for("+document.body.dataset.fightFrame > 0", timeout_ms=5000)
+                shots.append(browser.screenshot(tmp_path / "mid-game.png"))
+                fight_info = browser.evaluate("document.getElementById('fight-info').textContent")
+                results = browser.evaluate("document.getElementById('results').innerText")
         over = browser.evaluate("document.getElementById('over').innerText")
         places = browser.evaluate("[...document.querySelectorAll('#placements td.place')].map(e => +e.textContent)")
+        shots.append(browser.screenshot(tmp_path / "end.png"))
         errors = list(browser.errors)
     assert errors == []
+    assert all(not br.is_blank(shot) for shot in shots) and len(shots) == 2
+    assert ops["buy"] >= 2 and ops["place"] >= 2 and ops["sell"] and ops["recall"] and ops["end"] >= 2, ops
     session = server.session
-    assert session.done and session.finished and bought >= 1
-    assert f"You placed {session.placements[3]} of 8." in over and str(server.out) in over
+    assert session.done and session.finished
+    assert f"You placed {session.placements[seat]} of 8." in over and str(server.out) in over
     assert places == sorted(session.placements.tolist())
     written = replay_format.read(server.out)
-    assert written["placements"] == session.placements.tolist() and written["players"]["seats"][3] == play.HUMAN
-    assert written["fights"] and (replay_format.actions(written)[:, 3] != 0).sum() == bought
+    assert written["placements"] == session.placements.tolist() and written["players"]["seats"][seat] == play.HUMAN
+    # every move the person made on the page is the seat's action in the saved replay, in order
+    mine = [a for a in replay_format.actions(written)[:, seat].tolist()]
+    assert [a for a in mine if a != C.ACTION_END_TURN] == [a for a in meant if a != C.ACTION_END_TURN]
+    # a fight of the person's was shown, with its round's results (a sentence per fight, the seat's own marked)
+    assert re.match(r"round \d+ vs .* \| tick \d+ / \d+", fight_info), fight_info
+    assert results.count("seat") >= C.NUM_PLAYERS and f"seat {seat} (you)" in results
     # the replay viewer's page of the record, beside it (agents.replays.viewer)
     assert server.viewer == str(server.out.with_suffix(".html")) and f"viewer: {server.viewer}" in over
     assert "jaxgame" in server.out.with_suffix(".html").read_text()
+
+
+def test_the_play_page_fits_a_narrow_window_and_places_by_drag(served):
+    from tests import browser as br
+
+    server = served(seat=0)
+    with br.Browser(virtual_time=False, size=(480, 900)) as browser:
+        browser.goto(server.url, budget_ms=200)
+        browser.wait_for("document.body.dataset.step === '0'", timeout_ms=10000)
+        assert browser.evaluate("document.documentElement.scrollWidth <= window.innerWidth")  # no sideways scroll
+        widths = browser.evaluate(
+            "['board', 'bench', 'shop'].map((id) => document.getElementById(id)"
+            ".getBoundingClientRect().right <= window.innerWidth)"
+        )
+        assert widths == [True, True, True]
+        browser.click("#shop button[data-slot='0']")
+        browser.wait_for("document.body.dataset.step === '1'", timeout_ms=20000)
+        browser.drag(".slot[data-slot='0']", f".slot[data-slot='{C.BENCH_SIZE + 3}']")
+        browser.wait_for("document.body.dataset.step === '2'", timeout_ms=20000)
+        assert browser.evaluate(f"play.view.you.slots.species[{C.BENCH_SIZE + 3}]") >= 0
+        # a board unit dragged onto another board cell is no action of the game: the page says so, nothing is sent
+        browser.drag(f".slot[data-slot='{C.BENCH_SIZE + 3}']", f".slot[data-slot='{C.BENCH_SIZE + 4}']")
+        assert "through the bench" in browser.evaluate("document.getElementById('hint').textContent")
+        assert browser.evaluate("document.body.dataset.step") == "2" and server.session.step == 2
+        assert not br.is_blank(browser.screenshot(server.out.parent / "narrow.png"))
+        assert browser.errors == []
 
 
 def test_cli_serves_the_game_saves_it_and_stops_on_ctrl_c(tmp_path, monkeypatch, capsys):

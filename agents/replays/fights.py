@@ -11,6 +11,7 @@ the two boards of every combat slot and the fight key, gives slot ``s`` the key
 
 >>> fights = fights_of_step(game, state, actions)   # [] unless is_fight_step(game, state)
 >>> by_step = fights_of_game(game, states, actions)  # {step: [fight, ...]} of a whole game, stacked [T] inputs
+>>> warm_up(game, state)                              # compile both programs ahead of the first fight
 
 Every fight of a call (a step, or a whole game) is recorded by one compiled program, ``jit(vmap(
 record_fight))`` over :data:`FIGHTS_PER_CALL` fights (padded with empty boards), compiled once per
@@ -120,9 +121,7 @@ def record_fights(home_species, home_stars, away_species, away_stars, keys, max_
         chunk = slice(lo, lo + FIGHTS_PER_CALL)
         parts.append(jax.device_get(record(*[b[chunk] for b in boards], keys[chunk])))
     results, replays = (jax.tree.map(lambda *xs: np.concatenate(xs)[:n], *[p[i] for p in parts]) for i in (0, 1))
-    return {f: getattr(results, f) for f in RESULT_FIELDS}, {
-        f: getattr(replays, f) for f in REPLAY_FIELDS
-    }
+    return {f: getattr(results, f) for f in RESULT_FIELDS}, {f: getattr(replays, f) for f in REPLAY_FIELDS}
 
 
 def life_damage(round_: int, winner: int, home_survivors: int, away_survivors: int) -> tuple[int, int]:
@@ -205,6 +204,14 @@ def _host_state(state):
     if isinstance(key, jax.Array) and jax.dtypes.issubdtype(key.dtype, jax.dtypes.prng_key):
         state = state.replace(key=jax.random.key_data(key))
     return state
+
+
+def warm_up(game: jaxgame.AutoChessEnv, state) -> None:
+    """Compile what :func:`fights_of_step` runs for ``game`` (the step's plan from ``state``, a GameState of one
+    game, and the recorder of the rules' fights) by running both once and throwing the results away."""
+    plan_of_step(game, state, np.zeros(C.NUM_PLAYERS, np.int32))
+    empty = np.full((1, C.BOARD_CELLS), -1, np.int32), np.zeros((1, C.BOARD_CELLS), np.int32)
+    record_fights(*empty, *empty, np.zeros((1, 2), np.uint32), game.config.max_combat_ticks)
 
 
 def fights_of_step(game: jaxgame.AutoChessEnv, state, actions) -> list[dict]:

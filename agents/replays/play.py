@@ -36,6 +36,7 @@ from agents.core import distributions
 from agents.policies.load import parse_spec, rule_differences, table_networks
 from agents.replays import fights as fights_lib
 from agents.replays import record as record_lib
+from agents.replays import seat_view
 from jaxgame import constants as C
 from jaxgame import economy, species
 from jaxgame import game as game_lib
@@ -230,8 +231,10 @@ class PlaySession:
     order skipping the human's) in the others; seed ``seed`` (the table key ``jax.random.key(seed)``, game 0).
     ``rules`` (``GameConfig`` fields): games of bots only (a policy plays the rules it trained with).
     ``deterministic``: the policies take their most likely legal action instead of sampling. ``top_k``: each
-    policy's most likely legal actions kept per step in the record. Thread-safe: ``act``, ``view`` and ``record``
-    hold one lock. ``ValueError`` (``PolicyError`` among them) for a bad argument."""
+    policy's most likely legal actions kept per step in the record. ``fights``: after each round's fights the
+    view holds the person's own fight tick by tick and a sentence for every fight of the round (recorded as the
+    replays record them, ``agents.replays.fights``). Thread-safe: ``act``, ``view`` and ``record`` hold one lock.
+    ``ValueError`` (``PolicyError`` among them) for a bad argument."""
 
     def __init__(
         self,
@@ -242,6 +245,7 @@ class PlaySession:
         deterministic: bool = False,
         top_k: int = 5,
         notes=None,
+        fights: bool = True,
     ):
         for name, value, low, high in (
             ("seat", seat, 0, C.NUM_PLAYERS - 1),
@@ -252,6 +256,8 @@ class PlaySession:
                 raise ValueError(f"{name} must be an int in [{low}, {high}], got {value!r}")
         others = opponent_players(vs)
         self.seat, self.seed, self.deterministic, self.top_k = int(seat), int(seed), bool(deterministic), top_k
+        self.fights = bool(fights)
+        self._round_fights: tuple[int, list[dict]] | None = None  # (step, fights) of the person's last fight step
         policies, player_of = resolve_players(sorted(set(others)))
         self.game = table_game(policies, rules)
         for note in rule_differences(policies):
@@ -285,6 +291,8 @@ class PlaySession:
         self._states, self._ts = states, ts
         actions, fight, top, probs, value, done = jax.device_get((actions, fight, top, probs, value, ts.done[0]))
         self._rows.append(_Row(before, np.asarray(actions, np.int32), bool(fight), top, probs, value))
+        if fight and self.fights and np.asarray(before.players.alive)[self.seat]:
+            self._round_fights = (len(self._rows) - 1, fights_lib.fights_of_step(self.game, before, actions))
         if done or len(self._rows) >= self.max_steps:
             final = jax.tree_util.tree_map(lambda x: x[0], ts.info["final_state"])
             self._final = self._current = jax.device_get(_key_data(final))
@@ -295,12 +303,15 @@ class PlaySession:
         self._mask = np.asarray(ts.action_mask[0, self.seat])
 
     def warm_up(self) -> None:
-        """Compile the step program now (a step computed and thrown away), so the first ``act`` is quick."""
+        """Compile the step program now (a step computed and thrown away), and with ``fights`` the fights'
+        recorder, so the first ``act`` and the first round's end are quick."""
         jax.block_until_ready(
             self._advance(
                 self._params, self._player, self._states, self._ts, self._key, jnp.int32(0), jnp.int32(self.seat)
             )
         )
+        if self.fights:
+            fights_lib.warm_up(self.game, self._current)
 
     # --- the person's side ---------------------------------------------------------------------------------------
 
@@ -355,11 +366,14 @@ class PlaySession:
     def view(self) -> dict:
         """The human seat's view now (JSON-ready): ``seat``, ``step``, ``round``, ``step_in_round``,
         ``steps_per_round``, ``max_rounds``; ``you`` (gold, level, xp, life, streak, alive, rank, shop_locked,
-        turn_ended, synergy [NUM_TYPES], ``bench`` [8] and ``board`` [3 rows][8 cols] of units or null, ``shop`` [6]
-        of offers or null); ``legal`` (each legal action's ``id``, ``kind`` and ``label``); ``others`` (each other
-        seat's public state: player, life, gold, level, xp, streak, alive, rank, bench, board, synergy, last
-        result); ``last_actions`` (the previous step's action labels of every seat, or null); ``done``,
-        ``finished`` and ``placements`` (each seat's final rank, all 0 until the game is over)."""
+        turn_ended, synergy [NUM_TYPES], ``bench`` [8] and ``board`` [3 rows][8 cols] of units or null, ``slots``
+        (``species`` and ``stars`` int[32]: bench 0..7, board 8..31, as the replays hold them), ``shop`` [6] of offers
+        or null: ``seat_view.shop_offers``); ``legal`` (each legal action's ``id``, ``kind`` and ``label``);
+        ``others`` (each other seat's public state: player, life, gold, level, xp, streak, alive, rank, bench,
+        board, slots, synergy, last result); ``last_actions`` (the previous step's action labels of every seat,
+        naming the units they bought, or null); ``done``, ``finished`` and ``placements`` (each seat's final rank,
+        all 0 until the game is over); ``fight_step``, ``fight`` and ``round_results`` (``fights``: the person's
+        last fight and its round's results, ``_fight_view``)."""
         with self._lock:
             return self._view()
 
@@ -370,17 +384,7 @@ class PlaySession:
         p = _seat(state.players, self.seat)
         you.update(
             {
-                "shop": [
-                    None
-                    if s < 0
-                    else {
-                        "slot": i,
-                        "species": int(s),
-                        "name": species.SPECIES_NAMES[s],
-                        "cost": int(species.SPECIES_COST[s]),
-                    }
-                    for i, s in enumerate(p.shop)
-                ],
+                "shop": seat_view.shop_offers(p.species, p.stars, p.shop),
                 "shop_locked": bool(p.shop_locked),
                 "turn_ended": bool(p.turn_ended),
             }
@@ -406,6 +410,21 @@ class PlaySession:
             "finished": self.finished,
             "placements": self.placements.tolist(),
             "types": list(species.TYPE_NAMES),
+            "species_names": list(species.SPECIES_NAMES),
+            **self._fight_view(),
+        }
+
+    def _fight_view(self) -> dict:
+        """``fight_step`` (the step after whose actions the person last fought, or null), ``fight`` (that fight,
+        a replay's fight record: docs/replays.md) and ``round_results`` (a sentence per fight of that step)."""
+        if self._round_fights is None:
+            return {"fight_step": None, "fight": None, "round_results": []}
+        step, fought = self._round_fights
+        names = [("you" if s == self.seat else name) for s, name in enumerate(self.names)]
+        return {
+            "fight_step": step,
+            "fight": seat_view.own_fight(fought, self.seat),
+            "round_results": [seat_view.fight_sentence(f, names) for f in fought],
         }
 
     def _seat_view(self, public: dict, seat: int) -> dict:
@@ -426,6 +445,7 @@ class PlaySession:
             {
                 "bench": [unit(slot) for slot in range(C.BENCH_SIZE)],
                 "board": board,
+                "slots": {"species": public["species"][seat].tolist(), "stars": public["stars"][seat].tolist()},
                 "synergy": public["synergy"][seat].tolist(),
             }
         )
@@ -438,7 +458,9 @@ class PlaySession:
         labels = []
         for seat, a in enumerate(row.actions.tolist()):
             p = _seat(row.state.players, seat)
-            shop = p.shop if seat == self.seat else np.full_like(p.shop, -1)  # another seat's shop is hidden
+            shop = p.shop
+            if seat != self.seat:  # another seat's shop is hidden, but what it bought is public once bought
+                shop = np.where(np.arange(len(p.shop)) == a - C.ACTION_BUY, p.shop, -1)
             labels.append({"seat": seat, "id": a, "label": action_label(a, p.species, p.stars, shop, False)})
         return labels
 

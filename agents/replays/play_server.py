@@ -32,6 +32,7 @@ from pathlib import Path
 
 from agents.replays import format as replay_format
 from agents.replays.play import PlaySession, StaleStepError
+from agents.replays.play_page import page
 
 HOST = "127.0.0.1"
 MAX_BODY = 64 * 1024
@@ -194,7 +195,7 @@ def _handler(server: PlayServer, read_timeout: float = READ_TIMEOUT_S):
             self.send_header(
                 "Content-Security-Policy",
                 "default-src 'none'; script-src 'unsafe-inline'; "
-                "style-src 'unsafe-inline'; connect-src 'self'; frame-ancestors 'none'",
+                "style-src 'unsafe-inline'; img-src data:; connect-src 'self'; frame-ancestors 'none'",
             )
             self.end_headers()
             self.wfile.write(body)
@@ -260,187 +261,5 @@ def _handler(server: PlayServer, read_timeout: float = READ_TIMEOUT_S):
 
     return Handler
 
-
-def page(token: str) -> str:
-    """The play page with this server's ``token``."""
-    return _PAGE.replace("__TOKEN__", json.dumps(token))
-
-
-_PAGE = r"""<!doctype html>
-<html lang="en"><head><meta charset="utf-8"><title>jaxgame: your seat</title>
-<style>
-body { font: 14px/1.4 system-ui, sans-serif; margin: 0; background: #f4f1ea; color: #222; }
-header { background: #2d3a4a; color: #fff; padding: 8px 16px; display: flex; gap: 24px; align-items: baseline; }
-header h1 { font-size: 18px; margin: 0; }
-main { display: grid; grid-template-columns: minmax(420px, 1fr) minmax(320px, 1fr) minmax(300px, 1fr); gap: 16px;
-       padding: 12px 16px; }
-section { background: #fff; border-radius: 6px; padding: 8px 12px; box-shadow: 0 1px 2px #0002; }
-h2, h3 { margin: 6px 0; font-size: 15px; }
-table { border-collapse: collapse; }
-td, th { border: 1px solid #ccc; padding: 2px 4px; text-align: center; }
-#board td, .slots span { width: 64px; height: 30px; font-size: 11px; }
-.slots { display: flex; gap: 4px; flex-wrap: wrap; }
-.slots span { display: inline-block; border: 1px solid #ccc; border-radius: 4px; padding: 2px; text-align: center; }
-.unit { background: #e6f0d8; }
-button.action { margin: 2px; padding: 3px 8px; border: 1px solid #567; border-radius: 4px; background: #e8eef5;
-                cursor: pointer; font-size: 12px; }
-button.action:hover { background: #cfe0f0; }
-button.action[data-kind="end"] { background: #ffd98a; font-weight: bold; }
-button.action:disabled { opacity: 0.5; cursor: wait; }
-#error { background: #fdd; color: #700; padding: 6px 16px; }
-#over { background: #fff6d5; margin: 12px 16px; }
-.out { color: #999; }
-.me { font-weight: bold; }
-.small { font-size: 12px; color: #555; }
-</style></head>
-<body>
-<header><h1>jaxgame: your seat</h1><span id="status">loading ...</span></header>
-<div id="error" role="alert" hidden></div>
-<section id="over" hidden><h2>Game over</h2><p id="result"></p><table id="placements"></table>
-  <p id="saved"></p></section>
-<main>
-<section id="me"><h2>You</h2><div id="stats"></div>
-  <h3>Board <span class="small">(row 0 is the front)</span></h3><table id="board"></table>
-  <h3>Bench</h3><div id="bench" class="slots"></div>
-  <h3>Shop</h3><div id="shop" class="slots"></div>
-  <h3>Synergies</h3><div id="synergy" class="small"></div></section>
-<section id="actions"><h2>Your move</h2><div id="moves"></div></section>
-<section id="others"><h2>The other seats</h2><table id="seats"></table>
-  <h3>Last step</h3><ul id="last" class="small"></ul></section>
-</main>
-<script>
-"use strict";
-const TOKEN = __TOKEN__;
-const RESULTS = ["", "won", "lost", "draw"];
-let view = null, busy = false;
-
-function el(tag, attrs, ...children) {
-  const e = document.createElement(tag);
-  for (const [k, v] of Object.entries(attrs || {})) {
-    if (k === "text") e.textContent = v; else if (k.startsWith("data-")) e.setAttribute(k, v); else e[k] = v;
-  }
-  for (const c of children) e.append(c);
-  return e;
-}
-function unitText(u) { return u ? u.name + " " + "\u2605".repeat(u.stars) : ""; }
-function unitsText(s) {
-  const units = s.board.flat().filter(Boolean).map(unitText);
-  return units.length ? units.join(", ") : "(empty board)";
-}
-function showError(text) { const e = document.getElementById("error"); e.textContent = text; e.hidden = !text; }
-
-async function load() {
-  try {
-    const r = await fetch("/state", {cache: "no-store"});
-    show(await r.json());
-  } catch (e) { showError("the game server does not answer (" + e + "); is it still running?"); }
-}
-
-async function act(id) {
-  if (busy || !view) return;
-  busy = true;
-  document.querySelectorAll("button.action").forEach(b => { b.disabled = true; });
-  try {
-    const r = await fetch("/act", {method: "POST", headers: {"Content-Type": "application/json"},
-                                   body: JSON.stringify({action: id, step: view.step, session: TOKEN})});
-    const body = await r.json();
-    busy = false;
-    if (r.ok) { showError(""); show(body); } else { showError(body.error || ("HTTP " + r.status)); await load(); }
-  } catch (e) {
-    busy = false;
-    showError("the game server does not answer (" + e + "); is it still running?");
-    if (view) show(view);
-  }
-}
-
-function button(a, text) {
-  const b = el("button", {className: "action", text: text || a.label, title: a.label, "data-action": a.id,
-                          "data-kind": a.kind});
-  b.addEventListener("click", () => act(a.id));
-  return b;
-}
-
-function showMoves(v) {
-  const moves = document.getElementById("moves");
-  moves.replaceChildren();
-  if (v.done) { moves.append(el("p", {text: "The game is over."})); return; }
-  const by = {};
-  for (const a of v.legal) (by[a.kind] = by[a.kind] || []).push(a);
-  const general = ["end", "reroll", "xp", "lock"].flatMap(k => by[k] || []);
-  moves.append(el("div", {}, ...general.map(a => button(a))));
-  for (const [kind, title] of [["buy", "Buy"], ["sell", "Sell"], ["recall", "Recall to the bench"]]) {
-    if (by[kind]) moves.append(el("h3", {text: title}), el("div", {}, ...by[kind].map(a => button(a))));
-  }
-  if (by.place) {
-    moves.append(el("h3", {text: "Place a bench unit on the board"}));
-    const rows = {};
-    for (const a of by.place) {
-      const bench = Math.floor((a.id - 42) / 24), cell = (a.id - 42) % 24;
-      (rows[bench] = rows[bench] || []).push(button(a, "r" + Math.floor(cell / 8) + "c" + (cell % 8)));
-    }
-    for (const [bench, buttons] of Object.entries(rows)) {
-      moves.append(el("div", {}, el("span", {className: "small", text: unitText(v.you.bench[bench]) + " (bench " +
-                                                                        bench + ") \u2192 "}), ...buttons));
-    }
-  }
-}
-
-function show(v) {
-  view = v;
-  document.body.dataset.step = v.step;
-  document.body.dataset.done = v.done ? "1" : "0";
-  const you = v.you;
-  document.getElementById("status").textContent = (v.done
-    ? "the game is over after round " + v.round + " (" + v.step + " steps played)"
-    : "round " + v.round + "/" + v.max_rounds + ", step " + Math.min(v.step_in_round + 1, v.steps_per_round) + "/" +
-      v.steps_per_round + " of the round (" + v.step + " played)") + " \u00b7 seat " + v.seat;
-  document.getElementById("stats").textContent = "life " + you.life + " \u00b7 gold " + you.gold + " \u00b7 level " +
-    you.level + " (xp " + you.xp + ") \u00b7 streak " + you.streak + (you.turn_ended ? " \u00b7 turn ended" : "") +
-    (you.alive ? "" : " \u00b7 out of the game") + (you.shop_locked ? " \u00b7 shop locked" : "");
-  const board = document.getElementById("board");
-  board.replaceChildren(...you.board.map(row => el("tr", {}, ...row.map(u =>
-    el("td", {className: u ? "unit" : "", text: unitText(u)})))));
-  document.getElementById("bench").replaceChildren(...you.bench.map(u =>
-    el("span", {className: u ? "unit" : "", text: unitText(u)})));
-  document.getElementById("shop").replaceChildren(...you.shop.map(o =>
-    el("span", {className: o ? "unit" : "", text: o ? o.name + " (" + o.cost + "g)" : "sold"})));
-  document.getElementById("synergy").textContent = you.synergy.map((lvl, i) => lvl ? v.types[i] + " " + lvl : "")
-    .filter(Boolean).join(", ") || "none active";
-  const seats = document.getElementById("seats");
-  seats.replaceChildren(el("tr", {}, ...["seat", "player", "life", "level", "gold", "last fight", "board"].map(h =>
-    el("th", {text: h}))));
-  for (const s of v.others) {
-    seats.append(el("tr", {className: s.alive ? "" : "out", "data-seat": s.seat},
-      el("td", {text: s.seat}), el("td", {text: s.player}), el("td", {className: "life", text: s.life}),
-      el("td", {text: s.level}), el("td", {text: s.gold}),
-      el("td", {text: RESULTS[s.last_result] + (s.last_opponent >= 0 ? " vs " + s.last_opponent : "")}),
-      el("td", {className: "small", text: s.alive ? unitsText(s) : "out, place " + s.rank})));
-  }
-  document.getElementById("last").replaceChildren(...(v.last_actions || []).map(a =>
-    el("li", {className: a.seat === v.seat ? "me" : "", text: "seat " + a.seat + ": " + a.label})));
-  showMoves(v);
-  const over = document.getElementById("over");
-  over.hidden = !v.done;
-  if (v.done) {
-    const order = v.placements.map((p, s) => [p, s]).sort((a, b) => a[0] - b[0]);
-    const names = {};
-    for (const s of v.others) names[s.seat] = s.player;
-    names[v.seat] = "you";
-    document.getElementById("result").textContent = v.finished ?
-      "You placed " + v.placements[v.seat] + " of 8." : "The game reached its step limit unfinished.";
-    document.getElementById("placements").replaceChildren(el("tr", {}, el("th", {text: "place"}),
-      el("th", {text: "seat"}), el("th", {text: "player"})), ...order.map(([p, s]) =>
-      el("tr", {className: s === v.seat ? "me" : "", "data-seat": s}, el("td", {className: "place", text: p}),
-         el("td", {text: s}), el("td", {text: names[s]}))));
-    document.getElementById("saved").textContent = v.saved ? "The game is saved as a replay: " + v.saved +
-      (v.viewer ? " (viewer: " + v.viewer + ")" : "") : (v.save_error ? "Not saved: " + v.save_error : "");
-  }
-}
-
-window.addEventListener("focus", () => { if (!busy) load(); });
-load();
-</script>
-</body></html>
-"""
 
 __all__ = ["HOST", "MAX_BODY", "PlayServer", "page"]
