@@ -153,6 +153,10 @@ def test_frames_last_until_the_fight_ends_and_agree_with_its_outcome():
                     cast = f["frames"]["mana"][tick][unit] >= f["units"]["max_mana"][unit]
                     assert cast == (kind == combat.ACT_CAST)
                 assert f["events"] == sorted(f["events"]) and (res["ticks"] == 0 or f["events"])
+                x, y = np.asarray(f["frames"]["x"]), np.asarray(f["frames"]["y"])
+                for t in range(len(hp)):  # no two living units share a cell: the viewer never draws one on another
+                    cells = x[t][hp[t] > 0] * C.GRID_ROWS + y[t][hp[t] > 0]
+                    assert len(set(cells.tolist())) == len(cells)
                 home, away = side_alive(hp, units, 0), side_alive(hp, units, 1)
                 assert (hp[-1] > 0).sum() == res["home_survivors"] + res["away_survivors"]
                 assert home[-1] == (res["home_survivors"] > 0) and away[-1] == (res["away_survivors"] > 0)
