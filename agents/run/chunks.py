@@ -17,6 +17,7 @@ import time
 from pathlib import Path
 
 import jax
+import numpy as np
 
 from agents.config import TrainConfig
 from agents.run.build import CHECKPOINT_DIR
@@ -39,15 +40,22 @@ def compile_together(*lowerings):
 class ChunkProgram:
     """What ``ChunkLoop`` drives: a compiled chunk of updates and the host work between chunks.
 
-    A subclass sets ``config``, ``trainer`` (one run's) and ``num_players`` and implements the methods below;
-    ``TrainProgram`` (one run) and ``agents.run.sweep_loop.SweepProgram`` (a vmapped sweep, one log per run) are the
-    two.
+    A subclass sets ``config``, ``trainer`` (one run's) and ``num_players``, says how its chunk, its ``run_upto``
+    and its evaluation are lowered (``lower_chunk``, ``lower_upto``, ``lower_eval``) and implements the host
+    methods below; this class compiles them (``compile_all``, ``compile``). ``TrainProgram`` (one run) and
+    ``agents.run.sweep_loop.SweepProgram`` (a vmapped sweep, one log per run) are the two.
     """
 
     config: TrainConfig
     trainer: object
     num_players: int = 1
     has_eval: bool = False
+    #: the axis of a chunk's metrics that counts its updates: 0 for one run's [U], 1 for a sweep's [R, U]
+    metrics_update_axis: int = 0
+    #: the compiled ``run_upto`` when the chunk is it (``compile_all``), else None
+    compiled_upto = None
+    #: the compiled evaluation (``compile_all``), else None
+    compiled_eval = None
 
     @functools.cached_property
     def run_shapes(self):
@@ -64,14 +72,72 @@ class ChunkProgram:
         done = self.updates_done(runner)
         return None if done == step else f"its runner's update counter is {done}"
 
-    def compile(self, runner, num_updates: int):
-        """``(runner) -> (runner, metrics)``, compiled for ``num_updates`` updates."""
+    # --- the compiled programs: how the subclass lowers them, then compiled here --------------------------------
+
+    def chunk_args(self) -> tuple:
+        """The chunk's arguments after the runner (a dataset run's samples); () by default."""
+        return ()
+
+    def lower_chunk(self, runner, num_updates: int):
+        """The ``Lowered`` chunk of exactly ``num_updates`` updates: ``(runner, *chunk_args) -> (runner, metrics)``."""
         raise NotImplementedError
+
+    def lower_upto(self, runner, num_updates: int):
+        """The ``Lowered`` ``run_upto`` of at most ``num_updates`` updates: ``(runner, count int32, *chunk_args) ->
+        (runner, metrics)``, its metrics ``num_updates`` long on ``metrics_update_axis``."""
+        raise NotImplementedError
+
+    def lower_eval(self, runner):
+        """A zero-argument callable returning the ``Lowered`` evaluation of ``runner``'s parameters, or None."""
+        return None
+
+    def compile_all(self, runner):
+        """The chunk and the evaluation, compiled in parallel (``compiled_eval``); returns the chunk, ``(runner) ->
+        (runner, metrics)``. When the updates left are no multiple of ``updates_per_chunk`` and the trainer runs
+        a count given at run time (``runs_upto``), the chunk is ``run_upto``'s program, which runs the last,
+        shorter chunk too (no second program); otherwise ``run``'s."""
+        chunk = self.config.run.updates_per_chunk
+        self.chunk_args()  # read on this thread, once, before the compiles
+        shorter = (self.config.last_update - self.updates_done(runner)) % chunk != 0
+        if shorter and self.trainer.runs_upto:
+            self.compiled_upto, self.compiled_eval = compile_together(
+                lambda: self.lower_upto(runner, chunk), self.lower_eval(runner)
+            )
+            return self._upto(chunk)
+        compiled_run, self.compiled_eval = compile_together(
+            lambda: self.lower_chunk(runner, chunk), self.lower_eval(runner)
+        )
+        return self._with_args(compiled_run)
+
+    def compile(self, runner, num_updates: int):
+        """``(runner) -> (runner, metrics)`` for ``num_updates`` updates: ``run_upto``'s program when the chunk is
+        it (nothing to compile), else a chunk compiled for that count."""
+        if self.compiled_upto is not None:
+            return self._upto(num_updates)
+        return self._with_args(self.lower_chunk(runner, num_updates).compile())
 
     def shorter_chunk_compiles(self) -> bool:
         """Whether ``compile`` of a count other than ``updates_per_chunk`` compiles a program (the loop then says so
         and counts it as compiling); False where the chunk's program runs any count."""
-        return True
+        return self.compiled_upto is None
+
+    def _with_args(self, compiled):
+        args = self.chunk_args()
+        return (lambda runner: compiled(runner, *args)) if args else compiled
+
+    def _upto(self, num_updates: int):
+        """``runner -> (runner, metrics)``: ``num_updates`` updates by the compiled ``run_upto``, metrics cut to
+        them on ``metrics_update_axis``."""
+        args, compiled = self.chunk_args(), self.compiled_upto
+        cut = (slice(None),) * self.metrics_update_axis + (slice(0, num_updates),)
+
+        def run(runner):
+            runner, metrics = compiled(runner, np.int32(num_updates), *args)
+            return runner, jax.tree_util.tree_map(lambda m: m[cut], metrics)
+
+        return run
+
+    # --- the host work between chunks ------------------------------------------------------------------------------
 
     def records(self, base: dict, metrics, num_updates: int, seconds: float) -> list[dict]:
         """One record per log from the chunk's fetched metrics; ``base`` holds update/env_steps/seat_steps/wall_s."""

@@ -29,7 +29,7 @@ from agents.arena.evaluation import EVAL_STREAM, OPPONENTS, placement_summary
 from agents.config import TrainConfig
 from agents.run import wandb_log
 from agents.run.build import fresh_arrays
-from agents.run.chunks import ChunkProgram, compile_and_loop, compile_together, start_run
+from agents.run.chunks import ChunkProgram, compile_and_loop, start_run
 from agents.run.plotting import plot_bands
 from agents.run.preflight import CONFIG_FILE, check_env_available, check_memory, claim_run_dir, run_identity, run_meta
 from agents.run.signals import stop_signals
@@ -69,6 +69,8 @@ def run_log_dir(run_dir, index: int) -> Path:
 class SweepProgram(ChunkProgram):
     """The runs of a ``Sweep`` as a ``ChunkProgram``: one log per run, the vmapped bot evaluation."""
 
+    metrics_update_axis = 1  # a chunk's metrics are [runs, updates]
+
     def __init__(self, config: TrainConfig, spec: SweepSpec):
         self.config, self.spec = config, spec
         self.sweep = Sweep(config, spec)
@@ -77,7 +79,6 @@ class SweepProgram(ChunkProgram):
         self.num_players = self.sweep.env.num_players
         self.has_eval = self.sweep.evaluator is not None
         self.eval_keys = jax.vmap(lambda k: jax.random.fold_in(k, EVAL_STREAM))(self.sweep.master_keys())
-        self.compiled_eval = None
 
     def init(self):
         return self.sweep.init()
@@ -89,44 +90,14 @@ class SweepProgram(ChunkProgram):
     def updates_done(self, runner) -> int:
         return int(runner.update[0])
 
-    #: the compiled ``Sweep.run_upto`` when the chunk is it (``compile_all``), else None
-    compiled_upto = None
+    def lower_chunk(self, runner, num_updates):
+        return self.sweep.run.lower(runner, num_updates)
 
-    def compile(self, runner, num_updates):
-        if self.compiled_upto is not None:  # the chunk's program runs any count: nothing to compile
-            return self._upto(num_updates)
-        return self.sweep.run.lower(runner, num_updates).compile()
+    def lower_upto(self, runner, num_updates):
+        return self.sweep.run_upto.lower(runner, num_updates, np.int32(num_updates))
 
-    def shorter_chunk_compiles(self) -> bool:
-        return self.compiled_upto is None
-
-    def _upto(self, num_updates: int):
-        """``runners -> (runners, metrics)``: ``num_updates`` updates of every run by the compiled ``run_upto``,
-        metrics cut to them (float32[R, num_updates])."""
-        compiled = self.compiled_upto
-
-        def run(runners):
-            runners, metrics = compiled(runners, np.int32(num_updates))
-            return runners, jax.tree_util.tree_map(lambda m: m[:, :num_updates], metrics)
-
-        return run
-
-    def compile_all(self, runner):
-        """The chunk and the evaluation, compiled in parallel; returns the chunk. When the updates left are no
-        multiple of ``updates_per_chunk`` the chunk is ``run_upto``'s program, which runs the last, shorter chunk
-        too (no second program), as for one run (``agents.run.train_program``)."""
-        chunk = self.config.run.updates_per_chunk
-        eval_lowering = self.has_eval and (
-            lambda: self.sweep.evaluator.lower(runner.params, self.eval_keys, np.int32(0))
-        )
-        shorter = (self.config.last_update - self.updates_done(runner)) % chunk != 0
-        if shorter and self.trainer.runs_upto:
-            self.compiled_upto, self.compiled_eval = compile_together(
-                lambda: self.sweep.run_upto.lower(runner, chunk, np.int32(chunk)), eval_lowering
-            )
-            return self._upto(chunk)
-        compiled_run, self.compiled_eval = compile_together(lambda: self.sweep.run.lower(runner, chunk), eval_lowering)
-        return compiled_run
+    def lower_eval(self, runner):
+        return self.has_eval and (lambda: self.sweep.evaluator.lower(runner.params, self.eval_keys, np.int32(0)))
 
     def records(self, base, metrics, num_updates, seconds):
         sps = num_updates * self.config.steps_per_update / seconds  # per run

@@ -20,7 +20,7 @@ from agents.league.pool import with_ratings
 from agents.policies import frozen as phases
 from agents.policies.load import RunPolicy
 from agents.run.build import build, fresh_arrays
-from agents.run.chunks import ChunkProgram, compile_together
+from agents.run.chunks import ChunkProgram
 from agents.run.preflight import best_metric
 from agents.run.progress_line import progress_line
 from agents.storage import datasets as dataset
@@ -32,9 +32,6 @@ class TrainProgram(ChunkProgram):
     """One run of ``config`` (``build(config)``) as a ``ChunkProgram``: one log, the bot evaluation, and for a
     league the ratings of its snapshots."""
 
-    #: the compiled ``run_upto`` when the chunk is it (``compile_all``), else None
-    compiled_upto = None
-
     def __init__(self, config: TrainConfig):
         self.config = config
         built = build(config)
@@ -45,7 +42,6 @@ class TrainProgram(ChunkProgram):
         self.initial_params = None  # config.run.init_from's parameters (``start_params``), loaded once
         self.has_eval = self.evaluator is not None
         self.eval_key = jax.random.fold_in(jax.random.key(config.run.seed), EVAL_STREAM)
-        self.compiled_eval = None
         # the progress line's training placement is 4.5 by symmetry under pure self-play
         self.self_play = bool(self.trainer.learner.all()) and not config.league.league_size
 
@@ -113,53 +109,23 @@ class TrainProgram(ChunkProgram):
                 raise RunError(str(err)) from None
         return self.inputs
 
-    def _with_inputs(self, compiled):
-        inputs = self.chunk_inputs()
-        return (lambda runner: compiled(runner, *inputs)) if inputs else compiled
-
     def _eval_params(self, params):
         """The evaluation runs on one device: replicated parameters are fetched to the host first."""
         return params if self.trainer.mesh is None else jax.device_get(params)
 
-    def compile(self, runner, num_updates: int):
-        if self.compiled_upto is not None:  # the chunk's program runs any count: nothing to compile
-            return self._upto(num_updates)
-        return self._with_inputs(self.jit_run.lower(runner, num_updates, *self.chunk_inputs()).compile())
+    def chunk_args(self) -> tuple:
+        return self.chunk_inputs()
 
-    def shorter_chunk_compiles(self) -> bool:
-        return self.compiled_upto is None
+    def lower_chunk(self, runner, num_updates: int):
+        return self.jit_run.lower(runner, num_updates, *self.chunk_inputs())
 
-    def _upto(self, num_updates: int):
-        """``runner -> (runner, metrics)``: ``num_updates`` updates by the compiled ``run_upto``, metrics cut to
-        them."""
-        inputs, compiled = self.chunk_inputs(), self.compiled_upto
+    def lower_upto(self, runner, num_updates: int):
+        return self.jit_run_upto.lower(runner, num_updates, np.int32(num_updates), *self.chunk_inputs())
 
-        def run(runner):
-            runner, metrics = compiled(runner, np.int32(num_updates), *inputs)
-            return runner, jax.tree_util.tree_map(lambda m: m[:num_updates], metrics)
-
-        return run
-
-    def compile_all(self, runner):
-        """The chunk and the evaluation, compiled in parallel; returns the chunk. When the updates left are no
-        multiple of ``updates_per_chunk`` the chunk is ``run_upto``'s program, which runs the last, shorter chunk
-        too (no second program); otherwise ``run``'s."""
-        chunk = self.config.run.updates_per_chunk
-        eval_lowering = self.evaluator and (
+    def lower_eval(self, runner):
+        return self.evaluator and (
             lambda: self.evaluator.run.lower(self._eval_params(runner.params), self.eval_key, np.int32(0))
         )
-        inputs = self.chunk_inputs()
-        shorter = (self.config.last_update - self.updates_done(runner)) % chunk != 0
-        if shorter and self.trainer.runs_upto:
-            compiled, self.compiled_eval = compile_together(
-                lambda: self.jit_run_upto.lower(runner, chunk, np.int32(chunk), *inputs), eval_lowering
-            )
-            self.compiled_upto = compiled
-            return self._upto(chunk)
-        compiled_run, self.compiled_eval = compile_together(
-            lambda: self.jit_run.lower(runner, chunk, *inputs), eval_lowering
-        )
-        return self._with_inputs(compiled_run)
 
     def records(self, base, metrics, num_updates, seconds):
         sps = num_updates * self.config.steps_per_update / seconds
