@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 
 from agents.arena import ladder
+from agents.arena.game_fingerprint import game_fingerprint
 from experiments import ladder as ladder_cli
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -63,16 +64,23 @@ def test_a_member_that_is_not_the_pinned_one_is_refused(tmp_path, monkeypatch):
         ladder.load_ladder("ladder-v9")
 
 
-def test_a_changed_game_or_bot_source_is_noted():
+def test_a_changed_game_or_bot_source_is_noted_when_it_plays_differently(monkeypatch):
     shipped = ladder.load_ladder("ladder-v1")
     current = {
         **shipped,
         "fit": {**shipped["fit"], "game_sha256": ladder.game_pin()},
         "members": [{**m, "sha256": ladder.member_pin(m["spec"])} for m in shipped["members"]],
     }
-    assert ladder.drift_notes(current) == []
+    fingerprints = []  # the fingerprint's rules, each time it is computed
+    fitted = shipped["fit"]["game_fingerprint"]
+
+    def fingerprint(rules, answer):
+        fingerprints.append(rules)
+        return answer
+
+    monkeypatch.setattr(ladder, "game_fingerprint", lambda rules: fingerprint(rules, fitted))
+    assert ladder.drift_notes(current) == [] and fingerprints == []  # the same source: nothing to check
     game = {**current, "fit": {**current["fit"], "game_sha256": "f" * 64}}
-    assert [n for n in ladder.drift_notes(game) if "game's source" in n]
     bots = {
         **current,
         "members": [
@@ -80,7 +88,29 @@ def test_a_changed_game_or_bot_source_is_noted():
             for m in current["members"]
         ],
     }
-    assert [n for n in ladder.drift_notes(bots) if "bots' source" in n]
+    # another source that plays the fingerprint games as fitted: no note
+    assert ladder.drift_notes(game) == [] and ladder.drift_notes(bots) == []
+    assert fingerprints == [shipped["fit"]["rules"]] * 2
+    # ... and one that plays them differently
+    monkeypatch.setattr(ladder, "game_fingerprint", lambda rules: fingerprint(rules, "0" * 64))
+    for changed in (game, bots):
+        (note,) = ladder.drift_notes(changed)
+        assert "play differently" in note and "not on the ladder's scale" in note
+    # a ladder fitted without a fingerprint notes any changed source
+    unprinted = {**game, "fit": {k: v for k, v in game["fit"].items() if k != "game_fingerprint"}}
+    assert [n for n in ladder.drift_notes(unprinted) if "game's source" in n]
+    unprinted = {**bots, "fit": {k: v for k, v in bots["fit"].items() if k != "game_fingerprint"}}
+    assert [n for n in ladder.drift_notes(unprinted) if "bots' source" in n]
+
+
+@pytest.mark.xdist_group("ladder")
+def test_the_game_plays_the_fingerprint_games_as_when_ladder_v1_was_fitted():
+    """Fails when a change alters how the game or its bots play: ladder-v1's ratings would not hold for it (fit a new
+    ladder version, docs/evaluation.md)."""
+    shipped = ladder.load_ladder("ladder-v1")
+    assert ladder.plays_as_fitted(shipped) is True
+    # the fingerprint is of the games played: other games under the same rules give another one
+    assert game_fingerprint(shipped["fit"]["rules"], seed=1) != shipped["fit"]["game_fingerprint"]
 
 
 def _same(a, b):

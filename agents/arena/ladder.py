@@ -26,6 +26,7 @@ from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 
 from agents.arena import plackett_luce
+from agents.arena.game_fingerprint import game_fingerprint
 from agents.arena.tables import draw_lineups
 from agents.arena.tournament import load_players, play, table_game
 from agents.policies import baselines
@@ -123,15 +124,42 @@ def load_ladder(version: str = CURRENT_LADDER) -> dict:
     return ladder
 
 
-def drift_notes(ladder: dict) -> list[str]:
-    """Notes for what changed since the ladder was fitted and is not refused: the bots' or the game's source."""
+def plays_as_fitted(ladder: dict, progress: Progress | None = None) -> bool | None:
+    """Whether the game and its bots play the ladder's fingerprint games as they did when it was fitted
+    (``agents.arena.game_fingerprint`` under the fit's rules: about 15 s the first time in a process, mostly
+    compiling); None for a ladder fitted without a fingerprint."""
+    fitted = ladder["fit"].get("game_fingerprint")
+    if fitted is None:
+        return None
+    if progress is not None:
+        progress.status(f"checking that the game plays its fingerprint games as when {ladder['version']} was fitted")
+    return game_fingerprint(ladder["fit"]["rules"]) == fitted
+
+
+def drift_notes(ladder: dict, progress: Progress | None = None) -> list[str]:
+    """Notes for what changed since the ladder was fitted and is not refused: the bots' or the game's play. When
+    the game's or the bots' source differs from the fit's, the fingerprint games say whether they still play the
+    same (no note then); a ladder without a fingerprint gets a note for any changed source."""
+    bots_changed = any(member_pin(m["spec"]) != m["sha256"] for m in ladder["members"] if m["spec"] in PLAYER_BOTS)
+    game_changed = game_pin() != ladder["fit"]["game_sha256"]
+    if not (bots_changed or game_changed):
+        return []
+    same = plays_as_fitted(ladder, progress)
+    if same is False:
+        return [
+            f"the game or its bots play differently from those {ladder['version']} was fitted with (its fingerprint "
+            "games differ, agents.arena.game_fingerprint): ratings now are not on the ladder's scale; a new ladder "
+            "version is fitted for the new game"
+        ]
+    if same:
+        return []
     notes = []
-    if any(member_pin(m["spec"]) != m["sha256"] for m in ladder["members"] if m["spec"] in PLAYER_BOTS):
+    if bots_changed:
         notes.append(
             f"the bots' source (jaxgame/bots.py) differs from the one {ladder['version']} was fitted with: "
             "its members may play differently now"
         )
-    if game_pin() != ladder["fit"]["game_sha256"]:
+    if game_changed:
         notes.append(
             f"the game's source (jaxgame/*.py) differs from the one {ladder['version']} was fitted with: "
             "ratings hold as far as the game plays the same (a new ladder version is fitted when it does not)"
@@ -217,6 +245,7 @@ def fit_population(
     progress.close()
     population = population_from_games(members, lineups, ranks, seed, draws, prior_sd, version)
     population["fit"]["rules"] = policies[0].config.rules() if policies else None
+    population["fit"]["game_fingerprint"] = game_fingerprint(population["fit"]["rules"])
     population["fit"]["seconds"] = round(time.perf_counter() - start, 1)
     return population
 
@@ -351,7 +380,7 @@ def rate_on_ladder(
             f"{name} is a run of independent learners (one policy per seat); the ladder rates one "
             "policy: rate a shared-parameter run"
         )
-    notes = drift_notes(ladder)
+    notes = drift_notes(ladder, progress)
     policies, bots, participant = _participants(members, extra=policy, extra_bot=bot)
     candidate_index = participant[bot] if bot is not None else len(policies) - 1
     batch = min(batch, games)
@@ -550,6 +579,7 @@ __all__ = [
     "LadderError",
     "available",
     "drift_notes",
+    "plays_as_fitted",
     "fit_population",
     "game_pin",
     "ladder_table",
