@@ -37,8 +37,10 @@ SEED = 5
 pytestmark = pytest.mark.xdist_group("play")
 
 
-def new_session(seat=2, seed=SEED):
-    return play.PlaySession(VS, seat=seat, seed=seed, rules=TINY)
+def new_session(seat=2, seed=SEED, fights=False):
+    """A session of VS at TINY rules; ``fights``: the view shows the person's fights (the page's; off where a test
+    does not look at them, as recording them costs time)."""
+    return play.PlaySession(VS, seat=seat, seed=seed, rules=TINY, fights=fights)
 
 
 def _replayed_states(game, key, actions):
@@ -53,17 +55,21 @@ def _replayed_states(game, key, actions):
 
 
 def test_a_game_of_random_legal_actions_ends_and_its_record_replays_through_the_env(tmp_path):
-    session = new_session()
+    session = new_session(fights=True)
     rng = np.random.default_rng(0)
     chosen = []  # (step, action) of every act
+    shown = {}  # the person's fights the views showed: {fight step: (fight, the round's results)}
     view = session.view()
     assert view["seat"] == 2 and view["step"] == 0 and [s["seat"] for s in view["others"]] == [0, 1, 3, 4, 5, 6, 7]
+    assert view["fight"] is None and view["fight_step"] is None and view["round_results"] == []
     while not session.done:
         legal = [a["id"] for a in view["legal"]]
         assert legal == session.legal_actions() and legal[0] == C.ACTION_END_TURN
         action = int(rng.choice(legal))
         chosen.append((view["step"], action))
         view = session.act(action, step=view["step"])
+        if view["fight_step"] is not None:
+            shown[view["fight_step"]] = (view["fight"], view["round_results"])
     assert view["done"] and view["finished"] and view["legal"] == []
     assert sorted(view["placements"]) == list(range(1, 9))
     with pytest.raises(ValueError, match="the game is over"):
@@ -81,6 +87,13 @@ def test_a_game_of_random_legal_actions_ends_and_its_record_replays_through_the_
         assert actions[step, 2] == action
     others = set(range(session.step)) - {s for s, _ in chosen}
     assert all(actions[t, 2] == C.ACTION_END_TURN for t in others)
+    # the fight a view showed after a round is the person's fight of that step in the record, as recorded
+    assert shown
+    for step, (fight, results) in shown.items():
+        fought = [{k: v for k, v in f.items() if k != "step"} for f in written["fights"] if f["step"] == step]
+        own = [f for f in fought if f["home"] == 2] or [f for f in fought if f["kind"] == "pvp" and f["away"] == 2]
+        assert fight == own[0]
+        assert len(results) == len(fought) and sum("seat 2 (you)" in line for line in results) >= 1
 
     states, done = _replayed_states(jaxgame.make("autochess", **TINY), record.game_reset_key(SEED), actions)
     assert done  # the game ends on the recorded last step
@@ -170,7 +183,8 @@ def served(tmp_path):
     servers = []
 
     def start(seat=1, seed=SEED, fights=False):
-        server = play_server.PlayServer(new_session(seat, seed), tmp_path / f"game-{len(servers)}.json", fights=fights)
+        session = new_session(seat, seed, fights)
+        server = play_server.PlayServer(session, tmp_path / f"game-{len(servers)}.json", fights=fights)
         server.start()
         servers.append(server)
         return server
