@@ -78,7 +78,7 @@ def test_a_changed_game_or_bot_source_is_noted_when_it_plays_differently(monkeyp
         fingerprints.append(rules)
         return answer
 
-    monkeypatch.setattr(ladder, "game_fingerprint", lambda rules: fingerprint(rules, fitted))
+    monkeypatch.setattr(ladder, "remembered_fingerprint", lambda rules: fingerprint(rules, fitted))
     assert ladder.drift_notes(current) == [] and fingerprints == []  # the same source: nothing to check
     game = {**current, "fit": {**current["fit"], "game_sha256": "f" * 64}}
     bots = {
@@ -92,7 +92,7 @@ def test_a_changed_game_or_bot_source_is_noted_when_it_plays_differently(monkeyp
     assert ladder.drift_notes(game) == [] and ladder.drift_notes(bots) == []
     assert fingerprints == [shipped["fit"]["rules"]] * 2
     # ... and one that plays them differently
-    monkeypatch.setattr(ladder, "game_fingerprint", lambda rules: fingerprint(rules, "0" * 64))
+    monkeypatch.setattr(ladder, "remembered_fingerprint", lambda rules: fingerprint(rules, "0" * 64))
     for changed in (game, bots):
         (note,) = ladder.drift_notes(changed)
         assert "play differently" in note and "not on the ladder's scale" in note
@@ -108,9 +108,29 @@ def test_the_game_plays_the_fingerprint_games_as_when_ladder_v1_was_fitted():
     """Fails when a change alters how the game or its bots play: ladder-v1's ratings would not hold for it (fit a new
     ladder version, docs/evaluation.md)."""
     shipped = ladder.load_ladder("ladder-v1")
-    assert ladder.plays_as_fitted(shipped) is True
+    assert game_fingerprint(shipped["fit"]["rules"]) == shipped["fit"]["game_fingerprint"]  # computed, not remembered
     # the fingerprint is of the games played: other games under the same rules give another one
     assert game_fingerprint(shipped["fit"]["rules"], seed=1) != shipped["fit"]["game_fingerprint"]
+
+
+def test_a_fingerprint_is_remembered_per_game_source_rules_and_jax(tmp_path, monkeypatch):
+    from agents.arena import game_fingerprint as fp
+
+    computed = []
+    monkeypatch.setattr(fp, "CACHE", tmp_path / "fingerprints")
+    monkeypatch.setattr(fp, "game_fingerprint", lambda rules: computed.append(rules) or "a" * 64)
+    monkeypatch.delenv("JAXGAME_NO_CACHE", raising=False)
+    assert fp.remembered_fingerprint({"max_rounds": 40}) == "a" * 64 and len(computed) == 1
+    assert fp.remembered_fingerprint({"max_rounds": 40}) == "a" * 64 and len(computed) == 1  # read back
+    assert fp.remembered_fingerprint({"max_rounds": 30}) == "a" * 64 and len(computed) == 2  # other rules
+    (kept,) = [p for p in (tmp_path / "fingerprints").glob("*.json") if fp._key({"max_rounds": 40}) in p.name]
+    kept.write_text("{not json")  # a damaged entry is recomputed
+    assert fp.remembered_fingerprint({"max_rounds": 40}) == "a" * 64 and len(computed) == 3
+    monkeypatch.setattr(fp.jax, "__version__", "0.0.0")  # another JAX: its own entry
+    assert fp.remembered_fingerprint({"max_rounds": 40}) == "a" * 64 and len(computed) == 4
+    monkeypatch.setenv("JAXGAME_NO_CACHE", "1")
+    fp.remembered_fingerprint({"max_rounds": 40})
+    assert len(computed) == 5
 
 
 def _same(a, b):

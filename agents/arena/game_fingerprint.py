@@ -7,8 +7,13 @@ too little; this fingerprint says what matters: :data:`GAMES` games of the bots 
 change to the rules' outcomes, the shop, the combat or the bots changes some action or life within those steps.
 
     fingerprint = game_fingerprint(rules)     # a sha256 hex string; the same on every backend that runs JAX
+    fingerprint = remembered_fingerprint(rules)   # the same, kept on disk per game source, rules and JAX version
 
-One compiled program (the games' steps in a ``lax.scan``); about 15 s on the 2-core CPU, most of it compiling.
+One compiled program (the games' steps in a ``lax.scan``); about 15-25 s on the 2-core CPU, most of it compiling.
+The bots draw from JAX's random streams, so a JAX release that changed them would change the fingerprint too.
+:func:`remembered_fingerprint` keeps each result in ``CACHE`` (``$JAXGAME_FINGERPRINT_CACHE``, else
+``~/.cache/jaxgame/fingerprints``; ``JAXGAME_NO_CACHE=1`` turns it off), keyed by everything the games depend on:
+the source of ``jaxgame`` and of this module, the rules and the JAX version.
 """
 
 from __future__ import annotations
@@ -16,6 +21,8 @@ from __future__ import annotations
 import functools
 import hashlib
 import json
+import os
+from pathlib import Path
 
 import jax
 import numpy as np
@@ -29,6 +36,11 @@ SEATS = ("expert", "expert_public", "greedy", "random", "expert", "expert_public
 GAMES = 4
 #: decision steps played (20 rounds of the default 12 steps; a game that ends restarts, as the env does)
 STEPS = 240
+#: where :func:`remembered_fingerprint` keeps its results
+CACHE = Path(
+    os.environ.get("JAXGAME_FINGERPRINT_CACHE")
+    or os.path.join(os.environ.get("XDG_CACHE_HOME", os.path.expanduser("~/.cache")), "jaxgame", "fingerprints")
+)
 #: the master seed of the reset and the bots' draws (the fingerprint's; another seed plays other games)
 SEED = 0
 
@@ -67,4 +79,37 @@ def game_fingerprint(rules: dict | None = None, seed: int = SEED) -> str:
     return digest.hexdigest()
 
 
-__all__ = ["GAMES", "SEATS", "SEED", "STEPS", "game_fingerprint"]
+def _key(rules: dict | None) -> str:
+    """What the fingerprint depends on, hashed: every ``jaxgame/*.py`` and this module by name and bytes, the rules,
+    the JAX version."""
+    digest = hashlib.sha256()
+    for path in sorted(Path(jaxgame.__file__).parent.glob("*.py")) + [Path(__file__)]:
+        digest.update(path.name.encode() + b"\0" + path.read_bytes())
+    digest.update(json.dumps(rules or {}, sort_keys=True).encode() + jax.__version__.encode())
+    return digest.hexdigest()
+
+
+def remembered_fingerprint(rules: dict | None = None) -> str:
+    """:func:`game_fingerprint` of ``rules`` (seed :data:`SEED`), computed once per game source, rules and JAX
+    version and kept in :data:`CACHE` (module docstring); an unreadable or unwritable cache is recomputed."""
+    if os.environ.get("JAXGAME_NO_CACHE", "") not in ("", "0"):
+        return game_fingerprint(rules)
+    path = CACHE / f"{_key(rules)}.json"
+    try:
+        kept = json.loads(path.read_text())["fingerprint"]
+        if isinstance(kept, str) and len(kept) == 64:
+            return kept
+    except (OSError, ValueError, KeyError, TypeError):
+        pass
+    fingerprint = game_fingerprint(rules)
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_suffix(f".{os.getpid()}.tmp")
+        tmp.write_text(json.dumps({"fingerprint": fingerprint, "rules": rules or {}, "jax": jax.__version__}))
+        tmp.replace(path)
+    except OSError:
+        pass
+    return fingerprint
+
+
+__all__ = ["CACHE", "GAMES", "SEATS", "SEED", "STEPS", "game_fingerprint", "remembered_fingerprint"]

@@ -26,7 +26,7 @@ from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 
 from agents.arena import plackett_luce
-from agents.arena.game_fingerprint import game_fingerprint
+from agents.arena.game_fingerprint import game_fingerprint, remembered_fingerprint
 from agents.arena.tables import draw_lineups
 from agents.arena.tournament import load_players, play, table_game
 from agents.policies import baselines
@@ -126,14 +126,14 @@ def load_ladder(version: str = CURRENT_LADDER) -> dict:
 
 def plays_as_fitted(ladder: dict, progress: Progress | None = None) -> bool | None:
     """Whether the game and its bots play the ladder's fingerprint games as they did when it was fitted
-    (``agents.arena.game_fingerprint`` under the fit's rules: about 15 s the first time in a process, mostly
-    compiling); None for a ladder fitted without a fingerprint."""
+    (``agents.arena.game_fingerprint`` under the fit's rules: about 15-25 s, mostly compiling, the first time for a
+    game source and JAX version, then remembered on disk); None for a ladder fitted without a fingerprint."""
     fitted = ladder["fit"].get("game_fingerprint")
     if fitted is None:
         return None
     if progress is not None:
         progress.status(f"checking that the game plays its fingerprint games as when {ladder['version']} was fitted")
-    return game_fingerprint(ladder["fit"]["rules"]) == fitted
+    return remembered_fingerprint(ladder["fit"]["rules"]) == fitted
 
 
 def drift_notes(ladder: dict, progress: Progress | None = None) -> list[str]:
