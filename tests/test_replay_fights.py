@@ -148,7 +148,7 @@ def test_frames_last_until_the_fight_ends_and_agree_with_its_outcome():
                 assert all(np.asarray(f["frames"][k]).shape == hp.shape for k in ("x", "y", "mana"))
                 side = np.asarray(units) >= combat.HALF
                 for tick, unit, kind, target in f["events"]:  # an alive unit acts on an alive enemy
-                    assert 0 <= tick < res["ticks"] and kind in F.EVENT_KINDS
+                    assert 0 <= tick < res["ticks"] and kind in (combat.ACT_BASIC, combat.ACT_CAST)
                     assert hp[tick, unit] > 0 and hp[tick, target] > 0 and side[unit] != side[target]
                     cast = f["frames"]["mana"][tick][unit] >= f["units"]["max_mana"][unit]
                     assert cast == (kind == combat.ACT_CAST)

@@ -14,12 +14,16 @@ def _levels(board):
     return np.asarray(synergy.synergy_levels(synergy.type_counts(np.asarray(board, np.int32))))
 
 
-def test_synergy_levels_are_the_games():
-    rng = np.random.default_rng(0)
-    for _ in range(50):
-        board = rng.integers(-1, species.NUM_SPECIES, C.BOARD_CELLS)
-        np.testing.assert_array_equal(seat_view.synergy_levels(board), _levels(board))
-    np.testing.assert_array_equal(seat_view.synergy_levels(np.full(C.BOARD_CELLS, -1)), np.zeros(species.NUM_TYPES))
+def test_a_hand_checked_shop():
+    # a charmander (fire, monster) on the board; fire and monster need 2 species for level 1
+    unit_species = np.full(C.BENCH_SIZE + C.BOARD_CELLS, -1)
+    stars = np.zeros_like(unit_species)
+    unit_species[C.BENCH_SIZE + 3], stars[C.BENCH_SIZE + 3] = species.SPECIES_NAMES.index("charmander"), 1
+    shop = [species.SPECIES_NAMES.index(n) for n in ("growlithe", "rattata", "charmander", "squirtle")] + [-1, -1]
+    offers = seat_view.shop_offers(unit_species, stars, shop)
+    assert [o["completes"] for o in offers[:4]] == [["fire 1"], ["monster 1"], [], []]
+    assert [o["copies"] for o in offers[:4]] == [0, 0, 1, 0] and offers[4:] == [None, None]
+    assert offers[0]["types"] == ["normal", "fire"] and offers[0]["name"] == "growlithe"
 
 
 def test_shop_offers_name_the_synergies_they_complete_and_the_copies_held():

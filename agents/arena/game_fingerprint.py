@@ -79,12 +79,18 @@ def game_fingerprint(rules: dict | None = None, seed: int = SEED) -> str:
     return digest.hexdigest()
 
 
-def _key(rules: dict | None) -> str:
-    """What the fingerprint depends on, hashed: every ``jaxgame/*.py`` and this module by name and bytes, the rules,
-    the JAX version."""
+def game_source_sha256() -> str:
+    """The sha256 of the game's source: every ``jaxgame/*.py``, by name and bytes (``ladder.game_pin``)."""
     digest = hashlib.sha256()
-    for path in sorted(Path(jaxgame.__file__).parent.glob("*.py")) + [Path(__file__)]:
+    for path in sorted(Path(jaxgame.__file__).parent.glob("*.py")):
         digest.update(path.name.encode() + b"\0" + path.read_bytes())
+    return digest.hexdigest()
+
+
+def _key(rules: dict | None) -> str:
+    """What the fingerprint depends on, hashed: the game's source (:func:`game_source_sha256`), this module's, the
+    rules, the JAX version."""
+    digest = hashlib.sha256(game_source_sha256().encode() + Path(__file__).read_bytes())
     digest.update(json.dumps(rules or {}, sort_keys=True).encode() + jax.__version__.encode())
     return digest.hexdigest()
 
@@ -112,4 +118,13 @@ def remembered_fingerprint(rules: dict | None = None) -> str:
     return fingerprint
 
 
-__all__ = ["CACHE", "GAMES", "SEATS", "SEED", "STEPS", "game_fingerprint", "remembered_fingerprint"]
+__all__ = [
+    "CACHE",
+    "GAMES",
+    "SEATS",
+    "SEED",
+    "STEPS",
+    "game_fingerprint",
+    "game_source_sha256",
+    "remembered_fingerprint",
+]

@@ -26,7 +26,7 @@ from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 
 from agents.arena import plackett_luce
-from agents.arena.game_fingerprint import game_fingerprint, remembered_fingerprint
+from agents.arena.game_fingerprint import game_fingerprint, game_source_sha256, remembered_fingerprint
 from agents.arena.tables import draw_lineups
 from agents.arena.tournament import load_players, play, table_game
 from agents.policies import baselines
@@ -97,10 +97,7 @@ def member_pin(spec: str) -> str:
 
 def game_pin() -> str:
     """The sha256 of the game's source (every ``jaxgame/*.py``, by name): a ladder's ratings assume its game."""
-    digest = hashlib.sha256()
-    for path in sorted(Path(_bots.__file__).parent.glob("*.py")):
-        digest.update(path.name.encode() + b"\0" + path.read_bytes())
-    return digest.hexdigest()
+    return game_source_sha256()
 
 
 def available() -> list[str]:

@@ -46,8 +46,6 @@ KINDS = ("pve", "pvp", "ghost")
 REPLAY_FIELDS = (
     "x", "y", "hp", "mana", "alive", "max_hp", "max_mana", "species", "stars", "team", "action", "target"
 )  # fmt: skip
-#: an event's kind by ``combat.FightReplay.action`` (``ACT_BASIC``, ``ACT_CAST``)
-EVENT_KINDS = {combat.ACT_BASIC: "attack", combat.ACT_CAST: "cast"}
 
 
 def is_fight_step(game: jaxgame.AutoChessEnv, state) -> bool | np.ndarray:

@@ -1,23 +1,17 @@
 """What a person at the table sees beyond the game's public state (``agents.replays.play``): the shop's offers
 with the synergies they would complete, the round's fights in a sentence each, and which fight was the seat's own.
 
-All host functions of numpy values and fight records (``agents.replays.fights``); nothing here is compiled.
+Host functions of numpy values and fight records (``agents.replays.fights``); the synergy levels are the game's own
+(``jaxgame.synergy``, called eagerly); nothing here is compiled.
 """
 
 from __future__ import annotations
 
+import jax.numpy as jnp
 import numpy as np
 
 from jaxgame import constants as C
-from jaxgame import species
-
-
-def synergy_levels(board_species) -> np.ndarray:
-    """int[NUM_TYPES]: the active level (0..3) of each type for a board's species (int[...], -1 empty), as
-    ``jaxgame.synergy`` counts them: each species once per type, however many copies."""
-    present = sorted({int(s) for s in np.asarray(board_species).reshape(-1) if s >= 0})
-    counts = species.SPECIES_TYPE_MASK[present].sum(axis=0) if present else np.zeros(species.NUM_TYPES, int)
-    return (counts[:, None] >= species.SYNERGY_THRESHOLDS).sum(axis=-1)
+from jaxgame import species, synergy
 
 
 def shop_offers(unit_species, stars, shop) -> list[dict | None]:
@@ -25,16 +19,19 @@ def shop_offers(unit_species, stars, shop) -> list[dict | None]:
     ``cost``, ``types`` (its type names), ``completes`` (the types whose synergy level would rise with it on the
     board: new species only, the board as it is), ``copies`` (how many 1-star copies of it the seat holds: a third
     one merges into a 2-star unit). ``unit_species``/``stars`` int[32]: bench 0..7, board 8..31."""
-    unit_species, stars = np.asarray(unit_species), np.asarray(stars)
+    unit_species, stars, shop = np.asarray(unit_species), np.asarray(stars), np.asarray(shop)
     board = unit_species[C.BENCH_SIZE :]
-    now = synergy_levels(board)
+    # the board's synergy levels as the game counts them (jaxgame.synergy), as it is and with each offer added
+    boards = np.stack([np.append(board, s) for s in np.concatenate([[-1], shop])]).astype(np.int32)
+    levels = np.asarray(synergy.synergy_levels(synergy.type_counts(jnp.asarray(boards))))  # [1 + 6, NUM_TYPES]
+    now = levels[0]
     offers: list[dict | None] = []
     for slot, s in enumerate(np.asarray(shop).tolist()):
         if s < 0:
             offers.append(None)
             continue
         types = sorted(set(species.SPECIES_TYPES[s].tolist()))
-        after = synergy_levels(np.append(board, s))
+        after = levels[1 + slot]
         offers.append(
             {
                 "slot": slot,
@@ -78,4 +75,4 @@ def fight_sentence(fight: dict, names: list[str]) -> str:
     return head + (": " + ", ".join(losses) if losses else "")
 
 
-__all__ = ["fight_sentence", "own_fight", "shop_offers", "synergy_levels"]
+__all__ = ["fight_sentence", "own_fight", "shop_offers"]
