@@ -63,6 +63,11 @@ LEAGUE_SAMPLING = ("uniform", "pfsp")
 #: the bots a clone may learn from; ``expert_public`` decides on public information only (docs/observation.md)
 BC_TEACHERS = (*LEAGUE_BOTS, "expert_public")
 SHUFFLES = ("global", "local")
+#: how the learning rate decays over the run (``OptimConfig.lr_schedule``)
+LR_SCHEDULES = ("constant", "linear", "cosine")
+#: the two booleans ``lr_schedule`` replaced -> the schedule each meant when true; configs written before it (run
+#: directories, the shipped baselines' files) are read through them, and a run's identity is still hashed with them
+LEGACY_LR_FLAGS = {"anneal_lr": "linear", "cosine_lr": "cosine"}
 BEST_BY = ("placement", "rating", "validation")
 
 #: The config fields that name a frozen policy a run reads (``agents.algorithms.distill``;
@@ -328,13 +333,13 @@ class OptimConfig(_Group):
 
     NAME = "optim"
     RANGES = {"lr": (0.0, 1.0), "warmup_updates": (0, 1 << 20), "weight_decay": (0.0, 1.0), "max_grad_norm": (0.0, 1e6)}
+    CHOICES = {"lr_schedule": LR_SCHEDULES}
 
     lr: float = 3e-4
     """Adam learning rate in [0, 1]"""
-    anneal_lr: bool = False
-    """decay the learning rate linearly to 0 over the run"""
-    cosine_lr: bool = False
-    """decay the learning rate along a cosine to 0 over the run (not with anneal_lr)"""
+    lr_schedule: str = "constant"
+    """the learning rate over the run: "constant", "linear" (decays linearly to 0 at the run's last update) or
+    "cosine" (decays along a half cosine to 0); an optax schedule of the update number"""
     warmup_updates: int = 0
     """warm the learning rate up linearly over the first this many updates, in [0, 2^20], fewer than the run's:
     update u (from 0) uses lr x min((u + 1) / warmup_updates, 1) (times the decay); 0 = none"""
@@ -344,10 +349,9 @@ class OptimConfig(_Group):
     max_grad_norm: float = 0.5
     """global gradient-norm clip in [0, 1e6]"""
 
-    def __post_init__(self):
-        super().__post_init__()
-        if self.anneal_lr and self.cosine_lr:
-            self._fail("anneal_lr", "(linear) and cosine_lr decay the learning rate two ways: set one")
+    @classmethod
+    def from_dict(cls, data: Mapping):
+        return super().from_dict(legacy_lr_flags(data, "TrainConfig.optim") if isinstance(data, Mapping) else data)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -993,8 +997,9 @@ class TrainConfig:
     @classmethod
     def from_dict(cls, data: Mapping) -> TrainConfig:
         """The config of ``to_dict``'s nested form, or of the flat ``{short name: value}`` form every config written
-        before the groups has (both may mix; missing fields take their defaults); an unknown name is a
-        ``ValueError`` that suggests the closest ones."""
+        before the groups has (both may mix; missing fields take their defaults), ``anneal_lr`` / ``cosine_lr`` read
+        as the ``lr_schedule`` they meant; an unknown name is a ``ValueError`` that suggests the closest ones."""
+        data = legacy_lr_flags(data, "TrainConfig.from_dict")
         unknown = [k for k in data if k not in GROUPS and _field_path(k) is None]
         if unknown:
             raise ValueError(f"TrainConfig.from_dict: {_unknown_message(unknown)}")
@@ -1042,6 +1047,20 @@ def _did_you_mean(key: str, names) -> str:
 def _unknown_message(keys) -> str:
     """``agents.config_names.unknown_message`` over this config's fields."""
     return config_names.unknown_message(keys, FIELD_GROUPS, list(GROUPS))
+
+
+def legacy_lr_flags(data: Mapping, owner: str) -> dict:
+    """``data`` (a group's fields, or a flat config) with the ``anneal_lr`` / ``cosine_lr`` booleans of a config
+    written before ``lr_schedule`` replaced by the schedule they meant; a ``ValueError`` (naming ``owner``) when
+    they contradict each other or an ``lr_schedule`` beside them."""
+    data = dict(data)
+    meant = [LEGACY_LR_FLAGS[k] for k in LEGACY_LR_FLAGS if data.pop(k, False) is True]
+    if len(meant) > 1:
+        raise ValueError(f"{owner}: anneal_lr and cosine_lr are both true (two decays of the learning rate)")
+    if meant:
+        if data.setdefault("lr_schedule", meant[0]) != meant[0]:
+            raise ValueError(f"{owner}: lr_schedule={data['lr_schedule']!r} beside the older flag for {meant[0]!r}")
+    return data
 
 
 def flat_dict(data: Mapping) -> dict:

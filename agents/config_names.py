@@ -12,6 +12,8 @@ from collections.abc import Mapping, Sequence
 
 #: where the unknown-key message sends a person for the names (a CLI puts its own ``--list-fields`` in its place)
 FIELD_LIST_HINT = "TrainConfig.field_docs() lists them"
+#: names a field once had -> what to write instead (a saved config's file is still read through them)
+RENAMED = {"anneal_lr": "lr_schedule=linear", "cosine_lr": "lr_schedule=cosine"}
 
 
 def field_path(key: str, field_groups: Mapping[str, str]) -> tuple[str, str] | None:
@@ -41,16 +43,20 @@ def suggest(key: str, field_groups: Mapping[str, str]) -> list[str]:
 def unknown_message(keys, field_groups: Mapping[str, str], groups: Sequence[str]) -> str:
     """``unknown config key(s)`` with, for each, the closest names (``suggest``), else how the names are made."""
     parts = [
-        f"{key!r} (did you mean {' or '.join(close)}?)" if (close := suggest(str(key), field_groups)) else repr(key)
+        f"{key!r} (replaced: write {RENAMED[short]})"
+        if (short := str(key).rpartition(".")[2]) in RENAMED
+        else f"{key!r} (did you mean {' or '.join(close)}?)"
+        if (close := suggest(str(key), field_groups))
+        else repr(key)
         for key in keys
     ]
     hint = (
         ""
-        if all("did you mean" in p for p in parts)
+        if all("did you mean" in p or "replaced:" in p for p in parts)
         else f"; a field is named by its short name (lr) or GROUP.NAME (optim.lr), GROUP one of {', '.join(groups)}: "
         f"{FIELD_LIST_HINT}"
     )
     return f"unknown config key(s) {', '.join(parts)}{hint}"
 
 
-__all__ = ["FIELD_LIST_HINT", "field_path", "suggest", "unknown_message"]
+__all__ = ["FIELD_LIST_HINT", "RENAMED", "field_path", "suggest", "unknown_message"]

@@ -41,7 +41,7 @@ _PPO_SMALL_V2 = TrainConfig(
     net=NetConfig(hidden=(256, 256)),
     # 1e-3 rather than ppo_small-v1's 3e-4: to <= 2.5 vs greedy in a median 250 updates instead of 400, stronger
     # at the end, over 3 seeds (docs/results.md: ppo_small_lr1e-3_3seeds, ppo_small_lr_sweep)
-    optim=OptimConfig(lr=1e-3, cosine_lr=True),
+    optim=OptimConfig(lr=1e-3, lr_schedule="cosine"),
     loss=LossConfig(gamma=0.995, ent_coef=0.01),
     log=LogConfig(eval_every=5, eval_games=4, checkpoint_every=5),
 )
@@ -72,7 +72,7 @@ PRESETS = {
             run=RunConfig(num_envs=4096, total_steps=400_000_000, updates_per_chunk=10),
             ppo=PPOConfig(num_steps=32, update_epochs=2, num_minibatches=16),
             net=NetConfig(hidden=(512, 512)),
-            optim=OptimConfig(lr=3e-4, anneal_lr=True),
+            optim=OptimConfig(lr=3e-4, lr_schedule="linear"),
             loss=LossConfig(gamma=0.995, ent_coef=0.01),
             log=LogConfig(eval_every=10, eval_games=64, checkpoint_every=10),
         ),
@@ -120,7 +120,7 @@ PRESETS = {
             run=RunConfig(num_envs=4, total_steps=500_000, updates_per_chunk=61),
             ppo=PPOConfig(num_steps=128, update_epochs=4, num_minibatches=4, gae_lambda=0.95, clip_eps=0.2),
             net=NetConfig(hidden=(64, 64), activation="tanh"),
-            optim=OptimConfig(lr=2.5e-4, anneal_lr=True, max_grad_norm=0.5),
+            optim=OptimConfig(lr=2.5e-4, lr_schedule="linear", max_grad_norm=0.5),
             loss=LossConfig(gamma=0.99, ent_coef=0.01, vf_coef=0.5),
             log=LogConfig(eval_every=0, checkpoint_every=4),
         ),
@@ -145,7 +145,7 @@ PRESETS["bc_small"] = Preset(
         bc=BCConfig(bc_teacher="expert"),
         ppo=PPOConfig(num_steps=32, update_epochs=2, num_minibatches=8),
         net=NetConfig(hidden=(256, 256)),
-        optim=OptimConfig(lr=1e-3, warmup_updates=10, cosine_lr=True, weight_decay=1e-4),
+        optim=OptimConfig(lr=1e-3, warmup_updates=10, lr_schedule="cosine", weight_decay=1e-4),
         loss=LossConfig(gamma=0.995),
         log=LogConfig(eval_every=4, eval_games=4, checkpoint_every=4),
     ),
@@ -158,13 +158,13 @@ PRESETS["bc_data"] = Preset(
         run=RunConfig(algo="bc", total_steps=256 * 20_000, updates_per_chunk=500),
         bc=BCConfig(bc_dataset="data/expert", bc_batch_size=256, bc_val_fraction=0.1, bc_patience=4),
         net=NetConfig(hidden=(256, 256)),
-        optim=OptimConfig(lr=1e-3, warmup_updates=500, cosine_lr=True, weight_decay=1e-4),
+        optim=OptimConfig(lr=1e-3, warmup_updates=500, lr_schedule="cosine", weight_decay=1e-4),
         log=LogConfig(best_by="validation", eval_every=4, eval_games=4, checkpoint_every=1),
     ),
 )
 #: ppo_small-v1's settings (a constant learning rate of 3e-4): the base of the presets whose results were measured
 #: with it
-_PPO_SMALL_V1 = dataclasses.replace(_PPO_SMALL_V2, lr=3e-4, cosine_lr=False)
+_PPO_SMALL_V1 = dataclasses.replace(_PPO_SMALL_V2, lr=3e-4, lr_schedule="constant")
 PRESETS["league_small"] = Preset(
     "CPU (2 cores), about 10 minutes: ppo_small's PPO in a league with the design's opponent mix: 50% of the "
     "games self-play, 30% 4 learner seats against past snapshots, 20% against the frozen baseline ppo_small-v1",
@@ -412,7 +412,7 @@ PIPELINES["pipeline_entity"] = PipelineSpec(
                 network="entity",
                 gamma=0.999,
                 lr=3e-4,
-                cosine_lr=False,
+                lr_schedule="constant",
                 warmup_updates=5,
                 ent_coef=0.003,
                 anchor_kl=0.1,

@@ -133,7 +133,7 @@ def synthetic_config(**overrides):
         total_steps=128 * 600,
         lr=3e-3,
         warmup_updates=20,
-        cosine_lr=True,
+        lr_schedule="cosine",
         weight_decay=1e-4,
         max_grad_norm=1.0,
         vf_coef=0.5,
@@ -221,7 +221,7 @@ def tiny_bc_config(**overrides):
         updates_per_chunk=12,
         eval_every=0,
         warmup_updates=3,
-        cosine_lr=True,
+        lr_schedule="cosine",
         weight_decay=1e-3,
         **{k: v for k, v in TINY.items() if k in ("steps_per_round", "max_rounds", "max_combat_ticks")},
     )
@@ -381,11 +381,17 @@ def test_weight_decay_is_decoupled_and_the_warmup_scales_any_schedule():
 
     plain, decayed = step(TrainConfig(lr=0.01)), step(TrainConfig(lr=0.01, weight_decay=0.1))
     np.testing.assert_allclose(decayed[0]["w"] - plain[0]["w"], -0.01 * 0.1 * params["w"], atol=1e-7)  # float32
-    config = TrainConfig(lr=0.01, anneal_lr=True, warmup_updates=4)  # 195 updates
-    lr = [float(trainer_base.learning_rate(config, config.hparams(), jnp.int32(u))) for u in (0, 3, 97)]
+    config = TrainConfig(lr=0.01, lr_schedule="linear", warmup_updates=4)  # 195 updates
+    lr = [float(trainer_base.lr_schedule(config, config.hparams())(jnp.int32(u))) for u in (0, 3, 97, 195)]
     np.testing.assert_allclose(
-        lr, [0.01 * 0.25 * (1 - 0 / 195), 0.01 * (1 - 3 / 195), 0.01 * (1 - 97 / 195)], rtol=1e-5
+        lr, [0.01 * 0.25 * (1 - 0 / 195), 0.01 * (1 - 3 / 195), 0.01 * (1 - 97 / 195), 0.0], rtol=1e-5, atol=1e-9
     )
+    config = TrainConfig(lr=0.01, lr_schedule="cosine")
+    lr = [float(trainer_base.lr_schedule(config, config.hparams())(jnp.int32(u))) for u in (0, 97, 195, 300)]
+    cosine = [0.01 * 0.5 * (1 + math.cos(math.pi * u / 195)) for u in (0, 97, 195, 195)]
+    np.testing.assert_allclose(lr, cosine, rtol=1e-5, atol=1e-9)
+    lr = float(trainer_base.lr_schedule(TrainConfig(lr=0.01), config.hparams())(jnp.int32(97)))
+    assert lr == np.float32(0.01)
 
 
 @pytest.mark.slow(

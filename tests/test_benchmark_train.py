@@ -68,7 +68,7 @@ def test_reference_config_is_the_ppo_gymnax_preset():
     assert cfg.env == "gymnax:" + ref["ENV_NAME"]
     assert (cfg.num_envs, cfg.num_steps, cfg.total_steps) == (ref["NUM_ENVS"], ref["NUM_STEPS"], ref["TOTAL_TIMESTEPS"])
     assert (cfg.update_epochs, cfg.num_minibatches) == (ref["UPDATE_EPOCHS"], ref["NUM_MINIBATCHES"])
-    assert (cfg.lr, cfg.anneal_lr, cfg.activation) == (ref["LR"], ref["ANNEAL_LR"], ref["ACTIVATION"])
+    assert (cfg.lr, cfg.lr_schedule == "linear", cfg.activation) == (ref["LR"], ref["ANNEAL_LR"], ref["ACTIVATION"])
     assert cfg.hidden == (64, 64) and cfg.network == "mlp" and not cfg.shared_torso  # ActorCritic's two 64x64 MLPs
     for ours, theirs in [
         ("gamma", "GAMMA"),

@@ -18,6 +18,7 @@ from agents import presets
 from agents.config import (
     FIELD_GROUPS,
     GROUPS,
+    LEGACY_LR_FLAGS,
     BCConfig,
     DistillConfig,
     LeagueConfig,
@@ -49,7 +50,7 @@ def test_the_groups_are_trainconfigs_fields_and_name_themselves():
     assert [f.name for f in dataclasses.fields(TrainConfig)] == list(GROUPS)
     for name, kind in GROUPS.items():
         assert kind.NAME == name and dataclasses.is_dataclass(kind) and kind.__dataclass_params__.frozen
-    assert len(FLAT) == len(set(FLAT)) == 70  # short names are unique
+    assert len(FLAT) == len(set(FLAT)) == 69  # short names are unique
     clashes = set(GROUPS) & (set(FLAT) | {n for n in dir(TrainConfig) if not n.startswith("_")} - set(GROUPS))
     assert not clashes  # a group's name is no field's and no method's
 
@@ -106,7 +107,7 @@ def test_field_docs_is_a_fresh_dict():
 def test_field_types_and_paths_take_short_names():
     types = TrainConfig.field_types()
     assert list(types) == FLAT
-    assert (types["lr"], types["num_envs"], types["anneal_lr"], types["hidden"], types["algo"]) == (
+    assert (types["lr"], types["num_envs"], types["normalize_advantages"], types["hidden"], types["algo"]) == (
         float,
         int,
         bool,
@@ -130,7 +131,9 @@ def test_flat_grouped_dotted_and_dict_construction_agree():
     assert len({flat, grouped, dotted, dicts}) == 1  # equal configs hash equal
     assert flat.optim == OptimConfig(lr=1e-4) and flat.run.num_envs == 8 and flat.net.hidden == (64, 64)
     # a short name overrides its group's field, whichever comes first
-    assert TrainConfig(optim=OptimConfig(lr=1e-4, anneal_lr=True), lr=0.1).optim == OptimConfig(lr=0.1, anneal_lr=True)
+    assert TrainConfig(optim=OptimConfig(lr=1e-4, lr_schedule="linear"), lr=0.1).optim == OptimConfig(
+        lr=0.1, lr_schedule="linear"
+    )
 
 
 def test_every_field_reads_by_its_short_name():
@@ -255,10 +258,10 @@ def test_ppo_small_is_ppo_small_v2_again_and_the_presets_measured_on_v2_keep_its
 def test_independent_is_ppo_small_with_one_learner_per_seat_for_1600_updates():
     # its result (record independent_30min_3seeds) was measured as the earlier independent preset with these set
     measured = PRESETS["ppo_small"].config.with_overrides(
-        {"gamma": 0.995, "lr": 3e-4, "cosine_lr": False, "independent": True, "total_steps": 655_360}
+        {"gamma": 0.995, "lr": 3e-4, "lr_schedule": "constant", "independent": True, "total_steps": 655_360}
     )
     assert PRESETS["independent"].config == measured.with_overrides(
-        {"lr": 1e-3, "cosine_lr": True, "total_steps": 3_276_800}
+        {"lr": 1e-3, "lr_schedule": "cosine", "total_steps": 3_276_800}
     )
 
 
@@ -297,7 +300,7 @@ def test_every_field_rejects_a_wrong_type_naming_its_group(group, name):
         (lambda: NetConfig(activation="gelu"), r"TrainConfig\.net\.activation must be one of \('tanh', 'relu'\)"),
         (lambda: OptimConfig(lr=2.0), r"TrainConfig\.optim\.lr must be a number in \[0\.0, 1\.0\], got 2\.0"),
         (lambda: OptimConfig(lr=float("nan")), r"TrainConfig\.optim\.lr must be a number in \[0\.0, 1\.0\], got nan"),
-        (lambda: OptimConfig(anneal_lr=True, cosine_lr=True), r"TrainConfig\.optim\.anneal_lr \(linear\) and cosine"),
+        (lambda: OptimConfig(lr_schedule="step"), r"TrainConfig\.optim\.lr_schedule must be one of \('constant', "),
         (lambda: PPOConfig(num_steps=0), r"TrainConfig\.ppo\.num_steps must be an int in \[1, 65536\], got 0"),
         (lambda: PPOConfig(update_epochs=True), r"TrainConfig\.ppo\.update_epochs must be an int in \[1, 1000\]"),
         (lambda: BCConfig(bc_patience=2), r"TrainConfig\.bc\.bc_patience \(early stopping .*\) needs a bc_dataset"),
@@ -368,16 +371,16 @@ def test_sets_parse_text_by_each_fields_type():
         {
             "lr": "1e-4",
             "run.num_envs": "32",
-            "optim.anneal_lr": "true",
+            "optim.lr_schedule": "cosine",
             "hidden": "64,32",
             "total_steps": "1e6",
             "task.opponents": "greedy",
         }
     )
-    assert (config.lr, config.num_envs, config.anneal_lr, config.hidden, config.total_steps, config.opponents) == (
+    assert (config.lr, config.num_envs, config.lr_schedule, config.hidden, config.total_steps, config.opponents) == (
         1e-4,
         32,
-        True,
+        "cosine",
         (64, 32),
         1_000_000,
         "greedy",
@@ -391,7 +394,7 @@ def test_sets_parse_text_by_each_fields_type():
     [
         ({"num_envs": "abc"}, r"TrainConfig\.run\.num_envs must be an int, got 'abc'"),
         ({"run.num_envs": "1.5"}, r"TrainConfig\.run\.num_envs must be an int, got '1\.5'"),
-        ({"anneal_lr": "maybe"}, r"TrainConfig\.optim\.anneal_lr must be a bool \(true/false\), got 'maybe'"),
+        ({"clip_value": "maybe"}, r"TrainConfig\.ppo\.clip_value must be a bool \(true/false\), got 'maybe'"),
         ({"lr": "fast"}, r"TrainConfig\.optim\.lr must be a number, got 'fast'"),
         ({"hidden": "64,a"}, r"TrainConfig\.net\.hidden must be comma-separated ints"),
         ({"lr": "2"}, r"TrainConfig\.optim\.lr must be a number in \[0\.0, 1\.0\], got 2\.0"),
@@ -494,13 +497,60 @@ def test_an_old_config_json_still_loads():
     config = TrainConfig.from_dict(old)
     assert config.hidden == (256, 256)
     for name, value in old.items():
+        if name in LEGACY_LR_FLAGS:  # a boolean lr_schedule replaced
+            assert (config.optim.lr_schedule == LEGACY_LR_FLAGS[name]) == value, name
+            continue
         assert getattr(config, name) == (tuple(value) if name == "hidden" else value), name
-    missing = set(FLAT) - set(old)
+    missing = set(FLAT) - set(old) - {"lr_schedule"}
     assert {"num_devices", "league_size", "best_by", "independent"} <= missing
     defaults = TrainConfig()
     for name in missing:
         assert getattr(config, name) == getattr(defaults, name), name
     assert config == defaults  # that commit's defaults are today's for the fields it had
+
+
+@pytest.mark.parametrize(
+    "flags, schedule",
+    [
+        ({}, "constant"),
+        ({"anneal_lr": True}, "linear"),
+        ({"cosine_lr": True}, "cosine"),
+        ({"anneal_lr": False}, "constant"),
+    ],
+)
+def test_the_lr_flags_lr_schedule_replaced_still_load_flat_and_nested(flags, schedule):
+    assert TrainConfig.from_dict({**OLD_CONFIG_JSON, **flags}).optim.lr_schedule == schedule
+    nested = TrainConfig().to_dict()
+    nested["optim"] = {k: v for k, v in nested["optim"].items() if k != "lr_schedule"} | flags
+    assert TrainConfig.from_dict(nested).optim.lr_schedule == schedule
+
+
+@pytest.mark.parametrize(
+    "data, message",
+    [
+        ({"anneal_lr": True, "cosine_lr": True}, r"anneal_lr and cosine_lr are both true"),
+        ({"cosine_lr": True, "lr_schedule": "linear"}, r"lr_schedule='linear' beside the older flag for 'cosine'"),
+        ({"optim": {"anneal_lr": True, "cosine_lr": True}}, r"TrainConfig\.optim: anneal_lr and cosine_lr"),
+    ],
+)
+def test_contradicting_lr_flags_are_refused(data, message):
+    with pytest.raises(ValueError, match=message):
+        TrainConfig.from_dict(data)
+
+
+def test_a_run_keeps_its_identity_across_the_lr_schedule_rename():
+    """A run directory's identity is hashed from its fields (``run.json``); one begun when the schedule was two
+    booleans must still resume, so the identity carries them."""
+    from agents.run.preflight import run_identity
+
+    for schedule, anneal, cosine in [("constant", False, False), ("linear", True, False), ("cosine", False, True)]:
+        identity = run_identity(TrainConfig(lr_schedule=schedule))
+        assert "lr_schedule" not in identity and (identity["anneal_lr"], identity["cosine_lr"]) == (anneal, cosine)
+    # the hashes the commit before the rename wrote for the defaults and for cosine_lr=True
+    from agents.storage.run_dir import identity_hash
+
+    assert identity_hash(run_identity(TrainConfig())) == "0f3472c0951002ba"
+    assert identity_hash(run_identity(TrainConfig(lr_schedule="cosine"))) == "ae3dc4c4049dd0de"
 
 
 def test_to_dict_is_nested_and_round_trips_through_json():
@@ -578,7 +628,10 @@ def test_every_committed_config_loads_and_round_trips(where, data):
     assert again == config and hash(again) == hash(config)
     flat = config.to_flat_dict()
     for name, value in flat_dict(data).items():  # every value it holds is the config's
-        assert flat[name] == value, (where, name)
+        if name in LEGACY_LR_FLAGS:  # a boolean lr_schedule replaced
+            assert value == (flat["lr_schedule"] == LEGACY_LR_FLAGS[name]), (where, name)
+        else:
+            assert flat[name] == value, (where, name)
 
 
 @pytest.mark.parametrize("name", sorted(PRESETS))

@@ -1106,19 +1106,19 @@ def test_a_key_of_the_wrong_shape_is_the_projects_type_error():
 
 
 def test_an_annealed_or_cosine_run_refuses_a_new_length_on_resume_and_its_lr_never_goes_negative(tiny_run):
-    from agents.algorithms.base import learning_rate
+    from agents.algorithms.base import lr_schedule
 
-    annealed = TrainConfig(**{**TINY.to_dict(), "hidden": TINY.hidden, "anneal_lr": True})
+    annealed = TrainConfig(**{**TINY.to_dict(), "hidden": TINY.hidden, "lr_schedule": "linear"})
     longer = TrainConfig(**{**annealed.to_dict(), "hidden": TINY.hidden, "total_steps": 2 * TINY.total_steps})
-    with pytest.raises(RunError, match=r"total_steps=256 \(was 128\): with anneal_lr"):
+    with pytest.raises(RunError, match=r"total_steps=256 \(was 128\): with lr_schedule=linear"):
         preflight.check_resumable(annealed, longer)
-    cosine = TrainConfig(**{**annealed.to_dict(), "hidden": TINY.hidden, "anneal_lr": False, "cosine_lr": True})
-    with pytest.raises(RunError, match=r"total_steps=256 \(was 128\): with cosine_lr"):
+    cosine = TrainConfig(**{**annealed.to_dict(), "hidden": TINY.hidden, "lr_schedule": "cosine"})
+    with pytest.raises(RunError, match=r"total_steps=256 \(was 128\): with lr_schedule=cosine"):
         preflight.check_resumable(cosine, cosine.with_overrides({"total_steps": 256}))
     fine = TrainConfig(**{**TINY.to_dict(), "hidden": TINY.hidden, "total_steps": 256})
     preflight.check_resumable(TINY, fine)
     hp = annealed.hparams()
-    lrs = [float(learning_rate(annealed, hp, jnp.int32(u))) for u in (0, 2, 4, 6)]
+    lrs = [float(lr_schedule(annealed, hp)(jnp.int32(u))) for u in (0, 2, 4, 6)]
     assert lrs == pytest.approx([annealed.lr, annealed.lr / 2, 0.0, 0.0])
 
 

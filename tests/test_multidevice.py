@@ -47,7 +47,7 @@ CLI_ARGS = [
     "--set",
     "hidden=8",
     "--set",
-    "anneal_lr=false",
+    "lr_schedule=constant",
     "--set",
     "update_epochs=2",
     "--set",
@@ -273,7 +273,7 @@ LOCAL_DRIVER = textwrap.dedent(
 
     # one minibatch (all samples) and no advantage normalisation: the mean of the devices' gradients is the
     # gradient of the whole batch, so the local shuffle must equal the global one and one device
-    full = dict(num_envs=16, num_steps=8, hidden=(8,), update_epochs=2, num_minibatches=1, anneal_lr=False,
+    full = dict(num_envs=16, num_steps=8, hidden=(8,), update_epochs=2, num_minibatches=1, lr_schedule="constant",
                 normalize_advantages=False, total_steps=16 * 8 * 3)
     for name, fields in {"one": dict(num_devices=1), "global": dict(num_devices=4),
                          "local": dict(num_devices=4, shuffle="local")}.items():
@@ -302,7 +302,7 @@ LOCAL_DRIVER = textwrap.dedent(
     from experiments import sweep as sweep_cli
     sets = ["--set", "num_envs=8", "--set", "num_steps=8", "--set", "hidden=8", "--set", "num_minibatches=2",
             "--set", "update_epochs=2", "--set", "lr=1e-3,3e-4", "--set", "updates_per_chunk=2",
-            "--set", "anneal_lr=false"]
+            "--set", "lr_schedule=constant"]
     args = ["--env", "gymnax:CartPole-v1", "--preset", "ppo_gymnax", "--seeds", "0,1", *sets, "--quiet",
             "--out", f"{sys.argv[1]}/sweep"]
     out["sweep_first"] = sweep_cli.main([*args, "--set", "total_steps=128"])
@@ -311,7 +311,7 @@ LOCAL_DRIVER = textwrap.dedent(
     from agents.presets import preset_config
     base, spec = sweep_cli.spec_from_sets(preset_config("ppo_gymnax").with_overrides(dict(
         num_envs=8, num_steps=8, hidden=(8,), num_minibatches=2, update_epochs=2, updates_per_chunk=2,
-        anneal_lr=False, total_steps=256)), {"lr": "1e-3,3e-4"}, [0, 1])
+        lr_schedule="constant", total_steps=256)), {"lr": "1e-3,3e-4"}, [0, 1])
     sharded = Sweep(base, spec)
     out["sweep_devices"] = len(sharded.init().obs.sharding.device_set)
     with CheckpointStore(f"{sys.argv[1]}/sweep/checkpoints", keep=3) as store:

@@ -61,7 +61,7 @@ def test_runs_are_grid_point_major_and_seed_minor():
     [
         ({"num_envs": "16,32"}, 1, r"TrainConfig\.num_envs cannot be swept: only the traced hyperparameters lr, "),
         ({"num_steps": "8,16"}, 1, r"TrainConfig\.num_steps cannot be swept"),
-        ({"anneal_lr": "true,false"}, 1, r"TrainConfig\.anneal_lr cannot be swept"),
+        ({"lr_schedule": "linear,cosine"}, 1, r"TrainConfig\.lr_schedule cannot be swept"),
         ({"lr": "1e-3,2"}, 1, r"TrainConfig\.optim\.lr must be a number in \[0\.0, 1\.0\], got 2\.0"),
         ({"lr": "1e-3,fast"}, 1, r"TrainConfig\.lr: cannot parse the swept values"),
         ({"seed": "1,2"}, 1, r"give the seeds with --seeds"),
@@ -136,7 +136,7 @@ CARTPOLE = {
     "num_minibatches": "2",
     "updates_per_chunk": "2",
     "checkpoint_every": "1",
-    "anneal_lr": "false",
+    "lr_schedule": "constant",
 }
 
 

@@ -36,7 +36,7 @@ from tests.xla_flags import compile_as_users_do
         ({"lr": "2"}, r"TrainConfig\.optim\.lr must be a number in \[0\.0, 1\.0\], got 2\.0"),
         ({"num_envs": "0"}, r"TrainConfig\.run\.num_envs must be an int in \[1, "),
         ({"num_envs": "abc"}, r"TrainConfig\.run\.num_envs must be an int, got 'abc'"),
-        ({"anneal_lr": "maybe"}, r"TrainConfig\.optim\.anneal_lr must be a bool"),
+        ({"normalize_advantages": "maybe"}, r"TrainConfig\.loss\.normalize_advantages must be a bool"),
         ({"algo": "dqn"}, r"TrainConfig\.run\.algo must be one of \('ppo', 'a2c', 'bc'\)"),
         ({"nope": "1"}, r"unknown config key\(s\) 'nope'; a field is named by its short name \(lr\) or GROUP\.NAME"),
         ({"gama": "0.9"}, r"unknown config key\(s\) 'gama' \(did you mean gamma\?\)"),
@@ -54,7 +54,8 @@ from tests.xla_flags import compile_as_users_do
             r"TrainConfig\.bc\.bc_teacher must be one of \('random', 'greedy', 'expert', 'expert_public'\), got 'self'",
         ),
         ({"algo": "bc", "env": "gymnax:CartPole-v1"}, r"TrainConfig\.run\.algo='bc' clones a bot of the game"),
-        ({"anneal_lr": "true", "cosine_lr": "true"}, r"TrainConfig\.optim\.anneal_lr \(linear\) and cosine_lr"),
+        ({"lr_schedule": "step"}, r"TrainConfig\.optim\.lr_schedule must be one of \('constant', 'linear', 'cosine'\)"),
+        ({"anneal_lr": "true"}, r"unknown config key\(s\) 'anneal_lr' \(replaced: write lr_schedule=linear\)$"),
         ({"warmup_updates": "195"}, r"TrainConfig\.optim\.warmup_updates must be fewer than the run's 195 updates"),
         (
             {"algo": "bc", "bc_teacher_prob": "1.5"},
@@ -69,8 +70,8 @@ def test_bad_overrides_name_the_field(overrides, message):
 
 
 def test_overrides_parse_by_type():
-    config = apply_sets(TrainConfig(), {"lr": "1e-4", "num_envs": "32", "anneal_lr": "true", "hidden": "64,32"})
-    assert (config.lr, config.num_envs, config.anneal_lr, config.hidden) == (1e-4, 32, True, (64, 32))
+    config = apply_sets(TrainConfig(), {"lr": "1e-4", "num_envs": "32", "lr_schedule": "linear", "hidden": "64,32"})
+    assert (config.lr, config.num_envs, config.lr_schedule, config.hidden) == (1e-4, 32, "linear", (64, 32))
     assert TrainConfig.from_dict(config.to_dict()) == config
     assert TrainConfig(opponents="greedy").seat_kinds == ("self",) + ("greedy",) * 7
     assert TrainConfig().seat_kinds == ("self",) * 8
@@ -96,13 +97,13 @@ def test_list_presets(capsys):
 
 def test_ppo_gymnax_preset_matches_purejaxrl():
     c = preset_config("ppo_gymnax")
-    assert (c.num_envs, c.num_steps, c.update_epochs, c.num_minibatches, c.lr, c.anneal_lr) == (
+    assert (c.num_envs, c.num_steps, c.update_epochs, c.num_minibatches, c.lr, c.lr_schedule) == (
         4,
         128,
         4,
         4,
         2.5e-4,
-        True,
+        "linear",
     )
     assert (c.gamma, c.gae_lambda, c.clip_eps, c.ent_coef, c.vf_coef, c.max_grad_norm) == (
         0.99,
@@ -943,10 +944,10 @@ def test_rating_all_checkpoints_skips_a_corrupt_one_with_one_warning(smoke_run, 
 def test_ppo_large_at_full_shapes_runs_checkpoints_and_resumes_through_the_cli(tmp_path):
     """The main command's code path at its real shapes: ``python -m experiments.train --preset=ppo_large``
     (4096 games x 32 steps, hidden 512x512, 2 epochs of 16 minibatches, 64-game evaluations) for one update,
-    checkpointed and evaluated, then resumed for a second. Only the length changes (and ``anneal_lr``, whose
-    schedule would otherwise tie the first run's learning rate to its length). Real processes, compiled as a
-    user's are (without the suite's -O0 flags, tests/xla_flags.py, which would make the run several times
-    slower)."""
+    checkpointed and evaluated, then resumed for a second. Only the length changes (and ``lr_schedule``, linear
+    there, whose schedule would otherwise tie the first run's learning rate to its length). Real processes,
+    compiled as a user's are (without the suite's -O0 flags, tests/xla_flags.py, which would make the run several
+    times slower)."""
     import subprocess
     import sys
 
@@ -982,7 +983,7 @@ def test_ppo_large_at_full_shapes_runs_checkpoints_and_resumes_through_the_cli(t
     first = cli(
         "--preset=ppo_large",
         "--set",
-        "anneal_lr=false",
+        "lr_schedule=constant",
         "--set",
         "updates_per_chunk=1",
         "--set",

@@ -58,35 +58,38 @@ def make_network(config: TrainConfig, num_actions: int):
 
 
 def make_optimizer(hp: HParams):
-    """Global-norm clip then Adam's scaling; the learning rate is applied by the trainer."""
+    """The optimizer's stateful part: global-norm clip then Adam's scaling (``apply_gradients`` adds the stateless
+    weight decay and learning rate)."""
     return optax.chain(optax.clip_by_global_norm(hp.max_grad_norm), optax.scale_by_adam(eps=1e-5))
 
 
-def learning_rate(config: TrainConfig, hp: HParams, update) -> jax.Array:
-    """float32[]: the learning rate of update number ``update`` (0-based): ``hp.lr``, decayed linearly
-    (``anneal_lr``) or along a cosine (``cosine_lr``) to 0 over the run, times the warmup's
-    ``min((update + 1) / warmup_updates, 1)``."""
-    update = jnp.asarray(update, jnp.float32)
-    progress = jnp.minimum(update / config.num_updates, 1.0)
-    lr = hp.lr
-    if config.optim.anneal_lr:
-        lr = lr * (1.0 - progress)
-    if config.optim.cosine_lr:
-        lr = lr * 0.5 * (1.0 + jnp.cos(jnp.pi * progress))
-    if config.optim.warmup_updates:
-        lr = lr * jnp.minimum((update + 1.0) / config.optim.warmup_updates, 1.0)
-    return lr
+def lr_schedule(config: TrainConfig, hp: HParams) -> optax.Schedule:
+    """The optax schedule of ``config.optim.lr_schedule`` from ``hp.lr``: update number (int32[], from 0) ->
+    float32[] learning rate, constant, or decaying linearly or along a cosine to 0 at the run's last update, times
+    the warmup's ``min((update + 1) / warmup_updates, 1)``."""
+    kind, updates = config.optim.lr_schedule, config.num_updates
+    if kind == "linear":
+        decayed = optax.schedules.linear_schedule(hp.lr, 0.0, updates)
+    elif kind == "cosine":
+        decayed = optax.schedules.cosine_decay_schedule(hp.lr, updates)
+    else:
+        decayed = optax.schedules.constant_schedule(hp.lr)
+    warmup = config.optim.warmup_updates
+    if not warmup:
+        return decayed
+    return lambda update: decayed(update) * jnp.minimum((jnp.asarray(update, jnp.float32) + 1.0) / warmup, 1.0)
 
 
 def apply_gradients(config, hp, params, opt_state, grads, update):
-    """One optimizer step, with ``config.optim.weight_decay``'s decoupled decay (AdamW's); returns (params, opt_state,
-    grad_norm, lr)."""
+    """One optimizer step of update number ``update``: the clipped Adam's step (``opt_state`` carries its moments),
+    then ``config.optim.weight_decay``'s decoupled decay (AdamW's) and the scheduled learning rate, both stateless
+    optax transforms; returns (params, opt_state, grad_norm, lr)."""
     updates, opt_state = make_optimizer(hp).update(grads, opt_state, params)
-    lr = learning_rate(config, hp, update)
-    if config.optim.weight_decay:  # static: plain Adam's program has no decay term
-        updates = jax.tree_util.tree_map(lambda u, p: u + config.optim.weight_decay * p, updates, params)
-    params = jax.tree_util.tree_map(lambda p, u: p - lr * u, params, updates)
-    return params, opt_state, optax.tree.norm(grads), lr
+    lr = lr_schedule(config, hp)(update)
+    step = [optax.add_decayed_weights(config.optim.weight_decay)] if config.optim.weight_decay else []
+    step = optax.chain(*step, optax.scale_by_learning_rate(lr))  # static: plain Adam's program has no decay term
+    updates, _ = step.update(updates, step.init(params), params)
+    return optax.apply_updates(params, updates), opt_state, optax.tree.norm(grads), lr
 
 
 def init_runner(config: TrainConfig, env, network, key, hparams: HParams | None = None) -> Runner:
@@ -269,7 +272,7 @@ __all__ = [
     "apply_gradients",
     "check_trainer_env",
     "init_runner",
-    "learning_rate",
+    "lr_schedule",
     "make_network",
     "make_optimizer",
 ]

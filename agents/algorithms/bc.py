@@ -30,7 +30,7 @@ drives it as any run (chunks, logs, checkpoints, resume, evaluations, ``load_pol
   one-line error names what differs); the dataset's shards are verified (sha256) when read.
 * **Updates.** One update is one optimizer step on ``bc_batch_size`` samples drawn uniformly with replacement from
   the training games (``clone_chunk``), with the trainer's optimizer and schedule (``agents.algorithms.base``:
-  Adam after a global-norm clip, ``warmup_updates``, ``cosine_lr``, decoupled ``weight_decay``).
+  Adam after a global-norm clip, ``warmup_updates``, ``lr_schedule``, decoupled ``weight_decay``).
 * **Validation and early stopping.** Every chunk ends with ``validate`` over every held-out sample inside the
   compiled chunk (``val/cross_entropy``, ``val/accuracy``, ``val/value_loss``, logged with the chunk); the runner
   keeps the lowest validation cross-entropy and the validations since it, so a resumed run stops where the

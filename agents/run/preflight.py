@@ -18,7 +18,7 @@ from pathlib import Path
 
 import jax
 
-from agents.config import TrainConfig
+from agents.config import LEGACY_LR_FLAGS, TrainConfig
 from agents.envs import gymnax_env
 from agents.envs.make import make_game
 from agents.run import wandb_log
@@ -77,10 +77,10 @@ def check_resumable(saved: TrainConfig, config: TrainConfig) -> None:
             f"cannot resume with changed field(s) {differing}: they change shapes, the algorithm or the run; "
             f"only {sorted(RESUMABLE_CHANGES)} may change"
         )
-    if (saved.optim.anneal_lr or saved.optim.cosine_lr) and saved.num_updates != config.num_updates:
+    if saved.optim.lr_schedule != "constant" and saved.num_updates != config.num_updates:
         raise RunError(
             f"cannot resume with total_steps={config.run.total_steps} (was {saved.run.total_steps}): with "
-            f"{'anneal_lr' if saved.optim.anneal_lr else 'cosine_lr'} the "
+            f"lr_schedule={saved.optim.lr_schedule} the "
             "learning-rate schedule depends on the run's length, so the resumed run would follow neither schedule"
         )
 
@@ -140,8 +140,11 @@ def check_memory(config: TrainConfig, program, num_devices: int = 1, runs: int =
 
 
 def run_identity(config: TrainConfig) -> dict:
-    """The config fields that fix a run (all but ``RESUMABLE_CHANGES``): its run directory's identity."""
-    return {k: v for k, v in config.to_flat_dict().items() if k not in RESUMABLE_CHANGES}
+    """The config fields that fix a run (all but ``RESUMABLE_CHANGES``): its run directory's identity. The
+    ``lr_schedule`` enters as the two booleans it replaced (``LEGACY_LR_FLAGS``), so a run begun before it resumes."""
+    fields = {k: v for k, v in config.to_flat_dict().items() if k not in RESUMABLE_CHANGES}
+    schedule = fields.pop("lr_schedule")
+    return {**fields, **{flag: schedule == meant for flag, meant in LEGACY_LR_FLAGS.items()}}
 
 
 def check_checkpoint_config(store: CheckpointStore, config: TrainConfig) -> None:
