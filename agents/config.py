@@ -1,23 +1,25 @@
 """``TrainConfig``: every knob of a training run, in groups by concern, validated at construction.
 
 A config is a frozen, hashable dataclass of frozen groups (``TrainConfig.run``, ``.task``, ``.game``, ``.net``,
-``.optim``, ``.loss``, ``.ppo``, ``.a2c``, ``.bc``, ``.distill``, ``.league``, ``.log``), so it can be a static
-argument of jitted functions and an ``lru_cache`` key. Every field has a unique *short name* (``lr``, ``num_envs``):
-``TrainConfig(lr=1e-4)`` builds, ``config.lr`` reads and ``dataclasses.replace(config, lr=1e-4)`` replaces by it,
-as ``config.optim.lr`` and ``TrainConfig(optim=OptimConfig(lr=1e-4))`` do by group. Fields split in two kinds:
+``.hparams``, ``.optim``, ``.loss``, ``.ppo``, ``.a2c``, ``.bc``, ``.distill``, ``.league``, ``.log``), so it can be
+a static argument of jitted functions and an ``lru_cache`` key. Code reads a field through its group
+(``config.hparams.lr``). Every field also has a unique *short name* (``lr``, ``num_envs``) for where a person types
+it: ``--set lr=1e-4``, ``TrainConfig.from_fields(lr=1e-4)``, ``config.with_overrides({"lr": 1e-4})``. Fields split in
+two kinds:
 
 - *shape* fields (``num_envs``, ``num_steps``, network sizes, the env, ...)
   fix the compiled program;
-- *hyperparameters* (``HPARAM_FIELDS``: ``lr``, ``gamma``, ...) enter the
-  program as traced float32 scalars (``TrainConfig.hparams()``), so a sweep can
+- the *hyperparameters* (the ``hparams`` group, ``HPARAM_FIELDS``: ``lr``, ``gamma``, ...) enter the
+  program as traced float32 scalars (``config.hparams.traced()``), so a sweep can
   vmap over them without recompiling.
 
 Each group checks its own fields in its ``__post_init__`` (a bad value raises ``ValueError`` naming
 ``TrainConfig.<group>.<field>`` and the allowed range); ``TrainConfig.__post_init__`` checks the rules between
-groups; both before anything is compiled. ``config.with_overrides({"lr": 1e-4, "ppo.clip_eps": 0.1})`` replaces
-fields by short or dotted name, ``config.with_sets({"optim.lr": "3e-4"})`` parses the values from text first (what
+groups; both before anything is compiled. ``config.with_overrides({"lr": 1e-4, "hparams.clip_eps": 0.1})`` replaces
+fields by short or dotted name, ``config.with_sets({"hparams.lr": "3e-4"})`` parses the values from text first (what
 the CLIs' ``--set NAME=VALUE`` does); an unknown name is a ``ValueError`` that suggests the closest ones.
-``to_dict()`` writes the nested form, ``from_dict()`` reads it and the flat form of configs written before the groups.
+``to_dict()`` writes the nested form, ``from_dict()`` reads it and the forms of configs written earlier (flat, before
+the groups; the hyperparameters in their earlier groups; the two booleans ``lr_schedule`` replaced).
 """
 
 from __future__ import annotations
@@ -27,7 +29,6 @@ import dataclasses
 import difflib
 import functools
 import inspect
-import operator
 import textwrap
 import typing
 from collections.abc import Mapping
@@ -53,9 +54,6 @@ NUM_SEATS = 8
 RULE_FIELDS = ("max_rounds", "steps_per_round", "max_combat_ticks", "reward_win", "reward_life")
 _GAME_DEFAULTS = GameConfig()
 
-#: Fields that enter the compiled program as traced scalars (sweepable).
-HPARAM_FIELDS = ("lr", "gamma", "gae_lambda", "clip_eps", "ent_coef", "vf_coef", "max_grad_norm")
-
 #: characters a Weights & Biases project name may not hold
 WANDB_FORBIDDEN = ("/", "\\", "#", "?", "%", ":")
 LEAGUE_BOTS = ("random", "greedy", "expert")
@@ -68,6 +66,12 @@ LR_SCHEDULES = ("constant", "linear", "cosine")
 #: the two booleans ``lr_schedule`` replaced -> the schedule each meant when true; configs written before it (run
 #: directories, the shipped baselines' files) are read through them, and a run's identity is still hashed with them
 LEGACY_LR_FLAGS = {"anneal_lr": "linear", "cosine_lr": "cosine"}
+#: group -> the hyperparameters it held before the ``hparams`` group (a nested config written then still loads)
+HPARAMS_MOVED_FROM = {
+    "optim": ("lr", "max_grad_norm"),
+    "loss": ("gamma", "ent_coef", "vf_coef"),
+    "ppo": ("gae_lambda", "clip_eps"),
+}
 BEST_BY = ("placement", "rating", "validation")
 
 #: The config fields that name a frozen policy a run reads (``agents.algorithms.distill``;
@@ -328,15 +332,53 @@ class NetConfig(_Group):
 
 
 @dataclasses.dataclass(frozen=True)
+class HParamsConfig(_Group):
+    """The traced hyperparameters: they enter the compiled program as float32 scalars (``traced()``), so a sweep
+    vmaps over them in one compile (``agents.run.sweep``); every other field fixes the program."""
+
+    NAME = "hparams"
+    RANGES = {
+        "lr": (0.0, 1.0),
+        "gamma": (0.0, 1.0),
+        "gae_lambda": (0.0, 1.0),
+        "clip_eps": (0.0, 10.0),
+        "ent_coef": (0.0, 10.0),
+        "vf_coef": (0.0, 100.0),
+        "max_grad_norm": (0.0, 1e6),
+    }
+
+    lr: float = 3e-4
+    """Adam learning rate in [0, 1], the peak of optim.lr_schedule"""
+    gamma: float = 0.995
+    """discount of the returns in [0, 1]"""
+    gae_lambda: float = 0.95
+    """GAE lambda in [0, 1] (PPO)"""
+    clip_eps: float = 0.2
+    """PPO ratio (and value) clip in [0, 10]"""
+    ent_coef: float = 0.01
+    """entropy bonus coefficient in [0, 10]"""
+    vf_coef: float = 0.5
+    """value-loss weight in [0, 100]"""
+    max_grad_norm: float = 0.5
+    """global gradient-norm clip in [0, 1e6]"""
+
+    def traced(self) -> HParams:
+        """The fields as ``HParams`` of float32[] arrays."""
+        return HParams(**{f.name: jnp.float32(getattr(self, f.name)) for f in dataclasses.fields(self)})
+
+
+#: the fields that enter the compiled program as traced scalars (sweepable): ``HParamsConfig``'s
+HPARAM_FIELDS = tuple(f.name for f in dataclasses.fields(HParamsConfig))
+
+
+@dataclasses.dataclass(frozen=True)
 class OptimConfig(_Group):
     """The optimizer every algorithm steps: Adam(W), its learning-rate schedule and the gradient clip."""
 
     NAME = "optim"
-    RANGES = {"lr": (0.0, 1.0), "warmup_updates": (0, 1 << 20), "weight_decay": (0.0, 1.0), "max_grad_norm": (0.0, 1e6)}
+    RANGES = {"warmup_updates": (0, 1 << 20), "weight_decay": (0.0, 1.0)}
     CHOICES = {"lr_schedule": LR_SCHEDULES}
 
-    lr: float = 3e-4
-    """Adam learning rate in [0, 1]"""
     lr_schedule: str = "constant"
     """the learning rate over the run: "constant", "linear" (decays linearly to 0 at the run's last update) or
     "cosine" (decays along a half cosine to 0); an optax schedule of the update number"""
@@ -346,8 +388,6 @@ class OptimConfig(_Group):
     weight_decay: float = 0.0
     """decoupled weight decay (AdamW's) in [0, 1]: each optimizer step also subtracts lr x weight_decay x the
     parameter; 0 = plain Adam"""
-    max_grad_norm: float = 0.5
-    """global gradient-norm clip in [0, 1e6]"""
 
     @classmethod
     def from_dict(cls, data: Mapping):
@@ -356,18 +396,10 @@ class OptimConfig(_Group):
 
 @dataclasses.dataclass(frozen=True)
 class LossConfig(_Group):
-    """The actor-critic loss PPO and A2C share: the discount of the returns, the entropy and value weights and
-    advantage normalisation."""
+    """The actor-critic loss PPO and A2C share, beyond its weights (``hparams``): advantage normalisation."""
 
     NAME = "loss"
-    RANGES = {"gamma": (0.0, 1.0), "ent_coef": (0.0, 10.0), "vf_coef": (0.0, 100.0)}
 
-    gamma: float = 0.995
-    """discount in [0, 1]"""
-    ent_coef: float = 0.01
-    """entropy bonus coefficient in [0, 10]"""
-    vf_coef: float = 0.5
-    """value-loss weight in [0, 100]"""
     normalize_advantages: bool = True
     """normalise the advantages per minibatch, over decision samples only"""
 
@@ -377,13 +409,7 @@ class PPOConfig(_Group):
     """PPO's rollouts and update (behaviour cloning on generated games, algo="bc", uses them too)."""
 
     NAME = "ppo"
-    RANGES = {
-        "num_steps": (1, 1 << 16),
-        "update_epochs": (1, 1000),
-        "num_minibatches": (1, 1 << 20),
-        "gae_lambda": (0.0, 1.0),
-        "clip_eps": (0.0, 10.0),
-    }
+    RANGES = {"num_steps": (1, 1 << 16), "update_epochs": (1, 1000), "num_minibatches": (1, 1 << 20)}
     CHOICES = {"shuffle": SHUFFLES}
 
     num_steps: int = 64
@@ -400,12 +426,8 @@ class PPOConfig(_Group):
     (each device permutes and minibatches its own share of the envs under shard_map and the gradients are averaged
     over the devices: per-device memory stays flat as devices are added; num_minibatches must then divide each
     device's share of the batch). The same program on one device"""
-    gae_lambda: float = 0.95
-    """GAE lambda in [0, 1]"""
-    clip_eps: float = 0.2
-    """PPO ratio (and value) clip in [0, 10]"""
     clip_value: bool = True
-    """PPO2 value clipping (by clip_eps)"""
+    """PPO2 value clipping (by hparams.clip_eps)"""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -649,25 +671,29 @@ class LogConfig(_Group):
 # ---------------------------------------------------------------- the config
 
 
-@dataclasses.dataclass(frozen=True, init=False)
+class _UnknownFields(ValueError):
+    """A config name that is no field (``TrainConfig.from_fields`` answers it as a ``TypeError``)."""
+
+
+@dataclasses.dataclass(frozen=True)
 class TrainConfig:
     """A training run. Defaults are a CPU-sized self-play PPO on the game.
 
     The fields are groups by concern; every field of a group is documented where it is declared, by the string
     literal after it (``TrainConfig.field_docs()`` returns them by dotted name, one line each). Ranges are inclusive.
 
-    Build with groups, dicts of their fields, or fields by their short (``lr``) or dotted (``optim.lr``) names, which
-    override the groups' fields: ``TrainConfig(num_envs=8, lr=1e-4)``, ``TrainConfig(optim=OptimConfig(lr=1e-4))``.
-    The library reads fields through their groups (``config.optim.lr``); the short names also read them
-    (``config.lr``, for people at a prompt) and ``dataclasses.replace(config, lr=1e-4)`` works as well. Each group
-    checks its own fields when it is built; ``__post_init__`` checks the rules between groups. A bad value raises
-    ``ValueError`` naming the field (``TrainConfig.optim.lr``) and what it allows.
+    Build with groups (or dicts of their fields): ``TrainConfig(hparams=HParamsConfig(lr=1e-4))``; or, at a prompt,
+    by the fields' short (``lr``) or dotted (``hparams.lr``) names: ``TrainConfig.from_fields(num_envs=8, lr=1e-4)``.
+    Fields are read through their groups (``config.hparams.lr``); ``with_overrides`` and ``with_sets`` (``--set``'s
+    text) replace them by short or dotted name. Each group checks its own fields when it is built;
+    ``__post_init__`` checks the rules between groups. A bad value raises ``ValueError`` naming the field
+    (``TrainConfig.hparams.lr``) and what it allows.
 
     Example::
 
-        config = agents.TrainConfig(num_envs=32, lr=1e-4)              # or optim=OptimConfig(lr=1e-4)
-        config = config.with_sets({"optim.lr": "3e-4", "hidden": "128,128"})   # parsed as --set parses them
-        config.optim.lr, config.lr, config.to_dict()["optim"]["lr"]    # 0.0003 three ways
+        config = agents.TrainConfig.from_fields(num_envs=32, lr=1e-4)  # or TrainConfig(run=RunConfig(num_envs=32))
+        config = config.with_sets({"hparams.lr": "3e-4", "hidden": "128,128"})  # parsed as --set parses them
+        config.hparams.lr, config.to_dict()["hparams"]["lr"]  # 0.0003 both ways
     """
 
     run: RunConfig = RunConfig()
@@ -678,8 +704,10 @@ class TrainConfig:
     """the game's rules"""
     net: NetConfig = NetConfig()
     """the network"""
+    hparams: HParamsConfig = HParamsConfig()
+    """the traced hyperparameters (a sweep varies them in one compile)"""
     optim: OptimConfig = OptimConfig()
-    """the optimizer and its learning-rate schedule"""
+    """the optimizer's learning-rate schedule and weight decay"""
     loss: LossConfig = LossConfig()
     """the actor-critic loss (PPO and A2C)"""
     ppo: PPOConfig = PPOConfig()
@@ -695,27 +723,21 @@ class TrainConfig:
     log: LogConfig = LogConfig()
     """evaluations, checkpoints and W&B"""
 
-    def __init__(self, **fields):
-        groups = {f.name: f.default for f in dataclasses.fields(TrainConfig)}
-        changes: dict[str, dict] = {}
-        unknown = []
-        for key, value in fields.items():
-            if key in groups:
-                groups[key] = type(groups[key]).coerce(value)
-            elif (path := _field_path(key)) is None:
-                unknown.append(key)
-            elif path[1] in changes.setdefault(path[0], {}):
-                raise TypeError(f"TrainConfig() got TrainConfig.{path[0]}.{path[1]} twice (short and dotted name)")
-            else:
-                changes[path[0]][path[1]] = value
-        if unknown:
-            raise TypeError(f"TrainConfig() got {_unknown_message(unknown)}")
-        for name, group in groups.items():
-            object.__setattr__(self, name, dataclasses.replace(group, **changes[name]) if name in changes else group)
-        self.__post_init__()
+    @classmethod
+    def from_fields(cls, **fields) -> TrainConfig:
+        """The default config with ``fields`` replaced: groups, dicts of a group's fields, or fields by their short
+        (``lr=1e-4``) or dotted (``**{"hparams.lr": 1e-4}``) names, which override the groups' fields. The form for
+        a person at a prompt: ``TrainConfig.from_fields(num_envs=8, lr=1e-4)``. An unknown name is a ``TypeError``
+        that suggests the closest ones."""
+        try:
+            return cls().with_overrides(fields)
+        except _UnknownFields as err:
+            raise TypeError(f"TrainConfig.from_fields() got {err}") from None
 
     # ---- the rules between groups (each group checks its own fields) ----
     def __post_init__(self):
+        for name, kind in GROUPS.items():  # a group given as a dict of its fields is built here
+            object.__setattr__(self, name, kind.coerce(getattr(self, name)))
         self._check_network_reads_obs()
         self._check_references()
         self._check_league()
@@ -935,11 +957,7 @@ class TrainConfig:
 
     def rules(self) -> dict:
         """The ``GameConfig`` overrides of this run."""
-        return {n: getattr(self, n) for n in RULE_FIELDS}
-
-    def hparams(self) -> HParams:
-        """The traced hyperparameters as float32[] arrays."""
-        return HParams(**{n: jnp.float32(getattr(self, n)) for n in HPARAM_FIELDS})
+        return {n: getattr(self.game, n) for n in RULE_FIELDS}
 
     # ---- the fields by name ----
     @classmethod
@@ -954,28 +972,43 @@ class TrainConfig:
 
     @staticmethod
     def field_path(name: str) -> str:
-        """The dotted name (``"optim.lr"``) of a field named short (``"lr"``) or dotted; a ``ValueError`` suggests
+        """The dotted name (``"hparams.lr"``) of a field named short (``"lr"``) or dotted; a ``ValueError`` suggests
         the closest names for an unknown one."""
         path = _field_path(name)
         if path is None:
             raise ValueError(_unknown_message([name]))
         return ".".join(path)
 
+    def get(self, name: str):
+        """A field's value by its short (``"teacher"``) or dotted (``"distill.teacher"``) name: for code that holds a
+        field's name as data; a ``ValueError`` suggests the closest names for an unknown one."""
+        group, field = self.field_path(name).split(".")
+        return getattr(getattr(self, group), field)
+
     def with_overrides(self, overrides: Mapping) -> TrainConfig:
         """A copy with the fields of ``overrides`` (short or dotted name -> a value of the field's type, or a group
-        name -> a group or a dict of its fields) replaced and validated; an unknown name is a ``ValueError`` that
-        suggests the closest ones. ``with_sets`` parses the values from text first."""
+        name -> a group or a dict of its fields) replaced and validated; a field named by its short or dotted name
+        overrides its group given beside it; an unknown name is a ``ValueError`` that suggests the closest ones.
+        ``with_sets`` parses the values from text first."""
         unknown = [k for k in overrides if k not in GROUPS and _field_path(k) is None]
         if unknown:
-            raise ValueError(_unknown_message(unknown))
-        paths = [".".join(_field_path(k)) for k in overrides if k not in GROUPS]
-        twice = sorted({p for p in paths if paths.count(p) > 1})
-        if twice:
-            raise ValueError(f"TrainConfig.{twice[0]} is set twice, by its short and its dotted name")
-        return dataclasses.replace(self, **overrides)
+            raise _UnknownFields(_unknown_message(unknown))
+        groups = {name: getattr(self, name) for name in GROUPS}
+        changes: dict[str, dict] = {}
+        for key, value in overrides.items():
+            if key in GROUPS:
+                groups[key] = GROUPS[key].coerce(value)
+                continue
+            group, name = _field_path(key)
+            if name in changes.setdefault(group, {}):
+                raise ValueError(f"TrainConfig.{group}.{name} is set twice, by its short and its dotted name")
+            changes[group][name] = value
+        for group, fields in changes.items():
+            groups[group] = dataclasses.replace(groups[group], **fields)
+        return dataclasses.replace(self, **groups)
 
     def with_sets(self, sets: Mapping[str, str]) -> TrainConfig:
-        """A copy with ``{name: text}`` (``--set NAME=VALUE``'s form: ``{"lr": "3e-4", "ppo.clip_eps": "0.1"}``)
+        """A copy with ``{name: text}`` (``--set NAME=VALUE``'s form: ``{"lr": "3e-4", "hparams.clip_eps": "0.1"}``)
         parsed by each field's type (``parse_sets``) and applied; a ``ValueError`` names the field (an unknown name
         with the closest ones, unparsable text, or a value out of its range)."""
         return self.with_overrides(parse_sets(sets))
@@ -998,8 +1031,14 @@ class TrainConfig:
     def from_dict(cls, data: Mapping) -> TrainConfig:
         """The config of ``to_dict``'s nested form, or of the flat ``{short name: value}`` form every config written
         before the groups has (both may mix; missing fields take their defaults), ``anneal_lr`` / ``cosine_lr`` read
-        as the ``lr_schedule`` they meant; an unknown name is a ``ValueError`` that suggests the closest ones."""
+        as the ``lr_schedule`` they meant, the hyperparameters read from the groups that held them before ``hparams``
+        (``HPARAMS_MOVED_FROM``); an unknown name is a ``ValueError`` that suggests the closest ones."""
         data = legacy_lr_flags(data, "TrainConfig.from_dict")
+        for group, names in HPARAMS_MOVED_FROM.items():
+            old = data.get(group)
+            if isinstance(old, Mapping) and any(n in old for n in names):
+                data[group] = {k: v for k, v in old.items() if k not in names}
+                data["hparams"] = {**{n: old[n] for n in names if n in old}, **data.get("hparams", {})}
         unknown = [k for k in data if k not in GROUPS and _field_path(k) is None]
         if unknown:
             raise ValueError(f"TrainConfig.from_dict: {_unknown_message(unknown)}")
@@ -1011,21 +1050,13 @@ class TrainConfig:
             else:
                 kind = types[_field_path(key)[1]]
                 fields[key] = tuple(value) if kind is tuple and isinstance(value, list) else value
-        return cls(**fields)
+        return cls().with_overrides(fields)
 
 
 #: group name -> its class, in TrainConfig's order
 GROUPS: dict[str, type] = {f.name: type(f.default) for f in dataclasses.fields(TrainConfig)}
 #: short name -> its group's name
 FIELD_GROUPS: dict[str, str] = {f.name: group for group, kind in GROUPS.items() for f in dataclasses.fields(kind)}
-
-for _name, _group in FIELD_GROUPS.items():  # config.lr reads config.optim.lr
-    setattr(
-        TrainConfig,
-        _name,
-        property(operator.attrgetter(f"{_group}.{_name}"), doc=f"``TrainConfig.{_group}.{_name}`` by its short name."),
-    )
-del _name, _group
 
 
 @functools.cache
@@ -1035,7 +1066,7 @@ def _field_types() -> dict:
 
 
 def _field_path(key: str) -> tuple[str, str] | None:
-    """(group, field) of a short (``"lr"``) or dotted (``"optim.lr"``) field name; None for an unknown one."""
+    """(group, field) of a short (``"lr"``) or dotted (``"hparams.lr"``) field name; None for an unknown one."""
     return config_names.field_path(key, FIELD_GROUPS)
 
 

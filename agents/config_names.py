@@ -1,7 +1,7 @@
 """How a config field is named, and the message for a name that is none: standard library only.
 
 ``agents.config`` holds the fields; this module holds the rules for their names (a short name, ``lr``, or
-``GROUP.NAME``, ``optim.lr``) given the map of short names to groups, so a CLI can refuse a mistyped ``--set`` key
+``GROUP.NAME``, ``hparams.lr``) given the map of short names to groups, so a CLI can refuse a mistyped ``--set`` key
 with the library's own one-line message before it imports JAX (``experiments/cli_names.json`` carries the map).
 """
 
@@ -17,7 +17,7 @@ RENAMED = {"anneal_lr": "lr_schedule=linear", "cosine_lr": "lr_schedule=cosine"}
 
 
 def field_path(key: str, field_groups: Mapping[str, str]) -> tuple[str, str] | None:
-    """(group, field) of a short (``"lr"``) or dotted (``"optim.lr"``) field name; None for an unknown one.
+    """(group, field) of a short (``"lr"``) or dotted (``"hparams.lr"``) field name; None for an unknown one.
     ``field_groups``: short name -> its group."""
     if key in field_groups:
         return field_groups[key], key
@@ -27,7 +27,7 @@ def field_path(key: str, field_groups: Mapping[str, str]) -> tuple[str, str] | N
 
 def suggest(key: str, field_groups: Mapping[str, str]) -> list[str]:
     """Up to 3 names close to the unknown ``key``: for a dotted one, its field under the group's prefix
-    (``league.size``: ``league.league_size``) or in its own group (``ppo.lr``: ``optim.lr``), then the closest dotted
+    (``league.size``: ``league.league_size``) or in its own group (``ppo.lr``: ``hparams.lr``), then the closest dotted
     names; for a short one, the closest short names (difflib)."""
     group, dot, name = key.lower().rpartition(".")
     first = []
@@ -53,7 +53,7 @@ def unknown_message(keys, field_groups: Mapping[str, str], groups: Sequence[str]
     hint = (
         ""
         if all("did you mean" in p or "replaced:" in p for p in parts)
-        else f"; a field is named by its short name (lr) or GROUP.NAME (optim.lr), GROUP one of {', '.join(groups)}: "
+        else f"; a field is named by its short name (lr) or GROUP.NAME (hparams.lr), GROUP one of {', '.join(groups)}: "
         f"{FIELD_LIST_HINT}"
     )
     return f"unknown config key(s) {', '.join(parts)}{hint}"

@@ -11,8 +11,8 @@ import dataclasses
 from agents.config import (
     A2CConfig,
     BCConfig,
+    HParamsConfig,
     LogConfig,
-    LossConfig,
     NetConfig,
     OptimConfig,
     PPOConfig,
@@ -41,8 +41,8 @@ _PPO_SMALL_V2 = TrainConfig(
     net=NetConfig(hidden=(256, 256)),
     # 1e-3 rather than ppo_small-v1's 3e-4: to <= 2.5 vs greedy in a median 250 updates instead of 400, stronger
     # at the end, over 3 seeds (docs/results.md: ppo_small_lr1e-3_3seeds, ppo_small_lr_sweep)
-    optim=OptimConfig(lr=1e-3, lr_schedule="cosine"),
-    loss=LossConfig(gamma=0.995, ent_coef=0.01),
+    hparams=HParamsConfig(lr=1e-3, gamma=0.995, ent_coef=0.01),
+    optim=OptimConfig(lr_schedule="cosine"),
     log=LogConfig(eval_every=5, eval_games=4, checkpoint_every=5),
 )
 
@@ -72,8 +72,8 @@ PRESETS = {
             run=RunConfig(num_envs=4096, total_steps=400_000_000, updates_per_chunk=10),
             ppo=PPOConfig(num_steps=32, update_epochs=2, num_minibatches=16),
             net=NetConfig(hidden=(512, 512)),
-            optim=OptimConfig(lr=3e-4, lr_schedule="linear"),
-            loss=LossConfig(gamma=0.995, ent_coef=0.01),
+            hparams=HParamsConfig(lr=3e-4, gamma=0.995, ent_coef=0.01),
+            optim=OptimConfig(lr_schedule="linear"),
             log=LogConfig(eval_every=10, eval_games=64, checkpoint_every=10),
         ),
     ),
@@ -83,8 +83,7 @@ PRESETS = {
             run=RunConfig(algo="a2c", num_envs=8192, total_steps=400_000_000, updates_per_chunk=200),
             a2c=A2CConfig(update_every=1),
             net=NetConfig(hidden=(256, 256)),
-            optim=OptimConfig(lr=1e-4, max_grad_norm=1.0),
-            loss=LossConfig(gamma=0.995, ent_coef=0.01),
+            hparams=HParamsConfig(lr=1e-4, max_grad_norm=1.0, gamma=0.995, ent_coef=0.01),
             log=LogConfig(eval_every=10, eval_games=64, checkpoint_every=10),
         ),
     ),
@@ -94,8 +93,7 @@ PRESETS = {
         TrainConfig(
             run=RunConfig(algo="a2c", num_envs=64, total_steps=1_500_000, updates_per_chunk=100),
             a2c=A2CConfig(update_every=4),
-            optim=OptimConfig(lr=3e-4, max_grad_norm=1.0),
-            loss=LossConfig(gamma=0.995, ent_coef=0.01),
+            hparams=HParamsConfig(lr=3e-4, max_grad_norm=1.0, gamma=0.995, ent_coef=0.01),
             log=LogConfig(eval_every=8, eval_games=4, checkpoint_every=8),
         ),
     ),
@@ -118,10 +116,12 @@ PRESETS = {
         TrainConfig(
             task=TaskConfig(env="gymnax:CartPole-v1"),
             run=RunConfig(num_envs=4, total_steps=500_000, updates_per_chunk=61),
-            ppo=PPOConfig(num_steps=128, update_epochs=4, num_minibatches=4, gae_lambda=0.95, clip_eps=0.2),
+            ppo=PPOConfig(num_steps=128, update_epochs=4, num_minibatches=4),
             net=NetConfig(hidden=(64, 64), activation="tanh"),
-            optim=OptimConfig(lr=2.5e-4, lr_schedule="linear", max_grad_norm=0.5),
-            loss=LossConfig(gamma=0.99, ent_coef=0.01, vf_coef=0.5),
+            hparams=HParamsConfig(
+                lr=2.5e-4, max_grad_norm=0.5, gamma=0.99, gae_lambda=0.95, clip_eps=0.2, ent_coef=0.01, vf_coef=0.5
+            ),
+            optim=OptimConfig(lr_schedule="linear"),
             log=LogConfig(eval_every=0, checkpoint_every=4),
         ),
     ),
@@ -135,7 +135,7 @@ PRESETS["ppo_small_entity"] = Preset(
     # (about 26 minutes of wall time) it placed better than ppo_small-v2's 976 against expert bots on each of 3
     # seeds, level against greedy and ppo_small-v1 (docs/results.md: ppo_small_entity_3seeds). ppo_small reaches
     # 2.5 vs greedy sooner (the entity network: 8 to 17 training minutes).
-    dataclasses.replace(_PPO_SMALL_V2, network="entity", total_steps=614_400),
+    _PPO_SMALL_V2.with_overrides({"network": "entity", "total_steps": 614_400}),
 )
 PRESETS["bc_small"] = Preset(
     "CPU (2 cores): behaviour cloning of the expert bot (phase 1) on games generated inside the compiled program: "
@@ -145,44 +145,46 @@ PRESETS["bc_small"] = Preset(
         bc=BCConfig(bc_teacher="expert"),
         ppo=PPOConfig(num_steps=32, update_epochs=2, num_minibatches=8),
         net=NetConfig(hidden=(256, 256)),
-        optim=OptimConfig(lr=1e-3, warmup_updates=10, lr_schedule="cosine", weight_decay=1e-4),
-        loss=LossConfig(gamma=0.995),
+        hparams=HParamsConfig(lr=1e-3, gamma=0.995),
+        optim=OptimConfig(warmup_updates=10, lr_schedule="cosine", weight_decay=1e-4),
         log=LogConfig(eval_every=4, eval_games=4, checkpoint_every=4),
     ),
 )
 PRESETS["bc_data"] = Preset(
     "CPU (2 cores): behaviour cloning (phase 1) of a recording in data/expert (python -m experiments.record "
-    "--players expert,greedy,greedy,greedy,greedy,greedy,greedy,greedy --games 32 --out data/expert): AdamW with "
+    "expert --vs greedy --games 32 --out data/expert): AdamW with "
     "warmup and cosine, validation on held-out games, early stopping, best checkpoint by validation cross-entropy",
     TrainConfig(
         run=RunConfig(algo="bc", total_steps=256 * 20_000, updates_per_chunk=500),
         bc=BCConfig(bc_dataset="data/expert", bc_batch_size=256, bc_val_fraction=0.1, bc_patience=4),
         net=NetConfig(hidden=(256, 256)),
-        optim=OptimConfig(lr=1e-3, warmup_updates=500, lr_schedule="cosine", weight_decay=1e-4),
+        hparams=HParamsConfig(lr=1e-3),
+        optim=OptimConfig(warmup_updates=500, lr_schedule="cosine", weight_decay=1e-4),
         log=LogConfig(best_by="validation", eval_every=4, eval_games=4, checkpoint_every=1),
     ),
 )
 #: ppo_small-v1's settings (a constant learning rate of 3e-4): the base of the presets whose results were measured
 #: with it
-_PPO_SMALL_V1 = dataclasses.replace(_PPO_SMALL_V2, lr=3e-4, lr_schedule="constant")
+_PPO_SMALL_V1 = _PPO_SMALL_V2.with_overrides({"lr": 3e-4, "lr_schedule": "constant"})
 PRESETS["league_small"] = Preset(
     "CPU (2 cores), about 10 minutes: ppo_small's PPO in a league with the design's opponent mix: 50% of the "
     "games self-play, 30% 4 learner seats against past snapshots, 20% against the frozen baseline ppo_small-v1",
     # 430 updates: about 7 training minutes a seed, 10 of wall time with compiles and in-run evaluations (record
     # league_small_3seeds)
-    dataclasses.replace(
-        _PPO_SMALL_V1,
-        league_size=8,
-        league_learner_seats=4,
-        league_pool_prob=1.0,
-        league_self_share=0.5,
-        league_anchor_share=0.2,
-        anchor="baseline:ppo_small-v1",
-        anchor_kl=0.0,
-        league_bot="greedy",
-        league_groups=8,
-        snapshot_every=20,
-        total_steps=880_640,
+    _PPO_SMALL_V1.with_overrides(
+        {
+            "league_size": 8,
+            "league_learner_seats": 4,
+            "league_pool_prob": 1.0,
+            "league_self_share": 0.5,
+            "league_anchor_share": 0.2,
+            "anchor": "baseline:ppo_small-v1",
+            "anchor_kl": 0.0,
+            "league_bot": "greedy",
+            "league_groups": 8,
+            "snapshot_every": 20,
+            "total_steps": 880_640,
+        }
     ),
 )
 PRESETS["independent"] = Preset(
@@ -192,7 +194,7 @@ PRESETS["independent"] = Preset(
     # on its own seat's 2,048 samples an update, so it needs ppo_small's updates x 8 to see as many samples; over 3
     # seeds it places 2.94 vs 7 greedy bots (record independent_30min_3seeds); 320 updates at lr 3e-4 place 7.92
     # (independent_3seeds)
-    dataclasses.replace(_PPO_SMALL_V2, independent=True, total_steps=3_276_800),
+    _PPO_SMALL_V2.with_overrides({"independent": True, "total_steps": 3_276_800}),
 )
 PRESETS["independent_large"] = Preset(
     "one GPU: ppo_large with one independent learner per seat (own parameters, optimizer and data), 400M env steps",
@@ -200,7 +202,7 @@ PRESETS["independent_large"] = Preset(
     # (record independent_per_sample); what it lacks there is samples: 553 per learner per training second against
     # ppo_small's 6,251. Here each learner trains on 400M samples of its own seat, 4x the 105M seat-steps after
     # which ppo_large-v1 placed 1.16 vs greedy (update 100, record ppo_large_v1).
-    dataclasses.replace(PRESETS["ppo_large"].config, independent=True),
+    PRESETS["ppo_large"].config.with_overrides({"independent": True}),
 )
 
 
@@ -210,7 +212,7 @@ def preset_config(name: str) -> TrainConfig:
 
     Example::
 
-        config = agents.preset("ppo_small").with_overrides({"seed": 1, "optim.lr": 1e-4})
+        config = agents.preset("ppo_small").with_overrides({"seed": 1, "hparams.lr": 1e-4})
     """
     if name not in PRESETS:
         raise ValueError(f"unknown preset {name!r}; available: {', '.join(PRESETS)}")
@@ -229,7 +231,7 @@ def describe() -> str:
 
 
 # ---------------------------------------------------------------- pipelines (python -m experiments.pipeline)
-_SMOKE = dataclasses.replace(PRESETS["smoke"].config, eval_every=0)
+_SMOKE = PRESETS["smoke"].config.with_overrides({"eval_every": 0})
 _EXPERT_VS_GREEDY = ("expert",) + ("greedy",) * 7
 
 PIPELINES = {
@@ -243,59 +245,62 @@ PIPELINES = {
         (
             TrainPhase(
                 "bc",
-                dataclasses.replace(
-                    PRESETS["bc_data"].config, bc_dataset="@record", bc_patience=3, total_steps=256 * 12_000
+                PRESETS["bc_data"].config.with_overrides(
+                    {"bc_dataset": "@record", "bc_patience": 3, "total_steps": 256 * 12_000}
                 ),
             ),
             TrainPhase(
                 "teacher",
-                dataclasses.replace(
-                    _PPO_SMALL_V1,
-                    obs="oracle",
-                    warmup_updates=10,
-                    total_steps=64 * 32 * 40,
-                    eval_every=2,
-                    eval_games=8,
-                    checkpoint_every=1,
-                    init_from="@bc",
+                _PPO_SMALL_V1.with_overrides(
+                    {
+                        "obs": "oracle",
+                        "warmup_updates": 10,
+                        "total_steps": 64 * 32 * 40,
+                        "eval_every": 2,
+                        "eval_games": 8,
+                        "checkpoint_every": 1,
+                        "init_from": "@bc",
+                    }
                 ),
             ),
             TrainPhase(
                 "student",
-                dataclasses.replace(
-                    _PPO_SMALL_V1,
-                    warmup_updates=10,
-                    total_steps=64 * 32 * 150,
-                    teacher_kl=1.0,
-                    teacher_kl_updates=150,
-                    oracle_dropout_updates=100,
-                    anchor_kl=0.1,
-                    anchor_kl_updates=100,
-                    eval_every=5,
-                    eval_games=8,
-                    checkpoint_every=1,
-                    init_from="@bc",
-                    teacher="@teacher",
-                    anchor="@bc",
+                _PPO_SMALL_V1.with_overrides(
+                    {
+                        "warmup_updates": 10,
+                        "total_steps": 64 * 32 * 150,
+                        "teacher_kl": 1.0,
+                        "teacher_kl_updates": 150,
+                        "oracle_dropout_updates": 100,
+                        "anchor_kl": 0.1,
+                        "anchor_kl_updates": 100,
+                        "eval_every": 5,
+                        "eval_games": 8,
+                        "checkpoint_every": 1,
+                        "init_from": "@bc",
+                        "teacher": "@teacher",
+                        "anchor": "@bc",
+                    }
                 ),
             ),
             TrainPhase(
                 "league",
-                dataclasses.replace(
-                    PRESETS["league_small"].config,
-                    league_size=4,
-                    league_pool_prob=1.0,
-                    league_self_share=0.5,
-                    league_anchor_share=0.2,
-                    anchor_kl=0.05,
-                    anchor_kl_updates=120,
-                    warmup_updates=10,
-                    total_steps=64 * 32 * 120,
-                    eval_every=3,
-                    eval_games=8,
-                    checkpoint_every=1,
-                    init_from="@student",
-                    anchor="@student",
+                PRESETS["league_small"].config.with_overrides(
+                    {
+                        "league_size": 4,
+                        "league_pool_prob": 1.0,
+                        "league_self_share": 0.5,
+                        "league_anchor_share": 0.2,
+                        "anchor_kl": 0.05,
+                        "anchor_kl_updates": 120,
+                        "warmup_updates": 10,
+                        "total_steps": 64 * 32 * 120,
+                        "eval_every": 3,
+                        "eval_games": 8,
+                        "checkpoint_every": 1,
+                        "init_from": "@student",
+                        "anchor": "@student",
+                    }
                 ),
             ),
         ),
@@ -306,42 +311,45 @@ PIPELINES = {
         (
             TrainPhase(
                 "bc",
-                dataclasses.replace(
-                    _SMOKE,
-                    algo="bc",
-                    bc_batch_size=32,
-                    bc_val_fraction=0.5,
-                    best_by="validation",
-                    total_steps=32 * 4,
-                    updates_per_chunk=2,
-                    bc_dataset="@record",
+                _SMOKE.with_overrides(
+                    {
+                        "algo": "bc",
+                        "bc_batch_size": 32,
+                        "bc_val_fraction": 0.5,
+                        "best_by": "validation",
+                        "total_steps": 32 * 4,
+                        "updates_per_chunk": 2,
+                        "bc_dataset": "@record",
+                    }
                 ),
             ),
-            TrainPhase("teacher", dataclasses.replace(_SMOKE, obs="oracle", init_from="@bc")),
+            TrainPhase("teacher", _SMOKE.with_overrides({"obs": "oracle", "init_from": "@bc"})),
             TrainPhase(
                 "student",
-                dataclasses.replace(
-                    _SMOKE,
-                    teacher_kl_updates=4,
-                    oracle_dropout_updates=4,
-                    init_from="@bc",
-                    teacher="@teacher",
-                    anchor="@bc",
+                _SMOKE.with_overrides(
+                    {
+                        "teacher_kl_updates": 4,
+                        "oracle_dropout_updates": 4,
+                        "init_from": "@bc",
+                        "teacher": "@teacher",
+                        "anchor": "@bc",
+                    }
                 ),
             ),
             TrainPhase(
                 "league",
-                dataclasses.replace(
-                    _SMOKE,
-                    league_size=2,
-                    league_groups=2,
-                    league_pool_prob=1.0,
-                    league_self_share=0.5,
-                    league_anchor_share=0.25,
-                    anchor_kl=0.0,
-                    snapshot_every=1,
-                    init_from="@student",
-                    anchor="@student",
+                _SMOKE.with_overrides(
+                    {
+                        "league_size": 2,
+                        "league_groups": 2,
+                        "league_pool_prob": 1.0,
+                        "league_self_share": 0.5,
+                        "league_anchor_share": 0.25,
+                        "anchor_kl": 0.0,
+                        "snapshot_every": 1,
+                        "init_from": "@student",
+                        "anchor": "@student",
+                    }
                 ),
             ),
         ),
@@ -389,13 +397,14 @@ PIPELINES["pipeline_entity"] = PipelineSpec(
     (
         TrainPhase(
             "bc",
-            dataclasses.replace(
-                PRESETS["bc_data"].config,
-                bc_dataset="@record",
-                network="entity",
-                total_steps=256 * 4_000,
-                bc_patience=3,
-                eval_every=1_000,
+            PRESETS["bc_data"].config.with_overrides(
+                {
+                    "bc_dataset": "@record",
+                    "network": "entity",
+                    "total_steps": 256 * 4_000,
+                    "bc_patience": 3,
+                    "eval_every": 1_000,
+                }
             ),
         ),
         # 60 updates of a KL decaying over 120 (pipeline_entity-v1 is 90 of 90 at gamma 0.995): along a 120-update
@@ -407,23 +416,24 @@ PIPELINES["pipeline_entity"] = PipelineSpec(
         # seed to seed, as two seeds of ppo_small differ (pipeline_entity_v2_vs_ppo_small_v3_over_seeds)
         TrainPhase(
             "ppo",
-            dataclasses.replace(
-                _PPO_SMALL_V2,
-                network="entity",
-                gamma=0.999,
-                lr=3e-4,
-                lr_schedule="constant",
-                warmup_updates=5,
-                ent_coef=0.003,
-                anchor_kl=0.1,
-                anchor_kl_updates=120,
-                total_steps=64 * 32 * 60,
-                updates_per_chunk=10,
-                eval_every=1_000,
-                eval_games=4,
-                checkpoint_every=1,
-                init_from="@bc",
-                anchor="@bc",
+            _PPO_SMALL_V2.with_overrides(
+                {
+                    "network": "entity",
+                    "gamma": 0.999,
+                    "lr": 3e-4,
+                    "lr_schedule": "constant",
+                    "warmup_updates": 5,
+                    "ent_coef": 0.003,
+                    "anchor_kl": 0.1,
+                    "anchor_kl_updates": 120,
+                    "total_steps": 64 * 32 * 60,
+                    "updates_per_chunk": 10,
+                    "eval_every": 1_000,
+                    "eval_games": 4,
+                    "checkpoint_every": 1,
+                    "init_from": "@bc",
+                    "anchor": "@bc",
+                }
             ),
         ),
     ),

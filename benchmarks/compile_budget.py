@@ -87,7 +87,7 @@ def _chunk(preset: str):
     runner = jax.eval_shape(trainer.init, jax.random.key(config.run.seed))
     inputs = phases.trainer_inputs(trainer, config, runner.params)
     chunk = config.run.updates_per_chunk
-    if config.num_updates % chunk and trainer.runs_upto:  # what agents.run.train_program compiles then
+    if config.num_updates % chunk and trainer.facts.runs_upto:  # what agents.run.train_program compiles then
         return lambda: jax.jit(trainer.run_upto, static_argnums=1).lower(runner, chunk, jax.numpy.int32(chunk), *inputs)
     return lambda: jax.jit(trainer.run, static_argnums=1).lower(runner, chunk, *inputs)
 

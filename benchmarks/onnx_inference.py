@@ -37,7 +37,7 @@ BATCHES = (1, 256)
 
 
 def _tiles_policy() -> RunPolicy:
-    config = TrainConfig(obs="pixels", network="tiles", hidden=(256,), activation="relu", shared_torso=True)
+    config = TrainConfig.from_fields(obs="pixels", network="tiles", hidden=(256,), activation="relu", shared_torso=True)
     net = actor_critic("tiles", 258, (256,), "relu", True)
     params = net.init(jax.random.key(0), jnp.zeros((1, 72, 20), jnp.uint8))
     return RunPolicy(name="fresh:tiles", run_dir="fresh", step=0, config=config, network=net, params=params)

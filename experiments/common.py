@@ -300,6 +300,24 @@ REMOVED_FLAGS = {
 }
 
 
+class RemovedFlag(argparse.Action):
+    """A flag a release removed, still declared (hidden from ``--help``, ``add_removed_flag``): given, with or
+    without a value, it is the usage error ``FLAG was removed: use REPLACEMENT`` at once, before any other check
+    (a required argument it replaced included)."""
+
+    def __init__(self, option_strings, dest, replacement: str, **kwargs):
+        super().__init__(option_strings, dest, nargs="?", default=argparse.SUPPRESS, help=argparse.SUPPRESS)
+        self.replacement = replacement
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        parser.error(f"{self.option_strings[0]} was removed: use {self.replacement}")
+
+
+def add_removed_flag(parser, flag: str, replacement: str) -> None:
+    """Declare ``flag``, removed, as ``RemovedFlag``: its use is a one-line usage error naming ``replacement``."""
+    parser.add_argument(flag, action=RemovedFlag, replacement=replacement)
+
+
 class Parser(argparse.ArgumentParser):
     """An ``ArgumentParser`` whose usage errors are two lines on stderr, ``PROG: error: MESSAGE`` and a pointer to
     ``--help`` (not argparse's multi-line usage block); exit 2. Its sub-command parsers are ``Parser`` too. An
@@ -338,7 +356,7 @@ def preset_name(names, list_flag: str = "--list-presets", kind: str = "preset"):
 
 def player_spec(parser, spec: str, flag: str = ""):
     """``agents.policies.load.parse_spec(spec)``, or the CLI's one-line error naming the unknown player (with the
-    closest valid ones) or the bad STEP. ``flag``: the option that gave it (e.g. ``--players``), for the message."""
+    closest valid ones) or the bad STEP. ``flag``: the option that gave it (e.g. ``--vs``), for the message."""
     try:
         return parse_spec(spec)
     except PolicyError as err:
@@ -358,7 +376,7 @@ def parse_seeds(parser, text: str) -> int | list[int]:
 
 
 def player_list(parser, text: str, flag: str, counts: tuple[int, ...]) -> list[str]:
-    """``text`` (``--players`` / ``--vs``) as its comma-separated player specs; the CLI's one-line error unless there
+    """``text`` (e.g. ``--vs``) as its comma-separated player specs; the CLI's one-line error unless there
     are ``counts`` of them, each a known player (the closest valid names for an unknown one)."""
     players = [p.strip() for p in text.split(",")]
     if len(players) not in counts or not all(players):
@@ -366,6 +384,66 @@ def player_list(parser, text: str, flag: str, counts: tuple[int, ...]) -> list[s
     for player in dict.fromkeys(players):
         player_spec(parser, player, flag)
     return players
+
+
+#: ``--vs``: the opponents of a table's PLAYER, the same in every command that seats players
+VS_HELP = "one player for the 7 other seats or 7 comma-separated, in seat order"
+
+
+def add_lineup(parser, who: str) -> None:
+    """A table's lineup, the same in every command that plays one: the positional ``PLAYER`` (seat 0's player,
+    described as ``who``) and ``--vs`` (required: its opponents, ``VS_HELP``); ``lineup`` reads them."""
+    parser.add_argument("player", metavar="PLAYER", help=f"{who}: {PLAYER_KINDS}")
+    parser.add_argument(
+        "--vs",
+        required=True,
+        metavar="PLAYER[,PLAYER x6]",
+        help=f"the opponents of PLAYER: {VS_HELP} (PLAYER --vs PLAYER: the same player in all 8 seats)",
+    )
+
+
+def lineup(parser, player: str, vs: str) -> list[str]:
+    """``PLAYER`` and ``--vs`` (``add_lineup``) as the 8 seats' players, seat 0 (PLAYER) first; the CLI's one-line
+    error for an unknown player (with the closest valid ones), a list as PLAYER or a count of ``--vs`` players other
+    than 1 or 7."""
+    from experiments.names import names
+
+    seats = names()["num_players"]
+    player = player.strip()
+    if "," in player:
+        fail(parser, f"PLAYER {player!r}: one player, seat 0's; the others are --vs's ({VS_HELP})")
+    player_spec(parser, player)
+    others = player_list(parser, vs, "--vs", (1, seats - 1))
+    return [player, *(others * (seats - 1) if len(others) == 1 else others)]
+
+
+def add_training_vs(parser) -> None:
+    """``--vs`` of the training CLIs (train, sweep): the config's ``task.opponents``, the seats the learner plays
+    against (``training_vs`` applies it)."""
+    parser.add_argument(
+        "--vs",
+        metavar="OPPONENTS",
+        help="who the learner (seat 0) plays: the config's task.opponents, as --set opponents=... sets it: self "
+        "(self-play), random, greedy or expert for the 7 other seats, 7 comma-separated of them (seat 0 is the "
+        "learner's), or all 8 seats' (at least one self)",
+    )
+
+
+def training_vs(parser, vs: str | None, overrides: dict) -> dict:
+    """``overrides`` (``parse_overrides``) with ``--vs`` (``add_training_vs``) as ``opponents``: its text as given,
+    or 7 comma-separated names after ``self`` (the learner's seat 0); giving it and ``--set opponents=...`` too is
+    the CLI's one-line error. The names are checked by the config, as ``--set``'s are."""
+    if vs is None:
+        return overrides
+    from experiments.names import names
+
+    field_groups = names()["field_groups"]
+    both = [key for key in overrides if config_names.field_path(key, field_groups) == ("task", "opponents")]
+    if both:
+        fail(parser, f"--vs sets task.opponents, and so does --set {both[0]}=...: give one of them")
+    texts = [name.strip() for name in vs.split(",")]
+    seats = names()["num_players"]
+    return {**overrides, "opponents": ",".join(["self", *texts]) if len(texts) == seats - 1 else vs}
 
 
 def add_quiet(parser) -> None:
@@ -423,15 +501,21 @@ __all__ = [
     "GAMES_HELP",
     "PLAYER_KINDS",
     "SCRIPTS",
+    "VS_HELP",
     "Parser",
+    "RemovedFlag",
     "add_cache_args",
     "add_deterministic",
+    "add_lineup",
     "add_quiet",
+    "add_removed_flag",
     "add_rule_sets",
+    "add_training_vs",
     "apply_sets",
     "check_out",
     "enable_compilation_cache",
     "fail",
+    "lineup",
     "make_parser",
     "parse_overrides",
     "check_field_names",
@@ -443,4 +527,5 @@ __all__ = [
     "quiet_logs",
     "resume_hint",
     "status",
+    "training_vs",
 ]

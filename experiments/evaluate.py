@@ -9,8 +9,8 @@
     python -m experiments.evaluate runs/mine --vs expert --games 32 --save-replays 3 runs/mine/replays
     python -m experiments.evaluate --compare runs/mine runs/other --games 64
     python -m experiments.evaluate --compare runs/mine baseline:ppo_small-v1 --vs greedy --games 64
-    python -m experiments.evaluate --games 16                                   # games of bots
-    python -m experiments.evaluate --seats expert,greedy,greedy,greedy,greedy,greedy,greedy,greedy --games 32
+    python -m experiments.evaluate expert --vs greedy,random,greedy,random,greedy,random,expert --games 32
+    python -m experiments.evaluate --games 16                  # games of bots: greedy --vs random,greedy,...
 
 A player is a training run ``RUN_DIR[:STEP]`` (its latest good checkpoint, or checkpoint STEP), a shipped
 baseline policy ``baseline:NAME`` (``python -m experiments.baseline list``) or a bot (``random``, ``greedy``,
@@ -21,7 +21,9 @@ With PLAYER it evaluates that player in one seat against 7 opponents (``agents.a
 ``--vs`` (repeatable; default: random, then greedy) names the opponents: one player for all 7 seats, or 7
 comma-separated players. The policies sample their actions, as in training; ``--deterministic`` makes them play
 their most likely legal action (a behaviour-cloned policy is meant to be played so). JSON with, per ``--vs``, the
-mean placement, a 95% interval over the seeds, top-1 and top-4 rates; a table of the same on stderr.
+mean placement, a 95% interval over the seeds, top-1 and top-4 rates; a table of the same on stderr. When every
+player is a bot and there is one ``--vs`` (``BOT --vs BOTS``: one table of 8 bots), the JSON also holds what games
+of bots report (below): each bot's placements over all the seats it holds, and the ranks.
 ``--save-replays N DIR`` also records the first N games of each lineup as the evaluation played them (rotation 0,
 the player in seat 0; ``agents.replays.evaluation``): ``DIR/<lineup>-game<g>.json`` and ``.html``, a viewer page
 to open in a browser. Each recording costs about as much as the evaluation's own games, so keep N small.
@@ -41,9 +43,11 @@ order) compares each pair as above, then tests over training seeds (``agents.are
 per setting the pairs' mean placements, a paired t-test over the pairs, its interval over training seeds, Holm over
 the settings. Each pair's table, then the one over seeds; the JSON holds each pair's result under ``"pairs"``.
 
-With neither, it plays the 8 bots of ``--seats`` (default greedy,random,... alternating): ``--games`` game seeds,
-the seat list rotated over the 8 seats for each; JSON with each bot's mean placement (and its interval) and the
-ranks int[games][8 rotations][8 positions of --seats].
+Games of bots: ``BOT --vs BOTS`` (one ``--vs``, every player a bot), or with neither PLAYER nor ``--compare`` the
+default table greedy,random,... alternating (``greedy --vs random,greedy,random,greedy,random,greedy,random``):
+``--games`` game seeds, the table's 8 seats (PLAYER first, then the ``--vs`` seats) rotated over the 8 seats for
+each; JSON with the seats, each bot's mean placement (and its interval) and the ranks int[games][8 rotations][8
+positions of the seats].
 
 ``--set NAME=VALUE`` (repeatable) changes a game rule (``jaxgame.GameConfig``, e.g. ``--set max_rounds=20``) of
 games of bots; a policy plays with the rules it trained with. Tells stderr what it is doing (compiling, ~20-30 s
@@ -65,6 +69,7 @@ from experiments.common import (
     add_cache_args,
     add_deterministic,
     add_quiet,
+    add_removed_flag,
     add_rule_sets,
     check_out,
     check_rule_names,
@@ -85,15 +90,15 @@ PLAYER = PLAYER_KINDS.replace(" / ", " | ")
 
 
 def parse_args(argv=None):
-    """``(parser, args, rules)``: ``args.player`` (None without one), ``args.lineups`` (``--vs`` spec -> its 7
-    opponents), ``args.seats`` (8 bot names) and
-    the game ``rules`` of ``--set``; bad input is a one-line parser error."""
+    """``(parser, args)``: ``args.player`` (None without one), ``args.lineups`` (``--vs`` spec -> its 7 opponents),
+    ``args.seats`` (the 8 bots of games of bots, ``bot_table``; None for other games); bad input is a one-line parser
+    error."""
     parser = make_parser("experiments.evaluate", __doc__)
     parser.add_argument("player", nargs="?", metavar="PLAYER", help=f"the player evaluated: {PLAYER}")
     parser.add_argument(
         "--vs",
         action="append",
-        metavar="PLAYER[,PLAYER x7]",
+        metavar="PLAYER[,PLAYER x6]",
         help="the opponents of PLAYER (or of --compare's A and B): one player for all 7 seats or 7 "
         "comma-separated (repeatable; default: random, then greedy)",
     )
@@ -101,10 +106,10 @@ def parse_args(argv=None):
     parser.add_argument("--seed", type=int, default=0)
     add_deterministic(parser)
     add_rule_sets(parser)
-    parser.add_argument(
+    add_removed_flag(
+        parser,
         "--seats",
-        default=None,
-        help=f"without PLAYER: the 8 comma-separated bots of the bot games (default {DEFAULT_SEATS})",
+        "BOT --vs BOTS (the first seat's bot, then one bot for the 7 other seats or 7 comma-separated)",
     )
     parser.add_argument(
         "--compare",
@@ -169,8 +174,6 @@ def _check(parser, args) -> None:
             fail(parser, f"--save-replays N DIR: N must be an int in [1, --games={args.games}], got {count!r}")
         check_out(parser, out, flag="--save-replays DIR")
         args.save_replays = (int(count), out)
-    if args.seats is not None and (args.player or args.compare):
-        fail(parser, "--seats names the bots of bot games (no PLAYER, no --compare); give opponents with --vs")
     if args.compare:
         sides = [[n.strip() for n in side.split(",")] for side in args.compare]
         if any(not n for side in sides for n in side):
@@ -190,10 +193,20 @@ def _check(parser, args) -> None:
         args.lineups = {spec: lineup_of(spec) for spec in (args.vs or DEFAULT_VS)}
     except PolicyError as err:
         fail(parser, f"--vs: {err}")
-    seats = tuple(s.strip() for s in (args.seats or DEFAULT_SEATS).split(","))
-    if len(seats) != 8 or any(s not in PLAYER_BOTS for s in seats):
-        fail(parser, f"--seats needs 8 names from {list(PLAYER_BOTS)}, got {args.seats!r}")
-    args.seats = seats
+    args.seats = bot_table(args)
+
+
+def bot_table(args) -> tuple[str, ...] | None:
+    """The 8 bots of the one table of games of bots, seat 0 first: PLAYER and its one ``--vs`` lineup when every
+    player is a bot, the default table without PLAYER and ``--compare``; None otherwise."""
+    if args.compare:
+        return None
+    if not args.player:
+        return tuple(DEFAULT_SEATS.split(","))
+    if len(args.lineups) != 1:
+        return None
+    seats = (args.player.strip(), *next(iter(args.lineups.values())))
+    return seats if all(seat in PLAYER_BOTS for seat in seats) else None
 
 
 def check_after_import(parser, args) -> dict:
@@ -272,6 +285,8 @@ def evaluate_player(args, rules) -> dict:
             **{f"vs_{spec}": placement_summary(ranks[:, :, 0]) for spec, ranks in tables.items()},
             "seconds": round(time.perf_counter() - start, 2),
         }
+        if args.seats:  # one table of 8 bots: what games of bots report too
+            result.update(bot_placements(args, next(iter(tables.values()))))
     status(tournament.placement_table([(spec, result[f"vs_{spec}"]) for spec in args.lineups]), not args.quiet)
     if args.save_replays is not None:
         count, out = args.save_replays
@@ -315,31 +330,38 @@ def compare(args, rules) -> dict:
     return result
 
 
-def play_bots(args, rules) -> dict:
-    """Games of the 8 bots of ``--seats``: ``--games`` seeds x 8 rotations; each bot's placements."""
+def bot_placements(args, ranks) -> dict:
+    """What games of bots report of the table ``args.seats`` (8 bots, seat 0 first) from its ``ranks`` int[games,
+    8 rotations, 8 positions]: the games, rotations, seats and seed, each bot's placements over all the seats it
+    holds (and their mean), the ranks."""
     from agents.arena.evaluation import placement_summary
 
+    seats = list(args.seats)
+    placements = {
+        bot: placement_summary(ranks[:, :, [i for i, s in enumerate(seats) if s == bot]].reshape(args.games, -1))
+        for bot in sorted(set(seats))
+    }
+    return {
+        "games": args.games,
+        "rotations": 8,
+        "seats": seats,
+        "seed": args.seed,
+        "mean_placement": {bot: p["mean_placement"] for bot, p in placements.items()},
+        "placements": placements,
+        "ranks": ranks.tolist(),
+    }
+
+
+def play_bots(args, rules) -> dict:
+    """Games of bots without a PLAYER: the 8 bots of ``args.seats`` (the default table), ``--games`` seeds x 8
+    rotations; each bot's placements (``bot_placements``)."""
     seats = list(args.seats)
     status(f"playing {args.games} game seeds x 8 rotations of {','.join(seats)}: compiling ...", not args.quiet)
     start = time.perf_counter()
     ranks = play_lineups({"seats": seats}, args.games, args.seed, rules)["seats"]
     seconds = time.perf_counter() - start
     status(f"played {args.games * 8} games in {seconds:.1f} s (compiling included)", not args.quiet)
-    placements = {
-        bot: placement_summary(ranks[:, :, [i for i, s in enumerate(seats) if s == bot]].reshape(args.games, -1))
-        for bot in sorted(set(seats))
-    }
-    result = {
-        "games": args.games,
-        "rotations": 8,
-        "seats": seats,
-        "rules": rules,
-        "seed": args.seed,
-        "mean_placement": {bot: p["mean_placement"] for bot, p in placements.items()},
-        "placements": placements,
-        "ranks": ranks.tolist(),
-        "seconds": round(seconds, 2),
-    }
+    result = {**bot_placements(args, ranks), "rules": rules, "seconds": round(seconds, 2)}
     print(json.dumps(result))
     return result
 

@@ -1,17 +1,16 @@
 """Record games for behaviour cloning: seat-rotated games of bots and policies written as a dataset.
 
-    python -m experiments.record --players expert --games 64 --out data/expert
-    python -m experiments.record --players expert,greedy,greedy,greedy,greedy,greedy,greedy,greedy --out data/e1
-    python -m experiments.record --players runs/mine,greedy,random,greedy,random,greedy,random,expert --positions 0,7 \\
+    python -m experiments.record expert --vs expert --games 64 --out data/expert
+    python -m experiments.record expert --vs greedy --out data/e1
+    python -m experiments.record runs/mine --vs greedy,random,greedy,random,greedy,random,expert --positions 0,7 \\
         --games 32 --out data/mine
-    python -m experiments.record --players greedy --obs pixels --set max_rounds=20 --games 16 --out data/pixels
-    python -m experiments.record --players expert,greedy,greedy,greedy,greedy,greedy,greedy,greedy --obs oracle \\
-        --games 64 --out data/e1_oracle
-    python -m experiments.record --players runs/clone:STEP,greedy,greedy,greedy,greedy,greedy,greedy,greedy \
-        --label expert_public --games 64 --out data/dagger1
+    python -m experiments.record greedy --vs greedy --obs pixels --set max_rounds=20 --games 16 --out data/pixels
+    python -m experiments.record expert --vs greedy --obs oracle --games 64 --out data/e1_oracle
+    python -m experiments.record runs/clone:STEP --vs greedy --label expert_public --games 64 --out data/dagger1
 
-``--players``: one player for all 8 lineup positions or 8 comma-separated; a player is a bot (random, greedy,
-expert), a shipped baseline policy ``baseline:NAME`` or a training run ``RUN_DIR[:STEP]``. Each game seed is
+``PLAYER`` is lineup position 0's player and ``--vs`` the 7 other positions': one player for all 7 or 7
+comma-separated, in position order (``PLAYER --vs PLAYER``: the same player in all 8); a player is a bot (random,
+greedy, expert), a shipped baseline policy ``baseline:NAME`` or a training run ``RUN_DIR[:STEP]``. Each game seed is
 played in ``--rotations`` rotations (default 8, every player in every seat; 1 when all 8 are the same player,
 whose rotations would be the same game). The steps of the lineup positions in ``--positions`` (default 0) go to
 the dataset directory ``--out`` (new or empty): observation (packed pixels stay packed), legal-action mask, action,
@@ -37,16 +36,18 @@ import json
 # Only what needs no JAX is imported here: the players, counts, --out and the names of --set rules are checked before
 # ``main`` imports the library (tests/test_cli.py); the rules' values after it (``check_after_import``).
 from experiments.common import (
-    PLAYER_KINDS,
     add_cache_args,
     add_deterministic,
+    add_lineup,
     add_quiet,
+    add_removed_flag,
     add_rule_sets,
     check_out,
     check_rule_names,
     enable_compilation_cache,
     fail,
     handles_ctrl_c,
+    lineup,
     make_parser,
     parse_rules,
     player_spec,
@@ -57,11 +58,12 @@ from experiments.names import names
 
 def parse_args(argv=None):
     parser = make_parser("experiments.record", __doc__)
-    parser.add_argument(
+    add_lineup(parser, "lineup position 0's player (--positions 0, the default, records it)")
+    add_removed_flag(
+        parser,
         "--players",
-        required=True,
-        metavar="PLAYER[,PLAYER x7]",
-        help=f"one player for all 8 positions or 8 comma-separated: {PLAYER_KINDS}",
+        "PLAYER --vs OPPONENTS (lineup position 0's player, then one player for the 7 other positions or 7 "
+        "comma-separated; one player in all 8: PLAYER --vs PLAYER)",
     )
     parser.add_argument("--out", required=True, metavar="DATA_DIR", help="the dataset directory (new or empty)")
     parser.add_argument(
@@ -100,11 +102,7 @@ def parse_args(argv=None):
         args.positions = [int(p) for p in args.positions.split(",")]
     except ValueError:
         fail(parser, f"--positions {args.positions!r}: expected comma-separated ints in 0..7")
-    args.players = [p.strip() for p in args.players.split(",")]
-    if len(args.players) not in (1, 8) or not all(args.players):
-        fail(parser, f"--players needs 1 or 8 comma-separated players, got {len(args.players)}")
-    for player in dict.fromkeys(args.players):  # an unknown one named, with the closest valid players
-        player_spec(parser, player, "--players")
+    args.players = lineup(parser, args.player, args.vs)  # the 8 lineup positions', position 0 first
     if args.label is not None:
         player_spec(parser, args.label.strip(), "--label")
     check_out(parser, args.out)

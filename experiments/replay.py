@@ -1,20 +1,21 @@
 """Record one whole game of any lineup as a replay file (the format: docs/replays.md).
 
-    python -m experiments.replay --players baseline:ppo_small-v1,expert,expert,expert,expert,expert,expert,expert \\
-        --seed 0 --out game.json
-    python -m experiments.replay --players baseline:ppo_small-v1 --seed 3 --deterministic --out self-play.json
-    python -m experiments.replay --players expert,greedy,random,greedy,expert,random,greedy,random \\
+    python -m experiments.replay baseline:ppo_small-v1 --vs expert --seed 0 --out game.json
+    python -m experiments.replay baseline:ppo_small-v1 --vs baseline:ppo_small-v1 --seed 3 --deterministic \\
+        --out self-play.json
+    python -m experiments.replay expert --vs greedy,random,greedy,expert,random,greedy,random \\
         --set max_rounds=20 --out bots.json
-    python -m experiments.replay --players baseline:ppo_small-v1,expert,expert,expert,expert,expert,expert,expert \\
-        --seed 0 --out game.html          # the same record in the browser viewer (one offline HTML file)
+    python -m experiments.replay baseline:ppo_small-v1 --vs expert --seed 0 --out game.html
+                                      # the same record in the browser viewer (one offline HTML file)
 
-``--players``: one player for all 8 seats or 8 comma-separated, seat 0 first; a player is a bot (random, greedy,
-expert, expert_public, search), a shipped baseline policy ``baseline:NAME`` or a training run ``RUN_DIR[:STEP]``. The
-game is the seat-rotated evaluation's game of the same ``--seed``: with the policy ``P`` in seat 0, the game that
-``python -m experiments.evaluate P --vs OPPONENTS --games 1 --seed S`` plays first (rotation 0), to the same final
-placements. Every decision step's public state of every seat, each seat's action and, for the policies' seats,
-their ``--top-k`` most likely legal actions and value estimate go into the file ``--out`` (compact JSON, a few MB
-for a 40-round game; written atomically). An ``--out`` ending in ``.html`` (or ``.htm``) writes the replay viewer
+``PLAYER`` plays seat 0 and ``--vs`` the 7 other seats: one player for all 7 or 7 comma-separated, in seat order
+(``PLAYER --vs PLAYER``: the same player in all 8 seats); a player is a bot (random, greedy, expert, expert_public,
+search), a shipped baseline policy ``baseline:NAME`` or a training run ``RUN_DIR[:STEP]``. The game is the
+seat-rotated evaluation's game of the same ``--seed``: the game that ``python -m experiments.evaluate PLAYER --vs
+OPPONENTS --games 1 --seed S`` plays first (rotation 0), to the same final placements. Every decision step's
+public state of every seat, each seat's action and, for the policies' seats, their ``--top-k`` most likely legal
+actions and value estimate go into the file ``--out`` (compact JSON, a few MB for a 40-round game; written
+atomically). An ``--out`` ending in ``.html`` (or ``.htm``) writes the replay viewer
 instead (``agents.replays.viewer``): one self-contained page holding the record, which opens offline from the file
 (no server, nothing fetched) and plays the game: the 8 seats, one in focus, its actions, the fights tick by tick.
 An ``--out`` ending in ``.gif`` writes an animated picture of seat 0's game instead (``agents.replays.gif``): its
@@ -38,16 +39,17 @@ import time
 # Only what needs no JAX is imported here: the players, --top-k and --out are checked before ``main`` imports the
 # library (tests/test_cli.py); the game rules of --set are checked by their types after it.
 from experiments.common import (
-    PLAYER_KINDS,
     add_game_args,
+    add_lineup,
+    add_removed_flag,
     check_out,
     check_rule_names,
     enable_compilation_cache,
     fail,
     handles_ctrl_c,
+    lineup,
     make_parser,
     parse_rules,
-    player_list,
     quiet_logs,
 )
 from experiments.names import names
@@ -57,13 +59,14 @@ OUT_SUFFIXES = (".json", ".html", ".htm", ".gif")
 
 
 def parse_args(argv=None):
-    num_actions, num_players = names()["num_actions"], names()["num_players"]
+    num_actions = names()["num_actions"]
     parser = make_parser("experiments.replay", __doc__)
-    parser.add_argument(
+    add_lineup(parser, "seat 0's player (the .gif shows its game)")
+    add_removed_flag(
+        parser,
         "--players",
-        required=True,
-        metavar="PLAYER[,PLAYER x7]",
-        help=f"one player for all 8 seats or 8 comma-separated, seat 0 first: {PLAYER_KINDS}",
+        "PLAYER --vs OPPONENTS (seat 0's player, then one player for the 7 other seats or 7 comma-separated; "
+        "one player in all 8 seats: PLAYER --vs PLAYER)",
     )
     parser.add_argument(
         "--out",
@@ -92,7 +95,7 @@ def parse_args(argv=None):
     )
     add_game_args(parser)
     args = parser.parse_args(argv)
-    args.players = player_list(parser, args.players, "--players", (1, num_players))
+    args.players = lineup(parser, args.player, args.vs)  # the 8 seats', seat 0 first
     if not 1 <= args.top_k <= num_actions:
         fail(parser, f"--top-k must be in 1..{num_actions}, got {args.top_k}")
     if not str(args.out).lower().endswith(OUT_SUFFIXES):

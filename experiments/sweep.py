@@ -3,12 +3,14 @@
     python -m experiments.sweep --preset=ppo_small --seeds 8 --set lr=1e-4,3e-4,1e-3 --set ent_coef=0.0,0.01
     python -m experiments.sweep --preset=smoke --seeds 0,5,7 --set lr=1e-3,3e-4 --out runs/my-sweep
     python -m experiments.sweep --out runs/my-sweep --resume
+    python -m experiments.sweep --preset=ppo_small --seeds 4 --vs greedy --set lr=1e-4,3e-4
 
 A comma-separated ``--set`` value sweeps that field; only the traced
 hyperparameters (lr, gamma, gae_lambda, clip_eps, ent_coef, vf_coef,
 max_grad_norm) can be swept, other fields take one value. ``--seeds N`` runs
 seeds ``0 .. N - 1``, as ``experiments.reproduce --seeds N`` does (``--set seed=`` is refused: the seeds are
-``--seeds``'); ``--seeds 0,5,7`` names them. Every grid point runs with every seed: R =
+``--seeds``'); ``--seeds 0,5,7`` names them. ``--vs OPPONENTS`` is the config's ``task.opponents``, as in
+``experiments.train`` (one value for every run). Every grid point runs with every seed: R =
 points x seeds runs, vmapped (``agents.run.sweep``), chunk by chunk with the
 training run's loop (``agents.run.sweep_loop.run_sweep``, which this calls).
 
@@ -37,6 +39,7 @@ from agents.storage.run_dir import RunError
 from experiments.common import (
     add_cache_args,
     add_quiet,
+    add_training_vs,
     apply_sets,
     check_field_names,
     check_out,
@@ -49,6 +52,7 @@ from experiments.common import (
     preset_name,
     quiet_logs,
     run_job,
+    training_vs,
 )
 from experiments.names import names
 
@@ -74,7 +78,7 @@ def spec_from_sets(config: TrainConfig, overrides: dict, seeds) -> tuple[TrainCo
 
     fixed, grid = {}, {}
     for name, text in overrides.items():
-        name = TrainConfig.field_path(name).split(".")[1]  # "optim.lr" and "lr" name the same field
+        name = TrainConfig.field_path(name).split(".")[1]  # "hparams.lr" and "lr" name the same field
         values = str(text).split(",")
         if name == "seed":
             raise ValueError("give the seeds with --seeds (a count N: seeds 0..N-1, or a list), not --set seed=...")
@@ -118,6 +122,7 @@ def parse_args(argv=None):
     )
     parser.add_argument("--seeds", default="1", help="a count N (seeds 0..N-1) or a comma-separated list (default 1)")
     parser.add_argument("--env", help="env override: 'autochess' or 'gymnax:<EnvName>'")
+    add_training_vs(parser)
     parser.add_argument("--out", metavar="SWEEP_DIR", help="sweep directory (default runs/sweep-<preset>-<timestamp>)")
     parser.add_argument("--resume", action="store_true", help="continue the sweep in --out from its latest checkpoint")
     add_cache_args(parser)
@@ -127,7 +132,7 @@ def parse_args(argv=None):
         fail(parser, "give --preset NAME (or --resume with --out)")
     if args.resume and not args.out:
         fail(parser, "--resume needs --out SWEEP_DIR")
-    overrides = parse_overrides(parser, args.set, args.env)
+    overrides = training_vs(parser, args.vs, parse_overrides(parser, args.set, args.env))
     check_field_names(parser, [key for key in overrides if key != "env"])
     args.seeds = parse_seeds(parser, args.seeds)
     args.out = args.out or f"runs/sweep-{args.preset}-{time.strftime('%Y%m%d-%H%M%S')}"

@@ -2,6 +2,7 @@
 
     python -m experiments.train --preset=smoke                     # CPU, about a minute
     python -m experiments.train --preset=ppo_small --set lr=1e-4 --out runs/mine
+    python -m experiments.train --preset=ppo_small --vs greedy --out runs/vs-greedy   # seat 0 learns, 7 greedy bots
     python -m experiments.train --out runs/mine --resume          # continue where it stopped
     python -m experiments.train --preset=ppo_small --out runs/job --auto-resume   # start, or continue
     python -m experiments.train --env gymnax:CartPole-v1 --preset=ppo_gymnax
@@ -11,7 +12,9 @@
     python -m experiments.train --preset=ppo_large --coordinator=host0:1234 --num-processes=2 --process-id=0
 
 The run itself is the library's ``agents.run.training.train`` (docs/training.md): this module parses the command
-line, calls it with a ``ConsoleProgress`` and prints its summary. The run directory (``--out``, default
+line, calls it with a ``ConsoleProgress`` and prints its summary. ``--vs OPPONENTS`` is the config's
+``task.opponents`` (who the learner plays: ``self``, the default, or bots), as ``--set opponents=...`` sets it; 7
+comma-separated names are the seats after the learner's seat 0. The run directory (``--out``, default
 ``runs/<preset>-<timestamp>``) gets ``config.json``, ``metrics.jsonl`` (a ``{"meta": ...}`` line, then one
 record per chunk), tensorboardX event files and ``checkpoints/`` (orbax). Training runs in jitted chunks of
 ``updates_per_chunk`` updates; between chunks the host logs, evaluates (every ``eval_every`` chunks) and
@@ -43,6 +46,7 @@ from agents.storage.run_dir import RunError, read_owner
 from experiments.common import (
     add_cache_args,
     add_quiet,
+    add_training_vs,
     apply_sets,
     check_field_names,
     check_out,
@@ -54,6 +58,7 @@ from experiments.common import (
     preset_name,
     quiet_logs,
     run_job,
+    training_vs,
 )
 from experiments.names import names
 
@@ -108,6 +113,7 @@ def parse_args(argv=None):
         help="override a config field (repeatable), e.g. --set lr=1e-4; see --list-fields",
     )
     parser.add_argument("--env", help="env override: 'autochess' or 'gymnax:<EnvName>'")
+    add_training_vs(parser)
     parser.add_argument("--out", metavar="RUN_DIR", help="the run directory (default runs/<preset>-<timestamp>)")
     parser.add_argument("--resume", action="store_true", help="continue the run in --out from its latest checkpoint")
     parser.add_argument(
@@ -136,7 +142,7 @@ def parse_args(argv=None):
         fail(parser, "--auto-resume needs --preset and --out (and no --resume)")
     if args.auto_resume:  # the directory holds this run: continue it; otherwise start it
         args.resume = read_owner_quietly(args.out) is not None
-    overrides = parse_overrides(parser, args.set, args.env)
+    overrides = training_vs(parser, args.vs, parse_overrides(parser, args.set, args.env))
     check_field_names(parser, [key for key in overrides if key != "env"])
     if not (args.list_presets or args.list_fields):
         args.out = args.out or f"runs/{args.preset}-{time.strftime('%Y%m%d-%H%M%S')}"

@@ -34,7 +34,7 @@ def _gymnax():
 def _trainer(**overrides):
     _gymnax()
     fields = {"algo": "a2c", "env": CARTPOLE, "num_envs": 8, "update_every": 3, "hidden": (16,), "total_steps": 96}
-    config = TrainConfig(**{**fields, **overrides})
+    config = TrainConfig.from_fields(**{**fields, **overrides})
     return trainers.make_train(config, make_env(config))
 
 
@@ -122,7 +122,7 @@ def _manual_update(tr, runner):
         return (state, ts.observation, ts.action_mask), (t, target)
 
     carry = (runner.env_state, runner.obs, runner.mask)
-    (_, obs, _), (t, targets) = jax.lax.scan(step, carry, jax.random.split(act_key, tr.config.update_every))
+    (_, obs, _), (t, targets) = jax.lax.scan(step, carry, jax.random.split(act_key, tr.config.a2c.update_every))
     flat = jax.tree_util.tree_map(lambda x: x.reshape(-1, *x.shape[3:]), (t.obs, t.mask, t.action, t.weight, targets))
     b_obs, b_mask, b_action, b_weight, b_target = flat
 
@@ -138,7 +138,7 @@ def _manual_update(tr, runner):
             b_weight,
             hp.vf_coef,
             hp.ent_coef,
-            normalize_advantages=tr.config.normalize_advantages,
+            normalize_advantages=tr.config.loss.normalize_advantages,
         )
 
     (_, batch_metrics), grads = jax.value_and_grad(loss, has_aux=True)(params)
@@ -258,9 +258,12 @@ def test_whole_run_equals_chunks_deterministic_and_key_types(small):
 
 def test_rejects_wrong_algo_and_num_envs():
     _gymnax()
-    config = TrainConfig(algo="a2c", env=CARTPOLE, num_envs=8, update_every=3, hidden=(16,), total_steps=96)
+    config = TrainConfig.from_fields(algo="a2c", env=CARTPOLE, num_envs=8, update_every=3, hidden=(16,), total_steps=96)
     with pytest.raises(ValueError, match="algo"):
-        StreamingA2C(TrainConfig(env=CARTPOLE, num_envs=8, hidden=(16,), num_steps=4, total_steps=96), make_env(config))
+        StreamingA2C(
+            TrainConfig.from_fields(env=CARTPOLE, num_envs=8, hidden=(16,), num_steps=4, total_steps=96),
+            make_env(config),
+        )
     with pytest.raises(ValueError, match="num_envs"):
         StreamingA2C(config, make_env(config, num_envs=4))
 
@@ -300,7 +303,7 @@ def test_memory_is_independent_of_update_every():
     assert _time_by_env_shapes(large.update, runner, 7, num_envs) == []
     # the check has teeth: PPO's rollout of 7 steps stores [7, 24, ...] arrays
     _gymnax()
-    ppo_config = TrainConfig(env=CARTPOLE, num_envs=num_envs, num_steps=7, hidden=(16,), total_steps=24 * 7)
+    ppo_config = TrainConfig.from_fields(env=CARTPOLE, num_envs=num_envs, num_steps=7, hidden=(16,), total_steps=24 * 7)
     ppo = PPO(ppo_config, make_env(ppo_config))
     assert (7, num_envs, 1) in _time_by_env_shapes(ppo.update, jax.eval_shape(ppo.init, jax.random.key(0)), 7, num_envs)
 
@@ -324,7 +327,7 @@ def test_learns_cartpole():
         max_grad_norm=0.5,
         total_steps=1_000_000,
     )
-    assert tr.config.normalize_advantages
+    assert tr.config.loss.normalize_advantages
     key = jax.random.key(0)
     _, metrics = compile_as_users_do(jax.jit(tr), key)(key)  # run-bound: -O0 would run it 5x slower
     metrics = jax.device_get(metrics)
@@ -355,7 +358,7 @@ GAME = dict(
 def game_run():
     """(trainer, initial parameters, runner, metrics) of the whole GAME run from key 1, as ONE compiled
     program (the initial parameters come out of the same program: no second compile of the game's reset)."""
-    config = TrainConfig(**GAME)
+    config = TrainConfig.from_fields(**GAME)
     tr = trainers.make_train(config, make_env(config))
 
     @jax.jit

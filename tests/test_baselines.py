@@ -31,8 +31,8 @@ def test_every_shipped_baseline_loads_and_plays_legally(name):
     assert meta["name"] == name and meta["source"]["step"] > 0
     assert meta["results"]["evaluate"]["vs_greedy"]["games"] >= 256  # what it measured, with the protocol's size
     policy = load_policy(f"{baselines.PREFIX}{name}")
-    assert policy.name == f"baseline:{name}" and policy.config.num_devices == 1
-    env = jaxgame.make("autochess", obs=policy.config.obs, **policy.config.rules())
+    assert policy.name == f"baseline:{name}" and policy.config.run.num_devices == 1
+    env = jaxgame.make("autochess", obs=policy.config.task.obs, **policy.config.rules())
     _, ts = env.reset(jax.random.key(0))
     logits, value = jax.jit(policy.network.apply)(policy.params, ts.observation[None])
     assert logits.shape == (1, 8, env.num_actions) and value.shape == (1, 8)
@@ -52,7 +52,7 @@ def test_every_shipped_baseline_ships_its_standalone_export_acting_as_it(name):
     spec = exported.spec
     assert spec["name"] == f"baseline:{name}" and spec["source"]["step"] == baselines.describe(name)["source"]["step"]
     assert spec["platforms"] == ["cpu", "cuda"] and spec["rules"] == policy.config.rules()
-    env = jaxgame.make("autochess", obs=policy.config.obs, **policy.config.rules())
+    env = jaxgame.make("autochess", obs=policy.config.task.obs, **policy.config.rules())
     states, ts = jax.vmap(env.reset)(jax.random.split(jax.random.key(2), 3))
     obs = np.asarray(ts.observation).reshape(24, *spec["obs_shape"])  # 3 games x 8 seats
     mask = np.asarray(ts.action_mask).reshape(24, -1)

@@ -139,7 +139,7 @@ def synthetic_config(**overrides):
         vf_coef=0.5,
         eval_every=0,
     )
-    return TrainConfig(**{**fields, **overrides})
+    return TrainConfig.from_fields(**{**fields, **overrides})
 
 
 @functools.cache
@@ -225,7 +225,7 @@ def tiny_bc_config(**overrides):
         weight_decay=1e-3,
         **{k: v for k, v in TINY.items() if k in ("steps_per_round", "max_rounds", "max_combat_ticks")},
     )
-    return TrainConfig(**{**fields, **overrides})
+    return TrainConfig.from_fields(**{**fields, **overrides})
 
 
 @pytest.mark.slow(
@@ -279,7 +279,7 @@ def test_bc_training_learns_the_teacher_with_the_warmup_and_cosine_schedule():
     assert whole["train/placement"] < 4.5, whole  # the expert's seat; with the policy in it: 8.0 (checked by hand)
     assert last["loss/cross_entropy"] < first["loss/cross_entropy"] - 0.3, (first, last)
     assert last["loss/entropy"] < first["loss/entropy"], (first, last)
-    lr = [config.lr * min((u + 1) / 3, 1.0) * 0.5 * (1 + math.cos(math.pi * u / 12)) for u in range(12)]
+    lr = [config.hparams.lr * min((u + 1) / 3, 1.0) * 0.5 * (1 + math.cos(math.pi * u / 12)) for u in range(12)]
     np.testing.assert_allclose(metrics["train/lr"], lr, rtol=1e-5)
     assert int(runner.update) == 12
 
@@ -375,22 +375,22 @@ def test_weight_decay_is_decoupled_and_the_warmup_scales_any_schedule():
     grads = {"w": jnp.array([0.3, -0.1, 0.2])}
 
     def step(config):
-        hp = config.hparams()
+        hp = config.hparams.traced()
         opt_state = trainer_base.make_optimizer(hp).init(params)
         return trainer_base.apply_gradients(config, hp, params, opt_state, grads, jnp.int32(1))
 
-    plain, decayed = step(TrainConfig(lr=0.01)), step(TrainConfig(lr=0.01, weight_decay=0.1))
+    plain, decayed = step(TrainConfig.from_fields(lr=0.01)), step(TrainConfig.from_fields(lr=0.01, weight_decay=0.1))
     np.testing.assert_allclose(decayed[0]["w"] - plain[0]["w"], -0.01 * 0.1 * params["w"], atol=1e-7)  # float32
-    config = TrainConfig(lr=0.01, lr_schedule="linear", warmup_updates=4)  # 195 updates
-    lr = [float(trainer_base.lr_schedule(config, config.hparams())(jnp.int32(u))) for u in (0, 3, 97, 195)]
+    config = TrainConfig.from_fields(lr=0.01, lr_schedule="linear", warmup_updates=4)  # 195 updates
+    lr = [float(trainer_base.lr_schedule(config, config.hparams.traced())(jnp.int32(u))) for u in (0, 3, 97, 195)]
     np.testing.assert_allclose(
         lr, [0.01 * 0.25 * (1 - 0 / 195), 0.01 * (1 - 3 / 195), 0.01 * (1 - 97 / 195), 0.0], rtol=1e-5, atol=1e-9
     )
-    config = TrainConfig(lr=0.01, lr_schedule="cosine")
-    lr = [float(trainer_base.lr_schedule(config, config.hparams())(jnp.int32(u))) for u in (0, 97, 195, 300)]
+    config = TrainConfig.from_fields(lr=0.01, lr_schedule="cosine")
+    lr = [float(trainer_base.lr_schedule(config, config.hparams.traced())(jnp.int32(u))) for u in (0, 97, 195, 300)]
     cosine = [0.01 * 0.5 * (1 + math.cos(math.pi * u / 195)) for u in (0, 97, 195, 195)]
     np.testing.assert_allclose(lr, cosine, rtol=1e-5, atol=1e-9)
-    lr = float(trainer_base.lr_schedule(TrainConfig(lr=0.01), config.hparams())(jnp.int32(97)))
+    lr = float(trainer_base.lr_schedule(TrainConfig.from_fields(lr=0.01), config.hparams.traced())(jnp.int32(97)))
     assert lr == np.float32(0.01)
 
 

@@ -46,7 +46,7 @@ def config_for(data_dir, **overrides) -> TrainConfig:
         keep_checkpoints=1,
         **RULES,
     )
-    return TrainConfig(**{**fields, **overrides})
+    return TrainConfig.from_fields(**{**fields, **overrides})
 
 
 def write_random_dataset(directory, seed: int, games: int = 8, steps: int = 30, obs: str = "vector", **rules):
@@ -96,6 +96,16 @@ def checkpoint_steps(run_dir):
     return sorted(int(p.name) for p in (run_dir / "checkpoints").iterdir() if p.name.isdigit())
 
 
+def test_a_dataset_clone_tells_the_run_library_it_reads_a_recording_and_counts_samples(data_dir):
+    from agents.algorithms.base import TrainerFacts
+    from agents.algorithms.registry import make_train
+    from agents.envs.make import make_env
+
+    config = config_for(data_dir)
+    facts = make_train(config, make_env(config)).facts
+    assert facts == TrainerFacts(players_per_step=1, sample_unit="samples", runs_upto=False, reads_recording=True)
+
+
 def test_a_dataset_run_validates_every_chunk_and_resumes_as_the_uninterrupted_run(data_dir, tmp_path):
     data = tmp_path / "data"
     shutil.copytree(data_dir, data)
@@ -119,7 +129,7 @@ def test_a_dataset_run_validates_every_chunk_and_resumes_as_the_uninterrupted_ru
     assert without_timing(records(tmp_path / "split")) == without_timing(logged)
     a, b = load_policy(tmp_path / "whole"), load_policy(tmp_path / "split")
     jax.tree_util.tree_map(np.testing.assert_array_equal, a.params, b.params)
-    assert a.config.bc_dataset == str(data)
+    assert a.config.bc.bc_dataset == str(data)
 
     # a dataset whose samples changed is not the run's any more: a resume refuses it
     other = tmp_path / "other"
@@ -211,7 +221,7 @@ def test_an_oracle_dataset_clones_into_an_oracle_policy_that_plays_greedy_bots(t
     summary = train(config_for(data, obs="oracle", total_steps=32 * 10), run_dir)
     assert summary["updates"] == 10 and [r["update"] for r in records(run_dir)] == [5, 10]
     policy = load_policy(run_dir)
-    assert policy.config.obs == "oracle"
+    assert policy.config.task.obs == "oracle"
     inputs = {
         kernel.shape[0]
         for name, torso in policy.params["params"].items()
@@ -237,7 +247,7 @@ def test_a_missing_dataset_and_bad_dataset_configs_are_one_line_errors(tmp_path)
         (dict(algo="bc", bc_dataset="d", bc_batch_size=64, total_steps=32), "bc_batch_size"),
     ]:
         with pytest.raises(ValueError, match=message):
-            TrainConfig(**fields)
+            TrainConfig.from_fields(**fields)
 
 
 def test_several_datasets_are_cloned_as_one_with_each_recordings_games_kept_apart(data_dir, tmp_path):
@@ -282,4 +292,4 @@ def test_several_datasets_are_cloned_as_one_with_each_recordings_games_kept_apar
 @pytest.mark.parametrize("value", ["a,,b", "a, a", "a,"])
 def test_a_dataset_list_with_an_empty_or_repeated_directory_is_refused(value):
     with pytest.raises(ValueError, match="TrainConfig.bc.bc_dataset.*distinct comma-separated"):
-        TrainConfig(algo="bc", bc_dataset=value)
+        TrainConfig.from_fields(algo="bc", bc_dataset=value)

@@ -65,11 +65,21 @@ def _last_json(out: str) -> dict:
 
 def test_reference_config_is_the_ppo_gymnax_preset():
     cfg, ref = preset_config("ppo_gymnax"), purejaxrl_reference.CONFIG
-    assert cfg.env == "gymnax:" + ref["ENV_NAME"]
-    assert (cfg.num_envs, cfg.num_steps, cfg.total_steps) == (ref["NUM_ENVS"], ref["NUM_STEPS"], ref["TOTAL_TIMESTEPS"])
-    assert (cfg.update_epochs, cfg.num_minibatches) == (ref["UPDATE_EPOCHS"], ref["NUM_MINIBATCHES"])
-    assert (cfg.lr, cfg.lr_schedule == "linear", cfg.activation) == (ref["LR"], ref["ANNEAL_LR"], ref["ACTIVATION"])
-    assert cfg.hidden == (64, 64) and cfg.network == "mlp" and not cfg.shared_torso  # ActorCritic's two 64x64 MLPs
+    assert cfg.task.env == "gymnax:" + ref["ENV_NAME"]
+    assert (cfg.run.num_envs, cfg.ppo.num_steps, cfg.run.total_steps) == (
+        ref["NUM_ENVS"],
+        ref["NUM_STEPS"],
+        ref["TOTAL_TIMESTEPS"],
+    )
+    assert (cfg.ppo.update_epochs, cfg.ppo.num_minibatches) == (ref["UPDATE_EPOCHS"], ref["NUM_MINIBATCHES"])
+    assert (cfg.hparams.lr, cfg.optim.lr_schedule == "linear", cfg.net.activation) == (
+        ref["LR"],
+        ref["ANNEAL_LR"],
+        ref["ACTIVATION"],
+    )
+    assert (
+        cfg.net.hidden == (64, 64) and cfg.net.network == "mlp" and not cfg.net.shared_torso
+    )  # ActorCritic's two 64x64 MLPs
     for ours, theirs in [
         ("gamma", "GAMMA"),
         ("gae_lambda", "GAE_LAMBDA"),
@@ -78,7 +88,7 @@ def test_reference_config_is_the_ppo_gymnax_preset():
         ("vf_coef", "VF_COEF"),
         ("max_grad_norm", "MAX_GRAD_NORM"),
     ]:
-        assert getattr(cfg, ours) == ref[theirs], ours
+        assert getattr(cfg.hparams, ours) == ref[theirs], ours
 
 
 def test_default_updates_per_chunk():
@@ -205,8 +215,8 @@ def test_learning_benchmark_reads_the_first_evaluation_at_the_target(tmp_path, m
     from benchmarks.harness import learning
 
     def fake_train(config, run_dir, preset=None, progress=None):
-        assert (preset, config.eval_games, config.eval_every, config.seed) == ("ppo_small", 16, 1, 3)
-        assert config.update_epochs == (2 if "epochs" in run_dir.name else 4)
+        assert (preset, config.log.eval_games, config.log.eval_every, config.run.seed) == ("ppo_small", 16, 1, 3)
+        assert config.ppo.update_epochs == (2 if "epochs" in run_dir.name else 4)
         run_dir.mkdir(parents=True)
         rows = [{"meta": {}}]
         for update, placement, ci in [(20, 6.0, 0.5), (40, 2.6, 0.4), (60, 2.5, 0.3), (80, 1.9, 0.3)]:

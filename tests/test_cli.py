@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import importlib
 import json
+import re
 import sys
 import tomllib
 from pathlib import Path
@@ -101,7 +102,7 @@ WRITERS = [
     ("experiments.train", ["--preset=smoke"]),
     ("experiments.sweep", ["--preset=smoke"]),
     ("experiments.pipeline", []),
-    ("experiments.record", ["--players", "greedy"]),
+    ("experiments.record", ["greedy", "--vs", "greedy"]),
     ("experiments.rate", ["runs/a"]),
     ("experiments.baseline", ["freeze", "runs/a", "--name", "a-v1"]),
     ("benchmarks.harness", ["--what", "learning"]),
@@ -131,10 +132,10 @@ REMOVED = [
     ("experiments.evaluate", ["runs/a", "--greedy-policy"], "--greedy-policy", "--deterministic"),
     ("experiments.evaluate", ["runs/a", "--step", "5"], "--step", "the positional player RUN_DIR:STEP"),
     ("experiments.evaluate", ["--checkpoint=runs/a"], "--checkpoint", "the positional player RUN_DIR[:STEP]"),
-    ("experiments.record", ["--players", "greedy", "--out", "D", "--rule", "max_rounds=3"], "--rule", "--set"),
+    ("experiments.record", ["greedy", "--vs", "greedy", "--out", "D", "--rule", "max_rounds=3"], "--rule", "--set"),
     (
         "experiments.record",
-        ["--players", "greedy", "--out", "D", "--greedy-policy"],
+        ["greedy", "--vs", "greedy", "--out", "D", "--greedy-policy"],
         "--greedy-policy",
         "--deterministic",
     ),
@@ -173,9 +174,9 @@ def test_evaluate_takes_the_player_positionally():
     [
         (["--vs", "greedy"], "--vs needs a PLAYER (python -m experiments.evaluate RUN_DIR[:STEP] --vs greedy)"),
         (["--deterministic"], "--deterministic needs a PLAYER"),
-        (["runs/a", "--seats", "greedy"], "--seats names the bots of bot games"),
+        (["runs/a", "--seats", "greedy"], "--seats was removed: use BOT --vs BOTS"),
         (["runs/a", "--vs", "greedy,random"], "7 comma-separated"),
-        (["--seats", "greedy,random"], "--seats needs 8 names"),
+        (["--seats", "greedy,random"], "--seats was removed: use BOT --vs BOTS"),
         (["--games", "0"], "--games must be >= 1"),
         (["runs/a", "--set", "lr=3e-4"], "--set lr: not a game rule"),
         (["--set", "max_round=3"], "did you mean max_rounds"),
@@ -188,6 +189,155 @@ def test_evaluate_takes_the_player_positionally():
 def test_evaluate_bad_input_is_one_line(argv, message, capsys):
     err = _one_error_line(lambda: evaluate.main([*argv, "--quiet"]), capsys)
     assert message in err, err
+
+
+# ---------------------------------------------------------------- one lineup: PLAYER --vs OPPONENTS
+
+#: (the old --players text of record and replay, PLAYER, --vs): the same 8 seats' players
+LINEUPS = [
+    ("greedy", "greedy", "greedy"),
+    ("expert,greedy,greedy,greedy,greedy,greedy,greedy,greedy", "expert", "greedy"),
+    (
+        "expert,greedy,random,greedy,expert_public,random,greedy,search",
+        "expert",
+        "greedy,random,greedy,expert_public,random,greedy,search",
+    ),
+    ("baseline:ppo_small-v1", "baseline:ppo_small-v1", "baseline:ppo_small-v1"),
+]
+
+
+@pytest.mark.parametrize("module, out", [("experiments.replay", "g.json"), ("experiments.record", "data")])
+@pytest.mark.parametrize("players, player, vs", LINEUPS)
+def test_player_vs_seats_the_lineup_players_did(module, out, players, player, vs):
+    """``PLAYER --vs OPPONENTS`` is the lineup ``--players`` gave: seat (lineup position) 0 first, as the library
+    reads both (``seat_players``: one player for all 8, or 8)."""
+    from agents.replays.record import seat_players
+
+    args, _ = _parsed(module, [player, "--vs", vs, "--out", out])
+    assert args.players == seat_players(players.split(",")) and args.players[0] == player
+
+
+#: the old --seats of evaluate's games of bots -> BOT --vs BOTS
+BOT_TABLES = [
+    "greedy,random,greedy,random,greedy,random,greedy,random",  # the default table
+    "expert,greedy,greedy,greedy,greedy,greedy,greedy,greedy",
+    "expert,greedy,random,search,expert_public,greedy,random,expert",
+]
+
+
+@pytest.mark.parametrize("seats", BOT_TABLES)
+def test_evaluate_bot_vs_bots_is_the_table_seats_was(seats):
+    first, *others = seats.split(",")
+    args, rules = _parsed("experiments.evaluate", [first, "--vs", ",".join(others)])
+    assert args.seats == tuple(seats.split(",")) and args.player == first and rules == {}
+    if len(set(others)) == 1:  # one bot for the 7 other seats
+        assert _parsed("experiments.evaluate", [first, "--vs", others[0]])[0].seats == tuple(seats.split(","))
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["expert"],  # two lineups (random, then greedy): two tables
+        ["expert", "--vs", "greedy", "--vs", "random"],
+        ["expert", "--vs", "baseline:ppo_small-v1"],  # a policy at the table
+        ["baseline:ppo_small-v1", "--vs", "greedy"],
+        ["--compare", "greedy", "expert", "--vs", "greedy"],
+    ],
+)
+def test_evaluate_other_tables_are_no_bot_table(argv):
+    assert _parsed("experiments.evaluate", argv)[0].seats is None
+
+
+@evaluate_group
+def test_evaluate_bot_vs_bots_reports_what_games_of_bots_report(capsys):
+    """``greedy --vs random,greedy,...`` plays the default table of games of bots: the same seats, ranks and
+    placements as ``evaluate`` without a PLAYER, and the player's summary besides."""
+    table = evaluate.main([*TINY, "--quiet"])
+    vs = "random,greedy,random,greedy,random,greedy,random"
+    result = evaluate.main(["greedy", "--vs", vs, *TINY, "--quiet"])
+    assert json.loads(capsys.readouterr().out.strip().splitlines()[-1]) == result
+    for key in ("games", "rotations", "seats", "rules", "seed", "mean_placement", "placements", "ranks"):
+        assert result[key] == table[key], key
+    assert result["player"] == "greedy" and result["games_per_rotation"] == 2
+    seat0 = [rank for game in result["ranks"] for rotation in game for rank in rotation[:1]]
+    assert result[f"vs_{vs}"]["mean_placement"] == pytest.approx(sum(seat0) / len(seat0))
+
+
+@pytest.mark.parametrize("module", ["experiments.train", "experiments.sweep"])
+@pytest.mark.parametrize(
+    "vs, opponents",
+    [
+        ("greedy", "greedy"),
+        ("self", "self"),
+        ("self,greedy,greedy,self,random,greedy,expert,greedy", "self,greedy,greedy,self,random,greedy,expert,greedy"),
+        ("greedy,greedy,greedy,greedy,greedy,expert,expert", "self,greedy,greedy,greedy,greedy,greedy,expert,expert"),
+    ],
+)
+def test_training_vs_is_the_opponents_field(module, vs, opponents):
+    """train's and sweep's ``--vs`` sets ``task.opponents`` as ``--set opponents=...`` does (7 names: the seats
+    after the learner's seat 0)."""
+    _, by_vs = _parsed(module, ["--preset=smoke", "--vs", vs, "--out", "R", "--set", "lr=1e-3"])
+    _, by_set = _parsed(module, ["--preset=smoke", "--set", f"opponents={opponents}", "--out", "R", "--set", "lr=1e-3"])
+    assert by_vs == by_set == {"lr": "1e-3", "opponents": opponents}
+
+
+def test_train_vs_builds_the_config_set_builds():
+    from experiments import train
+
+    parser, args, overrides = train.parse_args(["--preset=smoke", "--vs", "expert", "--out", "R"])
+    config = train.build_config(parser, args, overrides)
+    assert config.task.opponents == "expert" and config.task.seat_kinds == ("self",) + ("expert",) * 7
+    assert config == train.build_config(*train.parse_args(["--preset=smoke", "--set", "opponents=expert"]))
+
+
+#: (module, a removed lineup flag, what replaced it, the other arguments a call needs)
+REMOVED_LINEUP_FLAGS = [
+    ("experiments.replay", "--players", "PLAYER --vs OPPONENTS", ["--out", "g.json"]),
+    ("experiments.record", "--players", "PLAYER --vs OPPONENTS", ["--out", "data"]),
+    ("experiments.evaluate", "--seats", "BOT --vs BOTS", []),
+]
+
+
+@pytest.mark.parametrize("module, flag, new, argv", REMOVED_LINEUP_FLAGS)
+@pytest.mark.parametrize(
+    "given", [["{flag}", "greedy"], ["{flag}=greedy,random"], ["{flag}"], ["greedy", "--vs", "greedy", "{flag}", "x"]]
+)
+def test_a_removed_lineup_flag_is_refused_naming_its_replacement(module, flag, new, argv, given, capsys):
+    """With a value or none, alone or beside PLAYER --vs: the error names the replacement, before any other (a
+    missing PLAYER or --vs); the flag is not in the help."""
+    with pytest.raises(SystemExit) as exit_info:
+        _parsed(module, [*argv, *(word.format(flag=flag) for word in given)])
+    err = capsys.readouterr().err.splitlines()
+    assert exit_info.value.code == 2 and len(err) == 2 and err[1].endswith("--help)"), err
+    assert f"error: {flag} was removed: use {new}" in err[0], err
+    with pytest.raises(SystemExit):
+        _module(module).main(["--help"])
+    assert flag not in capsys.readouterr().out
+
+
+#: what a command line no longer says outside the history (docs/results.md, generated from the records that ran,
+#: and the logs): record's and replay's --players, evaluate's --seats
+_OLD_LINEUP = re.compile(
+    r"python\s+-m\s+experiments\.(?:replay|record|evaluate)\b(?:[^\n`]|\\\n)*?--(?:players|seats)\b"
+)
+
+
+def test_no_current_command_line_uses_a_removed_lineup_flag():
+    historic = {ROOT / "docs" / "results.md", *(ROOT / "docs").glob("log-*.md")}
+    texts = [
+        ROOT / "README.md",
+        *(ROOT / "docs").glob("*.md"),
+        *(ROOT / "docs").rglob("*.sh"),
+        *(ROOT / "notebooks").glob("*.ipynb"),
+        *(ROOT / "experiments").glob("*.py"),
+    ]
+    stale = [
+        f"{path.relative_to(ROOT)}: {match.group(0)[:80]}"
+        for path in texts
+        if path not in historic
+        for match in _OLD_LINEUP.finditer(path.read_text(encoding="utf-8"))
+    ]
+    assert not stale, stale
 
 
 def test_baseline_freeze_never_writes_into_an_installed_package(tmp_path, monkeypatch, capsys):
@@ -207,7 +357,7 @@ def test_baseline_freeze_never_writes_into_an_installed_package(tmp_path, monkey
 
 @evaluate_group
 def test_evaluate_main_quiet(capsys):
-    """Bot games: 2 game seeds x 8 rotations of the 8 --seats bots."""
+    """Bot games: 2 game seeds x 8 rotations of the default table's 8 bots."""
     result = evaluate.main([*TINY, "--quiet"])
     out, err = capsys.readouterr()
     assert json.loads(out.strip().splitlines()[-1]) == result
@@ -390,27 +540,51 @@ BEFORE_JAX = [
     ("experiments.evaluate", ["greedy", "--vs", "grredy"], "did you mean greedy?"),
     ("experiments.evaluate", ["--games", "0"], "--games must be >= 1"),
     ("experiments.evaluate", ["greedy", "--save-replays", "2", "/proc/no/dir"], "--save-replays DIR"),
-    ("experiments.replay", ["--players", "greedy", "--out", "game.mp4"], "this suffix is not one of them"),
-    ("experiments.replay", ["--players", "greedy", "--top-k", "0", "--out", "g.json"], "--top-k must be in 1..258"),
+    ("experiments.replay", ["greedy", "--vs", "greedy", "--out", "game.mp4"], "this suffix is not one of them"),
     (
         "experiments.replay",
-        ["--players", "greedy", "--set", "max_round=3", "--out", "g.json"],
+        ["greedy", "--vs", "greedy", "--top-k", "0", "--out", "g.json"],
+        "--top-k must be in 1..258",
+    ),
+    (
+        "experiments.replay",
+        ["greedy", "--vs", "greedy", "--set", "max_round=3", "--out", "g.json"],
         "did you mean max_rounds",
     ),
+    ("experiments.replay", ["--players", "greedy", "--out", "g.json"], "--players was removed: use PLAYER --vs"),
+    ("experiments.replay", ["greedy", "--vs", "greedy,random", "--out", "g.json"], "--vs needs 1 or 7"),
+    ("experiments.replay", ["expert,greedy", "--vs", "greedy", "--out", "g.json"], "the others are --vs's"),
     ("experiments.evaluate", ["greedy", "--set", "lr=3e-4"], "--set lr: not a game rule"),
     ("experiments.ladder", ["no-such-player"], "unknown player 'no-such-player'"),
     ("experiments.ladder", ["greedy", "--ladder", "ladder-v9"], "no such version (shipped: ladder-v1)"),
     ("experiments.export", ["greedy", "--out", "out"], "is a scripted bot, not a trained policy"),
     ("experiments.rate", ["runs/no-such-run"], "unknown player 'runs/no-such-run'"),
-    ("experiments.record", ["--players", "grredy", "--out", "data"], "did you mean greedy?"),
+    ("experiments.record", ["grredy", "--vs", "greedy", "--out", "data"], "did you mean greedy?"),
+    ("experiments.record", ["greedy", "--vs", "grredy", "--out", "data"], "did you mean greedy?"),
+    ("experiments.record", ["--players", "greedy", "--out", "data"], "--players was removed: use PLAYER --vs"),
+    ("experiments.evaluate", ["--seats", "expert,greedy"], "--seats was removed: use BOT --vs BOTS"),
+    (
+        "experiments.train",
+        ["--preset=smoke", "--vs", "greedy", "--set", "opponents=self"],
+        "--vs sets task.opponents, and so does --set opponents=...",
+    ),
+    (
+        "experiments.sweep",
+        ["--preset=smoke", "--vs", "greedy", "--set", "task.opponents=self"],
+        "--vs sets task.opponents, and so does --set task.opponents=...",
+    ),
     ("experiments.play", ["--vs", "grredy"], "did you mean greedy?"),
     ("experiments.sweep", ["--preset=smok"], "did you mean smoke?"),
     ("experiments.sweep", ["--preset=smoke", "--set", "lrr=1e-4,3e-4"], "(did you mean lr?)"),
     ("experiments.sweep", ["--preset=smoke", "--seeds", "x"], "expected a count or a comma-separated list"),
     ("experiments.play", ["--vs", "greedy", "--seat", "9"], "--seat must be in 0..7"),
     ("experiments.play", ["--vs", "greedy", "--out", "game.html"], "the game is saved as a .json replay"),
-    ("experiments.record", ["--players", "greedy", "--out", "data", "--set", "max_round=3"], "did you mean max_rounds"),
-    ("experiments.record", ["--players", "greedy", "--out", "data", "--games", "0"], "--games must be >= 1"),
+    (
+        "experiments.record",
+        ["greedy", "--vs", "greedy", "--out", "data", "--set", "max_round=3"],
+        "did you mean max_rounds",
+    ),
+    ("experiments.record", ["greedy", "--vs", "greedy", "--out", "data", "--games", "0"], "--games must be >= 1"),
     ("experiments.rate", ["greedy", "--bots", "grredy"], "--bots: unknown bot(s) ['grredy']"),
     ("experiments.export", ["baseline:ppo_small-v3", "--out", "/proc/no/dir"], "--out /proc/no/dir"),
 ]

@@ -75,7 +75,7 @@ def test_train_evaluate_and_the_env_views_switch_it_on(monkeypatch):
     calls = []
     monkeypatch.setattr(compile_cache, "use_default_cache", lambda: calls.append(1))
     with pytest.raises(ValueError):  # an unknown gymnax env: train stops before any work
-        training.train(TrainConfig(env="gymnax:NoSuchEnv-v0"), "unused-run-dir")
+        training.train(TrainConfig.from_fields(env="gymnax:NoSuchEnv-v0"), "unused-run-dir")
     assert len(calls) == 1 and not Path("unused-run-dir").exists()
     with pytest.raises(ValueError):  # no such run (a PolicyError): refused after the cache is on
         tournament.evaluate("no-such-run-dir")

@@ -4,7 +4,6 @@ rollout that fades the hidden information for the teacher only. The run library'
 is in tests/test_train.py."""
 
 import copy
-import dataclasses
 
 import jax
 import jax.numpy as jnp
@@ -12,6 +11,7 @@ import numpy as np
 import pytest
 
 from agents.algorithms import distill
+from agents.algorithms.base import TrainerFacts
 from agents.algorithms.registry import make_train
 from agents.config import TrainConfig
 from agents.core import losses, networks
@@ -88,7 +88,7 @@ def test_linear_decay_and_feature_dropout():
 )
 def test_bad_distillation_configs_name_the_field(overrides, message):
     with pytest.raises(ValueError, match=message):
-        TrainConfig(**overrides)
+        TrainConfig.from_fields(**overrides)
 
 
 SMALL = dict(
@@ -124,7 +124,7 @@ def synthetic_references(trainer, oracle_teacher: bool):
 
 
 def test_the_distilled_loss_is_ppo_plus_the_decaying_kl_terms():
-    config = TrainConfig(
+    config = TrainConfig.from_fields(
         **SMALL,
         teacher="t",
         teacher_kl=0.7,
@@ -136,6 +136,9 @@ def test_the_distilled_loss_is_ppo_plus_the_decaying_kl_terms():
     )
     trainer = make_train(config, make_env(config))
     assert isinstance(trainer.loss, distill.KLTerms) and isinstance(trainer.samples, distill.FrozenPolicies)
+    # what the run library reads: the frozen policies to load, throughput in seat-steps of 8 seats
+    assert trainer.facts == TrainerFacts(players_per_step=8, roles=("teacher", "anchor"))
+    assert make_train(TrainConfig.from_fields(**SMALL), make_env(config)).facts.roles == ()
     assert trainer.env.obs_shape == (OBS_SIZE + ORACLE_SIZE,)
     with pytest.raises(ValueError, match="call use_references"):
         trainer.chunk_inputs()
@@ -161,7 +164,7 @@ def test_the_distilled_loss_is_ppo_plus_the_decaying_kl_terms():
         weight=jax.random.bernoulli(keys[3], 0.7, (b,)).astype(jnp.float32),
     )
     advantages, targets = jax.random.normal(keys[4], (b,)), jax.random.normal(keys[5], (b,))
-    hp = config.hparams()
+    hp = config.hparams.traced()
     batch = jax.jit(lambda u: trainer.training_batch(traj, advantages, targets, u, (frozen,)))(0)
     assert batch.traj.obs.shape == (b, OBS_SIZE) and set(batch.extra) == {"teacher", "anchor"}  # the public part only
     loss = jax.jit(lambda u: trainer.minibatch_loss(trainer.network, runner.params, batch, hp, u))
@@ -204,7 +207,7 @@ def test_the_distilled_loss_is_ppo_plus_the_decaying_kl_terms():
 def test_the_rollout_fades_the_hidden_block_for_the_teacher_only():
     """Update u's rollout keeps each hidden feature with probability 1 - u / oracle_dropout_updates; the public
     part, the actions and everything else are the undropped rollout's."""
-    config = TrainConfig(**SMALL, teacher="t", anchor="", oracle_dropout_updates=8)
+    config = TrainConfig.from_fields(**SMALL, teacher="t", anchor="", oracle_dropout_updates=8)
     trainer = make_train(config, make_env(config))
     trainer.use_references({"teacher": synthetic_references(trainer, True)["teacher"]})
     runner = trainer.init(jax.random.key(0))
@@ -231,7 +234,7 @@ def test_the_rollout_fades_the_hidden_block_for_the_teacher_only():
 def test_a_sweep_refuses_frozen_policies_and_a_teacher_steps_oracle_observations():
     from agents.run.sweep import Sweep, SweepSpec
 
-    config = TrainConfig(**SMALL, teacher="t")
+    config = TrainConfig.from_fields(**SMALL, teacher="t")
     with pytest.raises(ValueError, match="a sweep does not read frozen policies"):
         Sweep(config, SweepSpec(seeds=(0, 1)))
-    assert config.env_obs == "oracle" and dataclasses.replace(config, teacher="").env_obs == "vector"
+    assert config.env_obs == "oracle" and config.with_overrides({"teacher": ""}).env_obs == "vector"

@@ -181,7 +181,7 @@ def test_a_dataset_run_trains_the_entity_network(tmp_path):
     summary = train(config_for(tmp_path / "data", network="entity"), tmp_path / "run")
     assert summary["updates"] == 20
     policy = load_policy(tmp_path / "run")
-    assert policy.config.network == "entity" and "slot_embedding" in policy.params["params"]
+    assert policy.config.net.network == "entity" and "slot_embedding" in policy.params["params"]
 
 
 @pytest.mark.parametrize(
@@ -194,4 +194,4 @@ def test_a_dataset_run_trains_the_entity_network(tmp_path):
 )
 def test_the_entity_network_is_refused_off_the_games_vector_observation(fields, message):
     with pytest.raises(ValueError, match=message):
-        TrainConfig(**fields)
+        TrainConfig.from_fields(**fields)

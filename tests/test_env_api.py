@@ -22,14 +22,14 @@ GAME = pytest.mark.xdist_group("env_api")  # one worker compiles the game's prog
 @pytest.mark.parametrize(
     "config, kind",
     [
-        pytest.param(TrainConfig(**SMALL, opponents="random"), AutoChessTask, marks=GAME, id="autochess"),
+        pytest.param(TrainConfig.from_fields(**SMALL, opponents="random"), AutoChessTask, marks=GAME, id="autochess"),
         pytest.param(
-            TrainConfig(**SMALL, num_steps=8, league_size=2, league_groups=2, league_bot="random"),
+            TrainConfig.from_fields(**SMALL, num_steps=8, league_size=2, league_groups=2, league_bot="random"),
             LeagueTask,
             marks=GAME,
             id="league",
         ),
-        pytest.param(TrainConfig(env="gymnax:CartPole-v1", num_envs=2), GymnaxVecEnv, id="gymnax"),
+        pytest.param(TrainConfig.from_fields(env="gymnax:CartPole-v1", num_envs=2), GymnaxVecEnv, id="gymnax"),
     ],
 )
 def test_every_adapter_keeps_the_contract(config, kind):

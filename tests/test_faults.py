@@ -32,7 +32,7 @@ pytestmark = [
     pytest.mark.xdist_group("faults"),  # one worker compiles the tiny CartPole run once for every test here
 ]
 
-TINY = TrainConfig(
+TINY = TrainConfig.from_fields(
     env="gymnax:CartPole-v1",
     num_envs=4,
     num_steps=8,
@@ -72,7 +72,7 @@ def _tiny_cli_args(out) -> list[str]:
     for key, value in TINY.to_flat_dict().items():
         if key not in ("env", "hidden"):
             args += ["--set", f"{key}={value}"]
-    return [*args, "--set", f"hidden={','.join(map(str, TINY.hidden))}"]
+    return [*args, "--set", f"hidden={','.join(map(str, TINY.net.hidden))}"]
 
 
 def _cli_exit(args, capsys) -> tuple[int, str]:
@@ -478,7 +478,9 @@ def test_sigterm_saves_at_the_chunk_boundary_exits_0_and_auto_resume_finishes_th
 
     # 300 updates, a checkpoint only at the end (and where a signal stops it). With 30, a fast machine finished the
     # 27 chunks of a few ms each left after the third record before the signal arrived
-    long = TrainConfig(**{**TINY.to_dict(), "hidden": TINY.hidden, "total_steps": 4 * 8 * 300, "checkpoint_every": 0})
+    long = TrainConfig.from_fields(
+        **{**TINY.to_dict(), "hidden": TINY.net.hidden, "total_steps": 4 * 8 * 300, "checkpoint_every": 0}
+    )
     training.train(long, tmp_path / "clean")
     run_dir = tmp_path / "signalled"
     err_path = tmp_path / "stderr.txt"
@@ -832,7 +834,8 @@ def _more_bad_input_cases(trained, tmp_path, a_file, fresh):
         ("evaluate: bad step", [*evaluate, f"{trained}:abc"], "STEP must be an int", None),
         ("evaluate: unknown baseline", [*evaluate, "baseline:ppo_smal-v1"], "did you mean ppo_small-v1", None),
         ("evaluate: compare an unknown player", [*evaluate, "--compare", "greedy", "nosuch"], "'nosuch'", None),
-        ("evaluate: bad seats", [*evaluate, "--seats", "greedy,random"], "--seats needs 8 names", None),
+        ("evaluate: bad seats", [*evaluate, "greedy", "--vs", "greedy,random"], "7 comma-separated", None),
+        ("evaluate: removed --seats", [*evaluate, "--seats", "greedy,random"], "use BOT --vs BOTS", None),
         ("evaluate: unknown option", [*evaluate, "--bogus"], "unrecognized arguments", None),
         ("rate: unknown bot as a run", [*rate, "nosuch", "--out", str(fresh)], "unknown player 'nosuch'", fresh),
         ("rate: bad step", [*rate, f"{trained}:abc", "--out", str(fresh)], "STEP must be an int", fresh),
@@ -842,25 +845,26 @@ def _more_bad_input_cases(trained, tmp_path, a_file, fresh):
         ("rate: no games", [*rate, str(trained), "--games", "0", "--out", str(fresh)], "--games must be", fresh),
         (
             "record: unknown player",
-            [*record, "--players", "nosuch", "--out", str(fresh)],
+            [*record, "nosuch", "--vs", "greedy", "--out", str(fresh)],
             "unknown player 'nosuch'",
             fresh,
         ),
         (
             "record: bad step",
-            [*record, "--players", f"{trained}:abc", "--out", str(fresh)],
+            [*record, f"{trained}:abc", "--vs", "greedy", "--out", str(fresh)],
             "STEP must be an int",
             fresh,
         ),
-        ("record: out in /proc", [*record, "--players", "greedy", "--out", "/proc/x"], "/proc/x", None),
-        ("record: 2 players", [*record, "--players", "greedy,random", "--out", str(fresh)], "1 or 8", fresh),
+        ("record: out in /proc", [*record, "greedy", "--vs", "greedy", "--out", "/proc/x"], "/proc/x", None),
+        ("record: 2 players", [*record, "greedy", "--vs", "greedy,random", "--out", str(fresh)], "1 or 7", fresh),
+        ("record: removed --players", [*record, "--players", "greedy", "--out", str(fresh)], "use PLAYER --vs", fresh),
         (
             "record: bad positions",
-            [*record, "--players", "greedy", "--positions", "a", "--out", str(fresh)],
+            [*record, "greedy", "--vs", "greedy", "--positions", "a", "--out", str(fresh)],
             "--positions",
             fresh,
         ),
-        ("record: no --out", [*record, "--players", "greedy"], "required: --out", None),
+        ("record: no --out", [*record, "greedy", "--vs", "greedy"], "required: --out", None),
         ("plot: out in /proc", [*plot, str(trained), "--out", "/proc/x/a.png"], "/proc/x/a.png", None),
         ("plot: out is a directory", [*plot, str(trained), "--out", str(tmp_path)], "is a directory", None),
         ("plot: no metrics", [*plot, str(tmp_path / "nothing"), "--out", str(png)], "no metrics.jsonl", fresh),
@@ -928,15 +932,20 @@ def _more_bad_input_cases(trained, tmp_path, a_file, fresh):
         ),
         (
             "replay: unknown player",
-            [*replay, "--players", "nosuch", "--out", str(fresh / "g.json")],
+            [*replay, "nosuch", "--vs", "greedy", "--out", str(fresh / "g.json")],
             "unknown player 'nosuch'",
             fresh,
         ),
-        ("replay: out in /proc", [*replay, "--players", "greedy", "--out", "/proc/x/g.json"], "/proc/x/g.json", None),
+        (
+            "replay: out in /proc",
+            [*replay, "greedy", "--vs", "greedy", "--out", "/proc/x/g.json"],
+            "/proc/x/g.json",
+            None,
+        ),
         (
             "replay: 3 players",
-            [*replay, "--players", "greedy,random,expert", "--out", str(fresh / "g.json")],
-            "--players needs 1 or 8",
+            [*replay, "greedy", "--vs", "random,expert", "--out", str(fresh / "g.json")],
+            "--vs needs 1 or 7",
             fresh,
         ),
         (
@@ -1108,18 +1117,20 @@ def test_a_key_of_the_wrong_shape_is_the_projects_type_error():
 def test_an_annealed_or_cosine_run_refuses_a_new_length_on_resume_and_its_lr_never_goes_negative(tiny_run):
     from agents.algorithms.base import lr_schedule
 
-    annealed = TrainConfig(**{**TINY.to_dict(), "hidden": TINY.hidden, "lr_schedule": "linear"})
-    longer = TrainConfig(**{**annealed.to_dict(), "hidden": TINY.hidden, "total_steps": 2 * TINY.total_steps})
+    annealed = TrainConfig.from_fields(**{**TINY.to_dict(), "hidden": TINY.net.hidden, "lr_schedule": "linear"})
+    longer = TrainConfig.from_fields(
+        **{**annealed.to_dict(), "hidden": TINY.net.hidden, "total_steps": 2 * TINY.run.total_steps}
+    )
     with pytest.raises(RunError, match=r"total_steps=256 \(was 128\): with lr_schedule=linear"):
         preflight.check_resumable(annealed, longer)
-    cosine = TrainConfig(**{**annealed.to_dict(), "hidden": TINY.hidden, "lr_schedule": "cosine"})
+    cosine = TrainConfig.from_fields(**{**annealed.to_dict(), "hidden": TINY.net.hidden, "lr_schedule": "cosine"})
     with pytest.raises(RunError, match=r"total_steps=256 \(was 128\): with lr_schedule=cosine"):
         preflight.check_resumable(cosine, cosine.with_overrides({"total_steps": 256}))
-    fine = TrainConfig(**{**TINY.to_dict(), "hidden": TINY.hidden, "total_steps": 256})
+    fine = TrainConfig.from_fields(**{**TINY.to_dict(), "hidden": TINY.net.hidden, "total_steps": 256})
     preflight.check_resumable(TINY, fine)
-    hp = annealed.hparams()
+    hp = annealed.hparams.traced()
     lrs = [float(lr_schedule(annealed, hp)(jnp.int32(u))) for u in (0, 2, 4, 6)]
-    assert lrs == pytest.approx([annealed.lr, annealed.lr / 2, 0.0, 0.0])
+    assert lrs == pytest.approx([annealed.hparams.lr, annealed.hparams.lr / 2, 0.0, 0.0])
 
 
 def test_an_unfinished_game_never_counts_as_a_placement():

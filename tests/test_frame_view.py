@@ -5,8 +5,6 @@ config rule."""
 
 from __future__ import annotations
 
-import dataclasses
-
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -70,7 +68,7 @@ def test_what_the_frame_does_not_show_changes_neither_the_view_nor_a_frame_view_
     assert not np.array_equal(changed, observations)
     np.testing.assert_array_equal(np.asarray(frame_view(changed)), np.asarray(frame_view(observations)))
 
-    config = dataclasses.replace(preset("ppo_small"), view="frame")
+    config = preset("ppo_small").with_overrides({"view": "frame"})
     network = make_network(config, jaxgame.make().num_actions)
     assert isinstance(network, networks.FrameView)
     params = network.init(jax.random.key(0), observations)
@@ -82,6 +80,6 @@ def test_what_the_frame_does_not_show_changes_neither_the_view_nor_a_frame_view_
 
 def test_the_frame_view_needs_the_games_vector_observation():
     with pytest.raises(ValueError, match="view='frame'.*obs='vector'"):
-        dataclasses.replace(preset("ppo_pixels"), view="frame")
+        preset("ppo_pixels").with_overrides({"view": "frame"})
     with pytest.raises(ValueError, match="view"):
-        dataclasses.replace(preset("ppo_small"), view="pixels")
+        preset("ppo_small").with_overrides({"view": "pixels"})

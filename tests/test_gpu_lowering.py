@@ -20,8 +20,8 @@ from agents.utils.memory import compiled_bytes
 def test_a_training_chunk_lowers_for_cuda_with_nothing_that_stalls_it(preset):
     config = preset_config(preset)
     trainer = build(config).trainer
-    runner = jax.eval_shape(trainer.init, jax.random.key(config.seed))
-    assert runner.obs.shape[0] == config.num_envs  # the preset's full shapes
+    runner = jax.eval_shape(trainer.init, jax.random.key(config.run.seed))
+    assert runner.obs.shape[0] == config.run.num_envs  # the preset's full shapes
     assert lowering_problems(jax.jit(trainer.run, static_argnums=1), runner, 1, platform="cuda") == []
 
 
@@ -31,9 +31,9 @@ def test_a_ppo_large_update_fits_60_gb_on_one_device():
     per-device figures on several devices are in docs/benchmarks.md, ``benchmark --what memory``.)"""
     config = preset_config("ppo_large")
     trainer = build(config).trainer
-    runner = jax.eval_shape(trainer.init, jax.random.key(config.seed))
+    runner = jax.eval_shape(trainer.init, jax.random.key(config.run.seed))
     sizes = compiled_bytes(jax.jit(trainer.run, static_argnums=1).lower(runner, 1).compile())
-    rollout_obs = config.num_steps * config.num_envs * 8 * runner.obs.shape[-1] * 4
+    rollout_obs = config.ppo.num_steps * config.run.num_envs * 8 * runner.obs.shape[-1] * 4
     assert sizes["temporaries"] >= rollout_obs  # the rollout is among them: the analysis sees the update
     assert sizes["peak"] <= 60e9, sizes
 

@@ -87,7 +87,7 @@ def test_the_opponent_mix_gives_self_play_snapshot_and_anchor_games_their_shares
     unmixed = np.asarray(league.assign_roles(jax.random.key(1), num_envs, 3, 1.0))
     np.testing.assert_array_equal(roles[~self_play], unmixed[~self_play])  # the mix only adds self-play games
 
-    config = TrainConfig(
+    config = TrainConfig.from_fields(
         num_envs=num_envs,
         num_steps=steps,
         total_steps=num_envs * steps,
@@ -173,7 +173,7 @@ def test_pool_seats_act_with_the_snapshot_of_the_game_their_env_plays():
     plays the rollout's j-th draw for its env. Snapshot k always picks action k, so the actions show it."""
     from agents.envs.make import LeagueTaskState
 
-    config = TrainConfig(
+    config = TrainConfig.from_fields(
         num_envs=6, num_steps=4, total_steps=24, league_size=3, league_learner_seats=2, league_groups=3
     )
     players = league.LeaguePlayers(config, PreferenceNetwork())
@@ -285,7 +285,7 @@ def league_rollouts():
     from agents.algorithms import registry as trainers
     from agents.envs.make import make_env
 
-    config = TrainConfig(**TINY_LEAGUE)
+    config = TrainConfig.from_fields(**TINY_LEAGUE)
     trainer = trainers.make_train(config, make_env(config))
     log = {"seats": [], "record": []}
     trainer.players = LoggingPlayers(config, trainer.network, log)
@@ -395,7 +395,9 @@ def test_bot_seats_carry_no_training_weight_against_greedy_bots():
     from agents.algorithms import registry as trainers
     from agents.envs.make import make_env
 
-    config = TrainConfig(opponents="greedy", **{k: v for k, v in TINY_LEAGUE.items() if not k.startswith("league")})
+    config = TrainConfig.from_fields(
+        opponents="greedy", **{k: v for k, v in TINY_LEAGUE.items() if not k.startswith("league")}
+    )
     trainer = trainers.make_train(config, make_env(config))
     runner = jax.jit(trainer.init)(jax.random.key(0))
     _, traj, _ = jax.jit(trainer.rollout)(runner, jax.random.key(1))
@@ -411,11 +413,11 @@ def test_an_update_against_bots_trains_on_the_learners_seats_alone_as_on_all_eig
     from agents.algorithms import registry as trainers
     from agents.envs.make import make_env
 
-    config = TrainConfig(
+    config = TrainConfig.from_fields(
         opponents="greedy,greedy,self,greedy,random,greedy,self,greedy",
         **{k: v for k, v in TINY_LEAGUE.items() if not k.startswith("league")},
     )
-    assert config.trained_seats == 2 and config.num_minibatches == 1 and config.update_epochs >= 1
+    assert config.trained_seats == 2 and config.ppo.num_minibatches == 1 and config.ppo.update_epochs >= 1
     config = config.with_overrides({"update_epochs": 1})
     trainer = trainers.make_train(config, make_env(config))
     runner = jax.jit(trainer.init)(jax.random.key(0))
@@ -502,7 +504,7 @@ def test_a_league_run_rates_the_learner_and_its_snapshots(tmp_path):
 )
 def test_league_config_errors_name_the_field(overrides, message):
     with pytest.raises(ValueError, match=message):
-        TrainConfig(num_envs=8, num_steps=8, total_steps=1024, league_size=4, **overrides)
+        TrainConfig.from_fields(num_envs=8, num_steps=8, total_steps=1024, league_size=4, **overrides)
 
 
 # ---- independent learners: one parameter set per seat ----
@@ -569,9 +571,9 @@ def test_independent_learners_train_a_whole_update():
 
 def test_independent_config_errors_name_the_field():
     with pytest.raises(ValueError, match="independent"):
-        TrainConfig(num_envs=8, num_steps=8, total_steps=1024, independent=True, league_size=2)
+        TrainConfig.from_fields(num_envs=8, num_steps=8, total_steps=1024, independent=True, league_size=2)
     with pytest.raises(ValueError, match="one learner's samples"):
-        TrainConfig(num_envs=8, num_steps=8, total_steps=1024, independent=True, num_minibatches=3)
+        TrainConfig.from_fields(num_envs=8, num_steps=8, total_steps=1024, independent=True, num_minibatches=3)
 
 
 def test_one_seat_of_a_per_seat_stack_plays_as_its_own_policy():

@@ -95,7 +95,7 @@ DRIVER = textwrap.dedent(
     from agents.algorithms import registry as trainers
     from agents.config import TrainConfig
     from agents.envs.make import make_env
-    config = TrainConfig(env="gymnax:CartPole-v1", num_envs=8)
+    config = TrainConfig.from_fields(env="gymnax:CartPole-v1", num_envs=8)
     try:
         trainers.make_train(config.with_overrides({"num_devices": 8}), make_env(config))
         too_many = None
@@ -246,12 +246,12 @@ def test_two_processes_equal_one_process(runs):
 
 
 def test_num_devices_is_validated():
-    assert TrainConfig().num_devices == 0  # all devices
+    assert TrainConfig().run.num_devices == 0  # all devices
     with pytest.raises(ValueError, match=r"TrainConfig\.run\.num_devices must divide num_envs=6"):
-        TrainConfig(num_envs=6, num_devices=4)
+        TrainConfig.from_fields(num_envs=6, num_devices=4)
     with pytest.raises(ValueError, match=r"TrainConfig\.run\.num_devices must be an int in \[0, 65536\]"):
-        TrainConfig(num_devices=-1)
-    assert TrainConfig(num_envs=6, num_devices=3).num_devices == 3
+        TrainConfig.from_fields(num_devices=-1)
+    assert TrainConfig.from_fields(num_envs=6, num_devices=3).run.num_devices == 3
 
 
 # ------------------------------------------- shuffle="local": each device minibatches its own envs
@@ -268,7 +268,7 @@ LOCAL_DRIVER = textwrap.dedent(
     out = {}
 
     def make(**fields):
-        config = TrainConfig(env="gymnax:CartPole-v1", **fields)
+        config = TrainConfig.from_fields(env="gymnax:CartPole-v1", **fields)
         return trainers.make_train(config, make_env(config))
 
     # one minibatch (all samples) and no advantage normalisation: the mean of the devices' gradients is the
@@ -402,7 +402,7 @@ SLOW_DRIVER = textwrap.dedent(
     out = {}
     for name, fields in cases.items():
         for n in (4, 1):
-            config = TrainConfig(**fields, num_devices=n)
+            config = TrainConfig.from_fields(**fields, num_devices=n)
             trainer = trainers.make_train(config, make_env(config))
             runner, metrics = jax.jit(trainer)(jax.random.key(0))
             out[f"{name}/{n}"] = {k: np.asarray(v).tolist() for k, v in metrics.items()}

@@ -66,7 +66,7 @@ def _random_inputs(shape, dtype, batch, seed):
 
 
 def _pixel_policy(network: str) -> RunPolicy:
-    config = TrainConfig(obs="pixels", network=network, hidden=(64,), activation="relu", shared_torso=True)
+    config = TrainConfig.from_fields(obs="pixels", network=network, hidden=(64,), activation="relu", shared_torso=True)
     net = actor_critic(network, 258, (64,), "relu", True)
     params = net.init(jax.random.key(3), jnp.zeros((1, 72, 20), jnp.uint8))
     return RunPolicy(name=f"fresh:{network}", run_dir="fresh", step=0, config=config, network=net, params=params)

@@ -97,10 +97,12 @@ def test_the_env_and_a_training_config_take_oracle_observations():
     assert env.obs_shape == (observation.OBS_SIZE + observation.ORACLE_SIZE,)
     _, ts = jax.eval_shape(env.reset, jax.random.key(0))
     assert ts.observation.shape == (C.NUM_PLAYERS, *env.obs_shape) and ts.observation.dtype == jnp.float32
-    config = TrainConfig(obs="oracle", num_envs=2, num_steps=4, total_steps=8, num_minibatches=2, hidden=(16,))
+    config = TrainConfig.from_fields(
+        obs="oracle", num_envs=2, num_steps=4, total_steps=8, num_minibatches=2, hidden=(16,)
+    )
     trainer = make_train(config, make_env(config))
     runner = jax.eval_shape(trainer.init, jax.random.key(0))
     assert runner.obs.shape == (2, C.NUM_PLAYERS, observation.OBS_SIZE + observation.ORACLE_SIZE)
     jax.eval_shape(lambda r: trainer.run(r, 1), runner)  # the PPO update traces on the oracle's width
     with pytest.raises(ValueError, match="'mlp' or 'entity' for obs='vector', 'mlp' for 'oracle'"):
-        TrainConfig(obs="oracle", network="tiles")
+        TrainConfig.from_fields(obs="oracle", network="tiles")

@@ -47,7 +47,7 @@ class StandIns:
         (run_dir / "config.json").write_text(json.dumps(config.to_dict()))
         name = run_dir.name
         self.calls.append((name, config, resume))
-        self.seeds[str(run_dir)] = config.seed
+        self.seeds[str(run_dir)] = config.run.seed
         if self.stop_in == name:
             self.stop_in = None
             return {"stopped": "SIGTERM"}
@@ -61,16 +61,16 @@ def test_phases_read_the_results_they_link_and_train_with_their_seeds(monkeypatc
     assert [c[0] for c in fake.calls] == PHASES
     assert fake.calls[0] == ("record", str(d / "record.partial"), 7, 2)
     configs = {c[0]: c[1] for c in fake.calls[1:]}
-    assert [configs[p].seed for p in PHASES[1:]] == [8, 9, 10, 11]
-    assert configs["bc"].bc_dataset == str(d / "record")
-    assert configs["teacher"].init_from == f"{d / 'bc'}:8" and configs["teacher"].obs == "oracle"
+    assert [configs[p].run.seed for p in PHASES[1:]] == [8, 9, 10, 11]
+    assert configs["bc"].bc.bc_dataset == str(d / "record")
+    assert configs["teacher"].run.init_from == f"{d / 'bc'}:8" and configs["teacher"].task.obs == "oracle"
     student = configs["student"]
-    assert (student.init_from, student.teacher, student.anchor) == (
+    assert (student.run.init_from, student.distill.teacher, student.distill.anchor) == (
         f"{d / 'bc'}:8",
         f"{d / 'teacher'}:9",
         f"{d / 'bc'}:8",
     )
-    assert (configs["league"].init_from, configs["league"].anchor) == (f"{d / 'student'}:10",) * 2
+    assert (configs["league"].run.init_from, configs["league"].distill.anchor) == (f"{d / 'student'}:10",) * 2
     assert all(c[2] is False for c in fake.calls[1:])  # nothing resumed
     saved = json.loads((d / "pipeline.json").read_text())
     assert saved == json.loads(json.dumps(state))
@@ -172,11 +172,11 @@ def test_bad_specs_and_overrides_are_one_line_errors():
     cases = [
         ((bc, dataclasses.replace(bc)), "phase names must be distinct"),
         (
-            (dataclasses.replace(teacher, config=dataclasses.replace(teacher.config, init_from="@student")),),
+            (dataclasses.replace(teacher, config=teacher.config.with_overrides({"init_from": "@student"})),),
             r"links init_from to 'student', which is not an earlier phase \(record\)",
         ),
         (
-            (dataclasses.replace(teacher, config=dataclasses.replace(teacher.config, init_from="@record")),),
+            (dataclasses.replace(teacher, config=teacher.config.with_overrides({"init_from": "@record"})),),
             "only bc_dataset reads the recording",
         ),
     ]
@@ -185,7 +185,7 @@ def test_bad_specs_and_overrides_are_one_line_errors():
             pipeline.PipelineSpec("x", SPEC.record, phases)
     with pytest.raises(ValueError, match=r"unknown phase\(s\) \['nope'\]"):
         SPEC.with_overrides({"nope": {"lr": 0.1}})
-    with pytest.raises(ValueError, match=r"TrainConfig\.optim\.lr must be a number"):
+    with pytest.raises(ValueError, match=r"TrainConfig\.hparams\.lr must be a number"):
         SPEC.with_overrides({"bc": {"lr": 5.0}})
     with pytest.raises(ValueError, match="RecordPhase.games must be an int >= 1"):
         SPEC.with_overrides({"record": {"games": 0}})

@@ -183,8 +183,9 @@ def test_the_cli_records_and_prints_one_json_line(tmp_path, capsys):
     rules = [f"--set={name}={value}" for name, value in TINY.items()]
     result = record.main(
         [
-            "--players",
-            ",".join(PLAYERS),
+            PLAYERS[0],
+            "--vs",
+            ",".join(PLAYERS[1:]),
             "--positions",
             "0,3",
             "--games",
@@ -314,7 +315,7 @@ def test_the_cli_records_pixel_games_packed(tmp_path, capsys):
     out = tmp_path / "pixels"
     rules = [f"--set={name}={value}" for name, value in TINY.items()]
     result = record.main(
-        ["--players", "greedy", "--games", "1", "--obs", "pixels", "--out", str(out), "--quiet", *rules]
+        ["greedy", "--vs", "greedy", "--games", "1", "--obs", "pixels", "--out", str(out), "--quiet", *rules]
     )
     assert result["rotations"] == 1 and result["games"] == 1
     manifest = dataset.open_dataset(out).manifest
@@ -327,12 +328,13 @@ def test_the_cli_records_pixel_games_packed(tmp_path, capsys):
 @pytest.mark.parametrize(
     "argv, message",
     [
-        (["--players", "greedy,random"], "1 or 8 comma-separated players"),
-        (["--players", "greedy", "--positions", "a"], "--positions 'a'"),
-        (["--players", "greedy", "--games", "0"], "--games must be >= 1"),
-        (["--players", "greedy", "--set", "max_rounds=x"], "GameConfig.max_rounds must be an int"),
-        (["--players", "greedy", "--set", "nope=3"], "not a game rule"),
-        (["--players", "nobody/run"], "unknown player 'nobody/run'"),
+        (["greedy", "--vs", "greedy,random"], "--vs needs 1 or 7 comma-separated players"),
+        (["greedy", "--vs", "greedy", "--positions", "a"], "--positions 'a'"),
+        (["greedy", "--vs", "greedy", "--games", "0"], "--games must be >= 1"),
+        (["greedy", "--vs", "greedy", "--set", "max_rounds=x"], "GameConfig.max_rounds must be an int"),
+        (["greedy", "--vs", "greedy", "--set", "nope=3"], "not a game rule"),
+        (["nobody/run", "--vs", "greedy"], "unknown player 'nobody/run'"),
+        (["greedy", "--vs", "nobody/run"], "--vs: unknown player 'nobody/run'"),
     ],
 )
 def test_the_cli_refuses_bad_input_in_one_line(tmp_path, capsys, argv, message):

@@ -296,6 +296,7 @@ def test_cli_writes_the_viewer_for_an_html_out(tmp_path, capsys):
 
     out = tmp_path / "game.html"
     rules = [arg for name, value in TINY.items() for arg in ("--set", f"{name}={value}")]
-    result = replay_cli.main(["--players", ",".join(BOTS), "--seed", str(SEED), "--out", str(out), "--quiet", *rules])
+    lineup = [BOTS[0], "--vs", ",".join(BOTS[1:])]
+    result = replay_cli.main([*lineup, "--seed", str(SEED), "--out", str(out), "--quiet", *rules])
     assert json.loads(capsys.readouterr().out.strip().splitlines()[-1]) == result
     assert out.read_text(encoding="utf-8") == viewer.html(bot_record()) and result["bytes"] == out.stat().st_size

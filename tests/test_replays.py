@@ -24,6 +24,8 @@ from jaxgame import constants as C
 TINY = dict(steps_per_round=2, max_rounds=10, starting_life=12, max_combat_ticks=150)
 BOTS = ["expert", "greedy", "random", "greedy", "expert", "random", "greedy", "random"]
 SEED = 3
+#: BOTS on the command line: seat 0's player, then the 7 other seats'
+LINEUP = [BOTS[0], "--vs", ",".join(BOTS[1:])]
 
 # one worker compiles the recorders and the table runner these tests share
 pytestmark = pytest.mark.xdist_group("replays")
@@ -216,7 +218,7 @@ def test_cli_writes_the_replay_and_prints_one_line(tmp_path, capsys):
 
     out = tmp_path / "games" / "bots.json"
     rules = [a for k, v in TINY.items() for a in ("--set", f"{k}={v}")]
-    result = replay.main(["--players", ",".join(BOTS), "--seed", str(SEED), "--out", str(out), "--quiet", *rules])
+    result = replay.main([*LINEUP, "--seed", str(SEED), "--out", str(out), "--quiet", *rules])
     printed = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
     assert printed == result and printed["out"] == str(out) and printed["bytes"] == out.stat().st_size
     written = replay_format.read(out)
@@ -235,9 +237,7 @@ def test_cli_draws_seat_0s_game_as_a_gif_of_its_rounds_and_fights(tmp_path, caps
 
     out = tmp_path / "game.gif"
     rules = [a for k, v in TINY.items() for a in ("--set", f"{k}={v}")]
-    result = replay.main(
-        ["--players", ",".join(BOTS), "--seed", str(SEED), "--out", str(out), "--quiet", *rules, "--gif-every", "3"]
-    )
+    result = replay.main([*LINEUP, "--seed", str(SEED), "--out", str(out), "--quiet", *rules, "--gif-every", "3"])
     trace, _ = bot_game()
     assert result["placements"] == trace.placements.tolist() and result["bytes"] == out.stat().st_size
     fight_steps = sorted(fights_lib.fights_of_game(tiny_game(), trace.states, trace.actions))
@@ -260,7 +260,7 @@ def test_cli_draws_seat_0s_game_as_a_gif_of_its_rounds_and_fights(tmp_path, caps
     shades = render.replay_shades(gif._fight_replay(own[0]), every=3)[0]  # its first tick, home at the bottom
     np.testing.assert_array_equal(frame(1)[packing.FRAME_H - render.REPLAY_H :], packing.PALETTE[shades])
     with pytest.raises(SystemExit):
-        replay.main(["--players", "greedy", "--out", str(tmp_path / "x.gif"), "--gif-every", "0"])
+        replay.main(["greedy", "--vs", "greedy", "--out", str(tmp_path / "x.gif"), "--gif-every", "0"])
 
 
 def test_cli_says_the_final_placements_in_one_sentence():
@@ -293,7 +293,7 @@ def test_cli_refuses_an_out_suffix_it_cannot_write_before_any_work(tmp_path, out
     from experiments import replay
 
     with pytest.raises(SystemExit) as exit_info:
-        replay.main(["--players", "greedy", "--out", str(tmp_path / out), "--quiet"])
+        replay.main(["greedy", "--vs", "greedy", "--out", str(tmp_path / out), "--quiet"])
     err = capsys.readouterr().err
     assert exit_info.value.code == 2 and "a replay is written as .json or .html or .htm or .gif" in err, err
     assert len(err.strip().splitlines()) == 1 and not (tmp_path / out).exists()

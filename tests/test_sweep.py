@@ -30,7 +30,7 @@ SEEDS = (3, 4)
 
 def test_runs_are_grid_point_major_and_seed_minor():
     base, spec = sweep_cli.spec_from_sets(SMOKE, {"lr": "1e-3,2e-4", "ent_coef": "0,0.05", "gamma": "0.9"}, 3)
-    assert base.gamma == 0.9 and spec.fields == ("lr", "ent_coef") and spec.seeds == (0, 1, 2)
+    assert base.hparams.gamma == 0.9 and spec.fields == ("lr", "ent_coef") and spec.seeds == (0, 1, 2)
     assert spec.points == [
         {"lr": 1e-3, "ent_coef": 0.0},
         {"lr": 1e-3, "ent_coef": 0.05},
@@ -41,7 +41,7 @@ def test_runs_are_grid_point_major_and_seed_minor():
     run = spec.runs[7]  # point 2, second seed
     assert (run.index, run.point, run.seed, run.values) == (7, 2, 1, {"lr": 2e-4, "ent_coef": 0.0})
     config = spec.run_config(base, 7)
-    assert (config.seed, config.lr, config.ent_coef, config.gamma) == (1, 2e-4, 0.0, 0.9)
+    assert (config.run.seed, config.hparams.lr, config.hparams.ent_coef, config.hparams.gamma) == (1, 2e-4, 0.0, 0.9)
     assert SweepSpec.from_dict(json.loads(json.dumps(spec.to_dict()))) == spec
     _, counted = sweep_cli.spec_from_sets(SMOKE.with_overrides({"seed": 10}), {}, 2)
     assert counted.seeds == (0, 1) and counted.points == [{}]  # a count is seeds 0..N-1, as in reproduce
@@ -50,10 +50,10 @@ def test_runs_are_grid_point_major_and_seed_minor():
     _, listed = sweep_cli.spec_from_sets(SMOKE, {"hidden": "32,32"}, [5, 9])
     assert listed.seeds == (5, 9) and listed.num_runs == 2  # a list-valued field is one value, not a sweep
     dotted_base, dotted = sweep_cli.spec_from_sets(
-        SMOKE, {"optim.lr": "1e-3,2e-4", "loss.gamma": "0.9", "net.hidden": "32,32"}, 1
+        SMOKE, {"hparams.lr": "1e-3,2e-4", "hparams.gamma": "0.9", "net.hidden": "32,32"}, 1
     )
     assert dotted.points == [{"lr": 1e-3}, {"lr": 2e-4}]  # the dotted names sweep the same fields
-    assert (dotted_base.gamma, dotted_base.hidden) == (0.9, (32, 32))
+    assert (dotted_base.hparams.gamma, dotted_base.net.hidden) == (0.9, (32, 32))
 
 
 @pytest.mark.parametrize(
@@ -62,7 +62,7 @@ def test_runs_are_grid_point_major_and_seed_minor():
         ({"num_envs": "16,32"}, 1, r"TrainConfig\.num_envs cannot be swept: only the traced hyperparameters lr, "),
         ({"num_steps": "8,16"}, 1, r"TrainConfig\.num_steps cannot be swept"),
         ({"lr_schedule": "linear,cosine"}, 1, r"TrainConfig\.lr_schedule cannot be swept"),
-        ({"lr": "1e-3,2"}, 1, r"TrainConfig\.optim\.lr must be a number in \[0\.0, 1\.0\], got 2\.0"),
+        ({"lr": "1e-3,2"}, 1, r"TrainConfig\.hparams\.lr must be a number in \[0\.0, 1\.0\], got 2\.0"),
         ({"lr": "1e-3,fast"}, 1, r"TrainConfig\.lr: cannot parse the swept values"),
         ({"seed": "1,2"}, 1, r"give the seeds with --seeds"),
         ({"optim.lrr": "1,2"}, 1, r"did you mean"),
@@ -165,7 +165,8 @@ def _sweep_and_compare(tmp_path, preset, sets, objective):
     for r in described["runs"]:
         lines = (run_dir / "runs" / f"run_{r['index']:03d}" / "metrics.jsonl").read_text().splitlines()
         meta = json.loads(lines[0])["meta"]
-        assert (meta["run"], meta["seed"], meta["config"]["optim"]["lr"]) == (r["index"], r["seed"], r["values"]["lr"])
+        swept = (meta["run"], meta["seed"], meta["config"]["hparams"]["lr"])
+        assert swept == (r["index"], r["seed"], r["values"]["lr"])
         records = [json.loads(line) for line in lines[1:]]
         assert [rec["update"] for rec in records] == [2, 4]
         assert all(rec["run"] == r["index"] and rec["values"] == r["values"] for rec in records)
@@ -190,7 +191,7 @@ def _sweep_and_compare(tmp_path, preset, sets, objective):
         config = spec.run_config(base, k)
         trainer = make_train(config, make_env(config))
         run = jax.jit(trainer.run, static_argnums=1)
-        alone, first_chunk = run(trainer.init(jax.random.key(config.seed)), 2)
+        alone, first_chunk = run(trainer.init(jax.random.key(config.run.seed)), 2)
         alone, _ = run(alone, 2)
         for mine, theirs in zip(jax.tree_util.tree_leaves(restored.params), jax.tree_util.tree_leaves(alone.params)):
             np.testing.assert_allclose(mine[k], theirs, rtol=1e-4, atol=1e-6)

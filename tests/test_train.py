@@ -33,14 +33,14 @@ from tests.xla_flags import compile_as_users_do
 @pytest.mark.parametrize(
     "overrides, message",
     [
-        ({"lr": "2"}, r"TrainConfig\.optim\.lr must be a number in \[0\.0, 1\.0\], got 2\.0"),
+        ({"lr": "2"}, r"TrainConfig\.hparams\.lr must be a number in \[0\.0, 1\.0\], got 2\.0"),
         ({"num_envs": "0"}, r"TrainConfig\.run\.num_envs must be an int in \[1, "),
         ({"num_envs": "abc"}, r"TrainConfig\.run\.num_envs must be an int, got 'abc'"),
         ({"normalize_advantages": "maybe"}, r"TrainConfig\.loss\.normalize_advantages must be a bool"),
         ({"algo": "dqn"}, r"TrainConfig\.run\.algo must be one of \('ppo', 'a2c', 'bc'\)"),
         ({"nope": "1"}, r"unknown config key\(s\) 'nope'; a field is named by its short name \(lr\) or GROUP\.NAME"),
         ({"gama": "0.9"}, r"unknown config key\(s\) 'gama' \(did you mean gamma\?\)"),
-        ({"ppo.lr": "0.1"}, r"unknown config key\(s\) 'ppo\.lr' \(did you mean optim\.lr\?\)"),
+        ({"ppo.lr": "0.1"}, r"unknown config key\(s\) 'ppo\.lr' \(did you mean hparams\.lr\?\)"),
         ({"num_minibatches": "7"}, r"num_minibatches must divide the rollout batch"),
         ({"obs": "pixels"}, r"network must be 'cnn' or 'tiles' or 'tile_ids' for obs='pixels'"),
         ({"opponents": "self,greedy"}, r"TrainConfig\.task\.opponents must be one of"),
@@ -71,9 +71,14 @@ def test_bad_overrides_name_the_field(overrides, message):
 
 def test_overrides_parse_by_type():
     config = apply_sets(TrainConfig(), {"lr": "1e-4", "num_envs": "32", "lr_schedule": "linear", "hidden": "64,32"})
-    assert (config.lr, config.num_envs, config.lr_schedule, config.hidden) == (1e-4, 32, "linear", (64, 32))
+    assert (config.hparams.lr, config.run.num_envs, config.optim.lr_schedule, config.net.hidden) == (
+        1e-4,
+        32,
+        "linear",
+        (64, 32),
+    )
     assert TrainConfig.from_dict(config.to_dict()) == config
-    assert TrainConfig(opponents="greedy").seat_kinds == ("self",) + ("greedy",) * 7
+    assert TrainConfig.from_fields(opponents="greedy").seat_kinds == ("self",) + ("greedy",) * 7
     assert TrainConfig().seat_kinds == ("self",) * 8
 
 
@@ -81,7 +86,7 @@ def test_cli_rejects_bad_set_before_training(tmp_path, capsys):
     run_dir = tmp_path / "run"
     with pytest.raises(SystemExit):
         train_cli.main(["--preset=smoke", "--set", "gamma=1.5", "--out", str(run_dir), "--quiet"])
-    assert "TrainConfig.loss.gamma must be a number in [0.0, 1.0], got 1.5" in capsys.readouterr().err
+    assert "TrainConfig.hparams.gamma must be a number in [0.0, 1.0], got 1.5" in capsys.readouterr().err
     assert not run_dir.exists()
     with pytest.raises(SystemExit):
         train_cli.main(["--preset=smoke", "--set", "gama=0.9", "--out", str(run_dir), "--quiet"])
@@ -97,30 +102,30 @@ def test_list_presets(capsys):
 
 def test_ppo_gymnax_preset_matches_purejaxrl():
     c = preset_config("ppo_gymnax")
-    assert (c.num_envs, c.num_steps, c.update_epochs, c.num_minibatches, c.lr, c.lr_schedule) == (
-        4,
-        128,
-        4,
-        4,
-        2.5e-4,
-        "linear",
-    )
-    assert (c.gamma, c.gae_lambda, c.clip_eps, c.ent_coef, c.vf_coef, c.max_grad_norm) == (
-        0.99,
-        0.95,
-        0.2,
-        0.01,
-        0.5,
-        0.5,
-    )
-    assert (c.hidden, c.activation, c.total_steps) == ((64, 64), "tanh", 500_000)
+    assert (
+        c.run.num_envs,
+        c.ppo.num_steps,
+        c.ppo.update_epochs,
+        c.ppo.num_minibatches,
+        c.hparams.lr,
+        c.optim.lr_schedule,
+    ) == (4, 128, 4, 4, 2.5e-4, "linear")
+    assert (
+        c.hparams.gamma,
+        c.hparams.gae_lambda,
+        c.hparams.clip_eps,
+        c.hparams.ent_coef,
+        c.hparams.vf_coef,
+        c.hparams.max_grad_norm,
+    ) == (0.99, 0.95, 0.2, 0.01, 0.5, 0.5)
+    assert (c.net.hidden, c.net.activation, c.run.total_steps) == ((64, 64), "tanh", 500_000)
 
 
 # ---------------------------------------------------------------- PPO on a fixed batch
 
 
 def test_ppo_update_on_a_fixed_batch_lowers_the_loss():
-    config = TrainConfig(hidden=(32,), lr=1e-3)
+    config = TrainConfig.from_fields(hidden=(32,), lr=1e-3)
     network = trainer_base.make_network(config, 5)
     key = jax.random.key(0)
     obs = jax.random.normal(key, (64, 6))
@@ -134,7 +139,7 @@ def test_ppo_update_on_a_fixed_batch_lowers_the_loss():
     advantages = jax.random.normal(jax.random.fold_in(key, 4), (64,))
     targets = value + advantages
     weight = jnp.ones(64).at[:8].set(0.0)
-    hp = config.hparams()
+    hp = config.hparams.traced()
 
     def loss(p):
         new_logits, new_value = network.apply(p, obs)
@@ -223,13 +228,16 @@ def test_a_shorter_last_chunk_runs_in_the_chunks_program_and_the_run_is_the_same
 
 @needs_gymnax
 def test_a_shorter_last_chunk_is_compiled_and_counted_as_compiling(tmp_path, monkeypatch):
-    """A trainer whose chunk is its own (``runs_upto`` False, e.g. a dataset clone's): 3 updates in chunks of 2,
+    """A trainer whose chunk is its own (``facts.runs_upto`` False, e.g. a dataset clone's): 3 updates in chunks of 2,
     the last chunk (1 update) is a program of its own; its compile is announced and counted in ``compile_s`` (here
     stretched by a known 3 s), not in ``train_s`` or ``loop_s`` (the loop of 3 tiny updates takes well under a
     second beside it)."""
     from agents.run import train_program, training
 
-    monkeypatch.setattr(trainer_base.Trainer, "runs_upto", False)
+    facts = trainer_base.Trainer.facts.fget
+    monkeypatch.setattr(
+        trainer_base.Trainer, "facts", property(lambda self: dataclasses.replace(facts(self), runs_upto=False))
+    )
     config = _tiny_cartpole().with_overrides({"total_steps": 128 * 4 * 3})
     compiled_sizes = []
     real_compile = train_program.TrainProgram.compile
@@ -274,7 +282,7 @@ def test_an_in_run_ladder_rating_rates_the_policy_of_each_evaluation(tmp_path, m
     for name, _, params, config in seen:  # the parameters rated are the ones checkpointed at that update
         saved = load_policy(str(run), int(name.split(":")[1]))
         chex.assert_trees_all_equal(params, saved.params)
-        assert config.eval_ladder == 3 and config.num_devices == 1
+        assert config.log.eval_ladder == 3 and config.run.num_devices == 1
 
 
 @needs_gymnax
@@ -283,7 +291,7 @@ def test_ppo_without_masks_and_weights_on_a_dense_env_equals_the_general_program
     open decisions out (``Trainer.dense``); the same env without the declaration takes the general path. Both
     reach the same parameters and metrics after 3 updates (episodes end inside the rollouts: CartPole's first
     ones last ~20 steps)."""
-    config = TrainConfig(
+    config = TrainConfig.from_fields(
         env="gymnax:CartPole-v1",
         num_envs=4,
         num_steps=32,
@@ -297,7 +305,7 @@ def test_ppo_without_masks_and_weights_on_a_dense_env_equals_the_general_program
     class General(type(env)):
         all_actions_legal = False
 
-    general = General("CartPole-v1", config.num_envs)
+    general = General("CartPole-v1", config.run.num_envs)
     fast, slow = make_train(config, env), make_train(config, general)
     assert fast.dense and not slow.dense
     (fast_runner, fast_metrics), (slow_runner, slow_metrics) = (
@@ -419,7 +427,7 @@ def test_load_policy_builds_only_the_network_and_reads_only_the_parameters(smoke
     config = preset_config("smoke")
     trainer = build(config).trainer
     with CheckpointStore(run_dir / CHECKPOINT_DIR, keep=1) as store:
-        _, runner, _ = store.restore(jax.eval_shape(trainer.init, jax.random.key(config.seed)), step=2)
+        _, runner, _ = store.restore(jax.eval_shape(trainer.init, jax.random.key(config.run.seed)), step=2)
 
     def refuse(*args, **kwargs):
         raise AssertionError("load_policy built an env or a trainer")
@@ -491,12 +499,12 @@ def test_a_distillation_run_reads_its_frozen_policies_and_resumes_only_with_the_
     records = _records(tmp_path / "whole")
     assert [r["train/teacher_kl"] for r in records] == pytest.approx([0.5 * (1 + 2 / 3), 0.5 * (1 / 3 + 0)])
     assert all(r["loss/teacher_kl"] > 0 and r["loss/anchor_kl"] >= 0 for r in records)
-    half = config.with_overrides({"total_steps": config.total_steps // 2})
+    half = config.with_overrides({"total_steps": config.run.total_steps // 2})
     train(half, tmp_path / "split")
     train(config, tmp_path / "split", resume=True)
     assert _records(tmp_path / "split") == records
     student = load_policy(tmp_path / "split")
-    assert student.config.obs == "vector"
+    assert student.config.task.obs == "vector"
     jax.tree_util.tree_map(np.testing.assert_array_equal, student.params, load_policy(tmp_path / "whole").params)
     student.network.apply(student.params, np.zeros((1, 582), np.float32))  # a vector policy's input
 
@@ -792,7 +800,7 @@ def test_bot_seats_replace_the_learners_actions():
     from agents.envs.make import AutoChessTask
     from jaxgame import bots
 
-    config = TrainConfig(opponents="greedy", num_envs=3)
+    config = TrainConfig.from_fields(opponents="greedy", num_envs=3)
     task = make_env(config)
     assert isinstance(task, AutoChessTask) and task.learner_seats.tolist() == [True] + [False] * 7
     games = jax.vmap(task.game.new_game)(jax.random.split(jax.random.key(0), 3))
@@ -903,7 +911,7 @@ def test_wandb_offline_gets_the_runs_scalars_when_turned_on_at_a_resume(smoke_ru
     monkeypatch.setenv("WANDB_SILENT", "true")
     run_dir = tmp_path / "run"
     shutil.copytree(smoke_run[0], run_dir)
-    config = dataclasses.replace(load_config(run_dir), wandb_project="jaxgame-test")
+    config = load_config(run_dir).with_overrides({"wandb_project": "jaxgame-test"})
     summary = train(config, run_dir, resume=True)
     assert summary["updates"] == 4 and summary["final_eval"] == smoke_run[1]["final_eval"]
     assert _records(run_dir) == _records(smoke_run[0])

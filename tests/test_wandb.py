@@ -102,12 +102,15 @@ def test_the_sink_gets_tensorboards_scalars_and_a_resume_continues_its_run(tmp_p
 
 def test_no_project_no_wandb(tmp_path, fake_wandb):
     assert wandb_log.sinks(TrainConfig(), tmp_path) == [] and fake_wandb.runs == []
-    (sink,) = wandb_log.sinks(TrainConfig(wandb_project="p"), tmp_path, group="g")
-    assert sink.run.init["project"] == "p" and sink.run.init["config"] == TrainConfig(wandb_project="p").to_dict()
+    (sink,) = wandb_log.sinks(TrainConfig.from_fields(wandb_project="p"), tmp_path, group="g")
+    assert (
+        sink.run.init["project"] == "p"
+        and sink.run.init["config"] == TrainConfig.from_fields(wandb_project="p").to_dict()
+    )
 
 
 def test_a_missing_wandb_is_one_line_before_the_run_dir_is_made(tmp_path, monkeypatch):
     monkeypatch.setitem(sys.modules, "wandb", None)  # import wandb raises ImportError
     with pytest.raises(RunError, match=r"^wandb_project='p' needs the wandb package: pip install \"jaxgame\[wandb\]\""):
-        train(TrainConfig(wandb_project="p"), tmp_path / "run")
+        train(TrainConfig.from_fields(wandb_project="p"), tmp_path / "run")
     assert not (tmp_path / "run").exists()

@@ -12,6 +12,8 @@ resets the envs, ``fold_in(key, 2)`` is the training stream (docs/training.md, "
 
 from __future__ import annotations
 
+import dataclasses
+
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -95,7 +97,7 @@ def apply_gradients(config, hp, params, opt_state, grads, update):
 def init_runner(config: TrainConfig, env, network, key, hparams: HParams | None = None) -> Runner:
     """Parameters, optimizer state and the first env states from the master key."""
     key = as_key(key, "train key")
-    hp = config.hparams() if hparams is None else hparams
+    hp = config.hparams.traced() if hparams is None else hparams
     env_state, ts = env.reset(jax.random.fold_in(key, ENV_STREAM))
     sample_obs = jax.tree_util.tree_map(lambda x: x[:1, :1], ts.observation)
     params = network.init(jax.random.fold_in(key, INIT_STREAM), sample_obs)
@@ -130,13 +132,31 @@ def check_trainer_env(name: str, algo: str, config: TrainConfig, env) -> None:
         raise ValueError(f"env has num_envs={env.num_envs} but config.run.num_envs={config.run.num_envs}")
 
 
+@dataclasses.dataclass(frozen=True)
+class TrainerFacts:
+    """What the run library (the host) needs to know about a trainer, in one frozen record beside its compiled part
+    (``trainer.facts``), so the host never branches on the algorithm."""
+
+    players_per_step: int
+    """samples one env step makes (its seats): the throughput's seat-steps are env steps x this"""
+    sample_unit: str = "seat-steps"
+    """what the progress line's throughput counts"""
+    runs_upto: bool = True
+    """``run_upto`` runs the trainer's shorter last chunk in the full chunk's program (else it compiles its own)"""
+    roles: tuple[str, ...] = ()
+    """the frozen policies (``agents.config.REFERENCE_ROLES``) it reads: the run library loads them
+    (``agents.policies.frozen.load_references``) and hands them to ``use_references`` before the first chunk"""
+    reads_recording: bool = False
+    """it clones a recording: the run library reads ``config.bc.bc_dataset`` and hands it to ``use_recording``"""
+
+
 class Trainer:
     """Shared shell of the trainers: ``make_train``'s result, callable ``(key, hparams=None) ->
     (runner, metrics)``, plus ``init`` and ``run`` (a chunk of updates; the caller jits it) for the chunked loop.
     An algorithm's trainer sets ``algo`` and implements ``update(runner) -> (runner, metrics)``: PPO's machinery
     (``agents.algorithms.ppo.PPO``, composed with a loss and a way to make its samples), the streaming A2C and the
-    cloning of a recording. The run library asks the trainer what it needs (``roles``, ``chunk_inputs``,
-    ``input_identity``, ``players_per_step``) instead of branching on the algorithm; the console line is the run
+    cloning of a recording. The run library asks the trainer what it needs (``facts``, ``chunk_inputs``,
+    ``input_identity``) instead of branching on the algorithm; the console line is the run
     library's (``agents.run.progress_line``), from the metrics' names.
 
     Devices (``agents.utils.distributed``): ``self.mesh`` is the data-parallel mesh of ``config.run.num_devices``,
@@ -146,8 +166,7 @@ class Trainer:
     """
 
     algo = ""
-    #: the frozen policies (``agents.config.REFERENCE_ROLES``) the trainer reads; the run library loads them
-    #: (``agents.policies.frozen.load_references``) and hands them to ``use_references`` before the first chunk
+    #: the frozen policies (``agents.config.REFERENCE_ROLES``) the trainer reads (``TrainerFacts.roles``)
     roles: tuple[str, ...] = ()
     #: Runner fields whose leaves have a leading env axis (sharded over the devices).
     env_fields = ("env_state", "obs", "mask", "tracker", "pending")
@@ -204,15 +223,10 @@ class Trainer:
         """Whether the run ends before its ``num_updates`` (a dataset run's early stopping); never here."""
         return False
 
-    #: what the progress line's throughput counts
-    sample_unit = "seat-steps"
-    #: ``run_upto`` runs this trainer's chunks (a trainer with a ``run`` of its own sets False)
-    runs_upto = True
-
     @property
-    def players_per_step(self) -> int:
-        """Samples one env step makes (its seats): the throughput's seat-steps are env steps x this."""
-        return self.env.num_players
+    def facts(self) -> TrainerFacts:
+        """What the run library needs to know about this trainer."""
+        return TrainerFacts(players_per_step=self.env.num_players, roles=tuple(self.roles))
 
     def init(self, key, hparams: HParams | None = None) -> Runner:
         return self.constrain(init_runner(self.config, self.env, self.network, key, hparams))
@@ -269,6 +283,7 @@ __all__ = [
     "TRAIN_STREAM",
     "Runner",
     "Trainer",
+    "TrainerFacts",
     "apply_gradients",
     "check_trainer_env",
     "init_runner",

@@ -144,7 +144,7 @@ def init_dataset_runner(config: TrainConfig, network, sample_obs, key, hparams: 
     """Parameters from ``fold_in(key, INIT_STREAM)`` (``sample_obs``: one observation's shape and dtype, with a
     leading batch axis), a fresh optimizer, the minibatch stream ``fold_in(key, TRAIN_STREAM)``."""
     key = as_key(key, "train key")
-    hp = config.hparams() if hparams is None else hparams
+    hp = config.hparams.traced() if hparams is None else hparams
     params = network.init(jax.random.fold_in(key, INIT_STREAM), sample_obs)
     return DatasetRunner(
         params,
@@ -224,13 +224,9 @@ class DatasetCloning:
     every trainer (``agents.algorithms.base.Trainer``'s attributes of the same names)."""
 
     algo = "bc"
-    roles: tuple[str, ...] = ()  # no frozen policies
     env_fields = ()
-    #: the run library reads ``config.bc.bc_dataset`` for it and calls ``use_recording``
-    reads_recording = True
-    sample_unit = "samples"
-    runs_upto = False  # its chunk is clone_chunk: a shorter last chunk compiles a program of its own
-    players_per_step = 1  # a sample is one seat's step
+    #: a sample is one seat's step; its chunk is clone_chunk (a shorter last chunk compiles a program of its own)
+    facts = trainer_base.TrainerFacts(players_per_step=1, sample_unit="samples", runs_upto=False, reads_recording=True)
     mesh = None  # one device (TrainConfig refuses num_devices > 1)
 
     def __init__(self, config: TrainConfig, env):

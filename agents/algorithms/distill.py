@@ -118,9 +118,9 @@ class FrozenPolicies(OwnPlay):
     def __init__(self, config: TrainConfig):
         self.teacher = bool(config.distill.teacher)
         self.dropout_updates = config.distill.oracle_dropout_updates if config.distill.teacher else 0
-        self.roles = tuple(r for r in REFERENCE_ROLES if getattr(config, r))  # the frozen policies it reads
+        self.roles = tuple(r for r in REFERENCE_ROLES if config.get(r))  # the frozen policies it reads
         # those with a KL term (a league's anchor may only play games: anchor_kl=0)
-        self.kl_roles = tuple(r for r in self.roles if getattr(config, f"{r}_kl") > 0)
+        self.kl_roles = tuple(r for r in self.roles if config.get(f"{r}_kl") > 0)
         self.references = None  # {role: Reference}, given by use_references
 
     def network(self, network):

@@ -8,7 +8,6 @@ are dicts of float32[num_updates] arrays, turned into floats by ``summarize``.
 
 from __future__ import annotations
 
-import dataclasses
 import functools
 
 from agents.algorithms.a2c import StreamingA2C
@@ -74,7 +73,7 @@ def built_trainer(config: TrainConfig) -> tuple:
     """``(env, trainer)`` of ``config``, cached: runs, loaded policies and baselines of one config in one process
     share them (and the run library's jitted chunks, ``agents.run.build``) instead of retracing them. Configs that
     differ only in where they log (``wandb_project``) share them."""
-    return _built_trainer(dataclasses.replace(config, wandb_project=""))
+    return _built_trainer(config.with_overrides({"wandb_project": ""}))
 
 
 @functools.lru_cache(maxsize=4)

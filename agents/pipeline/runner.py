@@ -161,7 +161,7 @@ def phase_overrides(sets: dict) -> dict:
             out[phase] = {k: parse_value(k, int, v, owner="RecordPhase") for k, v in fields.items()}
             continue
         out[phase] = {}
-        for name, text in fields.items():  # a short (lr) or dotted (optim.lr) field name, as in experiments.train
+        for name, text in fields.items():  # a short (lr) or dotted (hparams.lr) field name, as in experiments.train
             try:
                 TrainConfig.field_path(name)
             except ValueError as err:

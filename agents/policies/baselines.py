@@ -124,7 +124,7 @@ def load_baseline(name: str, directory: Path | None = None) -> Baseline:
     describe(name, directory)  # not shipped: the error lists the versions that are
     verify(name, directory)
     meta = describe(name, directory)
-    config = dataclasses.replace(TrainConfig.from_dict(meta["config"]), num_devices=1)
+    config = TrainConfig.from_dict(meta["config"]).with_overrides({"num_devices": 1})
     network, shapes = policy_network(config)  # only the network: no env steps, no trainer
     raw = serialization.msgpack_restore((directory / f"{name}.msgpack").read_bytes())
     try:

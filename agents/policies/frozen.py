@@ -76,11 +76,11 @@ def transfer_params(saved, fresh, widen_inputs: bool):
 def check_start(saved: TrainConfig, config: TrainConfig, name: str) -> bool:
     """``PhaseError`` unless a policy of ``saved`` can start a run of ``config``; returns whether the inputs widen
     (vector -> oracle)."""
-    differing = [f for f in NETWORK_FIELDS if getattr(saved, f) != getattr(config, f)]
+    differing = [f for f in NETWORK_FIELDS if getattr(saved.net, f) != getattr(config.net, f)]
     if differing:
         raise PhaseError(
             f"init_from {name}: its network differs from this run's in "
-            + ", ".join(f"{f} ({getattr(saved, f)!r} vs {getattr(config, f)!r})" for f in differing)
+            + ", ".join(f"{f} ({getattr(saved.net, f)!r} vs {getattr(config.net, f)!r})" for f in differing)
         )
     if saved.task.env != config.task.env:
         raise PhaseError(f"init_from {name}: it played {saved.task.env}, this run {config.task.env}")
@@ -96,7 +96,7 @@ def check_start(saved: TrainConfig, config: TrainConfig, name: str) -> bool:
 def load_saved(config: TrainConfig, field: str):
     """The saved policy (``agents.policies.load.RunPolicy``) that ``config.<field>`` names (``init_from``, ``teacher``,
     ``anchor``); ``PhaseError`` (one line) for a bot's name or a policy that cannot be loaded."""
-    text = getattr(config, field)
+    text = config.get(field)
     try:
         spec = parse_spec(text)
     except PolicyError as err:  # an unknown player (with the closest valid ones) or a bad STEP
@@ -160,7 +160,7 @@ def load_references(config: TrainConfig, params=None) -> dict:
     for a teacher that did not see the oracle's observation, or an anchor that plays league games
     (``league_anchor_share``) has other parameter shapes than ``params`` (this run's, arrays or
     ``ShapeDtypeStruct``s; it plays with the learner's network)."""
-    references = {role: load_reference(config, role) for role in REFERENCE_ROLES if getattr(config, role)}
+    references = {role: load_reference(config, role) for role in REFERENCE_ROLES if config.get(role)}
     teacher = references.get("teacher")
     if config.distill.oracle_dropout_updates and not teacher.oracle:
         raise PhaseError(
@@ -177,13 +177,14 @@ def load_references(config: TrainConfig, params=None) -> dict:
 
 def trainer_inputs(trainer, config: TrainConfig, params) -> tuple:
     """The arguments a trainer's ``run`` / ``update`` / ``rollout`` take after the runner: its frozen policies
-    (``trainer.roles``) loaded and handed to it first (``load_references``; ``params``: this run's, arrays or
-    ``ShapeDtypeStruct``s) or the recording it clones (``trainer.reads_recording``: ``config.bc.bc_dataset`` read and
-    checked, ``agents.storage.recorded_samples.read``), then ``trainer.chunk_inputs()``. Each call loads them anew.
+    (``trainer.facts.roles``) loaded and handed to it first (``load_references``; ``params``: this run's, arrays or
+    ``ShapeDtypeStruct``s) or the recording it clones (``trainer.facts.reads_recording``: ``config.bc.bc_dataset``
+    read and checked, ``agents.storage.recorded_samples.read``), then ``trainer.chunk_inputs()``. Each call loads
+    them anew.
     A recording that does not fit the run is a ``DatasetError``."""
-    if trainer.roles:
+    if trainer.facts.roles:
         trainer.use_references(load_references(config, params))
-    if getattr(trainer, "reads_recording", False):
+    if trainer.facts.reads_recording:
         samples, digest = recorded_samples.read(config, trainer.observation, trainer.env.num_actions)
         try:
             trainer.use_recording(samples, digest)

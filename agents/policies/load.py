@@ -93,7 +93,7 @@ def load_policy(run_dir, step: int | None = None, game_only: bool = True) -> Run
         if game_only and config.is_gymnax:
             raise PolicyError(f"{run_dir} trained on {config.task.env}; only game policies can play at a table")
         # one device, whatever the run trained on: the parameters are replicated
-        config = dataclasses.replace(config, num_devices=1)
+        config = config.with_overrides({"num_devices": 1})
         network, abstract = policy_network(config)  # only the network: no env steps, no trainer
         step, params, _ = store.restore_subtree("params", step)
     try:

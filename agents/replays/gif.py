@@ -1,4 +1,4 @@
-"""A recorded game as an animated GIF (``python -m experiments.replay --players ... --out game.gif``): host code.
+"""A recorded game as an animated GIF (``python -m experiments.replay PLAYER --vs ... --out game.gif``): host code.
 
 For each round of one seat's game: the seat's view (``jaxgame.render.render_rgb``: its board, bench, shop, life
 and synergies) as it stood when the round's fight began, held ``round_ms``; then the seat's own fight, tick by tick

@@ -35,7 +35,7 @@ def build(config: TrainConfig) -> Built:
     """The env, trainer and evaluator of ``config``; cached, so that runs of the same config in one process
     (a resume after a crash, notebooks, tests, loading policies) reuse the jitted functions instead of retracing.
     Configs that differ only in where they log (``wandb_project``) share them."""
-    return _build(dataclasses.replace(config, wandb_project=""))
+    return _build(config.with_overrides({"wandb_project": ""}))
 
 
 @functools.lru_cache(maxsize=4)

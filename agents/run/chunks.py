@@ -99,7 +99,7 @@ class ChunkProgram:
         chunk = self.config.run.updates_per_chunk
         self.chunk_args()  # read on this thread, once, before the compiles
         shorter = (self.config.last_update - self.updates_done(runner)) % chunk != 0
-        if shorter and self.trainer.runs_upto:
+        if shorter and self.trainer.facts.runs_upto:
             self.compiled_upto, self.compiled_eval = compile_together(
                 lambda: self.lower_upto(runner, chunk), self.lower_eval(runner)
             )

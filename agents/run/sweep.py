@@ -149,7 +149,7 @@ class SweepSpec:
     def run_config(self, config: TrainConfig, index: int) -> TrainConfig:
         """The standalone config of run ``index`` (validated)."""
         run = self.run(index)
-        return dataclasses.replace(config, seed=run.seed, **run.values)
+        return config.with_overrides({"seed": run.seed, **run.values})
 
     def to_dict(self) -> dict:
         return {"seeds": list(self.seeds), "grid": {name: list(values) for name, values in self.grid}}
@@ -206,7 +206,7 @@ class Sweep:
         self.mesh = distributed.make_mesh(
             devices, spec.num_runs, what="a sweep's number of runs (len(seeds) x grid points)"
         )
-        config = dataclasses.replace(config, num_devices=1)  # each run: the one-device program
+        config = config.with_overrides({"num_devices": 1})  # each run: the one-device program
         self.config = config
         self.spec = spec
         sync_axes = (SWEEP_AXIS,) if share_branches else ()
@@ -214,7 +214,7 @@ class Sweep:
         self.trainer = make_train(config, self.env)
         # run k is grid point k // S with seed seeds[k % S]: the hyperparameters depend on the point alone
         num_seeds = len(spec.seeds)
-        points = [spec.run_config(config, p * num_seeds).hparams() for p in range(spec.num_points)]
+        points = [spec.run_config(config, p * num_seeds).hparams.traced() for p in range(spec.num_points)]
         self.seeds = jnp.asarray(np.tile(np.asarray(spec.seeds, np.uint32), spec.num_points))
         self.hparams = jax.tree_util.tree_map(lambda x: jnp.repeat(x, num_seeds, axis=0), stack(points))
         self.run = jax.jit(self._run, static_argnums=1)

@@ -5,7 +5,6 @@ compiled programs."""
 
 from __future__ import annotations
 
-import dataclasses
 import math
 
 import jax
@@ -37,7 +36,7 @@ class TrainProgram(ChunkProgram):
         built = build(config)
         self.env, self.trainer, self.evaluator, self.rater = built.env, built.trainer, built.evaluator, built.rater
         self.jit_run, self.jit_run_upto = built.run, built.run_upto  # the trainer's chunk, jitted
-        self.num_players = self.trainer.players_per_step
+        self.num_players = self.trainer.facts.players_per_step
         self.inputs = None  # the chunk's data (``trainer.chunk_inputs()``), read when first compiled
         self.initial_params = None  # config.run.init_from's parameters (``start_params``), loaded once
         self.has_eval = self.evaluator is not None
@@ -172,7 +171,7 @@ class TrainProgram(ChunkProgram):
             f"learner:{update}",
             "",
             update,
-            dataclasses.replace(self.config, num_devices=1),
+            self.config.with_overrides({"num_devices": 1}),
             self.trainer.network,
             fresh_arrays(params),
         )
@@ -187,7 +186,7 @@ class TrainProgram(ChunkProgram):
         return {**super().checkpoint_payload(wall_s), **self.trainer.input_identity()}
 
     def progress_text(self, records, evaluation):
-        return progress_line(records[0], evaluation[0], self.trainer.sample_unit, self.self_play)
+        return progress_line(records[0], evaluation[0], self.trainer.facts.sample_unit, self.self_play)
 
 
 __all__ = ["TrainProgram"]
