@@ -275,7 +275,7 @@ SCRIPTS = {
 }
 
 #: what a player can be, in every command's ``--help``: the bots (from the code), a baseline, a run
-PLAYER_KINDS = " / ".join([*PLAYER_BOTS, "baseline:NAME", "RUN_DIR[:STEP]"])
+PLAYER_KINDS = " / ".join([*PLAYER_BOTS, "baseline:NAME", "RUN_DIR[:STEP]", "EXPORT_DIR"])
 
 #: ``--games``' meaning in every command that seats players (its ``--help`` says it).
 GAMES_HELP = "game seeds; each is played in 8 seat rotations (N x 8 games)"

@@ -19,6 +19,7 @@ from agents.policies import exported_loader as loader
 from agents.policies.export import FILES, LOADER_FILE, export_policy
 from agents.policies.load import PolicyError, load_policy
 from experiments import export as export_cli
+from jaxgame.observation import OBS_SIZE
 
 BASELINE = "baseline:ppo_small-v1"
 BATCHES = (1, 37)
@@ -232,3 +233,53 @@ def test_export_never_writes_into_the_shipped_baselines(capsys):
     with pytest.raises(SystemExit):
         export_cli.main([BASELINE, "--out", str(inside)])
     assert "inside the shipped baselines" in capsys.readouterr().err and not inside.exists()
+
+
+# ---------------------------------------------------------------- an export directory is a player
+
+
+def test_an_export_directory_plays_at_the_tables_as_its_source(exported):
+    """``load_policy(EXPORT_DIR)``: the exported program as a table's network gives the source's logits and values
+    at any leading shape, and a seat-rotated evaluation of it places exactly as the source's (same seeds)."""
+    from agents.arena.tournament import evaluate_checkpoint
+
+    out, policy = exported
+    player = load_policy(out)
+    assert (player.name, player.step, player.params) == (str(out), None, ())
+    assert player.config.task.obs == policy.config.task.obs and player.config.net == policy.config.net
+    assert player.config.rules() == policy.config.rules()
+    obs = np.random.default_rng(0).random((3, 8, OBS_SIZE), dtype=np.float32)
+    for got, want in zip(
+        jax.jit(player.network.apply)(player.params, obs), jax.jit(policy.network.apply)(policy.params, obs)
+    ):
+        np.testing.assert_array_equal(np.asarray(got), np.asarray(want))
+    lineups = {"greedy": ["greedy"] * 7}
+    by_export = evaluate_checkpoint(str(out), None, lineups, games=1, seed=3)
+    by_source = evaluate_checkpoint(BASELINE, None, lineups, games=1, seed=3)
+    assert by_export["vs_greedy"] == by_source["vs_greedy"] and by_export["update"] is None
+
+
+def test_an_export_directory_that_cannot_play_is_refused_in_one_line(exported, tmp_path):
+    out, _ = exported
+    with pytest.raises(PolicyError, match=r"an exported policy has no checkpoint steps"):
+        load_policy(out, 3)
+    # it plays, but has no parameters to export again or to start a run from
+    with pytest.raises(PolicyError, match=r"is an exported policy: it has no parameters to export again; give the"):
+        export_policy(load_policy(out), tmp_path / "again")
+    from agents.config import TrainConfig
+    from agents.policies.frozen import PhaseError, load_saved
+
+    with pytest.raises(PhaseError, match=r"init_from .*: .* has no parameters to read as init_from.*ppo_small-v1"):
+        load_saved(TrainConfig.from_fields(init_from=str(out)), "init_from")
+    for name, change, message in [
+        ("layout", {"layout_version": 99}, r"reads the 'vector' observation of layout version 99; this game writes"),
+        ("obs", {"obs": "smell"}, r"reads the 'smell' observation"),
+        ("network", {"network": None}, r"names no playable config"),
+        ("format", {"format": "other"}, r"not a jaxgame-exported-policy v1 directory"),
+    ]:
+        copy = tmp_path / name
+        shutil.copytree(out, copy)
+        spec = json.loads((copy / "spec.json").read_text())
+        (copy / "spec.json").write_text(json.dumps({**spec, **change}))
+        with pytest.raises(PolicyError, match=message):
+            load_policy(copy)

@@ -24,7 +24,7 @@ import numpy as np
 from agents.core import distributions
 from agents.policies import baselines, card
 from agents.policies import exported_loader as exported_policy_loader
-from agents.policies.load import PolicyError, RunPolicy, seat_policies
+from agents.policies.load import PolicyError, RunPolicy, require_parameters, seat_policies
 from agents.utils.versions import package_versions
 from jaxgame import constants as C
 from jaxgame import layout
@@ -61,7 +61,7 @@ def export_policy(
     """Write ``policy`` to ``out_dir`` (which must not exist or be empty) and return the spec written.
     ``loader=False`` leaves out the copy of the loader (the shipped baselines: the package has it as
     ``agents.policies.exported_loader``)."""
-    policy = one_seat(policy, seat)
+    policy = one_seat(require_parameters(policy, "export again"), seat)
     out_dir = new_export_dir(out_dir)
     platforms = tuple(platforms)
     if not platforms or any(p not in ("cpu", "cuda", "rocm", "tpu") for p in platforms):
@@ -121,7 +121,7 @@ def freeze_baseline(policy: RunPolicy, name: str, results: dict | None = None, d
     """Ship ``policy`` as baseline ``name``: ``agents.policies.baselines.freeze`` (parameters and ``NAME.json``), its
     export in ``NAME/`` beside them (without the loader copy: ``agents.policies.exported_loader`` is in the
     package) and its model card ``NAME.MODEL_CARD.md`` (``agents.policies.card``). Returns the ``.json`` path."""
-    path = baselines.freeze(policy, name, results, directory)
+    path = baselines.freeze(require_parameters(policy, "ship"), name, results, directory)
     export_policy(dataclasses.replace(policy, name=baselines.PREFIX + name), path.parent / name, loader=False)
     baselines.write_digest(name, path.parent)  # NAME.sha256 over NAME.json, NAME.msgpack and the export NAME/
     card.write_card(name, path.parent)  # derived from NAME.json: outside the digest

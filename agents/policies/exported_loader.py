@@ -152,6 +152,11 @@ class ExportedPolicy:
         if outside:
             warnings.warn(f"{directory}: {outside}; {again}", ExportedPolicyVersionWarning, stacklevel=2)
 
+    def exported(self, variant: str = "greedy"):
+        """The deserialized ``jax.export.Exported`` of ``variant`` (``"greedy"``: ``(obs, mask)``; ``"sample"``: ``(obs,
+        mask, key uint32[2])``), unchecked: ``act`` checks its inputs; its ``call`` may be traced inside ``jax.jit``."""
+        return self._functions[variant]
+
     def act(self, obs, mask, key=None, layout_version=None):
         """(action int32[B], logits float32[B, A], value float32[B]); greedy without ``key``, else sampled with
         ``key`` (an int seed or a jax PRNG key, typed or legacy). ``layout_version``: the observation layout the

@@ -23,7 +23,7 @@ import jax.numpy as jnp
 
 from agents.config import REFERENCE_ROLES, TrainConfig
 from agents.core import networks
-from agents.policies.load import PolicyError, load_policy, parse_spec
+from agents.policies.load import PolicyError, load_policy, parse_spec, require_parameters
 from agents.storage import recorded_samples
 from agents.storage.datasets import DatasetError
 from jaxgame.observation import OBS_SIZE
@@ -104,7 +104,7 @@ def load_saved(config: TrainConfig, field: str):
     if isinstance(spec, str):
         raise PhaseError(f"{field} must name a saved policy (RUN_DIR[:STEP] or baseline:NAME), got the bot {spec!r}")
     try:
-        return load_policy(*spec, game_only=not config.is_gymnax)
+        return require_parameters(load_policy(*spec, game_only=not config.is_gymnax), f"read as {field}")
     except (PolicyError, FileNotFoundError) as err:
         raise PhaseError(f"{field} {text}: {err}") from None
 

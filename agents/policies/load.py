@@ -4,9 +4,10 @@
     logits, value = policy.network.apply(policy.params, obs)
 
 A player spec is a scripted bot (``PLAYER_BOTS``), ``baseline:NAME``
-(a shipped baseline policy, ``agents.policies.baselines``), or ``RUN_DIR`` /
+(a shipped baseline policy, ``agents.policies.baselines``), ``RUN_DIR`` /
 ``RUN_DIR:STEP``: the policy of a training run at its latest good
-checkpoint, or at checkpoint STEP (an update number). Problems raise
+checkpoint, or at checkpoint STEP (an update number), or ``EXPORT_DIR``: a
+policy ``experiments.export`` wrote (``load_exported``). Problems raise
 ``PolicyError`` (a ``ValueError``) with a one-line message.
 """
 
@@ -16,23 +17,25 @@ import dataclasses
 from pathlib import Path
 
 from agents.config import TrainConfig
-from agents.core.networks import ObservationPart, OneSeat
-from agents.policies import baselines
+from agents.core.networks import ExportedNetwork, ObservationPart, OneSeat
+from agents.policies import baselines, exported_loader
 from agents.policies.network import ShapeMismatchError, check_params, policy_network
 
 # the player specs need no JAX (a CLI checks them before it imports JAX): agents.policies.specs
 from agents.policies.specs import PLAYER_BOTS, TABLE_BOTS, PolicyError, check_player, is_baseline, parse_spec  # noqa: F401
 from agents.storage.checkpoints import CHECKPOINT_DIR, CheckpointMismatchError, CheckpointStore, fresh_arrays
 from agents.storage.run_dir import read_owner
+from jaxgame import layout
 
 
 @dataclasses.dataclass(frozen=True)
 class RunPolicy:
-    """A trained policy restored from a run directory; ``name`` is ``RUN_DIR:STEP``."""
+    """A trained policy restored from a run directory (``name`` is ``RUN_DIR:STEP``), a baseline or an export
+    directory (``step`` None: ``name`` is the directory)."""
 
     name: str
     run_dir: str
-    step: int
+    step: int | None
     config: object  # agents.config.TrainConfig
     network: object
     params: object
@@ -63,10 +66,53 @@ def _checkpoints_of(run_dir) -> Path:
     return run_dir / CHECKPOINT_DIR
 
 
+def is_export_dir(path) -> bool:
+    """Whether ``path`` is a directory ``experiments.export`` wrote (it holds ``spec.json``)."""
+    return (Path(path) / exported_loader.SPEC_FILE).is_file()
+
+
+def load_exported(directory) -> RunPolicy:
+    """The policy of an ``experiments.export`` directory, as a table's player: its network is the exported program
+    (``agents.core.networks.ExportedNetwork``; no parameters of its own), its config the observation, network kind
+    and game rules its ``spec.json`` records. ``PolicyError`` (one line) for a directory that cannot be loaded or
+    whose observation layout is not this game's (``jaxgame.layout``); a jaxlib outside ``jax.export``'s window
+    warns (``ExportedPolicyVersionWarning``)."""
+    try:
+        exported = exported_loader.ExportedPolicy(directory)
+    except exported_loader.ExportedPolicyError as err:
+        raise PolicyError(str(err)) from None
+    spec = exported.spec
+    obs = spec.get("obs")
+    if obs not in layout.LAYOUT_VERSIONS or layout.LAYOUT_VERSIONS[obs] != exported.layout_version:
+        raise PolicyError(
+            f"{directory}: reads the {obs!r} observation of layout version {exported.layout_version}; this game "
+            f"writes layout version {layout.LAYOUT_VERSIONS.get(obs)}"
+        )
+    try:
+        config = TrainConfig.from_fields(
+            obs=obs, network=spec["network"]["kind"], hidden=tuple(spec["network"]["hidden"]), **spec["rules"]
+        )
+    except (KeyError, TypeError, ValueError) as err:
+        raise PolicyError(f"{directory}: its {exported_loader.SPEC_FILE} names no playable config ({err})") from None
+    network = ExportedNetwork(exported.exported("greedy"), len(exported.obs_shape), exported.num_actions)
+    return RunPolicy(str(directory), str(directory), None, config, network, ())
+
+
+def require_parameters(policy: RunPolicy, use: str) -> RunPolicy:
+    """``policy``, or ``PolicyError`` when it is an exported program (``load_exported``): it plays at a table, but has
+    no parameters to ``use`` (start a run from, distil, export again, ship)."""
+    if isinstance(policy.network, ExportedNetwork):
+        raise PolicyError(
+            f"{policy.name} is an exported policy: it has no parameters to {use}; give the run or baseline it was "
+            f"exported from ({(exported_loader.ExportedPolicy(policy.run_dir).spec.get('source') or {}).get('run')})"
+        )
+    return policy
+
+
 def load_policy(run_dir, step: int | None = None, game_only: bool = True) -> RunPolicy:
     """The policy (network, parameters, config) of a run at checkpoint ``step`` (default: the latest good one),
-    on one device; ``run_dir`` may be ``baseline:NAME`` (no step). ``game_only``: refuse a gymnax run (only
-    game policies can play at a table).
+    on one device; ``run_dir`` may be ``baseline:NAME`` (no step) or a directory ``experiments.export`` wrote (no
+    step: ``load_exported``). ``game_only``: refuse a gymnax run (only game policies can play at a table).
 
     Example::
 
@@ -81,6 +127,10 @@ def load_policy(run_dir, step: int | None = None, game_only: bool = True) -> Run
         except baselines.BaselineError as err:
             raise PolicyError(str(err)) from None
         return RunPolicy(b.name, b.name, b.step, b.config, b.network, b.params)
+    if is_export_dir(run_dir):
+        if step is not None:
+            raise PolicyError(f"{run_dir}: an exported policy has no checkpoint steps")
+        return load_exported(run_dir)
     run_dir = Path(run_dir)
     with CheckpointStore(_checkpoints_of(run_dir), keep=1) as store:
         saved = store.read_config(step)

@@ -30,7 +30,7 @@ import numpy as np
 from agents.core import distributions
 from agents.policies import baselines, card, onnx_client, onnx_graph
 from agents.policies.export import new_export_dir, one_seat
-from agents.policies.load import RunPolicy, is_baseline
+from agents.policies.load import RunPolicy, is_baseline, require_parameters
 from agents.storage.checkpoints import CHECKPOINT_DIR, SUMS_FILE
 from agents.utils.versions import package_versions
 from jaxgame import constants as C
@@ -70,7 +70,7 @@ def export_onnx(policy: RunPolicy, out_dir, seat: int | None = None) -> dict:
     """Write ``policy`` to ``out_dir`` (new or empty) as the module docstring says; return ``onnx.json``'s dict.
     Raises ``PolicyError`` for a directory in use and ``onnx_graph.OnnxExportError`` for a network the translator
     cannot write (it names the primitive)."""
-    policy = one_seat(policy, seat)
+    policy = one_seat(require_parameters(policy, "export to ONNX"), seat)
     out_dir = new_export_dir(out_dir)
     observation = card.observation(policy.config)
     kind = observation["kind"]

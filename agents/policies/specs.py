@@ -1,9 +1,10 @@
 """Player specs without JAX: what a command's players may be, and the one-line error for one that is none.
 
 A player spec is a scripted bot (``PLAYER_BOTS``), ``baseline:NAME`` (a shipped baseline policy,
-``agents.policies.baselines``), or ``RUN_DIR`` / ``RUN_DIR:STEP`` (a training run's policy at its latest good
-checkpoint, or at update STEP). Only the standard library is imported here, so every CLI refuses a mistyped
-player before it imports JAX (``agents.policies.load`` re-exports these names).
+``agents.policies.baselines``), ``RUN_DIR`` / ``RUN_DIR:STEP`` (a training run's policy at its latest good
+checkpoint, or at update STEP), or ``EXPORT_DIR`` (a policy ``experiments.export`` wrote; ``agents.policies.load``).
+Only the standard library is imported here, so every CLI refuses a mistyped player before it imports JAX
+(``agents.policies.load`` re-exports these names).
 """
 
 from __future__ import annotations
