@@ -448,3 +448,22 @@ def _ippo(env, num_envs: int = 2, num_steps: int = 24, updates: int = 2, epochs:
 
     metrics, moved = jax.jit(train)(jax.random.key(0))
     return jax.device_get(metrics), float(moved)
+
+
+@tiny_group
+def test_a_second_view_of_a_configuration_compiles_nothing():
+    """Equal views share their jitted programs (the view is a static argument compared by value): a second
+    ``AutoChessMultiAgentEnv`` of the same rules runs its first reset and step at once (issue 69 item 3)."""
+    import time
+
+    def first_reset_and_step(env) -> float:
+        start = time.perf_counter()
+        obs, state = env.reset(jax.random.key(0))
+        actions = {a: jnp.int32(0) for a in env.agents}
+        jax.block_until_ready(env.step(jax.random.key(1), state, actions))
+        return time.perf_counter() - start
+
+    first_reset_and_step(_marl())  # compiles (or already compiled by an earlier test)
+    second = _marl()
+    assert second == _marl() and hash(second) == hash(_marl())
+    assert first_reset_and_step(second) <= 1.0

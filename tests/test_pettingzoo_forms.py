@@ -331,3 +331,21 @@ def test_docs_supersuit_recipe_trains_maskable_ppo():
     masks = pz.action_masks(namespace["observations"])
     actions = namespace["actions"]
     assert actions.shape == (16,) and all(masks[i, a] for i, a in enumerate(actions) if masks[i].any())
+
+
+def test_a_second_parallel_env_of_a_configuration_compiles_nothing():
+    """Equal games share their jitted reset and step (``jaxgame.AutoChessEnv`` is a static argument compared by
+    value): a second ``parallel_env`` of the same rules runs its first reset and step at once (issue 69 item 3, as
+    the Gymnasium and SB3 views do: tests/test_interop.py)."""
+    import time
+
+    def first_reset_and_step(env) -> float:
+        start = time.perf_counter()
+        observations, _ = env.reset(seed=3)
+        env.step({a: int(np.flatnonzero(o["action_mask"])[0]) for a, o in observations.items()})
+        return time.perf_counter() - start
+
+    first_reset_and_step(pz.parallel_env(rules=TINY))  # compiles (or already compiled by an earlier test)
+    second = pz.parallel_env(rules=TINY)
+    assert second.game == pz.parallel_env(rules=TINY).game and second.game is not pz.parallel_env(rules=TINY).game
+    assert first_reset_and_step(second) <= 1.0
