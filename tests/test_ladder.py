@@ -14,6 +14,7 @@ import pytest
 from agents.arena import ladder
 from agents.arena.game_fingerprint import game_fingerprint
 from experiments import ladder as ladder_cli
+from tests.xla_flags import USER_COMPILER_OPTIONS
 
 ROOT = Path(__file__).resolve().parents[1]
 EVIDENCE = ROOT / "docs" / "results" / "ladder_v1_population.games.json"
@@ -153,8 +154,10 @@ def _docs_policy():
 @pytest.mark.xdist_group("ladder")
 def test_an_outside_policy_is_rated_deterministically_and_consistently_with_its_games():
     policy = _docs_policy()  # zero logits: a uniformly random legal action, like the random bot
-    result = ladder.rate_on_ladder(policy, games=2, batch=2, draws=100, seed=5)
-    again = ladder.rate_on_ladder(policy, games=2, batch=2, draws=100, seed=5)
+    # run-bound (two ratings of 16 games on one compiled table): compiled as users do, -O0 would run it 4x slower
+    options = USER_COMPILER_OPTIONS
+    result = ladder.rate_on_ladder(policy, games=2, batch=2, draws=100, seed=5, compiler_options=options)
+    again = ladder.rate_on_ladder(policy, games=2, batch=2, draws=100, seed=5, compiler_options=options)
     assert _same(result, again) and result["player"] == "mine"
     assert result["rated_games"] + result["unfinished_games"] == 16
     assert sum(row["games"] for row in result["vs_members"].values()) == 7 * result["rated_games"]

@@ -237,8 +237,9 @@ def test_greedy_play_can_be_chosen_per_network():
 
 
 def test_equal_arguments_share_one_runner_and_its_programs():
-    """make_table_runner's cache: equal game, networks (flax modules compare by value) and sizes give the same
-    runner (one compile per process); anything else, or a network that cannot be hashed, a runner of its own."""
+    """make_table_runner's cache: equal game, networks (flax modules compare by value), sizes and compiler options
+    give the same runner (one compile per process); anything else, or a network that cannot be hashed, a runner of
+    its own."""
     from agents.core.networks import actor_critic
 
     game = jaxgame.make("autochess", **SHORT)
@@ -254,6 +255,11 @@ def test_equal_arguments_share_one_runner_and_its_programs():
         tables.make_table_runner(game, (actor_critic("mlp", C.NUM_ACTIONS, (16,)),), 2, bot_names=("random",))
         is not first
     )  # another network
+    options = {"xla_backend_optimization_level": 2, "xla_cpu_use_fusion_emitters": True}
+    optimised = tables.make_table_runner(game, (net,), 2, bot_names=("random",), compiler_options=options)
+    assert optimised is not first  # other XLA options: another program
+    same_options = dict(reversed(options.items()))  # equal options, in another order
+    assert tables.make_table_runner(game, (net,), 2, bot_names=("random",), compiler_options=same_options) is optimised
 
     class Unhashable:
         __hash__ = None

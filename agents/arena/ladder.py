@@ -19,6 +19,7 @@ import hashlib
 import json
 import math
 import time
+from collections.abc import Mapping
 from pathlib import Path
 
 import numpy as np
@@ -345,6 +346,7 @@ def rate_on_ladder(
     draws: int = DEFAULT_DRAWS,
     progress: Progress | None = None,
     deterministic: bool = False,
+    compiler_options: Mapping | None = None,
 ) -> dict:
     """The ladder rating of ``player`` (a bot, ``baseline:NAME``, ``RUN_DIR[:STEP]`` or a loaded policy object):
     for each of ``games`` game seeds, the player and 7 members drawn at random (rng ``seed``) sit at one table,
@@ -358,7 +360,11 @@ def rate_on_ladder(
     the fitted strengths expect), placements 1..8. Deterministic for a seed. ``PolicyError`` for a player that
     cannot sit at the ladder's tables, ``LadderError`` for a ladder whose members are not the pinned ones.
     ``deterministic``: the rated policy plays its most likely legal action (a behaviour clone is meant to be played
-    so); the members always sample, as they did in the population's fit (``"deterministic"`` in the result)."""
+    so); the members always sample, as they did in the population's fit (``"deterministic"`` in the result).
+    ``compiler_options``: XLA options the tables' program compiles with (``tables.make_table_runner``; e.g.
+    ``{"xla_backend_optimization_level": 2}`` under ``XLA_FLAGS`` that lower it); None (the default): the
+    process's. The policies' float results (and so, rarely, a sampled action) may differ in the last bits between
+    options; a rating is deterministic for a seed and the same options."""
     progress = progress or NoProgress()
     if isinstance(games, bool) or not isinstance(games, int) or games < 2:
         raise ValueError(f"games must be an int >= 2 (an interval needs a spread), got {games!r}")
@@ -372,7 +378,7 @@ def rate_on_ladder(
     name, bot, policy = _candidate(player, members)
     if deterministic and policy is None:
         raise PolicyError(f"deterministic play is for a policy; {name} is a bot")
-    if policy is not None and getattr(policy.config, "independent", False):
+    if policy is not None and getattr(getattr(policy.config, "net", None), "independent", False):
         raise PolicyError(
             f"{name} is a run of independent learners (one policy per seat); the ladder rates one "
             "policy: rate a shared-parameter run"
@@ -392,7 +398,16 @@ def rate_on_ladder(
     )
     progress.start(games, 0, unit="lineup")
     greedy = tuple(deterministic and p is policy for p in policies)  # the candidate alone, when asked
-    ranks = play(policies, bots, rows, batch, seed, on_batch=lambda n: progress.chunk(n, ""), greedy_policy=greedy)
+    ranks = play(
+        policies,
+        bots,
+        rows,
+        batch,
+        seed,
+        on_batch=lambda n: progress.chunk(n, ""),
+        greedy_policy=greedy,
+        compiler_options=compiler_options,
+    )
     progress.close()
     cand = len(members)  # the candidate's competitor index in the fit, past the members'
     competitors = np.concatenate([np.full((games, 1), cand), drawn], axis=1)

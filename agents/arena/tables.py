@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import collections
 import functools
+from collections.abc import Mapping
 
 import jax
 import jax.numpy as jnp
@@ -189,37 +190,46 @@ def make_table_runner(
     greedy_policy: bool = False,
     sync_axes: tuple[str, ...] = (),
     bot_names: tuple[str, ...] = DEFAULT_BOTS,
+    compiler_options: Mapping | None = None,
 ):
     """``run(params, lineups, key) -> int32[num_games, 8, 8]`` (see the module docstring). Calls with equal
-    arguments (the game and the networks compare by value: the env and flax modules are dataclasses) return the
-    same runner, so its program compiles once per process: the checkpoints of a learning curve, a rating repeated
-    for its determinism, an evaluation run twice (the last ``MAX_CACHED_RUNNERS`` are kept).
+    arguments (the game and the networks compare by value: the env and flax modules are dataclasses; the compiler
+    options by their items) return the same runner, so its program compiles once per process: the checkpoints of a
+    learning curve, a rating repeated for its determinism, an evaluation run twice (the last ``MAX_CACHED_RUNNERS``
+    are kept).
 
     ``networks``: the K policies' networks (``apply(params, obs) -> (logits, value)``; the same network
     object may appear more than once); ``params``: a tuple of their K parameter trees. ``greedy_policy``:
     the policies take their most likely legal action instead of sampling (one bool for all, or one per
     network). ``sync_axes``: vmapped axes around ``run`` (a sweep's) that share the game's branches.
     ``bot_names``: the scripted bots after the policies (participant ``K + i`` is ``bot_names[i]``), distinct
-    names from ``PLAYER_BOTS``. ``run.jitted`` takes the same arguments without the host-side checks (for use
-    inside another jitted function).
+    names from ``PLAYER_BOTS``. ``compiler_options``: XLA options the program compiles with (a mapping such as
+    ``{"xla_backend_optimization_level": 2}``, as ``jax.jit(..., compiler_options=...)`` and
+    ``.lower(...).compile(compiler_options=...)`` take them), over those of the process's ``XLA_FLAGS``; None
+    (the default) compiles with the process's. ``run.jitted`` takes the same arguments without the host-side
+    checks (for use inside another jitted function, whose own compilation then applies).
     """
     if isinstance(num_games, bool) or not isinstance(num_games, int) or num_games < 1:
         raise ValueError(f"num_games must be a positive int, got {num_games!r}")
     greedy = greedy_policy if isinstance(greedy_policy, bool) else tuple(greedy_policy)
-    key = (game, tuple(networks), num_games, greedy, tuple(sync_axes), tuple(bot_names))
+    options = None if compiler_options is None else tuple(sorted(dict(compiler_options).items()))
+    key = (game, tuple(networks), num_games, greedy, tuple(sync_axes), tuple(bot_names), options)
+    build = functools.partial(
+        _build_table_runner, game, networks, num_games, greedy_policy, sync_axes, bot_names, compiler_options
+    )
     try:
         cached = _RUNNERS.get(key)
-    except TypeError:  # a network that cannot be hashed: a runner of its own
-        return _build_table_runner(game, networks, num_games, greedy_policy, sync_axes, bot_names)
+    except TypeError:  # a network (or an option's value) that cannot be hashed: a runner of its own
+        return build()
     if cached is None:
-        cached = _RUNNERS[key] = _build_table_runner(game, networks, num_games, greedy_policy, sync_axes, bot_names)
+        cached = _RUNNERS[key] = build()
         while len(_RUNNERS) > MAX_CACHED_RUNNERS:
             _RUNNERS.popitem(last=False)
     _RUNNERS.move_to_end(key)
     return cached
 
 
-def _build_table_runner(game, networks, num_games, greedy_policy, sync_axes, bot_names):
+def _build_table_runner(game, networks, num_games, greedy_policy, sync_axes, bot_names, compiler_options=None):
     """``make_table_runner`` without the cache."""
     bot_names = check_bot_names(bot_names)
     networks = tuple(networks)
@@ -234,7 +244,7 @@ def _build_table_runner(game, networks, num_games, greedy_policy, sync_axes, bot
 
     seat_actions, per_game = make_seat_actions(networks, bot_names, greedy_policy, num_games)
 
-    @jax.jit
+    @functools.partial(jax.jit, compiler_options=None if compiler_options is None else dict(compiler_options))
     def run(params, lineups, key):
         player = jnp.take_along_axis(jnp.repeat(lineups, seats, axis=0), position, axis=1)  # [E, 8] participant
         reset_key, loop_key = table_keys(key)

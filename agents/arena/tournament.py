@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import time
 import warnings
+from collections.abc import Mapping
 from pathlib import Path
 
 import jax
@@ -591,12 +592,24 @@ def load_players(specs, all_checkpoints: bool = False, bots=()):
     return policies, [p.name for p in policies] + list(bots)
 
 
-def play(policies, bots, rows, batch: int, seed: int, on_batch=None, greedy_policy=False):
+def play(
+    policies,
+    bots,
+    rows,
+    batch: int,
+    seed: int,
+    on_batch=None,
+    greedy_policy=False,
+    compiler_options: Mapping | None = None,
+):
     """ranks int[G, 8 rotations, 8 positions] of every lineup in ``rows`` (indices into policies + bots);
     ``on_batch(lineups)`` is called after each batch with the number it played. ``greedy_policy``: one bool for
-    every policy or one per policy (``tables.make_table_runner``)."""
+    every policy or one per policy; ``compiler_options``: the XLA options the tables' program compiles with (None:
+    the process's; ``tables.make_table_runner``)."""
     game = table_game(policies)
-    run = make_table_runner(game, table_networks(policies, game), batch, greedy_policy, bot_names=bots)
+    run = make_table_runner(
+        game, table_networks(policies, game), batch, greedy_policy, bot_names=bots, compiler_options=compiler_options
+    )
     # player index -> participant index of the runner: the same order, policies first, then the bots
     participant = np.arange(len(policies) + len(bots))
     params = tuple(p.params for p in policies)
