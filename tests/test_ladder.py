@@ -290,3 +290,25 @@ def test_all_checkpoints_needs_an_out_directory(tmp_path, capsys):
     with pytest.raises(SystemExit):
         ladder_cli.main([f"{tmp_path / 'run'}:3", "--all-checkpoints", "--out", str(tmp_path / "o")])
     assert "give RUN_DIR" in capsys.readouterr().err
+
+
+def test_a_run_of_independent_learners_and_a_bot_played_deterministically_are_refused_before_any_game():
+    """The ladder rates one policy: a policy object of independent learners (one parameter set per seat) is refused
+    by name, before any table is built; so is ``deterministic`` for a bot."""
+    import dataclasses
+
+    from agents.config import TrainConfig
+    from agents.policies.load import PolicyError
+
+    @dataclasses.dataclass(frozen=True)
+    class Stand:
+        name: str
+        network: object
+        params: object
+        config: object
+
+    independent = Stand("mine", None, {}, TrainConfig.from_fields(independent=True))
+    with pytest.raises(PolicyError, match="mine is a run of independent learners"):
+        ladder.rate_on_ladder(independent, games=2)
+    with pytest.raises(PolicyError, match="deterministic play is for a policy; greedy is a bot"):
+        ladder.rate_on_ladder("greedy", games=2, deterministic=True)
