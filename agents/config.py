@@ -39,7 +39,7 @@ from flax import struct
 from agents import config_names
 from agents.config_names import FIELD_LIST_HINT  # noqa: F401  (re-exported: the CLIs replace it)
 from agents.core.networks import NETWORK_KINDS as NETWORKS
-from agents.core.networks import PIXEL_NETWORKS, VECTOR_ONLY_NETWORKS
+from agents.core.networks import PIXEL_NETWORKS, RECURRENT_NETWORKS, VECTOR_ONLY_NETWORKS
 from jaxgame.config import FLOAT_RULE_RANGES, INT_RULE_RANGES, GameConfig, check_float, check_int
 
 ALGOS = ("ppo", "a2c", "bc")
@@ -305,9 +305,16 @@ class NetConfig(_Group):
     scored from the units it names; obs="vector" only; agents.core.entity_network); for obs="pixels": "cnn" (three
     strided convolutions, accelerator-sized), "tiles" (one embedding per 8x8 tile of the frame, about an eighth of
     the cnn's work: CPU-sized) or "tile_ids" (the tiles network plus each tile's index in the renderer's atlas, found
-    by an exact lookup: learns the game without learning to see; agents.core.tile_ids)"""
+    by an exact lookup: learns the game without learning to see; agents.core.tile_ids); "gru" (recurrent: an MLP torso
+    of hidden, a GRU of hidden[-1] units whose hidden state is carried from step to step per env and seat and reset
+    where a seat's episode ends, then the two heads; agents.core.recurrent; docs/training.md, "Recurrent policies").
+    "gru" needs obs="vector" (the game's or a gymnax env's) and view="all", trains with algo="ppo" only (no league,
+    independent learners, teacher, anchor or several devices), num_minibatches dividing num_envs x learner seats
+    (its minibatches are whole sequences), and, on the game, eval_every=0 (the evaluation tables play feed-forward
+    policies)"""
     hidden: tuple = (256, 256)
-    """hidden layer widths: a tuple of 1 to 8 ints, each in [1, 2^16]"""
+    """hidden layer widths: a tuple of 1 to 8 ints, each in [1, 2^16] (network="gru": the last is the GRU's
+    width)"""
     activation: str = "tanh"
     """"tanh" or "relu\""""
     shared_torso: bool = False
@@ -419,7 +426,8 @@ class PPOConfig(_Group):
     num_minibatches: int = 4
     """PPO minibatches per epoch, in [1, 2^20]; must divide the rollout batch num_envs x num_steps x the seats
     trained on (all 8 in self-play and a league, the "self" seats with bot opponents: trained_seats; num_envs x
-    num_steps, one learner's samples, with independent=True)"""
+    num_steps, one learner's samples, with independent=True); with network="gru" it must divide num_envs x the seats
+    trained on, the (env, seat) sequences a recurrent update's minibatches hold whole"""
     shuffle: str = "global"
     """how PPO's minibatches are drawn on several devices: "global" (the whole rollout is permuted, as on one
     device: a run on D devices equals the one-device run, but every device holds the gathered rollout) or "local"
@@ -739,6 +747,7 @@ class TrainConfig:
         for name, kind in GROUPS.items():  # a group given as a dict of its fields is built here
             object.__setattr__(self, name, kind.coerce(getattr(self, name)))
         self._check_network_reads_obs()
+        self._check_recurrent()
         self._check_references()
         self._check_league()
         self._check_independent()
@@ -752,7 +761,7 @@ class TrainConfig:
         if (self.task.obs == "pixels") != (self.net.network in PIXEL_NETWORKS):
             raise ValueError(
                 f"TrainConfig.net.network must be {' or '.join(map(repr, PIXEL_NETWORKS))} for obs='pixels' and "
-                f"'mlp' or 'entity' for obs='vector', 'mlp' for 'oracle', got network={self.net.network!r} with "
+                f"'mlp', 'entity' or 'gru' for obs='vector', 'mlp' for 'oracle', got network={self.net.network!r} with "
                 f"obs={self.task.obs!r}"
             )
         if self.net.view == "frame" and (self.task.obs != "vector" or self.is_gymnax):
@@ -764,6 +773,46 @@ class TrainConfig:
             raise ValueError(
                 f"TrainConfig.net.network={self.net.network!r} reads the game's vector observation: it "
                 f"needs env='autochess' and obs='vector', got env={self.task.env!r}, obs={self.task.obs!r}"
+            )
+
+    def _check_recurrent(self):
+        """A recurrent network (``network="gru"``, ``agents.core.recurrent``): PPO's own play on the vector
+        observation, on one device, its minibatches whole (env, seat) sequences, no evaluation tables yet."""
+        network = self.net.network
+        if network not in RECURRENT_NETWORKS:
+            return
+        what = f"TrainConfig.net.network={network!r} (a recurrent network)"
+        if self.task.obs != "vector" or self.net.view != "all":
+            raise ValueError(
+                f"{what} reads the whole vector observation: it needs obs='vector' and view='all', got "
+                f"obs={self.task.obs!r}, view={self.net.view!r}"
+            )
+        if self.run.algo != "ppo":
+            raise ValueError(
+                f"TrainConfig.run.algo must be 'ppo' with {what}: A2C and behaviour cloning are not "
+                f"recurrent yet; got algo={self.run.algo!r}"
+            )
+        refused = {
+            "net.independent": self.net.independent,
+            "league.league_size": self.league.league_size,
+            "distill.teacher": self.distill.teacher,
+            "distill.anchor": self.distill.anchor,
+        }
+        for name, value in refused.items():
+            if value:
+                raise ValueError(
+                    f"TrainConfig.{name} is not supported with {what} yet (independent learners, leagues, teachers "
+                    f"and anchors play feed-forward policies); got {name.split('.')[1]}={value!r}"
+                )
+        if self.run.num_devices > 1 or self.ppo.shuffle != "global":
+            raise ValueError(
+                f"TrainConfig.run.num_devices must be 0 or 1 and ppo.shuffle 'global' with {what}: it trains on "
+                f"one device for now; got num_devices={self.run.num_devices}, shuffle={self.ppo.shuffle!r}"
+            )
+        if self.log.eval_every and not self.is_gymnax:
+            raise ValueError(
+                f"TrainConfig.log.eval_every must be 0 with {what}: the evaluation tables (agents.arena) play "
+                f"feed-forward policies only for now; got eval_every={self.log.eval_every}"
             )
 
     def _check_references(self):
@@ -884,6 +933,12 @@ class TrainConfig:
                 f"TrainConfig.ppo.shuffle={self.ppo.shuffle!r} is PPO's (algo='ppo'); algo={self.run.algo!r} "
                 "needs shuffle='global', the default"
             )
+        if self.net.network in RECURRENT_NETWORKS and self.ppo_sequences % self.ppo.num_minibatches:
+            raise ValueError(
+                f"TrainConfig.ppo.num_minibatches must divide the (env, seat) sequences of a recurrent network's "
+                f"update (its minibatches are whole sequences), num_envs x learner seats = {self.ppo_sequences}, "
+                f"got {self.ppo.num_minibatches}"
+            )
         batch = self.ppo_batch
         if self.has_rollout and batch % self.ppo.num_minibatches:
             what = (
@@ -929,6 +984,11 @@ class TrainConfig:
         """Samples a PPO update minibatches, all devices together: num_envs x num_steps x trained_seats (one
         learner's num_envs x num_steps with independent=True)."""
         return self.run.num_envs * self.ppo.num_steps * (1 if self.net.independent else self.trained_seats)
+
+    @property
+    def ppo_sequences(self) -> int:
+        """The (env, seat) sequences a recurrent network's PPO update minibatches: num_envs x trained_seats."""
+        return self.run.num_envs * self.trained_seats
 
     @property
     def seat_kinds(self) -> tuple:

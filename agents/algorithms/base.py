@@ -22,7 +22,8 @@ from flax import struct
 
 from agents.config import NUM_SEATS, HParams, TrainConfig
 from agents.core import networks
-from agents.core.rollout import EpisodeTracker, Pending
+from agents.core.recurrent import is_recurrent
+from agents.core.rollout import EpisodeTracker, Memory, Pending
 from agents.envs.api import BatchedEnv
 from agents.league import pool as league
 from agents.utils import distributed, health
@@ -46,6 +47,14 @@ class Runner:
     hparams: HParams
     league: object  # agents.league.pool.Pool of a league run (config.league.league_size > 0), else None
     pending: Pending  # [N, P]: each seat's decision whose next decision has not been seen yet (agents.core.gae)
+
+
+@struct.dataclass
+class RecurrentRunner(Runner):
+    """The runner of a recurrent policy (``network="gru"``): a ``Runner`` and the policy's memory of every env and
+    seat, saved and resumed with it. A subclass, so a feed-forward run's checkpoint keeps its layout."""
+
+    memory: Memory  # [N, P]: the carry to act on next, its reset flag, each seat's last decision's carry
 
 
 def make_network(config: TrainConfig, num_actions: int):
@@ -101,7 +110,7 @@ def init_runner(config: TrainConfig, env, network, key, hparams: HParams | None 
     env_state, ts = env.reset(jax.random.fold_in(key, ENV_STREAM))
     sample_obs = jax.tree_util.tree_map(lambda x: x[:1, :1], ts.observation)
     params = network.init(jax.random.fold_in(key, INIT_STREAM), sample_obs)
-    return Runner(
+    fields = dict(
         params=params,
         opt_state=(jax.vmap(make_optimizer(hp).init) if config.net.independent else make_optimizer(hp).init)(params),
         env_state=env_state,
@@ -116,6 +125,9 @@ def init_runner(config: TrainConfig, env, network, key, hparams: HParams | None 
         else None,
         pending=Pending.empty(ts.observation, ts.action_mask),
     )
+    if is_recurrent(network):
+        return RecurrentRunner(**fields, memory=Memory.initial(network, ts.action_mask.shape[:-1]))
+    return Runner(**fields)
 
 
 def check_trainer_env(name: str, algo: str, config: TrainConfig, env) -> None:
@@ -168,8 +180,11 @@ class Trainer:
     algo = ""
     #: the frozen policies (``agents.config.REFERENCE_ROLES``) the trainer reads (``TrainerFacts.roles``)
     roles: tuple[str, ...] = ()
-    #: Runner fields whose leaves have a leading env axis (sharded over the devices).
-    env_fields = ("env_state", "obs", "mask", "tracker", "pending")
+    #: Runner fields whose leaves have a leading env axis (sharded over the devices); ``memory``: a
+    #: ``RecurrentRunner``'s
+    env_fields = ("env_state", "obs", "mask", "tracker", "pending", "memory")
+    #: whether the trainer threads a recurrent policy's carry (``agents.core.recurrent``); the others refuse one
+    trains_recurrent = False
 
     def __init__(self, config: TrainConfig, env):
         check_trainer_env(type(self).__name__, self.algo, config, env)
@@ -177,6 +192,11 @@ class Trainer:
         self.env = env
         self.network = make_network(config, env.num_actions)
         self.learner = np.asarray(env.learner_seats, bool)
+        if is_recurrent(self.network) and not self.trains_recurrent:
+            raise ValueError(
+                f"{type(self).__name__} cannot train a recurrent network (TrainConfig.net.network="
+                f"{config.net.network!r}): PPO (algo='ppo') trains it"
+            )
         #: static: every sample is a learner seat's decision with every action legal (an env that declares
         #: ``all_actions_legal``, e.g. gymnax's, with every seat a learner's and A >= 2): the action masks
         #: and decision weights are all ones, so the trainers leave them out of the compiled program
@@ -189,6 +209,11 @@ class Trainer:
         #: who plays the seats that are not the learner's fixed ones: ``agents.league.pool`` (a pool) or nobody
         self.players = league.make_players(config, self.learner, self.network)
         self.mesh = distributed.make_mesh(config.run.num_devices, config.run.num_envs)
+        if is_recurrent(self.network) and self.mesh is not None:
+            raise ValueError(
+                f"TrainConfig.run.num_devices: a recurrent network (network={config.net.network!r}) trains on one "
+                f"device for now; this run would use {self.mesh.devices.size} (set num_devices=1)"
+            )
 
     # ---- placement over the devices (identity without a mesh; agents.utils.distributed's field helpers) ----
     def shardings(self, runner):
@@ -281,6 +306,7 @@ __all__ = [
     "ENV_STREAM",
     "INIT_STREAM",
     "TRAIN_STREAM",
+    "RecurrentRunner",
     "Runner",
     "Trainer",
     "TrainerFacts",

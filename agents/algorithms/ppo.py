@@ -30,6 +30,12 @@ On an env where every sample is a decision with every action legal
 ever left open: the update takes the textbook GAE, unmasked log-probabilities
 and plain means, the same numbers with fewer operations.
 
+A recurrent policy (``network="gru"``) changes five steps, all in ``self.sequences``
+(``agents.algorithms.sequences``): the rollout steps its carry per env and seat and resets it where a seat's
+episode ends, the update keeps the carry the rollout started from, and its minibatches are whole (env, seat)
+sequences over which the network is re-run from that carry; an open decision carried to the next rollout keeps
+the carry it was taken with. A feed-forward policy's program is the one it always was.
+
 Hyperparameters in ``agents.config.HPARAM_FIELDS`` are traced: ``trainer(key,
 hparams)`` and ``trainer.init(key, hparams)`` take an ``HParams`` pytree
 (default: the config's values), so sweeps can vmap over them.
@@ -50,6 +56,7 @@ import numpy as np
 from jax.sharding import PartitionSpec as P
 
 from agents.algorithms.base import Runner, Trainer, apply_gradients
+from agents.algorithms.sequences import sequences_for
 from agents.config import HParams
 from agents.core import losses
 from agents.core.gae import gae, semi_mdp_gae
@@ -200,6 +207,7 @@ class PPO(Trainer):
     frozen policies) and ``samples`` (default ``OwnPlay``: how the rollout acts and what the batch carries)."""
 
     algos = ("ppo", "bc")
+    trains_recurrent = True
 
     def __init__(self, config, env, loss=None, samples=None):
         if config.run.algo not in self.algos:
@@ -208,6 +216,10 @@ class PPO(Trainer):
         super().__init__(config, env)
         self.loss = loss or PPOLoss(config.ppo.clip_value, config.loss.normalize_advantages)
         self.samples = samples or OwnPlay()
+        #: what the policy's memory changes (``agents.algorithms.sequences``): shuffled samples, or whole sequences
+        self.sequences = sequences_for(self.network)
+        if self.sequences.recurrent:
+            self._check_recurrent(config)
         self.network = self.samples.network(self.network)
         #: what each minibatch step reports: the loss's metrics, then the gradient norm and the learning rate
         self.minibatch_metrics = tuple(self.loss.names) + STEP_METRICS
@@ -220,6 +232,20 @@ class PPO(Trainer):
                     f"shuffle='local' (num_envs / {devices} devices x num_steps x learner seats = {share}), "
                     f"got {config.ppo.num_minibatches}"
                 )
+
+    def _check_recurrent(self, config) -> None:
+        """A recurrent network trains on its own play with PPO's loss for now, its minibatches whole sequences."""
+        if type(self.samples) is not OwnPlay or getattr(self.loss, "held_out", None) is not None:
+            raise ValueError(
+                f"TrainConfig.net.network={config.net.network!r} (a recurrent network) trains on its own play with "
+                "PPO's loss for now: no behaviour cloning, teacher or anchor"
+            )
+        sequences = config.run.num_envs * int(self.learner.sum())
+        if sequences % config.ppo.num_minibatches:
+            raise ValueError(
+                f"TrainConfig.ppo.num_minibatches must divide the (env, seat) sequences of a recurrent network's "
+                f"update, num_envs x learner seats = {sequences}, got {config.ppo.num_minibatches}"
+            )
 
     # ---- what the samples declare ----
     @property
@@ -249,23 +275,29 @@ class PPO(Trainer):
         key, context = players.start(runner.league, key, *inputs)
 
         def step(carry, step_key):
-            (env_state, obs, mask, tracker), stats = self._constrain_envs(carry[0]), carry[1]
+            (env_state, obs, mask, tracker, memory), stats = self._constrain_envs(carry[0]), carry[1]
             step_key, learner, others = players.seats(context, env_state, obs, mask, step_key)
-            env_state, ts, transition = self.samples.act(
-                self.network, self.env, self.dense, runner.params, step_key, env_state, obs, mask, learner, others
+            env_state, ts, transition, memory = self.sequences.act(
+                self._samples_act, self.network, runner.params, memory, step_key, env_state, obs, mask, learner, others
             )
             tracker, sums = track_episodes(tracker, ts, learner)
             stats = players.record(context, stats, ts)
-            carry = (self._constrain_envs((env_state, ts.observation, ts.action_mask, tracker)), stats)
+            carry = (self._constrain_envs((env_state, ts.observation, ts.action_mask, tracker, memory)), stats)
             return carry, (self._constrain_envs(transition), sums)
 
-        carry = ((runner.env_state, runner.obs, runner.mask, runner.tracker), players.stats(runner.league))
+        memory = getattr(runner, "memory", None)  # a recurrent policy's (RecurrentRunner), else None
+        carry = ((runner.env_state, runner.obs, runner.mask, runner.tracker, memory), players.stats(runner.league))
         keys = jax.random.split(key, config.ppo.num_steps)
-        ((env_state, obs, mask, tracker), stats), (traj, sums) = jax.lax.scan(step, carry, keys)
-        runner = runner.replace(
+        ((env_state, obs, mask, tracker, memory), stats), (traj, sums) = jax.lax.scan(step, carry, keys)
+        after = dict(
             env_state=env_state, obs=obs, mask=mask, tracker=tracker, league=players.finish(runner.league, stats)
         )
+        runner = runner.replace(**after, **({} if memory is None else {"memory": memory}))
         return runner, self.samples.after_rollout(traj, rollout_key, runner.update), sums
+
+    def _samples_act(self, network, params, key, env_state, obs, mask, learner, others):
+        """One rollout step of ``self.samples`` (``OwnPlay.act``) on this trainer's env."""
+        return self.samples.act(network, self.env, self.dense, params, key, env_state, obs, mask, learner, others)
 
     def training_batch(self, traj: Transition, advantages, targets, update, inputs) -> Batch:
         """The update's samples, leaves [T, N, P, ...], as a ``Batch``; its ``extra`` is what the samples add once
@@ -275,8 +307,9 @@ class PPO(Trainer):
         return Batch(traj, advantages, targets, extra)
 
     def minibatch_loss(self, network, params, batch: Batch, hp: HParams, update):
-        """``(loss, metrics)`` of one minibatch (leaves [B, ...]): the network's outputs, then ``self.loss``."""
-        logits, value = network.apply(params, batch.traj.obs)
+        """``(loss, metrics)`` of one minibatch (leaves [B, ...]; a recurrent policy's [T, B, ...] sequences): the
+        network's outputs (``self.sequences.outputs``), then ``self.loss``."""
+        logits, value, batch = self.sequences.outputs(network, params, batch)
         return self.loss(logits, value, batch.replace(traj=self._dense_view(batch.traj)), hp, update)
 
     def _dense_view(self, traj: Transition) -> Transition:
@@ -287,9 +320,37 @@ class PPO(Trainer):
         hp = runner.hparams
         update_key = jax.random.fold_in(runner.key, runner.update)
         act_key, shuffle_key = jax.random.split(update_key)
+        runner, traj, batch, sums, decisions = self.collect(runner, act_key, *inputs)
+        held_out = self.held_out_metrics(runner.params, traj)  # before the update trains on these samples
+        params, opt_state, mb_metrics = self.optimize(
+            runner.params, runner.opt_state, batch, shuffle_key, hp, runner.update
+        )
+        mean = {k: v.mean() for k, v in mb_metrics.items()}
+        metrics = {
+            **self.loss.log(mean, self._dense_view(traj), batch.targets),
+            **held_out,
+            "train/decisions": decisions,
+            **{f"sums/{k}": sums[k].sum() for k in EPISODE_SUMS},
+        }
+        done = runner.update + 1
+        pool, league_metrics = self.players.after_update(runner.league, params, done)
+        runner = runner.replace(params=params, opt_state=opt_state, update=done, league=pool)
+        return runner, {**metrics, **league_metrics}
+
+    def collect(self, runner: Runner, act_key, *inputs):
+        """One update's samples: the rollout (``act_key``: its key) and the GAE targets.
+
+        Returns ``(runner, traj, batch, sums, decisions)``: ``runner`` after the rollout with the decisions left
+        open in ``pending``; ``traj`` the rollout's transitions [T, N, P] after GAE (weight 1 on the decisions
+        trained now, the carried-in ones on row 0); ``batch`` the ``Batch`` the epochs train on (``training_batch``,
+        with a recurrent policy's ``SequenceStart`` in ``memory``); ``sums`` the episode sums [T] per name;
+        ``decisions`` float32[] the learner decisions taken in this rollout (trained now or, if left open, later)."""
+        hp = runner.hparams
         pending = runner.pending
+        memory = getattr(runner, "memory", None)  # the recurrent policy's memory before the rollout, else None
         runner, traj, sums = self.rollout(runner, act_key, *inputs)
-        _, end_value = self.network.apply(runner.params, runner.obs)
+        end_value = self.sequences.end_value(self.network, runner.params, runner)
+        start = self.sequences.start(memory, traj, None if self.dense else pending.active)
         decisions = traj.weight.sum()  # taken in this rollout (trained now or, if left open, in a later update)
         if self.dense:  # every state is a decision: nothing is ever left open, the textbook GAE
             advantages, targets = gae(
@@ -299,22 +360,8 @@ class PPO(Trainer):
             traj, advantages, targets, pending = targets_with_pending(
                 traj, pending, end_value, runner.mask.sum(-1) > 1, hp.gamma, hp.gae_lambda
             )
-        batch = self.training_batch(traj, advantages, targets, runner.update, inputs)
-        held_out = self.held_out_metrics(runner.params, traj)  # before the update trains on these samples
-        params, opt_state, mb_metrics = self.optimize(
-            runner.params, runner.opt_state, batch, shuffle_key, hp, runner.update
-        )
-        mean = {k: v.mean() for k, v in mb_metrics.items()}
-        metrics = {
-            **self.loss.log(mean, self._dense_view(traj), targets),
-            **held_out,
-            "train/decisions": decisions,
-            **{f"sums/{k}": sums[k].sum() for k in EPISODE_SUMS},
-        }
-        done = runner.update + 1
-        pool, league_metrics = self.players.after_update(runner.league, params, done)
-        runner = runner.replace(params=params, opt_state=opt_state, update=done, league=pool, pending=pending)
-        return runner, {**metrics, **league_metrics}
+        batch = self.training_batch(traj, advantages, targets, runner.update, inputs).replace(memory=start)
+        return runner.replace(pending=pending), traj, batch, sums, decisions
 
     def held_out_metrics(self, params, traj: Transition) -> dict:
         """The loss's metrics on samples no update has trained on: ``self.loss.held_out`` (a loss without it: {}),
@@ -364,7 +411,7 @@ class PPO(Trainer):
         if axis_name is not None:
             shuffle_key = jax.random.fold_in(shuffle_key, jax.lax.axis_index(axis_name))
         if not self.config.net.independent:
-            flat = jax.tree_util.tree_map(lambda x: x.reshape((-1,) + x.shape[3:]), batch)
+            flat = self.sequences.flatten(batch)
             return self._epochs(self.network, params, opt_state, flat, shuffle_key, hp, update, axis_name)
         per_seat = jax.tree_util.tree_map(
             lambda x: jnp.moveaxis(x, 2, 0).reshape((x.shape[2], -1) + x.shape[3:]), batch
@@ -385,7 +432,6 @@ class PPO(Trainer):
 
     def _epochs(self, network, params, opt_state, flat, shuffle_key, hp: HParams, update, axis_name=None):
         config = self.config
-        num_samples = flat.advantages.shape[0]
 
         def minibatch_step(carry, mb):
             params, opt_state = carry
@@ -399,10 +445,7 @@ class PPO(Trainer):
             return (params, opt_state), jnp.stack([metrics[k] for k in self.minibatch_metrics])  # one output
 
         def epoch(carry, key):
-            order = jax.random.permutation(key, num_samples)
-            shuffled = jax.tree_util.tree_map(
-                lambda x: x[order].reshape((config.ppo.num_minibatches, -1) + x.shape[1:]), flat
-            )
+            shuffled = self.sequences.minibatches(key, flat, config.ppo.num_minibatches)
             if axis_name is None:  # global shuffle: each device computes a share of every minibatch
                 shuffled = distributed.constrain_axis(shuffled, self.mesh, 1)
             return jax.lax.scan(minibatch_step, carry, shuffled)

@@ -3,7 +3,9 @@
 Both networks map observations with any leading batch dims ``[...]`` to
 ``(logits float32[..., A], value float32[...])``. Initialisation follows
 PureJaxRL: orthogonal kernels with scale sqrt(2) for hidden layers, 0.01 for
-the policy head and 1.0 for the value head; zero biases.
+the policy head and 1.0 for the value head; zero biases. The recurrent network
+(``"gru"``, ``agents.core.recurrent``) takes and returns a carry besides:
+``(carry, logits, value)`` of ``(params, carry, obs, reset)``.
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ import jax.numpy as jnp
 
 from agents.core.entity_network import EntityActorCritic
 from agents.core.layers import HIDDEN_SCALE, MLP, activation_fn, dense
+from agents.core.recurrent import RecurrentActorCritic
 from agents.core.tile_ids import TileIdTorso
 from jaxgame.observation import frame_view
 from jaxgame.packing import FRAME_H, FRAME_W, PACKED_W, TILE, unpack
@@ -88,7 +91,9 @@ PACKED_TORSOS = ("tile_ids",)
 PIXEL_NETWORKS = tuple(PIXEL_TORSOS)
 #: networks of the game's vector observation only (not oracle, not gymnax): ``agents.core.entity_network``
 VECTOR_ONLY_NETWORKS = ("entity",)
-NETWORK_KINDS = ("mlp", *VECTOR_ONLY_NETWORKS, *PIXEL_NETWORKS)
+#: networks that carry a hidden state from step to step (``agents.core.recurrent``): the vector observation only
+RECURRENT_NETWORKS = ("gru",)
+NETWORK_KINDS = ("mlp", *VECTOR_ONLY_NETWORKS, *PIXEL_NETWORKS, *RECURRENT_NETWORKS)
 
 
 def _heads(make_torso, x: jax.Array, shared_torso: bool, num_actions: int) -> tuple[jax.Array, jax.Array]:
@@ -159,11 +164,13 @@ def actor_critic(
     hidden: Sequence[int] = (256, 256),
     activation: str = "tanh",
     shared_torso: bool = False,
-) -> nn.Module:
+) -> nn.Module | RecurrentActorCritic:
     """Build an actor-critic: ``"mlp"`` -> ``ActorCritic``; ``"entity"`` -> ``entity_network.EntityActorCritic``
     (the game's vector observation read as units; ``shared_torso`` does not apply); ``"cnn"`` (three convolutions)
     or ``"tiles"`` (one embedding per 8x8 tile) or ``"tile_ids"`` (each tile named by its index in the renderer's
-    atlas, ``agents.core.tile_ids``) -> ``PixelActorCritic`` on packed frames.
+    atlas, ``agents.core.tile_ids``) -> ``PixelActorCritic`` on packed frames; ``"gru"`` ->
+    ``recurrent.RecurrentActorCritic`` (an MLP torso, a GRU of ``hidden[-1]`` units, two heads; its ``apply`` takes
+    and returns a carry; ``shared_torso`` does not apply).
 
     For the pixel networks, ``hidden`` are the dense layers after the frame torso.
     """
@@ -175,6 +182,8 @@ def actor_critic(
         return EntityActorCritic(num_actions, hidden, activation)
     if kind in PIXEL_NETWORKS:
         return PixelActorCritic(num_actions, hidden, activation, shared_torso, torso=kind)
+    if kind == "gru":
+        return RecurrentActorCritic(num_actions, hidden, activation)
     raise ValueError(f"unknown network kind {kind!r}; expected one of {NETWORK_KINDS}")
 
 

@@ -2,7 +2,9 @@
 
 Shapes: N envs, P seats, A actions. ``learner`` marks the seats whose steps
 are training data: a bool[P] constant, or bool[N, P] when it changes from
-game to game (a league's roles).
+game to game (a league's roles). A recurrent policy (``agents.core.recurrent``)
+also holds a ``Memory`` per env and seat (H: its carry's width); an update
+re-runs it over whole sequences from a ``SequenceStart``.
 """
 
 from __future__ import annotations
@@ -38,6 +40,7 @@ class Batch:
     advantages: jax.Array  # float32
     targets: jax.Array  # float32: the value's targets
     extra: object = None  # what the samples add for the loss: None, or e.g. frozen policies' logits by role
+    memory: object = None  # a recurrent policy's ``SequenceStart`` (None for a feed-forward one)
 
 
 @struct.dataclass
@@ -82,6 +85,109 @@ class Pending:
             discount=zeros,
             active=jnp.zeros(batch, bool),
         )
+
+
+@struct.dataclass
+class Memory:
+    """A recurrent policy's memory of every env and seat (``agents.algorithms.base.RecurrentRunner.memory``), as of
+    the next step to act on. ``carry`` float32[N, P, H]: the hidden state after the last step; ``reset`` bool[N,
+    P]: that step ended the seat's episode (``info["seat_done"]``: a game's end, a seat's elimination), so the next
+    step starts from the initial carry (the network resets it). ``decision_carry`` float32[N, P, H] and
+    ``decision_reset`` bool[N, P]: the carry and reset flag each seat's last decision was taken with; after a
+    rollout, those of its open decision (``Runner.pending``), which the next update trains."""
+
+    carry: jax.Array
+    reset: jax.Array
+    decision_carry: jax.Array
+    decision_reset: jax.Array
+
+    @classmethod
+    def initial(cls, network, batch_shape) -> Memory:
+        """Every seat at the start of an episode: ``network.initial_carry(batch_shape)``, no reset pending."""
+        carry = network.initial_carry(batch_shape)
+        no_reset = jnp.zeros(batch_shape, bool)
+        return cls(carry=carry, reset=no_reset, decision_carry=carry, decision_reset=no_reset)
+
+    def stepped(self, carry: jax.Array, decided: jax.Array, seat_done: jax.Array) -> Memory:
+        """The memory after one step that started from this one: the network's new ``carry`` float32[N, P, H];
+        ``decided`` bool[N, P]: the step was a learner's decision (its carry and reset become ``decision_*``);
+        ``seat_done`` bool[N, P]: the step ended the seat's episode."""
+        return Memory(
+            carry=carry,
+            reset=seat_done,
+            decision_carry=select_seats(decided, self.carry, self.decision_carry),
+            decision_reset=jnp.where(decided, self.reset, self.decision_reset),
+        )
+
+
+class StepOutputs:
+    """A recurrent network's outputs of one step, computed already, in a feed-forward network's clothes:
+    ``apply(params, obs)`` returns ``(logits float32[N, P, A], value float32[N, P])`` whatever it is given, so the
+    samples' ``act`` (``act_and_step`` and what wraps it) samples and steps as for a feed-forward policy."""
+
+    def __init__(self, logits: jax.Array, value: jax.Array):
+        self.logits = logits
+        self.value = value
+
+    def apply(self, params, obs):
+        return self.logits, self.value
+
+
+@struct.dataclass
+class SequenceStart:
+    """What re-runs a recurrent policy over an update's samples (``Batch.memory``). Every leaf has the samples'
+    leading [T, N, P] or [1, N, P] axes, so it is selected, flattened and minibatched along with them.
+
+    carry: float32[1, N, P, H], the carry before the rollout's first step;
+    reset: bool[T, N, P], reset the carry before step t (the seat's episode ended on step t - 1; row 0: on the
+      step before the rollout);
+    first_obs: [1, N, P, *obs_shape], row 0's observation as stepped (the batch's row 0 holds a carried-in
+      decision's instead, ``agents.algorithms.ppo.targets_with_pending``);
+    carried: bool[1, N, P], row 0 holds a decision carried in from the previous rollout, taken from
+      ``carried_carry`` float32[1, N, P, H] with ``carried_reset`` bool[1, N, P]; all three None where no decision
+      is ever carried (an env whose every sample is a decision, ``Trainer.dense``)."""
+
+    carry: jax.Array
+    reset: jax.Array
+    first_obs: object
+    carried: jax.Array | None = None
+    carried_carry: jax.Array | None = None
+    carried_reset: jax.Array | None = None
+
+
+def sequence_start(start: Memory, stepped: Transition, carried: jax.Array | None) -> SequenceStart:
+    """The ``SequenceStart`` of a rollout: ``start`` the memory before it, ``stepped`` its transitions [T, N, P] as
+    stepped (before open decisions are carried in), ``carried`` bool[N, P] the seats whose open decision of the
+    previous rollout goes back on row 0 (``Runner.pending.active`` before the rollout; None: never any)."""
+    reset = jnp.concatenate([start.reset[None], stepped.terminal[:-1]])
+    first_obs = jax.tree_util.tree_map(lambda x: x[:1], stepped.obs)
+    if carried is None:
+        return SequenceStart(carry=start.carry[None], reset=reset, first_obs=first_obs)
+    return SequenceStart(
+        carry=start.carry[None],
+        reset=reset,
+        first_obs=first_obs,
+        carried=carried[None],
+        carried_carry=start.decision_carry[None],
+        carried_reset=start.decision_reset[None],
+    )
+
+
+def sequence_outputs(network, params, obs, start: SequenceStart) -> tuple[jax.Array, jax.Array]:
+    """A recurrent ``network`` re-run over sequences of samples as the rollout stepped them: ``obs`` [T, B, *obs_shape]
+    (B sequences, e.g. a minibatch's (env, seat) pairs; row 0 may hold carried-in decisions' observations), ``start``
+    with leaves [1 or T, B, ...]. Returns ``(logits float32[T, B, A], value float32[T, B])``: row t from the carry
+    the rollout had at step t (the same resets), row 0 of a carried-in decision from the carry it was taken with."""
+    stepped = jax.tree_util.tree_map(lambda x, first: x.at[0].set(first[0]), obs, start.first_obs)
+    _, logits, value = network.apply_sequence(params, start.carry[0], stepped, start.reset)
+    if start.carried is None or start.carried_carry is None or start.carried_reset is None:
+        return logits, value
+    first_obs = jax.tree_util.tree_map(lambda x: x[0], obs)
+    _, first_logits, first_value = network.apply(params, start.carried_carry[0], first_obs, start.carried_reset[0])
+    carried = start.carried[0]
+    logits = logits.at[0].set(jnp.where(carried[..., None], first_logits, logits[0]))
+    value = value.at[0].set(jnp.where(carried, first_value, value[0]))
+    return logits, value
 
 
 def select_seats(cond, new, old):

@@ -71,7 +71,14 @@ import jaxgame
 from agents.config import RULE_FIELDS
 from agents.core import distributions
 from agents.interop.program_cache import shared_jit
-from agents.policies.load import load_policy, parse_spec, rule_differences, seat_policies, table_observations
+from agents.policies.load import (
+    load_policy,
+    parse_spec,
+    require_feed_forward,
+    rule_differences,
+    seat_policies,
+    table_observations,
+)
 from jaxgame import all_bots
 from jaxgame import constants as C
 from jaxgame import observation as observation_lib
@@ -182,6 +189,7 @@ class SeatTable:
                 continue
             if spec not in loaded:
                 policy = load_policy(*parsed)
+                require_feed_forward(policy, "the opponents of the env views (Gymnasium, SB3, PettingZoo)")
                 if (
                     policy.config.net.independent
                 ):  # as the Gymnasium env: an independent run plays as its seat-0 learner

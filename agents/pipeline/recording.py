@@ -55,7 +55,7 @@ from flax import struct
 import jaxgame
 from agents.arena.tables import check_bot_names, make_seat_actions, rotation_seats
 from agents.arena.tournament import participant_index, resolve_players, table_game
-from agents.policies.load import check_same_observations, parse_spec
+from agents.policies.load import check_same_observations, parse_spec, table_networks
 from agents.storage.datasets import check_new_directory, write_dataset
 from agents.storage.outputs import check_writable
 from agents.utils import memory
@@ -374,7 +374,7 @@ def record(
     lineup = [index[player_of[p]] for p in players]
     recorder = make_recorder(
         game,
-        [p.network for p in policies],
+        list(table_networks(policies, game)),  # each network as it is (one observation kind); refuses a recurrent one
         batch_games,
         positions,
         bot_names,

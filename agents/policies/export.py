@@ -24,7 +24,7 @@ import numpy as np
 from agents.core import distributions
 from agents.policies import baselines, card
 from agents.policies import exported_loader as exported_policy_loader
-from agents.policies.load import PolicyError, RunPolicy, require_parameters, seat_policies
+from agents.policies.load import PolicyError, RunPolicy, require_feed_forward, require_parameters, seat_policies
 from agents.utils.versions import package_versions
 from jaxgame import constants as C
 from jaxgame import layout
@@ -36,7 +36,9 @@ LOADER_FILE = "policy_loader.py"
 
 def one_seat(policy: RunPolicy, seat: int | None) -> RunPolicy:
     """The policy an export writes: ``seat``'s learner of an independent-learners run (``seat`` required there),
-    else ``policy`` itself (``seat`` must be None)."""
+    else ``policy`` itself (``seat`` must be None); ``PolicyError`` for a recurrent policy (an export is a function
+    of one observation)."""
+    require_feed_forward(policy, "exports")
     if policy.config.net.independent:
         if seat is None:
             raise PolicyError(f"{policy.name} trained one learner per seat: choose one with seat=0..7")
