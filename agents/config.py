@@ -443,10 +443,19 @@ class A2CConfig(_Group):
     """Streaming A2C (algo="a2c"): TD(0), no rollout buffer."""
 
     NAME = "a2c"
-    RANGES = {"update_every": (1, 1 << 16)}
+    RANGES = {"update_every": (1, 1 << 16), "target_tau": (0.0, 1.0)}
 
     update_every: int = 1
     """env steps per parameter update, in [1, 2^16]"""
+    target_tau: float = 1.0
+    """the slow target critic's rate in [0, 1], above 0: the TD targets bootstrap from V(s') of target parameters
+    that move this fraction of the way to the learned ones after each update (Polyak averaging; the runner saves
+    them); 1 = no target network (V(s') of the update's own parameters)"""
+
+    def __post_init__(self):
+        super().__post_init__()
+        if self.target_tau <= 0.0:
+            self._fail("target_tau", f"must be above 0: a rate of 0 would never move the target, got {self.target_tau}")
 
 
 @dataclasses.dataclass(frozen=True)

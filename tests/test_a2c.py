@@ -13,7 +13,7 @@ import optax
 import pytest
 
 from agents.algorithms import registry as trainers
-from agents.algorithms.a2c import Pending, StreamingA2C, td_step
+from agents.algorithms.a2c import Pending, StreamingA2C, TargetCriticRunner, td_step
 from agents.algorithms.base import Runner
 from agents.algorithms.ppo import PPO
 from agents.config import TrainConfig
@@ -254,6 +254,39 @@ def test_whole_run_equals_chunks_deterministic_and_key_types(small):
     summary = trainers.summarize(whole)
     assert summary["train/decisions"] == 8 * 3 * 2
     assert all(np.isfinite(summary[k]) for k in summary if k.startswith("loss/"))
+
+
+def test_a_slow_target_critic_follows_the_parameters_by_polyak_averaging(small):
+    """``a2c.target_tau < 1``: the runner carries target parameters, equal to the initial ones at first (so the
+    first update is the plain one's, number for number) and moved ``tau`` of the way to the learned parameters
+    after each update; the TD targets of later updates bootstrap from them (they differ from the plain run's).
+    ``target_tau = 1`` keeps the plain runner."""
+    tr, init = small
+    slow = _trainer(num_envs=8, update_every=3, hidden=(16,), total_steps=8 * 3 * 3, target_tau=0.25)
+    plain_runner = init(jax.random.key(3))
+    runner = jax.jit(slow.init)(jax.random.key(3))
+    assert isinstance(runner, TargetCriticRunner) and not isinstance(plain_runner, TargetCriticRunner)
+    chex.assert_trees_all_equal(runner.target_params, runner.params)
+    plain_step, slow_step = jax.jit(lambda r: tr.run(r, 1)), jax.jit(lambda r: slow.run(r, 1))
+
+    def polyak(target, params):
+        return jax.tree_util.tree_map(lambda t, p: t + 0.25 * (p - t), target, params)
+
+    expected = runner.params
+    plain_runner, plain_first = plain_step(plain_runner)
+    runner, first = slow_step(runner)
+    for k in first:  # the target is the initial parameters: the plain update's numbers
+        np.testing.assert_array_equal(first[k], plain_first[k], err_msg=k)
+    chex.assert_trees_all_equal(runner.params, plain_runner.params)
+    expected = polyak(expected, runner.params)
+    chex.assert_trees_all_close(runner.target_params, expected, rtol=1e-6, atol=1e-7)
+    plain_runner, plain_second = plain_step(plain_runner)
+    runner, second = slow_step(runner)
+    chex.assert_trees_all_close(runner.target_params, polyak(expected, runner.params), rtol=1e-6, atol=1e-7)
+    # the same parameters and samples, bootstrapped from the slow target: other value targets and losses
+    assert not np.allclose(plain_second["loss/value"], second["loss/value"])
+    with pytest.raises(ValueError, match=r"TrainConfig\.a2c\.target_tau must be above 0"):
+        TrainConfig.from_fields(algo="a2c", target_tau=0.0)
 
 
 def test_rejects_wrong_algo_and_num_envs():

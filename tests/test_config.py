@@ -58,7 +58,7 @@ def test_the_groups_are_trainconfigs_fields_and_name_themselves():
     assert [f.name for f in dataclasses.fields(TrainConfig)] == list(GROUPS)
     for name, kind in GROUPS.items():
         assert kind.NAME == name and dataclasses.is_dataclass(kind) and kind.__dataclass_params__.frozen
-    assert len(FLAT) == len(set(FLAT)) == 69  # short names are unique
+    assert len(FLAT) == len(set(FLAT)) == 70  # short names are unique
     clashes = set(GROUPS) & (set(FLAT) | {n for n in dir(TrainConfig) if not n.startswith("_")} - set(GROUPS))
     assert not clashes  # a group's name is no field's and no method's
 
@@ -583,6 +583,9 @@ def test_a_run_keeps_its_identity_across_the_lr_schedule_rename():
 
     assert identity_hash(run_identity(TrainConfig())) == "0f3472c0951002ba"
     assert identity_hash(run_identity(TrainConfig.from_fields(lr_schedule="cosine"))) == "ae3dc4c4049dd0de"
+    # a field added since (preflight.IDENTITY_OMITTED_DEFAULTS) is left out while it holds every earlier run's value
+    assert "target_tau" not in run_identity(TrainConfig())
+    assert run_identity(TrainConfig.from_fields(algo="a2c", target_tau=0.5))["target_tau"] == 0.5
 
 
 def test_to_dict_is_nested_and_round_trips_through_json():

@@ -53,6 +53,11 @@ To do this without a buffer, each seat carries one *pending decision*
    with the current parameters in that forward pass; see "Gradient of an
    update" below).
 
+A slow target critic (``config.a2c.target_tau < 1``): ``V(s_{t'})`` of the targets is computed with target
+parameters (``TargetCriticRunner.target_params``), which start as the initial parameters and move
+``target_tau`` of the way to the learned ones after each update (Polyak averaging), so the targets drift slower
+than the critic they train. With ``target_tau = 1`` (the default) the runner and the program are the plain ones.
+
 Since completion happens as soon as the next decision state is seen, a seat
 never has a pending decision when it decides again. A pending decision whose
 next decision has not come by the end of an update is carried over in the
@@ -110,10 +115,14 @@ is unused.
 
 from __future__ import annotations
 
+import dataclasses
+
 import jax
 import jax.numpy as jnp
+from flax import struct
 
 from agents.algorithms.base import Runner, Trainer, apply_gradients
+from agents.config import HParams
 from agents.core import losses
 from agents.core.rollout import EPISODE_SUMS, Pending, act_and_step, select_seats, track_episodes
 
@@ -181,10 +190,26 @@ def _explained_variance(target_moments, residual_moments):
     return jnp.where(var_t > 0, 1.0 - var_r / safe, 0.0).astype(jnp.float32)
 
 
+@struct.dataclass
+class TargetCriticRunner(Runner):
+    """A streaming A2C runner with a slow target critic (``a2c.target_tau < 1``): a ``Runner`` and the parameters
+    whose values bootstrap the TD targets, saved and resumed with it. A subclass, so a run without a target keeps
+    its checkpoint's layout."""
+
+    target_params: dict
+
+
 class StreamingA2C(Trainer):
     """``make_train``'s result for ``algo="a2c"`` (an ``agents.algorithms.base.Trainer``)."""
 
     algo = "a2c"
+
+    def init(self, key, hparams: HParams | None = None) -> Runner:
+        runner = super().init(key, hparams)
+        if self.config.a2c.target_tau == 1.0:  # static: no target network, the plain runner
+            return runner
+        fields = {f.name: getattr(runner, f.name) for f in dataclasses.fields(runner)}
+        return self.constrain(TargetCriticRunner(**fields, target_params=runner.params))
 
     # ---- one update ----
     def update(self, runner: Runner):
@@ -196,6 +221,8 @@ class StreamingA2C(Trainer):
 
         normalize = config.loss.normalize_advantages
         grad_fn = _gradient_fn(network, hp, normalize)
+        tau = config.a2c.target_tau
+        critic = params if tau == 1.0 else runner.target_params  # whose V(s') bootstraps the targets
 
         def step(carry, step_key):
             env_state, obs, mask, tracker, pending, grads, stats = carry
@@ -204,7 +231,7 @@ class StreamingA2C(Trainer):
                 network, params, self.env, step_key, env_state, obs, mask, self.learner
             )
             tracker, sums = track_episodes(tracker, ts, self.learner)
-            _, next_value = network.apply(params, ts.observation)
+            _, next_value = network.apply(critic, ts.observation)
             samples, target, weight, pending = td_step(
                 pending, transition, ts.action_mask, jax.lax.stop_gradient(next_value), hp.gamma
             )
@@ -260,6 +287,9 @@ class StreamingA2C(Trainer):
             pending=pending,
             update=runner.update + 1,
         )
+        if tau != 1.0:  # Polyak: the target moves tau of the way to the parameters after the update
+            target = jax.tree_util.tree_map(lambda t, p: t + tau * (p - t), runner.target_params, params)
+            runner = runner.replace(target_params=target)
         return runner, metrics
 
 
@@ -313,4 +343,4 @@ def _tree_where(cond, new, old):
     return jax.tree_util.tree_map(lambda a, b: jnp.where(cond, a, b), new, old)
 
 
-__all__ = ["Pending", "StreamingA2C", "td_step"]
+__all__ = ["Pending", "StreamingA2C", "TargetCriticRunner", "td_step"]

@@ -139,10 +139,19 @@ def check_memory(config: TrainConfig, program, num_devices: int = 1, runs: int =
         raise RunError(str(err)) from None
 
 
+#: fields added after run directories were first written, each with the value every earlier run had: the identity
+#: leaves a field out while it holds that value, so runs begun before it resume
+IDENTITY_OMITTED_DEFAULTS = {"target_tau": 1.0}
+
+
 def run_identity(config: TrainConfig) -> dict:
     """The config fields that fix a run (all but ``RESUMABLE_CHANGES``): its run directory's identity. The
     ``lr_schedule`` enters as the two booleans it replaced (``LEGACY_LR_FLAGS``), so a run begun before it resumes."""
-    fields = {k: v for k, v in config.to_flat_dict().items() if k not in RESUMABLE_CHANGES}
+    fields = {
+        k: v
+        for k, v in config.to_flat_dict().items()
+        if k not in RESUMABLE_CHANGES and not (k in IDENTITY_OMITTED_DEFAULTS and v == IDENTITY_OMITTED_DEFAULTS[k])
+    }
     schedule = fields.pop("lr_schedule")
     return {**fields, **{flag: schedule == meant for flag, meant in LEGACY_LR_FLAGS.items()}}
 
