@@ -310,8 +310,7 @@ class NetConfig(_Group):
     where a seat's episode ends, then the two heads; agents.core.recurrent; docs/training.md, "Recurrent policies").
     "gru" needs obs="vector" (the game's or a gymnax env's) and view="all", trains with algo="ppo" only (no league,
     independent learners, teacher, anchor or several devices), num_minibatches dividing num_envs x learner seats
-    (its minibatches are whole sequences), and, on the game, eval_every=0 (the evaluation tables play feed-forward
-    policies)"""
+    (its minibatches are whole sequences); the tables carry its hidden state (evaluations, the ladder, replays)"""
     hidden: tuple = (256, 256)
     """hidden layer widths: a tuple of 1 to 8 ints, each in [1, 2^16] (network="gru": the last is the GRU's
     width)"""
@@ -786,7 +785,7 @@ class TrainConfig:
 
     def _check_recurrent(self):
         """A recurrent network (``network="gru"``, ``agents.core.recurrent``): PPO's own play on the vector
-        observation, on one device, its minibatches whole (env, seat) sequences, no evaluation tables yet."""
+        observation, on one device, its minibatches whole (env, seat) sequences."""
         network = self.net.network
         if network not in RECURRENT_NETWORKS:
             return
@@ -817,11 +816,6 @@ class TrainConfig:
             raise ValueError(
                 f"TrainConfig.run.num_devices must be 0 or 1 and ppo.shuffle 'global' with {what}: it trains on "
                 f"one device for now; got num_devices={self.run.num_devices}, shuffle={self.ppo.shuffle!r}"
-            )
-        if self.log.eval_every and not self.is_gymnax:
-            raise ValueError(
-                f"TrainConfig.log.eval_every must be 0 with {what}: the evaluation tables (agents.arena) play "
-                f"feed-forward policies only for now; got eval_every={self.log.eval_every}"
             )
 
     def _check_references(self):

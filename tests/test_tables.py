@@ -45,6 +45,15 @@ def played():
     return np.asarray(run((jnp.float32(1.0),), lineups, jax.random.key(0)))
 
 
+def test_a_feed_forward_tables_games_are_those_it_played_before_the_tables_held_carries():
+    """The ranks of ``played()`` as the tables gave them before they kept recurrent policies' carries (commit
+    350a97d): a feed-forward table is the same program (its carries are None, so nothing is added to its loop)."""
+    np.testing.assert_array_equal(
+        played()[:, 0],
+        [[6, 4, 7, 1, 2, 5, 3, 8], [7, 4, 6, 2, 3, 1, 8, 5], [2, 7, 3, 4, 1, 8, 5, 6]],  # rotation 0 of each game
+    )
+
+
 def test_rotation_maps_are_inverse():
     position = tables.rotation_seats(3)
     seat = tables.rotation_seats(3, shift=1)
@@ -223,9 +232,10 @@ def test_greedy_play_can_be_chosen_per_network():
     ts = types.SimpleNamespace(observation=jnp.zeros((C.NUM_PLAYERS, C.NUM_PLAYERS, 4)), action_mask=mask)
     player = jnp.asarray(np.tile([0, 1] * 4, (C.NUM_PLAYERS, 1)), jnp.int32)  # even seats: network 0
     actions, _ = tables.make_seat_actions((FixedLogits(), FixedLogits()), (), (True, False), num_games=1)
+    carries = tables.initial_carries((FixedLogits(), FixedLogits()), C.NUM_PLAYERS)  # (None, None): feed-forward
     seen = np.stack(
         [
-            np.asarray(actions((logits, logits), player, None, ts, jax.random.key(k), jax.random.key(0)))
+            np.asarray(actions((logits, logits), carries, player, None, ts, jax.random.key(k), jax.random.key(0))[0])
             for k in range(6)
         ]
     )

@@ -16,6 +16,16 @@ batch in one jitted ``lax.while_loop`` that stops when every game has ended.
 ``ranks[g, r, j]`` is the final rank (1 = first) of lineup position ``j`` of
 game ``g`` in rotation ``r``, where it sat in seat ``(j + r) % 8``; 0 if the
 game did not end within the game's step limit.
+
+A recurrent policy (``agents.core.recurrent.is_recurrent``: ``network="gru"``)
+plays as in training: the table keeps its carry for every game and seat in the
+loop state (``initial_carries``: ``network.initial_carry([E, 8])``), steps it
+with each seat's observation, and resets it at the seat's step after its
+episode ended, a game's end or the seat's elimination
+(``agents.envs.make.seat_done`` of the timestep the step acts on: what the
+rollout's ``agents.core.rollout.Memory`` resets on). A feed-forward policy's
+entry is None, so a table of feed-forward policies is the same program as
+without carries.
 """
 
 from __future__ import annotations
@@ -30,6 +40,8 @@ import numpy as np
 
 import jaxgame
 from agents.core import distributions
+from agents.core.recurrent import is_recurrent
+from agents.envs.make import seat_done
 from agents.policies.load import PLAYER_BOTS, TABLE_BOTS  # noqa: F401  (TABLE_BOTS: re-exported for evaluation.py)
 from jaxgame import all_bots
 from jaxgame import constants as C
@@ -92,32 +104,47 @@ def greedy_per_network(greedy_policy, num_networks: int) -> tuple[bool, ...]:
     return flags
 
 
+def initial_carries(networks, num_envs: int) -> tuple:
+    """The policies' carries at the start of ``num_envs`` games, one entry per network: None for a feed-forward
+    network, ``network.initial_carry((num_envs, 8))`` (float32[E, 8, H] zeros for the GRU) for a recurrent one
+    (``agents.core.recurrent.is_recurrent``): every policy is stepped on every seat (``make_seat_actions``), so each
+    keeps a carry for every game and seat."""
+    return tuple(net.initial_carry((num_envs, C.NUM_PLAYERS)) if is_recurrent(net) else None for net in networks)
+
+
 def make_seat_actions(
     networks, bot_names: tuple[str, ...], greedy_policy: bool, num_games: int, rotations: int = C.NUM_PLAYERS
 ):
     """``(actions, per_game)`` for games of participants (policies, then bots), shared by the table runner,
     ``agents.pipeline.recording`` and ``agents.replays.record``. Envs are ``num_games x rotations``, game-major.
 
-    ``actions(params, player, states, ts, policy_key, bot_key) -> int32[E, 8]``: ``player`` int32[E, 8] names
-    each seat's participant; every policy acts on every seat (sampled, or its most likely legal action with
-    ``greedy_policy``: one bool for all, or one per network) and every bot on every seat (a seat-gated bot only on
-    its own, ``jaxgame.all_bots.decision_masks``), with one bot key per game (shared by its rotations), and each
-    seat sends its participant's action. ``per_game(key) -> keys[E]``: ``num_games`` keys, each repeated for the
-    game's rotations.
+    ``actions(params, carries, player, states, ts, policy_key, bot_key) -> (int32[E, 8], carries)``: ``player``
+    int32[E, 8] names each seat's participant; every policy acts on every seat (sampled, or its most likely legal
+    action with ``greedy_policy``: one bool for all, or one per network) and every bot on every seat (a seat-gated
+    bot only on its own, ``jaxgame.all_bots.decision_masks``), with one bot key per game (shared by its rotations),
+    and each seat sends its participant's action. ``carries``: the policies' carries before the step, one entry per
+    network (``initial_carries(networks, E)`` at the games' start; None for a feed-forward network), returned
+    stepped: a recurrent network runs ``apply(params, carry, observation, reset)`` on every seat, ``reset`` bool[E,
+    8] the seats whose episode ``ts`` ended (``agents.envs.make.seat_done(ts)``: the game's end, the seat's
+    elimination), so the carry restarts at the seat's next step as in training. ``ts`` is the timestep the step acts
+    on (the last ``env.step``'s, or the reset's). ``per_game(key) -> keys[E]``: ``num_games`` keys, each repeated
+    for the game's rotations.
 
-    ``actions.with_every(params, player, states, ts, policy_key, bot_key) -> (actions int32[E, 8], every
-    int32[K + B, E, 8])``: the same actions, and every participant's action on every seat (policies, then bots):
-    what a labeller that plays no seat would have sent (``agents.pipeline.recording``'s ``label``; a seat-gated
-    bot's only on its own seats, so it labels nothing).
+    ``actions.with_every(params, carries, player, states, ts, policy_key, bot_key) -> (actions int32[E, 8], every
+    int32[K + B, E, 8], carries)``: the same actions and carries, and every participant's action on every seat
+    (policies, then bots): what a labeller that plays no seat would have sent (``agents.pipeline.recording``'s
+    ``label``; a seat-gated bot's only on its own seats, so it labels nothing).
 
-    ``actions.of_env(env, params, player, states, ts, policy_key, bot_key) -> (actions int32[1, 8], logits
-    float32[K, 1, 8, A], values float32[K, 1, 8])``: the decisions of env ``env`` (an int32 scalar, traced) of
-    such a batch, given that env alone (``player``, ``states``, ``ts`` with a leading axis of 1), and every policy's
-    outputs on its seats. The env is placed in a batch of the table's shape (zeros elsewhere), so that its
-    sampling draws, bot keys and float results are the ones the whole table gives it; its cost is the table's."""
+    ``actions.of_env(env, params, carries, player, states, ts, policy_key, bot_key) -> (actions int32[1, 8],
+    logits float32[K, 1, 8, A], values float32[K, 1, 8], carries)``: the decisions of env ``env`` (an int32
+    scalar, traced) of such a batch, given that env alone (``carries``, ``player``, ``states``, ``ts`` with a leading
+    axis of 1: ``initial_carries(networks, 1)`` at the start), every policy's outputs on its seats and the env's
+    stepped carries. The env is placed in a batch of the table's shape (zeros elsewhere), so that its sampling
+    draws, bot keys and float results are the ones the whole table gives it; its cost is the table's."""
     networks = tuple(networks)
     num_envs = num_games * rotations
     greedy = greedy_per_network(greedy_policy, len(networks))
+    any_recurrent = any(is_recurrent(net) for net in networks)
 
     def per_game(key):
         return jnp.repeat(jax.random.split(key, num_games), rotations, axis=0)
@@ -125,10 +152,29 @@ def make_seat_actions(
     def choose(key, logits, mask, is_greedy):
         return distributions.greedy(logits, mask) if is_greedy else distributions.sample(key, logits, mask)
 
-    def decide(params, player, states, obs, mask, policy_key, bot_key):
-        """(actions int32[E, 8], logits float32[K, E, 8, A], values float32[K, E, 8], every int32[K + B, E, 8])."""
+    def resets(ts):
+        """bool[E, 8]: the seats whose episode ``ts`` ended (their carries restart); None without a recurrent
+        policy (a feed-forward table computes nothing more)."""
+        return seat_done(ts) if any_recurrent else None
+
+    def step_policies(params, carries, obs, reset):
+        """Every policy on every seat: ``([(logits float32[E, 8, A], value float32[E, 8])] per network, carries)``,
+        a recurrent network's carry stepped (reset first where ``reset``), a feed-forward one's entry None."""
+        outputs, stepped = [], []
+        for net, p, carry in zip(networks, params, carries, strict=True):
+            if is_recurrent(net):
+                carry, logits, value = net.apply(p, carry, obs, reset)
+            else:
+                logits, value = net.apply(p, obs)
+            outputs.append((logits, value))
+            stepped.append(carry)
+        return outputs, tuple(stepped)
+
+    def decide(params, carries, player, states, obs, mask, reset, policy_key, bot_key):
+        """(actions int32[E, 8], logits float32[K, E, 8, A], values float32[K, E, 8], every int32[K + B, E, 8],
+        carries)."""
         bot_keys = per_game(bot_key)
-        outputs = [net.apply(p, obs) for net, p in zip(networks, params)]
+        outputs, carries = step_policies(params, carries, obs, reset)
         keys = jax.random.split(policy_key, len(networks))
         by_participant = [choose(k, logits, mask, g) for (logits, _), k, g in zip(outputs, keys, greedy)] + [
             jax.vmap(all_bots.BOTS[name])(
@@ -138,14 +184,19 @@ def make_seat_actions(
         ]
         every = jnp.stack(by_participant).astype(jnp.int32)
         actions = jnp.take_along_axis(every, player[None], axis=0)[0]
-        return actions, [logits for logits, _ in outputs], [value for _, value in outputs], every
+        return actions, [logits for logits, _ in outputs], [value for _, value in outputs], every, carries
 
-    def actions(params, player, states, ts, policy_key, bot_key):
-        return decide(params, player, states, ts.observation, ts.action_mask, policy_key, bot_key)[0]
+    def actions(params, carries, player, states, ts, policy_key, bot_key):
+        acts, _, _, _, carries = decide(
+            params, carries, player, states, ts.observation, ts.action_mask, resets(ts), policy_key, bot_key
+        )
+        return acts, carries
 
-    def with_every(params, player, states, ts, policy_key, bot_key):
-        acts, _, _, every = decide(params, player, states, ts.observation, ts.action_mask, policy_key, bot_key)
-        return acts, every
+    def with_every(params, carries, player, states, ts, policy_key, bot_key):
+        acts, _, _, every, carries = decide(
+            params, carries, player, states, ts.observation, ts.action_mask, resets(ts), policy_key, bot_key
+        )
+        return acts, every, carries
 
     def embed(env, x):
         """x [1, ...] -> [E, ...]: x at row ``env``, zeros elsewhere (typed keys through their key data)."""
@@ -153,17 +204,32 @@ def make_seat_actions(
             return jax.random.wrap_key_data(embed(env, jax.random.key_data(x)), impl=jax.random.key_impl(x))
         return jax.lax.dynamic_update_slice_in_dim(jnp.zeros((num_envs, *x.shape[1:]), x.dtype), x, env, axis=0)
 
-    def of_env(env, params, player, states, ts, policy_key, bot_key):
+    def of_env(env, params, carries, player, states, ts, policy_key, bot_key):
         full = functools.partial(jax.tree_util.tree_map, functools.partial(embed, env))
-        acts, logits, values, _ = decide(
-            params, full(player), full(states), full(ts.observation), full(ts.action_mask), policy_key, bot_key
+        acts, logits, values, _, carries = decide(
+            params,
+            full(carries),
+            full(player),
+            full(states),
+            full(ts.observation),
+            full(ts.action_mask),
+            full(resets(ts)),
+            policy_key,
+            bot_key,
         )
 
-        def rows(xs, shape):  # K arrays [E, ...] -> [K, 1, ...]: env's row of each
-            xs = [jax.lax.dynamic_slice_in_dim(x, env, 1) for x in xs]
-            return jnp.stack(xs) if xs else jnp.zeros((0, 1, *shape), jnp.float32)
+        def row(x):  # [E, ...] -> [1, ...]: env's row
+            return jax.lax.dynamic_slice_in_dim(x, env, 1)
 
-        return rows([acts], ())[0], rows(logits, (C.NUM_PLAYERS, C.NUM_ACTIONS)), rows(values, (C.NUM_PLAYERS,))
+        def rows(xs, shape):  # K arrays [E, ...] -> [K, 1, ...]: env's row of each
+            return jnp.stack([row(x) for x in xs]) if xs else jnp.zeros((0, 1, *shape), jnp.float32)
+
+        return (
+            rows([acts], ())[0],
+            rows(logits, (C.NUM_PLAYERS, C.NUM_ACTIONS)),
+            rows(values, (C.NUM_PLAYERS,)),
+            jax.tree_util.tree_map(row, carries),
+        )
 
     actions.of_env = of_env
     actions.with_every = with_every
@@ -193,15 +259,16 @@ def make_table_runner(
     compiler_options: Mapping | None = None,
 ):
     """``run(params, lineups, key) -> int32[num_games, 8, 8]`` (see the module docstring). Calls with equal
-    arguments (the game and the networks compare by value: the env and flax modules are dataclasses; the compiler
-    options by their items) return the same runner, so its program compiles once per process: the checkpoints of a
-    learning curve, a rating repeated for its determinism, an evaluation run twice (the last ``MAX_CACHED_RUNNERS``
-    are kept).
+    arguments (the game and the networks compare by value: the env and flax modules are dataclasses, a recurrent
+    network compares its flax module; the compiler options by their items) return the same runner, so its program
+    compiles once per process: the checkpoints of a learning curve, a rating repeated for its determinism, an
+    evaluation run twice (the last ``MAX_CACHED_RUNNERS`` are kept).
 
-    ``networks``: the K policies' networks (``apply(params, obs) -> (logits, value)``; the same network
-    object may appear more than once); ``params``: a tuple of their K parameter trees. ``greedy_policy``:
-    the policies take their most likely legal action instead of sampling (one bool for all, or one per
-    network). ``sync_axes``: vmapped axes around ``run`` (a sweep's) that share the game's branches.
+    ``networks``: the K policies' networks (``apply(params, obs) -> (logits, value)``, or a recurrent one's
+    ``apply(params, carry, obs, reset) -> (carry, logits, value)``: the table keeps its carries, see the module
+    docstring; the same network object may appear more than once); ``params``: a tuple of their K parameter
+    trees. ``greedy_policy``: the policies take their most likely legal action instead of sampling (one bool for
+    all, or one per network). ``sync_axes``: vmapped axes around ``run`` (a sweep's) that share the game's branches.
     ``bot_names``: the scripted bots after the policies (participant ``K + i`` is ``bot_names[i]``), distinct
     names from ``PLAYER_BOTS``. ``compiler_options``: XLA options the program compiles with (a mapping such as
     ``{"xla_backend_optimization_level": 2}``, as ``jax.jit(..., compiler_options=...)`` and
@@ -251,18 +318,20 @@ def _build_table_runner(game, networks, num_games, greedy_policy, sync_axes, bot
         states, ts = jax.vmap(game.reset)(per_game(reset_key))
 
         def cond(carry):
-            _, _, finished, _, t, _ = carry
+            _, _, finished, _, t, _, _ = carry
             return ~finished.all() & (t < max_steps)
 
         def body(carry):
-            states, ts, finished, rank, t, key = carry
+            states, ts, finished, rank, t, key, carries = carry
             key, policy_key, bot_key = step_keys(key)
-            states, ts = venv.step(states, seat_actions(params, player, states, ts, policy_key, bot_key))
+            actions, carries = seat_actions(params, carries, player, states, ts, policy_key, bot_key)
+            states, ts = venv.step(states, actions)
             new = ts.done & ~finished
-            return states, ts, finished | new, jnp.where(new[:, None], ts.info["rank"], rank), t + 1, key
+            return states, ts, finished | new, jnp.where(new[:, None], ts.info["rank"], rank), t + 1, key, carries
 
-        init = (states, ts, jnp.zeros(num_envs, bool), jnp.zeros((num_envs, seats), jnp.int32), jnp.int32(0), loop_key)
-        *_, finished, rank, _, _ = jax.lax.while_loop(cond, body, init)
+        zeros = (jnp.zeros(num_envs, bool), jnp.zeros((num_envs, seats), jnp.int32), jnp.int32(0))
+        init = (states, ts, *zeros, loop_key, initial_carries(networks, num_envs))  # carries: None if feed-forward
+        _, _, finished, rank, _, _, _ = jax.lax.while_loop(cond, body, init)
         rank = jnp.where(finished[:, None], rank, 0)
         by_position = jnp.take_along_axis(rank, seat_of_position, axis=1)
         return by_position.reshape(num_games, seats, seats)

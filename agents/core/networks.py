@@ -18,7 +18,7 @@ import jax.numpy as jnp
 
 from agents.core.entity_network import EntityActorCritic
 from agents.core.layers import HIDDEN_SCALE, MLP, activation_fn, dense
-from agents.core.recurrent import RecurrentActorCritic
+from agents.core.recurrent import RecurrentActorCritic, is_recurrent
 from agents.core.tile_ids import TileIdTorso
 from jaxgame.observation import frame_view
 from jaxgame.packing import FRAME_H, FRAME_W, PACKED_W, TILE, unpack
@@ -251,6 +251,30 @@ class ObservationPart:
 
     def apply(self, params, obs):
         return self.base.apply(params, obs[self.kind])
+
+
+class RecurrentObservationPart:
+    """``ObservationPart`` of a recurrent ``base`` (``agents.core.recurrent.is_recurrent``): ``apply(params, carry,
+    obs, reset) -> (carry, logits, value)`` on ``obs[kind]`` and ``initial_carry(batch_shape)`` as ``base``'s; the
+    parameters and the carry are exactly ``base``'s."""
+
+    is_recurrent = True
+
+    def __init__(self, base, kind: str):
+        self.base = base
+        self.kind = kind
+
+    def initial_carry(self, batch_shape: Sequence[int]) -> jax.Array:
+        return self.base.initial_carry(batch_shape)
+
+    def apply(self, params, carry: jax.Array, obs, reset: jax.Array):
+        return self.base.apply(params, carry, obs[self.kind], reset)
+
+
+def observation_part(base, kind: str) -> ObservationPart | RecurrentObservationPart:
+    """``base`` on the ``kind`` part of a table's ``obs="both"`` observations: a ``RecurrentObservationPart`` for a
+    recurrent network, else an ``ObservationPart``."""
+    return RecurrentObservationPart(base, kind) if is_recurrent(base) else ObservationPart(base, kind)
 
 
 class OneSeat:

@@ -88,6 +88,14 @@ class RecurrentActorCritic:
         #: H, the GRU's width: the last entry of ``hidden``
         self.carry_size = int(hidden[-1])
 
+    def __eq__(self, other: object) -> bool:
+        """Equal networks compare equal by value (their flax modules), as a feed-forward network's flax module does:
+        the tables' runner cache (``agents.arena.tables.make_table_runner``) shares their programs."""
+        return type(other) is type(self) and other.module == self.module
+
+    def __hash__(self) -> int:
+        return hash((type(self), self.module))
+
     def initial_carry(self, batch_shape: Sequence[int]) -> jax.Array:
         """float32[*batch_shape, H] zeros: the hidden state before an episode's first step."""
         return jnp.zeros((*batch_shape, self.carry_size), jnp.float32)

@@ -163,10 +163,17 @@ class LeagueTask(_GameTask):
         return LeagueTaskState(games, key, roles, game), _with_seat_done(ts, roles=state.roles)
 
 
+def seat_done(ts) -> jax.Array:
+    """bool[N, P]: the contract's ``info["seat_done"]`` of the game's batched ``TimeStep`` (``info["rank"]`` int32[N,
+    P], ``done`` bool[N]): a seat is finished once ranked (eliminated, or the game ended). What resets a recurrent
+    policy's carry at the seat's next step, in training (``agents.core.rollout.Memory``) and at the tables
+    (``agents.arena.tables``)."""
+    return (ts.info["rank"] > 0) | ts.done[:, None]
+
+
 def _with_seat_done(ts, **extra):
-    """The contract's ``info["seat_done"]``: a seat is finished once ranked (eliminated, or the game ended)."""
-    done = (ts.info["rank"] > 0) | ts.done[:, None]
-    return ts.replace(info={**ts.info, "seat_done": done, **extra})
+    """``ts`` with the contract's ``info["seat_done"]`` (``seat_done``) and ``extra`` in its info."""
+    return ts.replace(info={**ts.info, "seat_done": seat_done(ts), **extra})
 
 
 def make_game(config: TrainConfig, obs: str | None = None) -> jaxgame.AutoChessEnv:

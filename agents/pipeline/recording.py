@@ -53,7 +53,7 @@ import numpy as np
 from flax import struct
 
 import jaxgame
-from agents.arena.tables import check_bot_names, make_seat_actions, rotation_seats
+from agents.arena.tables import check_bot_names, initial_carries, make_seat_actions, rotation_seats
 from agents.arena.tournament import participant_index, resolve_players, table_game
 from agents.policies.load import check_same_observations, parse_spec, table_networks
 from agents.storage.datasets import check_new_directory, write_dataset
@@ -95,6 +95,7 @@ class Tables:
     rank: jax.Array  # int32[E, 8]: the final ranks by seat, once finished
     t: jax.Array  # int32[]: steps played
     key: jax.Array
+    carries: tuple  # the policies' carries, one entry per network (``agents.arena.tables.initial_carries``)
 
 
 class Recorder:
@@ -132,6 +133,7 @@ class Recorder:
                 jnp.zeros((num_envs, C.NUM_PLAYERS), jnp.int32),
                 jnp.int32(0),
                 loop_key,
+                initial_carries(networks, num_envs),  # None for a feed-forward policy
             )
 
         def segment(params, tables: Tables):
@@ -139,7 +141,9 @@ class Recorder:
 
             def body(c: Tables, _):
                 key, policy_key, bot_key = jax.random.split(c.key, 3)
-                actions, every = seat_actions.with_every(params, c.player, c.states, c.ts, policy_key, bot_key)
+                actions, every, carries = seat_actions.with_every(
+                    params, c.carries, c.player, c.states, c.ts, policy_key, bot_key
+                )
                 states, ts = venv.step(c.states, actions)
                 live = c.playing & ~c.finished[:, None] & (c.t < self.max_steps)
                 row = {
@@ -160,6 +164,7 @@ class Recorder:
                     rank=jnp.where(new[:, None], ts.info["rank"], c.rank),
                     t=c.t + 1,
                     key=key,
+                    carries=carries,
                 )
                 return c, row
 
@@ -374,7 +379,7 @@ def record(
     lineup = [index[player_of[p]] for p in players]
     recorder = make_recorder(
         game,
-        list(table_networks(policies, game)),  # each network as it is (one observation kind); refuses a recurrent one
+        list(table_networks(policies, game)),  # each network as it is (one observation kind)
         batch_games,
         positions,
         bot_names,

@@ -17,7 +17,7 @@ import dataclasses
 from pathlib import Path
 
 from agents.config import TrainConfig
-from agents.core.networks import ExportedNetwork, ObservationPart, OneSeat
+from agents.core.networks import ExportedNetwork, OneSeat, observation_part
 from agents.core.recurrent import is_recurrent
 from agents.policies import baselines, exported_loader
 from agents.policies.network import ShapeMismatchError, check_params, policy_network
@@ -201,7 +201,8 @@ def check_same_observations(policies) -> None:
 
 def require_feed_forward(policy: RunPolicy, what: str) -> None:
     """``PolicyError`` for a recurrent policy (``network="gru"``, ``agents.core.recurrent``) where only feed-forward
-    policies play yet: ``what`` names where (its players call ``network.apply(params, obs)``, with no carry)."""
+    policies play yet (an export, the env views' opponents): ``what`` names where (its players call
+    ``network.apply(params, obs)``, with no carry; the tables keep one, ``table_networks``)."""
     if is_recurrent(policy.network):
         raise PolicyError(
             f"{policy.name} is a recurrent policy (network={policy.config.net.network!r}): {what} play feed-forward "
@@ -211,13 +212,11 @@ def require_feed_forward(policy: RunPolicy, what: str) -> None:
 
 def table_networks(policies, game) -> tuple:
     """The networks of ``policies`` at ``game``'s table: each as it is, or on its own part of the observations when
-    the game observes both kinds (``table_observations``: ``"both"``, ``agents.core.networks.ObservationPart``).
-    ``PolicyError`` for a recurrent policy (``require_feed_forward``)."""
-    for policy in policies:
-        require_feed_forward(policy, "the tables (evaluate, rate, ladder, record, replay, play)")
+    the game observes both kinds (``table_observations``: ``"both"``, ``agents.core.networks.observation_part``).
+    A recurrent policy plays too: the tables keep its carry (``agents.arena.tables``)."""
     if game.obs_kind != "both":
         return tuple(p.network for p in policies)
-    return tuple(ObservationPart(p.network, p.config.task.obs) for p in policies)
+    return tuple(observation_part(p.network, p.config.task.obs) for p in policies)
 
 
 def rule_differences(policies, table_rules: dict | None = None) -> list[str]:

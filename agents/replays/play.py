@@ -30,7 +30,7 @@ import jax.numpy as jnp
 import numpy as np
 
 import jaxgame
-from agents.arena.tables import make_seat_actions, step_keys, table_keys
+from agents.arena.tables import initial_carries, make_seat_actions, step_keys, table_keys
 from agents.arena.tournament import participant_index, resolve_players, table_game
 from agents.core import distributions
 from agents.policies.load import parse_spec, rule_differences, table_networks
@@ -177,11 +177,13 @@ def step_program(game: jaxgame.AutoChessEnv, networks: tuple, bot_names: tuple, 
     """The jitted step of a ``PlaySession`` with these participants (the policies ``networks``, then the bots
     ``bot_names``), kept for the next session (compiled once):
 
-    ``step(params, player, states, ts, key, human_action, seat) -> (states, ts, key, actions int32[8], fight
-    bool[], top_actions int32[8, k], top_probs float32[8, k], value float32[8])``: the other seats' decisions
-    (``player`` int32[8]: each seat's participant; computed as the evaluation table computes them, with the step
-    keys ``step_keys(key)``), the human's ``human_action`` int32[] in seat ``seat`` int32[], then ``env.step`` once.
-    ``states``/``ts`` have a leading axis of 1. ``top_actions``/``top_probs``/``value``: each seat's policy's
+    ``step(params, carries, player, states, ts, key, human_action, seat) -> (states, ts, key, actions int32[8],
+    fight bool[], top_actions int32[8, k], top_probs float32[8, k], value float32[8], carries)``: the other seats'
+    decisions (``player`` int32[8]: each seat's participant; computed as the evaluation table computes them, with the
+    step keys ``step_keys(key)``), the human's ``human_action`` int32[] in seat ``seat`` int32[], then ``env.step``
+    once. ``states``/``ts`` have a leading axis of 1, and so have ``carries``, the policies' carries (one entry per
+    network, ``agents.arena.tables.initial_carries(networks, 1)`` at the game's start, None for a feed-forward
+    one; returned stepped, as the table steps them). ``top_actions``/``top_probs``/``value``: each seat's policy's
     ``top_k`` most likely legal actions (-1 past the legal ones), their probabilities and its value estimate
     (meaningless for a seat no policy plays)."""
     seat_actions, _ = make_seat_actions(networks, bot_names, deterministic, 1, 1)
@@ -200,16 +202,16 @@ def step_program(game: jaxgame.AutoChessEnv, networks: tuple, bot_names: tuple, 
         legal = jnp.take_along_axis(distributions.legal(mask), top, axis=-1)
         return jnp.where(legal, top, -1), jnp.where(legal, top_probs, 0.0), values[own, seats]
 
-    def step(params, player, states, ts, key, human_action, seat):
+    def step(params, carries, player, states, ts, key, human_action, seat):
         key, policy_key, bot_key = step_keys(key)
-        actions, logits, values = seat_actions.of_env(
-            jnp.int32(0), params, player[None], states, ts, policy_key, bot_key
+        actions, logits, values, carries = seat_actions.of_env(
+            jnp.int32(0), params, carries, player[None], states, ts, policy_key, bot_key
         )
         actions = actions.at[0, seat].set(human_action)
         top, probs, value = policy_view(player, logits[:, 0], values[:, 0], ts.action_mask[0])
         fight = game_lib.fight_due(states, game.config)[0]
         states, ts = venv.step(states, actions)
-        return states, ts, key, actions[0], fight, top, probs, value
+        return states, ts, key, actions[0], fight, top, probs, value, carries
 
     return jax.jit(step)
 
@@ -272,6 +274,7 @@ class PlaySession:
         self._params = tuple(p.params for p in policies)
         self._player = jnp.asarray(player, jnp.int32)
         self._advance = step_program(self.game, self._networks, bot_names, self.deterministic, top_k)
+        self._carries = initial_carries(self._networks, 1)  # the policies' memories (None: feed-forward)
         reset_key, self._key = table_keys(jax.random.key(self.seed))
         self._states, self._ts = jax.vmap(self.game.reset)(jax.random.split(reset_key, 1))  # the table's game 0
         self._lock = threading.RLock()
@@ -285,8 +288,15 @@ class PlaySession:
     def _step(self, action: int) -> None:
         """Play one step with the human's ``action`` (already checked) and keep it on the host."""
         before = self._current
-        states, ts, self._key, actions, fight, top, probs, value = self._advance(
-            self._params, self._player, self._states, self._ts, self._key, jnp.int32(action), jnp.int32(self.seat)
+        states, ts, self._key, actions, fight, top, probs, value, self._carries = self._advance(
+            self._params,
+            self._carries,
+            self._player,
+            self._states,
+            self._ts,
+            self._key,
+            jnp.int32(action),
+            jnp.int32(self.seat),
         )
         self._states, self._ts = states, ts
         actions, fight, top, probs, value, done = jax.device_get((actions, fight, top, probs, value, ts.done[0]))
@@ -307,7 +317,14 @@ class PlaySession:
         recorder, so the first ``act`` and the first round's end are quick."""
         jax.block_until_ready(
             self._advance(
-                self._params, self._player, self._states, self._ts, self._key, jnp.int32(0), jnp.int32(self.seat)
+                self._params,
+                self._carries,
+                self._player,
+                self._states,
+                self._ts,
+                self._key,
+                jnp.int32(0),
+                jnp.int32(self.seat),
             )
         )
         if self.fights:

@@ -31,7 +31,7 @@ import jax.numpy as jnp
 import numpy as np
 
 import jaxgame
-from agents.arena.tables import make_seat_actions, rotation_seats, step_keys, table_keys
+from agents.arena.tables import initial_carries, make_seat_actions, rotation_seats, step_keys, table_keys
 from agents.arena.tournament import participant_index, resolve_players, table_game
 from agents.core import distributions
 from agents.policies.load import parse_spec, rule_differences, table_networks
@@ -101,7 +101,9 @@ class GameRecorder:
     """The compiled recording of games between the policies ``networks`` (participants ``0..K-1``) and the bots
     ``bot_names`` (participants ``K..``) at ``game``'s table, as ``make_table_runner(game, networks, num_games,
     greedy_policy, bot_names=bot_names)`` plays them. ``top_k``: the policies' most likely actions kept per step
-    (1..NUM_ACTIONS). ``play`` records one game; every lineup of these participants shares the program."""
+    (1..NUM_ACTIONS). ``play`` records one game; every lineup of these participants shares the program. A recurrent
+    policy's carries go through the game's steps as the table keeps them (``agents.arena.tables.initial_carries``,
+    reset at a seat's elimination), so its game is the table's too."""
 
     def __init__(
         self,
@@ -146,9 +148,11 @@ class GameRecorder:
             return jnp.where(legal, top, -1), jnp.where(legal, top_probs, 0.0), values[own, seats]
 
         def live(c):
-            states, ts, key, _, _, t, _ = c
+            states, ts, key, _, _, t, _, carries = c
             key, policy_key, bot_key = step_keys(key)
-            actions, logits, values = seat_actions.of_env(env, params, player, states, ts, policy_key, bot_key)
+            actions, logits, values, carries = seat_actions.of_env(
+                env, params, carries, player, states, ts, policy_key, bot_key
+            )
             top, top_probs, value = policy_view(logits[:, 0], values[:, 0], ts.action_mask[0])
             row = {
                 "state": _key_data(jax.tree_util.tree_map(lambda x: x[0], states)),
@@ -160,7 +164,7 @@ class GameRecorder:
             }
             states, ts = venv.step(states, actions)
             final = _key_data(jax.tree_util.tree_map(lambda x: x[0], ts.info["final_state"]))
-            return (states, ts, key, ts.done[0], ts.info["rank"][0], t + 1, final), row
+            return (states, ts, key, ts.done[0], ts.info["rank"][0], t + 1, final, carries), row
 
         init = (
             states,
@@ -170,6 +174,7 @@ class GameRecorder:
             jnp.zeros(C.NUM_PLAYERS, jnp.int32),
             jnp.int32(0),
             _key_data(jax.tree_util.tree_map(lambda x: x[0], states)),
+            initial_carries(self.networks, 1),  # the policies' carries of this env (None: feed-forward)
         )
         row_shape = jax.eval_shape(live, init)[1]
 
@@ -179,7 +184,7 @@ class GameRecorder:
         def body(c, _):
             return jax.lax.cond(c[3], idle, live, c)
 
-        (_, _, _, done, rank, steps, final), rows = jax.lax.scan(body, init, None, length=self.max_steps)
+        (_, _, _, done, rank, steps, final, _), rows = jax.lax.scan(body, init, None, length=self.max_steps)
         return rows, steps, done, jnp.where(done, rank, 0), final
 
     def play(self, params, lineup, key, game: int = 0, rotation: int = 0) -> GameTrace:
