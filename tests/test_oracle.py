@@ -104,5 +104,5 @@ def test_the_env_and_a_training_config_take_oracle_observations():
     runner = jax.eval_shape(trainer.init, jax.random.key(0))
     assert runner.obs.shape == (2, C.NUM_PLAYERS, observation.OBS_SIZE + observation.ORACLE_SIZE)
     jax.eval_shape(lambda r: trainer.run(r, 1), runner)  # the PPO update traces on the oracle's width
-    with pytest.raises(ValueError, match="'mlp' or 'entity' for obs='vector', 'mlp' for 'oracle'"):
+    with pytest.raises(ValueError, match="'mlp', 'entity' or 'gru' for obs='vector', 'mlp' for 'oracle'"):
         TrainConfig.from_fields(obs="oracle", network="tiles")
