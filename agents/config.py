@@ -65,7 +65,7 @@ SHUFFLES = ("global", "local")
 LR_SCHEDULES = ("constant", "linear", "cosine")
 #: the two booleans ``lr_schedule`` replaced -> the schedule each meant when true; configs written before it (run
 #: directories, the shipped baselines' files) are read through them, and a run's identity is still hashed with them
-LEGACY_LR_FLAGS = {"anneal_lr": "linear", "cosine_lr": "cosine"}
+LEGACY_LR_FLAGS = {flag: text.partition("=")[2] for flag, text in config_names.RENAMED.items()}
 #: group -> the hyperparameters it held before the ``hparams`` group (a nested config written then still loads)
 HPARAMS_MOVED_FROM = {
     "optim": ("lr", "max_grad_norm"),

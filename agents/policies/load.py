@@ -14,6 +14,7 @@ policy ``experiments.export`` wrote (``load_exported``). Problems raise
 from __future__ import annotations
 
 import dataclasses
+import json
 from pathlib import Path
 
 from agents.config import TrainConfig
@@ -103,9 +104,10 @@ def require_parameters(policy: RunPolicy, use: str) -> RunPolicy:
     """``policy``, or ``PolicyError`` when it is an exported program (``load_exported``): it plays at a table, but has
     no parameters to ``use`` (start a run from, distil, export again, ship)."""
     if isinstance(policy.network, ExportedNetwork):
+        spec = json.loads((Path(policy.run_dir) / exported_loader.SPEC_FILE).read_text())  # no re-deserializing
         raise PolicyError(
             f"{policy.name} is an exported policy: it has no parameters to {use}; give the run or baseline it was "
-            f"exported from ({(exported_loader.ExportedPolicy(policy.run_dir).spec.get('source') or {}).get('run')})"
+            f"exported from ({(spec.get('source') or {}).get('run')})"
         )
     return policy
 
