@@ -439,13 +439,17 @@ class PPOConfig(_Group):
 
 @dataclasses.dataclass(frozen=True)
 class A2CConfig(_Group):
-    """Streaming A2C (algo="a2c"): TD(0), no rollout buffer."""
+    """Streaming A2C (algo="a2c"): TD(0) or n-step targets, no rollout buffer."""
 
     NAME = "a2c"
-    RANGES = {"update_every": (1, 1 << 16), "target_tau": (0.0, 1.0)}
+    RANGES = {"update_every": (1, 1 << 16), "target_tau": (0.0, 1.0), "n_step": (1, 64)}
 
     update_every: int = 1
     """env steps per parameter update, in [1, 2^16]"""
+    n_step: int = 1
+    """decisions per TD target, in [1, 64]: a decision's target sums the seat's rewards up to its n-th next decision
+    and bootstraps from V there (1 = TD(0)); each seat keeps n open decisions and every env step takes the gradient
+    of all n slots (n times TD(0)'s gradient work)"""
     target_tau: float = 1.0
     """the slow target critic's rate in [0, 1], above 0: the TD targets bootstrap from V(s') of target parameters
     that move this fraction of the way to the learned ones after each update (Polyak averaging; the runner saves
@@ -484,10 +488,11 @@ class BCConfig(_Group):
     generated inside the program, by bc_teacher); its observation kind, action count and rules must be the run's.
     Each update is then one optimizer step on bc_batch_size samples drawn uniformly (with replacement) from its
     training games, total_steps counts the samples drawn (env_steps in the logs), and every chunk ends with a
-    validation on its held-out games (val/cross_entropy, val/accuracy, val/value_loss); one device. A relative path
-    is read from the working directory. Several directories separated by commas are cloned as one dataset, each
-    recording's games kept apart (DAgger: the teacher's games, then labelled recordings of the clone's;
-    agents.algorithms.bc.DatasetCloning)"""
+    validation on its held-out games (val/cross_entropy, val/accuracy, val/value_loss, and val/accuracy_<kind>,
+    val/share_<kind> per kind of the teacher's action: end, buy, reroll, xp, lock, sell, place, recall); one
+    device. A relative path is read from the working directory. Several directories separated by commas are cloned
+    as one dataset, each recording's games kept apart (DAgger: the teacher's games, then labelled recordings of the
+    clone's; agents.algorithms.bc.DatasetCloning)"""
     bc_batch_size: int = 256
     """samples per optimizer step of a bc_dataset run, in [1, 2^20]"""
     bc_val_fraction: float = 0.1

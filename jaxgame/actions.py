@@ -36,6 +36,8 @@ _COPIES = np.asarray(sp.COPIES_PER_STAR)
 
 # action kinds, the branch index of ``apply_action``
 KIND_END, KIND_BUY, KIND_REROLL, KIND_XP, KIND_LOCK, KIND_SELL, KIND_PLACE, KIND_RECALL = range(8)
+#: the kinds' names, in KIND_* order
+KIND_NAMES = ("end", "buy", "reroll", "xp", "lock", "sell", "place", "recall")
 
 
 def action_kind(action: jnp.ndarray) -> jnp.ndarray:

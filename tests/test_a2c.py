@@ -13,7 +13,7 @@ import optax
 import pytest
 
 from agents.algorithms import registry as trainers
-from agents.algorithms.a2c import Pending, StreamingA2C, TargetCriticRunner, td_step
+from agents.algorithms.a2c import Pending, PendingDecisions, StreamingA2C, TargetCriticRunner, n_step_step, td_step
 from agents.algorithms.base import Runner
 from agents.algorithms.ppo import PPO
 from agents.config import TrainConfig
@@ -97,6 +97,187 @@ def test_td_step_matches_semi_mdp_gae_lambda_0():
         np.testing.assert_allclose(final.discount[n, p], gamma ** (T - t0), rtol=1e-5)
     np.testing.assert_array_equal(completed + still_open, decision.astype(int))
     assert completed.sum() > 50 and not (weight[:, :, ~learner] > 0).any()
+
+
+# ---- n-step targets (a2c.n_step > 1): a ring of open decisions per seat ----
+def _n_step_reference(decision, legal, reward, terminal, value, gamma, n):
+    """Plain Python: for each decision (t0, env, seat), (completed at step, target), or None if still open at the
+    end. The n-th next decision state u (legal[u], u > t0) bootstraps V[u]; an episode end j in [t0, u) stops the
+    sum at r_j without a bootstrap."""
+    T, N, P = reward.shape
+    out = {}
+    for t0, e, p in zip(*np.nonzero(decision)):
+        later = [u for u in range(t0 + 1, T + 1) if legal[u, e, p]]
+        u = later[n - 1] if len(later) >= n else None
+        ends = [j for j in range(t0, T) if terminal[j, e, p] and (u is None or j < u)]
+        stop = ends[0] if ends else (u - 1 if u is not None else None)
+        if stop is None:
+            out[t0, e, p] = None
+            continue
+        target = sum(gamma ** (i - t0) * float(reward[i, e, p]) for i in range(t0, stop + 1))
+        if not ends:
+            target += gamma ** (u - t0) * float(value[u, e, p])
+        out[t0, e, p] = (stop, target)
+    return out
+
+
+@pytest.mark.parametrize(("n", "end_rate"), [(1, 0.06), (2, 0.06), (3, 0.06), (5, 0.06), (3, 0.3), (5, 0.5)])
+def test_n_step_targets_match_a_plain_python_reference(n, end_rate):
+    """``n_step_step`` over a random stream of decision states, non-decision steps, rewards and episode ends (often,
+    in the last cases, so that many decisions end together): every decision is trained once, with the target of
+    the plain-Python n-step reference, at the step its target became final or at most n - 1 steps later (the
+    seat's earlier final decisions go first, one a step), or is still in the queue at the end where the reference
+    has not finished it or its turn has not come; a new decision never lands on a queued one; one seat trains at
+    most one decision a step; a queue of one slot gives ``td_step``'s targets."""
+    T, N, P, A = 120, 3, 3, 3
+    gamma = 0.9
+    learner = np.array([True, True, False])
+    rng = np.random.default_rng(10 * n + int(10 * end_rate))
+    legal = rng.random((T + 1, N, P)) < 0.6
+    mask = np.zeros((T + 1, N, P, A), bool)
+    mask[..., 0] = True
+    mask[..., 1] = legal
+    decision = legal[:T] & learner
+    reward = rng.normal(size=(T, N, P)).astype(np.float32)
+    terminal = rng.random((T, N, P)) < end_rate
+    value = rng.normal(size=(T + 1, N, P)).astype(np.float32)
+    steps = Transition(
+        obs=np.broadcast_to(np.arange(T, dtype=np.float32)[:, None, None, None], (T, N, P, 1)),  # obs = t
+        mask=mask[:T],
+        action=rng.integers(0, 2, (T, N, P)).astype(np.int32),
+        log_prob=np.zeros((T, N, P), np.float32),
+        value=value[:T],
+        reward=reward,
+        terminal=terminal,
+        weight=decision.astype(np.float32),
+    )
+
+    def body(ring, xs):
+        transition, next_mask, next_value = xs
+        head = jax.nn.one_hot(ring.head, n, dtype=bool).transpose(0, 2, 1)  # [N, n, P]
+        overwrite = head & ring.active & (transition.weight > 0)[:, None]
+        samples, target, weight, ring = n_step_step(ring, transition, next_mask, next_value, gamma, n)
+        return ring, (samples.obs[..., 0], samples.action, target, weight, overwrite)
+
+    empty = PendingDecisions.empty(jnp.zeros((N, P, 1)), jnp.zeros((N, P, A), bool), n)
+    final, (origin, action, target, weight, overwrite) = jax.jit(lambda xs: jax.lax.scan(body, empty, xs))(
+        (steps, mask[1:], value[1:])
+    )
+    origin, action, target, weight = map(np.asarray, (origin, action, target, weight))
+    assert not np.asarray(overwrite).any()
+    assert weight.shape == (T, N, P)
+
+    expected = _n_step_reference(decision, legal, reward, terminal, value, gamma, n)
+    trained = {}
+    for t, e, p in zip(*np.nonzero(weight > 0)):
+        t0 = int(origin[t, e, p])
+        assert (t0, e, p) not in trained and action[t, e, p] == steps.action[t0, e, p]
+        trained[t0, e, p] = (int(t), float(target[t, e, p]))
+    queued = {}
+    final_origin = np.asarray(final.obs[..., 0]).astype(int)
+    for e, k, p in zip(*np.nonzero(np.asarray(final.active))):
+        queued[int(final_origin[e, k, p]), e, p] = float(final.target[e, k, p]) if final.ready[e, k, p] else None
+    assert not set(trained) & set(queued) and set(trained) | set(queued) == set(expected)
+    waited = 0
+    for key, want in expected.items():
+        if key in trained:
+            step, got = trained[key]
+            assert want is not None and want[0] <= step <= want[0] + n - 1, (key, step, want)
+            waited += step > want[0]
+            np.testing.assert_allclose(got, want[1], rtol=1e-5, atol=1e-5, err_msg=str(key))
+        elif queued[key] is None:
+            assert want is None, key  # still open: the reference has not finished it either
+        else:  # final, waiting behind the seat's earlier final decisions
+            assert want is not None and want[0] > T - n, key
+            np.testing.assert_allclose(queued[key], want[1], rtol=1e-5, atol=1e-5, err_msg=str(key))
+    assert len(trained) > 40
+    if end_rate > 0.2 and n > 1:
+        assert waited > 5  # episode ends made several decisions final at once: they queued
+    if n == 1:  # the queue of one slot is td_step
+        assert waited == 0
+
+        def td_body(pending, xs):
+            transition, next_mask, next_value = xs
+            _, target, weight, pending = td_step(pending, transition, next_mask, next_value, gamma)
+            return pending, (target, weight)
+
+        plain = Pending.empty(jnp.zeros((N, P, 1)), jnp.zeros((N, P, A), bool))
+        _, (td_target, td_weight) = jax.jit(lambda xs: jax.lax.scan(td_body, plain, xs))((steps, mask[1:], value[1:]))
+        np.testing.assert_array_equal(weight, td_weight)
+        np.testing.assert_allclose(target, td_target, rtol=1e-6, atol=1e-6)
+
+
+def test_an_n_step_update_is_the_batch_loss_of_its_completed_decisions_and_chunks_equal_the_whole_run():
+    """CartPole, ``n_step`` = 3, 6 steps per update: the streamed update's gradient equals one ``a2c_loss`` over
+    the decisions completed within it (taken at steps 0..3, each bootstrapped from V three steps later under the
+    update's parameters), computed by hand from the steps' transitions; the decisions of steps 4 and 5 stay in the
+    queue for the next update; two chunked updates equal the whole run."""
+    n, steps = 3, 6
+    tr = _trainer(num_envs=8, update_every=steps, hidden=(16,), total_steps=8 * steps * 2, n_step=n)
+    runner = jax.jit(tr.init)(jax.random.key(5))
+    assert isinstance(runner.pending, PendingDecisions) and runner.pending.active.shape == (8, n, 1)
+    hp = runner.hparams.replace(gamma=jnp.float32(0.9), max_grad_norm=jnp.float32(1e6))
+    runner = runner.replace(hparams=hp)
+    step_one = jax.jit(lambda r: tr.run(r, 1))
+    new_runner, metrics = step_one(runner)
+
+    net, params = tr.network, runner.params
+    act_key, _ = jax.random.split(jax.random.fold_in(runner.key, runner.update))
+
+    def step(carry, step_key):
+        state, obs, mask = carry
+        state, ts, t = act_and_step(net, params, tr.env, step_key, state, obs, mask, learner_seats(tr.env))
+        return (state, ts.observation, ts.action_mask), (t, ts.observation)
+
+    _, (t, next_obs) = jax.lax.scan(step, (runner.env_state, runner.obs, runner.mask), jax.random.split(act_key, steps))
+    next_value = net.apply(params, next_obs)[1]  # V(s_1 .. s_steps)
+    reward, terminal = np.asarray(t.reward), np.asarray(t.terminal)
+    assert not terminal.any()  # no CartPole episode ends in its first 6 steps: one decision per env trained a step
+    targets, weights = np.zeros((steps, 8, 1), np.float32), np.zeros((steps, 8, 1), np.float32)
+    for t0 in range(steps):
+        for e in range(8):
+            ret, disc = 0.0, 1.0
+            for i in range(t0, min(t0 + n, steps)):
+                ret += disc * float(reward[i, e, 0])
+                disc *= 0.9 * (1.0 - float(terminal[i, e, 0]))
+                if disc == 0.0 or i == t0 + n - 1:
+                    targets[t0, e, 0] = ret + disc * float(next_value[i, e, 0])
+                    weights[t0, e, 0] = 1.0
+                    break
+    assert weights[: steps - n + 1].all() and weights.sum() < steps * 8  # some stay open
+    flat = jax.tree_util.tree_map(lambda x: x.reshape(-1, *x.shape[3:]), (t.obs, t.mask, t.action))
+
+    def loss(p):
+        logits, v = net.apply(p, flat[0])
+        return losses.a2c_loss(
+            logits,
+            v,
+            flat[1],
+            flat[2],
+            targets.reshape(-1) - v,
+            targets.reshape(-1),
+            weights.reshape(-1),
+            hp.vf_coef,
+            hp.ent_coef,
+            normalize_advantages=True,
+        )[0]
+
+    grads = jax.grad(loss)(params)
+    chex.assert_trees_all_close(
+        new_runner.opt_state[1].mu, jax.tree_util.tree_map(lambda g: 0.1 * g, grads), rtol=1e-4, atol=1e-8
+    )
+    open_now = int(np.asarray(new_runner.pending.active).sum())
+    assert open_now == steps * 8 - int(weights.sum())
+
+    whole_runner, whole = jax.jit(tr)(jax.random.key(5))
+    chunked = jax.jit(tr.init)(jax.random.key(5))
+    chunked, first = step_one(chunked)
+    chunked, second = step_one(chunked)
+    chex.assert_trees_all_close(whole_runner.params, chunked.params, rtol=1e-5, atol=1e-6)
+    for k in whole:  # the policy loss of normalised advantages is a sum near 0: float32 order shows at 1e-6
+        np.testing.assert_allclose(whole[k], np.concatenate([first[k], second[k]]), rtol=1e-5, atol=1e-5, err_msg=k)
+    with pytest.raises(ValueError, match=r"TrainConfig\.a2c\.n_step"):
+        TrainConfig.from_fields(algo="a2c", n_step=0)
 
 
 # ---- one update by hand; whole run vs chunks; determinism; key types (one small trainer, shared compiles) ----

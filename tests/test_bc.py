@@ -174,6 +174,23 @@ def test_cloning_learns_a_teacher_and_validation_sees_held_out_samples():
         assert float(after[name]) == pytest.approx(float(full[name]), rel=1e-5)
         np.testing.assert_allclose(metrics[f"val/{name}"], float(full[name]), rtol=1e-5)
     assert float(runner.best) == pytest.approx(float(full["cross_entropy"]), rel=1e-5) and int(runner.since_best) == 0
+    # per decision kind (the label's: actions 0 = end, 1..5 = buy here): the accuracy on those decisions and their
+    # share, by hand; a kind no label has is NaN with share 0; the shares weight the kinds back to the accuracy
+    logits = np.asarray(network.apply(runner.params, val["obs"])[0], np.float64)
+    mask, label, weight = np.asarray(val["mask"]), np.asarray(val["action"]), np.asarray(val["weight"])
+    hit = np.where(mask, logits, -np.inf).argmax(1) == label
+    kind_of_label = np.where(label == 0, "end", "buy")
+    for kind in ("end", "buy"):
+        picked = (kind_of_label == kind) & (weight > 0)
+        assert picked.sum() > 50
+        assert float(after[f"accuracy_{kind}"]) == pytest.approx(hit[picked].mean(), abs=1e-6)
+        assert float(after[f"share_{kind}"]) == pytest.approx(picked.sum() / (weight > 0).sum(), abs=1e-6)
+        np.testing.assert_allclose(metrics[f"val/accuracy_{kind}"], hit[picked].mean(), atol=1e-6)
+    for kind in ("reroll", "xp", "lock", "sell", "place", "recall"):
+        assert np.isnan(float(after[f"accuracy_{kind}"])) and float(after[f"share_{kind}"]) == 0.0
+    assert set(bc.KIND_METRICS) <= set(after)
+    mixed = sum(float(after[f"share_{k}"]) * float(after[f"accuracy_{k}"]) for k in ("end", "buy"))
+    assert mixed == pytest.approx(float(after["accuracy"]), abs=1e-6)
     lr = [3e-3 * min((u + 1) / 20, 1.0) * 0.5 * (1 + math.cos(math.pi * u / 600)) for u in range(600)]
     np.testing.assert_allclose(metrics["train/lr"], lr, rtol=1e-4, atol=1e-9)
     assert float(metrics["train/decisions"].mean()) == pytest.approx(0.75 * 128, rel=0.1)  # every 4th is no decision

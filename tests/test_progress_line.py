@@ -43,6 +43,11 @@ def test_a_dataset_clone_reports_its_validation_and_its_best():
         "validation: teacher's action 75%, cross-entropy 0.800 (best 0.700)",
         "entropy 3.12 | value loss 0.041",
     ]
+    # with the held-out placements' accuracy (a finite one: a recording without placements leaves it out)
+    assert loss_parts({**record, "val/accuracy_place": 0.0625})[1] == (
+        "validation: teacher's action 75% (placements 6%), cross-entropy 0.800 (best 0.700)"
+    )
+    assert loss_parts({**record, "val/accuracy_place": float("nan")})[1] == loss_parts(record)[1]
 
 
 def test_the_line_names_throughput_placement_return_and_the_evaluation():

@@ -58,6 +58,13 @@ parameters (``TargetCriticRunner.target_params``), which start as the initial pa
 ``target_tau`` of the way to the learned ones after each update (Polyak averaging), so the targets drift slower
 than the critic they train. With ``target_tau = 1`` (the default) the runner and the program are the plain ones.
 
+n-step targets (``config.a2c.n_step`` = n > 1, ``n_step_step``): a decision's target is fixed at the seat's n-th
+next decision state instead of its first, summing the rewards up to there and bootstrapping from V there (the
+episode's end still stops it without a bootstrap). Each seat holds its decisions in a first-in first-out queue of n
+slots (``PendingDecisions``, in ``Runner.pending``) and each step trains at most one per seat, its oldest one with
+a final target, so a step's gradient is over [N, P] samples, as TD(0)'s; the decisions an episode's end makes final
+together are trained over the next steps. n = 1 is the plain ``Pending`` and program.
+
 Since completion happens as soon as the next decision state is seen, a seat
 never has a pending decision when it decides again. A pending decision whose
 next decision has not come by the end of an update is carried over in the
@@ -116,6 +123,7 @@ is unused.
 from __future__ import annotations
 
 import dataclasses
+import functools
 
 import jax
 import jax.numpy as jnp
@@ -163,6 +171,149 @@ def td_step(pending: Pending, transition, next_mask, next_value, gamma):
     return samples, target, complete.astype(jnp.float32), samples.replace(active=samples.active & ~complete)
 
 
+@struct.dataclass
+class PendingDecisions:
+    """Each seat's queue of open decisions for ``a2c.n_step`` = n > 1: a ring of n slots per seat, arrays [N, n, P]
+    (``obs`` [N, n, P, *obs_shape], ``mask`` bool[N, n, P, A]; the env axis leads, as every runner field's). A slot
+    holds a ``Pending``'s fields, ``age`` (int32: the seat's decision states seen since the slot's decision),
+    ``ready`` (its target is final: ``target``) and ``active`` (it is in the queue); ``head`` int32[N, P] is the
+    slot the seat's next decision opens, ``tail`` int32[N, P] its oldest slot, the next one trained."""
+
+    obs: object
+    mask: jax.Array
+    action: jax.Array  # int32
+    log_prob: jax.Array  # float32
+    value: jax.Array  # float32
+    ret: jax.Array  # float32: discounted reward since the slot's decision
+    discount: jax.Array  # float32: product of the discounts since; 0 once the seat's episode ended
+    target: jax.Array  # float32: the TD target, once ready
+    age: jax.Array  # int32
+    ready: jax.Array  # bool
+    active: jax.Array  # bool
+    head: jax.Array  # int32[N, P]
+    tail: jax.Array  # int32[N, P]
+
+    @classmethod
+    def empty(cls, obs, mask, slots: int) -> PendingDecisions:
+        """No open decision: ``obs`` leaves [N, P, ...], ``mask`` bool[N, P, A] give the shapes."""
+
+        def ring(x):
+            return jnp.zeros((x.shape[0], slots, *x.shape[1:]), x.dtype)
+
+        batch = mask.shape[:-1]
+        zeros = jnp.zeros((batch[0], slots, *batch[1:]), jnp.float32)
+        return cls(
+            obs=jax.tree_util.tree_map(ring, obs),
+            mask=ring(mask),
+            action=zeros.astype(jnp.int32),
+            log_prob=zeros,
+            value=zeros,
+            ret=zeros,
+            discount=zeros,
+            target=zeros,
+            age=zeros.astype(jnp.int32),
+            ready=zeros.astype(bool),
+            active=zeros.astype(bool),
+            head=jnp.zeros(batch, jnp.int32),
+            tail=jnp.zeros(batch, jnp.int32),
+        )
+
+
+def _slot_where(at, new, old):
+    """``old`` [N, n, P, ...] with ``new`` [N, P, ...] written where ``at`` bool[N, n, P]."""
+    new = jnp.expand_dims(new, 1)
+    return jnp.where(at.reshape(at.shape + (1,) * (old.ndim - at.ndim)), new, old)
+
+
+def _slot_take(x, index):
+    """``x`` [N, n, P, ...] at slot ``index`` int32[N, P] -> [N, P, ...]."""
+    index = index.reshape(index.shape[0], 1, index.shape[1], *(1,) * (x.ndim - 3))
+    return jnp.take_along_axis(x, index, axis=1)[:, 0]
+
+
+def n_step_step(ring: PendingDecisions, transition, next_mask, next_value, gamma, n_step: int):
+    """``td_step`` for ``a2c.n_step`` = n > 1: a decision's target sums the seat's discounted rewards up to its n-th
+    next decision state ``s_{t_n}`` and bootstraps from ``V(s_{t_n})``, or stops without a bootstrap where the
+    seat's episode ends first::
+
+        target_t = r_t + gamma r_{t+1} + ... + gamma^{t_n - t - 1} r_{t_n - 1} + gamma^{t_n - t} V(s_{t_n})
+
+    (n = 1 is ``td_step``'s TD(0) target). Each seat keeps its decisions in a first-in first-out queue of n slots
+    (``PendingDecisions``): a decision's target is fixed when the seat sees its n-th next decision state or its
+    episode ends (the slot is then *ready*), and each step trains at most one decision per seat, its oldest ready
+    one, so a step's gradient is over [N, P] samples as TD(0)'s is. At an episode's end every open decision of the
+    seat becomes ready at once; they are trained over the following steps, oldest first (n slots are enough: a
+    seat decides only in a decision state, which also ages its open decisions, and after an episode's end its new
+    decisions need n decision states to be ready, by which time the earlier ones have been trained).
+
+    Args:
+      ring: the queues before the step ([N, n, P]).
+      transition: ``agents.core.rollout.Transition`` of the step (arrays [N, P]).
+      next_mask: bool[N, P, A], the legal actions in ``s_{t+1}``.
+      next_value: float32[N, P], ``V(s_{t+1})`` (no gradient is taken through it).
+      gamma: discount (float or traced scalar).
+      n_step: static int, the n.
+
+    Returns:
+      (samples, target, weight, ring): ``samples`` (a ``Pending``, [N, P]) each seat's oldest slot after the step,
+      ``target`` float32[N, P] its TD target and ``weight`` float32[N, P] 1 where it is trained now (ready), else
+      0; ``ring`` the queues after it left them.
+    """
+    gamma = jnp.asarray(gamma, jnp.float32)
+    slots = ring.active.shape[1]
+    decision = transition.weight > 0  # [N, P]
+    cont = gamma * (1.0 - transition.terminal.astype(jnp.float32))
+    # the open slots collect the step's reward (the slot a decision opens at this step starts with it below)
+    open_ = ring.active & ~ring.ready
+    ret = jnp.where(open_, ring.ret + ring.discount * transition.reward[:, None], ring.ret)
+    discount = jnp.where(open_, ring.discount * cont[:, None], ring.discount)
+    opening = (jnp.arange(slots)[None, :, None] == ring.head[:, None, :]) & decision[:, None]  # [N, n, P]
+
+    def put(new, old):
+        return _slot_where(opening, new, old)
+
+    ring = ring.replace(
+        obs=jax.tree_util.tree_map(put, transition.obs, ring.obs),
+        mask=put(transition.mask, ring.mask),
+        action=put(transition.action, ring.action),
+        log_prob=put(transition.log_prob, ring.log_prob),
+        value=put(transition.value, ring.value),
+        ret=put(transition.reward, ret),
+        discount=put(cont, discount),
+        age=put(jnp.zeros_like(ring.head), ring.age),
+        ready=ring.ready & ~opening,
+        active=ring.active | opening,
+        head=(ring.head + decision.astype(jnp.int32)) % slots,
+    )
+    open_ = ring.active & ~ring.ready
+    next_decision = jnp.asarray(next_mask).sum(-1) > 1  # [N, P]
+    age = ring.age + (open_ & next_decision[:, None]).astype(jnp.int32)
+    now_ready = open_ & ((age >= n_step) | (ring.discount == 0.0))
+    bootstrap = jax.lax.stop_gradient(jnp.asarray(next_value, jnp.float32))[:, None]
+    ring = ring.replace(
+        age=age,
+        ready=ring.ready | now_ready,
+        target=jnp.where(now_ready, ring.ret + ring.discount * bootstrap, ring.target),
+    )
+    # train each seat's oldest slot if it is ready, and take it out of the queue
+    take = functools.partial(_slot_take, index=ring.tail)
+    trained = take(ring.active) & take(ring.ready)
+    samples = Pending(
+        obs=jax.tree_util.tree_map(take, ring.obs),
+        mask=take(ring.mask),
+        action=take(ring.action),
+        log_prob=take(ring.log_prob),
+        value=take(ring.value),
+        ret=take(ring.ret),
+        discount=take(ring.discount),
+        active=trained,
+    )
+    leaving = (jnp.arange(slots)[None, :, None] == ring.tail[:, None, :]) & trained[:, None]
+    ring = ring.replace(active=ring.active & ~leaving, tail=(ring.tail + trained.astype(jnp.int32)) % slots)
+    target = jnp.where(trained, take(ring.target), 0.0)
+    return samples, target, trained.astype(jnp.float32), ring
+
+
 # ---- sample-weighted moments, merged step by step (Chan et al.) ----
 def _moments(x, weight):
     """(count, mean, M2) of x under ``weight`` (weight-0 entries ignored)."""
@@ -206,6 +357,9 @@ class StreamingA2C(Trainer):
 
     def init(self, key, hparams: HParams | None = None) -> Runner:
         runner = super().init(key, hparams)
+        if self.config.a2c.n_step > 1:  # static: a ring of open decisions per seat instead of one
+            ring = PendingDecisions.empty(runner.obs, runner.mask, self.config.a2c.n_step)
+            runner = self.constrain(runner.replace(pending=ring))
         if self.config.a2c.target_tau == 1.0:  # static: no target network, the plain runner
             return runner
         fields = {f.name: getattr(runner, f.name) for f in dataclasses.fields(runner)}
@@ -221,7 +375,7 @@ class StreamingA2C(Trainer):
 
         normalize = config.loss.normalize_advantages
         grad_fn = _gradient_fn(network, hp, normalize)
-        tau = config.a2c.target_tau
+        tau, n_step = config.a2c.target_tau, config.a2c.n_step
         critic = params if tau == 1.0 else runner.target_params  # whose V(s') bootstraps the targets
 
         def step(carry, step_key):
@@ -232,9 +386,14 @@ class StreamingA2C(Trainer):
             )
             tracker, sums = track_episodes(tracker, ts, self.learner)
             _, next_value = network.apply(critic, ts.observation)
-            samples, target, weight, pending = td_step(
-                pending, transition, ts.action_mask, jax.lax.stop_gradient(next_value), hp.gamma
-            )
+            if n_step == 1:
+                samples, target, weight, pending = td_step(
+                    pending, transition, ts.action_mask, jax.lax.stop_gradient(next_value), hp.gamma
+                )
+            else:
+                samples, target, weight, pending = n_step_step(
+                    pending, transition, ts.action_mask, jax.lax.stop_gradient(next_value), hp.gamma, n_step
+                )
             step_grads, (parts, value, value_sq, ent) = grad_fn(params, samples, target, weight)
             grads = jax.tree_util.tree_map(jnp.add, grads, step_grads)
             stats = _add_step(stats, parts, value_sq, ent, transition.weight.sum(), target, value, weight)
@@ -343,4 +502,4 @@ def _tree_where(cond, new, old):
     return jax.tree_util.tree_map(lambda a, b: jnp.where(cond, a, b), new, old)
 
 
-__all__ = ["Pending", "StreamingA2C", "TargetCriticRunner", "td_step"]
+__all__ = ["Pending", "PendingDecisions", "StreamingA2C", "TargetCriticRunner", "n_step_step", "td_step"]

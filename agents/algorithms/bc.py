@@ -54,6 +54,7 @@ from agents.config import HParams, TrainConfig
 from agents.core import distributions, losses
 from agents.utils import health
 from jaxgame import all_bots
+from jaxgame.actions import KIND_NAMES, action_kind
 from jaxgame.validation import as_key
 
 
@@ -82,6 +83,9 @@ def split_by_game(game: np.ndarray, val_fraction: float, seed: int) -> tuple[np.
 VALIDATION_BATCH = 1024
 #: what ``validate`` reports, logged as ``val/<name>``
 VALIDATION_METRICS = ("cross_entropy", "accuracy", "value_loss")
+#: ``validate``'s per-kind numbers (``jaxgame.actions.KIND_NAMES``), logged as ``val/<name>``: the accuracy on the
+#: held-out decisions whose label is an action of that kind (NaN where there is none) and that kind's share of them
+KIND_METRICS = tuple(f"accuracy_{k}" for k in KIND_NAMES) + tuple(f"share_{k}" for k in KIND_NAMES)
 
 
 def device_samples(samples: dict, index=None) -> dict:
@@ -105,9 +109,11 @@ def _loss(network, params, batch, vf_coef):
 
 
 def validate(network, params, data: dict, batch_size: int = VALIDATION_BATCH) -> dict:
-    """``{"cross_entropy", "accuracy", "value_loss"}``, float32[] each: weighted means (``data["weight"]``) over
-    every sample of ``data`` (``device_samples``), computed in batches of ``batch_size`` (the last one padded with
-    weight 0), equal to one batch of all of them. Traceable."""
+    """``{"cross_entropy", "accuracy", "value_loss"}`` and ``KIND_METRICS``, float32[] each: weighted means
+    (``data["weight"]``) over every sample of ``data`` (``device_samples``), computed in batches of ``batch_size``
+    (the last one padded with weight 0), equal to one batch of all of them. ``accuracy_<kind>``: the accuracy over
+    the samples whose label (``data["action"]``) is of that kind (``jaxgame.actions.action_kind``), NaN where none
+    is; ``share_<kind>``: their share of the weight. Traceable."""
     size = data["action"].shape[0]
     batch_size = min(batch_size, size)
     batches = -(-size // batch_size)
@@ -117,14 +123,29 @@ def validate(network, params, data: dict, batch_size: int = VALIDATION_BATCH) ->
         x = jnp.concatenate([x, jnp.zeros((pad,) + x.shape[1:], x.dtype)])
         return x.reshape((batches, batch_size) + x.shape[1:])
 
+    kinds = len(KIND_NAMES)
+
     def sums(batch):
-        _, metrics = _loss(network, params, batch, 0.0)
+        logits, value = network.apply(params, batch["obs"])
+        _, metrics = losses.bc_loss(
+            logits, value, batch["mask"], batch["action"], batch["outcome"], batch["weight"], 0.0
+        )
         n = batch["weight"].sum()
-        return jnp.stack([metrics[k] * jnp.maximum(n, 1.0) for k in VALIDATION_METRICS] + [n])
+        hit = (distributions.greedy(logits, batch["mask"]) == batch["action"]).astype(jnp.float32)
+        of_kind = jax.nn.one_hot(action_kind(batch["action"]), kinds) * batch["weight"][:, None]  # [B, kinds]
+        by_kind = jnp.concatenate([hit @ of_kind, of_kind.sum(0)])  # hits, then weights, per kind
+        return jnp.concatenate(
+            [jnp.stack([metrics[k] * jnp.maximum(n, 1.0) for k in VALIDATION_METRICS]), by_kind, n[None]]
+        )
 
     total = jax.lax.map(sums, jax.tree_util.tree_map(padded, data)).sum(0)
     count = jnp.maximum(total[-1], 1.0)
-    return {k: total[i] / count for i, k in enumerate(VALIDATION_METRICS)}
+    scores = {k: total[i] / count for i, k in enumerate(VALIDATION_METRICS)}
+    hits, weights = total[len(VALIDATION_METRICS) :][:kinds], total[len(VALIDATION_METRICS) :][kinds : 2 * kinds]
+    for i, kind in enumerate(KIND_NAMES):
+        scores[f"accuracy_{kind}"] = jnp.where(weights[i] > 0, hits[i] / jnp.maximum(weights[i], 1e-30), jnp.nan)
+        scores[f"share_{kind}"] = weights[i] / count
+    return scores
 
 
 @struct.dataclass
@@ -356,6 +377,7 @@ __all__ = [
     "DatasetCloning",
     "DatasetRunner",
     "TeacherPlay",
+    "KIND_METRICS",
     "VALIDATION_METRICS",
     "behaviour_cloning",
     "clone_chunk",

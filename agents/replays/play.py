@@ -41,10 +41,10 @@ from jaxgame import constants as C
 from jaxgame import economy, species
 from jaxgame import game as game_lib
 from jaxgame import shop as shop_lib
+from jaxgame.actions import KIND_NAMES
 
 #: the name of the human seat's player in a record
 HUMAN = "human"
-_KIND_NAMES = ("end", "buy", "reroll", "xp", "lock", "sell", "place", "recall")
 
 
 class StaleStepError(ValueError):
@@ -87,7 +87,7 @@ def action_kind(action: int) -> str:
         C.ACTION_PLACE,
         C.ACTION_RECALL,
     )
-    return _KIND_NAMES[sum(action >= b for b in bounds)]
+    return KIND_NAMES[sum(action >= b for b in bounds)]
 
 
 def action_label(action: int, unit_species, stars, shop, shop_locked: bool) -> str:

@@ -141,7 +141,7 @@ def check_memory(config: TrainConfig, program, num_devices: int = 1, runs: int =
 
 #: fields added after run directories were first written, each with the value every earlier run had: the identity
 #: leaves a field out while it holds that value, so runs begun before it resume
-IDENTITY_OMITTED_DEFAULTS = {"target_tau": 1.0}
+IDENTITY_OMITTED_DEFAULTS = {"target_tau": 1.0, "n_step": 1}
 
 
 def run_identity(config: TrainConfig) -> dict:

@@ -24,7 +24,7 @@ def loss_parts(record: dict) -> list[str]:
         )
     if "val/best_cross_entropy" in record:  # a dataset clone's validation games
         parts.append(
-            f"validation: teacher's action {record['val/accuracy']:.0%}, cross-entropy "
+            f"validation: teacher's action {record['val/accuracy']:.0%}{_placements(record)}, cross-entropy "
             f"{record['val/cross_entropy']:.3f} (best {record['val/best_cross_entropy']:.3f})"
         )
     elif "val/accuracy" in record:  # online cloning: the update's new games, measured before it trained on them
@@ -35,6 +35,12 @@ def loss_parts(record: dict) -> list[str]:
         )
     parts.append(f"entropy {record['loss/entropy']:.2f} | value loss {record['loss/value']:.3f}")
     return parts
+
+
+def _placements(record: dict) -> str:
+    """' (placements 41%)': the held-out accuracy on the teacher's placements, where the record has a finite one."""
+    value = record.get("val/accuracy_place")
+    return f" (placements {value:.0%})" if isinstance(value, float) and math.isfinite(value) else ""
 
 
 def progress_line(record: dict, evaluation: dict, unit: str, self_play: bool) -> str:
