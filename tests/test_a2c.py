@@ -38,20 +38,19 @@ def _trainer(**overrides):
     return trainers.make_train(config, make_env(config))
 
 
-# ---- the TD target: streaming pending decisions == semi-MDP GAE with lambda = 0 ----
-def test_td_step_matches_semi_mdp_gae_lambda_0():
-    T, N, P, A = 60, 4, 3, 3
-    gamma = 0.9
-    learner = np.array([True, True, False])
-    rng = np.random.default_rng(0)
-    legal = rng.random((T + 1, N, P)) < 0.6  # a decision state: 2 legal actions, else 1
+def _random_stream(rng, T, N, P, A, learner, end_rate):
+    """A random stream of T steps of N envs x P seats: decision states (2 legal actions, else 1) with probability
+    0.6, rewards, episode ends with probability ``end_rate`` and values V(s_0..s_T); ``learner`` bool[P] marks the
+    seats whose decision states are decisions. Returns (legal bool[T+1, N, P], mask bool[T+1, N, P, A], decision
+    bool[T, N, P], reward, terminal, value, steps: a ``Transition`` whose ``obs`` is the step t)."""
+    legal = rng.random((T + 1, N, P)) < 0.6
     mask = np.zeros((T + 1, N, P, A), bool)
     mask[..., 0] = True
     mask[..., 1] = legal
     decision = legal[:T] & learner
     reward = rng.normal(size=(T, N, P)).astype(np.float32)
-    terminal = rng.random((T, N, P)) < 0.1
-    value = rng.normal(size=(T + 1, N, P)).astype(np.float32)  # V(s_0..s_T)
+    terminal = rng.random((T, N, P)) < end_rate
+    value = rng.normal(size=(T + 1, N, P)).astype(np.float32)
     steps = Transition(
         obs=np.broadcast_to(np.arange(T, dtype=np.float32)[:, None, None, None], (T, N, P, 1)),  # obs = t
         mask=mask[:T],
@@ -61,6 +60,17 @@ def test_td_step_matches_semi_mdp_gae_lambda_0():
         reward=reward,
         terminal=terminal,
         weight=decision.astype(np.float32),
+    )
+    return legal, mask, decision, reward, terminal, value, steps
+
+
+# ---- the TD target: streaming pending decisions == semi-MDP GAE with lambda = 0 ----
+def test_td_step_matches_semi_mdp_gae_lambda_0():
+    T, N, P, A = 60, 4, 3, 3
+    gamma = 0.9
+    learner = np.array([True, True, False])
+    legal, mask, decision, reward, terminal, value, steps = _random_stream(
+        np.random.default_rng(0), T, N, P, A, learner, 0.1
     )
 
     def body(pending, xs):
@@ -132,24 +142,8 @@ def test_n_step_targets_match_a_plain_python_reference(n, end_rate):
     T, N, P, A = 120, 3, 3, 3
     gamma = 0.9
     learner = np.array([True, True, False])
-    rng = np.random.default_rng(10 * n + int(10 * end_rate))
-    legal = rng.random((T + 1, N, P)) < 0.6
-    mask = np.zeros((T + 1, N, P, A), bool)
-    mask[..., 0] = True
-    mask[..., 1] = legal
-    decision = legal[:T] & learner
-    reward = rng.normal(size=(T, N, P)).astype(np.float32)
-    terminal = rng.random((T, N, P)) < end_rate
-    value = rng.normal(size=(T + 1, N, P)).astype(np.float32)
-    steps = Transition(
-        obs=np.broadcast_to(np.arange(T, dtype=np.float32)[:, None, None, None], (T, N, P, 1)),  # obs = t
-        mask=mask[:T],
-        action=rng.integers(0, 2, (T, N, P)).astype(np.int32),
-        log_prob=np.zeros((T, N, P), np.float32),
-        value=value[:T],
-        reward=reward,
-        terminal=terminal,
-        weight=decision.astype(np.float32),
+    legal, mask, decision, reward, terminal, value, steps = _random_stream(
+        np.random.default_rng(10 * n + int(10 * end_rate)), T, N, P, A, learner, end_rate
     )
 
     def body(ring, xs):

@@ -298,16 +298,8 @@ def n_step_step(ring: PendingDecisions, transition, next_mask, next_value, gamma
     # train each seat's oldest slot if it is ready, and take it out of the queue
     take = functools.partial(_slot_take, index=ring.tail)
     trained = take(ring.active) & take(ring.ready)
-    samples = Pending(
-        obs=jax.tree_util.tree_map(take, ring.obs),
-        mask=take(ring.mask),
-        action=take(ring.action),
-        log_prob=take(ring.log_prob),
-        value=take(ring.value),
-        ret=take(ring.ret),
-        discount=take(ring.discount),
-        active=trained,
-    )
+    fields = [f.name for f in dataclasses.fields(Pending) if f.name != "active"]
+    samples = Pending(**{f: jax.tree_util.tree_map(take, getattr(ring, f)) for f in fields}, active=trained)
     leaving = (jnp.arange(slots)[None, :, None] == ring.tail[:, None, :]) & trained[:, None]
     ring = ring.replace(active=ring.active & ~leaving, tail=(ring.tail + trained.astype(jnp.int32)) % slots)
     target = jnp.where(trained, take(ring.target), 0.0)
