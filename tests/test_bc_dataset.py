@@ -17,6 +17,7 @@ import jax
 import numpy as np
 import pytest
 
+from agents.algorithms.registry import built_trainer
 from agents.config import TrainConfig
 from agents.envs.make import make_game
 from agents.policies.load import load_policy
@@ -112,6 +113,9 @@ def test_a_dataset_run_validates_every_chunk_and_resumes_as_the_uninterrupted_ru
     config = config_for(data, best_by="validation")
     whole = train(config, tmp_path / "whole")
     assert whole["updates"] == 20 and not whole["early_stopped"] and whole["seat_steps"] == 32 * 20
+    # the trainer, cached for later runs of the config, does not keep this run's recording alive
+    cached = built_trainer(config)[1]
+    assert cached.digest is not None and cached._split is None
     logged = records(tmp_path / "whole")
     assert [r["update"] for r in logged] == [5, 10, 15, 20]
     for r in logged:

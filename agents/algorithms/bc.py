@@ -270,6 +270,11 @@ class DatasetCloning:
         (``split_samples``; its ``ValueError`` when that fails) and placed on the device."""
         self._split, self.digest = split_samples(self.config, samples), digest
 
+    def forget_recording(self) -> None:
+        """Drop the device samples ``use_recording`` placed (their digest stays): whoever took ``chunk_inputs``
+        holds them for its run, and a trainer cached for later runs of its config does not keep them alive."""
+        self._split = None
+
     def chunk_inputs(self) -> tuple:
         """``(train, val)``: the recording's samples on the device (``use_recording`` first)."""
         if self._split is None:

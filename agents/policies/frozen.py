@@ -180,7 +180,7 @@ def trainer_inputs(trainer, config: TrainConfig, params) -> tuple:
     (``trainer.facts.roles``) loaded and handed to it first (``load_references``; ``params``: this run's, arrays or
     ``ShapeDtypeStruct``s) or the recording it clones (``trainer.facts.reads_recording``: ``config.bc.bc_dataset``
     read and checked, ``agents.storage.recorded_samples.read``), then ``trainer.chunk_inputs()``. Each call loads
-    them anew.
+    them anew, and a trainer that clones a recording forgets it once handed over (the caller holds it).
     A recording that does not fit the run is a ``DatasetError``."""
     if trainer.facts.roles:
         trainer.use_references(load_references(config, params))
@@ -190,6 +190,11 @@ def trainer_inputs(trainer, config: TrainConfig, params) -> tuple:
             trainer.use_recording(samples, digest)
         except ValueError as err:
             raise DatasetError(str(err)) from None
+        # the caller holds the samples from here: the trainer is cached per config (registry.built_trainer), and
+        # one that kept them would keep every run's recording alive (a 1,024-game recording is 6 GB on the device)
+        inputs = trainer.chunk_inputs()
+        trainer.forget_recording()
+        return inputs
     return trainer.chunk_inputs()
 
 
