@@ -21,8 +21,9 @@ board; the game passes ``K = MAX_LEVEL`` (9), the most units a board can hold.
 
 Fights are simulated in batches with the batch as the LAST axis (per-unit
 arrays ``[2K, B]``), so every op of a tick is a vector op across fights, and
-pairwise work is one ``[K, K, B]`` block per side, reduced over its leading
-axis (row by row on a CPU). :func:`simulate_fight` is written for
+pairwise work is one ``[K, K, B]`` block per side (targets: one
+``[2, K, K, B]`` block for both sides), reduced over the other units (row by
+row on a CPU). :func:`simulate_fight` is written for
 one fight but defines its ``vmap`` (``jax.custom_batching.custom_vmap``): a
 vmapped call, nested vmaps included, runs :func:`simulate_fights` once on the
 whole flattened batch. :func:`simulate_fights` runs a ``lax.while_loop`` until
@@ -219,6 +220,28 @@ def _start_position(index: jax.Array) -> tuple[jax.Array, jax.Array]:
     return jnp.where(away, COLS - 1 - col, col), jnp.where(away, C.BOARD_ROWS + row, (C.BOARD_ROWS - 1) - row)
 
 
+#: int32[NUM_SPECIES, 10]: the per-species constants of a fighter, one column each (hp, atk, def, spdef, range,
+#: max mana, ability, power, attack and move intervals), gathered at once by :func:`_init_one`.
+_SPECIES_TABLE = np.stack(
+    [
+        np.asarray(t).astype(np.int32)
+        for t in (
+            sp.SPECIES_HP,
+            sp.SPECIES_ATK,
+            sp.SPECIES_DEF,
+            sp.SPECIES_SPDEF,
+            sp.SPECIES_RANGE,
+            sp.SPECIES_MAX_MANA,
+            sp.SPECIES_ABILITY,
+            sp.SPECIES_POWER,
+            ATTACK_INTERVAL_MS,
+            MOVE_INTERVAL_MS,
+        )
+    ],
+    axis=1,
+)
+
+
 def _init_one(home_species, home_stars, away_species, away_stars, max_units):
     """Fighters and tick-0 state of one fight (int32[2K] fields, scalar damage totals)."""
     home_species = jnp.asarray(home_species, jnp.int32)
@@ -232,28 +255,28 @@ def _init_one(home_species, home_stars, away_species, away_stars, max_units):
     species = jnp.where(occupied, jnp.concatenate([home_species, away_species])[index], -1)
     stars = jnp.where(occupied, jnp.clip(jnp.concatenate([home_stars, away_stars])[index], 0, sp.MAX_STARS), 0)
     s = jnp.maximum(species, 0)
-    syn = jnp.concatenate([_side_synergy(home_species, home_occ), _side_synergy(away_species, away_occ)])[index]
-
-    def table(t):
-        return jnp.where(occupied, jnp.asarray(t, jnp.int32)[s], 0)
-
+    both = jax.vmap(_side_synergy)(jnp.stack([home_species, away_species]), jnp.stack([home_occ, away_occ]))
+    syn = both.reshape(2 * HALF, sp.NUM_TYPES)[index]
+    # the species' constants, one gather: int32[2K, 10]
+    tables = jnp.where(occupied[:, None], jnp.asarray(_SPECIES_TABLE)[s], 0)
+    hp, atk, defense, spdef, range_, max_mana, ability, power, atk_interval, move_interval = tables.T
     x, y = _start_position(index)
-    max_hp = table(sp.SPECIES_HP) * jnp.asarray(sp.STAR_HP_TENTHS)[stars] // 10
-    atk = table(sp.SPECIES_ATK) * jnp.asarray(sp.STAR_ATK_MULT)[stars]
+    max_hp = hp * jnp.asarray(sp.STAR_HP_TENTHS)[stars] // 10
+    atk = atk * jnp.asarray(sp.STAR_ATK_MULT)[stars]
     f = Fighters(
         index=index,
         team=(index >= HALF).astype(jnp.int32),
         species=species,
         stars=stars,
         max_hp=max_hp,
-        defense=table(sp.SPECIES_DEF),
-        spdef=table(sp.SPECIES_SPDEF),
-        range=table(sp.SPECIES_RANGE),
-        max_mana=table(sp.SPECIES_MAX_MANA),
-        ability=table(sp.SPECIES_ABILITY),
-        power=table(sp.SPECIES_POWER),
-        atk_interval=table(ATTACK_INTERVAL_MS),
-        move_interval=table(MOVE_INTERVAL_MS),
+        defense=defense,
+        spdef=spdef,
+        range=range_,
+        max_mana=max_mana,
+        ability=ability,
+        power=power,
+        atk_interval=atk_interval,
+        move_interval=move_interval,
         ap=syn[:, sp.PSYCHIC],
         block=syn[:, sp.FIGHTING],
         fire=syn[:, sp.FIRE],
@@ -316,13 +339,26 @@ def _div_spell(potency_f, inv_divisor):
     return jnp.floor(potency_f * inv_divisor + _DIV_EPS).astype(jnp.int32)
 
 
-def _materialize(zero, *arrays):
+def _per_platform(fn, *args):
+    """``fn(*args, cpu=...)`` with ``cpu`` (static) True when the program runs on a CPU, else False: both
+    are traced, the one of the lowering platform is lowered (``lax.platform_dependent``). The CPU
+    workarounds of the code ``fn`` calls (:func:`_reduce_rows`, :func:`_materialize`) take that flag, so a
+    tick's program holds one platform choice instead of one per reduction."""
+    return jax.lax.platform_dependent(
+        *args, cpu=functools.partial(fn, cpu=True), default=functools.partial(fn, cpu=False)
+    )
+
+
+def _materialize(zero, *arrays, cpu: bool | None = None):
     """The arrays (same shape) unchanged, but on a CPU computed once: XLA:CPU would otherwise fuse (and so
     re-compute) their producers, reductions included, into every consumer. ``zero``: an int32 scalar that
     is 0 at run time but unknown to the compiler, so the scatter below stays a scatter (never fused into
     its users) instead of being simplified away; ``lax.optimization_barrier`` is expanded before fusion on
-    CPU. Elsewhere the arrays as they are (a scatter would be one more kernel)."""
-    return jax.lax.platform_dependent(zero, *arrays, cpu=_materialized, default=lambda zero, *arrays: arrays)
+    CPU. Elsewhere the arrays as they are (a scatter would be one more kernel). ``cpu`` (static): whether
+    the program runs on a CPU, None for unknown (decided at lowering, see :func:`_per_platform`)."""
+    if cpu is None:
+        return jax.lax.platform_dependent(zero, *arrays, cpu=_materialized, default=lambda zero, *arrays: arrays)
+    return _materialized(zero, *arrays) if cpu else arrays
 
 
 def _materialized(zero, *arrays):
@@ -341,6 +377,27 @@ def _sides(n: int) -> tuple:
     return (slice(0, h), range(h, n)), (slice(h, n), range(h))
 
 
+def _sided(a: jax.Array) -> jax.Array:
+    """A per-unit array ``[n, ...]`` as ``[2, n // 2, ...]``: the home side's units, then the away side's."""
+    return a.reshape(2, a.shape[0] // 2, *a.shape[1:])
+
+
+def _unsided(a: jax.Array) -> jax.Array:
+    """The inverse of :func:`_sided`: ``[2, h, ...]`` -> ``[2h, ...]``."""
+    return a.reshape(2 * a.shape[1], *a.shape[2:])
+
+
+def _units(a: jax.Array) -> jax.Array:
+    """A per-unit array ``[n, ...]`` as ``[2, 1, n // 2, ...]``: the units' operand of a pairwise block
+    (:func:`_over_sides`)."""
+    return _sided(a)[:, None]
+
+
+def _per_side(op: str, a: jax.Array, cpu: bool | None = None) -> jax.Array:
+    """``op``-reduce a per-unit array ``[n, ...]`` over the units of each side: ``[2, ...]`` (home, away)."""
+    return _reduce_rows(op, _sided(a), cpu, axis=1)
+
+
 def _cheb(ax, ay, bx, by):
     return jnp.maximum(jnp.abs(ax - bx), jnp.abs(ay - by))
 
@@ -356,34 +413,77 @@ _COMBINE = {"min": jnp.minimum, "add": jnp.add, "or": jnp.logical_or}
 _REDUCE = {"min": jnp.min, "add": jnp.sum, "or": jnp.any}
 
 
-def _reduce_rows(op: str, block: jax.Array) -> jax.Array:
-    """``op`` ("min", "add" or "or") over the leading axis of ``block`` [m, ...], keeping its dtype. On a CPU
-    row by row (elementwise ops on the rows, unrolled up to :data:`UNROLL_MAX` rows): XLA:CPU's reductions
-    over a major axis do not vectorise. Elsewhere one reduction, one kernel on an accelerator instead of a
-    chain."""
-    combine, m = _COMBINE[op], block.shape[0]
+def _reduce_rows(op: str, block: jax.Array, cpu: bool | None = None, axis: int = 0) -> jax.Array:
+    """``op`` ("min", "add" or "or") over the leading axis (or ``axis``, static) of ``block`` [m, ...],
+    keeping its dtype. On a CPU row by row (elementwise ops on the rows, unrolled up to :data:`UNROLL_MAX`
+    rows): XLA:CPU's reductions over a major axis do not vectorise. Elsewhere one reduction, one kernel on an
+    accelerator instead of a chain. ``cpu``: as :func:`_materialize`'s."""
+    combine, m = _COMBINE[op], block.shape[axis]
 
     def rows(block):
         if m <= UNROLL_MAX:
-            return functools.reduce(combine, [block[i] for i in range(m)])
-        return jax.lax.fori_loop(1, m, lambda i, acc: combine(acc, block[i]), block[0])
+            return functools.reduce(combine, [jax.lax.index_in_dim(block, i, axis, False) for i in range(m)])
+        row = functools.partial(jax.lax.dynamic_index_in_dim, block, axis=axis, keepdims=False)
+        return jax.lax.fori_loop(1, m, lambda i, acc: combine(acc, row(i)), row(0))
 
     def reduction(block):
-        return _REDUCE[op](block, axis=0).astype(block.dtype)
+        return _REDUCE[op](block, axis=axis).astype(block.dtype)
 
-    return jax.lax.platform_dependent(block, cpu=rows, default=reduction)
+    if cpu is None:
+        return jax.lax.platform_dependent(block, cpu=rows, default=reduction)
+    return rows(block) if cpu else reduction(block)
 
 
-def _over(op: str, others: range, term) -> jax.Array:
+def _others(a: jax.Array, enemies: bool = True) -> jax.Array:
+    """Per side of the units, the rows of the other side's units (``enemies``) or of its own side's, of a
+    per-unit array ``a[n, ...]``, as ``[2, h, 1, ...]`` (side of the units, other unit): the other units'
+    operand of a pairwise block against the units' arrays as ``[2, 1, h, ...]`` (:func:`_units`)."""
+    return (_sided(a)[::-1] if enemies else _sided(a))[:, :, None]
+
+
+def _other_ids(n: int, enemies: bool = True) -> jax.Array:
+    """int32[2, h, 1, 1]: the unit indices of :func:`_others`' rows (n units, h = n // 2 a side)."""
+    h = n // 2
+    first = np.array([h, 0] if enemies else [0, h], np.int32)
+    return jnp.asarray((first[:, None] + np.arange(h, dtype=np.int32)[None, :])[:, :, None, None])
+
+
+def _over_sides(op: str, n: int, term, enemies: bool = True, cpu: bool | None = None) -> jax.Array:
+    """For each of ``n`` units (two sides of h), ``op``-reduce ``term(pick, j)`` over the h units ``j`` of the
+    other side (``enemies``) or of its own side (its allies, itself included): both sides in one traced
+    block. Returns ``[2, h, B]`` (:func:`_unsided` makes it ``[n, B]``); ``term`` broadcasts against the units'
+    arrays as ``[2, 1, h, B]`` (:func:`_units`). Up to :data:`UNROLL_MAX` units a side, at once: ``pick(a)`` is,
+    per side of the units, the other units' rows ``[2, h, 1, B]`` of a per-unit array ``a[n, B]`` (or
+    ``[2, h, 1, 1]`` of an ``[n, 1]`` one) and ``j`` their indices int32[2, h, 1, 1], so ``term`` builds one
+    ``[2, h, h, B]`` block (side, other unit, unit) that :func:`_reduce_rows` reduces over its axis 1; else one
+    at a time in a rolled loop (``pick(a)`` ``[2, 1, 1, B]``, ``j`` int32[2, 1, 1, 1]). ``cpu``: as
+    :func:`_materialize`'s."""
+    h = n // 2
+    if h <= UNROLL_MAX:
+        block = term(functools.partial(_others, enemies=enemies), _other_ids(n, enemies))
+        return _reduce_rows(op, block, cpu, axis=1)
+    combine = _COMBINE[op]
+    first = _other_ids(n, enemies)[:, :1]  # [2, 1, 1, 1]
+
+    def one(j):
+        def row(a):  # [n, B] -> [2, 1, 1, B]: per side of the units, the other unit j's row
+            return jax.lax.dynamic_index_in_dim(_others(a, enemies), j, axis=1)
+
+        return term(row, first + j)
+
+    return jax.lax.fori_loop(1, h, lambda j, acc: combine(acc, one(j)), one(0))[:, 0]
+
+
+def _over(op: str, others: range, term, cpu: bool | None = None) -> jax.Array:
     """``op``-reduce ``term(pick, j)`` over the other units ``j`` in ``others``. Up to :data:`UNROLL_MAX` of
     them, at once: ``pick(a)`` is their rows ``[m, 1, B]`` of a per-unit array ``a[2K, B]`` (or ``[m, 1, 1]``
     of an ``[2K, 1]`` one) and ``j`` their indices int32[m, 1, 1], so ``term`` builds one ``[m, k, B]`` block
     (broadcast against ``[k, B]`` unit arrays) that :func:`_reduce_rows` reduces; else one at a time in a
-    rolled loop (``pick(a)`` row j ``[B]``, ``j`` a traced int32)."""
+    rolled loop (``pick(a)`` row j ``[B]``, ``j`` a traced int32). ``cpu``: as :func:`_materialize`'s."""
     combine = _COMBINE[op]
     if len(others) <= UNROLL_MAX:
         ids = jnp.arange(others.start, others.stop, dtype=jnp.int32)[:, None, None]
-        return _reduce_rows(op, term(lambda a: a[others.start : others.stop, None], ids))
+        return _reduce_rows(op, term(lambda a: a[others.start : others.stop, None], ids), cpu)
     first = term(lambda a: a[others.start], others.start)
     return jax.lax.fori_loop(others.start + 1, others.stop, lambda j, acc: combine(acc, term(lambda a: a[j], j)), first)
 
@@ -409,8 +509,8 @@ class _Tick(NamedTuple):
     keys: jax.Array  # typed PRNG keys[B]
     opaque: jax.Array  # int32 scalar, 0 at run time but unknown to the compiler (see _materialize)
     idx: jax.Array  # int32[n, 1]: unit index
-    sides: tuple  # per side, (its units: slice, their enemies: range) of unit indices
     cell: jax.Array  # grid cell y * COLS + x at the start of the tick
+    cpu: bool | None  # static: whether the program runs on a CPU, None for unknown (see _per_platform)
     # per-unit state, the start-of-tick values until a phase updates them (phases read positions at the
     # start of the tick from ``s``)
     x: jax.Array  # phase 6
@@ -463,10 +563,11 @@ class _Tick(NamedTuple):
     atk: jax.Array | None = None
 
 
-def _start_tick(f: Fighters, s: FightState, t, keys, clock) -> _Tick:
+def _start_tick(f: Fighters, s: FightState, t, keys, clock, cpu: bool | None = None) -> _Tick:
     """The record of a tick of B fights at its start: ``f``, ``s`` (``[n, B]`` fields), ``t`` (int32 scalar
     or [B]), typed ``keys[B]``, ``clock`` (int32 scalar or None: the loop's counter, default ``t``); ``idx``
-    int32[n, 1], ``cell`` int32[n, B] and the start-of-tick x, y, cooldowns, stun and target."""
+    int32[n, 1], ``cell`` int32[n, B] and the start-of-tick x, y, cooldowns, stun and target; ``cpu``: see
+    :func:`_per_platform`."""
     n = s.alive.shape[0]
     idx = jnp.arange(n, dtype=jnp.int32)[:, None]
     cell = s.y * COLS + s.x
@@ -477,8 +578,8 @@ def _start_tick(f: Fighters, s: FightState, t, keys, clock) -> _Tick:
         keys=keys,
         opaque=jnp.asarray(t if clock is None else clock, jnp.int32) >> 30,  # 0 (< 2**30), see _materialize
         idx=idx,
-        sides=_sides(n),
         cell=cell,
+        cpu=cpu,
         x=s.x,
         y=s.y,
         atk_cd=s.atk_cd,
@@ -512,16 +613,13 @@ def _pick_targets(w: _Tick) -> _Tick:
     """
     f, x, y = w.f, w.s.x, w.s.y
     code = jnp.where(w.s.alive, (w.idx << 21) | (w.cell << 15) | (f.block << 9) | (f.spdef << 5) | f.defense, _NO_KEY)
-    keys_of_side = []
-    for units, enemies in w.sides:
 
-        def ranked(pick, e, units=units):
-            d = _cheb(x[units], y[units], pick(x), pick(y))
-            rank = jnp.where((w.target[units] == e) & (d <= f.range[units]), 0, d + 1)
-            return (rank << 27) | pick(code)  # _NO_KEY stays _NO_KEY (rank < 16)
+    def ranked(pick, e):
+        d = _cheb(_units(x), _units(y), pick(x), pick(y))
+        rank = jnp.where((_units(w.target) == e) & (d <= _units(f.range)), 0, d + 1)
+        return (rank << 27) | pick(code)  # _NO_KEY stays _NO_KEY (rank < 16)
 
-        keys_of_side.append(_over("min", enemies, ranked))
-    (tkey,) = _materialize(w.opaque, jnp.concatenate(keys_of_side))
+    (tkey,) = _materialize(w.opaque, _unsided(_over_sides("min", x.shape[0], ranked, cpu=w.cpu)), cpu=w.cpu)
     has_enemy = tkey != _NO_KEY
     near_dist = (tkey >> 27) - 1  # distance to the nearest enemy, or -1 when the target is kept
     found = (tkey >> 21) & 63  # the kept target, else the nearest enemy
@@ -580,27 +678,29 @@ def _cast_abilities(w: _Tick) -> _Tick:
     stun_tgt = jnp.where(cast & (ability == sp.STUN), w.new_target, -1)
     vic_x = jnp.where(s.alive, x, -_FAR)
     direct, direct_tgt, splash_x, splash_y, stun_tgt, vic_x = _materialize(
-        w.opaque, direct, direct_tgt, splash_x, splash_y, stun_tgt, vic_x
+        w.opaque, direct, direct_tgt, splash_x, splash_y, stun_tgt, vic_x, cpu=w.cpu
     )
     potency_f = potency.astype(jnp.float32)
     inv_div = 1.0 / (100 + DEF_PERCENT * f.spdef).astype(jnp.float32)
     # shields: caster and alive allies within Chebyshev 1
     caster_x = jnp.where(cast & (ability == sp.SHIELD), x, _FAR)
+    # Shields and heals stay one block per side (unlike :func:`_over_sides`): as one block for both sides,
+    # XLA:CPU fuses them into their consumers differently and the tick runs about 10% slower.
     shield_gain = []
-    for allies, _ in w.sides:
+    for allies, _ in _sides(x.shape[0]):
 
         def shielded(pick, c, allies=allies):
             close = (jnp.abs(pick(caster_x) - vic_x[allies]) <= 1) & (jnp.abs(pick(y) - y[allies]) <= 1)
             return jnp.where(close, pick(amount), 0)
 
-        shield_gain.append(_over("add", range(allies.start, allies.stop), shielded))
+        shield_gain.append(_over("add", range(allies.start, allies.stop), shielded, w.cpu))
     # heals: the alive ally with the lowest hp permille (ties lowest index), per side
     heal_on = jnp.where(cast & (ability == sp.HEAL), amount, 0)
     ratio_key = jnp.where(s.alive, _div(s.hp * 1000, jnp.maximum(f.max_hp, 1)) * 64 + w.idx, _NO_KEY)
     heal = jnp.zeros_like(s.hp)
-    for allies, _ in w.sides:
-        lowest = _reduce_rows("min", ratio_key[allies]) & 63
-        heal = heal + jnp.where(w.idx == lowest, _reduce_rows("add", heal_on[allies]), 0)
+    for allies, _ in _sides(x.shape[0]):
+        lowest = _reduce_rows("min", ratio_key[allies], w.cpu) & 63
+        heal = heal + jnp.where(w.idx == lowest, _reduce_rows("add", heal_on[allies], w.cpu), 0)
     return w._replace(
         direct=direct,
         direct_tgt=direct_tgt,
@@ -626,8 +726,8 @@ def _move_units(w: _Tick) -> _Tick:
     u32 = jnp.uint32
     x, y, ex, ey, cell, idx = w.s.x, w.s.y, w.ex, w.ey, w.cell, w.idx
     bit = jnp.where(w.s.alive, jnp.left_shift(u32(1), (cell & 31).astype(u32)), u32(0))
-    occ_lo = _reduce_rows("add", jnp.where(cell < 32, bit, u32(0)))
-    occ_hi = _reduce_rows("add", jnp.where(cell >= 32, bit, u32(0)))
+    words = jnp.stack([jnp.where(cell < 32, bit, u32(0)), jnp.where(cell >= 32, bit, u32(0))], axis=1)  # [n, 2, B]
+    occ_lo, occ_hi = _reduce_rows("add", words, w.cpu)
     dx, dy = NEIGHBOUR_DX[:, None, None], NEIGHBOUR_DY[:, None, None]  # the 8 steps at once: [8, n, B] below
     nx, ny = x + dx, y + dy
     npos = ny * COLS + nx
@@ -635,17 +735,17 @@ def _move_units(w: _Tick) -> _Tick:
     taken = (jnp.right_shift(word, (npos & 31).astype(u32)) & u32(1)) > 0
     free = (nx >= 0) & (nx < COLS) & (ny >= 0) & (ny < ROWS) & ~taken
     score = (_cheb(nx, ny, ex, ey) * 128 + (nx - ex) ** 2 + (ny - ey) ** 2) * 16 + (dy + 1) * 3 + (dx + 1)
-    (score,) = _materialize(w.opaque, _reduce_rows("min", jnp.where(free, score, _NO_KEY)))
+    (score,) = _materialize(w.opaque, _reduce_rows("min", jnp.where(free, score, _NO_KEY), w.cpu), cpu=w.cpu)
     best_cheb, best_sq, step = score >> 11, (score >> 4) & 127, score & 15
     cur_sq = (x - ex) ** 2 + (y - ey) ** 2
     closer = (best_cheb < w.near_dist) | ((best_cheb == w.near_dist) & (best_sq < cur_sq))
     want = w.act & ~w.has_target & (w.move_cd == 0) & w.has_enemy & (score < _NO_KEY) & closer
     dest_x = x + step % 3 - 1
     dest_y = y + step // 3 - 1
-    (dest,) = _materialize(w.opaque, jnp.where(want, dest_y * COLS + dest_x, -1))
+    (dest,) = _materialize(w.opaque, jnp.where(want, dest_y * COLS + dest_x, -1), cpu=w.cpu)
     # the lowest index claiming a cell gets it
-    beaten = _over("or", range(w.s.alive.shape[0] - 1), lambda pick, j: (dest == pick(dest)) & (idx > j))
-    (moves,) = _materialize(w.opaque, want & ~beaten)
+    beaten = _over("or", range(w.s.alive.shape[0] - 1), lambda pick, j: (dest == pick(dest)) & (idx > j), w.cpu)
+    (moves,) = _materialize(w.opaque, want & ~beaten, cpu=w.cpu)
     return w._replace(
         moves=moves,
         x=jnp.where(moves, dest_x, x),
@@ -659,21 +759,22 @@ def _collect_hits(w: _Tick) -> _Tick:
     ``[2, K, K, B]`` block (side of the victims, attacker, victim), reduced per victim to int32[n, B]
     ``incoming`` (their sum), ``mana_hit`` (sum of ceil(instance / 10)), ``killer`` (the lowest attacker
     index, else n) and bool[n, B] ``stun_hit`` (the target of a stun cast)."""
+    # per side, as shields and heals (see _cast_abilities): one block for both sides runs slower on a CPU
     f, idx, n = w.f, w.idx, w.s.alive.shape[0]
     blocks = []
-    for victims, attackers in w.sides:
+    for victims, attackers in _sides(n):
         a, v = (slice(attackers.start, attackers.stop), None), (None, victims)
         splash = (jnp.abs(w.splash_x[a] - w.vic_x[v]) <= 1) & (jnp.abs(w.splash_y[a] - w.s.y[v]) <= 1)
         spell = jnp.maximum(1, _div_spell(w.potency_f[a], w.inv_div[v]) - f.block[v])
         blocks.append(jnp.where(splash, spell, jnp.where(w.direct_tgt[a] == idx[v], w.direct[a], 0)))
-    (hits,) = _materialize(w.opaque, jnp.stack(blocks))  # [side of the victims, attacker, victim, B]
+    (hits,) = _materialize(w.opaque, jnp.stack(blocks), cpu=w.cpu)  # [side of the victims, attacker, victim, B]
     per_side: tuple[list[jax.Array], ...] = ([], [], [], [])  # incoming, mana_hit, killer, stun_hit
-    for side, (victims, attackers) in enumerate(w.sides):
+    for side, (victims, attackers) in enumerate(_sides(n)):
         dmg, attacker = hits[side], idx[attackers.start : attackers.stop, None]
-        per_side[0].append(_reduce_rows("add", dmg))
-        per_side[1].append(_reduce_rows("add", _div(dmg + (MANA_PER_DAMAGE - 1), jnp.int32(MANA_PER_DAMAGE))))
-        per_side[2].append(_reduce_rows("min", jnp.where(dmg > 0, attacker, n)))
-        per_side[3].append(_over("or", attackers, lambda pick, a, v=victims: pick(w.stun_tgt) == idx[v]))
+        per_side[0].append(_reduce_rows("add", dmg, w.cpu))
+        per_side[1].append(_reduce_rows("add", _div(dmg + (MANA_PER_DAMAGE - 1), jnp.int32(MANA_PER_DAMAGE)), w.cpu))
+        per_side[2].append(_reduce_rows("min", jnp.where(dmg > 0, attacker, n), w.cpu))
+        per_side[3].append(_over("or", attackers, lambda pick, a, v=victims: pick(w.stun_tgt) == idx[v], w.cpu))
     incoming, mana_hit, killer, stun_hit = (jnp.concatenate(v) for v in per_side)
     return w._replace(incoming=incoming, mana_hit=mana_hit, killer=killer, stun_hit=stun_hit)
 
@@ -689,11 +790,11 @@ def _apply_damage(w: _Tick) -> _Tick:
     hp = s.hp - (w.incoming - absorbed)
     alive = alive0 & (hp > 0)
     died = alive0 & ~alive
-    (credit,) = _materialize(w.opaque, jnp.where(died, w.killer, -1))
-    kills = jnp.concatenate(
+    (credit,) = _materialize(w.opaque, jnp.where(died, w.killer, -1), cpu=w.cpu)
+    kills = jnp.concatenate(  # per side: as one block for both sides, the tick runs slower on a CPU
         [
-            _over("add", enemies, lambda pick, e, u=u: (pick(credit) == idx[u]).astype(jnp.int32))
-            for u, enemies in w.sides
+            _over("add", enemies, lambda pick, e, u=u: (pick(credit) == idx[u]).astype(jnp.int32), w.cpu)
+            for u, enemies in _sides(idx.shape[0])
         ]
     )
     return w._replace(shield=shield, hp=hp, alive=alive, kills=kills)
@@ -727,7 +828,8 @@ def _apply_gains(w: _Tick) -> _Tick:
 def _end_tick(w: _Tick) -> FightState:
     """Phase 7.7 and the new state: dead units get hp, shield, mana and stun 0 and target -1; every
     damage instance counts toward its attacker's side total (int32[B])."""
-    alive, h = w.alive, w.s.alive.shape[0] // 2
+    alive = w.alive
+    home_taken, away_taken = _per_side("add", w.incoming, w.cpu)
     return FightState(
         x=w.x,
         y=w.y,
@@ -740,8 +842,8 @@ def _end_tick(w: _Tick) -> FightState:
         stun=jnp.where(alive, w.stun, 0),
         target=jnp.where(alive, w.target, -1),
         alive=alive,
-        home_damage=w.s.home_damage + _reduce_rows("add", w.incoming[h:]),
-        away_damage=w.s.away_damage + _reduce_rows("add", w.incoming[:h]),
+        home_damage=w.s.home_damage + away_taken,
+        away_damage=w.s.away_damage + home_taken,
     )
 
 
@@ -752,17 +854,24 @@ def tick(f: Fighters, s: FightState, t, keys, clock=None) -> FightState:
 
     The phases are those of docs/combat.md ("A tick"), each a function of the tick's working record
     (:class:`_Tick`). Pairwise work (targets, damage, shields, kill credit, move claims) is one block of
-    every unit ``[K, B]`` against every other unit (:func:`_over`), elementwise across the batch, reduced
+    every unit against the other units (targets: both sides in one block, :func:`_over_sides`; damage,
+    shields, kill credit: one block per side; move claims: :func:`_over`), elementwise across the batch, reduced
     over the other units. The occupancy of the 48 grid cells is a bitmask. The only gathers are the units'
     draws on the generic path of :func:`_unit_crits`; the only scatters are :func:`_materialize`'s (on a
-    CPU).
+    CPU). The choice between the CPU's and the other platforms' code is made once, for the whole tick
+    (:func:`_per_platform`).
     """
-    return _end_tick(_tick_record(f, s, t, keys, clock))  # 7.7
+
+    def run(f, s, keys, cpu):
+        return _end_tick(_tick_record(f, s, t, keys, clock, cpu))  # 7.7
+
+    return _per_platform(run, f, s, keys)
 
 
-def _tick_record(f: Fighters, s: FightState, t, keys, clock) -> _Tick:
-    """The working record of :func:`tick` at the end of phase 7.6 (its arguments are :func:`tick`'s)."""
-    w = _start_tick(f, s, t, keys, clock)
+def _tick_record(f: Fighters, s: FightState, t, keys, clock, cpu: bool | None = None) -> _Tick:
+    """The working record of :func:`tick` at the end of phase 7.6 (its arguments are :func:`tick`'s;
+    ``cpu``: see :func:`_per_platform`)."""
+    w = _start_tick(f, s, t, keys, clock, cpu)
     w = _cool_down(w)  # 1
     w = _apply_stun(w)  # 2
     w = _pick_targets(w)  # 3
@@ -775,7 +884,7 @@ def _tick_record(f: Fighters, s: FightState, t, keys, clock) -> _Tick:
 
 
 # ---------------- whole fights ----------------
-def idle_ticks(f: Fighters, s: FightState, t, max_ticks: int, stuck) -> jax.Array:
+def idle_ticks(f: Fighters, s: FightState, t, max_ticks: int, stuck, cpu: bool | None = None) -> jax.Array:
     """int32[B]: how many ticks from now, at most ``max_ticks - t``, change nothing but the clocks.
 
     A tick only counts down cooldowns and stuns and adds the once-a-second mana and grass heal unless some
@@ -786,20 +895,18 @@ def idle_ticks(f: Fighters, s: FightState, t, max_ticks: int, stuck) -> jax.Arra
     bound per unit is the later of those, the batch's the earliest over its units (0: the next tick may
     act). ``s``: the state at the start of the next tick (``[n, B]`` fields), ``t`` int32[B] its number.
     ``stuck`` (bool[n, B]): units known unable to act while the positions stay as they are (see
-    :func:`stuck_units`); they do not bound the count.
+    :func:`stuck_units`); they do not bound the count. ``cpu``: see :func:`_per_platform`.
     """
-    in_range = []
-    for units, enemies in _sides(s.alive.shape[0]):
 
-        def reachable(pick, e, units=units):
-            d = _cheb(s.x[units], s.y[units], pick(s.x), pick(s.y))
-            return pick(s.alive) & (d <= f.range[units])
+    def reachable(pick, e):
+        d = _cheb(_units(s.x), _units(s.y), pick(s.x), pick(s.y))
+        return pick(s.alive) & (d <= _units(f.range))
 
-        in_range.append(_over("or", enemies, reachable))
-    cooldown = jnp.where(jnp.concatenate(in_range), s.atk_cd, s.move_cd)  # ms until it may act
+    in_range = _unsided(_over_sides("or", s.alive.shape[0], reachable, cpu=cpu))
+    cooldown = jnp.where(in_range, s.atk_cd, s.move_cd)  # ms until it may act
     ready = jnp.maximum((cooldown + (TICK_MS - 1)) // TICK_MS - 1, 0)  # ticks before that tick
     per_unit = jnp.where(s.alive & ~stuck, jnp.maximum(ready, s.stun), jnp.int32(1 << 20))
-    return jnp.minimum(_reduce_rows("min", per_unit), max_ticks - jnp.asarray(t, jnp.int32))
+    return jnp.minimum(_reduce_rows("min", per_unit, cpu), max_ticks - jnp.asarray(t, jnp.int32))
 
 
 def stuck_units(w: _Tick) -> jax.Array:
@@ -807,7 +914,7 @@ def stuck_units(w: _Tick) -> jax.Array:
     moves or dies. A unit that acted in the tick without a target (no alive enemy within range) and had its
     move ready but did not step finds, while every position stays the same, the same cells taken and no
     step that brings it closer; if some unit moved or died in this tick of its fight, none is known stuck."""
-    changed = _reduce_rows("or", w.moves | (w.s.alive & ~w.alive))  # bool[B]
+    changed = _reduce_rows("or", w.moves | (w.s.alive & ~w.alive), w.cpu)  # bool[B]
     return w.act & ~w.has_target & (w.move_cd == 0) & ~w.moves & ~changed
 
 
@@ -830,20 +937,19 @@ def skip_ticks(f: Fighters, s: FightState, t, ticks) -> FightState:
     )
 
 
-def _counts(s: FightState):
-    h = s.alive.shape[0] // 2
-    home = _reduce_rows("add", s.alive[:h].astype(jnp.int32))
-    away = _reduce_rows("add", s.alive[h:].astype(jnp.int32))
+def _counts(s: FightState, cpu: bool | None = None):
+    home, away = _per_side("add", s.alive.astype(jnp.int32), cpu)
     return home, away
 
 
-def _decided(s: FightState) -> jax.Array:
-    home, away = _counts(s)
+def _decided(s: FightState, cpu: bool | None = None, counts=None) -> jax.Array:
+    home, away = _counts(s, cpu) if counts is None else counts
     return (home == 0) | (away == 0)
 
 
-def _result(s: FightState, ticks) -> FightResult:
-    home, away = _counts(s)
+def _result(s: FightState, ticks, cpu: bool | None = None, counts=None) -> FightResult:
+    """The result of fights in state ``s`` after ``ticks``; ``counts``: their ``_counts``, if known."""
+    home, away = _counts(s, cpu) if counts is None else counts
     winner = jnp.where((home > 0) & (away == 0), 0, jnp.where((home == 0) & (away > 0), 1, 2))
     return FightResult(
         winner=winner.astype(jnp.int32),
@@ -916,7 +1022,8 @@ def _run_fights(
     """
     n_fights = s0.alive.shape[-1]
     lanes = n_fights if lanes is None else int(min(max(lanes, 1), n_fights))
-    done0 = _decided(s0)
+    counts0 = _counts(s0)
+    done0 = _decided(s0, counts=counts0)
     pending = jnp.sum(~done0, dtype=jnp.int32)
     queue = jnp.argsort(done0, stable=True).astype(jnp.int32)  # undecided fights first, in index order
     i32 = jnp.int32
@@ -935,16 +1042,17 @@ def _run_fights(
         order = jnp.argsort(~c.busy, stable=True)[:size]
         return c._replace(ids=c.ids[order], busy=c.busy[order], lt=c.lt[order], lane=_take_fights(c.lane, order))
 
-    def tick_lanes(c: _Lanes) -> _Lanes:
+    def tick_lanes(c: _Lanes, cpu: bool) -> _Lanes:
         fl, sl, kl = c.lane
-        w = _tick_record(fl, sl, c.lt, kl, c.t)
+        w = _tick_record(fl, sl, c.lt, kl, c.t, cpu)
         sl, lt = _end_tick(w), c.lt + 1
-        decided = _decided(sl)
-        idle = jnp.where(c.busy & ~decided, idle_ticks(fl, sl, lt, max_ticks, stuck_units(w)), 0)  # no unit acts
+        counts = _counts(sl, cpu)
+        decided = _decided(sl, counts=counts)
+        idle = jnp.where(c.busy & ~decided, idle_ticks(fl, sl, lt, max_ticks, stuck_units(w), cpu), 0)  # none acts
         sl, lt = skip_ticks(fl, sl, lt, idle), lt + idle
         ended = c.busy & (decided | (lt >= max_ticks))
         target = jnp.where(ended, c.ids, n_fights)  # out of range: dropped
-        out = jax.tree.map(lambda o, r: o.at[target].set(r, mode="drop"), c.out, _result(sl, lt))
+        out = jax.tree.map(lambda o, r: o.at[target].set(r, mode="drop"), c.out, _result(sl, lt, counts=counts))
         return c._replace(t=c.t + 1, busy=c.busy & ~ended, lt=lt, lane=(fl, sl, kl), out=out)
 
     def run_stage(c: _Lanes, queued: bool, next_size: int) -> _Lanes:
@@ -955,7 +1063,7 @@ def _run_fights(
         def body(c):
             if queued:
                 c = jax.lax.cond((c.t % REFILL_EVERY == 0) & (c.t > 0), refill, lambda c: c, c)
-            return tick_lanes(c)
+            return _per_platform(tick_lanes, c)  # one platform choice a tick
 
         return jax.lax.while_loop(cond, body, c)
 
@@ -967,7 +1075,7 @@ def _run_fights(
         busy=jnp.arange(lanes) < pending,
         lt=jnp.zeros(lanes, i32),
         lane=_take_fights((f, s0, keys), lane_ids),
-        out=_result(s0, jnp.zeros(n_fights, i32)),
+        out=_result(s0, jnp.zeros(n_fights, i32), counts=counts0),
     )  # decided at tick 0: no ticks
     stages = lane_stages(lanes)
     for i, size in enumerate(stages):
@@ -1106,21 +1214,24 @@ def record_fight(
     f, s0 = init_fights(home, home_st, away, away_st, max_units)
     no_action = jnp.zeros_like(f.index)
 
-    def acted(st, t):
-        w = _tick_record(f, st, t, keys, None)
+    def acted(st, t, cpu):
+        w = _tick_record(f, st, t, keys, None, cpu)
         action = jnp.where(w.cast, ACT_CAST, jnp.where(w.basic, ACT_BASIC, ACT_NONE))
         target = jnp.where(action != ACT_NONE, f.index[jnp.maximum(w.new_target, 0), 0], -1)
         return _end_tick(w), action, target
 
-    def body(carry, t):
+    def body(carry, t, cpu):
         n, s, done = carry
-        s, action, target = jax.lax.cond(done, lambda st, t: (st, no_action, no_action - 1), acted, s, t)
+        ticked = functools.partial(acted, cpu=cpu)
+        s, action, target = jax.lax.cond(done, lambda st, t: (st, no_action, no_action - 1), ticked, s, t)
         n = n + jnp.where(done, 0, 1).astype(jnp.int32)
-        done = done | _decided(s)[0]
+        done = done | _decided(s, cpu)[0]
         return (n, s, done), (s.x[:, 0], s.y[:, 0], s.hp[:, 0], s.mana[:, 0], s.alive[:, 0], action[:, 0], target[:, 0])
 
     (n, s, _), (xs, ys, hps, manas, alives, actions, targets) = jax.lax.scan(
-        body, (jnp.int32(0), s0, _decided(s0)[0]), jnp.arange(max_ticks, dtype=jnp.int32)
+        lambda carry, t: _per_platform(body, carry, t),
+        (jnp.int32(0), s0, _decided(s0)[0]),
+        jnp.arange(max_ticks, dtype=jnp.int32),
     )
 
     def frames(first, rest, fill):
