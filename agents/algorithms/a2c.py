@@ -219,10 +219,9 @@ class PendingDecisions:
         )
 
 
-def _slot_where(at, new, old):
-    """``old`` [N, n, P, ...] with ``new`` [N, P, ...] written where ``at`` bool[N, n, P]."""
-    new = jnp.expand_dims(new, 1)
-    return jnp.where(at.reshape(at.shape + (1,) * (old.ndim - at.ndim)), new, old)
+def _at_slot(index, slots: int):
+    """bool[N, n, P]: True at each seat's slot ``index`` int32[N, P] of its ``slots`` (static) slots."""
+    return jnp.arange(slots)[None, :, None] == index[:, None, :]
 
 
 def _slot_take(x, index):
@@ -267,13 +266,13 @@ def n_step_step(ring: PendingDecisions, transition, next_mask, next_value, gamma
     open_ = ring.active & ~ring.ready
     ret = jnp.where(open_, ring.ret + ring.discount * transition.reward[:, None], ring.ret)
     discount = jnp.where(open_, ring.discount * cont[:, None], ring.discount)
-    opening = (jnp.arange(slots)[None, :, None] == ring.head[:, None, :]) & decision[:, None]  # [N, n, P]
+    opening = _at_slot(ring.head, slots) & decision[:, None]  # [N, n, P]
 
-    def put(new, old):
-        return _slot_where(opening, new, old)
+    def put(new, old):  # the step's [N, P] values into the opened slots of [N, n, P]
+        return select_seats(opening, jax.tree_util.tree_map(lambda x: jnp.expand_dims(x, 1), new), old)
 
     ring = ring.replace(
-        obs=jax.tree_util.tree_map(put, transition.obs, ring.obs),
+        obs=put(transition.obs, ring.obs),
         mask=put(transition.mask, ring.mask),
         action=put(transition.action, ring.action),
         log_prob=put(transition.log_prob, ring.log_prob),
@@ -300,7 +299,7 @@ def n_step_step(ring: PendingDecisions, transition, next_mask, next_value, gamma
     trained = take(ring.active) & take(ring.ready)
     fields = [f.name for f in dataclasses.fields(Pending) if f.name != "active"]
     samples = Pending(**{f: jax.tree_util.tree_map(take, getattr(ring, f)) for f in fields}, active=trained)
-    leaving = (jnp.arange(slots)[None, :, None] == ring.tail[:, None, :]) & trained[:, None]
+    leaving = _at_slot(ring.tail, slots) & trained[:, None]
     ring = ring.replace(active=ring.active & ~leaving, tail=(ring.tail + trained.astype(jnp.int32)) % slots)
     target = jnp.where(trained, take(ring.target), 0.0)
     return samples, target, trained.astype(jnp.float32), ring

@@ -191,7 +191,8 @@ def sequence_outputs(network, params, obs, start: SequenceStart) -> tuple[jax.Ar
 
 
 def select_seats(cond, new, old):
-    """Per-seat ``where`` over pytrees: ``cond`` bool[N, P]; leaves [N, P, ...] (any trailing dims)."""
+    """Per-seat ``where`` over pytrees: ``cond`` bool[N, P] (or any leading axes); leaves [N, P, ...] (any trailing
+    dims; ``new``'s may broadcast against ``old``'s)."""
 
     def pick(a, b):
         c = cond.reshape(cond.shape + (1,) * (a.ndim - cond.ndim))

@@ -285,19 +285,16 @@ class PlaySession:
         self._current = jax.device_get(_key_data(jax.tree_util.tree_map(lambda x: x[0], self._states)))
         self._mask = np.asarray(self._ts.action_mask[0, self.seat])
 
+    def _advance_from_here(self, action: int) -> tuple:
+        """The step program's outputs from the session's current state, the human's seat playing ``action``;
+        nothing is stored."""
+        args = (self._params, self._carries, self._player, self._states, self._ts, self._key)
+        return self._advance(*args, jnp.int32(action), jnp.int32(self.seat))
+
     def _step(self, action: int) -> None:
         """Play one step with the human's ``action`` (already checked) and keep it on the host."""
         before = self._current
-        states, ts, self._key, actions, fight, top, probs, value, self._carries = self._advance(
-            self._params,
-            self._carries,
-            self._player,
-            self._states,
-            self._ts,
-            self._key,
-            jnp.int32(action),
-            jnp.int32(self.seat),
-        )
+        states, ts, self._key, actions, fight, top, probs, value, self._carries = self._advance_from_here(action)
         self._states, self._ts = states, ts
         actions, fight, top, probs, value, done = jax.device_get((actions, fight, top, probs, value, ts.done[0]))
         self._rows.append(_Row(before, np.asarray(actions, np.int32), bool(fight), top, probs, value))
@@ -315,18 +312,7 @@ class PlaySession:
     def warm_up(self) -> None:
         """Compile the step program now (a step computed and thrown away), and with ``fights`` the fights'
         recorder, so the first ``act`` and the first round's end are quick."""
-        jax.block_until_ready(
-            self._advance(
-                self._params,
-                self._carries,
-                self._player,
-                self._states,
-                self._ts,
-                self._key,
-                jnp.int32(0),
-                jnp.int32(self.seat),
-            )
-        )
+        jax.block_until_ready(self._advance_from_here(0))
         if self.fights:
             fights_lib.warm_up(self.game, self._current)
 
