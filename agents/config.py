@@ -204,6 +204,11 @@ class RunConfig(_Group):
     """end the run after this many updates (with its evaluation and checkpoint), in [0, 2^40] and at most the run's
     updates; its schedules (learning rate, KL decays) stay those of total_steps', so the run is the first updates
     of the whole one (to measure how fast a long schedule starts). 0 = run all of total_steps"""
+    fast_compile: bool = False
+    """compile the run's programs (its init, chunk and evaluation) for a short run on a CPU: XLA's backend
+    optimisation off and its older fusion emitters (jaxgame.xla_flags.FAST_COMPILE_OPTIONS), about half the compile
+    time for programs that run 3-10x slower; options the process's XLA_FLAGS name win; no effect on other backends.
+    Float results may differ in the last bits, so it may change on --resume. The smoke preset sets it"""
 
     def __post_init__(self):
         super().__post_init__()

@@ -51,7 +51,7 @@ PRESETS = {
     "smoke": Preset(
         "CPU, under a minute on a first run: a few tiny updates on short games; writes every artefact",
         TrainConfig(
-            run=RunConfig(num_envs=8, total_steps=8 * 16 * 4, updates_per_chunk=2),
+            run=RunConfig(num_envs=8, total_steps=8 * 16 * 4, updates_per_chunk=2, fast_compile=True),
             ppo=PPOConfig(num_steps=16, num_minibatches=2),
             net=NetConfig(hidden=(64, 64)),
             log=LogConfig(eval_every=1, eval_games=1, checkpoint_every=1),

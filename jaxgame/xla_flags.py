@@ -20,6 +20,21 @@ def set_default_flags(*defaults: str) -> None:
     os.environ["XLA_FLAGS"] = with_flags(os.environ.get("XLA_FLAGS", ""), *defaults)
 
 
+#: XLA:CPU options that compile a program in about half the time and run it slower: LLVM's optimisation passes off
+#: and the older elemental fusion emitters instead of the MLIR ones. The smoke preset's first run (its training
+#: chunk and evaluation) 37 s -> 21 s on the 2-core CPU, its training and evaluation 3-10x slower; for programs
+#: that run for seconds (``RunConfig.fast_compile``; the test suite's flags are the same two, tests/xla_flags.py).
+FAST_COMPILE_OPTIONS = {"xla_backend_optimization_level": 0, "xla_cpu_use_fusion_emitters": False}
+
+
+def fast_compile_options(flags: str | None = None) -> dict:
+    """``FAST_COMPILE_OPTIONS`` less those ``flags`` (an XLA_FLAGS value; default: this process's) names: a
+    ``compiler_options`` mapping for ``jax.jit`` or ``Lowered.compile`` in which the user's XLA_FLAGS win."""
+    flags = os.environ.get("XLA_FLAGS", "") if flags is None else flags
+    named = {flag.split("=")[0].lstrip("-") for flag in flags.split()}
+    return {name: value for name, value in FAST_COMPILE_OPTIONS.items() if name not in named}
+
+
 FORCE_HOST_DEVICES = "--xla_force_host_platform_device_count"
 
 

@@ -58,7 +58,7 @@ def test_the_groups_are_trainconfigs_fields_and_name_themselves():
     assert [f.name for f in dataclasses.fields(TrainConfig)] == list(GROUPS)
     for name, kind in GROUPS.items():
         assert kind.NAME == name and dataclasses.is_dataclass(kind) and kind.__dataclass_params__.frozen
-    assert len(FLAT) == len(set(FLAT)) == 71  # short names are unique
+    assert len(FLAT) == len(set(FLAT)) == 72  # short names are unique
     clashes = set(GROUPS) & (set(FLAT) | {n for n in dir(TrainConfig) if not n.startswith("_")} - set(GROUPS))
     assert not clashes  # a group's name is no field's and no method's
 

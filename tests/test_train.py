@@ -393,6 +393,44 @@ def test_a_signal_during_an_evaluation_stops_after_it_with_a_checkpoint(smoke_ru
     assert _records(tmp_path / "r") == _records(run_dir)
 
 
+@game_cli
+def test_a_fast_compile_run_compiles_its_init_chunk_and_evaluation_with_the_fast_options(
+    smoke_run, tmp_path, monkeypatch
+):
+    """The smoke preset's run.fast_compile: the run's three programs (init, chunk, evaluation) compile with
+    jaxgame.xla_flags.FAST_COMPILE_OPTIONS, less what XLA_FLAGS names. Here XLA_FLAGS is hidden from the run, which
+    asks for both options; the suite's flags are the same two, so each program is compiled as the suite compiles
+    it and the run is the smoke run. With the suite's flags visible the options give way to them, and without
+    fast_compile there are none."""
+    from agents.run.chunks import ChunkProgram
+    from agents.run.training import train
+    from jaxgame.xla_flags import FAST_COMPILE_OPTIONS
+
+    seen = []
+    real = jax.stages.Lowered.compile
+
+    def compile(self, compiler_options=None):
+        seen.append(compiler_options)
+        return real(self)  # the suite's XLA_FLAGS are these options: the same program, from the compile cache
+
+    monkeypatch.setattr(jax.stages.Lowered, "compile", compile)
+    monkeypatch.setenv("XLA_FLAGS", "")
+    train(preset_config("smoke"), tmp_path / "r")
+    assert len(seen) == 3 and all(options == FAST_COMPILE_OPTIONS for options in seen), seen
+    assert _records(tmp_path / "r") == _records(smoke_run[0])
+
+    def options(config, xla_flags):
+        monkeypatch.setenv("XLA_FLAGS", xla_flags)
+        program = ChunkProgram()
+        program.config = config
+        return program.compiler_options
+
+    smoke = preset_config("smoke")
+    assert options(smoke, "--xla_backend_optimization_level=2") == {"xla_cpu_use_fusion_emitters": False}
+    assert options(smoke, "--xla_backend_optimization_level=0 --xla_cpu_use_fusion_emitters=false") is None
+    assert options(smoke.with_overrides({"fast_compile": False}), "") is None
+
+
 def test_stop_at_update_runs_the_first_updates_of_the_whole_run_and_resumes_to_its_end(smoke_run, tmp_path):
     """stop_at_update=2 of the smoke preset's 4 updates: the run is the whole run's first chunk (its record, its
     evaluation and checkpoint; the schedules keep num_updates), and a resume with stop_at_update=0 ends as the

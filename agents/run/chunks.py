@@ -27,13 +27,17 @@ from agents.storage import run_dir as run_dir_lib
 from agents.storage.checkpoints import CheckpointStore
 from agents.utils import health
 from agents.utils.progress import Progress
+from jaxgame.xla_flags import fast_compile_options
 
 
-def compile_together(*lowerings):
-    """Compile ``lowerings`` (zero-argument callables returning a ``Lowered``, or None) in parallel threads:
-    XLA compiles one program per core. Returns the compiled programs (None where None was given)."""
+def compile_together(*lowerings, compiler_options: dict | None = None):
+    """Compile ``lowerings`` (zero-argument callables returning a ``Lowered``, or None) in parallel threads, with
+    XLA's ``compiler_options`` (None: its defaults): XLA compiles one program per core. Returns the compiled
+    programs (None where None was given)."""
     with concurrent.futures.ThreadPoolExecutor(max(1, len(lowerings))) as pool:
-        futures = [pool.submit(lambda f=f: f().compile()) if f else None for f in lowerings]
+        futures = [
+            pool.submit(lambda f=f: f().compile(compiler_options=compiler_options)) if f else None for f in lowerings
+        ]
         return [f.result() if f else None for f in futures]
 
 
@@ -56,6 +60,14 @@ class ChunkProgram:
     compiled_upto = None
     #: the compiled evaluation (``compile_all``), else None
     compiled_eval = None
+
+    @functools.cached_property
+    def compiler_options(self) -> dict | None:
+        """The XLA options the run's programs compile with: ``run.fast_compile``'s on a CPU (less those the process's
+        XLA_FLAGS name), else None (XLA's defaults and XLA_FLAGS)."""
+        if not self.config.run.fast_compile or jax.default_backend() != "cpu":
+            return None
+        return fast_compile_options() or None
 
     @functools.cached_property
     def run_shapes(self):
@@ -101,11 +113,11 @@ class ChunkProgram:
         shorter = (self.config.last_update - self.updates_done(runner)) % chunk != 0
         if shorter and self.trainer.facts.runs_upto:
             self.compiled_upto, self.compiled_eval = compile_together(
-                lambda: self.lower_upto(runner, chunk), self.lower_eval(runner)
+                lambda: self.lower_upto(runner, chunk), self.lower_eval(runner), compiler_options=self.compiler_options
             )
             return self._upto(chunk)
         compiled_run, self.compiled_eval = compile_together(
-            lambda: self.lower_chunk(runner, chunk), self.lower_eval(runner)
+            lambda: self.lower_chunk(runner, chunk), self.lower_eval(runner), compiler_options=self.compiler_options
         )
         return self._with_args(compiled_run)
 
@@ -114,7 +126,7 @@ class ChunkProgram:
         it (nothing to compile), else a chunk compiled for that count."""
         if self.compiled_upto is not None:
             return self._upto(num_updates)
-        return self._with_args(self.lower_chunk(runner, num_updates).compile())
+        return self._with_args(self.lower_chunk(runner, num_updates).compile(compiler_options=self.compiler_options))
 
     def shorter_chunk_compiles(self) -> bool:
         """Whether ``compile`` of a count other than ``updates_per_chunk`` compiles a program (the loop then says so

@@ -35,7 +35,8 @@ CONFIG_FILE = "config.json"
 
 #: Fields a resumed run may change: they do not change shapes, the algorithm or the data seen so far.
 #: ``num_devices`` too: a checkpoint holds global arrays, restored onto any number of devices (and with it
-#: ``shuffle``, how the update splits its work over them); ``wandb_project`` only says where the scalars also go.
+#: ``shuffle``, how the update splits its work over them); ``wandb_project`` only says where the scalars also go;
+#: ``fast_compile`` only how XLA compiles.
 RESUMABLE_CHANGES = frozenset(
     {
         "total_steps",
@@ -47,6 +48,7 @@ RESUMABLE_CHANGES = frozenset(
         "updates_per_chunk",
         "num_devices",
         "shuffle",
+        "fast_compile",
         "wandb_project",
     }
 )

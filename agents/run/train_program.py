@@ -60,7 +60,8 @@ class TrainProgram(ChunkProgram):
         return self.initial_params
 
     def init(self):
-        runner = jax.jit(self.trainer.init)(jax.random.key(self.config.run.seed))
+        key = jax.random.key(self.config.run.seed)
+        runner = jax.jit(self.trainer.init).lower(key).compile(compiler_options=self.compiler_options)(key)
         params = self.start_params()
         if params is None:
             return runner
