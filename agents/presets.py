@@ -49,7 +49,8 @@ _PPO_SMALL_V2 = TrainConfig(
 
 PRESETS = {
     "smoke": Preset(
-        "CPU, under a minute on a first run: a few tiny updates on short games; writes every artefact",
+        "CPU, about 20 s on a first run (2 cores, compiled for a short run: fast_compile): a few tiny updates on short "
+        "games; writes every artefact",
         TrainConfig(
             run=RunConfig(num_envs=8, total_steps=8 * 16 * 4, updates_per_chunk=2, fast_compile=True),
             ppo=PPOConfig(num_steps=16, num_minibatches=2),

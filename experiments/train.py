@@ -1,6 +1,6 @@
 """Train an agent: ``python -m experiments.train --preset=NAME [--set key=value ...]``.
 
-    python -m experiments.train --preset=smoke                     # CPU, about a minute
+    python -m experiments.train --preset=smoke                     # CPU, about 20 s
     python -m experiments.train --preset=ppo_small --set lr=1e-4 --out runs/mine
     python -m experiments.train --preset=ppo_small --vs greedy --out runs/vs-greedy   # seat 0 learns, 7 greedy bots
     python -m experiments.train --out runs/mine --resume          # continue where it stopped
