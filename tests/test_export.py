@@ -275,7 +275,7 @@ def test_an_export_directory_that_cannot_play_is_refused_in_one_line(exported, t
         ("layout", {"layout_version": 99}, r"reads the 'vector' observation of layout version 99; this game writes"),
         ("obs", {"obs": "smell"}, r"reads the 'smell' observation"),
         ("network", {"network": None}, r"names no playable config"),
-        ("format", {"format": "other"}, r"not a jaxgame-exported-policy v1 directory"),
+        ("format", {"format": "other"}, r"not a jaxgame-exported-policy v1 or v2 directory"),
     ]:
         copy = tmp_path / name
         shutil.copytree(out, copy)

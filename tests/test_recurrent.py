@@ -24,6 +24,7 @@ from agents.core.recurrent import RecurrentActorCritic, is_recurrent
 from agents.envs.api import check_env
 from agents.policies.export import export_policy
 from agents.policies.load import PolicyError
+from agents.policies.onnx_export import export_onnx
 from agents.storage.checkpoints import CheckpointStore
 from jaxgame.env import TimeStep
 
@@ -355,10 +356,11 @@ def test_a_recurrent_run_saves_its_carry_resumes_and_starts_another_through_the_
     assert int(started.update) == 0 and not np.asarray(started.memory.carry).any()
 
 
-def test_a_recurrent_run_on_the_game_saves_its_carry_resumes_plays_at_the_tables_and_exports_refuse_it(tmp_path):
-    """The game at tiny sizes (about 30 s on 2 CPU cores, mostly the compiles): resume equals the uninterrupted run;
-    the saved policy is evaluated at the tables (they keep its carry: tests/test_recurrent_tables.py); exports,
-    which are feed-forward functions, refuse it in one line."""
+def test_a_recurrent_run_on_the_game_saves_its_carry_resumes_plays_at_the_tables_and_exports_with_its_carry(tmp_path):
+    """The game at tiny sizes (about 40 s on 2 CPU cores, mostly the compiles): resume equals the uninterrupted run;
+    the saved policy is evaluated at the tables (they keep its carry: tests/test_recurrent_tables.py); its
+    jax.export steps its memory as the network does (``_check_the_export_steps_the_memory``) and plays at the
+    tables as the run's policy, game for game; ONNX refuses it in one line."""
     config = TrainConfig.from_fields(
         network="gru",
         hidden=(16,),
@@ -376,8 +378,48 @@ def test_a_recurrent_run_on_the_game_saves_its_carry_resumes_plays_at_the_tables
     _check_resume_equals_an_uninterrupted_run(config, tmp_path)
     result = agents.evaluate(str(tmp_path / "whole"), vs=["random"], games=1)
     assert result["update"] == 4 and 1 <= result["vs_random"]["mean_placement"] <= 8
-    with pytest.raises(PolicyError, match=r"is a recurrent policy \(network='gru'\): exports play feed-forward"):
-        export_policy(agents.load_policy(tmp_path / "whole"), tmp_path / "exported")
+    policy = agents.load_policy(tmp_path / "whole")
+    spec = export_policy(policy, tmp_path / "exported", platforms=("cpu",))
+    assert spec["recurrent"] == {"carry_size": 16} and spec["format_version"] == 2
+    _check_the_export_steps_the_memory(policy, tmp_path / "exported")
+    by_export = agents.evaluate(str(tmp_path / "exported"), vs=["random"], games=1)
+    assert by_export["vs_random"] == result["vs_random"] and by_export["update"] is None
+    with pytest.raises(PolicyError, match=r"is a recurrent policy \(network='gru'\): ONNX exports hold feed-forward"):
+        export_onnx(policy, tmp_path / "onnx")
+    assert not (tmp_path / "onnx").exists()
+
+
+def _check_the_export_steps_the_memory(policy, directory):
+    """``ExportedPolicy.act`` with its carry, step after step with a reset in between, gives the network's carry,
+    logits and value and the greedy legal action; sampling returns a legal action and the carry; a missing or
+    misshapen carry or reset is one ExportedPolicyError."""
+    from agents.policies.exported_loader import ExportedPolicy, ExportedPolicyError
+
+    exported = ExportedPolicy(directory)
+    rng = np.random.default_rng(0)
+    steps, batch = 4, 3
+    obs = rng.random((steps, batch, *exported.obs_shape), dtype=np.float32)
+    mask = rng.random((steps, batch, 258)) < 0.3
+    mask[..., 0] = True
+    resets = np.zeros((steps, batch), bool)
+    resets[2, 1] = True  # seat 1's game ended before step 2: its memory restarts there
+    carry, want_carry = exported.initial_carry(batch), policy.network.initial_carry((batch,))
+    for t in range(steps):
+        action, logits, value, carry = exported.act(obs[t], mask[t], carry=np.asarray(carry), reset=resets[t])
+        want_carry, want_logits, want_value = policy.network.apply(policy.params, want_carry, obs[t], resets[t])
+        for got, want in ((carry, want_carry), (logits, want_logits), (value, want_value)):
+            np.testing.assert_allclose(np.asarray(got), np.asarray(want), rtol=1e-5, atol=1e-6)
+        np.testing.assert_array_equal(np.asarray(action), np.asarray(distributions.greedy(want_logits, mask[t])))
+    assert np.abs(np.asarray(carry)).max() > 0
+    action, _, _, carry = exported.act(obs[0], mask[0], key=7, carry=exported.initial_carry(batch))
+    assert mask[0][np.arange(batch), np.asarray(action)].all() and np.asarray(carry).shape == (batch, 16)
+    for kwargs, message in [
+        ({}, r"is recurrent: give its carry float32\[3, 16\]"),
+        ({"carry": np.zeros((3, 8), np.float32)}, r"carry must be float32\[3, 16\], got float32\[3, 8\]"),
+        ({"carry": exported.initial_carry(3), "reset": np.zeros(3, int)}, r"reset must be bool\[3\], got int"),
+    ]:
+        with pytest.raises(ExportedPolicyError, match=message):
+            exported.act(obs[0], mask[0], **kwargs)
 
 
 def test_a_feed_forward_runner_keeps_the_layout_earlier_checkpoints_were_saved_with():

@@ -310,3 +310,40 @@ class ExportedNetwork:
         flat = obs.reshape((-1, *obs.shape[obs.ndim - self.obs_rank :]))
         _, logits, value = self.exported.call(flat, jnp.ones((flat.shape[0], self.num_actions), bool))
         return logits.reshape((*lead, self.num_actions)), value.reshape(lead)
+
+
+class ExportedRecurrentNetwork:
+    """A recurrent policy written by ``jax.export`` (``agents.policies.export``: its ``greedy(obs[B, *obs_shape],
+    mask bool[B, A], carry float32[B, H], reset bool[B]) -> (action, logits, value, carry)``, deserialized) as a
+    recurrent network of the tables (``agents.core.recurrent``'s interface): ``apply(params, carry float32[..., H],
+    obs[..., *obs_shape], reset bool[...]) -> (carry float32[..., H], logits float32[..., A], value float32[...])``,
+    the leading axes flattened into the export's batch, and ``initial_carry``. No parameters here, and every action
+    allowed in the call, as ``ExportedNetwork``."""
+
+    #: the tables thread a carry through it (``agents.core.recurrent.is_recurrent``)
+    is_recurrent = True
+
+    def __init__(self, exported, obs_rank: int, num_actions: int, carry_size: int):
+        self.exported = exported
+        self.obs_rank = obs_rank
+        self.num_actions = num_actions
+        self.carry_size = carry_size
+
+    def init(self, key, obs):
+        return ()
+
+    def initial_carry(self, batch_shape) -> jax.Array:
+        """float32[*batch_shape, H] zeros: the memory before a game's first step."""
+        return jnp.zeros((*batch_shape, self.carry_size), jnp.float32)
+
+    def apply(self, params, carry, obs, reset):
+        lead = obs.shape[: obs.ndim - self.obs_rank]
+        flat = obs.reshape((-1, *obs.shape[obs.ndim - self.obs_rank :]))
+        rows = flat.shape[0]
+        _, logits, value, carry = self.exported.call(
+            flat,
+            jnp.ones((rows, self.num_actions), bool),
+            carry.reshape((rows, self.carry_size)),
+            reset.reshape((rows,)),
+        )
+        return carry.reshape((*lead, self.carry_size)), logits.reshape((*lead, self.num_actions)), value.reshape(lead)

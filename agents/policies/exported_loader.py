@@ -12,6 +12,12 @@ self-contained: nothing of jaxgame, flax or the training code is imported to run
 ``obs``: float32[B, obs_size] (vector) or uint8[B, 72, 20] (packed pixel frames), for any batch size B;
 ``mask``: bool[B, 258], the legal actions. Returns int32[B], float32[B, 258], float32[B].
 
+A recurrent policy (``policy.carry_size`` is its memory's width H, else None) steps its memory too:
+
+    carry = policy.initial_carry(B)                                          # float32[B, H] zeros: a game's start
+    action, logits, value, carry = policy.act(obs, mask, carry=carry)         # one step; feed the carry back
+    action, logits, value, carry = policy.act(obs, mask, carry=carry, reset=game_over)   # bool[B]: zeros first
+
 Exports age. ``jax.export`` promises that an artefact runs on a jaxlib up to 6 months newer and up to 3 weeks
 older than the one that wrote it (https://docs.jax.dev/en/latest/export/export.html#compatibility-guarantees).
 Loading checks, in one line each:
@@ -41,6 +47,8 @@ import numpy as np
 SPEC_FILE = "spec.json"
 FORMAT = "jaxgame-exported-policy"
 FORMAT_VERSION = 1
+#: a recurrent policy's directory (``act`` takes and returns its carry): a loader older than these refuses it
+RECURRENT_FORMAT_VERSION = 2
 #: a running jaxlib this many minor versions newer than the writer is past jax.export's 6 months of backward
 #: compatibility (a minor release about every 3 months); a new major version counts as past it
 MINOR_VERSIONS_PER_WINDOW = 2
@@ -122,12 +130,21 @@ class ExportedPolicy:
             spec = json.loads((directory / SPEC_FILE).read_text())
         except (OSError, ValueError) as err:
             raise ExportedPolicyError(f"{directory}: no readable {SPEC_FILE} ({err})") from None
-        if spec.get("format") != FORMAT or spec.get("format_version") != FORMAT_VERSION:
+        versions = (FORMAT_VERSION, RECURRENT_FORMAT_VERSION)
+        if spec.get("format") != FORMAT or spec.get("format_version") not in versions:
             raise ExportedPolicyError(
-                f"{directory}: not a {FORMAT} v{FORMAT_VERSION} directory "
+                f"{directory}: not a {FORMAT} v{FORMAT_VERSION} or v{RECURRENT_FORMAT_VERSION} directory "
                 f"(format {spec.get('format')!r} v{spec.get('format_version')!r})"
             )
+        recurrent = spec.get("recurrent")
+        if (spec["format_version"] == RECURRENT_FORMAT_VERSION) != isinstance(recurrent, dict):
+            raise ExportedPolicyError(
+                f"{directory}: format v{spec['format_version']} with recurrent={recurrent!r} "
+                f"(v{RECURRENT_FORMAT_VERSION} and a recurrent policy's carry size go together)"
+            )
         self.spec = spec
+        #: H, the width of a recurrent policy's memory (``act``'s carry float32[B, H]); None for a feed-forward one
+        self.carry_size = None if recurrent is None else int(recurrent["carry_size"])
         self.obs_shape = tuple(spec["obs_shape"])
         self.obs_dtype = np.dtype(spec["obs_dtype"])
         self.num_actions = int(spec["num_actions"])
@@ -154,13 +171,24 @@ class ExportedPolicy:
 
     def exported(self, variant: str = "greedy"):
         """The deserialized ``jax.export.Exported`` of ``variant`` (``"greedy"``: ``(obs, mask)``; ``"sample"``: ``(obs,
-        mask, key uint32[2])``), unchecked: ``act`` checks its inputs; its ``call`` may be traced inside ``jax.jit``."""
+        mask, key uint32[2])``; a recurrent policy's take ``carry, reset`` after ``mask`` and return the carry last),
+        unchecked: ``act`` checks its inputs; its ``call`` may be traced inside ``jax.jit``."""
         return self._functions[variant]
 
-    def act(self, obs, mask, key=None, layout_version=None):
+    def initial_carry(self, batch: int) -> np.ndarray:
+        """float32[batch, H] zeros: a recurrent policy's memory before a game's first step."""
+        if self.carry_size is None:
+            raise ExportedPolicyError(f"{self.spec.get('name')} is feed-forward: it has no carry")
+        return np.zeros((int(batch), self.carry_size), np.float32)
+
+    def act(self, obs, mask, key=None, layout_version=None, carry=None, reset=None):
         """(action int32[B], logits float32[B, A], value float32[B]); greedy without ``key``, else sampled with
         ``key`` (an int seed or a jax PRNG key, typed or legacy). ``layout_version``: the observation layout the
-        caller's game writes (``jaxgame.layout.LAYOUT_VERSIONS``); another than the policy's is refused."""
+        caller's game writes (``jaxgame.layout.LAYOUT_VERSIONS``); another than the policy's is refused.
+
+        A recurrent policy takes its ``carry`` float32[B, H] (``initial_carry`` at a game's start) and ``reset``
+        bool[B] (default none: where True, the carry restarts from zeros before this step) and returns the next
+        carry as a fourth output; a feed-forward one takes neither."""
         if layout_version is not None and int(layout_version) != self.layout_version:
             raise ExportedPolicyError(
                 f"observation layout version {layout_version} given; {self.spec.get('name')} "
@@ -176,8 +204,9 @@ class ExportedPolicy:
             raise ExportedPolicyError(
                 f"mask must be bool[{obs.shape[0]}, {self.num_actions}], got {mask.dtype}{list(mask.shape)}"
             )
+        memory = self._memory(obs.shape[0], carry, reset)
         if key is None:
-            return self._functions["greedy"].call(obs, mask)
+            return self._functions["greedy"].call(obs, mask, *memory)
         if isinstance(key, (int, np.integer)):
             key = jax.random.key(int(key))
         if jax.dtypes.issubdtype(getattr(key, "dtype", None), jax.dtypes.prng_key):
@@ -185,4 +214,26 @@ class ExportedPolicy:
         key = np.asarray(key, np.uint32)
         if key.shape != (2,):
             raise ExportedPolicyError(f"key must be an int seed or a threefry PRNG key, got shape {key.shape}")
-        return self._functions["sample"].call(obs, mask, key)
+        return self._functions["sample"].call(obs, mask, *memory, key)
+
+    def _memory(self, batch: int, carry, reset) -> tuple:
+        """``act``'s ``(carry, reset)`` checked for a recurrent policy (reset defaults to none), () for a
+        feed-forward one (which takes neither)."""
+        if self.carry_size is None:
+            if carry is not None or reset is not None:
+                raise ExportedPolicyError(f"{self.spec.get('name')} is feed-forward: it takes no carry or reset")
+            return ()
+        if carry is None:
+            raise ExportedPolicyError(
+                f"{self.spec.get('name')} is recurrent: give its carry float32[{batch}, {self.carry_size}] "
+                "(initial_carry(B) at a game's start, then the carry act returned)"
+            )
+        carry = np.asarray(carry)
+        if carry.shape != (batch, self.carry_size) or carry.dtype != np.float32:
+            raise ExportedPolicyError(
+                f"carry must be float32[{batch}, {self.carry_size}], got {carry.dtype}{list(carry.shape)}"
+            )
+        reset = np.zeros(batch, np.bool_) if reset is None else np.asarray(reset)
+        if reset.shape != (batch,) or reset.dtype != np.bool_:
+            raise ExportedPolicyError(f"reset must be bool[{batch}], got {reset.dtype}{list(reset.shape)}")
+        return carry, reset

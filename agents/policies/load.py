@@ -18,7 +18,7 @@ import json
 from pathlib import Path
 
 from agents.config import TrainConfig
-from agents.core.networks import ExportedNetwork, OneSeat, observation_part
+from agents.core.networks import ExportedNetwork, ExportedRecurrentNetwork, OneSeat, observation_part
 from agents.core.recurrent import is_recurrent
 from agents.policies import baselines, exported_loader
 from agents.policies.network import ShapeMismatchError, check_params, policy_network
@@ -75,7 +75,8 @@ def is_export_dir(path) -> bool:
 
 def load_exported(directory) -> RunPolicy:
     """The policy of an ``experiments.export`` directory, as a table's player: its network is the exported program
-    (``agents.core.networks.ExportedNetwork``; no parameters of its own), its config the observation, network kind
+    (``agents.core.networks.ExportedNetwork``, ``ExportedRecurrentNetwork`` for a recurrent policy: the tables keep
+    its carry; no parameters of its own), its config the observation, network kind
     and game rules its ``spec.json`` records. ``PolicyError`` (one line) for a directory that cannot be loaded or
     whose observation layout is not this game's (``jaxgame.layout``); a jaxlib outside ``jax.export``'s window
     warns (``ExportedPolicyVersionWarning``)."""
@@ -96,14 +97,19 @@ def load_exported(directory) -> RunPolicy:
         )
     except (KeyError, TypeError, ValueError) as err:
         raise PolicyError(f"{directory}: its {exported_loader.SPEC_FILE} names no playable config ({err})") from None
-    network = ExportedNetwork(exported.exported("greedy"), len(exported.obs_shape), exported.num_actions)
+    if exported.carry_size is None:
+        network = ExportedNetwork(exported.exported("greedy"), len(exported.obs_shape), exported.num_actions)
+    else:
+        network = ExportedRecurrentNetwork(
+            exported.exported("greedy"), len(exported.obs_shape), exported.num_actions, exported.carry_size
+        )
     return RunPolicy(str(directory), str(directory), None, config, network, ())
 
 
 def require_parameters(policy: RunPolicy, use: str) -> RunPolicy:
     """``policy``, or ``PolicyError`` when it is an exported program (``load_exported``): it plays at a table, but has
     no parameters to ``use`` (start a run from, distil, export again, ship)."""
-    if isinstance(policy.network, ExportedNetwork):
+    if isinstance(policy.network, (ExportedNetwork, ExportedRecurrentNetwork)):
         spec = json.loads((Path(policy.run_dir) / exported_loader.SPEC_FILE).read_text())  # no re-deserializing
         raise PolicyError(
             f"{policy.name} is an exported policy: it has no parameters to {use}; give the run or baseline it was "

@@ -28,9 +28,10 @@ import jax.numpy as jnp
 import numpy as np
 
 from agents.core import distributions
+from agents.core.recurrent import is_recurrent
 from agents.policies import baselines, card, onnx_client, onnx_graph
 from agents.policies.export import new_export_dir, one_seat
-from agents.policies.load import RunPolicy, is_baseline, require_parameters
+from agents.policies.load import PolicyError, RunPolicy, is_baseline, require_parameters
 from agents.storage.checkpoints import CHECKPOINT_DIR, SUMS_FILE
 from agents.utils.versions import package_versions
 from jaxgame import constants as C
@@ -71,6 +72,11 @@ def export_onnx(policy: RunPolicy, out_dir, seat: int | None = None) -> dict:
     Raises ``PolicyError`` for a directory in use and ``onnx_graph.OnnxExportError`` for a network the translator
     cannot write (it names the primitive)."""
     policy = one_seat(require_parameters(policy, "export to ONNX"), seat)
+    if is_recurrent(policy.network):
+        raise PolicyError(
+            f"{policy.name} is a recurrent policy (network={policy.config.net.network!r}): ONNX exports hold "
+            "feed-forward policies only for now; --format jax exports it with its memory"
+        )
     out_dir = new_export_dir(out_dir)
     observation = card.observation(policy.config)
     kind = observation["kind"]
