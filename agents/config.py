@@ -207,7 +207,7 @@ class RunConfig(_Group):
     fast_compile: bool = False
     """compile the run's programs (its init, chunk and evaluation) for a short run on a CPU: XLA's backend
     optimisation off and its older fusion emitters (jaxgame.xla_flags.FAST_COMPILE_OPTIONS), about half the compile
-    time for programs that run 3-10x slower; options the process's XLA_FLAGS name win; no effect on other backends.
+    time for programs that run 3-7x slower; options the process's XLA_FLAGS name win; no effect on other backends.
     Float results may differ in the last bits, so it may change on --resume. The smoke preset sets it"""
 
     def __post_init__(self):

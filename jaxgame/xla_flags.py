@@ -22,7 +22,7 @@ def set_default_flags(*defaults: str) -> None:
 
 #: XLA:CPU options that compile a program in about half the time and run it slower: LLVM's optimisation passes off
 #: and the older elemental fusion emitters instead of the MLIR ones. The smoke preset's first run (its training
-#: chunk and evaluation) 37 s -> 21 s on the 2-core CPU, its training and evaluation 3-10x slower; for programs
+#: chunk and evaluation) 37 s -> 21 s on the 2-core CPU, its training and evaluation 3-7x slower; for programs
 #: that run for seconds (``RunConfig.fast_compile``; the test suite's flags are the same two, tests/xla_flags.py).
 FAST_COMPILE_OPTIONS = {"xla_backend_optimization_level": 0, "xla_cpu_use_fusion_emitters": False}
 
