@@ -15,9 +15,11 @@ multiplication by its reciprocal): every comparison in the suite is between prog
 and the game keeps float constants it compares across batching in tables (``jaxgame.game.PLACEMENT_REWARDS``).
 """
 
-from jaxgame.xla_flags import set_default_flags, with_flags
+from jaxgame.xla_flags import FAST_COMPILE_OPTIONS, set_default_flags, with_flags
 
-TEST_XLA_FLAGS = ("--xla_backend_optimization_level=0", "--xla_cpu_use_fusion_emitters=false")
+#: the two options of ``run.fast_compile`` (``jaxgame.xla_flags.FAST_COMPILE_OPTIONS``) as XLA_FLAGS:
+#: "--xla_backend_optimization_level=0", "--xla_cpu_use_fusion_emitters=false"
+TEST_XLA_FLAGS = tuple(f"--{name}={str(value).lower()}" for name, value in FAST_COMPILE_OPTIONS.items())
 
 #: ``compiler_options`` that undo the test flags for one program: XLA's defaults, as users compile. For the tests
 #: whose time is the program's run, not its compile (long learning runs: -O0 runs them 3-6x slower), and whose

@@ -306,10 +306,16 @@ class ExportedNetwork:
         return ()
 
     def apply(self, params, obs):
-        lead = obs.shape[: obs.ndim - self.obs_rank]
-        flat = obs.reshape((-1, *obs.shape[obs.ndim - self.obs_rank :]))
+        lead, flat = _export_rows(obs, self.obs_rank)
         _, logits, value = self.exported.call(flat, jnp.ones((flat.shape[0], self.num_actions), bool))
         return logits.reshape((*lead, self.num_actions)), value.reshape(lead)
+
+
+def _export_rows(obs, obs_rank: int) -> tuple:
+    """``(lead, rows)``: the leading axes of ``obs[..., *obs_shape]`` (``obs_rank`` = len(obs_shape)) and ``obs``
+    with them flattened into one batch axis, as an exported program takes it."""
+    lead = obs.shape[: obs.ndim - obs_rank]
+    return lead, obs.reshape((-1, *obs.shape[obs.ndim - obs_rank :]))
 
 
 class ExportedRecurrentNetwork:
@@ -337,8 +343,7 @@ class ExportedRecurrentNetwork:
         return jnp.zeros((*batch_shape, self.carry_size), jnp.float32)
 
     def apply(self, params, carry, obs, reset):
-        lead = obs.shape[: obs.ndim - self.obs_rank]
-        flat = obs.reshape((-1, *obs.shape[obs.ndim - self.obs_rank :]))
+        lead, flat = _export_rows(obs, self.obs_rank)
         rows = flat.shape[0]
         _, logits, value, carry = self.exported.call(
             flat,
