@@ -177,7 +177,8 @@ class RunConfig(_Group):
     STRINGS = {"init_from": _POLICY_NAME}
 
     algo: str = "ppo"
-    """"ppo" (rollout + clipped surrogate), "a2c" (streaming TD(0), no rollout buffer) or "bc" (behaviour cloning
+    """"ppo" (rollout + clipped surrogate), "a2c" (streaming TD(0), no rollout buffer; with network="gru" windows of
+    update_every steps, agents.algorithms.a2c_windows) or "bc" (behaviour cloning
     of the bot bc_teacher on games generated inside the compiled program: PPO's rollouts with the teacher acting in
     the "self" seats, its actions' cross-entropy over the legal actions and the value's error to the GAE targets;
     agents.algorithms.bc; game only)"""
@@ -313,9 +314,10 @@ class NetConfig(_Group):
     by an exact lookup: learns the game without learning to see; agents.core.tile_ids); "gru" (recurrent: an MLP torso
     of hidden, a GRU of hidden[-1] units whose hidden state is carried from step to step per env and seat and reset
     where a seat's episode ends, then the two heads; agents.core.recurrent; docs/training.md, "Recurrent policies").
-    "gru" needs obs="vector" (the game's or a gymnax env's) and view="all", trains with algo="ppo" only (no league,
-    independent learners, teacher, anchor or several devices), num_minibatches dividing num_envs x learner seats
-    (its minibatches are whole sequences); the tables carry its hidden state (evaluations, the ladder, replays)"""
+    "gru" needs obs="vector" (the game's or a gymnax env's) and view="all", trains with algo="ppo" (num_minibatches
+    dividing num_envs x learner seats: its minibatches are whole sequences) or algo="a2c" (windows of update_every
+    steps, agents.algorithms.a2c_windows; n_step 1, target_tau 1), not with a league, independent learners, a
+    teacher, an anchor or several devices; the tables carry its hidden state (evaluations, the ladder, replays)"""
     hidden: tuple = (256, 256)
     """hidden layer widths: a tuple of 1 to 8 ints, each in [1, 2^16] (network="gru": the last is the GRU's
     width)"""
@@ -444,13 +446,15 @@ class PPOConfig(_Group):
 
 @dataclasses.dataclass(frozen=True)
 class A2CConfig(_Group):
-    """Streaming A2C (algo="a2c"): TD(0) or n-step targets, no rollout buffer."""
+    """Streaming A2C (algo="a2c"): TD(0) or n-step targets, no rollout buffer (a recurrent network's A2C keeps
+    windows of update_every steps: agents.algorithms.a2c_windows)."""
 
     NAME = "a2c"
     RANGES = {"update_every": (1, 1 << 16), "target_tau": (0.0, 1.0), "n_step": (1, 64)}
 
     update_every: int = 1
-    """env steps per parameter update, in [1, 2^16]"""
+    """env steps per parameter update, in [1, 2^16] (network="gru": the window the GRU is re-run over, its
+    truncated back-propagation through time)"""
     n_step: int = 1
     """decisions per TD target, in [1, 64]: a decision's target sums the seat's rewards up to its n-th next decision
     and bootstraps from V there (1 = TD(0)); each seat keeps n open decisions and every env step takes the gradient
@@ -805,10 +809,16 @@ class TrainConfig:
                 f"{what} reads the whole vector observation: it needs obs='vector' and view='all', got "
                 f"obs={self.task.obs!r}, view={self.net.view!r}"
             )
-        if self.run.algo != "ppo":
+        if self.run.algo not in ("ppo", "a2c"):
             raise ValueError(
-                f"TrainConfig.run.algo must be 'ppo' with {what}: A2C and behaviour cloning are not "
+                f"TrainConfig.run.algo must be 'ppo' or 'a2c' with {what}: behaviour cloning is not "
                 f"recurrent yet; got algo={self.run.algo!r}"
+            )
+        if self.run.algo == "a2c" and (self.a2c.n_step != 1 or self.a2c.target_tau != 1.0):
+            raise ValueError(
+                f"TrainConfig.a2c.n_step must be 1 and a2c.target_tau 1 with {what}: its A2C trains windows of "
+                f"update_every steps with TD(0) targets (agents.algorithms.a2c_windows); got n_step="
+                f"{self.a2c.n_step}, target_tau={self.a2c.target_tau}"
             )
         refused = {
             "net.independent": self.net.independent,
@@ -946,7 +956,11 @@ class TrainConfig:
                 f"TrainConfig.ppo.shuffle={self.ppo.shuffle!r} is PPO's (algo='ppo'); algo={self.run.algo!r} "
                 "needs shuffle='global', the default"
             )
-        if self.net.network in RECURRENT_NETWORKS and self.ppo_sequences % self.ppo.num_minibatches:
+        if (
+            self.net.network in RECURRENT_NETWORKS
+            and self.has_rollout
+            and self.ppo_sequences % self.ppo.num_minibatches
+        ):
             raise ValueError(
                 f"TrainConfig.ppo.num_minibatches must divide the (env, seat) sequences of a recurrent network's "
                 f"update (its minibatches are whole sequences), num_envs x learner seats = {self.ppo_sequences}, "
@@ -974,6 +988,11 @@ class TrainConfig:
     @property
     def is_gymnax(self) -> bool:
         return self.task.is_gymnax
+
+    @property
+    def a2c_windows(self) -> bool:
+        """A2C with a recurrent network: windows of update_every steps (``agents.algorithms.a2c_windows``)."""
+        return self.run.algo == "a2c" and self.net.network in RECURRENT_NETWORKS
 
     @property
     def has_rollout(self) -> bool:

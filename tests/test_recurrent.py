@@ -15,6 +15,8 @@ import pytest
 from flax import struct
 
 import agents
+from agents.algorithms.a2c import StreamingA2C
+from agents.algorithms.a2c_windows import A2CLoss
 from agents.algorithms.base import RecurrentRunner, Runner
 from agents.algorithms.ppo import PPO
 from agents.algorithms.sequences import IndependentSamples, RecurrentSequences
@@ -302,6 +304,59 @@ def test_a_feed_forward_policy_cannot_beat_chance_on_the_same_task():
     assert abs(returns[-75:].mean()) < 0.1
 
 
+def _train_a2c(network: str, updates: int, seed: int = 0) -> tuple[object, np.ndarray]:
+    """``(trainer, mean episode return per update)`` of ``updates`` A2C updates of 16 envs x 8 steps on the same task:
+    a GRU's windows of 8 steps (``agents.algorithms.a2c_windows``), a feed-forward policy's streaming A2C."""
+    config = _config(network, num_envs=16, algo="a2c", update_every=8, num_minibatches=1)
+    trainer = agents.make_train(config, RecallBit(num_envs=16, delay=5))
+    runner = trainer.init(jax.random.key(seed))
+    _, metrics = jax.jit(trainer.run, static_argnums=1)(runner, updates)
+    return trainer, np.asarray(metrics["sums/return_sum"]) / np.maximum(np.asarray(metrics["sums/episodes"]), 1)
+
+
+def test_a2c_over_a_gru_s_windows_learns_the_task_the_streaming_a2c_cannot():
+    """A2C with a recurrent network re-runs the GRU over windows of ``update_every`` steps from the carry each began
+    with (truncated back-propagation through time): it learns to repeat the bit; the streaming A2C of a feed-forward
+    policy, which keeps no steps, stays at chance."""
+    trainer, returns = _train_a2c("gru", 150)
+    assert type(trainer) is PPO and isinstance(trainer.loss, A2CLoss) and trainer.gae_lambda == 0.0
+    assert (trainer.config.ppo.num_steps, trainer.config.ppo.update_epochs, trainer.config.ppo.num_minibatches) == (
+        8,
+        1,
+        1,
+    )
+    assert returns[:3].mean() < 0.3 and returns[-30:].mean() > 0.95
+    streaming, chance = _train_a2c("mlp", 150)
+    assert type(streaming) is StreamingA2C and abs(chance[-75:].mean()) < 0.1
+
+
+class _EveryStepDecides(RecallBit):
+    """``RecallBit`` with both actions legal at every step: every step is a decision of every seat, so a decision's
+    next decision is the next step and the TD(0) target bootstraps from its value."""
+
+    def _timestep(self, state, reward, done, seat_done):
+        ts = super()._timestep(state, reward, done, seat_done)
+        return ts.replace(action_mask=jnp.ones_like(ts.action_mask))
+
+
+def test_a2c_over_windows_takes_td0_targets_whatever_the_runs_gae_lambda():
+    """The windowed A2C's targets are the streaming A2C's TD(0): a decision's reward plus gamma x the value of the
+    seat's next decision (none after its episode's end), checked against that sum in numpy; the run's ``gae_lambda``
+    (0.95 here, PPO's) changes nothing, and the advantages are the targets less the values the window was played
+    with."""
+    config = _config("gru", num_envs=4, algo="a2c", update_every=8, num_minibatches=1, gae_lambda=0.95)
+    trainer = agents.make_train(config, _EveryStepDecides(num_envs=4))
+    runner = trainer.init(jax.random.key(3))
+    _, traj, batch, _, _ = trainer.collect(runner, jax.random.key(4))
+    reward, value, terminal = (np.asarray(x) for x in (traj.reward, traj.value, traj.terminal))
+    bootstrap = np.where(terminal[:-1], 0.0, 0.99 * value[1:])
+    expected = reward[:-1] + bootstrap
+    trained = np.asarray(traj.weight)[:-1] > 0
+    assert trained.all() and np.abs(bootstrap).max() > 1e-3  # every step decides; the values are not all 0
+    np.testing.assert_allclose(np.asarray(batch.targets)[:-1], expected, rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(np.asarray(batch.advantages), np.asarray(batch.targets) - value, rtol=1e-5, atol=1e-6)
+
+
 # ---------------------------------------------------------------- the run library
 
 
@@ -445,8 +500,9 @@ def test_a_feed_forward_runner_keeps_the_layout_earlier_checkpoints_were_saved_w
         ({"obs": "oracle"}, r"TrainConfig\.net\.network='gru' \(a recurrent network\) reads the whole vector"),
         ({"view": "frame"}, r"needs obs='vector' and view='all', got obs='vector', view='frame'"),
         ({"obs": "pixels"}, r"TrainConfig\.net\.network must be 'cnn' or 'tiles' or 'tile_ids' for obs='pixels'"),
-        ({"algo": "a2c"}, r"TrainConfig\.run\.algo must be 'ppo' with TrainConfig\.net\.network='gru'"),
-        ({"algo": "bc"}, r"TrainConfig\.run\.algo must be 'ppo' with"),
+        ({"algo": "bc"}, r"TrainConfig\.run\.algo must be 'ppo' or 'a2c' with TrainConfig\.net\.network='gru'"),
+        ({"algo": "a2c", "n_step": 2}, r"TrainConfig\.a2c\.n_step must be 1 and a2c\.target_tau 1 with .*n_step=2"),
+        ({"algo": "a2c", "target_tau": 0.5}, r"TrainConfig\.a2c\.n_step must be 1 .*target_tau=0\.5"),
         ({"independent": True}, r"TrainConfig\.net\.independent is not supported with TrainConfig\.net\.network="),
         ({"league_size": 2}, r"TrainConfig\.league\.league_size is not supported with"),
         ({"anchor": "baseline:ppo_small-v1"}, r"TrainConfig\.distill\.anchor is not supported with"),
@@ -475,13 +531,21 @@ def test_the_config_accepts_a_recurrent_network_where_it_trains():
     assert gymnax.log.eval_every == 1
     evaluated = TrainConfig.from_fields(network="gru", num_envs=2, num_minibatches=16, eval_every=1)
     assert evaluated.log.eval_every == 1  # the tables carry its hidden state (tests/test_recurrent_tables.py)
+    a2c = TrainConfig.from_fields(network="gru", algo="a2c", num_envs=3, update_every=4, num_minibatches=5)
+    assert a2c.a2c_windows and a2c.steps_per_update == 12  # PPO's minibatches are not its: one a window
+    assert agents.algorithms.registry.trainer_kind(a2c) == "a2c_windows"
+    assert not TrainConfig.from_fields(algo="a2c").a2c_windows
 
 
 def test_the_trainer_checks_the_sequences_of_its_env_and_what_it_is_composed_with():
     config = _config("gru", num_envs=3, num_minibatches=4)  # 3 x 8 game seats divide by 4; 3 x 2 here do not
     with pytest.raises(ValueError, match=r"num_envs x learner seats = 6, got 4"):
         PPO(config, RecallBit(num_envs=3))
-    with pytest.raises(ValueError, match=r"trains on its own play with PPO's loss for now"):
+    with pytest.raises(ValueError, match=r"trains algo='a2c' only as a recurrent policy's windows with an A2C loss"):
+        PPO(_config("gru", algo="a2c"), RecallBit(num_envs=8))  # PPO's loss on an A2C config
+    with pytest.raises(ValueError, match=r"a feed-forward policy's A2C is the streaming one"):
+        PPO(_config("mlp", algo="a2c"), RecallBit(num_envs=8), loss=A2CLoss())
+    with pytest.raises(ValueError, match=r"trains on its own play with PPO's or A2C's loss for now"):
         from agents.algorithms.bc import TeacherPlay
 
         PPO(_config("gru"), RecallBit(num_envs=8), samples=TeacherPlay("greedy", 1.0))

@@ -206,18 +206,27 @@ class PPO(Trainer):
     ``agents.algorithms.bc.BCLoss``: behaviour cloning; ``agents.algorithms.distill.KLTerms`` adds KL terms to
     frozen policies) and ``samples`` (default ``OwnPlay``: how the rollout acts and what the batch carries)."""
 
-    algos = ("ppo", "bc")
+    algos = ("ppo", "bc", "a2c")
     trains_recurrent = True
 
-    def __init__(self, config, env, loss=None, samples=None):
+    def __init__(self, config, env, loss=None, samples=None, gae_lambda: float | None = None):
         if config.run.algo not in self.algos:
             raise ValueError(f"PPO's machinery trains algo in {self.algos}, got config.run.algo={config.run.algo!r}")
         self.algo = config.run.algo
         super().__init__(config, env)
         self.loss = loss or PPOLoss(config.ppo.clip_value, config.loss.normalize_advantages)
         self.samples = samples or OwnPlay()
+        #: the GAE lambda of the targets: fixed (``agents.algorithms.a2c_windows``' TD(0): 0), or None for the
+        #: traced ``hparams.gae_lambda``
+        self.gae_lambda = gae_lambda
         #: what the policy's memory changes (``agents.algorithms.sequences``): shuffled samples, or whole sequences
         self.sequences = sequences_for(self.network)
+        if self.algo == "a2c" and (not self.sequences.recurrent or loss is None):
+            raise ValueError(
+                "PPO's machinery trains algo='a2c' only as a recurrent policy's windows with an A2C loss "
+                "(agents.algorithms.a2c_windows.windowed_a2c); a feed-forward policy's A2C is the streaming one "
+                "(agents.algorithms.a2c.StreamingA2C, make_train picks it)"
+            )
         if self.sequences.recurrent:
             self._check_recurrent(config)
         self.network = self.samples.network(self.network)
@@ -238,7 +247,7 @@ class PPO(Trainer):
         if type(self.samples) is not OwnPlay or getattr(self.loss, "held_out", None) is not None:
             raise ValueError(
                 f"TrainConfig.net.network={config.net.network!r} (a recurrent network) trains on its own play with "
-                "PPO's loss for now: no behaviour cloning, teacher or anchor"
+                "PPO's or A2C's loss for now: no behaviour cloning, teacher or anchor"
             )
         sequences = config.run.num_envs * int(self.learner.sum())
         if sequences % config.ppo.num_minibatches:
@@ -346,6 +355,7 @@ class PPO(Trainer):
         with a recurrent policy's ``SequenceStart`` in ``memory``); ``sums`` the episode sums [T] per name;
         ``decisions`` float32[] the learner decisions taken in this rollout (trained now or, if left open, later)."""
         hp = runner.hparams
+        lam = hp.gae_lambda if self.gae_lambda is None else jnp.asarray(self.gae_lambda, jnp.float32)
         pending = runner.pending
         memory = getattr(runner, "memory", None)  # the recurrent policy's memory before the rollout, else None
         runner, traj, sums = self.rollout(runner, act_key, *inputs)
@@ -354,11 +364,11 @@ class PPO(Trainer):
         decisions = traj.weight.sum()  # taken in this rollout (trained now or, if left open, in a later update)
         if self.dense:  # every state is a decision: nothing is ever left open, the textbook GAE
             advantages, targets = gae(
-                traj.reward, traj.value, traj.terminal, jnp.ones_like(traj.terminal), end_value, hp.gamma, hp.gae_lambda
+                traj.reward, traj.value, traj.terminal, jnp.ones_like(traj.terminal), end_value, hp.gamma, lam
             )
         else:
             traj, advantages, targets, pending = targets_with_pending(
-                traj, pending, end_value, runner.mask.sum(-1) > 1, hp.gamma, hp.gae_lambda
+                traj, pending, end_value, runner.mask.sum(-1) > 1, hp.gamma, lam
             )
         batch = self.training_batch(traj, advantages, targets, runner.update, inputs).replace(memory=start)
         return runner.replace(pending=pending), traj, batch, sums, decisions

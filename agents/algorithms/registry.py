@@ -11,6 +11,7 @@ from __future__ import annotations
 import functools
 
 from agents.algorithms.a2c import StreamingA2C
+from agents.algorithms.a2c_windows import windowed_a2c
 from agents.algorithms.base import Trainer, make_network
 from agents.algorithms.bc import DatasetCloning, behaviour_cloning
 from agents.algorithms.distill import FrozenPolicies, distilled_ppo
@@ -26,6 +27,7 @@ TRAINERS = {
     "ppo": PPO,
     "distill": distilled_ppo,
     "a2c": StreamingA2C,
+    "a2c_windows": windowed_a2c,
     "bc": behaviour_cloning,
     "bc_dataset": DatasetCloning,
 }
@@ -33,11 +35,14 @@ TRAINERS = {
 
 def trainer_kind(config: TrainConfig) -> str:
     """Which of ``TRAINERS`` trains ``config``: its ``run.algo``, except that cloning a recording
-    (``bc.bc_dataset``) is ``"bc_dataset"`` and PPO with a teacher or an anchor is ``"distill"``."""
+    (``bc.bc_dataset``) is ``"bc_dataset"``, PPO with a teacher or an anchor is ``"distill"`` and A2C with a
+    recurrent network is ``"a2c_windows"``."""
     if config.bc.bc_dataset:
         return "bc_dataset"
     if config.distill.teacher or config.distill.anchor:
         return "distill"
+    if config.a2c_windows:
+        return "a2c_windows"
     return config.run.algo
 
 
@@ -48,7 +53,8 @@ def make_train(config: TrainConfig, env) -> Trainer | DatasetCloning:
       ``agents.algorithms.distill.distilled_ppo`` (``KLTerms`` around ``PPOLoss``, ``FrozenPolicies``);
     * ``"bc"``: ``agents.algorithms.bc.behaviour_cloning`` (``BCLoss``, ``TeacherPlay``); ``"bc_dataset"`` (cloning a
       recording, ``config.bc.bc_dataset``): ``agents.algorithms.bc.DatasetCloning``;
-    * ``"a2c"``: ``agents.algorithms.a2c.StreamingA2C``.
+    * ``"a2c"``: ``agents.algorithms.a2c.StreamingA2C``; with a recurrent network (``"a2c_windows"``):
+      ``agents.algorithms.a2c_windows.windowed_a2c`` (``A2CLoss`` over windows of ``a2c.update_every`` steps).
 
     Example::
 

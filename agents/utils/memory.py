@@ -60,7 +60,8 @@ def train_bytes(config: TrainConfig, runner) -> dict:
     """``{"runner", "update", "total"}`` bytes of one training run of ``config``; ``runner``: its abstract
     runner (``jax.eval_shape`` of the trainer's ``init``)."""
     per_step = tree_bytes(runner.obs) + tree_bytes(runner.mask) + 6 * 4 * math.prod(runner.mask.shape[:-1])
-    steps = config.ppo.num_steps if config.has_rollout else 2  # A2C: this step's samples and the pending ones
+    # A2C: this step's samples and the pending ones; a recurrent network's A2C: its window of update_every steps
+    steps = config.ppo.num_steps if config.has_rollout else config.a2c.update_every if config.a2c_windows else 2
     widths = sum(config.net.hidden) + runner.mask.shape[-1] + 1
     samples = math.prod(runner.mask.shape[:-1]) * steps // (config.ppo.num_minibatches if config.has_rollout else 1)
     update = steps * per_step + 3 * samples * widths * 4  # transitions + forward/backward activations
