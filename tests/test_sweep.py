@@ -237,6 +237,32 @@ def test_sweep_cli_on_the_game_with_evaluation(tmp_path):
             assert total == round(total) and 8 <= total <= 64, rec["eval/placement_vs_greedy"]
 
 
+def test_a_fast_compile_sweep_compiles_its_init_with_the_fast_options_too(monkeypatch):
+    """The smoke preset's run.fast_compile in a sweep: its init program is compiled with
+    jaxgame.xla_flags.FAST_COMPILE_OPTIONS, as its chunk and evaluation are (``ChunkProgram.compiler_options``;
+    XLA_FLAGS hidden, as in tests/test_train.py, after the backend started with the suite's flags). The compile is
+    stopped once it has been asked for: what runs is the suite's program either way."""
+    from agents.run.sweep_loop import SweepProgram
+    from jaxgame.xla_flags import FAST_COMPILE_OPTIONS
+
+    class Asked(Exception):
+        pass
+
+    seen = []
+
+    def compile(self, compiler_options=None):
+        seen.append(compiler_options)
+        raise Asked
+
+    jax.devices()  # the backend starts with the suite's XLA_FLAGS before they are hidden
+    monkeypatch.setattr(jax.stages.Lowered, "compile", compile)
+    monkeypatch.setenv("XLA_FLAGS", "")
+    base, spec = sweep_cli.spec_from_sets(SMOKE, SWEEP_SETS, list(SEEDS))
+    with pytest.raises(Asked):
+        SweepProgram(base, spec).init()
+    assert seen == [FAST_COMPILE_OPTIONS]
+
+
 def test_a_shorter_last_chunk_of_a_sweep_runs_in_the_chunks_own_program(tmp_path):
     """3 updates in chunks of 2: the last chunk (1 update) runs in the chunk's program (``Sweep.run_upto``, its
     update count an argument), so nothing more is compiled or announced; every run ends where the same sweep in

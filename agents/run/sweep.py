@@ -242,9 +242,13 @@ class Sweep:
         """Typed keys [R]: ``jax.random.key(seed)`` of every run."""
         return jax.vmap(jax.random.key)(self.seeds)
 
-    def init(self):
-        """The runners of all runs: a ``Runner`` with a leading [R] axis."""
-        return self._init(self.master_keys(), self.hparams)
+    def init(self, compiler_options: dict | None = None):
+        """The runners of all runs: a ``Runner`` with a leading [R] axis. ``compiler_options``: XLA's options for
+        the init program (``SweepProgram``'s ``run.fast_compile``; None: XLA's defaults)."""
+        keys = self.master_keys()
+        if compiler_options is None:
+            return self._init(keys, self.hparams)
+        return self._init.lower(keys, self.hparams).compile(compiler_options=compiler_options)(keys, self.hparams)
 
     # ---- the run axis over the devices (identity on one device) ----
     def constrain(self, tree):

@@ -81,7 +81,7 @@ class SweepProgram(ChunkProgram):
         self.eval_keys = jax.vmap(lambda k: jax.random.fold_in(k, EVAL_STREAM))(self.sweep.master_keys())
 
     def init(self):
-        return self.sweep.init()
+        return self.sweep.init(self.compiler_options)
 
     def restore(self, store: CheckpointStore):
         step, runners, saved = store.restore(jax.eval_shape(self.sweep.init), check=self.step_check)
