@@ -61,8 +61,7 @@ class A2CLoss:
             hp.ent_coef,
             normalize_advantages=self.normalize_advantages,
         )
-        centred = batch.advantages - losses.weighted_mean(batch.advantages, weight)
-        return total, {**metrics, "advantage_std": jnp.sqrt(losses.weighted_mean(jnp.square(centred), weight))}
+        return total, {**metrics, "advantage_std": losses.weighted_std(batch.advantages, weight)}
 
     def log(self, mean: dict, traj: Transition, targets) -> dict:
         """An update's logged losses, under the streaming A2C's names (``agents.algorithms.a2c``)."""

@@ -39,10 +39,14 @@ def weighted_mean(x: jax.Array, weight: jax.Array) -> jax.Array:
 NORMALIZE_EPS = 1e-8
 
 
+def weighted_std(x: jax.Array, weight: jax.Array) -> jax.Array:
+    """float32[]: the standard deviation of x about its ``weighted_mean``, weighted the same way (None: plain)."""
+    return jnp.sqrt(weighted_mean(jnp.square(x - weighted_mean(x, weight)), weight))
+
+
 def _normalize(advantages: jax.Array, weight: jax.Array) -> jax.Array:
     mean = weighted_mean(advantages, weight)
-    std = jnp.sqrt(weighted_mean(jnp.square(advantages - mean), weight))
-    return _keep((advantages - mean) / (std + NORMALIZE_EPS), weight)
+    return _keep((advantages - mean) / (weighted_std(advantages, weight) + NORMALIZE_EPS), weight)
 
 
 def ppo_loss(
